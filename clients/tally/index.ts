@@ -1,0 +1,6 @@
+// The Tally client SDK: what apps import.
+export { TallyClient, newMessageId, RECEIPT_TYPE, SELF_SYNC_TYPES } from "./client";
+export type { InnerMessage, TallyClientOptions, TallyClientEvents, DirectChannel, SendOptions, Delivery } from "./client";
+export { KeyValueTallyStore, MapKeyValue, WebStorageKeyValue, memoryStore } from "./store";
+export type { TallyStore, KeyValue, OutboxItem } from "./store";
+export { generateSecretKey, getPublicKeyHex, npubEncode, npubDecode } from "../../shared/tally/keys";

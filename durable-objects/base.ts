@@ -1,0 +1,287 @@
+// The one base every relay Durable Object stands on. It owns the runtime entry points (fetch,
+// webSocketMessage, webSocketClose, webSocketError, alarm) and turns them into a few hooks, so
+// that each object reads as "what this room does": a table of handlers, one per message type.
+//
+// What it does for every object, the one documented way (DESIGN section 3):
+// - applies the class's SQL migrations on start, recording them in the object's own SQLite;
+// - accepts hibernatable WebSockets, keeps per-socket state in the socket attachment;
+// - answers {"type":"ping"} with {"type":"pong"} without waking the object;
+// - bounds frame size (close 1009), rate-limits per socket (rate_limited, then close 4029);
+// - parses a frame, validates it against its handler's zod schema and dispatches by `type`,
+//   answering invalid_message / unknown_type and keeping the connection open;
+// - closes sockets that have not authenticated within the timeout with 4001 (by alarm);
+// - answers close frames.
+import { DurableObject } from "cloudflare:workers";
+import type { z } from "zod";
+import { socketError, type ErrorCode } from "../shared/errors";
+import { CLOSE_CODES, COMMON_LIMITS } from "../shared/limits";
+import type { Migration } from "../migrations/index";
+import { TokenBucket } from "../shared/rate-limit";
+
+/** What every socket's attachment holds; objects extend it. */
+export interface BaseAttachment {
+  /** Milliseconds since the epoch when the socket was accepted. */
+  openedAt: number;
+  /** Whether the socket has authenticated (registered / joined). */
+  authed: boolean;
+}
+
+export interface Route<Self, A extends BaseAttachment, S extends z.ZodType = z.ZodType> {
+  schema: S;
+  /** Whether the socket must have authenticated first. Default true. */
+  authed?: boolean;
+  /** `raw` is the frame as it arrived, for handlers that must forward parts of it unchanged. */
+  handle: (this: Self, ws: WebSocket, msg: z.infer<S>, att: A, raw: string) => void | Promise<void>;
+}
+
+export type Routes<Self, A extends BaseAttachment> = Record<string, Route<Self, A, any>>;
+
+/** Declares a route with its message type inferred from the schema. */
+export function route<Self, A extends BaseAttachment, S extends z.ZodType>(r: Route<Self, A, S>): Route<Self, A, S> {
+  return r;
+}
+
+export interface RelayObjectOptions {
+  migrations: readonly Migration[];
+  /** Largest text frame (bytes of UTF-8) accepted; larger closes the socket with 1009. */
+  maxFrameBytes: number;
+  /** Largest binary frame accepted; 0 refuses binary frames with invalid_message. */
+  maxBinaryBytes?: number;
+  /**
+   * What happens to a message that needs authentication on a socket that has not authenticated:
+   * "ignore" drops it unanswered (Tally: "before registered, only ping is answered"),
+   * "error" answers auth_failed.
+   */
+  beforeAuth: "ignore" | "error";
+  /** Seconds a socket may stay unauthenticated. */
+  authTimeoutSeconds?: number;
+}
+
+const PING = '{"type":"ping"}';
+const PONG = '{"type":"pong"}';
+
+export function applyMigrations(storage: DurableObjectStorage, migrations: readonly Migration[]): void {
+  const sql = storage.sql;
+  sql.exec("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)");
+  const done = new Set(sql.exec<{ name: string }>("SELECT name FROM _migrations").toArray().map((r) => r.name));
+  for (const m of migrations) {
+    if (done.has(m.name)) continue;
+    storage.transactionSync(() => {
+      sql.exec(m.sql);
+      sql.exec("INSERT INTO _migrations (name, applied_at) VALUES (?, ?)", m.name, Date.now());
+    });
+  }
+}
+
+export abstract class RelayObject<Env, A extends BaseAttachment> extends DurableObject<Env> {
+  protected readonly sql: SqlStorage;
+  private readonly options: RelayObjectOptions;
+  /** In-memory rate state. Losing it on eviction is harmless: an evicted socket was idle, its bucket full. */
+  private readonly buckets = new WeakMap<WebSocket, TokenBucket>();
+
+  protected abstract readonly routes: Routes<any, A>;
+
+  constructor(ctx: DurableObjectState, env: Env, options: RelayObjectOptions) {
+    super(ctx, env);
+    this.options = options;
+    this.sql = ctx.storage.sql;
+    applyMigrations(ctx.storage, options.migrations);
+    ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(PING, PONG));
+  }
+
+  // ---- hooks -------------------------------------------------------------------------------
+
+  /** A socket was accepted; send the challenge here. */
+  protected abstract onConnect(ws: WebSocket, att: A): void | Promise<void>;
+  /** A socket closed or failed (after the base answered the close frame). */
+  protected onClose(_ws: WebSocket, _att: A): void | Promise<void> {}
+  /** A binary frame within maxBinaryBytes. */
+  protected onBinary(ws: WebSocket, _data: ArrayBuffer, _att: A): void | Promise<void> {
+    this.sendError(ws, "invalid_message", "binary frames are not accepted on this endpoint");
+  }
+  /** The alarm fired; return the next time (ms) the object needs waking, or null. */
+  protected onAlarm(_now: number): number | null | Promise<number | null> {
+    return null;
+  }
+
+  // ---- helpers for subclasses ----------------------------------------------------------------
+
+  /** Accepts a WebSocket upgrade with its initial attachment and returns the 101 response. */
+  protected async accept(att: A, tags: string[] = []): Promise<Response> {
+    const pair = new WebSocketPair();
+    const [client, server] = [pair[0], pair[1]];
+    this.ctx.acceptWebSocket(server, tags);
+    server.serializeAttachment(att);
+    if (!att.authed) await this.scheduleAlarm(att.openedAt + this.authTimeoutMs());
+    await this.onConnect(server, att);
+    return new Response(null, { status: 101, webSocket: client });
+  }
+
+  protected attachment(ws: WebSocket): A {
+    return ws.deserializeAttachment() as A;
+  }
+
+  protected setAttachment(ws: WebSocket, att: A): void {
+    ws.serializeAttachment(att);
+  }
+
+  /** Open sockets whose attachment passes the filter. */
+  protected sockets(filter: (att: A) => boolean = () => true): Array<{ ws: WebSocket; att: A }> {
+    const out: Array<{ ws: WebSocket; att: A }> = [];
+    for (const ws of this.ctx.getWebSockets()) {
+      if (ws.readyState !== WebSocket.OPEN) continue;
+      const att = ws.deserializeAttachment() as A | null;
+      if (att && filter(att)) out.push({ ws, att });
+    }
+    return out;
+  }
+
+  /** Sends one JSON message; false when the socket could not take it. */
+  protected send(ws: WebSocket, msg: unknown): boolean {
+    return this.sendRaw(ws, JSON.stringify(msg));
+  }
+
+  protected sendRaw(ws: WebSocket, data: string | ArrayBuffer | ArrayBufferView): boolean {
+    try {
+      ws.send(data);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  protected sendError(ws: WebSocket, code: ErrorCode, message: string, id?: string): void {
+    this.send(ws, socketError(code, message, id));
+  }
+
+  protected close(ws: WebSocket, code: number, reason: string): void {
+    try {
+      ws.close(code, reason.slice(0, 120));
+    } catch {
+      // already closed
+    }
+  }
+
+  /** Makes sure the alarm fires at or before `at` (ms since the epoch). */
+  protected async scheduleAlarm(at: number): Promise<void> {
+    const current = await this.ctx.storage.getAlarm();
+    if (current === null || current > at) await this.ctx.storage.setAlarm(at);
+  }
+
+  // ---- runtime entry points ------------------------------------------------------------------
+
+  async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
+    const att = this.attachment(ws);
+    if (!att) return;
+    if (!this.admit(ws)) return;
+    if (typeof message !== "string") {
+      const max = this.options.maxBinaryBytes ?? 0;
+      if (max === 0) return this.sendError(ws, "invalid_message", "binary frames are not accepted on this endpoint");
+      if (message.byteLength > max) return this.close(ws, CLOSE_CODES.too_large, "frame too large");
+      if (!att.authed) return this.beforeAuth(ws);
+      return this.onBinary(ws, message, att);
+    }
+    if (utf8Length(message, this.options.maxFrameBytes) > this.options.maxFrameBytes) {
+      return this.close(ws, CLOSE_CODES.too_large, "frame too large");
+    }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(message);
+    } catch {
+      return this.sendError(ws, "invalid_message", "frame is not JSON");
+    }
+    if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+      return this.sendError(ws, "invalid_message", "frame is not a JSON object");
+    }
+    const obj = parsed as Record<string, unknown>;
+    const id = typeof obj.id === "string" ? obj.id : undefined;
+    if (typeof obj.type !== "string") return this.sendError(ws, "invalid_message", "frame has no string `type`", id);
+    if (obj.type === "ping") return void this.send(ws, { type: "pong" });
+    const r = Object.hasOwn(this.routes, obj.type) ? this.routes[obj.type] : undefined;
+    if (!r) return this.sendError(ws, "unknown_type", `unknown message type: ${obj.type.slice(0, 64)}`, id);
+    if ((r.authed ?? true) && !att.authed) return this.beforeAuth(ws);
+    const result = r.schema.safeParse(obj);
+    if (!result.success) {
+      const issue = result.error.issues[0];
+      const where = issue?.path.length ? ` at ${issue.path.join(".")}` : "";
+      return this.sendError(ws, "invalid_message", `${obj.type}: ${issue?.message ?? "invalid"}${where}`, id);
+    }
+    try {
+      await r.handle.call(this, ws, result.data, att, message);
+    } catch (err) {
+      console.error(`handler ${obj.type} failed`, err);
+      this.sendError(ws, "internal_error", "the relay could not handle this message", id);
+    }
+  }
+
+  async webSocketClose(ws: WebSocket, code: number, reason: string): Promise<void> {
+    // Answer the close frame (1005/1006 are not sendable codes).
+    this.close(ws, code === 1005 || code === 1006 || code < 1000 ? 1000 : code, reason);
+    await this.closed(ws);
+  }
+
+  async webSocketError(ws: WebSocket, _error: unknown): Promise<void> {
+    this.close(ws, 1011, "error");
+    await this.closed(ws);
+  }
+
+  async alarm(): Promise<void> {
+    const now = Date.now();
+    let next = await this.onAlarm(now);
+    const timeout = this.authTimeoutMs();
+    for (const ws of this.ctx.getWebSockets()) {
+      const att = ws.deserializeAttachment() as A | null;
+      if (!att || att.authed) continue;
+      const deadline = att.openedAt + timeout;
+      if (deadline <= now) {
+        this.sendError(ws, "auth_failed", "authentication timed out");
+        this.close(ws, CLOSE_CODES.auth_failed, "authentication timed out");
+      } else if (next === null || deadline < next) next = deadline;
+    }
+    if (next !== null) await this.ctx.storage.setAlarm(next);
+  }
+
+  // ---- internals -----------------------------------------------------------------------------
+
+  private closedSockets = new WeakSet<WebSocket>();
+
+  private async closed(ws: WebSocket): Promise<void> {
+    if (this.closedSockets.has(ws)) return;
+    this.closedSockets.add(ws);
+    const att = this.attachment(ws);
+    if (att) await this.onClose(ws, att);
+  }
+
+  private beforeAuth(ws: WebSocket): void {
+    if (this.options.beforeAuth === "error") this.sendError(ws, "auth_failed", "authenticate first");
+  }
+
+  private authTimeoutMs(): number {
+    return (this.options.authTimeoutSeconds ?? COMMON_LIMITS.auth_timeout_seconds) * 1000;
+  }
+
+  /** The per-socket rate limit; false when the message is dropped. */
+  private admit(ws: WebSocket): boolean {
+    let bucket = this.buckets.get(ws);
+    if (!bucket) {
+      bucket = new TokenBucket(COMMON_LIMITS.rate_burst, COMMON_LIMITS.rate_messages_per_second);
+      this.buckets.set(ws, bucket);
+    }
+    const now = Date.now();
+    if (bucket.take(now)) return true;
+    if (bucket.strike(now) >= COMMON_LIMITS.rate_limited_before_close) {
+      this.sendError(ws, "rate_limited", "too many messages; closing");
+      this.close(ws, CLOSE_CODES.rate_limited, "rate limited");
+    } else {
+      this.sendError(ws, "rate_limited", "too many messages; slow down");
+    }
+    return false;
+  }
+}
+
+/** UTF-8 length of a string, counting no further than `cap + 1`. */
+export function utf8Length(s: string, cap: number): number {
+  if (s.length * 3 <= cap) return s.length; // cannot exceed the cap
+  if (s.length > cap) return s.length; // already over (each char is >= 1 byte)
+  return new TextEncoder().encode(s).length;
+}

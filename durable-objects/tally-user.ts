@@ -1,0 +1,445 @@
+// One Tally user: that user's devices (sockets), the queue of envelopes addressed to the user,
+// and the introductions that decide who hears peer_disconnect (DESIGN section 4, seed 003
+// sections 6, 8, 9 and 13). Decisions about bytes live in shared/tally; this file holds state.
+import type { z } from "zod";
+import { RelayObject, type BaseAttachment, type Route } from "./base";
+import { MIGRATIONS } from "../migrations/index";
+import { CLOSE_CODES, TALLY_LIMITS } from "../shared/limits";
+import { bytesToHex, randomBytes } from "../shared/encoding";
+import { rawMember, withRawMember } from "../shared/json-raw";
+import { checkAuthEvent } from "../shared/tally/auth";
+import { npubDecode, npubEncode } from "../shared/tally/keys";
+import { peerEnvelopeSchema } from "../shared/tally/envelope";
+import {
+  ackSchema,
+  connectPeerSchema,
+  queuePeerEnvelopeSchema,
+  registerSchema,
+  webrtcSignalSchema,
+  type QueuedStatus,
+} from "../shared/tally/messages";
+import { relayUrlMatches } from "../shared/tally/relay-url";
+import type { Env } from "../workers/env";
+
+export interface TallyAttachment extends BaseAttachment {
+  challenge: string;
+  /** Host the client connected to, for the auth event's relay tag. */
+  host: string;
+  deviceId?: string;
+  acks?: boolean;
+}
+
+/** Header by which the Worker tells the object whose it is (it stores it; a cold start does not). */
+export const TALLY_USER_HEADER = "x-tally-user";
+export const RELAY_HOST_HEADER = "x-relay-host";
+
+const DAY_MS = 86_400_000;
+
+type Stub = DurableObjectStub<TallyUser>;
+
+/** One route of this object, typed with its attachment. */
+const route = <S extends z.ZodType>(r: Route<TallyUser, TallyAttachment, S>) => r;
+
+export class TallyUser extends RelayObject<Env, TallyAttachment> {
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env, {
+      migrations: MIGRATIONS.TallyUser,
+      maxFrameBytes: TALLY_LIMITS.max_frame_bytes,
+      beforeAuth: "ignore",
+    });
+  }
+
+  // ---- identity -----------------------------------------------------------------------------
+
+  /** This object's user (64 hex), from its own storage. */
+  private userHex(): string | null {
+    const row = this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'user_hex'").toArray()[0];
+    return row?.value ?? null;
+  }
+
+  private remember(hex: string): void {
+    const known = this.userHex();
+    if (known === hex) return;
+    if (known !== null) throw new Error(`object of ${known} addressed as ${hex}`);
+    this.sql.exec("INSERT INTO meta (key, value) VALUES ('user_hex', ?)", hex);
+  }
+
+  private userNpub(): string {
+    return npubEncode(this.userHex()!);
+  }
+
+  private stubFor(hex: string): Stub {
+    return this.env.TALLY_USER.get(this.env.TALLY_USER.idFromName(hex));
+  }
+
+  // ---- connections --------------------------------------------------------------------------
+
+  async fetch(request: Request): Promise<Response> {
+    const hex = request.headers.get(TALLY_USER_HEADER);
+    if (!hex || !/^[0-9a-f]{64}$/.test(hex)) return new Response("missing user", { status: 400 });
+    this.remember(hex);
+    return this.accept({
+      openedAt: Date.now(),
+      authed: false,
+      challenge: bytesToHex(randomBytes(32)),
+      host: request.headers.get(RELAY_HOST_HEADER) ?? new URL(request.url).host,
+    });
+  }
+
+  protected onConnect(ws: WebSocket, att: TallyAttachment): void {
+    this.send(ws, { type: "challenge", challenge: att.challenge });
+  }
+
+  private devices(except?: string): Array<{ ws: WebSocket; att: TallyAttachment & { deviceId: string } }> {
+    return this.sockets((a) => a.authed && a.deviceId !== undefined && a.deviceId !== except) as Array<{
+      ws: WebSocket;
+      att: TallyAttachment & { deviceId: string };
+    }>;
+  }
+
+  private device(deviceId: string): WebSocket | undefined {
+    return this.devices().find((d) => d.att.deviceId === deviceId)?.ws;
+  }
+
+  protected routes = {
+    register: route({
+      schema: registerSchema,
+      authed: false,
+      handle(this: TallyUser, ws, msg, att) {
+        return this.register(ws, msg, att);
+      },
+    }),
+    queue_peer_envelope: route({
+      schema: queuePeerEnvelopeSchema,
+      handle(this: TallyUser, ws, msg, att, raw) {
+        return this.queueEnvelope(ws, msg.envelope, att, raw);
+      },
+    }),
+    ack: route({
+      schema: ackSchema,
+      handle(this: TallyUser, _ws, msg) {
+        this.sql.exec("DELETE FROM queue WHERE from_hex = ? AND id = ?", npubDecode(msg.from_user_id), msg.id);
+      },
+    }),
+    connect_peer: route({
+      schema: connectPeerSchema,
+      handle(this: TallyUser, ws, msg, att) {
+        return this.connectPeer(ws, npubDecode(msg.peer_user_id), att);
+      },
+    }),
+    webrtc_signal: route({
+      schema: webrtcSignalSchema,
+      handle(this: TallyUser, ws, msg, att) {
+        return this.webrtcSignal(ws, msg.peer_user_id, msg.peer_device_id, msg.signal, att);
+      },
+    }),
+  };
+
+  private async register(
+    ws: WebSocket,
+    msg: { user_id: string; auth: unknown; acks?: boolean },
+    att: TallyAttachment,
+  ): Promise<void> {
+    if (att.authed) return this.sendError(ws, "already_registered", "this connection is already registered");
+    const me = this.userHex()!;
+    let claimed: string;
+    try {
+      claimed = npubDecode(msg.user_id);
+    } catch {
+      claimed = "";
+    }
+    const fail = (why: string) => {
+      this.sendError(ws, "auth_failed", why);
+      this.close(ws, CLOSE_CODES.auth_failed, "authentication failed");
+    };
+    if (claimed !== me) return fail("user_id is not the user of this endpoint");
+    const check = checkAuthEvent(msg.auth, {
+      challenge: att.challenge,
+      pubkeyHex: me,
+      relayUrlOk: (url) => relayUrlMatches(url, att.host, this.env.PUBLIC_URL),
+      nowSeconds: Math.floor(Date.now() / 1000),
+    });
+    if (!check.ok) return fail(`auth event refused: ${check.reason}`);
+    const online = this.devices();
+    if (online.length >= TALLY_LIMITS.max_devices_per_user) {
+      this.sendError(ws, "too_many_devices", `at most ${TALLY_LIMITS.max_devices_per_user} devices per user`);
+      return this.close(ws, CLOSE_CODES.policy, "too many devices");
+    }
+    const deviceId = bytesToHex(randomBytes(8));
+    const next: TallyAttachment = { ...att, authed: true, deviceId, acks: msg.acks === true, challenge: "" };
+    this.setAttachment(ws, next);
+    this.pruneIntroductions();
+
+    // registered, the stored envelopes oldest first, queue_drained (seed 6.2 step 2).
+    this.purgeExpired(Date.now());
+    const rows = this.sql.exec<{ seq: number; body: string }>("SELECT seq, body FROM queue ORDER BY seq").toArray();
+    this.send(ws, { type: "registered", user_id: this.userNpub(), device_id: deviceId, queued: rows.length });
+    let pushed = 0;
+    for (const row of rows) {
+      if (!this.sendRaw(ws, row.body)) break;
+      pushed = row.seq;
+    }
+    this.send(ws, { type: "queue_drained" });
+    // Without acks the seed's rule holds: removed after a successful push.
+    if (!next.acks && pushed > 0) this.sql.exec("DELETE FROM queue WHERE seq <= ?", pushed);
+
+    // Own devices meet each other (13.1).
+    const npub = this.userNpub();
+    for (const other of online) {
+      this.send(ws, { type: "peer_connect", peer_user_id: npub, peer_device_id: other.att.deviceId });
+      this.send(other.ws, { type: "peer_connect", peer_user_id: npub, peer_device_id: deviceId });
+    }
+  }
+
+  // ---- envelopes ----------------------------------------------------------------------------
+
+  private async queueEnvelope(
+    ws: WebSocket,
+    envelope: Record<string, unknown>,
+    att: TallyAttachment,
+    frame: string,
+  ): Promise<void> {
+    const id = typeof envelope.id === "string" ? envelope.id : undefined;
+    const checked = peerEnvelopeSchema.safeParse(envelope);
+    if (!checked.success) {
+      const issue = checked.error.issues[0];
+      const where = issue?.path.length ? ` at envelope.${issue.path.join(".")}` : "";
+      return this.sendError(ws, "invalid_message", `envelope: ${issue?.message ?? "invalid"}${where}`, id);
+    }
+    const env = checked.data;
+    const raw = rawMember(frame, "envelope")!;
+    const bytes = new TextEncoder().encode(raw).length;
+    if (bytes > TALLY_LIMITS.max_envelope_bytes) {
+      return this.sendError(ws, "envelope_too_large", `envelope is ${bytes} bytes; at most ${TALLY_LIMITS.max_envelope_bytes}`, env.id);
+    }
+    const me = this.userHex()!;
+    const fromHex = npubDecode(env.from_user_id);
+    if (fromHex !== me) {
+      return this.sendError(ws, "forbidden_sender", "from_user_id is not the registered user", env.id);
+    }
+    const toHex = npubDecode(env.to_user_id);
+    let status: QueuedStatus;
+    if (toHex === me) {
+      // Self-addressed (13.8): to the sender's other online devices only, never stored.
+      let n = 0;
+      for (const d of this.devices(att.deviceId)) if (this.sendRaw(d.ws, raw)) n++;
+      status = n > 0 ? "delivered" : "not_stored";
+    } else {
+      status = await this.stubFor(toHex).deliver(toHex, raw, fromHex, env.id);
+    }
+    this.send(ws, { type: "queued", id: env.id, to_user_id: env.to_user_id, status });
+  }
+
+  /** RPC: an envelope for this user, from another user's object. */
+  async deliver(toHex: string, raw: string, fromHex: string, id: string): Promise<QueuedStatus> {
+    this.remember(toHex);
+    const devices = this.devices();
+    if (devices.length > 0 && !devices.some((d) => d.att.acks)) {
+      let n = 0;
+      for (const d of devices) if (this.sendRaw(d.ws, raw)) n++;
+      if (n > 0) return "delivered";
+    }
+    // Offline, or an acking device is online: store first, then push the stored form.
+    const stored = this.store(raw, fromHex, id);
+    if (devices.length === 0) return stored ? "stored" : "not_stored";
+    let n = 0;
+    for (const d of devices) if (this.sendRaw(d.ws, stored ?? raw)) n++;
+    return n > 0 ? "delivered" : stored ? "stored" : "not_stored";
+  }
+
+  /** Stores an envelope (idempotent by (from, id)) and applies the bounds; returns the stored form. */
+  private store(raw: string, fromHex: string, id: string): string | null {
+    const existing = this.sql
+      .exec<{ body: string }>("SELECT body FROM queue WHERE from_hex = ? AND id = ?", fromHex, id)
+      .toArray()[0];
+    if (existing) return existing.body;
+    const now = Date.now();
+    const hasQueuedAt = JSON.parse(raw).queued_at !== undefined;
+    const body = withRawMember(raw, "queued_at", new Date(now).toISOString(), hasQueuedAt);
+    const bytes = new TextEncoder().encode(body).length;
+    if (bytes > TALLY_LIMITS.queue_max_bytes) return null;
+    const expires = now + TALLY_LIMITS.queue_ttl_days * DAY_MS;
+    this.ctx.storage.transactionSync(() => {
+      this.sql.exec(
+        "INSERT INTO queue (from_hex, id, body, bytes, queued_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
+        fromHex,
+        id,
+        body,
+        bytes,
+        now,
+        expires,
+      );
+      // One sender's share: its own oldest go first.
+      this.sql.exec(
+        `DELETE FROM queue WHERE seq IN (SELECT seq FROM queue WHERE from_hex = ? ORDER BY seq DESC LIMIT -1 OFFSET ?)`,
+        fromHex,
+        TALLY_LIMITS.queue_max_per_sender,
+      );
+      // The whole queue: oldest first, by count, then by bytes.
+      this.sql.exec(
+        `DELETE FROM queue WHERE seq IN (SELECT seq FROM queue ORDER BY seq DESC LIMIT -1 OFFSET ?)`,
+        TALLY_LIMITS.queue_max_envelopes,
+      );
+      this.sql.exec(
+        `DELETE FROM queue WHERE seq IN (
+           SELECT seq FROM (SELECT seq, SUM(bytes) OVER (ORDER BY seq DESC) AS total FROM queue) WHERE total > ?)`,
+        TALLY_LIMITS.queue_max_bytes,
+      );
+    });
+    void this.scheduleAlarm(expires);
+    return body;
+  }
+
+  private purgeExpired(now: number): void {
+    this.sql.exec("DELETE FROM queue WHERE expires_at <= ?", now);
+  }
+
+  protected onAlarm(now: number): number | null {
+    this.purgeExpired(now);
+    const row = this.sql.exec<{ next: number | null }>("SELECT MIN(expires_at) AS next FROM queue").toArray()[0];
+    return row?.next ?? null;
+  }
+
+  // ---- signaling ----------------------------------------------------------------------------
+
+  private async connectPeer(ws: WebSocket, peerHex: string, att: TallyAttachment): Promise<void> {
+    const me = this.userHex()!;
+    const myNpub = this.userNpub();
+    const myDevice = att.deviceId!;
+    if (peerHex === me) {
+      for (const other of this.devices(myDevice)) {
+        this.send(ws, { type: "peer_connect", peer_user_id: myNpub, peer_device_id: other.att.deviceId });
+        this.send(other.ws, { type: "peer_connect", peer_user_id: myNpub, peer_device_id: myDevice });
+      }
+      return;
+    }
+    const theirDevices = await this.stubFor(peerHex).introduce(peerHex, me, myDevice);
+    const peerNpub = npubEncode(peerHex);
+    for (const d of theirDevices) {
+      this.addIntroduction(myDevice, peerHex, d);
+      this.send(ws, { type: "peer_connect", peer_user_id: peerNpub, peer_device_id: d });
+    }
+  }
+
+  /** RPC: another user's device asks to meet this user's devices; returns their device ids. */
+  async introduce(toHex: string, fromHex: string, fromDevice: string): Promise<string[]> {
+    this.remember(toHex);
+    const fromNpub = npubEncode(fromHex);
+    const ids: string[] = [];
+    for (const d of this.devices()) {
+      this.addIntroduction(d.att.deviceId, fromHex, fromDevice);
+      this.send(d.ws, { type: "peer_connect", peer_user_id: fromNpub, peer_device_id: fromDevice });
+      ids.push(d.att.deviceId);
+    }
+    return ids;
+  }
+
+  private addIntroduction(deviceId: string, peerHex: string, peerDevice: string): void {
+    const count = this.sql
+      .exec<{ n: number }>("SELECT COUNT(*) AS n FROM introductions WHERE device_id = ?", deviceId)
+      .one().n;
+    if (count >= TALLY_LIMITS.max_introductions_per_device) return;
+    this.sql.exec(
+      "INSERT OR IGNORE INTO introductions (device_id, peer_hex, peer_device) VALUES (?, ?, ?)",
+      deviceId,
+      peerHex,
+      peerDevice,
+    );
+  }
+
+  /** Forgets introductions of devices that are no longer connected (after a restart, say). */
+  private pruneIntroductions(): void {
+    const live = this.devices().map((d) => d.att.deviceId);
+    this.sql.exec(
+      `DELETE FROM introductions WHERE device_id NOT IN (${live.map(() => "?").join(",") || "''"})`,
+      ...live,
+    );
+  }
+
+  private async webrtcSignal(
+    ws: WebSocket,
+    peerNpub: string,
+    peerDevice: string | undefined,
+    signal: unknown,
+    att: TallyAttachment,
+  ): Promise<void> {
+    const json = JSON.stringify(signal);
+    const bytes = new TextEncoder().encode(json).length;
+    if (bytes > TALLY_LIMITS.max_signal_bytes) {
+      return this.sendError(ws, "signal_too_large", `signal is ${bytes} bytes; at most ${TALLY_LIMITS.max_signal_bytes}`);
+    }
+    const me = this.userHex()!;
+    const peerHex = npubDecode(peerNpub);
+    const ok =
+      peerHex === me
+        ? this.deliverSignal(me, me, att.deviceId!, peerDevice, json)
+        : await this.stubFor(peerHex).signal(peerHex, me, att.deviceId!, peerDevice ?? null, json);
+    if (!ok) this.sendError(ws, "peer_unavailable", "no such online device of that user");
+  }
+
+  /** RPC: a webrtc_signal for one of this user's devices. */
+  async signal(toHex: string, fromHex: string, fromDevice: string, toDevice: string | null, json: string): Promise<boolean> {
+    this.remember(toHex);
+    return this.deliverSignal(toHex, fromHex, fromDevice, toDevice ?? undefined, json);
+  }
+
+  private deliverSignal(meHex: string, fromHex: string, fromDevice: string, toDevice: string | undefined, json: string): boolean {
+    let target: WebSocket | undefined;
+    if (toDevice !== undefined) target = this.device(toDevice);
+    else {
+      // Without a device id: the peer's only device, if it has exactly one (other than the sender).
+      const candidates = this.devices(meHex === fromHex ? fromDevice : undefined);
+      if (candidates.length === 1) target = candidates[0].ws;
+    }
+    if (!target || (meHex === fromHex && toDevice === fromDevice)) return false;
+    const frame = `{"type":"webrtc_signal","peer_user_id":${JSON.stringify(npubEncode(fromHex))},"peer_device_id":${JSON.stringify(fromDevice)},"signal":${json}}`;
+    return this.sendRaw(target, frame);
+  }
+
+  // ---- departures ---------------------------------------------------------------------------
+
+  protected async onClose(_ws: WebSocket, att: TallyAttachment): Promise<void> {
+    if (!att.authed || !att.deviceId) return;
+    const me = this.userHex()!;
+    const myNpub = npubEncode(me);
+    const gone = att.deviceId;
+    for (const other of this.devices(gone)) {
+      this.send(other.ws, { type: "peer_disconnect", peer_user_id: myNpub, peer_device_id: gone });
+    }
+    const rows = this.sql
+      .exec<{ peer_hex: string; peer_device: string }>(
+        "SELECT peer_hex, peer_device FROM introductions WHERE device_id = ?",
+        gone,
+      )
+      .toArray();
+    this.sql.exec("DELETE FROM introductions WHERE device_id = ?", gone);
+    const byPeer = new Map<string, string[]>();
+    for (const r of rows) byPeer.set(r.peer_hex, [...(byPeer.get(r.peer_hex) ?? []), r.peer_device]);
+    await Promise.allSettled(
+      [...byPeer].map(([peerHex, devices]) => this.stubFor(peerHex).peerGone(peerHex, me, gone, devices)),
+    );
+  }
+
+  /** RPC: a device of another user that was introduced to some of ours has gone. */
+  async peerGone(toHex: string, fromHex: string, fromDevice: string, toDevices: string[]): Promise<void> {
+    this.remember(toHex);
+    const fromNpub = npubEncode(fromHex);
+    for (const id of toDevices) {
+      this.sql.exec(
+        "DELETE FROM introductions WHERE device_id = ? AND peer_hex = ? AND peer_device = ?",
+        id,
+        fromHex,
+        fromDevice,
+      );
+      const ws = this.device(id);
+      if (ws) this.send(ws, { type: "peer_disconnect", peer_user_id: fromNpub, peer_device_id: fromDevice });
+    }
+  }
+
+  // ---- inspection (tests and the status page) -------------------------------------------------
+
+  /** RPC: how many envelopes are stored for this user. */
+  async queuedCount(): Promise<number> {
+    return this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM queue").one().n;
+  }
+}

@@ -1,0 +1,44 @@
+// The one way errors travel: over HTTP as {"error":{"code","message"}}, over WebSockets as
+// {"type":"error","code","message","id"?}. Codes are snake_case and listed here, once.
+
+export const ERROR_CODES = [
+  // common (DESIGN section 3)
+  "invalid_message",
+  "unknown_type",
+  "auth_failed",
+  "rate_limited",
+  "too_large",
+  "internal_error",
+  "not_found",
+  "method_not_allowed",
+  "upgrade_required",
+  "bad_request",
+  // tally
+  "forbidden_sender",
+  "envelope_too_large",
+  "signal_too_large",
+  "peer_unavailable",
+  "too_many_devices",
+  "already_registered",
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+export interface SocketError {
+  type: "error";
+  code: ErrorCode;
+  message: string;
+  id?: string;
+}
+
+export function socketError(code: ErrorCode, message: string, id?: string): SocketError {
+  return id === undefined ? { type: "error", code, message } : { type: "error", code, message, id };
+}
+
+export interface HttpErrorBody {
+  error: { code: ErrorCode; message: string };
+}
+
+export function httpErrorBody(code: ErrorCode, message: string): HttpErrorBody {
+  return { error: { code, message } };
+}

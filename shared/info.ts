@@ -1,0 +1,27 @@
+// The relay information document (GET / with Accept: application/json), from one source.
+import { LIMITS } from "./limits";
+
+export const SOFTWARE = "edge-relay";
+export const VERSION = "0.1.0";
+
+export interface InfoOptions {
+  name: string;
+}
+
+export function relayInfo(opts: InfoOptions) {
+  return {
+    name: opts.name,
+    software: SOFTWARE,
+    version: VERSION,
+    protocols: {
+      tally: {
+        endpoint: "/tally/v1/<npub>",
+        seed: "Tally peer communication protocol (envelope versions 2 and 3)",
+        auth: { event_kind: 22242, tags: ["challenge", "relay"], max_skew_seconds: LIMITS.tally.auth_max_skew_seconds },
+        acks: true,
+        queue_policy: "evict_oldest",
+      },
+    },
+    limits: LIMITS,
+  };
+}

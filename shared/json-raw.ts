@@ -1,0 +1,88 @@
+// Finding a member of a JSON object as the exact text it was sent in, so that a relay can store
+// and forward a nested object byte for byte (seed 003 section 6.2: the relay MUST NOT modify
+// envelopes; a parse and re-serialise would rewrite number forms, escapes and large integers).
+// The input must already be known to be valid JSON (JSON.parse succeeded on it).
+
+function skipWs(s: string, i: number): number {
+  while (i < s.length) {
+    const c = s.charCodeAt(i);
+    if (c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d) i++;
+    else break;
+  }
+  return i;
+}
+
+function skipString(s: string, i: number): number {
+  // s[i] === '"'
+  i++;
+  while (i < s.length) {
+    const c = s.charCodeAt(i);
+    if (c === 0x5c) i += 2;
+    else if (c === 0x22) return i + 1;
+    else i++;
+  }
+  throw new Error("unterminated string");
+}
+
+function skipValue(s: string, i: number): number {
+  i = skipWs(s, i);
+  const c = s[i];
+  if (c === '"') return skipString(s, i);
+  if (c === "{" || c === "[") {
+    let depth = 0;
+    while (i < s.length) {
+      const d = s[i];
+      if (d === '"') {
+        i = skipString(s, i);
+        continue;
+      }
+      if (d === "{" || d === "[") depth++;
+      else if (d === "}" || d === "]") {
+        depth--;
+        if (depth === 0) return i + 1;
+      }
+      i++;
+    }
+    throw new Error("unterminated container");
+  }
+  while (i < s.length && !",}] \t\r\n".includes(s[i])) i++;
+  return i;
+}
+
+/**
+ * The raw text of member `key` of the top-level object in `json`, or undefined when the top
+ * level is not an object or has no such member. With duplicate keys, the last one wins, as in
+ * JSON.parse.
+ */
+export function rawMember(json: string, key: string): string | undefined {
+  let i = skipWs(json, 0);
+  if (json[i] !== "{") return undefined;
+  i++;
+  let found: string | undefined;
+  for (;;) {
+    i = skipWs(json, i);
+    if (json[i] === "}") return found;
+    if (json[i] !== '"') return found;
+    const keyEnd = skipString(json, i);
+    const name = JSON.parse(json.slice(i, keyEnd)) as string;
+    i = skipWs(json, keyEnd);
+    if (json[i] !== ":") return found;
+    const start = skipWs(json, i + 1);
+    const end = skipValue(json, start);
+    if (name === key) found = json.slice(start, end);
+    i = skipWs(json, end);
+    if (json[i] === ",") i++;
+  }
+}
+
+/**
+ * Adds member `key` with `value` to the raw text of a JSON object, leaving every other byte as
+ * it was. When the object already has that member, it is returned unchanged.
+ */
+export function withRawMember(rawObject: string, key: string, value: unknown, existing: boolean): string {
+  if (existing) return rawObject;
+  const end = rawObject.lastIndexOf("}");
+  const body = rawObject.slice(0, end);
+  const empty = /\{\s*$/.test(body);
+  return `${body}${empty ? "" : ","}${JSON.stringify(key)}:${JSON.stringify(value)}}`;
+}

@@ -1,0 +1,52 @@
+// Every bound the relay enforces, in one place. The information document (GET /) lists this
+// object as it is, and the README's limits table is checked against it by a test.
+
+export const COMMON_LIMITS = {
+  /** Seconds a socket may stay unauthenticated before it is closed with 4001. */
+  auth_timeout_seconds: 10,
+  /** Token bucket per socket: sustained messages per second. */
+  rate_messages_per_second: 50,
+  /** Token bucket per socket: burst size. */
+  rate_burst: 200,
+  /** rate_limited errors on one socket (within a minute) before it is closed with 4029. */
+  rate_limited_before_close: 20,
+} as const;
+
+export const TALLY_LIMITS = {
+  /** Largest text frame accepted on /tally/v1 (bytes of UTF-8); larger closes with 1009. */
+  max_frame_bytes: 262_144,
+  /** Largest envelope (its JSON, bytes) accepted by queue_peer_envelope. */
+  max_envelope_bytes: 131_072,
+  /** Envelope id length, in characters. */
+  max_envelope_id_chars: 128,
+  /** Stored envelopes per recipient; the oldest is evicted when full. */
+  queue_max_envelopes: 1_000,
+  /** Stored bytes per recipient; the oldest are evicted when over. */
+  queue_max_bytes: 16 * 1024 * 1024,
+  /** Stored envelopes per recipient from one sender; that sender's oldest is evicted when full. */
+  queue_max_per_sender: 200,
+  /** Days a stored envelope is kept before it expires. */
+  queue_ttl_days: 30,
+  /** Devices (sockets) one user may have registered at once. */
+  max_devices_per_user: 16,
+  /** Largest webrtc_signal `signal` value (bytes of its JSON). */
+  max_signal_bytes: 16_384,
+  /** Seconds the created_at of a register auth event may differ from the relay's clock. */
+  auth_max_skew_seconds: 600,
+  /** Introductions (peer_connect pairs) remembered per device, for peer_disconnect. */
+  max_introductions_per_device: 1_024,
+} as const;
+
+export const LIMITS = {
+  common: COMMON_LIMITS,
+  tally: TALLY_LIMITS,
+} as const;
+
+export const CLOSE_CODES = {
+  normal: 1000,
+  policy: 1008,
+  too_large: 1009,
+  auth_failed: 4001,
+  room_expired: 4008,
+  rate_limited: 4029,
+} as const;

@@ -1,0 +1,22 @@
+// vitest globalSetup for the end-to-end layer: one relay process shared by the suite.
+import type { TestProject } from "vitest/node";
+import { startRelay, type RelayProcess } from "./relay-process";
+
+let relay: RelayProcess | undefined;
+
+export async function setup(project: TestProject): Promise<void> {
+  relay = await startRelay();
+  project.provide("relayUrl", relay.url);
+  project.provide("relayTarget", relay.target);
+}
+
+export async function teardown(): Promise<void> {
+  await relay?.stop();
+}
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    relayUrl: string;
+    relayTarget: string;
+  }
+}
