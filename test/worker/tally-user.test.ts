@@ -1,0 +1,124 @@
+// The Tally user object inside workerd: what survives eviction and hibernation, and what the
+// alarm does (queue expiry, authentication timeout).
+import { SELF, env, evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { makeAuthEvent } from "../../shared/tally/auth";
+import { TALLY_LIMITS } from "../../shared/limits";
+import { newUser, opaqueEnvelope, type User } from "../helpers/tally";
+import { TestSocket } from "../helpers/socket";
+import type { TallyUser } from "../../durable-objects/tally-user";
+
+const RELAY = "ws://relay.test";
+
+async function connect(user: User): Promise<TestSocket> {
+  const res = await SELF.fetch(`http://relay.test/tally/v1/${user.npub}`, { headers: { Upgrade: "websocket" } });
+  expect(res.status).toBe(101);
+  const ws = res.webSocket!;
+  const s = new TestSocket(ws as unknown as WebSocket);
+  ws.accept();
+  return s;
+}
+
+async function register(user: User, acks = false): Promise<TestSocket> {
+  const s = await connect(user);
+  const { challenge } = await s.next("challenge");
+  s.send({ type: "register", user_id: user.npub, auth: makeAuthEvent({ secretKey: user.secretKey, challenge, relayUrl: RELAY }), acks });
+  await s.next("registered");
+  await s.next("queue_drained");
+  return s;
+}
+
+function stubOf(user: User): DurableObjectStub<TallyUser> {
+  return env.TALLY_USER.get(env.TALLY_USER.idFromName(user.hex));
+}
+
+describe("Tally user object in workerd", () => {
+  it("a recipient's queue survives the object's eviction", async () => {
+    const alice = newUser();
+    const bob = newUser();
+    const a = await register(alice);
+    a.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(alice, bob, "kept") });
+    expect((await a.next("queued")).status).toBe("stored");
+    await evictDurableObject(stubOf(bob));
+    const b = await register(bob);
+    expect(b.ofType("peer_envelope").map((e) => e.id)).toEqual(["kept"]);
+  });
+
+  it("the object knows its own user after a cold start (identity is stored, not in memory)", async () => {
+    const alice = newUser();
+    const bob = newUser();
+    const a = await register(alice);
+    a.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(alice, bob, "x") });
+    await a.next("queued");
+    await evictDurableObject(stubOf(bob));
+    const hex = await runInDurableObject(stubOf(bob), (_o, state) =>
+      state.storage.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'user_hex'").one().value,
+    );
+    expect(hex).toBe(bob.hex);
+  });
+
+  it("a registered device survives hibernation: its socket keeps its device id and still receives", async () => {
+    const alice = newUser();
+    const bob = newUser();
+    const b = await register(bob);
+    const deviceId = b.ofType("registered")[0].device_id;
+    await evictDurableObject(stubOf(bob), { webSockets: "hibernate" });
+    const a = await register(alice);
+    a.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(alice, bob, "after-hibernation") });
+    expect((await a.next("queued")).status).toBe("delivered");
+    expect((await b.next("peer_envelope")).id).toBe("after-hibernation");
+    // Signaling still names the same device.
+    a.send({ type: "connect_peer", peer_user_id: bob.npub });
+    expect((await a.next("peer_connect")).peer_device_id).toBe(deviceId);
+  });
+
+  it(`stored envelopes expire after ${TALLY_LIMITS.queue_ttl_days} days: the alarm removes them`, async () => {
+    const alice = newUser();
+    const bob = newUser();
+    const a = await register(alice);
+    a.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(alice, bob, "old") });
+    a.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(alice, bob, "new") });
+    await a.next("queued");
+    await a.next("queued");
+    const stub = stubOf(bob);
+    const alarmAt = await runInDurableObject(stub, async (_o, state) => {
+      const row = state.storage.sql.exec<{ expires_at: number }>("SELECT expires_at FROM queue WHERE id = 'old'").one();
+      state.storage.sql.exec("UPDATE queue SET expires_at = ? WHERE id = 'old'", Date.now() - 1);
+      return { alarm: await state.storage.getAlarm(), expires: row.expires_at };
+    });
+    // The alarm was set for the first expiry, 30 days out.
+    expect(alarmAt.alarm).toBe(alarmAt.expires);
+    expect(alarmAt.expires - Date.now()).toBeGreaterThan((TALLY_LIMITS.queue_ttl_days * 86_400 - 60) * 1000);
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await stub.queuedCount()).toBe(1);
+    const b = await register(bob);
+    expect(b.ofType("peer_envelope").map((e) => e.id)).toEqual(["new"]);
+  });
+
+  it("a socket that does not register within 10 s is closed with 4001 by the alarm", async () => {
+    const bob = newUser();
+    const s = await connect(bob);
+    await s.next("challenge");
+    const stub = stubOf(bob);
+    await runInDurableObject(stub, (_o, state) => {
+      for (const ws of state.getWebSockets()) {
+        const att = ws.deserializeAttachment();
+        ws.serializeAttachment({ ...att, openedAt: Date.now() - 11_000 });
+      }
+    });
+    await runDurableObjectAlarm(stub);
+    expect(await s.closed).toBe(4001);
+    expect(s.ofType("error")[0].code).toBe("auth_failed");
+  });
+
+  it("migrations are recorded in the object's own SQLite and applied once", async () => {
+    const bob = newUser();
+    await connect(bob);
+    const stub = stubOf(bob);
+    await evictDurableObject(stub);
+    const names = await runInDurableObject(stub, (_o, state) =>
+      state.storage.sql.exec<{ name: string }>("SELECT name FROM _migrations ORDER BY name").toArray().map((r) => r.name),
+    );
+    expect(names).toEqual(["0001_init"]);
+  });
+});
