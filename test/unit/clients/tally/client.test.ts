@@ -1,0 +1,114 @@
+// The client's receiving rules over an in-memory direct channel (no relay involved).
+import { describe, expect, it } from "vitest";
+import { TallyClient, memoryStore, type InnerMessage } from "../../../../clients/tally/index";
+import { sealEnvelope, sealLegacyV2 } from "../../../../shared/tally/envelope";
+import { signInner } from "../../../../shared/tally/proof";
+import { newUser } from "../../../helpers/tally";
+
+function pair() {
+  const alice = newUser();
+  const bob = newUser();
+  const a = new TallyClient({ relayUrl: "ws://unused", secretKey: alice.secretKey, store: memoryStore() });
+  const b = new TallyClient({ relayUrl: "ws://unused", secretKey: bob.secretKey, store: memoryStore() });
+  const aToB: string[] = [];
+  const bToA: string[] = [];
+  a.addDirectChannel(b.npub, { send: (f) => void aToB.push(f) });
+  b.addDirectChannel(a.npub, { send: (f) => void bToA.push(f) });
+  const got: InnerMessage[] = [];
+  b.on("message", (m) => void got.push(m));
+  return { alice, bob, a, b, aToB, bToA, got };
+}
+
+const parse = (f: string) => JSON.parse(f);
+
+describe("Tally client: receiving", () => {
+  it("5.3: a message is applied once and answered with a receipt; the receipt empties the sender's outbox", async () => {
+    const { a, b, aToB, bToA, got } = pair();
+    const id = await a.send(b.npub, "note", { n: 1 });
+    expect(aToB).toHaveLength(1);
+    await b.handleDirectFrame(aToB[0]);
+    expect(got.map((m) => [m.id, m.payload])).toEqual([[id, { n: 1 }]]);
+    expect(bToA).toHaveLength(1);
+    const receipts: string[] = [];
+    a.on("receipt", (mid) => void receipts.push(mid));
+    await a.handleDirectFrame(bToA[0]);
+    expect(receipts).toEqual([id]);
+    expect(await a.store.listOutbox()).toEqual([]);
+  });
+
+  it("8.1: a receipt never generates a receipt", async () => {
+    const { a, b, aToB, bToA } = pair();
+    await a.send(b.npub, "note", {});
+    await b.handleDirectFrame(aToB[0]);
+    await a.handleDirectFrame(bToA[0]);
+    expect(aToB).toHaveLength(1); // a sent nothing back for the receipt
+  });
+
+  it("7: a duplicate is dropped but still receipted, so a stuck sender can progress", async () => {
+    const { a, b, aToB, bToA, got } = pair();
+    await a.send(b.npub, "note", {});
+    await b.handleDirectFrame(aToB[0]);
+    await b.handleDirectFrame(aToB[0]);
+    expect(got).toHaveLength(1);
+    expect(bToA).toHaveLength(2);
+  });
+
+  it("5.3: an envelope whose claims were altered is dropped without a receipt", async () => {
+    const { a, b, aToB, bToA, got } = pair();
+    const dropped: string[] = [];
+    b.on("dropped", (r) => void dropped.push(r));
+    await a.send(b.npub, "note", {});
+    const env = parse(aToB[0]);
+    await b.handleDirectFrame(JSON.stringify({ ...env, id: "other-id" }));
+    expect(got).toEqual([]);
+    expect(bToA).toEqual([]);
+    expect(dropped).toEqual(["id_mismatch"]);
+  });
+
+  it("5.3 step 6: a message signed by someone else than its from_user_id is dropped", async () => {
+    const { alice, b, got } = pair();
+    const mallory = newUser();
+    // Mallory seals with alice's claimed identity but her own proof: the proof fails.
+    const inner = { id: "f1", type: "note", from_user_id: alice.npub, to_user_id: b.npub, created_at: new Date().toISOString(), payload: {} };
+    const signedByMallory = signInner({ ...inner, from_user_id: mallory.npub }, mallory.secretKey);
+    const forged = { ...signedByMallory, from_user_id: alice.npub };
+    const env = sealEnvelope(forged as never, alice.secretKey);
+    await b.handleDirectFrame(JSON.stringify(env));
+    expect(got).toEqual([]);
+  });
+
+  it("4: a version 2 envelope (AES-256-GCM) still decrypts", async () => {
+    const { alice, b, got } = pair();
+    const inner = { id: "v2", type: "note", from_user_id: alice.npub, to_user_id: b.npub, created_at: new Date().toISOString(), payload: { old: true } };
+    const env = sealLegacyV2(signInner(inner, alice.secretKey), alice.secretKey);
+    await b.handleDirectFrame(JSON.stringify(env));
+    expect(got.map((m) => m.id)).toEqual(["v2"]);
+  });
+
+  it("13.7: a self-addressed sync message from another own device is handled once and never receipted", async () => {
+    const user = newUser();
+    const d1 = new TallyClient({ relayUrl: "ws://unused", secretKey: user.secretKey, store: memoryStore() });
+    const d2 = new TallyClient({ relayUrl: "ws://unused", secretKey: user.secretKey, store: memoryStore() });
+    const seen: InnerMessage[] = [];
+    d2.on("self", (m) => void seen.push(m));
+    const back: string[] = [];
+    d2.addDirectChannel(user.npub, { send: (f) => void back.push(f) });
+    const inner = { id: "s1", type: "sync_hello", from_user_id: d1.npub, to_user_id: d1.npub, created_at: new Date().toISOString(), payload: { known_ids: [] } };
+    const frame = JSON.stringify(sealEnvelope(signInner(inner, user.secretKey), user.secretKey));
+    await d2.handleDirectFrame(frame);
+    await d2.handleDirectFrame(frame);
+    expect(seen.map((m) => m.id)).toEqual(["s1"]);
+    expect(back).toEqual([]);
+  });
+
+  it("13.8: only sync_hello and sync_data are accepted on the self path", async () => {
+    const user = newUser();
+    const d2 = new TallyClient({ relayUrl: "ws://unused", secretKey: user.secretKey, store: memoryStore() });
+    const seen: InnerMessage[] = [];
+    d2.on("self", (m) => void seen.push(m));
+    d2.on("message", (m) => void seen.push(m));
+    const inner = { id: "s2", type: "transaction_created", from_user_id: d2.npub, to_user_id: d2.npub, created_at: new Date().toISOString(), payload: {} };
+    await d2.handleDirectFrame(JSON.stringify(sealEnvelope(signInner(inner, user.secretKey), user.secretKey)));
+    expect(seen).toEqual([]);
+  });
+});

@@ -1,0 +1,51 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { rawMember, withRawMember } from "../../../shared/json-raw";
+
+describe("rawMember", () => {
+  it("returns a member's exact text, whitespace and number forms included", () => {
+    const text = '{ "type" : "x", "envelope" : {"a":1.50,"b":"\\u00e9","c":[1, 2]} , "z": true }';
+    expect(rawMember(text, "envelope")).toBe('{"a":1.50,"b":"\\u00e9","c":[1, 2]}');
+    expect(rawMember(text, "type")).toBe('"x"');
+    expect(rawMember(text, "z")).toBe("true");
+    expect(rawMember(text, "missing")).toBeUndefined();
+  });
+
+  it("is not fooled by braces and quotes inside strings", () => {
+    const text = '{"s":"}{\\"][","envelope":{"k":"\\"}"}}';
+    expect(rawMember(text, "envelope")).toBe('{"k":"\\"}"}');
+  });
+
+  it("takes the last of duplicate keys, as JSON.parse does", () => {
+    expect(rawMember('{"e":1,"e":{"x":2}}', "e")).toBe('{"x":2}');
+  });
+
+  it("returns undefined for a top level that is not an object", () => {
+    expect(rawMember("[1]", "a")).toBeUndefined();
+    expect(rawMember('"s"', "a")).toBeUndefined();
+  });
+
+  it("fuzz: for any JSON object, the raw member parses to the parsed member", () => {
+    fc.assert(
+      fc.property(fc.dictionary(fc.string(), fc.jsonValue()), fc.integer({ min: 0, max: 3 }), (obj, spaces) => {
+        const text = JSON.stringify(obj, null, spaces);
+        for (const key of Object.keys(obj)) {
+          const raw = rawMember(text, key);
+          expect(raw).toBeDefined();
+          expect(JSON.parse(raw!)).toEqual(JSON.parse(JSON.stringify(obj[key])));
+        }
+      }),
+      { seed: 42, numRuns: 300 },
+    );
+  });
+});
+
+describe("withRawMember", () => {
+  it("adds a member and keeps every other byte", () => {
+    expect(withRawMember('{"a":1.50}', "q", "t", false)).toBe('{"a":1.50,"q":"t"}');
+    expect(withRawMember("{ }", "q", 1, false)).toBe('{ "q":1}');
+  });
+  it("leaves an object that already has the member unchanged", () => {
+    expect(withRawMember('{"q":"mine"}', "q", "t", true)).toBe('{"q":"mine"}');
+  });
+});
