@@ -10,6 +10,7 @@
 // NIP-44 v2 caps a plaintext at 65535 UTF-8 bytes, so a signed inner message must serialize to at
 // most that many bytes: sealEnvelope throws otherwise, and a sender splits large payloads (for
 // example sync_data entries) over several messages.
+import { TALLY_LIMITS } from "../limits";
 import { secp256k1 } from "@noble/curves/secp256k1.js";
 import { gcm } from "@noble/ciphers/aes.js";
 import { sha256 } from "@noble/hashes/sha2.js";
@@ -30,7 +31,8 @@ import { verifyInner } from "./proof";
 
 export const ENVELOPE_VERSION = 3;
 export const LEGACY_ENVELOPE_VERSION = 2;
-export const ENVELOPE_ID_MAX_CHARS = 128;
+/** Envelope ids are 1 to this many characters (the relay's bound, shared/limits.ts). */
+export const ENVELOPE_ID_MAX_CHARS = TALLY_LIMITS.max_envelope_id_chars;
 
 export const peerEnvelopeSchema = z.looseObject({
   type: z.literal("peer_envelope"),
