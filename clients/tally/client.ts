@@ -9,6 +9,8 @@ import { signInner } from "../../shared/tally/proof";
 import { serverMessageSchema, type QueuedStatus, type ServerMessage } from "../../shared/tally/messages";
 import { bytesToHex, randomBytes } from "../../shared/encoding";
 import { memoryStore, type OutboxItem, type TallyStore } from "./store";
+import { innerToLedgerEntry, type LedgerEntry } from "../../shared/tally/ledger";
+import { SyncEngine, type SyncOptions } from "./sync";
 
 /** An inner message as the application sees it (seed section 3). */
 export interface InnerMessage {
@@ -26,7 +28,8 @@ export const RECEIPT_TYPE = "received";
 /** Types that travel between one user's devices (self-envelopes, 13.8) and never get receipts. */
 export const SELF_SYNC_TYPES = new Set(["sync_hello", "sync_data"]);
 
-export type Delivery = "relay" | "direct";
+/** How a message reached this client: the relay, a direct channel, or ledger sync (12). */
+export type Delivery = "relay" | "direct" | "sync";
 
 export interface TallyClientEvents {
   /** A new application message (not a receipt), after the checks of 5.3 and dedup. */
@@ -44,6 +47,14 @@ export interface TallyClientEvents {
   /** An envelope that failed the receiver's checks and was dropped, with the reason. */
   dropped: (reason: string, envelope: unknown) => void;
   relay_error: (code: string, message: string, id?: string) => void;
+  /** A new ledger entry (outbound or inbound, 12). */
+  ledger: (entry: LedgerEntry) => void;
+  /** A sync_data from `from` was applied: `applied` new entries. */
+  synced: (from: string, applied: number) => void;
+  /** 12.8: an unknown peer became a friend within its allowance and is kept. */
+  peer_kept: (userId: string) => void;
+  /** 12.8: an unknown peer's allowance ran out; it is dropped. */
+  peer_dropped: (userId: string) => void;
   close: (code: number, reason: string) => void;
 }
 
@@ -61,6 +72,8 @@ export interface TallyClientOptions {
   /** First retry delay for outbox items, doubled per attempt up to maxRetryMs. */
   retryMs?: number;
   maxRetryMs?: number;
+  /** Ledger sync (12, 13) settings. */
+  sync?: SyncOptions;
   WebSocket?: typeof WebSocket;
 }
 
@@ -70,7 +83,8 @@ export class TallyClient {
   readonly store: TallyStore;
   deviceId: string | undefined;
 
-  private readonly opts: Required<Omit<TallyClientOptions, "store" | "WebSocket">> & { WebSocket: typeof WebSocket };
+  private readonly opts: Required<Omit<TallyClientOptions, "store" | "WebSocket" | "sync">> & { WebSocket: typeof WebSocket };
+  readonly sync: SyncEngine;
   private ws: WebSocket | undefined;
   private listeners = new Map<keyof TallyClientEvents, Set<(...args: any[]) => unknown>>();
   /** 8.3: ids handed to the relay in this session; reset on every registration. */
@@ -99,6 +113,7 @@ export class TallyClient {
     this.pubkeyHex = getPublicKeyHex(options.secretKey);
     this.npub = npubEncode(this.pubkeyHex);
     this.store = options.store ?? memoryStore();
+    this.sync = new SyncEngine(this, options.sync);
   }
 
   // ---- events -----------------------------------------------------------------------------
@@ -160,6 +175,7 @@ export class TallyClient {
     this.ownDevices.clear();
     if (this.retryTimer) clearInterval(this.retryTimer);
     this.retryTimer = undefined;
+    this.sync.onClose();
     void this.emit("close", code, reason);
     const waiters = this.registeredWaiters.splice(0);
     // Authentication refused: do not retry, tell the caller.
@@ -176,6 +192,7 @@ export class TallyClient {
     this.closedByUser = true;
     if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
     if (this.retryTimer) clearInterval(this.retryTimer);
+    this.sync.onClose();
     this.ws?.close(1000, "bye");
   }
 
@@ -218,6 +235,7 @@ export class TallyClient {
           await this.emit("drained");
           await this.flushOutbox(true);
           this.startRetryTimer();
+          await this.sync.onDrained();
         });
         return;
       case "peer_envelope":
@@ -228,10 +246,12 @@ export class TallyClient {
         return;
       case "peer_connect":
         if (msg.peer_user_id === this.npub) this.ownDevices.add(msg.peer_device_id);
+        this.enqueueInbound(() => this.sync.onPeerConnect(msg.peer_user_id, msg.peer_device_id));
         void this.emit("peer_connect", msg.peer_user_id, msg.peer_device_id);
         return;
       case "peer_disconnect":
         if (msg.peer_user_id === this.npub) this.ownDevices.delete(msg.peer_device_id);
+        this.sync.onPeerDisconnect(msg.peer_user_id, msg.peer_device_id);
         void this.emit("peer_disconnect", msg.peer_user_id, msg.peer_device_id);
         return;
       case "webrtc_signal":
@@ -271,12 +291,19 @@ export class TallyClient {
     const inner = opened.inner as InnerMessage;
     const from = inner.from_user_id;
     if (from === this.npub) {
-      // Another device of ours (13.8): only sync messages on this path; no receipts (13.7).
-      if (SELF_SYNC_TYPES.has(inner.type) && !(await this.store.hasProcessed(from, inner.id))) {
-        await this.store.addProcessed(from, inner.id, Date.now());
-        await this.emit("self", inner, via);
-      }
+      // Another device of ours (13.8): only sync messages on this path; no receipts (13.7);
+      // sync messages stay out of the processed set (12.3), duplicates dropped by id.
       this.ack(env, via);
+      if (SELF_SYNC_TYPES.has(inner.type) && this.sync.firstSight(inner)) {
+        await this.emit("self", inner, via);
+        await this.sync.onSyncMessage(inner);
+      }
+      return;
+    }
+    if (SELF_SYNC_TYPES.has(inner.type)) {
+      // Friend sync (12): no processed set, never a receipt.
+      this.ack(env, via);
+      if (this.sync.firstSight(inner)) await this.sync.onSyncMessage(inner);
       return;
     }
     if (inner.type === RECEIPT_TYPE) {
@@ -300,6 +327,7 @@ export class TallyClient {
     }
     const results = await this.emit("message", inner, via);
     await this.store.addProcessed(from, inner.id, Date.now());
+    await this.appendLedger(innerToLedgerEntry(inner, new Date()));
     this.ack(env, via);
     const result = results.find((r) => typeof r === "string") ?? "processed";
     await this.sendReceipt(from, inner.id, result as string);
@@ -340,16 +368,67 @@ export class TallyClient {
   async send(to: string, type: string, payload: unknown, opts: SendOptions = {}): Promise<string> {
     if (to === this.npub) throw new Error("use sendToOwnDevices for self-addressed messages");
     const inner = this.buildInner(to, type, payload, opts.id);
-    const envelope = sealEnvelope(signInner(inner, this.opts.secretKey), this.opts.secretKey);
+    const signed = signInner(inner, this.opts.secretKey);
+    const envelope = sealEnvelope(signed, this.opts.secretKey);
     const now = Date.now();
     const item: OutboxItem = { id: inner.id, to_user_id: to, envelope, created_at: now, attempts: 0, last_attempt_at: 0 };
     await this.store.putOutbox(item);
+    await this.appendLedger(innerToLedgerEntry(signed, new Date(now)));
     const paths = opts.paths ?? "auto";
     const sentDirect = paths !== "relay" && this.sendDirect(to, envelope);
     // The relay is the fallback (6.2); "both" races the paths (9.5). With no receipt, the retry
     // timer hands the message to the relay later in any case.
     if (paths === "both" || paths === "relay" || (paths === "auto" && !sentDirect)) await this.tryQueue(item);
     return inner.id;
+  }
+
+  // ---- ledger and sync (12, 13) -----------------------------------------------------------
+
+  /** Appends to the ledger; a new entry is announced and broadcast to own devices (13.5). */
+  async appendLedger(entry: LedgerEntry): Promise<boolean> {
+    if (!(await this.store.appendLedger(entry))) return false;
+    this.sync.onLedgerAppend(entry);
+    await this.emit("ledger", entry);
+    return true;
+  }
+
+  /** An inbound-like entry from sync (12.7): applied once through the handler, no receipt. */
+  async applyFromSync(inner: InnerMessage, entry: LedgerEntry): Promise<void> {
+    if (!(await this.store.hasProcessed(inner.from_user_id, inner.id))) {
+      await this.emit("message", inner, "sync");
+      await this.store.addProcessed(inner.from_user_id, inner.id, Date.now());
+    }
+    await this.appendLedger(entry);
+  }
+
+  /**
+   * Sends a sync message: to a friend over a direct channel if open, else through the relay; to
+   * own devices (to === npub) over every direct channel, and through the relay as a self-addressed
+   * envelope whenever some own device online has no channel (13.8).
+   */
+  sendSyncMessage(to: string, type: string, payload: unknown): void {
+    const inner = this.buildInner(to, type, payload);
+    const envelope = sealEnvelope(signInner(inner, this.opts.secretKey), this.opts.secretKey);
+    const channels = this.direct.get(to)?.size ?? 0;
+    const sentDirect = this.sendDirect(to, envelope);
+    const needRelay = to === this.npub ? this.sync.ownDevicesOnline() > channels : !sentDirect;
+    if (needRelay) this.sendFrame({ type: "queue_peer_envelope", envelope });
+  }
+
+  /** Closes and forgets the direct channels to a user (12.8: a dropped peer). */
+  closeDirectChannels(userId: string): void {
+    for (const ch of this.direct.get(userId) ?? []) {
+      try {
+        ch.close?.();
+      } catch {
+        // already closed
+      }
+    }
+    this.direct.delete(userId);
+  }
+
+  async emitSyncEvent(event: "synced" | "peer_kept" | "peer_dropped", ...args: unknown[]): Promise<void> {
+    await (this.emit as (e: string, ...a: unknown[]) => Promise<unknown[]>)(event, ...args);
   }
 
   // ---- direct channels --------------------------------------------------------------------
@@ -464,6 +543,8 @@ export class TallyClient {
 /** A direct channel to one peer device: anything that carries a string frame (6.1). */
 export interface DirectChannel {
   send(data: string): void;
+  /** Called when the client drops the peer (12.8). */
+  close?(): void;
 }
 
 export interface SendOptions {

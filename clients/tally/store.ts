@@ -2,6 +2,7 @@
 // unacknowledged messages and the set of processed message ids. One small interface, with an
 // in-memory implementation and one over any key-value store that persists.
 import type { PeerEnvelope } from "../../shared/tally/envelope";
+import type { LedgerEntry } from "../../shared/tally/ledger";
 
 export interface OutboxItem {
   id: string;
@@ -21,6 +22,10 @@ export interface TallyStore {
   /** Whether (from_user_id, id) was processed already. */
   hasProcessed(fromUserId: string, id: string): Promise<boolean>;
   addProcessed(fromUserId: string, id: string, at: number): Promise<void>;
+  /** The ledger (seed 12): append-only; appending an id already held changes nothing (false). */
+  appendLedger(entry: LedgerEntry): Promise<boolean>;
+  hasLedger(id: string): Promise<boolean>;
+  listLedger(): Promise<LedgerEntry[]>;
 }
 
 /** A minimal persistent key-value store (a file, IndexedDB, localStorage, SQLite ...). */
@@ -109,6 +114,23 @@ export class KeyValueTallyStore implements TallyStore {
   }
   async addProcessed(from: string, id: string, at: number) {
     await this.kv.set(processedKey(from, id), String(at));
+  }
+  async appendLedger(entry: LedgerEntry) {
+    const key = `ledger/${encodeURIComponent(entry.id)}`;
+    if ((await this.kv.get(key)) !== undefined) return false;
+    await this.kv.set(key, JSON.stringify(entry));
+    return true;
+  }
+  async hasLedger(id: string) {
+    return (await this.kv.get(`ledger/${encodeURIComponent(id)}`)) !== undefined;
+  }
+  async listLedger() {
+    const out: LedgerEntry[] = [];
+    for (const k of await this.kv.keys("ledger/")) {
+      const v = await this.kv.get(k);
+      if (v !== undefined) out.push(JSON.parse(v) as LedgerEntry);
+    }
+    return out;
   }
   /** Drops processed ids older than the TTL; returns how many. */
   async pruneProcessed(now = Date.now()): Promise<number> {

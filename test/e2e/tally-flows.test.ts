@@ -170,20 +170,19 @@ describe("seed 003 section 13: multi-device", () => {
     d2.on("self", (m) => void selfSeen.push(m));
     const mine: InnerMessage[] = [];
     d1.on("self", (m) => void mine.push(m));
-    const statuses: string[] = [];
-    d1.on("queued", (_id, s) => void statuses.push(s));
+    const statuses = new Map<string, string>();
+    d1.on("queued", (qid, s) => void statuses.set(qid, s));
     const id = d1.sendToOwnDevices("sync_hello", { known_ids: [] });
-    await waitFor(() => selfSeen.length === 1, { what: "self envelope" });
-    expect(selfSeen[0]).toMatchObject({ id, type: "sync_hello", from_user_id: user.npub, to_user_id: user.npub });
-    await waitFor(() => statuses.length === 1, { what: "queued" });
-    expect(statuses).toEqual(["delivered"]);
-    expect(mine).toEqual([]);
+    await waitFor(() => selfSeen.some((m) => m.id === id), { what: "self envelope" });
+    expect(selfSeen.find((m) => m.id === id)).toMatchObject({ type: "sync_hello", from_user_id: user.npub, to_user_id: user.npub });
+    await waitFor(() => statuses.has(id), { what: "queued" });
+    expect(statuses.get(id)).toBe("delivered");
+    expect(mine.filter((m) => m.id === id)).toEqual([]);
     // A device that comes later gets nothing of it: self envelopes are never stored.
     const d3seen: InnerMessage[] = [];
-    const d3 = await dev(user);
-    d3.on("self", (m) => void d3seen.push(m));
+    await dev(user, {}, (c) => c.on("self", (m) => void d3seen.push(m)));
     await sleep(200);
-    expect(d3seen).toEqual([]);
+    expect(d3seen.filter((m) => m.id === id)).toEqual([]);
   });
 
   it("13.8 a self envelope with no other device online is not stored", async () => {

@@ -17,7 +17,7 @@ describe("HTTP surface", () => {
   it("GET / with Accept: application/json is the information document with every limit", async () => {
     const res = await fetch(`${relay}/`, { headers: { accept: "application/json" } });
     expect(res.status).toBe(200);
-    const info = await res.json();
+    const info = (await res.json()) as any;
     expect(info).toMatchObject({ software: "edge-relay", protocols: { tally: { endpoint: "/tally/v1/<npub>" } } });
     expect(info.limits.tally).toEqual(TALLY_LIMITS);
   });
@@ -30,19 +30,19 @@ describe("HTTP surface", () => {
   it("a bad npub is HTTP 400 with the JSON error shape", async () => {
     const res = await fetch(`${relay}/tally/v1/npub1notvalid`);
     expect(res.status).toBe(400);
-    expect(await res.json()).toEqual({ error: { code: "bad_request", message: expect.any(String) } });
+    expect((await res.json()) as any).toEqual({ error: { code: "bad_request", message: expect.any(String) } });
   });
 
   it("a request without Upgrade: websocket is HTTP 426", async () => {
     const res = await fetch(`${relay}/tally/v1/${newUser().npub}`);
     expect(res.status).toBe(426);
-    expect((await res.json()).error.code).toBe("upgrade_required");
+    expect(((await res.json()) as any).error.code).toBe("upgrade_required");
   });
 
   it("an unknown path is a JSON 404", async () => {
     const res = await fetch(`${relay}/nope`);
     expect(res.status).toBe(404);
-    expect((await res.json()).error.code).toBe("not_found");
+    expect(((await res.json()) as any).error.code).toBe("not_found");
   });
 });
 
