@@ -4,3 +4,8 @@ export type { InnerMessage, TallyClientOptions, TallyClientEvents, DirectChannel
 export { KeyValueTallyStore, MapKeyValue, WebStorageKeyValue, memoryStore } from "./store";
 export type { TallyStore, KeyValue, OutboxItem } from "./store";
 export { generateSecretKey, getPublicKeyHex, npubEncode, npubDecode } from "../../shared/tally/keys";
+export { connectInMemory, dataChannelAdapter } from "./direct";
+export type { DataChannelLike } from "./direct";
+export { SyncEngine } from "./sync";
+export type { SyncOptions } from "./sync";
+export type { LedgerEntry } from "../../shared/tally/ledger";

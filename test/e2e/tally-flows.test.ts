@@ -2,7 +2,7 @@
 // clients against the running relay.
 import { afterEach, describe, expect, inject, it } from "vitest";
 import type { TallyClient, InnerMessage } from "../../clients/tally/index";
-import { memoryStore } from "../../clients/tally/index";
+import { connectInMemory, memoryStore } from "../../clients/tally/index";
 import { device, newUser, twoDevices } from "../helpers/tally";
 import { sleep, waitFor } from "../helpers/wait";
 
@@ -29,10 +29,7 @@ function receipts(c: TallyClient) {
 }
 
 /** Wires two clients with an in-memory direct channel, as a WebRTC data channel would. */
-function directChannel(a: TallyClient, b: TallyClient) {
-  a.addDirectChannel(b.npub, { send: (f) => void b.handleDirectFrame(f) });
-  b.addDirectChannel(a.npub, { send: (f) => void a.handleDirectFrame(f) });
-}
+const directChannel = connectInMemory;
 
 describe("seed 003 section 9: data flows", () => {
   it("9.1 both online, direct channel: delivered without the relay, receipt on the channel", async () => {

@@ -1,7 +1,7 @@
 // Ledger sync through the running relay (seed 003 sections 12 and 13), with no direct channel:
 // every sync message travels as an envelope.
 import { afterEach, describe, expect, inject, it } from "vitest";
-import { memoryStore, type InnerMessage, type TallyClient } from "../../clients/tally/index";
+import { connectInMemory, memoryStore, type InnerMessage, type TallyClient } from "../../clients/tally/index";
 import { device, newUser, type User } from "../helpers/tally";
 import { waitFor } from "../helpers/wait";
 
@@ -120,8 +120,7 @@ describe("seed 003 section 13: multi-device convergence", () => {
     const a2 = await dev(alice, { store: memoryStore() });
     await waitFor(async () => (await a2.store.listLedger()).length === 5, { what: "converged" });
     // Bob reaches only a1, over a direct channel; a2 learns of it from a1's broadcast.
-    a1.addDirectChannel(bob.npub, { send: (f) => void b.handleDirectFrame(f) });
-    b.addDirectChannel(alice.npub, { send: (f) => void a1.handleDirectFrame(f) });
+    connectInMemory(a1, b);
     const onA2: Array<[string, string]> = [];
     a2.on("message", (m: InnerMessage, via) => void onA2.push([m.id, via]));
     const receipts: string[] = [];
