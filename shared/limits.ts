@@ -66,6 +66,14 @@ export const PASSNOTE_LIMITS = {
   max_value_depth: 32,
   /** Bytes of a string field that is not a record value (node id, key, collection, HLC, capability). */
   max_name_bytes: 1_024,
+  /** Range requests per reconcile message (leaves this side asks the peer to ship). */
+  recon_max_requests: 256,
+  /** Collections named in one state message. */
+  state_max_collections: 1_024,
+  /** Wire versions listed in one handshake. */
+  handshake_max_versions: 16,
+  /** Capabilities listed in one handshake. */
+  handshake_max_capabilities: 32,
 } as const;
 
 export const LIMITS = {
