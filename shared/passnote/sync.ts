@@ -5,7 +5,8 @@
 // the caller gives it a `transmit` function and feeds it transport events.
 //
 // Profile decisions (the seed is silent): after the version is agreed, the side with the lower
-// transport peer id sends hello (the pull); the other side can ask for it with poke (forceSync).
+// transport peer id sends hello (the pull; both sides do without recon1); the other side can ask
+// for it with poke (forceSync).
 // The receiver of `state` probes every collection either side named (recon1 on both sides), or,
 // without recon1, ships the records newer than the peer's watermark. Local writes are pushed to
 // every agreed peer at once as deltas.
@@ -274,8 +275,10 @@ export class SyncEngine {
     state.version = v;
     state.caps = new Set(h.capabilities);
     this.emit("agreed", peer, v);
+    // With recon1 on both sides one pull suffices (leaves ship both ways); without it each side pulls.
     const self = this.opts.selfId();
-    if (self !== undefined && self < peer) void this.send(peer, { type: "hello", node: this.node });
+    const recon = state.caps.has(CAP_RECON) && (this.opts.recon ?? true);
+    if (!recon || (self !== undefined && self < peer)) void this.send(peer, { type: "hello", node: this.node });
   }
 
   private readonly handlers: { [T in Exclude<MessageType, "handshake">]: (peer: string, state: PeerState, m: MessageOf<T>) => void | Promise<void> } = {
