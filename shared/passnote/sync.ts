@@ -9,7 +9,7 @@
 // for it with poke (forceSync).
 // The receiver of `state` probes every collection either side named (recon1 on both sides), or,
 // without recon1, ships the records newer than the peer's watermark. Local writes are pushed to
-// every agreed peer at once as deltas.
+// every agreed peer as deltas, the writes of one event-loop turn together.
 import { PASSNOTE_LIMITS as L } from "../limits";
 import { encodeValue, type Value } from "./codec";
 import {
@@ -202,10 +202,31 @@ export class SyncEngine {
     return makeHandshake({ versions: this.versions, inst: this.inst, recon: this.opts.recon ?? true });
   }
 
+  /**
+   * Stores a local write and queues it for every agreed peer. Writes made in one turn of the event
+   * loop leave together (one delta per collection, split at 500 records), so a burst of writes
+   * costs a few frames rather than one each, and stays within the relay's per-peer rate.
+   */
   private write(collection: string, record: WireRecord): WireRecord {
     this.store.merge(collection, record);
-    for (const peer of this.agreedPeers()) void this.sendDelta(peer, collection, [record]);
+    const queued = this.outgoing.get(collection);
+    if (queued) queued.set(record.key, record);
+    else this.outgoing.set(collection, new Map([[record.key, record]]));
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      queueMicrotask(() => this.flushWrites());
+    }
     return record;
+  }
+
+  private readonly outgoing = new Map<string, Map<string, WireRecord>>();
+  private flushScheduled = false;
+
+  private flushWrites(): void {
+    this.flushScheduled = false;
+    const batches = [...this.outgoing].map(([collection, recs]) => [collection, [...recs.values()]] as const);
+    this.outgoing.clear();
+    for (const peer of this.agreedPeers()) for (const [collection, records] of batches) void this.sendDelta(peer, collection, records);
   }
 
   private send(peer: string, m: Message): Promise<void> {
@@ -218,7 +239,7 @@ export class SyncEngine {
   }
 
   /** Deltas of at most 500 records and delta_max_bytes each; a record is never split. */
-  private async sendDelta(peer: string, collection: string, records: WireRecord[]): Promise<void> {
+  private async sendDelta(peer: string, collection: string, records: readonly WireRecord[]): Promise<void> {
     let batch: WireRecord[] = [];
     let bytes = 0;
     const sends: Promise<void>[] = [];

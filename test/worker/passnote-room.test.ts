@@ -177,3 +177,24 @@ describe("DESIGN 5: binary frames routed by 8-byte peer id", () => {
     expect(await b.s.next("leave")).toEqual({ type: "leave", peer: a.peer });
   });
 });
+
+describe("DESIGN 3 and 5: bounds and errors on a sync room socket", () => {
+  it("an unknown text message type is unknown_type and the socket stays open", async () => {
+    const a = await joined(group());
+    a.s.send({ type: "frobnicate" });
+    expect((await a.s.next("error")).code).toBe("unknown_type");
+    a.s.send({ type: "join", sig: "A".repeat(86) });
+    expect((await a.s.next("error")).code).toBe("already_joined");
+    expect(a.s.closeCode).toBeUndefined();
+  });
+
+  it("per-peer rate limit: a peer that floods binary frames past the burst gets rate_limited and its excess is dropped", async () => {
+    const keys = group();
+    const a = await joined(keys);
+    const b = await joined(keys);
+    for (let i = 0; i < 260; i++) a.s.ws.send(joinPeerFrame(b.peer, bytes(i & 0xff)));
+    expect((await a.s.next("error")).code).toBe("rate_limited");
+    await waitFor(() => b.s.binary.length >= 200);
+    expect(b.s.binary.length).toBeLessThan(260);
+  });
+});

@@ -100,6 +100,15 @@ describe("seed 001: layer stack without an identity", () => {
 });
 
 describe("seed 001: deltas and the clock bound", () => {
+  it("writes made together leave together: 1,200 puts in one turn are 3 delta frames of at most 500", async () => {
+    const { a, b, ta, tb, sentA } = await pair();
+    await waitFor(() => agreed(a, tb) && agreed(b, ta), { what: "agreement" });
+    for (let i = 0; i < 1200; i++) a.put("notes", `k${i}`, i);
+    await waitFor(() => b.store.size("notes") === 1200, { what: "records" });
+    const deltas = sentA.filter((m) => m.type === "delta") as Extract<Message, { type: "delta" }>[];
+    expect(deltas.map((d) => d.records.length)).toEqual([500, 500, 200]);
+  });
+
   it("local writes reach the other peer as deltas, deletes included", async () => {
     const { a, b, ta, tb } = await pair();
     await waitFor(() => agreed(a, tb) && agreed(b, ta), { what: "agreement" });
@@ -148,8 +157,8 @@ describe("seed 001: flow control and inbound order", () => {
   it("at most 16 frames are in flight to one peer, and they leave in order", async () => {
     const { a, b, ta, tb } = await pair();
     await waitFor(() => agreed(a, tb) && agreed(b, ta), { what: "agreement" });
-    for (let i = 0; i < 200; i++) a.put("notes", `k${i}`, i);
-    await waitFor(() => b.store.size("notes") === 200, { what: "200 deltas" });
+    for (let i = 0; i < 200; i++) a.put(`c${i}`, "k", i); // one delta per collection: 200 frames
+    await waitFor(() => b.store.collectionNames().length === 200, { what: "200 deltas" });
     const peak = (a.engine as any).peersState.get(tb.self!).window.peak;
     expect(peak).toBe(16);
   });
