@@ -188,6 +188,13 @@ describe("DESIGN 3 and 5: bounds and errors on a sync room socket", () => {
     expect(a.s.closeCode).toBeUndefined();
   });
 
+  it("a text frame over 1 KiB closes the socket with 1009", async () => {
+    const s = await open(group().roomId);
+    await s.next("challenge");
+    s.send({ type: "join", sig: "A".repeat(PASSNOTE_LIMITS.max_frame_bytes) });
+    expect(await s.closed).toBe(1009);
+  });
+
   it("per-peer rate limit: a peer that floods binary frames past the burst gets rate_limited and its excess is dropped", async () => {
     const keys = group();
     const a = await joined(keys);
