@@ -20,6 +20,9 @@ export const ERROR_CODES = [
   "peer_unavailable",
   "too_many_devices",
   "already_registered",
+  // passnote
+  "room_full",
+  "already_joined",
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

@@ -21,6 +21,14 @@ export function relayInfo(opts: InfoOptions) {
         acks: true,
         queue_policy: "evict_oldest",
       },
+      passnote: {
+        endpoint: "/passnote/v2/<room>",
+        seed: "Passnote wire protocol, version 2 (Passnote 1.1)",
+        room_id: "base64url(Ed25519 public key from HKDF-SHA256(roster key, info 'passnote-relay-room-v1'))",
+        auth: { challenge_bytes: 32, signature: "Ed25519 over 'passnote-relay-join-v1' || challenge" },
+        peer_id_bytes: 8,
+        broadcast_peer: "0000000000000000",
+      },
     },
     limits: LIMITS,
   };

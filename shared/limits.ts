@@ -37,9 +37,49 @@ export const TALLY_LIMITS = {
   max_introductions_per_device: 1_024,
 } as const;
 
+export const PASSNOTE_LIMITS = {
+  // ---- the relay's sync rooms (DESIGN section 5) ----
+  /** Peers (joined sockets) in one sync room at once; the next join is refused with room_full. */
+  max_peers_per_room: 64,
+  /** Largest binary message on /passnote/v2 (8-byte peer id included); larger closes with 1009. */
+  max_binary_bytes: 1_048_576,
+  /** Largest text frame on /passnote/v2 (join, ping); larger closes with 1009. */
+  max_frame_bytes: 1_024,
+  // ---- the Passnote protocol (seed 001), what a peer enforces ----
+  /** Records per delta frame (seed: at most 500). */
+  delta_max_records: 500,
+  /** Encoded bytes of records per delta frame, so a delta always fits in one binary message. */
+  delta_max_bytes: 262_144,
+  /** Milliseconds a delta record's HLC may run ahead of the receiver's clock (maxClockDrift). */
+  max_clock_drift_ms: 600_000,
+  /** Reconciliation: a mismatch with at most this many records on either side is a leaf. */
+  recon_leaf_records: 32,
+  /** Reconciliation: probes this deep are leaves whatever their size. */
+  recon_max_depth: 24,
+  /** Reconciliation: probes per reconcile message; overflow ranges ship as leaves. */
+  recon_max_probes: 64,
+  /** Frames in flight to one peer (maxInFlightFrames, the ordered send window). */
+  max_in_flight_frames: 16,
+  /** inst: tokens remembered per transport peer. */
+  inst_tokens_remembered: 8,
+  /** Nesting depth of a tagged value (lists and maps); deeper is malformed. */
+  max_value_depth: 32,
+  /** Bytes of a string field that is not a record value (node id, key, collection, HLC, capability). */
+  max_name_bytes: 1_024,
+  /** Range requests per reconcile message (leaves this side asks the peer to ship). */
+  recon_max_requests: 256,
+  /** Collections named in one state message. */
+  state_max_collections: 1_024,
+  /** Wire versions listed in one handshake. */
+  handshake_max_versions: 16,
+  /** Capabilities listed in one handshake. */
+  handshake_max_capabilities: 32,
+} as const;
+
 export const LIMITS = {
   common: COMMON_LIMITS,
   tally: TALLY_LIMITS,
+  passnote: PASSNOTE_LIMITS,
 } as const;
 
 export const CLOSE_CODES = {

@@ -6,6 +6,8 @@ import { relayInfo } from "../shared/info";
 import { isNpub, npubDecode } from "../shared/tally/keys";
 import { RELAY_HOST_HEADER, TALLY_USER_HEADER } from "../durable-objects/tally-user";
 import type { Env } from "./env";
+import { PASSNOTE_ROOM_HEADER } from "../durable-objects/passnote-room";
+import { isRoomId } from "../shared/passnote/room";
 
 export const app = new Hono<{ Bindings: Env }>();
 
@@ -41,6 +43,17 @@ app.all("/tally/v1/:npub", async (c) => {
   const headers = new Headers(c.req.raw.headers);
   headers.set(TALLY_USER_HEADER, hex);
   headers.set(RELAY_HOST_HEADER, new URL(c.req.url).host);
+  return stub.fetch(new Request(c.req.raw, { headers }));
+});
+
+app.all("/passnote/v2/:room", async (c) => {
+  if (c.req.method !== "GET") return httpError(c, 405, "method_not_allowed", "use GET with Upgrade: websocket");
+  const room = c.req.param("room");
+  if (!isRoomId(room)) return httpError(c, 400, "bad_request", "the path must end in a room id: base64url of 32 bytes");
+  if (!isUpgrade(c.req.raw)) return httpError(c, 426, "upgrade_required", "this endpoint speaks WebSocket");
+  const stub = c.env.PASSNOTE_ROOM.get(c.env.PASSNOTE_ROOM.idFromName(room));
+  const headers = new Headers(c.req.raw.headers);
+  headers.set(PASSNOTE_ROOM_HEADER, room);
   return stub.fetch(new Request(c.req.raw, { headers }));
 });
 

@@ -1,0 +1,76 @@
+// The reference Passnote peer: an in-memory store, no device identity (every frame under the
+// passphrase key), syncing with the other devices of its group over one Transport (a relay sync
+// room in production, the in-memory bus in tests). The protocol is shared/passnote/sync.ts; this
+// file binds it to a transport.
+import { bytesToHex, randomBytes } from "../../shared/encoding";
+import type { Value } from "../../shared/passnote/codec";
+import { MemoryStore } from "../../shared/passnote/records";
+import { SyncEngine, type SyncEngineOptions } from "../../shared/passnote/sync";
+import type { WireRecord } from "../../shared/passnote/wire";
+import type { Transport } from "./transport";
+
+export interface PassnotePeerOptions extends Partial<Omit<SyncEngineOptions, "transmit" | "selfId" | "key">> {
+  transport: Transport;
+  /** 32-byte passphrase key. */
+  key: Uint8Array;
+}
+
+export class PassnotePeer {
+  readonly engine: SyncEngine;
+  readonly transport: Transport;
+  private readonly unsubscribe: () => void;
+
+  constructor(opts: PassnotePeerOptions) {
+    const { transport, ...rest } = opts;
+    this.transport = transport;
+    this.engine = new SyncEngine({
+      node: rest.node ?? `n${bytesToHex(randomBytes(6))}`,
+      store: rest.store ?? new MemoryStore(),
+      ...rest,
+      transmit: (peer, bytes) => transport.send(peer, bytes),
+      selfId: () => transport.self,
+    });
+    this.unsubscribe = transport.subscribe({
+      welcome: (_self, peers) => peers.forEach((p) => this.engine.peerJoined(p)),
+      join: (p) => this.engine.peerJoined(p),
+      leave: (p) => this.engine.peerLeft(p),
+      frame: (from, frame) => void this.engine.receive(from, frame),
+      close: () => this.engine.close(),
+    });
+    // Attached to a transport that is already in (a restart on a live connection): every peer
+    // present is met afresh, with this instance's new inst token.
+    if (transport.self !== undefined) for (const p of transport.peers()) this.engine.peerJoined(p);
+  }
+
+  get store(): MemoryStore {
+    return this.engine.store;
+  }
+
+  put(collection: string, key: string, value: Value): WireRecord {
+    return this.engine.put(collection, key, value);
+  }
+
+  delete(collection: string, key: string): WireRecord {
+    return this.engine.delete(collection, key);
+  }
+
+  get(collection: string, key: string): Value | undefined {
+    const r = this.engine.store.get(collection, key);
+    return r && !r.is_deleted ? r.value : undefined;
+  }
+
+  forceSync(): void {
+    this.engine.forceSync();
+  }
+
+  /** Stops this instance without closing the transport (as a database instance closing). */
+  detach(): void {
+    this.unsubscribe();
+    this.engine.close();
+  }
+
+  close(): void {
+    this.detach();
+    this.transport.close();
+  }
+}

@@ -1,0 +1,109 @@
+// One Passnote sync room (DESIGN section 5): the group's devices, each a socket that proved the
+// room key, and the routing of their binary frames by 8-byte peer id, byte-exact and in order
+// per sender. The relay never looks inside a frame; the join proof is checked in shared/passnote.
+import type { z } from "zod";
+import { RelayObject, type BaseAttachment, type Route } from "./base";
+import { MIGRATIONS } from "../migrations/index";
+import { CLOSE_CODES, PASSNOTE_LIMITS } from "../shared/limits";
+import { base64urlEncode, bytesToHex, randomBytes } from "../shared/encoding";
+import { joinSchema } from "../shared/passnote/messages";
+import { BROADCAST, joinPeerFrame, splitPeerFrame, verifyJoin } from "../shared/passnote/room";
+import type { Env } from "../workers/env";
+
+export interface PassnoteAttachment extends BaseAttachment {
+  /** base64url of the 32 challenge bytes; emptied once joined. */
+  challenge: string;
+  /** The room id (the key joins are verified under), from the Worker's header. */
+  room: string;
+  /** This socket's peer id (16 hex), once joined. */
+  peer?: string;
+}
+
+/** Header by which the Worker tells the object which room it is. */
+export const PASSNOTE_ROOM_HEADER = "x-passnote-room";
+
+const route = <S extends z.ZodType>(r: Route<PassnoteRoom, PassnoteAttachment, S>) => r;
+
+type Joined = { ws: WebSocket; att: PassnoteAttachment & { peer: string } };
+
+export class PassnoteRoom extends RelayObject<Env, PassnoteAttachment> {
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env, {
+      migrations: MIGRATIONS.PassnoteRoom,
+      maxFrameBytes: PASSNOTE_LIMITS.max_frame_bytes,
+      maxBinaryBytes: PASSNOTE_LIMITS.max_binary_bytes,
+      beforeAuth: "error",
+    });
+  }
+
+  async fetch(request: Request): Promise<Response> {
+    const room = request.headers.get(PASSNOTE_ROOM_HEADER);
+    if (!room) return new Response("missing room", { status: 400 });
+    const known = this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'room'").toArray()[0]?.value;
+    if (known === undefined) this.sql.exec("INSERT INTO meta (key, value) VALUES ('room', ?)", room);
+    else if (known !== room) return new Response("room mismatch", { status: 500 });
+    return this.accept({ openedAt: Date.now(), authed: false, challenge: base64urlEncode(randomBytes(32)), room });
+  }
+
+  protected onConnect(ws: WebSocket, att: PassnoteAttachment): void {
+    this.send(ws, { type: "challenge", challenge: att.challenge });
+  }
+
+  private peers(except?: string): Joined[] {
+    return this.sockets((a) => a.authed && a.peer !== undefined && a.peer !== except) as Joined[];
+  }
+
+  protected routes = {
+    join: route({
+      schema: joinSchema,
+      authed: false,
+      handle(this: PassnoteRoom, ws, msg, att) {
+        return this.join(ws, msg.sig, att);
+      },
+    }),
+  };
+
+  private async join(ws: WebSocket, sig: string, att: PassnoteAttachment): Promise<void> {
+    if (att.authed) return this.sendError(ws, "already_joined", "this connection has already joined");
+    if (!(await verifyJoin(att.room, att.challenge, sig))) {
+      this.sendError(ws, "auth_failed", "the join signature does not verify under the room key");
+      return this.close(ws, CLOSE_CODES.auth_failed, "authentication failed");
+    }
+    const others = this.peers();
+    if (others.length >= PASSNOTE_LIMITS.max_peers_per_room) {
+      this.sendError(ws, "room_full", `at most ${PASSNOTE_LIMITS.max_peers_per_room} peers per room`);
+      return this.close(ws, CLOSE_CODES.policy, "room full");
+    }
+    const taken = new Set(others.map((o) => o.att.peer));
+    let peer: string;
+    do peer = bytesToHex(randomBytes(8));
+    while (peer === BROADCAST || taken.has(peer));
+    this.setAttachment(ws, { ...att, authed: true, challenge: "", peer });
+    this.send(ws, { type: "welcome", peer, peers: others.map((o) => o.att.peer) });
+    for (const o of others) this.send(o.ws, { type: "join", peer });
+  }
+
+  protected onBinary(ws: WebSocket, data: ArrayBuffer, att: PassnoteAttachment): void {
+    const split = splitPeerFrame(new Uint8Array(data));
+    if (!split) return this.sendError(ws, "invalid_message", "a binary message starts with an 8-byte peer id");
+    const out = joinPeerFrame(att.peer!, split.frame);
+    if (split.peer === BROADCAST) {
+      for (const o of this.peers(att.peer)) this.sendRaw(o.ws, out);
+      return;
+    }
+    const target = split.peer === att.peer ? undefined : this.peers().find((o) => o.att.peer === split.peer);
+    if (!target || !this.sendRaw(target.ws, out)) {
+      this.sendError(ws, "peer_unavailable", `no other peer ${split.peer} in this room`);
+    }
+  }
+
+  protected onClose(_ws: WebSocket, att: PassnoteAttachment): void {
+    if (!att.authed || !att.peer) return;
+    for (const o of this.peers(att.peer)) this.send(o.ws, { type: "leave", peer: att.peer });
+  }
+
+  /** RPC (tests, status): the peer ids in the room. */
+  async peerIds(): Promise<string[]> {
+    return this.peers().map((p) => p.att.peer);
+  }
+}

@@ -1,0 +1,143 @@
+// Records and their store (seed 001: records travel as (key, value, is_deleted, hlc, crdt_type?)).
+// Where the seed is silent (the roster, the CRDT merge of a field) this profile takes
+// last-writer-wins by HLC for whole records: the record with the greater HLC string wins, an
+// equal HLC changes nothing, so merging is idempotent, commutative and associative. crdt_type is
+// carried and kept as written, never interpreted.
+import { sha256 } from "@noble/hashes/sha2.js";
+import { utf8Encode } from "../encoding";
+import { compareHlc, hlcWall } from "./hlc";
+import type { Range, WireRecord } from "./wire";
+import { FINGERPRINT_BYTES } from "./wire";
+
+/** The widest range: every HLC wall time a record can have. */
+export const FULL_RANGE: Range = { start: 0, end: Number.MAX_SAFE_INTEGER };
+
+/** SHA-256(key ‖ 0x00 ‖ hlc) truncated to 16 bytes: one record's share of a range fingerprint. */
+export function recordFingerprint(key: string, hlc: string): Uint8Array {
+  const k = utf8Encode(key);
+  const h = utf8Encode(hlc);
+  const buf = new Uint8Array(k.length + 1 + h.length);
+  buf.set(k, 0);
+  buf.set(h, k.length + 1);
+  return sha256(buf).subarray(0, FINGERPRINT_BYTES);
+}
+
+export interface RangeSummary {
+  count: number;
+  /** XOR of the records' fingerprints: order-independent and splittable. */
+  fingerprint: Uint8Array;
+  /** Smallest and largest wall time of the records in the range (undefined when empty). */
+  minWall?: number;
+  maxWall?: number;
+}
+
+interface Entry {
+  record: WireRecord;
+  wall: number;
+  fp: Uint8Array;
+}
+
+/** One collection: records by key, and an index by HLC wall time for range queries. */
+class Collection {
+  readonly byKey = new Map<string, Entry>();
+  private sorted: Entry[] = [];
+  private dirty = false;
+  watermark = "";
+
+  put(record: WireRecord): void {
+    this.byKey.set(record.key, { record, wall: hlcWall(record.hlc), fp: recordFingerprint(record.key, record.hlc) });
+    if (compareHlc(record.hlc, this.watermark) > 0) this.watermark = record.hlc;
+    this.dirty = true;
+  }
+
+  private index(): Entry[] {
+    if (this.dirty) {
+      this.sorted = [...this.byKey.values()].sort((a, b) => a.wall - b.wall);
+      this.dirty = false;
+    }
+    return this.sorted;
+  }
+
+  /** Entries with start <= wall < end. */
+  slice(range: Range): Entry[] {
+    const idx = this.index();
+    return idx.slice(lowerBound(idx, range.start), lowerBound(idx, range.end));
+  }
+}
+
+function lowerBound(a: Entry[], wall: number): number {
+  let lo = 0;
+  let hi = a.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (a[mid].wall < wall) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** Whether `incoming` wins over `current` under last-writer-wins by HLC. */
+export function wins(incoming: WireRecord, current: WireRecord | undefined): boolean {
+  return current === undefined || compareHlc(incoming.hlc, current.hlc) > 0;
+}
+
+/** An in-memory record store (the reference peer's; an app would back it with its database). */
+export class MemoryStore {
+  private readonly collections = new Map<string, Collection>();
+
+  private col(name: string): Collection {
+    let c = this.collections.get(name);
+    if (!c) this.collections.set(name, (c = new Collection()));
+    return c;
+  }
+
+  collectionNames(): string[] {
+    return [...this.collections.keys()];
+  }
+
+  get(collection: string, key: string): WireRecord | undefined {
+    return this.collections.get(collection)?.byKey.get(key)?.record;
+  }
+
+  all(collection: string): WireRecord[] {
+    return [...(this.collections.get(collection)?.byKey.values() ?? [])].map((e) => e.record);
+  }
+
+  size(collection: string): number {
+    return this.collections.get(collection)?.byKey.size ?? 0;
+  }
+
+  /** Last-writer-wins merge; true when the record changed the store. Idempotent. */
+  merge(collection: string, record: WireRecord): boolean {
+    const c = this.col(collection);
+    if (!wins(record, c.byKey.get(record.key)?.record)) return false;
+    c.put(record);
+    return true;
+  }
+
+  /** The highest HLC held in a collection ("" when empty). */
+  watermark(collection: string): string {
+    return this.collections.get(collection)?.watermark ?? "";
+  }
+
+  summary(collection: string, range: Range = FULL_RANGE): RangeSummary {
+    const entries = this.collections.get(collection)?.slice(range) ?? [];
+    const fingerprint = new Uint8Array(FINGERPRINT_BYTES);
+    for (const e of entries) for (let i = 0; i < FINGERPRINT_BYTES; i++) fingerprint[i] ^= e.fp[i];
+    return {
+      count: entries.length,
+      fingerprint,
+      minWall: entries[0]?.wall,
+      maxWall: entries.length ? entries[entries.length - 1].wall : undefined,
+    };
+  }
+
+  recordsIn(collection: string, range: Range): WireRecord[] {
+    return (this.collections.get(collection)?.slice(range) ?? []).map((e) => e.record);
+  }
+
+  /** Records newer than a watermark (the fallback sync without recon1). */
+  newerThan(collection: string, watermark: string): WireRecord[] {
+    return this.all(collection).filter((r) => compareHlc(r.hlc, watermark) > 0);
+  }
+}

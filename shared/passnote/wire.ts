@@ -1,0 +1,232 @@
+// The Passnote frame (seed 001, "Frame encoding" and "Messages"): magic 0xC7 ‖ version ‖ type ‖
+// body, version 0x02 for every message but the handshake, which keeps 0x01 so that a 1.0 peer
+// can still read which versions this build speaks. One typed union of the seven messages, an
+// encoder, and decodeMessage, which is fail-closed: malformed, truncated, unknown-tag,
+// wrong-version, trailing-byte or too-deeply-nested input returns null and never throws.
+//
+// Body layouts (profile: the seed names the fields, not their order). str = varint length ‖
+// UTF-8; bytes = varint length ‖ bytes; n× = varint count, then the items.
+//   1 hello          node: str
+//   2 state          n× (collection: str, watermark: str; "" when the sender holds nothing)
+//   3 delta          collection: str, n× record (n ≤ 500)
+//                    record = key: str, value: tagged value, flags: byte (1 deleted, 2 crdt_type present),
+//                             hlc: str, [crdt_type: str]
+//   4 poke           (empty)
+//   5 ratchet-hello  from: str, to: str, device: str, keyTag: bytes, ephemeral: 32 bytes, sig: 64 bytes
+//   6 handshake      n× version: varint, n× capability: str, deviceKey: bytes (empty without identity)
+//   7 reconcile      collection: str, n× probe (n ≤ 64), n× request
+//                    probe = start: varint, end: varint, depth: byte, count: varint, fingerprint: 16 bytes
+//                    request = start: varint, end: varint       (ranges are [start, end) in HLC wall ms)
+import { PASSNOTE_LIMITS as L } from "../limits";
+import { DecodeError, Reader, Writer, type Value } from "./codec";
+import { parseHlc } from "./hlc";
+
+export const MAGIC = 0xc7;
+export const WIRE_VERSION = 2;
+/** The handshake's own version byte. */
+export const HANDSHAKE_VERSION = 1;
+export const FINGERPRINT_BYTES = 16;
+
+export const MESSAGE_TAG = {
+  hello: 1,
+  state: 2,
+  delta: 3,
+  poke: 4,
+  "ratchet-hello": 5,
+  handshake: 6,
+  reconcile: 7,
+} as const;
+
+export interface WireRecord {
+  key: string;
+  value: Value;
+  is_deleted: boolean;
+  hlc: string;
+  crdt_type?: string;
+}
+
+export interface Range {
+  start: number;
+  end: number;
+}
+
+export interface Probe extends Range {
+  depth: number;
+  count: number;
+  fingerprint: Uint8Array;
+}
+
+export type Message =
+  | { type: "hello"; node: string }
+  | { type: "state"; watermarks: Array<{ collection: string; watermark: string }> }
+  | { type: "delta"; collection: string; records: WireRecord[] }
+  | { type: "poke" }
+  | {
+      type: "ratchet-hello";
+      from: string;
+      to: string;
+      device: string;
+      keyTag: Uint8Array;
+      ephemeral: Uint8Array;
+      signature: Uint8Array;
+    }
+  | { type: "handshake"; versions: number[]; capabilities: string[]; deviceKey: Uint8Array }
+  | { type: "reconcile"; collection: string; probes: Probe[]; requests: Range[] };
+
+export type MessageType = Message["type"];
+export type MessageOf<T extends MessageType> = Extract<Message, { type: T }>;
+
+const FLAG_DELETED = 1;
+const FLAG_CRDT = 2;
+
+export function encodeRecord(w: Writer, r: WireRecord): Writer {
+  w.string(r.key).value(r.value);
+  w.byte((r.is_deleted ? FLAG_DELETED : 0) | (r.crdt_type !== undefined ? FLAG_CRDT : 0));
+  w.string(r.hlc);
+  if (r.crdt_type !== undefined) w.string(r.crdt_type);
+  return w;
+}
+
+/** Encodes one message as a frame. Throws on values the wire cannot carry (a caller bug). */
+export function encodeMessage(m: Message): Uint8Array {
+  const w = new Writer().byte(MAGIC).byte(m.type === "handshake" ? HANDSHAKE_VERSION : WIRE_VERSION).byte(MESSAGE_TAG[m.type]);
+  switch (m.type) {
+    case "hello":
+      w.string(m.node);
+      break;
+    case "state":
+      w.varint(m.watermarks.length);
+      for (const s of m.watermarks) w.string(s.collection).string(s.watermark);
+      break;
+    case "delta":
+      if (m.records.length > L.delta_max_records) throw new RangeError("delta over 500 records");
+      w.string(m.collection).varint(m.records.length);
+      for (const r of m.records) encodeRecord(w, r);
+      break;
+    case "poke":
+      break;
+    case "ratchet-hello":
+      if (m.ephemeral.length !== 32 || m.signature.length !== 64) throw new RangeError("ratchet-hello key sizes");
+      w.string(m.from).string(m.to).string(m.device).bytes(m.keyTag).raw(m.ephemeral).raw(m.signature);
+      break;
+    case "handshake":
+      w.varint(m.versions.length);
+      for (const v of m.versions) w.varint(v);
+      w.varint(m.capabilities.length);
+      for (const c of m.capabilities) w.string(c);
+      w.bytes(m.deviceKey);
+      break;
+    case "reconcile":
+      if (m.probes.length > L.recon_max_probes) throw new RangeError("reconcile over 64 probes");
+      w.string(m.collection).varint(m.probes.length);
+      for (const p of m.probes) {
+        if (p.fingerprint.length !== FINGERPRINT_BYTES) throw new RangeError("fingerprint size");
+        w.varint(p.start).varint(p.end).byte(p.depth).varint(p.count).raw(p.fingerprint);
+      }
+      w.varint(m.requests.length);
+      for (const r of m.requests) w.varint(r.start).varint(r.end);
+      break;
+  }
+  return w.finish();
+}
+
+const name = (r: Reader) => r.string(L.max_name_bytes);
+
+function readRecord(r: Reader): WireRecord {
+  const key = name(r);
+  const value = r.value();
+  const flags = r.byte();
+  if (flags & ~(FLAG_DELETED | FLAG_CRDT)) throw new DecodeError("unknown record flags");
+  const hlc = name(r);
+  if (!parseHlc(hlc)) throw new DecodeError("malformed hlc");
+  const rec: WireRecord = { key, value, is_deleted: (flags & FLAG_DELETED) !== 0, hlc };
+  if (flags & FLAG_CRDT) rec.crdt_type = name(r);
+  return rec;
+}
+
+function readRange(r: Reader): Range {
+  const start = r.varint();
+  const end = r.varint();
+  if (end <= start) throw new DecodeError("empty range");
+  return { start, end };
+}
+
+function readBody(type: number, r: Reader): Message {
+  switch (type) {
+    case MESSAGE_TAG.hello:
+      return { type: "hello", node: name(r) };
+    case MESSAGE_TAG.state: {
+      const n = r.count(L.state_max_collections);
+      const watermarks = [];
+      for (let i = 0; i < n; i++) {
+        const collection = name(r);
+        const watermark = name(r);
+        if (watermark !== "" && !parseHlc(watermark)) throw new DecodeError("malformed watermark");
+        watermarks.push({ collection, watermark });
+      }
+      return { type: "state", watermarks };
+    }
+    case MESSAGE_TAG.delta: {
+      const collection = name(r);
+      const n = r.count(L.delta_max_records);
+      const records = [];
+      for (let i = 0; i < n; i++) records.push(readRecord(r));
+      return { type: "delta", collection, records };
+    }
+    case MESSAGE_TAG.poke:
+      return { type: "poke" };
+    case MESSAGE_TAG["ratchet-hello"]:
+      return {
+        type: "ratchet-hello",
+        from: name(r),
+        to: name(r),
+        device: name(r),
+        keyTag: r.bytes(64),
+        ephemeral: r.raw(32),
+        signature: r.raw(64),
+      };
+    case MESSAGE_TAG.handshake: {
+      const nv = r.count(L.handshake_max_versions);
+      const versions = [];
+      for (let i = 0; i < nv; i++) versions.push(r.varint(255));
+      const nc = r.count(L.handshake_max_capabilities);
+      const capabilities = [];
+      for (let i = 0; i < nc; i++) capabilities.push(name(r));
+      const deviceKey = r.bytes(64);
+      return { type: "handshake", versions, capabilities, deviceKey };
+    }
+    case MESSAGE_TAG.reconcile: {
+      const collection = name(r);
+      const np = r.count(L.recon_max_probes);
+      const probes: Probe[] = [];
+      for (let i = 0; i < np; i++) {
+        const range = readRange(r);
+        const depth = r.byte();
+        if (depth > L.recon_max_depth) throw new DecodeError("probe too deep");
+        const count = r.varint();
+        probes.push({ ...range, depth, count, fingerprint: r.raw(FINGERPRINT_BYTES) });
+      }
+      const nr = r.count(L.recon_max_requests);
+      const requests = [];
+      for (let i = 0; i < nr; i++) requests.push(readRange(r));
+      return { type: "reconcile", collection, probes, requests };
+    }
+    default:
+      throw new DecodeError(`unknown message tag ${type}`);
+  }
+}
+
+/** Decodes one frame; null for anything malformed. Never throws. */
+export function decodeMessage(frame: Uint8Array): Message | null {
+  try {
+    if (!(frame instanceof Uint8Array) || frame.length < 3 || frame[0] !== MAGIC) return null;
+    const version = frame[1];
+    const type = frame[2];
+    if (version !== (type === MESSAGE_TAG.handshake ? HANDSHAKE_VERSION : WIRE_VERSION)) return null;
+    const r = new Reader(frame.subarray(3));
+    const m = readBody(type, r);
+    return r.done() ? m : null;
+  } catch {
+    return null;
+  }
+}

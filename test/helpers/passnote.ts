@@ -1,0 +1,124 @@
+// Passnote test helpers: a contract suite every transport runs, group keys, two synced peers,
+// and datasets with a known number of differences.
+import { describe, expect, it } from "vitest";
+import { BROADCAST } from "../../shared/passnote/room";
+import { formatHlc } from "../../shared/passnote/hlc";
+import { randomBytes } from "../../shared/encoding";
+import type { MemoryStore } from "../../shared/passnote/records";
+import type { Transport } from "../../clients/passnote/transport";
+import { waitFor } from "./wait";
+
+export type Connect = () => Promise<Transport>;
+
+/** Records every event of a transport. */
+export function recorder(t: Transport) {
+  const frames: Array<[string, Uint8Array]> = [];
+  const joins: string[] = [];
+  const leaves: string[] = [];
+  t.subscribe({
+    frame: (from, f) => void frames.push([from, f]),
+    join: (p) => void joins.push(p),
+    leave: (p) => void leaves.push(p),
+  });
+  return { frames, joins, leaves };
+}
+
+/** The transport contract: the expectations both the relay and the in-memory bus must meet. */
+export function transportContract(name: string, newRoom: () => Connect): void {
+  describe(`transport contract: ${name}`, () => {
+    it("welcome gives this side an id and the peers present; the others hear join, then leave on loss", async () => {
+      const connect = newRoom();
+      const a = await connect();
+      const ra = recorder(a);
+      expect(a.self).toMatch(/^[0-9a-f]{16}$/);
+      expect(a.peers()).toEqual([]);
+      const b = await connect();
+      expect(b.peers()).toEqual([a.self]);
+      await waitFor(() => ra.joins.length === 1, { what: "join" });
+      expect(ra.joins).toEqual([b.self]);
+      expect(a.peers()).toEqual([b.self]);
+      const bId = b.self!;
+      b.close();
+      await waitFor(() => ra.leaves.length === 1, { what: "leave" });
+      expect(ra.leaves).toEqual([bId]);
+      expect(a.peers()).toEqual([]);
+      a.close();
+    });
+
+    it("unicast reaches only the named peer, byte-exact, with the sender's id", async () => {
+      const connect = newRoom();
+      const a = await connect();
+      const b = await connect();
+      const c = await connect();
+      const rb = recorder(b);
+      const rc = recorder(c);
+      const frame = randomBytes(1000);
+      await a.send(b.self!, frame);
+      await waitFor(() => rb.frames.length === 1, { what: "frame" });
+      expect(rb.frames[0][0]).toBe(a.self);
+      expect(rb.frames[0][1]).toEqual(frame);
+      await new Promise((r) => setTimeout(r, 50));
+      expect(rc.frames).toEqual([]);
+      for (const t of [a, b, c]) t.close();
+    });
+
+    it("broadcast reaches every other peer; frames from one sender arrive in the order sent", async () => {
+      const connect = newRoom();
+      const a = await connect();
+      const b = await connect();
+      const c = await connect();
+      const rb = recorder(b);
+      const rc = recorder(c);
+      const ra = recorder(a);
+      const sends = [];
+      for (let i = 0; i < 50; i++) sends.push(a.send(i % 3 ? BROADCAST : b.self!, Uint8Array.of(i, 0xff)));
+      await Promise.all(sends);
+      await waitFor(() => rb.frames.length === 50 && rc.frames.length === 33, { what: "frames" });
+      expect(rb.frames.map(([, f]) => f[0])).toEqual([...Array(50).keys()]);
+      expect(rc.frames.map(([, f]) => f[0])).toEqual([...Array(50).keys()].filter((i) => i % 3));
+      expect(ra.frames).toEqual([]);
+      for (const t of [a, b, c]) t.close();
+    });
+  });
+}
+
+/** A 32-byte group (passphrase) key. */
+export function groupKey(): Uint8Array {
+  return randomBytes(32);
+}
+
+export interface Dataset {
+  /** Records both sides hold. */
+  common: number;
+  /** Differences: records that only one side holds, or holds in a newer version. */
+  differences: number;
+}
+
+/**
+ * Fills two stores with `common` shared records spread over 30 days, then gives each side half of
+ * the differences: a newer version of an existing record on one side, or a record only it has.
+ */
+export function fillDifferent(a: MemoryStore, b: MemoryStore, { common, differences }: Dataset, collection = "notes"): void {
+  const t0 = Date.UTC(2026, 9, 1);
+  const span = 30 * 86_400_000;
+  for (let i = 0; i < common; i++) {
+    const hlc = formatHlc({ wall: t0 + Math.floor((i * span) / common), counter: 0, node: "seed" });
+    const rec = { key: `k${i}`, value: { title: `note ${i}`, body: "x".repeat(20), n: i }, is_deleted: false, hlc };
+    a.merge(collection, rec);
+    b.merge(collection, rec);
+  }
+  for (let d = 0; d < differences; d++) {
+    const side = d % 2 === 0 ? a : b;
+    const wall = t0 + span + d * 1000;
+    const edit = d % 4 < 2; // half are edits of an existing record, half are new records
+    const key = edit ? `k${Math.floor((d * 7919) % common)}` : `new${d}`;
+    side.merge(collection, { key, value: { title: `changed ${d}` }, is_deleted: d % 10 === 9, hlc: formatHlc({ wall, counter: 0, node: d % 2 ? "b" : "a" }) });
+  }
+}
+
+/** Whether two stores hold exactly the same records in a collection. */
+export function sameRecords(a: MemoryStore, b: MemoryStore, collection = "notes"): boolean {
+  const sa = a.summary(collection);
+  const sb = b.summary(collection);
+  return sa.count === sb.count && sa.fingerprint.every((x, i) => x === sb.fingerprint[i]);
+}

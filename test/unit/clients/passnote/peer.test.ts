@@ -1,0 +1,204 @@
+// The reference peer over the in-memory bus: seed 001's handshake, inst tokens, sealing under the
+// passphrase key, deltas, the clock bound, flow control and reconciliation, end to end in memory.
+import { describe, expect, it } from "vitest";
+import { MemoryBus } from "../../../../clients/passnote/memory-bus";
+import { PassnotePeer, type PassnotePeerOptions } from "../../../../clients/passnote/peer";
+import type { Transport } from "../../../../clients/passnote/transport";
+import { sealFrame, openFrame } from "../../../../shared/passnote/seal";
+import { decodeMessage, encodeMessage, type Message } from "../../../../shared/passnote/wire";
+import { formatHlc } from "../../../../shared/passnote/hlc";
+import { fillDifferent, groupKey, sameRecords } from "../../../helpers/passnote";
+import { waitFor, sleep } from "../../../helpers/wait";
+
+/** Wraps a transport so that every frame it sends is recorded, opened and decoded. */
+function tapped(t: Transport, key: Uint8Array) {
+  const sent: Message[] = [];
+  const send = t.send.bind(t);
+  t.send = (to, frame) => {
+    const m = decodeMessage(openFrame(key, frame) ?? new Uint8Array(0));
+    if (m) sent.push(m);
+    return send(to, frame);
+  };
+  return sent;
+}
+
+async function pair(opts: { a?: Partial<PassnotePeerOptions>; b?: Partial<PassnotePeerOptions>; key?: Uint8Array } = {}) {
+  const bus = new MemoryBus();
+  const key = opts.key ?? groupKey();
+  const ta = await bus.connect();
+  const sentA = tapped(ta, key);
+  const a = new PassnotePeer({ transport: ta, key, node: "alice", ...opts.a });
+  const tb = await bus.connect();
+  const sentB = tapped(tb, opts.b?.key ?? key);
+  const b = new PassnotePeer({ transport: tb, key, node: "bob", ...opts.b });
+  return { bus, key, a, b, ta, tb, sentA, sentB };
+}
+
+const agreed = (p: PassnotePeer, peer: Transport) => p.engine.peerInfo(peer.self!)?.version === 2;
+
+describe("seed 001: connection handshake", () => {
+  it("both sides send a handshake on connect and reply once: at most two handshake frames each, version 2 agreed", async () => {
+    const { a, b, ta, tb, sentA, sentB } = await pair();
+    await waitFor(() => agreed(a, tb) && agreed(b, ta), { what: "agreement" });
+    await sleep(30);
+    const count = (s: Message[]) => s.filter((m) => m.type === "handshake").length;
+    expect(count(sentA)).toBeLessThanOrEqual(2);
+    expect(count(sentB)).toBeLessThanOrEqual(2);
+    const hs = sentA.find((m) => m.type === "handshake")!;
+    expect(hs).toMatchObject({ versions: [2], capabilities: ["recon1", expect.stringMatching(/^inst:[0-9a-f]{16}$/)] });
+  });
+
+  it("no common version raises PeerIncompatible and ends the exchange: no hello, no records", async () => {
+    const seen: number[][] = [];
+    const { a, b, ta, sentA, sentB } = await pair({ b: { versions: [1] } });
+    a.engine.on("incompatible", (_p, theirs) => void seen.push(theirs));
+    b.put("notes", "secret", "x");
+    await waitFor(() => a.engine.peerInfo(b.transport.self!)?.incompatible, { what: "incompatible" });
+    await sleep(30);
+    expect(b.engine.peerInfo(ta.self!)?.incompatible).toBe(true);
+    expect(a.store.size("notes")).toBe(0);
+    expect([...sentA, ...sentB].filter((m) => m.type !== "handshake")).toEqual([]);
+  });
+
+  it("inst: a restarted peer (new token, same connection) is renegotiated: everything held for it is dropped and it syncs again", async () => {
+    const { a, b, ta, tb, key } = await pair();
+    await waitFor(() => agreed(a, tb), { what: "agreement" });
+    const restarted: string[] = [];
+    a.engine.on("restarted", (p) => void restarted.push(p));
+    b.detach(); // the database instance closes; the transport never reports anything
+    const b2 = new PassnotePeer({ transport: tb, key, node: "bob" });
+    b2.put("notes", "after-restart", 1);
+    await waitFor(() => restarted.length === 1, { what: "restart seen" });
+    expect(restarted).toEqual([tb.self]);
+    await waitFor(() => agreed(b2, ta) && a.get("notes", "after-restart") === 1, { what: "sync after restart" });
+  });
+
+  it("inst: a replayed handshake (a token already seen) changes nothing", async () => {
+    const { a, ta, tb, key, sentB } = await pair();
+    await waitFor(() => agreed(a, tb), { what: "agreement" });
+    const restarted: string[] = [];
+    a.engine.on("restarted", (p) => void restarted.push(p));
+    const replay = sentB.find((m) => m.type === "handshake")!;
+    await a.engine.receive(tb.self!, sealFrame(key, encodeMessage(replay)));
+    expect(restarted).toEqual([]);
+    expect(a.engine.peerInfo(tb.self!)?.version).toBe(2);
+    expect(ta.self).toBeDefined();
+  });
+});
+
+describe("seed 001: layer stack without an identity", () => {
+  it("every frame travels sealed under the passphrase key; a peer with another key is dropped silently and never syncs", async () => {
+    const { a, b, ta, tb } = await pair({ b: { key: groupKey() } });
+    a.put("notes", "k", "v");
+    b.put("notes", "j", "w");
+    await sleep(50);
+    expect(a.engine.peerInfo(tb.self!)?.version).toBeUndefined();
+    expect(b.engine.peerInfo(ta.self!)?.version).toBeUndefined();
+    expect(a.get("notes", "j")).toBeUndefined();
+    expect(b.get("notes", "k")).toBeUndefined();
+  });
+});
+
+describe("seed 001: deltas and the clock bound", () => {
+  it("writes made together leave together: 1,200 puts in one turn are 3 delta frames of at most 500", async () => {
+    const { a, b, ta, tb, sentA } = await pair();
+    await waitFor(() => agreed(a, tb) && agreed(b, ta), { what: "agreement" });
+    for (let i = 0; i < 1200; i++) a.put("notes", `k${i}`, i);
+    await waitFor(() => b.store.size("notes") === 1200, { what: "records" });
+    const deltas = sentA.filter((m) => m.type === "delta") as Extract<Message, { type: "delta" }>[];
+    expect(deltas.map((d) => d.records.length)).toEqual([500, 500, 200]);
+  });
+
+  it("local writes reach the other peer as deltas, deletes included", async () => {
+    const { a, b, ta, tb } = await pair();
+    await waitFor(() => agreed(a, tb) && agreed(b, ta), { what: "agreement" });
+    a.put("notes", "k1", { title: "hello", n: 2n ** 60n });
+    await waitFor(() => b.get("notes", "k1"), { what: "delta" });
+    expect(b.get("notes", "k1")).toEqual({ title: "hello", n: 2n ** 60n });
+    b.delete("notes", "k1");
+    await waitFor(() => a.get("notes", "k1") === undefined, { what: "delete" });
+    expect(a.store.get("notes", "k1")!.is_deleted).toBe(true);
+  });
+
+  it("a delta carries at most 500 records", async () => {
+    const { a, b, ta, tb, sentB } = await pair();
+    for (let i = 0; i < 1200; i++) b.store.merge("notes", { key: `k${i}`, value: i, is_deleted: false, hlc: formatHlc({ wall: 1_700_000_000_000, counter: 0, node: "x" }) });
+    a.forceSync();
+    b.forceSync();
+    await waitFor(() => a.store.size("notes") === 1200, { what: "records" });
+    const deltas = sentB.filter((m) => m.type === "delta") as Extract<Message, { type: "delta" }>[];
+    expect(deltas.length).toBeGreaterThanOrEqual(3);
+    expect(Math.max(...deltas.map((d) => d.records.length))).toBeLessThanOrEqual(500);
+    expect(ta.self && tb.self).toBeTruthy();
+  });
+
+  it("a record more than maxClockDrift (10 minutes) ahead of the receiver's clock is refused", async () => {
+    const { a, b, ta, tb, key } = await pair();
+    await waitFor(() => agreed(a, tb) && agreed(b, ta), { what: "agreement" });
+    const refused: string[] = [];
+    a.engine.on("refused", (_c, r) => void refused.push(r.key));
+    const now = Date.now();
+    const frame = encodeMessage({
+      type: "delta",
+      collection: "notes",
+      records: [
+        { key: "soon", value: 1, is_deleted: false, hlc: formatHlc({ wall: now + 9 * 60_000, counter: 0, node: "b" }) },
+        { key: "future", value: 2, is_deleted: false, hlc: formatHlc({ wall: now + 11 * 60_000, counter: 0, node: "b" }) },
+      ],
+    });
+    await a.engine.receive(tb.self!, sealFrame(key, frame));
+    expect(a.get("notes", "soon")).toBe(1);
+    expect(a.get("notes", "future")).toBeUndefined();
+    expect(refused).toEqual(["future"]);
+  });
+});
+
+describe("seed 001: flow control and inbound order", () => {
+  it("at most 16 frames are in flight to one peer, and they leave in order", async () => {
+    const { a, b, ta, tb } = await pair();
+    await waitFor(() => agreed(a, tb) && agreed(b, ta), { what: "agreement" });
+    for (let i = 0; i < 200; i++) a.put(`c${i}`, "k", i); // one delta per collection: 200 frames
+    await waitFor(() => b.store.collectionNames().length === 200, { what: "200 deltas" });
+    const peak = (a.engine as any).peersState.get(tb.self!).window.peak;
+    expect(peak).toBe(16);
+  });
+
+  it("inbound frames from one peer are handled one at a time, in arrival order", async () => {
+    const { a, b, ta, tb, key } = await pair();
+    await waitFor(() => agreed(a, tb) && agreed(b, ta), { what: "agreement" });
+    const order: string[] = [];
+    a.engine.on("change", (_c, recs) => void order.push(...recs.map((r) => r.key)));
+    const frames = [];
+    for (let i = 0; i < 50; i++) {
+      const m = encodeMessage({ type: "delta", collection: "c", records: [{ key: `k${i}`, value: i, is_deleted: false, hlc: formatHlc({ wall: 1, counter: 0, node: "b" }) }] });
+      frames.push(a.engine.receive(tb.self!, sealFrame(key, m)));
+    }
+    await Promise.all(frames);
+    expect(order).toEqual([...Array(50).keys()].map((i) => `k${i}`));
+  });
+});
+
+describe("seed 001: sync", () => {
+  it("two peers with 2,000 records and 20 differences converge by range reconciliation", async () => {
+    const bus = new MemoryBus();
+    const key = groupKey();
+    const ta = await bus.connect();
+    const tb = await bus.connect();
+    const a = new PassnotePeer({ transport: ta, key, node: "alice" });
+    const b = new PassnotePeer({ transport: tb, key, node: "bob" });
+    fillDifferent(a.store, b.store, { common: 2000, differences: 20 });
+    a.forceSync();
+    await waitFor(() => sameRecords(a.store, b.store), { what: "convergence" });
+    expect(a.engine.sent.frames.reconcile ?? 0).toBeGreaterThan(0);
+    expect(a.store.size("notes")).toBe(2010);
+  });
+
+  it("without recon1 the peers fall back to shipping records newer than the watermark", async () => {
+    const { a, b } = await pair({ b: { recon: false } });
+    b.store.merge("notes", { key: "old", value: 1, is_deleted: false, hlc: formatHlc({ wall: 5, counter: 0, node: "x" }) });
+    a.forceSync();
+    b.forceSync();
+    await waitFor(() => a.get("notes", "old") === 1, { what: "fallback" });
+    expect(a.engine.sent.frames.reconcile ?? 0).toBe(0);
+  });
+});

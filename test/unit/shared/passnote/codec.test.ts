@@ -1,0 +1,89 @@
+// Seed 001 "Frame encoding": varints by arithmetic so 64-bit values survive JavaScript, and the
+// compact tagged value encoding (null, bool, int, double, string, list, map).
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { Reader, Writer, decodeValue, encodeValue, type Value } from "../../../../shared/passnote/codec";
+import { bytesToHex } from "../../../../shared/encoding";
+
+const varint = (v: number | bigint) => bytesToHex(new Writer().varint(v).finish());
+
+describe("seed 001: varints by arithmetic", () => {
+  it("known encodings (LEB128)", () => {
+    expect(varint(0)).toBe("00");
+    expect(varint(127)).toBe("7f");
+    expect(varint(128)).toBe("8001");
+    expect(varint(300)).toBe("ac02");
+    expect(varint(2 ** 32)).toBe("8080808010");
+    expect(varint(2n ** 64n - 1n)).toBe("ffffffffffffffffff01");
+  });
+
+  it("64-bit values survive: every bigint below 2^64 round-trips exactly", () => {
+    fc.assert(
+      fc.property(fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }), (v) => {
+        const r = new Reader(new Writer().varint(v).finish());
+        expect(r.varint64()).toBe(v);
+        expect(r.done()).toBe(true);
+      }),
+      { seed: 1, numRuns: 300 },
+    );
+  });
+
+  it("values above 2^53 are not rounded (2^53 + 1 stays odd)", () => {
+    const v = 2n ** 53n + 1n;
+    expect(new Reader(new Writer().varint(v).finish()).varint64()).toBe(v);
+    expect(decodeValue(encodeValue(v))?.value).toBe(v);
+    expect(decodeValue(encodeValue(-(2n ** 63n)))?.value).toBe(-(2n ** 63n));
+  });
+
+  it("overlong, beyond-64-bit and unterminated varints are malformed", () => {
+    for (const hex of ["8000", "ffffffffffffffffff02", "ffffffffffffffffffff01", "80"]) {
+      const bytes = Uint8Array.from(hex.match(/../g)!.map((h) => parseInt(h, 16)));
+      expect(() => new Reader(bytes).varint64()).toThrow();
+    }
+  });
+});
+
+const valueArb: fc.Arbitrary<Value> = fc.letrec<{ v: Value }>((tie) => ({
+  v: fc.oneof(
+    { depthSize: "small", withCrossShrink: true },
+    fc.constant(null),
+    fc.boolean(),
+    fc.integer(),
+    fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }).filter((b) => b > BigInt(Number.MAX_SAFE_INTEGER) || b < BigInt(Number.MIN_SAFE_INTEGER)),
+    fc.double({ noNaN: true }).filter((d) => !Number.isSafeInteger(d)),
+    fc.string({ unit: "grapheme" }),
+    fc.array(tie("v"), { maxLength: 5 }),
+    fc.dictionary(fc.string(), tie("v"), { maxKeys: 5 }),
+  ),
+})).v;
+
+describe("seed 001: tagged values", () => {
+  it("null, bool, int, double, string, list and map round-trip", () => {
+    fc.assert(
+      fc.property(valueArb, (v) => {
+        expect(decodeValue(encodeValue(v))).toEqual({ value: v });
+      }),
+      { seed: 2, numRuns: 300 },
+    );
+  });
+
+  it("a map key named __proto__ stays a plain key", () => {
+    const v = JSON.parse('{"__proto__":{"polluted":true}}');
+    const back = decodeValue(encodeValue(v))!.value as Record<string, Value>;
+    expect(Object.keys(back)).toEqual(["__proto__"]);
+    expect(({} as any).polluted).toBeUndefined();
+  });
+
+  it("duplicate map keys, unknown tags, trailing bytes and nesting beyond 32 levels are malformed", () => {
+    const dup = new Writer().byte(7).varint(2).string("a").byte(0).string("a").byte(0).finish();
+    expect(decodeValue(dup)).toBeNull();
+    expect(decodeValue(Uint8Array.of(9))).toBeNull();
+    expect(decodeValue(Uint8Array.of(0, 0))).toBeNull();
+    const deep = new Uint8Array(34 * 2 + 1);
+    for (let i = 0; i < 34; i++) deep.set([6, 1], i * 2);
+    expect(decodeValue(deep)).toBeNull();
+    let ok: Value = null;
+    for (let i = 0; i < 32; i++) ok = [ok];
+    expect(decodeValue(encodeValue(ok))).toEqual({ value: ok });
+  });
+});

@@ -1,0 +1,131 @@
+// Seed 001 "Frame encoding" and "Messages": the frame layout, all seven messages, and a
+// fail-closed decodeMessage, fuzzed with random bytes, corruptions, truncations and nesting bombs.
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { Writer } from "../../../../shared/passnote/codec";
+import { decodeMessage, encodeMessage, MAGIC, type Message } from "../../../../shared/passnote/wire";
+import { randomBytes } from "../../../../shared/encoding";
+
+const hlc = "001733140000000-00003-nodeA";
+const samples: Message[] = [
+  { type: "hello", node: "nodeA" },
+  { type: "state", watermarks: [{ collection: "notes", watermark: hlc }, { collection: "empty", watermark: "" }] },
+  {
+    type: "delta",
+    collection: "notes",
+    records: [
+      { key: "k1", value: { title: "hi", tags: ["a", 1, 2.5, null, true] }, is_deleted: false, hlc },
+      { key: "k2", value: null, is_deleted: true, hlc, crdt_type: "lww" },
+    ],
+  },
+  { type: "poke" },
+  {
+    type: "ratchet-hello",
+    from: "nodeA",
+    to: "nodeB",
+    device: "dev1",
+    keyTag: Uint8Array.of(0, 1),
+    ephemeral: randomBytes(32),
+    signature: randomBytes(64),
+  },
+  { type: "handshake", versions: [1, 2], capabilities: ["recon1", "inst:0123456789abcdef"], deviceKey: new Uint8Array(0) },
+  {
+    type: "reconcile",
+    collection: "notes",
+    probes: [{ start: 0, end: 2 ** 53 - 1, depth: 0, count: 10_000, fingerprint: randomBytes(16) }],
+    requests: [{ start: 5, end: 9 }],
+  },
+];
+
+describe("seed 001: frame encoding", () => {
+  it("every frame is magic 0xC7 ‖ version 0x02 ‖ type ‖ body; the handshake keeps version 0x01", () => {
+    const tags = samples.map((m) => Array.from(encodeMessage(m).subarray(0, 3)));
+    expect(tags).toEqual([
+      [0xc7, 2, 1],
+      [0xc7, 2, 2],
+      [0xc7, 2, 3],
+      [0xc7, 2, 4],
+      [0xc7, 2, 5],
+      [0xc7, 1, 6],
+      [0xc7, 2, 7],
+    ]);
+  });
+
+  it("all seven messages round-trip", () => {
+    for (const m of samples) expect(decodeMessage(encodeMessage(m))).toEqual(m);
+  });
+
+  it("wrong version, unknown tag, wrong magic, trailing bytes and a delta over 500 records return null", () => {
+    const hello = encodeMessage({ type: "hello", node: "n" });
+    expect(decodeMessage(Uint8Array.of(MAGIC, 1, 1, ...hello.subarray(3)))).toBeNull(); // hello as version 1
+    expect(decodeMessage(Uint8Array.of(MAGIC, 2, 6, 0, 0, 0))).toBeNull(); // handshake as version 2
+    expect(decodeMessage(Uint8Array.of(MAGIC, 2, 8))).toBeNull();
+    expect(decodeMessage(Uint8Array.of(0xc6, 2, 4))).toBeNull();
+    expect(decodeMessage(Uint8Array.of(MAGIC, 2, 4, 0))).toBeNull();
+    const w = new Writer().byte(MAGIC).byte(2).byte(3).string("c").varint(501);
+    for (let i = 0; i < 501; i++) w.string("k").byte(0).byte(0).string(hlc);
+    expect(decodeMessage(w.finish())).toBeNull();
+    expect(() => encodeMessage({ type: "delta", collection: "c", records: Array(501).fill({ key: "k", value: null, is_deleted: false, hlc }) })).toThrow();
+  });
+
+  it("a record with a malformed HLC is refused as a whole frame", () => {
+    const w = new Writer().byte(MAGIC).byte(2).byte(3).string("c").varint(1).string("k").byte(0).byte(0).string("yesterday");
+    expect(decodeMessage(w.finish())).toBeNull();
+  });
+});
+
+describe("seed 001: decodeMessage is fail-closed (fuzz, fixed seed)", () => {
+  const never = (bytes: Uint8Array) => {
+    let out: unknown;
+    expect(() => (out = decodeMessage(bytes))).not.toThrow();
+    return out;
+  };
+
+  it("random bytes, with and without a valid header, never throw", () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 512 }), fc.integer({ min: 1, max: 8 }), (body, tag) => {
+        never(body);
+        const framed = new Uint8Array(body.length + 3);
+        framed.set([MAGIC, tag === 6 ? 1 : 2, tag]);
+        framed.set(body, 3);
+        const m = never(framed) as Message | null;
+        if (m) expect(decodeMessage(encodeMessage(m))).toEqual(m);
+      }),
+      { seed: 42, numRuns: 1500 },
+    );
+  });
+
+  it("corruptions and truncations of valid frames return a message or null, never throw", () => {
+    const frames = samples.map(encodeMessage);
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...frames),
+        fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { maxLength: 4 }),
+        fc.nat(),
+        (frame, flips, cut) => {
+          const f = frame.slice();
+          for (const [i, b] of flips) f[i % f.length] = b;
+          never(f);
+          never(f.subarray(0, cut % (f.length + 1)));
+          expect(decodeMessage(frame.subarray(0, frame.length - 1))).toBeNull();
+        },
+      ),
+      { seed: 43, numRuns: 1500 },
+    );
+  });
+
+  it("nesting bombs (deep lists and maps, huge counts) return null quickly", () => {
+    const head = new Writer().byte(MAGIC).byte(2).byte(3).string("c").varint(1).string("k");
+    fc.assert(
+      fc.property(fc.integer({ min: 33, max: 100_000 }), fc.constantFrom(6, 7), (depth, tag) => {
+        const bomb = new Uint8Array(depth * 2);
+        for (let i = 0; i < depth; i++) bomb.set(tag === 6 ? [6, 1] : [7, 1], i * 2);
+        const frame = new Writer().raw(head.finish()).raw(bomb).finish();
+        expect(never(frame)).toBeNull();
+      }),
+      { seed: 44, numRuns: 50 },
+    );
+    const huge = new Writer().raw(head.finish()).byte(6).varint(2n ** 63n).finish();
+    expect(never(huge)).toBeNull();
+  });
+});
