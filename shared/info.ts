@@ -21,6 +21,15 @@ export function relayInfo(opts: InfoOptions) {
         acks: true,
         queue_policy: "evict_oldest",
       },
+      minca: {
+        rooms: {
+          endpoint: "/minca/v1/rooms/<room>",
+          seed: "Minca 06 section 3 (connecting by code): code-channel rooms",
+          room: "^b[a-z2-7]{52}$",
+          join: { signature: "ES256", statement: "minca/relay-join/v1 || room || challenge", did: "did:key (P-256)" },
+          limits: "minca_rooms",
+        },
+      },
     },
     limits: LIMITS,
   };
