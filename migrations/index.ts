@@ -1,6 +1,7 @@
 // The SQL migrations of every Durable Object class, in the order they apply. Each class has a
 // folder of numbered .sql files; a unit test checks that every file there is listed here.
 import tallyUser0001 from "./TallyUser/0001_init.sql";
+import mincaRoom0001 from "./MincaRoom/0001_init.sql";
 
 export interface Migration {
   name: string;
@@ -9,6 +10,7 @@ export interface Migration {
 
 export const MIGRATIONS = {
   TallyUser: [{ name: "0001_init", sql: tallyUser0001 }],
+  MincaRoom: [{ name: "0001_init", sql: mincaRoom0001 }],
 } satisfies Record<string, Migration[]>;
 
 export type MigratedClass = keyof typeof MIGRATIONS;

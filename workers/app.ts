@@ -5,6 +5,8 @@ import { httpErrorBody, type ErrorCode } from "../shared/errors";
 import { relayInfo } from "../shared/info";
 import { isNpub, npubDecode } from "../shared/tally/keys";
 import { RELAY_HOST_HEADER, TALLY_USER_HEADER } from "../durable-objects/tally-user";
+import { MINCA_ROOM_HEADER } from "../durable-objects/minca-room";
+import { isRoomId } from "../shared/minca/code";
 import type { Env } from "./env";
 
 export const app = new Hono<{ Bindings: Env }>();
@@ -41,6 +43,17 @@ app.all("/tally/v1/:npub", async (c) => {
   const headers = new Headers(c.req.raw.headers);
   headers.set(TALLY_USER_HEADER, hex);
   headers.set(RELAY_HOST_HEADER, new URL(c.req.url).host);
+  return stub.fetch(new Request(c.req.raw, { headers }));
+});
+
+app.all("/minca/v1/rooms/:room", async (c) => {
+  if (c.req.method !== "GET") return httpError(c, 405, "method_not_allowed", "use GET with Upgrade: websocket");
+  const room = c.req.param("room");
+  if (!isRoomId(room)) return httpError(c, 400, "bad_request", "the room must match ^b[a-z2-7]{52}$");
+  if (!isUpgrade(c.req.raw)) return httpError(c, 426, "upgrade_required", "this endpoint speaks WebSocket");
+  const stub = c.env.MINCA_ROOM.get(c.env.MINCA_ROOM.idFromName(room));
+  const headers = new Headers(c.req.raw.headers);
+  headers.set(MINCA_ROOM_HEADER, room);
   return stub.fetch(new Request(c.req.raw, { headers }));
 });
 
