@@ -10,6 +10,7 @@ import { joinStatement, makeJoin } from "../../shared/minca/room";
 import { es256Sign } from "../../shared/minca/es256";
 import { MINCA_ROOM_LIMITS } from "../../shared/limits";
 import { TestSocket } from "../helpers/socket";
+import { generateSecretKey, getPublicKeyHex, npubEncode } from "../../shared/tally/keys";
 
 const BASE = "http://relay.test/minca/v1/rooms";
 const newRoom = () => codeRoom(codeSecret(newCode()));
@@ -195,5 +196,21 @@ describe("the code-channel room Durable Object (DESIGN section 6)", () => {
     await new Promise((r) => setTimeout(r, 50));
     const tables = await runInDurableObject(stub, (_o, state) => state.storage.sql.exec("SELECT name FROM sqlite_master").toArray().length);
     expect(tables).toBe(0);
+  });
+});
+
+describe("the Durable Object base's hook for unrouted types", () => {
+  it("objects without one still answer unknown_type (Tally), and keep the socket open", async () => {
+    const npub = npubEncode(getPublicKeyHex(generateSecretKey()));
+    const res = await SELF.fetch(`http://relay.test/tally/v1/${npub}`, { headers: { Upgrade: "websocket" } });
+    const ws = res.webSocket!;
+    ws.accept();
+    const s = new TestSocket(ws as unknown as WebSocket);
+    await s.next("challenge");
+    s.send({ type: "code:hello", id: "m1" });
+    expect(await s.next("error")).toMatchObject({ code: "unknown_type", id: "m1" });
+    s.send({ type: "ping" });
+    await s.next("pong");
+    s.close();
   });
 });
