@@ -197,6 +197,24 @@ export function roomContract(name: string, rooms: () => JoinRoom): void {
       expect(await loser.outcome).toMatchObject({ ok: false, reason: "closed" });
     });
 
+    it("once the first ask opens the code is spent: code:done from any other peer is ignored", async () => {
+      const join = rooms();
+      const pair = await programAndHome(join, { typesCheck: false });
+      await waitFor(() => pair.home.state === "answered", { what: "the answer" });
+      const stranger = await join(pair.program.room);
+      stranger.send({ type: CODE_TYPES.done, payload: "AAAA" });
+      stranger.send({ type: CODE_TYPES.ask, payload: "AAAA" });
+      await waitFor(() => ignored(pair.homeEvents).length >= 2, { what: "both ignored" });
+      expect(ignored(pair.homeEvents)).toEqual([
+        "code:done: not the program this exchange is with",
+        "code:ask: not the program this exchange is with",
+      ]);
+      expect(pair.home.state).toBe("answered");
+      pair.program.enterCheck(pair.program.expectedCheck!);
+      expect(await pair.home.outcome).toMatchObject({ status: "done" });
+      stranger.close();
+    });
+
     it("saying no reaches the program", async () => {
       const { program, home } = await programAndHome(rooms(), { decide: () => ({ allow: false, reason: "not now" }) });
       expect(await program.outcome).toEqual({ ok: false, reason: "denied", message: "not now" });

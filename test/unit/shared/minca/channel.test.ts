@@ -26,6 +26,11 @@ describe("the code channel (DESIGN section 6 profile)", () => {
     expect(other.home).not.toEqual(atHome.home);
   });
 
+  it("a point that gives no shared secret (all zero) is refused", () => {
+    const { secret, home, program } = exchange();
+    expect(() => channelKeys(secret, home.secret, new Uint8Array(32), home.point, program.point)).toThrow();
+  });
+
   it("a commitment holds only for its own point", () => {
     const a = newPoint();
     const b = newPoint();
