@@ -2,7 +2,7 @@
 // code (seed 002 section 3). It makes a code, prints the home's connect link, joins the code's
 // room on the relay, asks for the six digits the home shows, and saves the grant with its key.
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
-import { homedir } from "node:os";
+import { homedir, hostname } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { ProgramExchange, type ProgramEvent } from "../../shared/minca/program";
@@ -50,7 +50,7 @@ function parseArgs(argv: string[]): Args | string {
   return {
     home,
     relay,
-    name: flags.name ?? `connect on ${process.env.HOSTNAME ?? "this computer"}`,
+    name: flags.name ?? `connect on ${hostname()}`,
     out: resolve(flags.out ?? join(homedir(), ".minca", "connect", `${host.replace(/[^A-Za-z0-9.-]/g, "_")}.json`)),
   };
 }
