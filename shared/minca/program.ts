@@ -132,7 +132,12 @@ export class ProgramExchange {
     if (this.state === "done" || this.state === "failed") return;
     if (e.kind === "peer") return this.hello(e.did);
     if (e.kind === "gone") return;
-    if (e.kind === "closed") return this.fail("closed", `the room closed (${e.code})`);
+    if (e.kind === "closed") {
+      // A checked grant waits for the person's check even once the room is gone (it expires
+      // after 15 minutes); only code:done, a courtesy to the home, can no longer be sent.
+      if (this.state === "answered") return;
+      return this.fail("closed", `the room closed (${e.code})`);
+    }
     const ignore = (why: string) => this.opts.onEvent?.({ kind: "ignored", type: e.type, from: e.from, why });
     if (this.homePeer !== undefined && e.from !== this.homePeer) return ignore("not the peer this exchange is with");
     switch (e.type) {
@@ -177,6 +182,7 @@ export class ProgramExchange {
         const checked = await checkGrant(body.data.grant, { audience: this.key!.did, recordsOnly: true });
         if (!checked.ok) return this.fail("refused", checked.reason);
         this.held = checked.grant;
+        clearTimeout(this.timer); // the person may take their time to type the check
         this.setState("answered");
         return this.finish();
       }
