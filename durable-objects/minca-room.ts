@@ -106,7 +106,10 @@ export class MincaRoom extends RelayObject<Env, MincaRoomAttachment> {
     const room = request.headers.get(MINCA_ROOM_HEADER);
     if (!isRoomId(room)) return new Response("missing room", { status: 400 });
     const now = Date.now();
-    if (await this.refuses(now)) return refusal();
+    if (await this.refuses(now)) return refusal("room_expired", "this room has expired and refuses joins", CLOSE_CODES.room_expired);
+    if (this.ctx.getWebSockets().length >= MINCA_ROOM_LIMITS.max_sockets) {
+      return refusal("room_full", `at most ${MINCA_ROOM_LIMITS.max_sockets} sockets per room`, CLOSE_CODES.policy);
+    }
     if (this.wiped) {
       applyMigrations(this.ctx.storage, MIGRATIONS.MincaRoom);
       this.wiped = false;
@@ -218,12 +221,12 @@ export class MincaRoom extends RelayObject<Env, MincaRoomAttachment> {
   }
 }
 
-/** The answer to a socket that arrives while the room refuses joins: error room_expired, close 4008. */
-function refusal(): Response {
+/** The answer to a socket the room will not take (expired, or too many sockets): an error, then a close. */
+function refusal(code: "room_expired" | "room_full", message: string, closeCode: number): Response {
   const pair = new WebSocketPair();
   const [client, server] = [pair[0], pair[1]];
   server.accept();
-  server.send(JSON.stringify(socketError("room_expired", "this room has expired and refuses joins")));
-  server.close(CLOSE_CODES.room_expired, "room expired");
+  server.send(JSON.stringify(socketError(code, message)));
+  server.close(closeCode, code === "room_full" ? "room full" : "room expired");
   return new Response(null, { status: 101, webSocket: client });
 }

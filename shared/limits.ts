@@ -40,6 +40,8 @@ export const TALLY_LIMITS = {
 export const MINCA_ROOM_LIMITS = {
   /** Peers joined in one code-channel room at once (DESIGN section 6). */
   max_peers: 8,
+  /** Sockets open on one room at once, joined or not (joining takes at most 10 s). */
+  max_sockets: 16,
   /** Largest message (text frame, bytes of UTF-8) on /minca/v1/rooms; larger closes with 1009. */
   max_message_bytes: 16_384,
   /** Network messages one peer may send in a room's life; more get too_many_messages. */

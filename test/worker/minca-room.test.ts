@@ -114,7 +114,7 @@ describe("the code-channel room Durable Object (DESIGN section 6)", () => {
     s.close();
   });
 
-  it("bounds: 8 peers, 16 KiB per message (close 1009), 64 messages per peer", async () => {
+  it("bounds: 8 peers, 16 sockets, 16 KiB per message (close 1009), 64 messages per peer", async () => {
     const room = newRoom();
     const peers = [];
     for (let i = 0; i < MINCA_ROOM_LIMITS.max_peers; i++) peers.push(await joined(room));
@@ -123,6 +123,13 @@ describe("the code-channel room Durable Object (DESIGN section 6)", () => {
     ninth.send(await makeJoin(await newP256Key(), room, challenge));
     expect((await ninth.next("error")).code).toBe("room_full");
     expect(await ninth.closed).toBe(1008);
+
+    const waiting = [];
+    for (let i = peers.length; i < MINCA_ROOM_LIMITS.max_sockets; i++) waiting.push(await connect(room));
+    const extra = await connect(room);
+    expect((await extra.next("error")).code).toBe("room_full");
+    expect(await extra.closed).toBe(1008);
+    for (const w of waiting) w.close();
 
     const [a, b] = peers;
     for (let i = 0; i < MINCA_ROOM_LIMITS.max_messages_per_peer; i++) a.s.send({ type: "m", to: b.did, payload: i });
