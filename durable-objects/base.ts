@@ -99,6 +99,19 @@ export abstract class RelayObject<Env, A extends BaseAttachment> extends Durable
   protected onBinary(ws: WebSocket, _data: ArrayBuffer, _att: A): void | Promise<void> {
     this.sendError(ws, "invalid_message", "binary frames are not accepted on this endpoint");
   }
+  /**
+   * A JSON object frame whose `type` is in no route (protocols whose clients choose their own
+   * types, as Minca's network messages). Default: the unknown_type error.
+   */
+  protected onUnrouted(
+    ws: WebSocket,
+    obj: Record<string, unknown> & { type: string },
+    _att: A,
+    _raw: string,
+  ): void | Promise<void> {
+    const id = typeof obj.id === "string" ? obj.id : undefined;
+    this.sendError(ws, "unknown_type", `unknown message type: ${obj.type.slice(0, 64)}`, id);
+  }
   /** The alarm fired; return the next time (ms) the object needs waking, or null. */
   protected onAlarm(_now: number): number | null | Promise<number | null> {
     return null;
@@ -198,7 +211,14 @@ export abstract class RelayObject<Env, A extends BaseAttachment> extends Durable
     if (typeof obj.type !== "string") return this.sendError(ws, "invalid_message", "frame has no string `type`", id);
     if (obj.type === "ping") return void this.send(ws, { type: "pong" });
     const r = Object.hasOwn(this.routes, obj.type) ? this.routes[obj.type] : undefined;
-    if (!r) return this.sendError(ws, "unknown_type", `unknown message type: ${obj.type.slice(0, 64)}`, id);
+    if (!r) {
+      try {
+        return await this.onUnrouted(ws, obj as Record<string, unknown> & { type: string }, att, message);
+      } catch (err) {
+        console.error(`unrouted ${obj.type.slice(0, 64)} failed`, err);
+        return this.sendError(ws, "internal_error", "the relay could not handle this message", id);
+      }
+    }
     if ((r.authed ?? true) && !att.authed) return this.beforeAuth(ws);
     const result = r.schema.safeParse(obj);
     if (!result.success) {

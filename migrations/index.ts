@@ -2,6 +2,7 @@
 // folder of numbered .sql files; a unit test checks that every file there is listed here.
 import tallyUser0001 from "./TallyUser/0001_init.sql";
 import passnoteRoom0001 from "./PassnoteRoom/0001_init.sql";
+import mincaRoom0001 from "./MincaRoom/0001_init.sql";
 
 export interface Migration {
   name: string;
@@ -11,6 +12,7 @@ export interface Migration {
 export const MIGRATIONS = {
   TallyUser: [{ name: "0001_init", sql: tallyUser0001 }],
   PassnoteRoom: [{ name: "0001_init", sql: passnoteRoom0001 }],
+  MincaRoom: [{ name: "0001_init", sql: mincaRoom0001 }],
 } satisfies Record<string, Migration[]>;
 
 export type MigratedClass = keyof typeof MIGRATIONS;

@@ -20,9 +20,12 @@ export const ERROR_CODES = [
   "peer_unavailable",
   "too_many_devices",
   "already_registered",
-  // passnote
+  // passnote sync rooms and minca code-channel rooms
   "room_full",
+  "room_expired",
+  "did_in_room",
   "already_joined",
+  "too_many_messages",
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

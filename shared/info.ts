@@ -29,6 +29,15 @@ export function relayInfo(opts: InfoOptions) {
         peer_id_bytes: 8,
         broadcast_peer: "0000000000000000",
       },
+      minca: {
+        rooms: {
+          endpoint: "/minca/v1/rooms/<room>",
+          seed: "Minca 06 section 3 (connecting by code): code-channel rooms",
+          room: "^b[a-z2-7]{52}$",
+          join: { signature: "ES256", statement: "minca/relay-join/v1 || room || challenge", did: "did:key (P-256)" },
+          limits: "minca_rooms",
+        },
+      },
     },
     limits: LIMITS,
   };

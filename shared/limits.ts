@@ -76,10 +76,28 @@ export const PASSNOTE_LIMITS = {
   handshake_max_capabilities: 32,
 } as const;
 
+export const MINCA_ROOM_LIMITS = {
+  /** Peers joined in one code-channel room at once (DESIGN section 6). */
+  max_peers: 8,
+  /** Sockets open on one room at once, joined or not (joining takes at most 10 s). */
+  max_sockets: 16,
+  /** Largest message (text frame, bytes of UTF-8) on /minca/v1/rooms; larger closes with 1009. */
+  max_message_bytes: 16_384,
+  /** Network messages one peer may send in a room's life; more get too_many_messages. */
+  max_messages_per_peer: 64,
+  /** Characters of a network message's `type`. */
+  max_type_chars: 64,
+  /** Seconds from the first join until every socket closes with 4008. */
+  room_lifetime_seconds: 900,
+  /** Seconds an expired room refuses joins (its tombstone); then it keeps nothing. */
+  tombstone_seconds: 86_400,
+} as const;
+
 export const LIMITS = {
   common: COMMON_LIMITS,
   tally: TALLY_LIMITS,
   passnote: PASSNOTE_LIMITS,
+  minca_rooms: MINCA_ROOM_LIMITS,
 } as const;
 
 export const CLOSE_CODES = {

@@ -5,6 +5,8 @@ import { httpErrorBody, type ErrorCode } from "../shared/errors";
 import { relayInfo } from "../shared/info";
 import { isNpub, npubDecode } from "../shared/tally/keys";
 import { RELAY_HOST_HEADER, TALLY_USER_HEADER } from "../durable-objects/tally-user";
+import { MINCA_ROOM_HEADER } from "../durable-objects/minca-room";
+import { isRoomId as isMincaRoomId } from "../shared/minca/code";
 import type { Env } from "./env";
 import { PASSNOTE_ROOM_HEADER } from "../durable-objects/passnote-room";
 import { isRoomId } from "../shared/passnote/room";
@@ -33,29 +35,45 @@ app.get("/", (c) => {
 
 app.get("/healthz", (c) => c.text("ok"));
 
-app.all("/tally/v1/:npub", async (c) => {
-  if (c.req.method !== "GET") return httpError(c, 405, "method_not_allowed", "use GET with Upgrade: websocket");
-  const npub = c.req.param("npub");
-  if (!isNpub(npub)) return httpError(c, 400, "bad_request", "the path must end in a valid npub");
-  if (!isUpgrade(c.req.raw)) return httpError(c, 426, "upgrade_required", "this endpoint speaks WebSocket");
+/**
+ * A WebSocket endpoint whose last path segment names one Durable Object: the key is checked
+ * (400), the method (405) and the upgrade (426), then the request goes to the object with the
+ * headers that tell it who it is (a cold-started object does not know its own name).
+ */
+function socketRoute(
+  path: string,
+  check: { valid: (key: string) => boolean; invalid: string },
+  target: (env: Env, key: string, url: URL) => { stub: { fetch(req: Request): Promise<Response> }; headers: Record<string, string> },
+): void {
+  app.all(path, async (c) => {
+    if (c.req.method !== "GET") return httpError(c, 405, "method_not_allowed", "use GET with Upgrade: websocket");
+    const key = c.req.param("key") ?? "";
+    if (!check.valid(key)) return httpError(c, 400, "bad_request", check.invalid);
+    if (!isUpgrade(c.req.raw)) return httpError(c, 426, "upgrade_required", "this endpoint speaks WebSocket");
+    const { stub, headers } = target(c.env, key, new URL(c.req.url));
+    const h = new Headers(c.req.raw.headers);
+    for (const [k, v] of Object.entries(headers)) h.set(k, v);
+    return stub.fetch(new Request(c.req.raw, { headers: h }));
+  });
+}
+
+socketRoute("/tally/v1/:key", { valid: isNpub, invalid: "the path must end in a valid npub" }, (env, npub, url) => {
   const hex = npubDecode(npub);
-  const stub = c.env.TALLY_USER.get(c.env.TALLY_USER.idFromName(hex));
-  const headers = new Headers(c.req.raw.headers);
-  headers.set(TALLY_USER_HEADER, hex);
-  headers.set(RELAY_HOST_HEADER, new URL(c.req.url).host);
-  return stub.fetch(new Request(c.req.raw, { headers }));
+  return {
+    stub: env.TALLY_USER.get(env.TALLY_USER.idFromName(hex)),
+    headers: { [TALLY_USER_HEADER]: hex, [RELAY_HOST_HEADER]: url.host },
+  };
 });
 
-app.all("/passnote/v2/:room", async (c) => {
-  if (c.req.method !== "GET") return httpError(c, 405, "method_not_allowed", "use GET with Upgrade: websocket");
-  const room = c.req.param("room");
-  if (!isRoomId(room)) return httpError(c, 400, "bad_request", "the path must end in a room id: base64url of 32 bytes");
-  if (!isUpgrade(c.req.raw)) return httpError(c, 426, "upgrade_required", "this endpoint speaks WebSocket");
-  const stub = c.env.PASSNOTE_ROOM.get(c.env.PASSNOTE_ROOM.idFromName(room));
-  const headers = new Headers(c.req.raw.headers);
-  headers.set(PASSNOTE_ROOM_HEADER, room);
-  return stub.fetch(new Request(c.req.raw, { headers }));
-});
+socketRoute("/passnote/v2/:key", { valid: isRoomId, invalid: "the path must end in a room id: base64url of 32 bytes" }, (env, room) => ({
+  stub: env.PASSNOTE_ROOM.get(env.PASSNOTE_ROOM.idFromName(room)),
+  headers: { [PASSNOTE_ROOM_HEADER]: room },
+}));
+
+socketRoute("/minca/v1/rooms/:key", { valid: isMincaRoomId, invalid: "the room must match ^b[a-z2-7]{52}$" }, (env, room) => ({
+  stub: env.MINCA_ROOM.get(env.MINCA_ROOM.idFromName(room)),
+  headers: { [MINCA_ROOM_HEADER]: room },
+}));
 
 app.notFound((c) => httpError(c, 404, "not_found", "no such endpoint"));
 

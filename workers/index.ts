@@ -1,6 +1,7 @@
 // The Worker's entry: the Hono app, and the Durable Object classes it exports.
 export { TallyUser } from "../durable-objects/tally-user";
 export { PassnoteRoom } from "../durable-objects/passnote-room";
+export { MincaRoom } from "../durable-objects/minca-room";
 import { app } from "./app";
 
 export default app;

@@ -1,0 +1,65 @@
+// did:key for P-256 public keys: "did:key:z" + base58btc(multicodec p256-pub (0x1200, varint
+// 0x80 0x24) ‖ 33-byte compressed point). Every Minca key (throwaway room keys, a program's key,
+// an account's key) is named this way.
+import { p256 } from "@noble/curves/nist.js";
+import { base58 } from "@scure/base";
+
+export class DidKeyError extends Error {}
+
+const P256_PREFIX = Uint8Array.of(0x80, 0x24);
+const DID_KEY = "did:key:z";
+/** The longest string a P-256 did:key can be (35 bytes in base58 is at most 48 characters). */
+export const DID_KEY_MAX_CHARS = DID_KEY.length + 48;
+
+/** The did:key of a P-256 public key given compressed (33 bytes) or uncompressed (65 bytes). */
+export function p256DidKey(publicKey: Uint8Array): string {
+  const point = pointOf(publicKey);
+  const bytes = new Uint8Array(35);
+  bytes.set(P256_PREFIX);
+  bytes.set(point.toBytes(true), 2);
+  return DID_KEY + base58.encode(bytes);
+}
+
+/** The compressed point a P-256 did:key names; throws DidKeyError for anything else. */
+export function p256FromDidKey(did: string): Uint8Array {
+  if (typeof did !== "string" || !did.startsWith(DID_KEY) || did.length > DID_KEY_MAX_CHARS) {
+    throw new DidKeyError("not a did:key");
+  }
+  let bytes: Uint8Array;
+  try {
+    bytes = base58.decode(did.slice(DID_KEY.length));
+  } catch {
+    throw new DidKeyError("did:key is not base58btc");
+  }
+  if (bytes.length !== 35 || bytes[0] !== P256_PREFIX[0] || bytes[1] !== P256_PREFIX[1]) {
+    throw new DidKeyError("did:key is not a P-256 key");
+  }
+  const compressed = bytes.slice(2);
+  pointOf(compressed);
+  return compressed;
+}
+
+/** The 65-byte uncompressed form of a P-256 did:key's point (what WebCrypto imports as raw). */
+export function p256UncompressedFromDidKey(did: string): Uint8Array {
+  return pointOf(p256FromDidKey(did)).toBytes(false);
+}
+
+export function isP256DidKey(did: unknown): did is string {
+  if (typeof did !== "string") return false;
+  try {
+    p256FromDidKey(did);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function pointOf(bytes: Uint8Array) {
+  try {
+    const point = p256.Point.fromBytes(bytes);
+    point.assertValidity();
+    return point;
+  } catch {
+    throw new DidKeyError("not a point on P-256");
+  }
+}

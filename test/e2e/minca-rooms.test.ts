@@ -1,0 +1,96 @@
+// Minca code-channel rooms against the running relay: the room contract and seed 002 section 3's
+// list over real WebSockets, and the `connect` command and an account home as two separate
+// clients meeting through `wrangler dev`.
+import { spawn, execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { beforeAll, describe, expect, inject, it } from "vitest";
+import NodeWebSocket from "ws";
+import { relayRooms } from "../../clients/minca/relay-room";
+import { codeRoom, codeSecret, newCode } from "../../shared/minca/code";
+import { newP256Key, p256KeyFromJwk } from "../../shared/minca/es256";
+import { checkGrant } from "../../shared/minca/grant";
+import { HomeExchange } from "../../shared/minca/home";
+import { makeJoin } from "../../shared/minca/room";
+import { roomContract } from "../helpers/minca-contract";
+import { HOME, newAccount } from "../helpers/minca";
+import { TestSocket } from "../helpers/socket";
+import { waitFor } from "../helpers/wait";
+
+const relay = inject("relayUrl");
+const ws = relay.replace(/^http/, "ws");
+const root = new URL("../../", import.meta.url).pathname;
+
+roomContract("relay (wrangler dev)", () => relayRooms(relay));
+
+describe("the room endpoint on the running relay", () => {
+  it("a bad room id gets 400 before any upgrade; a bad join closes 4001", async () => {
+    const status = await new Promise<number>((resolve, reject) => {
+      const bad = new NodeWebSocket(`${ws}/minca/v1/rooms/not-a-room`);
+      bad.on("unexpected-response", (_req, res) => resolve(res.statusCode ?? 0));
+      bad.on("open", () => reject(new Error("upgraded")));
+      bad.on("error", () => undefined);
+    });
+    expect(status).toBe(400);
+    const room = codeRoom(codeSecret(newCode()));
+    const s = await TestSocket.open(`${ws}/minca/v1/rooms/${room}`);
+    const { challenge } = await s.next("challenge");
+    const join = await makeJoin(await newP256Key(), room, challenge);
+    s.send({ ...join, did: (await newP256Key()).did });
+    expect(await s.closed).toBe(4001);
+  });
+});
+
+describe("npm run connect: a program and its home, two clients, through wrangler dev", () => {
+  beforeAll(() => {
+    execFileSync(join(root, "node_modules/.bin/esbuild"), [
+      "clients/minca/connect-cli.ts", "--bundle", "--platform=node", "--format=esm", "--target=node20",
+      "--outfile=dist/connect.mjs", "--log-level=warning",
+    ], { cwd: root });
+  });
+
+  it("the program ends holding a grant that verifies, after the check the home shows is typed", async () => {
+    const out = join(mkdtempSync(join(tmpdir(), "minca-connect-")), "grant.json");
+    const child = spawn(process.execPath, [join(root, "dist/connect.mjs"), "home.example", "--relay", relay, "--name", "e2e terminal", "--out", out], {
+      cwd: root,
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    let stdout = "";
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (stdout += d));
+    const exited = new Promise<number>((r) => child.on("exit", (code) => r(code ?? -1)));
+
+    // The person opens the link the program prints, at their account home.
+    const link = (await waitFor(() => /Open this link to connect: (\S+)/.exec(stdout)?.[1], { what: "the link", timeout: 20_000 }))!;
+    expect(link).toMatch(/^https:\/\/home\.example\/connect#mc_[A-Za-z0-9_-]{22}$/);
+    const account = await newAccount("Leif");
+    let shown: { name: string; check: string } | undefined;
+    const home = new HomeExchange({
+      origin: HOME,
+      link,
+      account,
+      join: relayRooms(relay),
+      approve: async (s) => {
+        shown = s;
+        // ...reads the check there, and types it into the program's terminal.
+        await waitFor(() => stdout.includes("type the six digits"), { what: "the program's prompt" });
+        child.stdin.write(`${s.check}\n`);
+        return { allow: true, days: 30 };
+      },
+    });
+    await home.start();
+    expect(await exited).toBe(0);
+    expect(await home.outcome).toMatchObject({ status: "done" });
+    expect(shown?.name).toBe("e2e terminal");
+    expect(stdout).toContain(`Connected to Leif (${account.key.did}): records only`);
+
+    const saved = JSON.parse(readFileSync(out, "utf8"));
+    expect(statSync(out).mode & 0o777).toBe(0o600);
+    const key = await p256KeyFromJwk(saved.key);
+    const checked = await checkGrant(saved.grant, { audience: key.did, recordsOnly: true });
+    expect(checked.ok).toBe(true);
+    expect(saved.grant).toMatchObject({ did: account.key.did, home: "https://home.example/connect", scope: "account" });
+    expect(saved.grant.note.payload).toMatchObject({ aud: key.did, cmd: "/record", sub: account.key.did });
+  });
+});

@@ -1,0 +1,5 @@
+// The room contract and seed 002 section 3's list, over the in-memory bus.
+import { MemoryBus } from "../../../../clients/minca/memory-bus";
+import { roomContract } from "../../../helpers/minca-contract";
+
+roomContract("in-memory bus", () => new MemoryBus().join);
