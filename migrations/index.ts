@@ -1,6 +1,8 @@
 // The SQL migrations of every Durable Object class, in the order they apply. Each class has a
 // folder of numbered .sql files; a unit test checks that every file there is listed here.
 import tallyUser0001 from "./TallyUser/0001_init.sql";
+import mincaMailbox0001 from "./MincaMailbox/0001_init.sql";
+import relayKeys0001 from "./RelayKeys/0001_init.sql";
 
 export interface Migration {
   name: string;
@@ -9,6 +11,8 @@ export interface Migration {
 
 export const MIGRATIONS = {
   TallyUser: [{ name: "0001_init", sql: tallyUser0001 }],
+  MincaMailbox: [{ name: "0001_init", sql: mincaMailbox0001 }],
+  RelayKeys: [{ name: "0001_init", sql: relayKeys0001 }],
 } satisfies Record<string, Migration[]>;
 
 export type MigratedClass = keyof typeof MIGRATIONS;

@@ -20,6 +20,12 @@ export const ERROR_CODES = [
   "peer_unavailable",
   "too_many_devices",
   "already_registered",
+  // minca mailboxes
+  "invalid_topic",
+  "invalid_until",
+  "invalid_query",
+  "invalid_subscription",
+  "too_many_receivers",
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

@@ -6,6 +6,8 @@ export const VERSION = "0.1.0";
 
 export interface InfoOptions {
   name: string;
+  /** The relay's VAPID public key (base64url, 65 bytes), when it has one. */
+  vapidPublicKey?: string | null;
 }
 
 export function relayInfo(opts: InfoOptions) {
@@ -20,6 +22,19 @@ export function relayInfo(opts: InfoOptions) {
         auth: { event_kind: 22242, tags: ["challenge", "relay"], max_skew_seconds: LIMITS.tally.auth_max_skew_seconds },
         acks: true,
         queue_policy: "evict_oldest",
+      },
+      minca: {
+        mailbox: {
+          endpoint: "/minca/v1/mailbox/<topic>",
+          receivers: "/minca/v1/mailbox/<topic>/receivers",
+          item: "/minca/v1/mailbox/<topic>/items/<seq>",
+          seed: "Minca 002 §4.2 (mailbox fetch), §4.4 (wakes by Web Push)",
+          cors: "*",
+        },
+        push: {
+          vapid_public_key: opts.vapidPublicKey ?? null,
+          content_encoding: "aes128gcm",
+        },
       },
     },
     limits: LIMITS,

@@ -6,6 +6,9 @@ import { relayInfo } from "../shared/info";
 import { isNpub, npubDecode } from "../shared/tally/keys";
 import { RELAY_HOST_HEADER, TALLY_USER_HEADER } from "../durable-objects/tally-user";
 import type { Env } from "./env";
+import { mountMailbox } from "./mailbox";
+import { vapidKeys } from "../durable-objects/relay-keys";
+import { base64urlEncode } from "../shared/encoding";
 
 export const app = new Hono<{ Bindings: Env }>();
 
@@ -17,8 +20,8 @@ function isUpgrade(req: Request): boolean {
   return req.headers.get("upgrade")?.toLowerCase() === "websocket";
 }
 
-app.get("/", (c) => {
-  const info = relayInfo({ name: c.env.RELAY_NAME ?? "edge-relay" });
+app.get("/", async (c) => {
+  const info = relayInfo({ name: c.env.RELAY_NAME ?? "edge-relay", vapidPublicKey: await vapidPublicKey(c.env) });
   const accept = c.req.header("accept") ?? "";
   if (accept.includes("application/json") || !accept.includes("text/html")) return c.json(info);
   return c.html(
@@ -43,6 +46,18 @@ app.all("/tally/v1/:npub", async (c) => {
   headers.set(RELAY_HOST_HEADER, new URL(c.req.url).host);
   return stub.fetch(new Request(c.req.raw, { headers }));
 });
+
+mountMailbox(app);
+
+/** The VAPID public key for the information document; null when it cannot be had. */
+async function vapidPublicKey(env: Env): Promise<string | null> {
+  try {
+    return base64urlEncode((await vapidKeys(env)).publicKey);
+  } catch (err) {
+    console.error("no VAPID key", err);
+    return null;
+  }
+}
 
 app.notFound((c) => httpError(c, 404, "not_found", "no such endpoint"));
 

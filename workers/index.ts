@@ -1,5 +1,7 @@
 // The Worker's entry: the Hono app, and the Durable Object classes it exports.
 export { TallyUser } from "../durable-objects/tally-user";
+export { MincaMailbox } from "../durable-objects/minca-mailbox";
+export { RelayKeys } from "../durable-objects/relay-keys";
 import { app } from "./app";
 
 export default app;
