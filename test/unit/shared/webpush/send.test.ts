@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import fc from "fast-check";
 import {
   WebPushSender,
   classifyPushAnswer,
@@ -96,5 +97,23 @@ describe("PushSubscription.toJSON() as receivers send it", () => {
     bad({ endpoint: "https://push.example/x", keys: { ...good.keys, p256dh: "B" + "A".repeat(86) } });
     bad({ endpoint: "https://push.example/x" });
     expect(pushSubscriptionSchema.safeParse({ endpoint: "http://127.0.0.1:9/x", keys: good.keys }).success).toBe(true);
+  });
+  it("fuzz: arbitrary JSON is refused or gives keys that decode to 65 and 16 bytes", () => {
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.jsonValue(),
+          fc.record({ endpoint: fc.webUrl(), keys: fc.record({ p256dh: fc.base64String(), auth: fc.string() }) }),
+        ),
+        (v) => {
+          const r = pushSubscriptionSchema.safeParse(v);
+          if (r.success) {
+            expect(Buffer.from(r.data.keys.p256dh.replace(/=+$/, ""), "base64url")).toHaveLength(65);
+            expect(Buffer.from(r.data.keys.auth.replace(/=+$/, ""), "base64url")).toHaveLength(16);
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
   });
 });
