@@ -257,6 +257,16 @@ describe("DESIGN section 7: wakes by Web Push", () => {
   });
 });
 
+describe("receiver endpoints", () => {
+  it("plain http to a loopback push service is refused on a relay reached by its public name", async () => {
+    const svc = fakePushService();
+    const sub = { ...svc.subscription, endpoint: "http://127.0.0.1:9/push/x" };
+    const res = await SELF.fetch(`${BASE}/${newTopic()}/receivers`, { method: "POST", body: JSON.stringify(sub) });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as any).error.code).toBe("invalid_subscription");
+  });
+});
+
 describe("information document", () => {
   it("lists the mailbox endpoints and a stable 65-byte VAPID public key generated once", async () => {
     const get = async () => ((await (await SELF.fetch("http://relay.test/", { headers: { accept: "application/json" } })).json()) as any);
