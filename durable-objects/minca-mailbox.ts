@@ -195,7 +195,7 @@ export class MincaMailbox extends DurableObject<Env> {
             { ttl: Math.max(0, item.until - nowSeconds()), urgency: "normal", topic: wakePushTopic(topic) },
           );
         } catch (err) {
-          // Keys that no longer encrypt (a receiver stored before a bug fix): nothing will fix it.
+          // Keys are checked when a receiver registers, so this is corrupt state: retrying cannot help.
           console.error("mailbox: wake could not be built", err);
           return this.dropDelivery(d);
         }
@@ -229,12 +229,11 @@ export class MincaMailbox extends DurableObject<Env> {
           console.warn(`mailbox: wake to ${origin(d.endpoint)} dropped after ${attempts} tries (last ${outcome.status})`);
           return this.dropDelivery(d);
         }
-        const delay = retryDelaySeconds(
-          attempts,
-          outcome.retryAfterSeconds,
-          MAILBOX_LIMITS.push_retry_base_seconds,
-          MAILBOX_LIMITS.push_retry_max_seconds,
-        );
+        const delay = retryDelaySeconds(attempts, outcome.retryAfterSeconds, {
+          baseSeconds: MAILBOX_LIMITS.push_retry_base_seconds,
+          maxSeconds: MAILBOX_LIMITS.push_retry_max_seconds,
+          retryAfterMaxSeconds: MAILBOX_LIMITS.push_retry_after_max_seconds,
+        });
         this.sql.exec(
           "UPDATE deliveries SET attempts = ?, next_at = ? WHERE receiver_id = ? AND seq = ?",
           attempts,

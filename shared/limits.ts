@@ -60,6 +60,8 @@ export const MAILBOX_LIMITS = {
   max_bytes: 4 * 1024 * 1024,
   /** Push receivers per topic. */
   max_receivers: 32,
+  /** Largest receiver registration body (a PushSubscription's JSON), bytes. */
+  max_receiver_body_bytes: 8_192,
   /** Token bucket per client and topic for writes (POST item, POST/DELETE receiver): burst. */
   write_burst: 100,
   /** Token bucket per client and topic for writes: sustained per second. */
@@ -74,8 +76,10 @@ export const MAILBOX_LIMITS = {
   push_max_attempts: 8,
   /** First retry delay, seconds; doubles each try (a longer Retry-After wins). */
   push_retry_base_seconds: 10,
-  /** Longest retry delay, seconds (Retry-After included). */
+  /** Longest backoff delay, seconds. */
   push_retry_max_seconds: 3_600,
+  /** Longest Retry-After honoured, seconds (a longer one waits this long). */
+  push_retry_after_max_seconds: 86_400,
   /** Wakes sent per alarm run; more are sent by the next run straight after. */
   push_batch: 50,
 } as const;
@@ -89,6 +93,8 @@ export const WEBPUSH_LIMITS = {
   vapid_exp_seconds: 12 * 3_600,
   /** A cached JWT is reused for one push-service origin while at least this many seconds remain. */
   vapid_min_remaining_seconds: 3_600,
+  /** Longest push endpoint URL accepted, characters. */
+  max_endpoint_chars: 2_048,
   /** RFC 8030 Topic: at most this many base64url characters. */
   topic_max_chars: 32,
   /** Largest TTL sent, seconds (4 weeks, what the big push services keep). */

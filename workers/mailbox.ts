@@ -116,8 +116,8 @@ export function mountMailbox(app: Hono<{ Bindings: Env }>): void {
 
   app.post(`${MAILBOX_PATH}/:topic/receivers`, async (c) => {
     const topic = c.req.param("topic");
-    const body = await readBounded(c.req.raw, 8_192);
-    if (body === null) return httpError(c, 413, "too_large", "a subscription is at most 8192 bytes");
+    const body = await readBounded(c.req.raw, MAILBOX_LIMITS.max_receiver_body_bytes);
+    if (body === null) return httpError(c, 413, "too_large", `a subscription is at most ${MAILBOX_LIMITS.max_receiver_body_bytes} bytes`);
     let json: unknown;
     try {
       json = JSON.parse(new TextDecoder().decode(body));

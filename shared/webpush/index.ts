@@ -24,5 +24,6 @@ export {
   type PushOptions,
   type PushOutcome,
   type PushTarget,
+  type RetryPolicy,
   type Urgency,
 } from "./send";

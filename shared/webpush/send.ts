@@ -73,10 +73,22 @@ export async function classifyPushAnswer(res: Response, nowMs: number): Promise<
   return { kind: "rejected", status, detail };
 }
 
-/** Delay before the next try: doubling from `base`, a longer Retry-After wins, capped at `max`. */
-export function retryDelaySeconds(attempt: number, retryAfterSeconds: number | undefined, base: number, max: number): number {
-  const backoff = base * 2 ** Math.max(0, attempt - 1);
-  return Math.min(max, Math.max(backoff, retryAfterSeconds ?? 0));
+export interface RetryPolicy {
+  /** First delay, seconds; doubles with each try. */
+  baseSeconds: number;
+  /** Longest backoff, seconds. */
+  maxSeconds: number;
+  /** Longest Retry-After honoured, seconds. */
+  retryAfterMaxSeconds: number;
+}
+
+/**
+ * Delay before try `attempt + 1` (attempt counts from 1): backoff doubling from the base up to its
+ * cap, but never sooner than the push service's Retry-After (itself bounded).
+ */
+export function retryDelaySeconds(attempt: number, retryAfterSeconds: number | undefined, p: RetryPolicy): number {
+  const backoff = Math.min(p.maxSeconds, p.baseSeconds * 2 ** Math.min(30, Math.max(0, attempt - 1)));
+  return Math.max(backoff, Math.min(retryAfterSeconds ?? 0, p.retryAfterMaxSeconds));
 }
 
 export interface WebPushSenderOptions {

@@ -2,10 +2,8 @@
 import { p256 } from "@noble/curves/nist.js";
 import { z } from "zod";
 import { base64urlDecode } from "../encoding";
+import { WEBPUSH_LIMITS } from "../limits";
 import type { PushKeys } from "./encrypt";
-
-/** Longest endpoint URL accepted. */
-export const MAX_ENDPOINT_CHARS = 2_048;
 
 /** Loopback hosts, where plain http is accepted (a push service on the same machine, for tests). */
 export function isLoopbackHost(hostname: string): boolean {
@@ -46,7 +44,7 @@ function isP256Point(s: string): boolean {
 }
 
 export const pushSubscriptionSchema = z.object({
-  endpoint: z.string().max(MAX_ENDPOINT_CHARS).refine(endpointOk, "endpoint must be an https URL"),
+  endpoint: z.string().max(WEBPUSH_LIMITS.max_endpoint_chars).refine(endpointOk, "endpoint must be an https URL"),
   expirationTime: z.number().nullable().optional(),
   keys: z.object({
     p256dh: b64urlBytes(65).refine(isP256Point, "p256dh must be an uncompressed P-256 point"),

@@ -75,11 +75,15 @@ describe("RFC 8030 push message requests", () => {
     expect((await sender.send(nodeSubscription("https://push.example/abc"), utf8Encode("x"), { ttl: 1 })).kind).toBe("retry");
   });
 
-  it("backoff doubles from the base, a longer Retry-After wins, the cap holds", () => {
-    expect([1, 2, 3, 4].map((a) => retryDelaySeconds(a, undefined, 10, 3600))).toEqual([10, 20, 40, 80]);
-    expect(retryDelaySeconds(1, 300, 10, 3600)).toBe(300);
-    expect(retryDelaySeconds(12, undefined, 10, 3600)).toBe(3600);
-    expect(retryDelaySeconds(1, 99_999, 10, 3600)).toBe(3600);
+  it("backoff doubles from the base up to its cap; never sooner than Retry-After (itself bounded)", () => {
+    const p = { baseSeconds: 10, maxSeconds: 3600, retryAfterMaxSeconds: 86_400 };
+    expect([1, 2, 3, 4].map((a) => retryDelaySeconds(a, undefined, p))).toEqual([10, 20, 40, 80]);
+    expect(retryDelaySeconds(1, 300, p)).toBe(300);
+    expect(retryDelaySeconds(5, 1, p)).toBe(160);
+    expect(retryDelaySeconds(12, undefined, p)).toBe(3600);
+    expect(retryDelaySeconds(100, undefined, p)).toBe(3600);
+    expect(retryDelaySeconds(1, 7200, p)).toBe(7200);
+    expect(retryDelaySeconds(1, 10 ** 12, p)).toBe(86_400);
     expect(parseRetryAfter("soon", 0)).toBeUndefined();
   });
 });
