@@ -2,6 +2,7 @@
 // against the running relay, with a real push service on loopback that checks the VAPID JWT and
 // decrypts each wake with an independent implementation (Node's crypto).
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { MailboxClient, MailboxError } from "../../clients/mailbox/index";
 import { LocalPushService } from "../helpers/push-service";
 import { sleep, waitFor } from "../helpers/wait";
 
@@ -134,6 +135,40 @@ describe("seed 002 §4.2, DESIGN section 7: a mailbox fetched over HTTPS", () =>
     expect(res.headers.get("content-encoding")).toBeNull();
     expect(new Uint8Array(await res.arrayBuffer())).toEqual(blob);
     expect((await fetch(`${base}/${topic}/items/${seq + 1}`)).status).toBe(404);
+  });
+});
+
+describe("the mailbox client (clients/mailbox)", () => {
+  it("follows a topic in order across long-polls, sees a retention gap, and reports the documented errors", async () => {
+    const client = new MailboxClient({ relayUrl: relay });
+    const topic = newTopic();
+    const ctl = new AbortController();
+    const got: string[] = [];
+    const following = (async () => {
+      for await (const item of client.follow(topic, { wait: 2, signal: ctl.signal })) {
+        got.push(Buffer.from(item.blob).toString());
+        if (got.length === 3) ctl.abort();
+      }
+    })();
+    await client.post(topic, Buffer.from("one"));
+    await sleep(100);
+    await client.post(topic, Buffer.from("two"));
+    await client.post(topic, Buffer.from("three"));
+    await following;
+    expect(got).toEqual(["one", "two", "three"]);
+    const other = newTopic();
+    const short = Math.floor(Date.now() / 1000) + 1;
+    await client.post(other, Buffer.from("gone soon"), { until: short });
+    await client.post(other, Buffer.from("stays"));
+    expect((await client.page(other)).gap).toBe(false);
+    await waitFor(() => Date.now() / 1000 > short, { timeout: 3_000 });
+    const p = await client.page(other);
+    expect(p.gap).toBe(true);
+    expect(p.items.map((i) => Buffer.from(i.blob).toString())).toEqual(["stays"]);
+    const tooBig = client.post(topic, new Uint8Array(65_537));
+    await expect(tooBig).rejects.toBeInstanceOf(MailboxError);
+    await expect(tooBig).rejects.toMatchObject({ status: 413, code: "too_large" });
+    await expect(client.page("bad")).rejects.toBeInstanceOf(RangeError);
   });
 });
 
