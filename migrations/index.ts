@@ -3,6 +3,8 @@
 import tallyUser0001 from "./TallyUser/0001_init.sql";
 import passnoteRoom0001 from "./PassnoteRoom/0001_init.sql";
 import mincaRoom0001 from "./MincaRoom/0001_init.sql";
+import mincaMailbox0001 from "./MincaMailbox/0001_init.sql";
+import relayKeys0001 from "./RelayKeys/0001_init.sql";
 
 export interface Migration {
   name: string;
@@ -13,6 +15,8 @@ export const MIGRATIONS = {
   TallyUser: [{ name: "0001_init", sql: tallyUser0001 }],
   PassnoteRoom: [{ name: "0001_init", sql: passnoteRoom0001 }],
   MincaRoom: [{ name: "0001_init", sql: mincaRoom0001 }],
+  MincaMailbox: [{ name: "0001_init", sql: mincaMailbox0001 }],
+  RelayKeys: [{ name: "0001_init", sql: relayKeys0001 }],
 } satisfies Record<string, Migration[]>;
 
 export type MigratedClass = keyof typeof MIGRATIONS;

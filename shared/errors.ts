@@ -26,6 +26,12 @@ export const ERROR_CODES = [
   "did_in_room",
   "already_joined",
   "too_many_messages",
+  // minca mailboxes
+  "invalid_topic",
+  "invalid_until",
+  "invalid_query",
+  "invalid_subscription",
+  "too_many_receivers",
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

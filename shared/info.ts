@@ -6,6 +6,8 @@ export const VERSION = "0.1.0";
 
 export interface InfoOptions {
   name: string;
+  /** The relay's VAPID public key (base64url, 65 bytes), when it has one. */
+  vapidPublicKey?: string | null;
 }
 
 export function relayInfo(opts: InfoOptions) {
@@ -36,6 +38,17 @@ export function relayInfo(opts: InfoOptions) {
           room: "^b[a-z2-7]{52}$",
           join: { signature: "ES256", statement: "minca/relay-join/v1 || room || challenge", did: "did:key (P-256)" },
           limits: "minca_rooms",
+        },
+        mailbox: {
+          endpoint: "/minca/v1/mailbox/<topic>",
+          receivers: "/minca/v1/mailbox/<topic>/receivers",
+          item: "/minca/v1/mailbox/<topic>/items/<seq>",
+          seed: "Minca 002 §4.2 (mailbox fetch), §4.4 (wakes by Web Push)",
+          cors: "*",
+        },
+        push: {
+          vapid_public_key: opts.vapidPublicKey ?? null,
+          content_encoding: "aes128gcm",
         },
       },
     },

@@ -10,6 +10,9 @@ import { isRoomId as isMincaRoomId } from "../shared/minca/code";
 import type { Env } from "./env";
 import { PASSNOTE_ROOM_HEADER } from "../durable-objects/passnote-room";
 import { isRoomId } from "../shared/passnote/room";
+import { mountMailbox } from "./mailbox";
+import { vapidKeys } from "../durable-objects/relay-keys";
+import { base64urlEncode } from "../shared/encoding";
 
 export const app = new Hono<{ Bindings: Env }>();
 
@@ -21,8 +24,8 @@ function isUpgrade(req: Request): boolean {
   return req.headers.get("upgrade")?.toLowerCase() === "websocket";
 }
 
-app.get("/", (c) => {
-  const info = relayInfo({ name: c.env.RELAY_NAME ?? "edge-relay" });
+app.get("/", async (c) => {
+  const info = relayInfo({ name: c.env.RELAY_NAME ?? "edge-relay", vapidPublicKey: await vapidPublicKey(c.env) });
   const accept = c.req.header("accept") ?? "";
   if (accept.includes("application/json") || !accept.includes("text/html")) return c.json(info);
   return c.html(
@@ -74,6 +77,17 @@ socketRoute("/minca/v1/rooms/:key", { valid: isMincaRoomId, invalid: "the room m
   stub: env.MINCA_ROOM.get(env.MINCA_ROOM.idFromName(room)),
   headers: { [MINCA_ROOM_HEADER]: room },
 }));
+mountMailbox(app);
+
+/** The VAPID public key for the information document; null when it cannot be had. */
+async function vapidPublicKey(env: Env): Promise<string | null> {
+  try {
+    return base64urlEncode((await vapidKeys(env)).publicKey);
+  } catch (err) {
+    console.error("no VAPID key", err);
+    return null;
+  }
+}
 
 app.notFound((c) => httpError(c, 404, "not_found", "no such endpoint"));
 

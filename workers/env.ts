@@ -1,6 +1,8 @@
 import type { TallyUser } from "../durable-objects/tally-user";
 import type { PassnoteRoom } from "../durable-objects/passnote-room";
 import type { MincaRoom } from "../durable-objects/minca-room";
+import type { MincaMailbox } from "../durable-objects/minca-mailbox";
+import type { RelayKeys } from "../durable-objects/relay-keys";
 
 /** The Worker's bindings and settings (wrangler.toml [vars], secrets). */
 export interface Env {
@@ -11,4 +13,10 @@ export interface Env {
   RELAY_NAME?: string;
   /** The relay's public URL (e.g. wss://relay.example), accepted in auth events' relay tags. */
   PUBLIC_URL?: string;
+  MINCA_MAILBOX: DurableObjectNamespace<MincaMailbox>;
+  RELAY_KEYS: DurableObjectNamespace<RelayKeys>;
+  /** VAPID private key (base64url, 32 bytes), a Worker secret in production; generated and kept when unset. */
+  VAPID_PRIVATE_KEY?: string;
+  /** VAPID `sub`: a mailto: or https: URL push services can reach the operator at. */
+  VAPID_SUBJECT?: string;
 }

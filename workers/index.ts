@@ -2,6 +2,8 @@
 export { TallyUser } from "../durable-objects/tally-user";
 export { PassnoteRoom } from "../durable-objects/passnote-room";
 export { MincaRoom } from "../durable-objects/minca-room";
+export { MincaMailbox } from "../durable-objects/minca-mailbox";
+export { RelayKeys } from "../durable-objects/relay-keys";
 import { app } from "./app";
 
 export default app;

@@ -1,0 +1,137 @@
+// The mailbox client apps use (DESIGN section 7): post items, read pages, follow a topic by
+// long-poll, and register a browser PushSubscription for wakes. Runs wherever fetch does.
+import { base64urlDecode } from "../../shared/encoding";
+import { MAILBOX_LIMITS } from "../../shared/limits";
+import { isTopic } from "../../shared/mailbox/topic";
+import type { Page } from "../../shared/mailbox/messages";
+
+export interface MailboxItem {
+  seq: number;
+  at: number;
+  until: number;
+  blob: Uint8Array;
+}
+
+export interface MailboxPage {
+  items: MailboxItem[];
+  next: number;
+  more: boolean;
+  oldestSeq: number | null;
+  /** True when items between `after` and the oldest held one were lost to expiry or eviction. */
+  gap: boolean;
+}
+
+export class MailboxError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    /** Seconds to wait, on 429. */
+    readonly retryAfter?: number,
+  ) {
+    super(message);
+  }
+}
+
+export interface MailboxClientOptions {
+  /** The relay's base URL, e.g. https://relay.example */
+  relayUrl: string;
+  fetch?: typeof fetch;
+}
+
+export class MailboxClient {
+  private readonly base: string;
+  private readonly fetchFn: typeof fetch;
+
+  constructor(opts: MailboxClientOptions) {
+    this.base = `${opts.relayUrl.replace(/\/+$/, "")}/minca/v1/mailbox`;
+    this.fetchFn = opts.fetch ?? ((input, init) => fetch(input, init));
+  }
+
+  private url(topic: string, rest = ""): string {
+    if (!isTopic(topic)) throw new RangeError("topic must be 16-128 characters of [A-Za-z0-9_-]");
+    return `${this.base}/${topic}${rest}`;
+  }
+
+  private async call(url: string, init?: RequestInit): Promise<Response> {
+    const res = await this.fetchFn(url, init);
+    if (res.ok) return res;
+    let code = "http_error";
+    let message = `HTTP ${res.status}`;
+    try {
+      const body = (await res.json()) as { error?: { code?: string; message?: string } };
+      code = body.error?.code ?? code;
+      message = body.error?.message ?? message;
+    } catch {
+      // not JSON
+    }
+    const ra = res.headers.get("retry-after");
+    throw new MailboxError(res.status, code, message, ra === null ? undefined : Number(ra));
+  }
+
+  /** Stores one item; `until` in unix seconds (default: 30 days ahead). */
+  async post(topic: string, blob: Uint8Array, opts: { until?: number } = {}): Promise<{ seq: number; until: number }> {
+    const q = opts.until === undefined ? "" : `?until=${opts.until}`;
+    const res = await this.call(this.url(topic, q), {
+      method: "POST",
+      body: blob as Uint8Array<ArrayBuffer>,
+      headers: { "content-type": "application/octet-stream" },
+    });
+    return (await res.json()) as { seq: number; until: number };
+  }
+
+  /** One page of items after `after`; with `wait` (seconds), waits for one to arrive. */
+  async page(topic: string, opts: { after?: number; limit?: number; wait?: number; signal?: AbortSignal } = {}): Promise<MailboxPage> {
+    const after = opts.after ?? 0;
+    const q = new URLSearchParams({ after: String(after) });
+    if (opts.limit !== undefined) q.set("limit", String(opts.limit));
+    if (opts.wait !== undefined) q.set("wait", String(Math.min(opts.wait, MAILBOX_LIMITS.max_wait_seconds)));
+    const res = await this.call(this.url(topic, `?${q}`), { signal: opts.signal });
+    const p = (await res.json()) as Page;
+    return {
+      items: p.items.map((i) => ({ seq: i.seq, at: i.at, until: i.until, blob: base64urlDecode(i.blob) })),
+      next: p.next,
+      more: p.more,
+      oldestSeq: p.oldest_seq,
+      gap: p.oldest_seq !== null && p.oldest_seq > after + 1,
+    };
+  }
+
+  /**
+   * Follows a topic from `after`: yields every item in order, long-polling while there is
+   * nothing new, until the signal aborts. On 429 it waits as Retry-After says.
+   */
+  async *follow(topic: string, opts: { after?: number; wait?: number; signal?: AbortSignal } = {}): AsyncGenerator<MailboxItem> {
+    let after = opts.after ?? 0;
+    const wait = opts.wait ?? MAILBOX_LIMITS.max_wait_seconds;
+    while (!opts.signal?.aborted) {
+      let p: MailboxPage;
+      try {
+        p = await this.page(topic, { after, wait, signal: opts.signal });
+      } catch (err) {
+        if (opts.signal?.aborted) return;
+        if (err instanceof MailboxError && err.status === 429) {
+          await new Promise((r) => setTimeout(r, (err.retryAfter ?? 1) * 1000));
+          continue;
+        }
+        throw err;
+      }
+      for (const item of p.items) yield item;
+      after = p.next;
+    }
+  }
+
+  /** Registers a browser PushSubscription (its toJSON()) for wakes; answers the receiver id. */
+  async addReceiver(topic: string, subscription: { endpoint: string; keys: { p256dh: string; auth: string } }): Promise<string> {
+    const res = await this.call(this.url(topic, "/receivers"), {
+      method: "POST",
+      body: JSON.stringify(subscription),
+      headers: { "content-type": "application/json" },
+    });
+    return ((await res.json()) as { id: string }).id;
+  }
+
+  async removeReceiver(topic: string, id: string): Promise<void> {
+    await this.call(this.url(topic, `/receivers/${encodeURIComponent(id)}`), { method: "DELETE" });
+  }
+}

@@ -1,0 +1,370 @@
+// One Minca mailbox (DESIGN section 7, seed 002 §4.2 and §4.4): the items posted to one topic,
+// the push receivers woken by each new item, and the wakes still to send. HTTP-only: the Worker
+// validates the request with shared/mailbox and calls these methods over RPC. An item is in
+// SQLite before post() returns, so the 201 only leaves once it is stored; wakes are written in
+// the same transaction and sent afterwards by the alarm, so pushing never delays the 201.
+import { DurableObject } from "cloudflare:workers";
+import { applyMigrations } from "./base";
+import { vapidKeys, vapidSubject } from "./relay-keys";
+import { MIGRATIONS } from "../migrations/index";
+import type { ErrorCode } from "../shared/errors";
+import { bytesToHex, randomBytes } from "../shared/encoding";
+import { MAILBOX_LIMITS } from "../shared/limits";
+import { TokenBucket } from "../shared/rate-limit";
+import { buildPage, wakeBody, type Page, type PageQuery, type StoredItem } from "../shared/mailbox/messages";
+import { wakePushTopic } from "../shared/mailbox/topic";
+import { retryDelaySeconds, WebPushSender, type FetchLike, type PushOutcome } from "../shared/webpush/send";
+import type { PushSubscriptionJSON } from "../shared/webpush/subscription";
+import type { Env } from "../workers/env";
+
+/** What an RPC call answers: a value, or the HTTP error the Worker turns it into. */
+export type MailboxResult<T> =
+  | { ok: true; value: T }
+  | { ok: false; status: number; code: ErrorCode; message: string; retryAfterSeconds?: number };
+
+type Limited = "read" | "write";
+
+interface ItemRow extends Record<string, SqlStorageValue> {
+  seq: number;
+  at: number;
+  until: number;
+  blob: ArrayBuffer;
+}
+
+interface DueRow extends Record<string, SqlStorageValue> {
+  receiver_id: string;
+  seq: number;
+  attempts: number;
+  endpoint: string;
+  p256dh: string;
+  auth: string;
+}
+
+const nowSeconds = (ms = Date.now()) => Math.floor(ms / 1000);
+
+export class MincaMailbox extends DurableObject<Env> {
+  private readonly sql: SqlStorage;
+  /** Per-client token buckets; losing them on eviction only forgives an idle client. */
+  private readonly buckets = new Map<string, TokenBucket>();
+  /** Long-polls waiting for the next item. */
+  private readonly waiters = new Set<() => void>();
+  /** The fetch wakes go out with (tests may replace it). */
+  pushFetch: FetchLike = (url, init) => fetch(url, init);
+  private sender: WebPushSender | undefined;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.sql = ctx.storage.sql;
+    applyMigrations(ctx.storage, MIGRATIONS.MincaMailbox);
+  }
+
+  // ---- RPC ------------------------------------------------------------------------------------
+
+  /** Stores one item (until already resolved by shared/mailbox) and answers its seq. */
+  async post(topic: string, blob: Uint8Array, until: number, client: string): Promise<MailboxResult<{ seq: number; until: number }>> {
+    this.remember(topic);
+    const limited = this.limit("write", client);
+    if (limited) return limited;
+    const now = Date.now();
+    const seq = this.ctx.storage.transactionSync(() => {
+      this.sweep(now);
+      const s = this.sql
+        .exec<{ seq: number }>(
+          "INSERT INTO items (at, until, bytes, blob) VALUES (?, ?, ?, ?) RETURNING seq",
+          nowSeconds(now),
+          until,
+          blob.length,
+          toArrayBuffer(blob),
+        )
+        .one().seq;
+      this.evictOverBounds();
+      this.sql.exec("INSERT INTO deliveries (receiver_id, seq, attempts, next_at) SELECT id, ?, 0, ? FROM receivers", s, now);
+      return s;
+    });
+    for (const wake of this.waiters) wake();
+    this.waiters.clear();
+    await this.scheduleAlarm();
+    return { ok: true, value: { seq, until } };
+  }
+
+  /** A page of live items after `after`; with `wait`, an empty answer is held until one arrives. */
+  async page(topic: string, q: PageQuery, client: string): Promise<MailboxResult<Page>> {
+    this.remember(topic);
+    const limited = this.limit("read", client);
+    if (limited) return limited;
+    const deadline = Date.now() + q.wait * 1000;
+    for (;;) {
+      const page = this.readPage(q.after, q.limit);
+      const left = deadline - Date.now();
+      if (page.items.length > 0 || left <= 0) return { ok: true, value: page };
+      await this.nextItem(left);
+    }
+  }
+
+  /** One live item's blob, or null. */
+  async item(topic: string, seq: number, client: string): Promise<MailboxResult<Uint8Array | null>> {
+    this.remember(topic);
+    const limited = this.limit("read", client);
+    if (limited) return limited;
+    const row = this.sql
+      .exec<ItemRow>("SELECT seq, at, until, blob FROM items WHERE seq = ? AND until > ?", seq, nowSeconds())
+      .toArray()[0];
+    return { ok: true, value: row ? new Uint8Array(row.blob) : null };
+  }
+
+  /** Adds a push receiver (the same endpoint again keeps its id and takes the new keys). */
+  async addReceiver(topic: string, sub: PushSubscriptionJSON, client: string): Promise<MailboxResult<{ id: string }>> {
+    this.remember(topic);
+    const limited = this.limit("write", client);
+    if (limited) return limited;
+    const known = this.sql.exec<{ id: string }>("SELECT id FROM receivers WHERE endpoint = ?", sub.endpoint).toArray()[0];
+    if (known) {
+      this.sql.exec("UPDATE receivers SET p256dh = ?, auth = ? WHERE id = ?", sub.keys.p256dh, sub.keys.auth, known.id);
+      return { ok: true, value: { id: known.id } };
+    }
+    const count = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM receivers").one().n;
+    if (count >= MAILBOX_LIMITS.max_receivers) {
+      return { ok: false, status: 409, code: "too_many_receivers", message: `a mailbox has at most ${MAILBOX_LIMITS.max_receivers} receivers` };
+    }
+    const id = bytesToHex(randomBytes(8));
+    this.sql.exec(
+      "INSERT INTO receivers (id, endpoint, p256dh, auth, created_at) VALUES (?, ?, ?, ?, ?)",
+      id,
+      sub.endpoint,
+      sub.keys.p256dh,
+      sub.keys.auth,
+      Date.now(),
+    );
+    return { ok: true, value: { id } };
+  }
+
+  async removeReceiver(topic: string, id: string, client: string): Promise<MailboxResult<null>> {
+    this.remember(topic);
+    const limited = this.limit("write", client);
+    if (limited) return limited;
+    const gone = this.forgetReceiver(id);
+    if (!gone) return { ok: false, status: 404, code: "not_found", message: "no such receiver" };
+    return { ok: true, value: null };
+  }
+
+  /** Receivers by id and endpoint (for tests and operators). */
+  receivers(): Array<{ id: string; endpoint: string }> {
+    return this.sql.exec<{ id: string; endpoint: string }>("SELECT id, endpoint FROM receivers ORDER BY created_at").toArray();
+  }
+
+  // ---- alarm: expiry sweep and wakes ----------------------------------------------------------
+
+  async alarm(): Promise<void> {
+    const now = Date.now();
+    this.sweep(now);
+    const due = this.sql
+      .exec<DueRow>(
+        `SELECT d.receiver_id, d.seq, d.attempts, r.endpoint, r.p256dh, r.auth
+           FROM deliveries d JOIN receivers r ON r.id = d.receiver_id
+          WHERE d.next_at <= ? ORDER BY d.next_at, d.seq LIMIT ?`,
+        now,
+        MAILBOX_LIMITS.push_batch,
+      )
+      .toArray();
+    if (due.length > 0) await this.sendWakes(due);
+    await this.scheduleAlarm();
+  }
+
+  private async sendWakes(due: DueRow[]): Promise<void> {
+    const topic = this.topic();
+    let sender: WebPushSender;
+    try {
+      sender = await this.pushSender();
+    } catch (err) {
+      console.error("mailbox: no VAPID keys, wakes wait", err);
+      const later = Date.now() + MAILBOX_LIMITS.push_retry_base_seconds * 1000;
+      for (const d of due) this.sql.exec("UPDATE deliveries SET next_at = ? WHERE receiver_id = ? AND seq = ?", later, d.receiver_id, d.seq);
+      return;
+    }
+    await Promise.all(
+      due.map(async (d) => {
+        const item = this.sql
+          .exec<ItemRow>("SELECT seq, at, until, blob FROM items WHERE seq = ? AND until > ?", d.seq, nowSeconds())
+          .toArray()[0];
+        if (!item || topic === null) return this.dropDelivery(d);
+        let outcome: PushOutcome;
+        try {
+          outcome = await sender.send(
+            { endpoint: d.endpoint, keys: { p256dh: d.p256dh, auth: d.auth } },
+            wakeBody(topic, d.seq, new Uint8Array(item.blob)),
+            { ttl: Math.max(0, item.until - nowSeconds()), urgency: "normal", topic: wakePushTopic(topic) },
+          );
+        } catch (err) {
+          // Keys are checked when a receiver registers, so this is corrupt state: retrying cannot help.
+          console.error("mailbox: wake could not be built", err);
+          return this.dropDelivery(d);
+        }
+        this.settle(d, outcome);
+      }),
+    );
+  }
+
+  /** Acts on a push service's answer (DESIGN section 7; RFC 8030 §5, RFC 8292 §4). */
+  private settle(d: DueRow, outcome: PushOutcome): void {
+    switch (outcome.kind) {
+      case "delivered":
+        return this.dropDelivery(d);
+      case "gone":
+        // Only the receiver we sent to: one re-registered under another endpoint stays.
+        this.ctx.storage.transactionSync(() => {
+          const hit = this.sql.exec("DELETE FROM receivers WHERE id = ? AND endpoint = ?", d.receiver_id, d.endpoint).rowsWritten;
+          if (hit > 0) this.sql.exec("DELETE FROM deliveries WHERE receiver_id = ?", d.receiver_id);
+          else this.dropDelivery(d);
+        });
+        return;
+      case "too_large":
+        console.warn(`mailbox: push service refused a wake as too large (413) at ${origin(d.endpoint)}`);
+        return this.dropDelivery(d);
+      case "rejected":
+        console.error(`mailbox: push service at ${origin(d.endpoint)} answered ${outcome.status} (configuration error): ${outcome.detail}`);
+        return this.dropDelivery(d);
+      case "retry": {
+        const attempts = d.attempts + 1;
+        if (attempts >= MAILBOX_LIMITS.push_max_attempts) {
+          console.warn(`mailbox: wake to ${origin(d.endpoint)} dropped after ${attempts} tries (last ${outcome.status})`);
+          return this.dropDelivery(d);
+        }
+        const delay = retryDelaySeconds(attempts, outcome.retryAfterSeconds, {
+          baseSeconds: MAILBOX_LIMITS.push_retry_base_seconds,
+          maxSeconds: MAILBOX_LIMITS.push_retry_max_seconds,
+          retryAfterMaxSeconds: MAILBOX_LIMITS.push_retry_after_max_seconds,
+        });
+        this.sql.exec(
+          "UPDATE deliveries SET attempts = ?, next_at = ? WHERE receiver_id = ? AND seq = ?",
+          attempts,
+          Date.now() + delay * 1000,
+          d.receiver_id,
+          d.seq,
+        );
+        return;
+      }
+    }
+  }
+
+  // ---- internals ------------------------------------------------------------------------------
+
+  private async pushSender(): Promise<WebPushSender> {
+    this.sender ??= new WebPushSender({
+      keys: await vapidKeys(this.env),
+      subject: vapidSubject(this.env),
+      fetch: (url, init) => this.pushFetch(url, init),
+    });
+    return this.sender;
+  }
+
+  private dropDelivery(d: { receiver_id: string; seq: number }): void {
+    this.sql.exec("DELETE FROM deliveries WHERE receiver_id = ? AND seq = ?", d.receiver_id, d.seq);
+  }
+
+  private forgetReceiver(id: string): boolean {
+    return this.ctx.storage.transactionSync(() => {
+      this.sql.exec("DELETE FROM deliveries WHERE receiver_id = ?", id);
+      return this.sql.exec("DELETE FROM receivers WHERE id = ?", id).rowsWritten > 0;
+    });
+  }
+
+  /** The topic this object serves, kept on first use (a cold start is addressed by id alone). */
+  private remember(topic: string): void {
+    const known = this.topic();
+    if (known === topic) return;
+    if (known !== null) throw new Error(`mailbox of ${known} addressed as ${topic}`);
+    this.sql.exec("INSERT INTO meta (key, value) VALUES ('topic', ?)", topic);
+  }
+
+  private topic(): string | null {
+    return this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'topic'").toArray()[0]?.value ?? null;
+  }
+
+  private limit(kind: Limited, client: string): MailboxResult<never> | null {
+    const key = `${kind}:${client}`;
+    let bucket = this.buckets.get(key);
+    if (!bucket) {
+      if (this.buckets.size >= 10_000) this.buckets.clear();
+      bucket =
+        kind === "write"
+          ? new TokenBucket(MAILBOX_LIMITS.write_burst, MAILBOX_LIMITS.write_per_second)
+          : new TokenBucket(MAILBOX_LIMITS.read_burst, MAILBOX_LIMITS.read_per_second);
+      this.buckets.set(key, bucket);
+    }
+    if (bucket.take(Date.now())) return null;
+    const retryAfterSeconds = Math.max(1, Math.ceil(bucket.retryAfterMs() / 1000));
+    return { ok: false, status: 429, code: "rate_limited", message: `too many ${kind}s on this mailbox; retry later`, retryAfterSeconds };
+  }
+
+  /** Deletes expired items (and their unsent wakes). */
+  private sweep(nowMs: number): void {
+    const now = nowSeconds(nowMs);
+    this.sql.exec("DELETE FROM deliveries WHERE seq IN (SELECT seq FROM items WHERE until <= ?)", now);
+    this.sql.exec("DELETE FROM items WHERE until <= ?", now);
+  }
+
+  /** Evicts the oldest items while the topic holds more than its count or byte bound. */
+  private evictOverBounds(): void {
+    this.sql.exec(
+      `DELETE FROM items WHERE seq IN (
+         SELECT seq FROM items ORDER BY seq
+          LIMIT MAX(0, (SELECT COUNT(*) FROM items) - ?))`,
+      MAILBOX_LIMITS.max_items,
+    );
+    this.sql.exec(
+      `DELETE FROM items WHERE seq <= (
+         SELECT COALESCE(MAX(seq), 0) FROM (
+           SELECT seq, SUM(bytes) OVER (ORDER BY seq DESC) AS newer FROM items) WHERE newer > ?)`,
+      MAILBOX_LIMITS.max_bytes,
+    );
+    this.sql.exec("DELETE FROM deliveries WHERE seq < (SELECT COALESCE(MIN(seq), 0) FROM items)");
+  }
+
+  private readPage(after: number, limit: number): Page {
+    const now = nowSeconds();
+    const rows = this.sql
+      .exec<ItemRow>("SELECT seq, at, until, blob FROM items WHERE seq > ? AND until > ? ORDER BY seq LIMIT ?", after, now, limit + 1)
+      .toArray()
+      .map((r): StoredItem => ({ seq: r.seq, at: r.at, until: r.until, blob: new Uint8Array(r.blob) }));
+    const oldest = this.sql.exec<{ s: number | null }>("SELECT MIN(seq) AS s FROM items WHERE until > ?", now).one().s;
+    return buildPage(rows, after, limit, oldest);
+  }
+
+  /** Resolves when the next item is stored or after `ms`. */
+  private nextItem(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.waiters.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.waiters.add(done);
+    });
+  }
+
+  /** The alarm fires at the next expiry or the next wake due, whichever is first. */
+  private async scheduleAlarm(): Promise<void> {
+    const nextUntil = this.sql.exec<{ t: number | null }>("SELECT MIN(until) AS t FROM items").one().t;
+    const nextWake = this.sql.exec<{ t: number | null }>("SELECT MIN(next_at) AS t FROM deliveries").one().t;
+    const times = [nextUntil === null ? null : nextUntil * 1000, nextWake].filter((t): t is number => t !== null);
+    if (times.length === 0) return void (await this.ctx.storage.deleteAlarm());
+    const at = Math.min(...times);
+    const current = await this.ctx.storage.getAlarm();
+    if (current !== at) await this.ctx.storage.setAlarm(at);
+  }
+}
+
+function origin(endpoint: string): string {
+  try {
+    return new URL(endpoint).origin;
+  } catch {
+    return "?";
+  }
+}
+
+function toArrayBuffer(b: Uint8Array): ArrayBuffer {
+  return b.byteOffset === 0 && b.byteLength === b.buffer.byteLength && b.buffer instanceof ArrayBuffer
+    ? b.buffer
+    : (b.slice().buffer as ArrayBuffer);
+}

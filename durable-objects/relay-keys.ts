@@ -1,0 +1,48 @@
+// The keeper of keys the relay generates once and keeps when no Worker secret provides them, so
+// that `wrangler dev` and self-hosting work with no set-up (the local default). One object,
+// named RELAY_KEYS_NAME; it holds state only: the key material is made by shared/.
+import { DurableObject } from "cloudflare:workers";
+import { applyMigrations } from "./base";
+import { MIGRATIONS } from "../migrations/index";
+import { base64urlEncode } from "../shared/encoding";
+import { generateVapidKeys, vapidKeysFromPrivate, type VapidKeys } from "../shared/webpush/vapid";
+import type { Env } from "../workers/env";
+
+export const RELAY_KEYS_NAME = "relay-keys";
+
+/** VAPID `sub` when VAPID_SUBJECT is not set (fine locally; set a real one for deployment). */
+export const DEFAULT_VAPID_SUBJECT = "mailto:relay@localhost";
+
+export class RelayKeys extends DurableObject<Env> {
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    applyMigrations(ctx.storage, MIGRATIONS.RelayKeys);
+  }
+
+  /** The kept VAPID private key (base64url), generated on first use. */
+  vapidPrivateKey(): string {
+    const sql = this.ctx.storage.sql;
+    const row = sql.exec<{ value: string }>("SELECT value FROM keys WHERE name = 'vapid'").toArray()[0];
+    if (row) return row.value;
+    const value = base64urlEncode(generateVapidKeys().privateKey);
+    sql.exec("INSERT INTO keys (name, value, created_at) VALUES ('vapid', ?, ?)", value, Date.now());
+    return value;
+  }
+}
+
+// Only the settled value is shared between requests (a pending promise must not cross them).
+let kept: VapidKeys | undefined;
+
+/** The relay's VAPID keys: from the VAPID_PRIVATE_KEY secret, else the kept (generated) ones. */
+export async function vapidKeys(env: Env): Promise<VapidKeys> {
+  if (env.VAPID_PRIVATE_KEY) return vapidKeysFromPrivate(env.VAPID_PRIVATE_KEY);
+  if (!kept) {
+    const stub = env.RELAY_KEYS.get(env.RELAY_KEYS.idFromName(RELAY_KEYS_NAME));
+    kept = vapidKeysFromPrivate(await stub.vapidPrivateKey());
+  }
+  return kept;
+}
+
+export function vapidSubject(env: Env): string {
+  return env.VAPID_SUBJECT || DEFAULT_VAPID_SUBJECT;
+}

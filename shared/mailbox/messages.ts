@@ -1,0 +1,92 @@
+// The mailbox wire (DESIGN section 7): query parameters, answers and the wake a receiver gets,
+// with the rules that decide them (until range, page bounds, whether a wake carries the blob).
+import { z } from "zod";
+import { base64urlEncode, utf8Encode } from "../encoding";
+import { MAILBOX_LIMITS } from "../limits";
+
+const uint = z.string().regex(/^\d{1,15}$/, "must be a non-negative integer").transform(Number);
+
+/** GET ?after=&limit=&wait= (all optional). */
+export const pageQuerySchema = z.object({
+  after: uint.optional().default(0),
+  limit: uint
+    .optional()
+    .default(MAILBOX_LIMITS.page_max_items)
+    .refine((n) => n >= 1 && n <= MAILBOX_LIMITS.page_max_items, `limit must be 1-${MAILBOX_LIMITS.page_max_items}`),
+  wait: uint
+    .optional()
+    .default(0)
+    .refine((n) => n <= MAILBOX_LIMITS.max_wait_seconds, `wait must be at most ${MAILBOX_LIMITS.max_wait_seconds}`),
+});
+export type PageQuery = z.infer<typeof pageQuerySchema>;
+
+/** POST ?until= (optional). */
+export const postQuerySchema = z.object({ until: uint.optional() });
+
+/**
+ * The `until` an item is stored with (unix seconds): the default is 30 days ahead; a value in
+ * the past (or now) or further ahead than 30 days (plus the skew allowance) is refused; one in
+ * the allowance is capped at 30 days.
+ */
+export function resolveUntil(requested: number | undefined, nowSeconds: number): { until: number } | { error: string } {
+  const max = nowSeconds + MAILBOX_LIMITS.max_until_seconds;
+  if (requested === undefined) return { until: max };
+  if (requested <= nowSeconds) return { error: "until is in the past" };
+  if (requested > max + MAILBOX_LIMITS.until_skew_seconds) return { error: "until is more than 30 days ahead" };
+  return { until: Math.min(requested, max) };
+}
+
+export interface StoredItem {
+  seq: number;
+  /** Unix seconds when it was stored. */
+  at: number;
+  until: number;
+  blob: Uint8Array;
+}
+
+export interface PageItem {
+  seq: number;
+  at: number;
+  until: number;
+  blob: string;
+}
+
+export interface Page {
+  items: PageItem[];
+  next: number;
+  more: boolean;
+  oldest_seq: number | null;
+}
+
+/**
+ * A page from the live items after `after`, oldest first (`rows` may hold one more than
+ * `limit`, which is how `more` is known). Stops before the item that would pass page_max_bytes,
+ * but always holds at least one.
+ */
+export function buildPage(rows: StoredItem[], after: number, limit: number, oldestSeq: number | null): Page {
+  const items: PageItem[] = [];
+  let bytes = 0;
+  for (const r of rows) {
+    if (items.length >= limit) break;
+    if (items.length > 0 && bytes + r.blob.length > MAILBOX_LIMITS.page_max_bytes) break;
+    bytes += r.blob.length;
+    items.push({ seq: r.seq, at: r.at, until: r.until, blob: base64urlEncode(r.blob) });
+  }
+  const next = items.length ? items[items.length - 1].seq : after;
+  return { items, next, more: rows.length > items.length, oldest_seq: oldestSeq };
+}
+
+/** The decrypted body of a wake: `{ topic, seq, blob? }`, the blob only when the whole stays under 2 KB. */
+export function wakeBody(topic: string, seq: number, blob: Uint8Array | null): Uint8Array {
+  if (blob !== null) {
+    const full = utf8Encode(JSON.stringify({ topic, seq, blob: base64urlEncode(blob) }));
+    if (full.length < MAILBOX_LIMITS.wake_max_bytes) return full;
+  }
+  return utf8Encode(JSON.stringify({ topic, seq }));
+}
+
+export const wakeSchema = z.object({ topic: z.string(), seq: z.number().int().positive(), blob: z.string().optional() });
+export type Wake = z.infer<typeof wakeSchema>;
+
+/** Receiver ids: 16 hex characters. */
+export const receiverIdSchema = z.string().regex(/^[0-9a-f]{16}$/, "receiver id must be 16 hex characters");

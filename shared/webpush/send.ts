@@ -1,0 +1,153 @@
+// Sending one push message (RFC 8030 §5) and reading the push service's answer. Pure: the
+// caller injects `fetch`, so the same sender runs in a Durable Object, in Node and in tests.
+import { z } from "zod";
+import { WEBPUSH_LIMITS } from "../limits";
+import { encryptPushMessage } from "./encrypt";
+import { subscriptionKeys } from "./subscription";
+import { VapidSigner, type VapidKeys } from "./vapid";
+
+export type FetchLike = (url: string, init: RequestInit) => Promise<Response>;
+
+export const URGENCIES = ["very-low", "low", "normal", "high"] as const;
+export type Urgency = (typeof URGENCIES)[number];
+
+/** RFC 8030 §5.4 Topic: base64url, at most 32 characters, a length that decodes (not 4k+1). */
+export const pushTopicSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9_-]+$/, "Topic must be base64url")
+  .max(WEBPUSH_LIMITS.topic_max_chars)
+  .refine((s) => s.length % 4 !== 1, "Topic length does not decode");
+
+export interface PushTarget {
+  endpoint: string;
+  keys: { p256dh: string; auth: string };
+}
+
+export interface PushOptions {
+  /** Seconds the push service may keep the message (0: deliver now or drop). */
+  ttl: number;
+  urgency?: Urgency;
+  /** Replaces an undelivered message with the same Topic. */
+  topic?: string;
+}
+
+/**
+ * What to do after one attempt:
+ * - delivered: 2xx (201 Created);
+ * - gone: 404/410, the subscription no longer exists: forget the receiver;
+ * - too_large: 413, the same message will never fit: do not retry;
+ * - retry: 429, 5xx or no answer: try again after `retryAfterSeconds` when the service said so;
+ * - rejected: 400/401/403 and other 4xx, a configuration error (bad VAPID, bad headers): log, do not retry.
+ */
+export type PushOutcome =
+  | { kind: "delivered"; status: number }
+  | { kind: "gone"; status: number }
+  | { kind: "too_large"; status: number }
+  | { kind: "retry"; status: number; retryAfterSeconds?: number; error?: string }
+  | { kind: "rejected"; status: number; detail: string };
+
+/** Retry-After as delta-seconds or an HTTP date (RFC 9110 §10.2.3); undefined when absent or unreadable. */
+export function parseRetryAfter(value: string | null, nowMs: number): number | undefined {
+  if (value === null) return undefined;
+  const v = value.trim();
+  if (/^\d+$/.test(v)) return Number(v);
+  const at = Date.parse(v);
+  if (Number.isNaN(at)) return undefined;
+  return Math.max(0, Math.ceil((at - nowMs) / 1000));
+}
+
+export async function classifyPushAnswer(res: Response, nowMs: number): Promise<PushOutcome> {
+  const status = res.status;
+  if (status >= 200 && status < 300) return { kind: "delivered", status };
+  if (status === 404 || status === 410) return { kind: "gone", status };
+  if (status === 413) return { kind: "too_large", status };
+  if (status === 429 || status >= 500) {
+    return { kind: "retry", status, retryAfterSeconds: parseRetryAfter(res.headers.get("retry-after"), nowMs) };
+  }
+  let detail = "";
+  try {
+    detail = (await res.text()).slice(0, 200);
+  } catch {
+    // no body
+  }
+  return { kind: "rejected", status, detail };
+}
+
+export interface RetryPolicy {
+  /** First delay, seconds; doubles with each try. */
+  baseSeconds: number;
+  /** Longest backoff, seconds. */
+  maxSeconds: number;
+  /** Longest Retry-After honoured, seconds. */
+  retryAfterMaxSeconds: number;
+}
+
+/**
+ * Delay before try `attempt + 1` (attempt counts from 1): backoff doubling from the base up to its
+ * cap, but never sooner than the push service's Retry-After (itself bounded).
+ */
+export function retryDelaySeconds(attempt: number, retryAfterSeconds: number | undefined, p: RetryPolicy): number {
+  const backoff = Math.min(p.maxSeconds, p.baseSeconds * 2 ** Math.min(30, Math.max(0, attempt - 1)));
+  return Math.max(backoff, Math.min(retryAfterSeconds ?? 0, p.retryAfterMaxSeconds));
+}
+
+export interface WebPushSenderOptions {
+  keys: VapidKeys;
+  /** VAPID `sub`: mailto: or https: URL. */
+  subject: string;
+  fetch: FetchLike;
+  now?: () => number;
+}
+
+/** One application server: encrypts, signs (VAPID, cached per origin) and posts push messages. */
+export class WebPushSender {
+  private readonly signer: VapidSigner;
+  private readonly fetchFn: FetchLike;
+  private readonly now: () => number;
+
+  constructor(opts: WebPushSenderOptions) {
+    this.now = opts.now ?? Date.now;
+    this.signer = new VapidSigner(opts.keys, opts.subject, this.now);
+    this.fetchFn = opts.fetch;
+  }
+
+  get publicKey(): Uint8Array {
+    return this.signer.publicKey;
+  }
+
+  /** The request for one push message (exposed for inspection; send() posts it). */
+  buildRequest(target: PushTarget, payload: Uint8Array, opts: PushOptions): { url: string; init: RequestInit } {
+    if (!Number.isInteger(opts.ttl) || opts.ttl < 0) throw new RangeError("TTL must be a non-negative integer");
+    const headers: Record<string, string> = {
+      TTL: String(Math.min(opts.ttl, WEBPUSH_LIMITS.max_ttl_seconds)),
+      Authorization: this.signer.authorization(target.endpoint),
+    };
+    if (opts.urgency !== undefined) {
+      if (!URGENCIES.includes(opts.urgency)) throw new RangeError("unknown Urgency");
+      headers.Urgency = opts.urgency;
+    }
+    if (opts.topic !== undefined) {
+      if (!pushTopicSchema.safeParse(opts.topic).success) throw new RangeError("Topic must be at most 32 base64url characters");
+      headers.Topic = opts.topic;
+    }
+    let body: Uint8Array | undefined;
+    if (payload.length > 0) {
+      body = encryptPushMessage(payload, subscriptionKeys(target));
+      headers["Content-Encoding"] = "aes128gcm";
+      headers["Content-Type"] = "application/octet-stream";
+    }
+    return { url: target.endpoint, init: { method: "POST", headers, body: body as BodyInit | undefined } };
+  }
+
+  /** Sends one message and says what to do next; never throws for a network failure (retry). */
+  async send(target: PushTarget, payload: Uint8Array, opts: PushOptions): Promise<PushOutcome> {
+    const { url, init } = this.buildRequest(target, payload, opts);
+    let res: Response;
+    try {
+      res = await this.fetchFn(url, init);
+    } catch (err) {
+      return { kind: "retry", status: 0, error: String(err).slice(0, 200) };
+    }
+    return classifyPushAnswer(res, this.now());
+  }
+}

@@ -1,0 +1,63 @@
+// A browser PushSubscription as its toJSON() gives it: { endpoint, expirationTime?, keys: { p256dh, auth } }.
+import { p256 } from "@noble/curves/nist.js";
+import { z } from "zod";
+import { base64urlDecode } from "../encoding";
+import { WEBPUSH_LIMITS } from "../limits";
+import type { PushKeys } from "./encrypt";
+
+/** Loopback hosts, where plain http is accepted (a push service on the same machine, for tests). */
+export function isLoopbackHost(hostname: string): boolean {
+  return hostname === "localhost" || hostname === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname);
+}
+
+function endpointOk(s: string): boolean {
+  let u: URL;
+  try {
+    u = new URL(s);
+  } catch {
+    return false;
+  }
+  if (u.username || u.password) return false;
+  return u.protocol === "https:" || (u.protocol === "http:" && isLoopbackHost(u.hostname));
+}
+
+/** base64url, tolerating the padding some browsers add. */
+function b64urlBytes(len: number) {
+  return z.string().max(256).refine((s) => {
+    try {
+      return base64urlDecode(s.replace(/=+$/, "")).length === len;
+    } catch {
+      return false;
+    }
+  }, `must be base64url of ${len} bytes`);
+}
+
+function isP256Point(s: string): boolean {
+  try {
+    const bytes = base64urlDecode(s.replace(/=+$/, ""));
+    if (bytes[0] !== 4) return false;
+    p256.Point.fromBytes(bytes).assertValidity();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export const pushSubscriptionSchema = z.object({
+  endpoint: z.string().max(WEBPUSH_LIMITS.max_endpoint_chars).refine(endpointOk, "endpoint must be an https URL"),
+  expirationTime: z.number().nullable().optional(),
+  keys: z.object({
+    p256dh: b64urlBytes(65).refine(isP256Point, "p256dh must be an uncompressed P-256 point"),
+    auth: b64urlBytes(16),
+  }),
+});
+
+export type PushSubscriptionJSON = z.infer<typeof pushSubscriptionSchema>;
+
+/** The decoded keys of a subscription. */
+export function subscriptionKeys(sub: { keys: { p256dh: string; auth: string } }): PushKeys {
+  return {
+    p256dh: base64urlDecode(sub.keys.p256dh.replace(/=+$/, "")),
+    auth: base64urlDecode(sub.keys.auth.replace(/=+$/, "")),
+  };
+}
