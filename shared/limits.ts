@@ -4,10 +4,10 @@
 export const COMMON_LIMITS = {
   /** Seconds a socket may stay unauthenticated before it is closed with 4001. */
   auth_timeout_seconds: 10,
-  /** Token bucket per socket: sustained messages per second. */
-  rate_messages_per_second: 50,
+  /** Token bucket per socket: sustained messages per second (room for bulk sync and fan-out). */
+  rate_messages_per_second: 200,
   /** Token bucket per socket: burst size. */
-  rate_burst: 200,
+  rate_burst: 400,
   /** rate_limited errors on one socket (within a minute) before it is closed with 4029. */
   rate_limited_before_close: 20,
 } as const;

@@ -200,7 +200,9 @@ describe("envelopes (seed 6.2, 6.4, 8.2)", () => {
     const env = opaqueEnvelope(alice, bob, "exact-1");
     const rawEnv = JSON.stringify(env).replace(/}$/, ',"x_big":12345678901234567890123,"x_float":1.50,"x_esc":"\\u00e9"}');
     const received: string[] = [];
-    b.ws.addEventListener("message", (ev) => received.push(String(ev.data)));
+    b.ws.addEventListener("message", (ev) => {
+      if (String(ev.data).includes('"exact-1"')) received.push(String(ev.data));
+    });
     a.send(`{"type":"queue_peer_envelope","envelope":${rawEnv}}`);
     expect(await a.next("queued")).toMatchObject({ id: "exact-1", status: "delivered" });
     await waitFor(() => received.length > 0, { what: "delivery" });

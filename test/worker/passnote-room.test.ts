@@ -4,7 +4,7 @@ import { SELF, env, evictDurableObject, runDurableObjectAlarm, runInDurableObjec
 import { describe, expect, it } from "vitest";
 import { roomKeys, signJoin, joinPeerFrame, BROADCAST, type RoomKeys } from "../../shared/passnote/room";
 import { randomBytes } from "../../shared/encoding";
-import { PASSNOTE_LIMITS } from "../../shared/limits";
+import { COMMON_LIMITS, PASSNOTE_LIMITS } from "../../shared/limits";
 import { TestSocket } from "../helpers/socket";
 import { waitFor } from "../helpers/wait";
 
@@ -216,9 +216,10 @@ describe("DESIGN 3 and 5: bounds and errors on a sync room socket", () => {
     const keys = group();
     const a = await joined(keys);
     const b = await joined(keys);
-    for (let i = 0; i < 260; i++) a.s.ws.send(joinPeerFrame(b.peer, bytes(i & 0xff)));
+    const sent = COMMON_LIMITS.rate_burst * 2;
+    for (let i = 0; i < sent; i++) a.s.ws.send(joinPeerFrame(b.peer, bytes(i & 0xff)));
     expect((await a.s.next("error")).code).toBe("rate_limited");
-    await waitFor(() => b.s.binary.length >= 200);
-    expect(b.s.binary.length).toBeLessThan(260);
+    await waitFor(() => b.s.binary.length >= COMMON_LIMITS.rate_burst);
+    expect(b.s.binary.length).toBeLessThan(sent);
   });
 });
