@@ -15,6 +15,8 @@ export interface RelayProcess {
   port: number;
   dataDir: string;
   target: RelayTarget;
+  /** The pid of the process started (the launcher, or wrangler); the runtime is among its descendants. */
+  pid: number;
   /**
    * Stops the relay: SIGTERM to the launcher (a clean shutdown), or with `kill` a crash: SIGKILL to
    * the runtime itself (workerd; for wrangler, its whole process group). Resolves with the
@@ -161,6 +163,7 @@ export async function startRelay(opts: StartOptions = {}): Promise<RelayProcess>
     dataDir,
     target,
     output: () => out,
+    pid: child.pid!,
     runtimePid,
     async stop({ kill = false } = {}) {
       if (exited) return exitCode;
