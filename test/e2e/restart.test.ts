@@ -7,6 +7,7 @@ import { newUser, opaqueEnvelope, rawRegistered, type User } from "../helpers/ta
 import type { TestSocket } from "../helpers/socket";
 import { sleep, waitFor } from "../helpers/wait";
 import { mkdtempSync } from "node:fs";
+import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -166,6 +167,45 @@ describe.skipIf(target !== "workerd")("clean shutdown of workerd serve on SIGTER
 
     const again = await relay(dataDir);
     expect((await flushedIds(again, offline)).ids).toEqual(["kept"]);
+  });
+
+  it("the admin socket's drain refuses new upgrades with 503 and closes the open sockets", async () => {
+    const r = await relay(mkdtempSync(join(tmpdir(), "relay-drain-")));
+    const alice = newUser();
+    const a = await registered(r, alice);
+    const admin = (method: string, path: string) =>
+      new Promise<any>((resolve, reject) => {
+        const req = request({ socketPath: join(r.runtimeDir, "admin.sock"), method, path }, (res) => {
+          let body = "";
+          res.on("data", (d) => (body += d));
+          res.on("end", () => resolve(JSON.parse(body)));
+        });
+        req.on("error", reject);
+        req.end();
+      });
+    expect(await admin("GET", "/status")).toEqual({ live_objects: 1, draining: false });
+    expect(await admin("POST", "/drain")).toEqual({ objects: 1, sockets: 1 });
+    expect(await a.closed).toBe(1001);
+    // An upgrade now is answered 503 (node:http, since fetch refuses to send Upgrade).
+    const res = await new Promise<{ status: number; retryAfter?: string; body: any }>((resolve, reject) => {
+      const req = request(`${r.url}/tally/v1/${alice.npub}`, {
+        headers: { upgrade: "websocket", connection: "upgrade", "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==", "sec-websocket-version": "13" },
+      });
+      req.on("response", (resp) => {
+        let body = "";
+        resp.on("data", (d) => (body += d));
+        resp.on("end", () => resolve({ status: resp.statusCode!, retryAfter: resp.headers["retry-after"] as string, body: JSON.parse(body) }));
+      });
+      req.on("upgrade", () => reject(new Error("upgraded while draining")));
+      req.on("error", reject);
+      req.end();
+    });
+    expect(res.status).toBe(503);
+    expect(res.retryAfter).toBe("5");
+    expect(res.body.error.code).toBe("unavailable");
+    expect(await admin("GET", "/status")).toEqual({ live_objects: 0, draining: true });
+    // The public listener does not serve the admin entrypoint.
+    expect((await fetch(`${r.url}/drain`, { method: "POST" })).status).toBe(404);
   });
 
   it("a workerd that dies on its own makes the launcher exit non-zero (a supervisor restarts it)", async () => {

@@ -17,6 +17,8 @@ export interface RelayProcess {
   target: RelayTarget;
   /** The pid of the process started (the launcher, or wrangler); the runtime is among its descendants. */
   pid: number;
+  /** The launcher's runtime directory (workerd target): generated config, admin.sock, workerd.pid. */
+  runtimeDir: string;
   /**
    * Stops the relay: SIGTERM to the launcher (a clean shutdown), or with `kill` a crash: SIGKILL to
    * the runtime itself (workerd; for wrangler, its whole process group). Resolves with the
@@ -164,6 +166,7 @@ export async function startRelay(opts: StartOptions = {}): Promise<RelayProcess>
     target,
     output: () => out,
     pid: child.pid!,
+    runtimeDir,
     runtimePid,
     async stop({ kill = false } = {}) {
       if (exited) return exitCode;
