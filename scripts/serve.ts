@@ -226,6 +226,13 @@ async function main(): Promise<number> {
   process.on("SIGTERM", () => shutdown("SIGTERM"));
   process.on("SIGINT", () => shutdown("SIGINT"));
   process.on("SIGHUP", () => shutdown("SIGHUP"));
+  // A parent that goes away without passing the signal on (a shell between npm and this process,
+  // say) leaves us adopted by init: stop as if told to.
+  const parent = process.ppid;
+  const watchParent = setInterval(() => {
+    if (process.ppid !== parent) shutdown("parent exited");
+  }, 1_000);
+  watchParent.unref();
 
   // Ready once the admin socket answers (workerd binds every socket before serving).
   const started = Date.now();
