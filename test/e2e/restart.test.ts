@@ -142,8 +142,44 @@ describe(`the relay restarted on its data directory (${target})`, () => {
     expect(ids).toEqual(["m0", "m1", "m2", "m3", "m4", "m5"]);
   });
 
-  it.todo("mailbox items survive a crash in the middle of posting (with the mailboxes of issue 6)");
-  it.todo("room tombstones (expired code-channel rooms) survive a crash (with the rooms of issue 3)");
+  it("killed in the middle of posting: every mailbox item the relay answered 201 is still there", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "relay-crash-mailbox-"));
+    const port = await freePort();
+    const first = await relay(dataDir, port);
+    const topic = `crash-test-${Date.now()}-topic`;
+    const total = 80; // within the write burst: no 429
+    const answered = new Map<number, string>(); // seq -> body, for every 201
+    let next = 0;
+    let killed = false;
+    const post = async (): Promise<void> => {
+      while (next < total && !killed) {
+        const body = `item-${next++}`;
+        try {
+          const res = await fetch(`${first.url}/minca/v1/mailbox/${topic}`, { method: "POST", body });
+          if (res.status === 201) answered.set(((await res.json()) as { seq: number }).seq, body);
+        } catch {
+          return; // the relay is gone
+        }
+      }
+    };
+    const posters = Array.from({ length: 4 }, post);
+    await waitFor(() => answered.size >= total / 2, { timeout: 30_000, what: "half the items stored" });
+    const before = new Map(answered);
+    await first.stop({ kill: true });
+    killed = true;
+    await Promise.all(posters);
+    expect(before.size).toBeLessThan(total);
+
+    const second = await relay(dataDir, port);
+    const page = (await (await fetch(`${second.url}/minca/v1/mailbox/${topic}?after=0&limit=100`)).json()) as {
+      items: Array<{ seq: number; blob: string }>;
+    };
+    const held = new Map(page.items.map((i) => [i.seq, Buffer.from(i.blob, "base64url").toString("utf8")]));
+    for (const [seq, body] of before) expect(held.get(seq), `item ${seq}`).toBe(body);
+  });
+  // A room's tombstone is written when it expires, 15 minutes after its first join; an end-to-end
+  // test needs a way to expire a room sooner (a test-only setting of the room's lifetime).
+  it.todo("room tombstones (expired code-channel rooms) survive a crash");
 });
 
 describe.skipIf(target !== "workerd")("clean shutdown of workerd serve on SIGTERM", () => {
