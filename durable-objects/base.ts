@@ -17,6 +17,7 @@ import { socketError, type ErrorCode } from "../shared/errors";
 import { CLOSE_CODES, COMMON_LIMITS } from "../shared/limits";
 import type { Migration } from "../migrations/index";
 import { TokenBucket } from "../shared/rate-limit";
+import { noteIdle } from "./live";
 
 /** What every socket's attachment holds; objects extend it. */
 export interface BaseAttachment {
@@ -181,6 +182,22 @@ export abstract class RelayObject<Env, A extends BaseAttachment> extends Durable
     if (current === null || current > at) await this.ctx.storage.setAlarm(at);
   }
 
+  // ---- RPC common to every object ----------------------------------------------------------
+
+  /**
+   * Closes every socket of this object with `code` (1001 when the relay shuts down); returns how
+   * many it closed. Each close runs the object's own onClose, as a client's close would.
+   */
+  async shutdownSockets(code: number = CLOSE_CODES.going_away, reason = "relay shutting down"): Promise<number> {
+    let n = 0;
+    for (const ws of this.ctx.getWebSockets()) {
+      if (ws.readyState !== WebSocket.OPEN) continue;
+      this.close(ws, code, reason);
+      n++;
+    }
+    return n;
+  }
+
   // ---- runtime entry points ------------------------------------------------------------------
 
   async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
@@ -270,6 +287,9 @@ export abstract class RelayObject<Env, A extends BaseAttachment> extends Durable
     this.closedSockets.add(ws);
     const att = this.attachment(ws);
     if (att) await this.onClose(ws, att);
+    if (!this.ctx.getWebSockets().some((s) => s !== ws && s.readyState === WebSocket.OPEN)) {
+      noteIdle(this.ctx.id.toString());
+    }
   }
 
   private beforeAuth(ws: WebSocket): void {

@@ -13,6 +13,7 @@ export const ERROR_CODES = [
   "method_not_allowed",
   "upgrade_required",
   "bad_request",
+  "unavailable",
   // tally
   "forbidden_sender",
   "envelope_too_large",

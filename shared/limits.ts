@@ -168,6 +168,8 @@ export const LIMITS = {
 
 export const CLOSE_CODES = {
   normal: 1000,
+  /** The relay is shutting down (a self-hosted relay on SIGTERM); reconnect. */
+  going_away: 1001,
   policy: 1008,
   too_large: 1009,
   auth_failed: 4001,

@@ -7,6 +7,7 @@ import { isNpub, npubDecode } from "../shared/tally/keys";
 import { RELAY_HOST_HEADER, TALLY_USER_HEADER } from "../durable-objects/tally-user";
 import { MINCA_ROOM_HEADER } from "../durable-objects/minca-room";
 import { isRoomId as isMincaRoomId } from "../shared/minca/code";
+import { isDraining, noteLive } from "../durable-objects/live";
 import type { Env } from "./env";
 import { PASSNOTE_ROOM_HEADER } from "../durable-objects/passnote-room";
 import { isRoomId } from "../shared/passnote/room";
@@ -46,35 +47,53 @@ app.get("/healthz", (c) => c.text("ok"));
 function socketRoute(
   path: string,
   check: { valid: (key: string) => boolean; invalid: string },
-  target: (env: Env, key: string, url: URL) => { stub: { fetch(req: Request): Promise<Response> }; headers: Record<string, string> },
+  target: (env: Env, key: string, url: URL) => { binding: SocketBinding; name: string; headers: Record<string, string> },
 ): void {
   app.all(path, async (c) => {
     if (c.req.method !== "GET") return httpError(c, 405, "method_not_allowed", "use GET with Upgrade: websocket");
     const key = c.req.param("key") ?? "";
     if (!check.valid(key)) return httpError(c, 400, "bad_request", check.invalid);
     if (!isUpgrade(c.req.raw)) return httpError(c, 426, "upgrade_required", "this endpoint speaks WebSocket");
-    const { stub, headers } = target(c.env, key, new URL(c.req.url));
+    const { binding, name, headers } = target(c.env, key, new URL(c.req.url));
     const h = new Headers(c.req.raw.headers);
     for (const [k, v] of Object.entries(headers)) h.set(k, v);
-    return stub.fetch(new Request(c.req.raw, { headers: h }));
+    return upgradeTo(c, binding, c.env[binding].idFromName(name), new Request(c.req.raw, { headers: h }));
   });
 }
 
-socketRoute("/tally/v1/:key", { valid: isNpub, invalid: "the path must end in a valid npub" }, (env, npub, url) => {
+/** Bindings of Durable Object namespaces whose objects take client WebSockets. */
+export type SocketBinding = "TALLY_USER" | "PASSNOTE_ROOM" | "MINCA_ROOM";
+
+/**
+ * Hands a WebSocket upgrade to the object `id` of namespace `binding`. A self-hosted relay notes
+ * the object (for closing its sockets on shutdown) and refuses upgrades once it is shutting down.
+ */
+export async function upgradeTo(c: Context<{ Bindings: Env }>, binding: SocketBinding, id: DurableObjectId, req: Request): Promise<Response> {
+  const tracking = c.env.RELAY_RUNTIME === "workerd";
+  if (tracking && isDraining()) {
+    c.header("retry-after", "5");
+    return httpError(c, 503, "unavailable", "the relay is shutting down; reconnect shortly");
+  }
+  const res = await c.env[binding].get(id).fetch(req);
+  // Only objects that accepted a socket are noted: refused upgrades leave nothing behind.
+  if (tracking && res.status === 101) noteLive(id.toString(), binding);
+  return res;
+}
+
+socketRoute("/tally/v1/:key", { valid: isNpub, invalid: "the path must end in a valid npub" }, (_env, npub, url) => {
   const hex = npubDecode(npub);
-  return {
-    stub: env.TALLY_USER.get(env.TALLY_USER.idFromName(hex)),
-    headers: { [TALLY_USER_HEADER]: hex, [RELAY_HOST_HEADER]: url.host },
-  };
+  return { binding: "TALLY_USER", name: hex, headers: { [TALLY_USER_HEADER]: hex, [RELAY_HOST_HEADER]: url.host } };
 });
 
-socketRoute("/passnote/v2/:key", { valid: isRoomId, invalid: "the path must end in a room id: base64url of 32 bytes" }, (env, room) => ({
-  stub: env.PASSNOTE_ROOM.get(env.PASSNOTE_ROOM.idFromName(room)),
+socketRoute("/passnote/v2/:key", { valid: isRoomId, invalid: "the path must end in a room id: base64url of 32 bytes" }, (_env, room) => ({
+  binding: "PASSNOTE_ROOM",
+  name: room,
   headers: { [PASSNOTE_ROOM_HEADER]: room },
 }));
 
-socketRoute("/minca/v1/rooms/:key", { valid: isMincaRoomId, invalid: "the room must match ^b[a-z2-7]{52}$" }, (env, room) => ({
-  stub: env.MINCA_ROOM.get(env.MINCA_ROOM.idFromName(room)),
+socketRoute("/minca/v1/rooms/:key", { valid: isMincaRoomId, invalid: "the room must match ^b[a-z2-7]{52}$" }, (_env, room) => ({
+  binding: "MINCA_ROOM",
+  name: room,
   headers: { [MINCA_ROOM_HEADER]: room },
 }));
 mountMailbox(app);

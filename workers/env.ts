@@ -13,6 +13,8 @@ export interface Env {
   RELAY_NAME?: string;
   /** The relay's public URL (e.g. wss://relay.example), accepted in auth events' relay tags. */
   PUBLIC_URL?: string;
+  /** "workerd" when the relay runs self-hosted under `workerd serve` (set by the generated config). */
+  RELAY_RUNTIME?: string;
   MINCA_MAILBOX: DurableObjectNamespace<MincaMailbox>;
   RELAY_KEYS: DurableObjectNamespace<RelayKeys>;
   /** VAPID private key (base64url, 32 bytes), a Worker secret in production; generated and kept when unset. */

@@ -1,28 +1,254 @@
-// A relay process that dies and comes back on the same data directory keeps what it stored.
-import { afterAll, describe, expect, it } from "vitest";
-import { startRelay, type RelayProcess } from "../helpers/relay-process";
-import { newUser, opaqueEnvelope, rawRegistered } from "../helpers/tally";
+// A relay process stopping and starting again on the same data directory: killed in the middle of
+// traffic (a crash), and stopped by SIGTERM (a clean shutdown). Each test starts relays of its own,
+// on the target RELAY_TARGET chooses (workerd serve by default, or wrangler dev).
+import { afterEach, describe, expect, it } from "vitest";
+import { freePort, relayTarget, startRelay, type RelayProcess } from "../helpers/relay-process";
+import { newUser, opaqueEnvelope, rawRegistered, type User } from "../helpers/tally";
+import type { TestSocket } from "../helpers/socket";
+import { sleep, waitFor } from "../helpers/wait";
+import { mkdtempSync } from "node:fs";
+import { request } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
-let relay: RelayProcess | undefined;
-afterAll(async () => {
-  await relay?.stop();
+const target = relayTarget();
+const relays: RelayProcess[] = [];
+const sockets: TestSocket[] = [];
+
+async function relay(dataDir: string, port?: number): Promise<RelayProcess> {
+  const r = await startRelay({ dataDir, port });
+  relays.push(r);
+  return r;
+}
+
+async function registered(r: RelayProcess, user: User): Promise<TestSocket> {
+  const s = await rawRegistered(r.url, user);
+  sockets.push(s);
+  return s;
+}
+
+afterEach(async () => {
+  for (const s of sockets.splice(0)) s.close();
+  for (const r of relays.splice(0)) await r.stop({ kill: true });
 });
 
-describe("relay restart", () => {
+/** Registers `user` and returns the ids of the envelopes flushed to it, in order. */
+async function flushedIds(r: RelayProcess, user: User): Promise<{ queued: number; ids: string[] }> {
+  const s = await registered(r, user);
+  const reg = s.ofType("registered")[0];
+  await s.next("queue_drained", 20_000);
+  const ids = s.ofType("peer_envelope").map((e) => e.id as string);
+  s.close();
+  return { queued: reg.queued, ids };
+}
+
+/** A clean stop: `npm start`'s launcher exits 0; wrangler dev ends by the signal (143) itself. */
+async function stopCleanly(r: RelayProcess): Promise<void> {
+  const code = await r.stop();
+  if (target === "workerd") expect(code).toBe(0);
+}
+
+describe(`the relay restarted on its data directory (${target})`, () => {
   it("a recipient's queue survives the relay process being killed and restarted", async () => {
-    relay = await startRelay();
+    const first = await relay(mkdtempSync(join(tmpdir(), "relay-kill-")));
     const alice = newUser();
     const bob = newUser();
-    const a = await rawRegistered(relay.url, alice);
+    const a = await registered(first, alice);
     for (const id of ["r1", "r2", "r3"]) a.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(alice, bob, id) });
     for (let i = 0; i < 3; i++) expect((await a.next("queued")).status).toBe("stored");
     a.close();
-    const { dataDir, port } = relay;
-    await relay.stop({ kill: true }); // SIGKILL: no clean shutdown
-    relay = await startRelay({ dataDir, port });
-    const b = await rawRegistered(relay.url, bob);
-    await b.next("queue_drained");
-    expect(b.ofType("peer_envelope").map((e) => e.id)).toEqual(["r1", "r2", "r3"]);
-    b.close();
+    await first.stop({ kill: true }); // SIGKILL: no clean shutdown
+    const second = await relay(first.dataDir, first.port);
+    expect((await flushedIds(second, bob)).ids).toEqual(["r1", "r2", "r3"]);
+  });
+
+  it("killed in the middle of traffic: every envelope the relay reported stored is still there", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "relay-crash-"));
+    const port = await freePort();
+    const first = await relay(dataDir, port);
+
+    const senders = Array.from({ length: 4 }, newUser);
+    const recipients = Array.from({ length: 4 }, newUser); // never online before the crash: all stored
+    const sent = new Map<string, string>(); // id -> recipient npub
+    const stored = new Set<string>(); // acknowledged as stored before the kill
+    const perSender = 150; // within the per-socket burst: no rate limiting
+    const inFlight = 8;
+
+    let killed = false;
+    const pumps = senders.map(async (from, i) => {
+      const s = await registered(first, from);
+      const to = recipients[i];
+      let next = 0;
+      const pending = new Set<string>();
+      s.ws.addEventListener("message", (ev) => {
+        const m = JSON.parse(String(ev.data));
+        if (m.type === "queued") {
+          pending.delete(m.id);
+          if (m.status === "stored") stored.add(m.id);
+        }
+      });
+      while (next < perSender && !killed && s.closeCode === undefined) {
+        while (pending.size < inFlight && next < perSender) {
+          const id = `s${i}-${next++}`;
+          pending.add(id);
+          sent.set(id, to.npub);
+          s.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(from, to, id) });
+        }
+        await waitFor(() => pending.size < inFlight || killed || s.closeCode !== undefined, { timeout: 20_000, interval: 2 });
+      }
+    });
+
+    // Kill once about half the traffic is stored, while the pumps are still sending.
+    await waitFor(() => stored.size >= (senders.length * perSender) / 2, { timeout: 30_000, what: "half the envelopes stored" });
+    const storedBeforeKill = new Set(stored);
+    await first.stop({ kill: true });
+    killed = true;
+    await Promise.all(pumps);
+    expect(storedBeforeKill.size).toBeLessThan(senders.length * perSender); // the kill did land mid-traffic
+
+    const second = await relay(dataDir, port);
+    let recovered = 0;
+    for (const [i, to] of recipients.entries()) {
+      const { queued, ids } = await flushedIds(second, to);
+      expect(new Set(ids).size).toBe(ids.length); // no envelope twice
+      expect(queued).toBe(ids.length);
+      for (const id of ids) expect(sent.get(id)).toBe(to.npub); // nothing that was not sent to this user
+      const mine = [...storedBeforeKill].filter((id) => id.startsWith(`s${i}-`));
+      expect(ids).toEqual(expect.arrayContaining(mine)); // nothing acknowledged is lost
+      recovered += ids.length;
+    }
+    expect(recovered).toBeGreaterThanOrEqual(storedBeforeKill.size);
+  });
+
+  it("stopped with SIGTERM twice: queues survive each clean restart", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "relay-restart-"));
+    const alice = newUser();
+    const bob = newUser();
+    let r = await relay(dataDir);
+    const a = await registered(r, alice);
+    for (let k = 0; k < 5; k++) a.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(alice, bob, `m${k}`) });
+    await waitFor(() => a.ofType("queued").length === 5, { what: "5 queued" });
+    expect(a.ofType("queued").map((q) => q.status)).toEqual(Array(5).fill("stored"));
+    await stopCleanly(r);
+
+    r = await relay(dataDir);
+    const a2 = await registered(r, alice);
+    a2.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(alice, bob, "m5") });
+    await a2.next("queued");
+    await stopCleanly(r);
+
+    r = await relay(dataDir);
+    const { ids } = await flushedIds(r, bob);
+    expect(ids).toEqual(["m0", "m1", "m2", "m3", "m4", "m5"]);
+  });
+
+  it("killed in the middle of posting: every mailbox item the relay answered 201 is still there", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "relay-crash-mailbox-"));
+    const port = await freePort();
+    const first = await relay(dataDir, port);
+    const topic = `crash-test-${Date.now()}-topic`;
+    const total = 80; // within the write burst: no 429
+    const answered = new Map<number, string>(); // seq -> body, for every 201
+    let next = 0;
+    let killed = false;
+    const post = async (): Promise<void> => {
+      while (next < total && !killed) {
+        const body = `item-${next++}`;
+        try {
+          const res = await fetch(`${first.url}/minca/v1/mailbox/${topic}`, { method: "POST", body });
+          if (res.status === 201) answered.set(((await res.json()) as { seq: number }).seq, body);
+        } catch {
+          return; // the relay is gone
+        }
+      }
+    };
+    const posters = Array.from({ length: 4 }, post);
+    await waitFor(() => answered.size >= total / 2, { timeout: 30_000, what: "half the items stored" });
+    const before = new Map(answered);
+    await first.stop({ kill: true });
+    killed = true;
+    await Promise.all(posters);
+    expect(before.size).toBeLessThan(total);
+
+    const second = await relay(dataDir, port);
+    const page = (await (await fetch(`${second.url}/minca/v1/mailbox/${topic}?after=0&limit=100`)).json()) as {
+      items: Array<{ seq: number; blob: string }>;
+    };
+    const held = new Map(page.items.map((i) => [i.seq, Buffer.from(i.blob, "base64url").toString("utf8")]));
+    for (const [seq, body] of before) expect(held.get(seq), `item ${seq}`).toBe(body);
+  });
+  // A room's tombstone is written when it expires, 15 minutes after its first join; an end-to-end
+  // test needs a way to expire a room sooner (a test-only setting of the room's lifetime).
+  it.todo("room tombstones (expired code-channel rooms) survive a crash");
+});
+
+describe.skipIf(target !== "workerd")("clean shutdown of workerd serve on SIGTERM", () => {
+  it("closes every client socket with 1001, refuses none of the acknowledged writes, and exits 0", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "relay-term-"));
+    const r = await relay(dataDir);
+    const users = [newUser(), newUser(), newUser()];
+    const open = await Promise.all(users.map((u) => registered(r, u)));
+    const offline = newUser();
+    open[0].send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(users[0], offline, "kept") });
+    expect((await open[0].next("queued")).status).toBe("stored");
+
+    const t0 = Date.now();
+    const code = await r.stop();
+    const took = Date.now() - t0;
+    expect(code).toBe(0);
+    expect(await Promise.all(open.map((s) => s.closed))).toEqual([1001, 1001, 1001]);
+    expect(open[0].closeReason).toBe("relay shutting down");
+    expect(took).toBeLessThan(5_000); // drained, not waited out to the grace period
+    expect(r.output()).toMatch(/closed 3 client socket\(s\)/);
+
+    const again = await relay(dataDir);
+    expect((await flushedIds(again, offline)).ids).toEqual(["kept"]);
+  });
+
+  it("the admin socket's drain refuses new upgrades with 503 and closes the open sockets", async () => {
+    const r = await relay(mkdtempSync(join(tmpdir(), "relay-drain-")));
+    const alice = newUser();
+    const a = await registered(r, alice);
+    const admin = (method: string, path: string) =>
+      new Promise<any>((resolve, reject) => {
+        const req = request({ socketPath: join(r.runtimeDir, "admin.sock"), method, path }, (res) => {
+          let body = "";
+          res.on("data", (d) => (body += d));
+          res.on("end", () => resolve(JSON.parse(body)));
+        });
+        req.on("error", reject);
+        req.end();
+      });
+    expect(await admin("GET", "/status")).toEqual({ live_objects: 1, draining: false });
+    expect(await admin("POST", "/drain")).toEqual({ objects: 1, sockets: 1 });
+    expect(await a.closed).toBe(1001);
+    // An upgrade now is answered 503 (node:http, since fetch refuses to send Upgrade).
+    const res = await new Promise<{ status: number; retryAfter?: string; body: any }>((resolve, reject) => {
+      const req = request(`${r.url}/tally/v1/${alice.npub}`, {
+        headers: { upgrade: "websocket", connection: "upgrade", "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==", "sec-websocket-version": "13" },
+      });
+      req.on("response", (resp) => {
+        let body = "";
+        resp.on("data", (d) => (body += d));
+        resp.on("end", () => resolve({ status: resp.statusCode!, retryAfter: resp.headers["retry-after"] as string, body: JSON.parse(body) }));
+      });
+      req.on("upgrade", () => reject(new Error("upgraded while draining")));
+      req.on("error", reject);
+      req.end();
+    });
+    expect(res.status).toBe(503);
+    expect(res.retryAfter).toBe("5");
+    expect(res.body.error.code).toBe("unavailable");
+    expect(await admin("GET", "/status")).toEqual({ live_objects: 0, draining: true });
+    // The public listener does not serve the admin entrypoint.
+    expect((await fetch(`${r.url}/drain`, { method: "POST" })).status).toBe(404);
+  });
+
+  it("a workerd that dies on its own makes the launcher exit non-zero (a supervisor restarts it)", async () => {
+    const r = await relay(mkdtempSync(join(tmpdir(), "relay-die-")));
+    process.kill(r.runtimePid()!, "SIGKILL");
+    await waitFor(() => /workerd exited on its own/.test(r.output()), { what: "the launcher to notice" });
+    await sleep(100);
+    expect(await r.stop()).not.toBe(0);
   });
 });

@@ -1,10 +1,13 @@
 // vitest globalSetup for the end-to-end layer: one relay process shared by the suite.
 import type { TestProject } from "vitest/node";
-import { startRelay, type RelayProcess } from "./relay-process";
+import { buildWorker } from "../../scripts/build";
+import { relayTarget, startRelay, type RelayProcess } from "./relay-process";
 
 let relay: RelayProcess | undefined;
 
 export async function setup(project: TestProject): Promise<void> {
+  // The workerd target runs the bundle `npm start` builds; build it once for the whole run.
+  if (relayTarget() === "workerd") buildWorker();
   relay = await startRelay();
   project.provide("relayUrl", relay.url);
   project.provide("relayTarget", relay.target);

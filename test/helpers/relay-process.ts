@@ -1,8 +1,8 @@
 // Starting and stopping a real relay process on a free loopback port, for end-to-end tests and
-// benchmarks. The target is `wrangler dev` (development) or, once built, `workerd serve`
-// (self-hosting); RELAY_TARGET chooses.
+// benchmarks. The target is `workerd serve` through `npm start`'s launcher (self-hosting, the
+// default) or `wrangler dev` (development); RELAY_TARGET chooses.
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,8 +15,18 @@ export interface RelayProcess {
   port: number;
   dataDir: string;
   target: RelayTarget;
-  /** Stops the process: SIGTERM, or SIGKILL when `kill` (a crash). */
-  stop(opts?: { kill?: boolean }): Promise<void>;
+  /** The pid of the process started (the launcher, or wrangler); the runtime is among its descendants. */
+  pid: number;
+  /** The launcher's runtime directory (workerd target): generated config, admin.sock, workerd.pid. */
+  runtimeDir: string;
+  /**
+   * Stops the relay: SIGTERM to the launcher (a clean shutdown), or with `kill` a crash: SIGKILL to
+   * the runtime itself (workerd; for wrangler, its whole process group). Resolves with the
+   * launcher's exit code (null when it died by a signal).
+   */
+  stop(opts?: { kill?: boolean }): Promise<number | null>;
+  /** The pid of the workerd process serving the relay (workerd target), else undefined. */
+  runtimePid(): number | undefined;
   output(): string;
 }
 
@@ -28,7 +38,7 @@ export interface StartOptions {
 }
 
 export function relayTarget(): RelayTarget {
-  const t = process.env.RELAY_TARGET ?? "wrangler";
+  const t = process.env.RELAY_TARGET ?? "workerd";
   if (t !== "wrangler" && t !== "workerd") throw new Error(`RELAY_TARGET must be wrangler or workerd, not ${t}`);
   return t;
 }
@@ -48,7 +58,7 @@ export async function freePort(): Promise<number> {
 
 const root = new URL("../../", import.meta.url).pathname;
 
-function command(target: RelayTarget, port: number, dataDir: string): { cmd: string; args: string[] } {
+function command(target: RelayTarget, port: number, dataDir: string, runtimeDir: string): { cmd: string; args: string[] } {
   if (target === "wrangler") {
     return {
       cmd: join(root, "node_modules/.bin/wrangler"),
@@ -68,9 +78,26 @@ function command(target: RelayTarget, port: number, dataDir: string): { cmd: str
       ],
     };
   }
+  // The bundle is built once per run (test/helpers/global-relay.ts, bench/), not per start.
   return {
     cmd: process.execPath,
-    args: [join(root, "scripts/serve.ts"), "--port", String(port), "--host", "127.0.0.1", "--data", dataDir],
+    args: [
+      join(root, "scripts/serve.ts"),
+      "--no-build",
+      "--port",
+      String(port),
+      "--host",
+      "127.0.0.1",
+      "--data",
+      dataDir,
+      "--runtime-dir",
+      runtimeDir,
+      // Loopback too: tests stand up their own push services on 127.0.0.1.
+      "--outbound",
+      "public,local",
+      "--grace",
+      "10",
+    ],
   };
 }
 
@@ -78,7 +105,8 @@ export async function startRelay(opts: StartOptions = {}): Promise<RelayProcess>
   const target = opts.target ?? relayTarget();
   const port = opts.port ?? (await freePort());
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), "relay-data-"));
-  const { cmd, args } = command(target, port, dataDir);
+  const runtimeDir = mkdtempSync(join(tmpdir(), "relay-run-"));
+  const { cmd, args } = command(target, port, dataDir, runtimeDir);
   let out = "";
   const child: ChildProcess = spawn(cmd, args, {
     cwd: root,
@@ -89,7 +117,29 @@ export async function startRelay(opts: StartOptions = {}): Promise<RelayProcess>
   child.stdout?.on("data", (d) => (out += d));
   child.stderr?.on("data", (d) => (out += d));
   let exited = false;
-  const exit = new Promise<void>((resolve) => child.on("exit", () => ((exited = true), resolve())));
+  let exitCode: number | null = null;
+  const exit = new Promise<void>((resolve) =>
+    child.on("exit", (code) => {
+      exited = true;
+      exitCode = code;
+      resolve();
+    }),
+  );
+  const pidFile = join(runtimeDir, "workerd.pid");
+  let workerdPid: number | undefined;
+  const runtimePid = () => {
+    if (target !== "workerd") return undefined;
+    if (workerdPid === undefined && existsSync(pidFile)) workerdPid = Number(readFileSync(pidFile, "utf8").trim());
+    return workerdPid;
+  };
+  const signal = (pid: number | undefined, sig: NodeJS.Signals) => {
+    if (pid === undefined) return;
+    try {
+      process.kill(pid, sig);
+    } catch {
+      // gone
+    }
+  };
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 60_000;
   for (;;) {
@@ -101,11 +151,13 @@ export async function startRelay(opts: StartOptions = {}): Promise<RelayProcess>
       // not up yet
     }
     if (Date.now() > deadline) {
+      signal(runtimePid(), "SIGKILL");
       process.kill(-child.pid!, "SIGKILL");
       throw new Error(`relay did not become ready in 60 s:\n${out}`);
     }
     await new Promise((r) => setTimeout(r, 200));
   }
+  runtimePid();
   return {
     url,
     wsUrl: `ws://127.0.0.1:${port}`,
@@ -113,22 +165,20 @@ export async function startRelay(opts: StartOptions = {}): Promise<RelayProcess>
     dataDir,
     target,
     output: () => out,
+    pid: child.pid!,
+    runtimeDir,
+    runtimePid,
     async stop({ kill = false } = {}) {
-      if (exited) return;
-      try {
-        process.kill(-child.pid!, kill ? "SIGKILL" : "SIGTERM");
-      } catch {
-        // already gone
-      }
+      if (exited) return exitCode;
+      if (kill && target === "workerd") signal(runtimePid(), "SIGKILL"); // the launcher then exits by itself
+      else signal(-child.pid!, kill ? "SIGKILL" : "SIGTERM");
       const timer = setTimeout(() => {
-        try {
-          process.kill(-child.pid!, "SIGKILL");
-        } catch {
-          // gone
-        }
-      }, 5_000);
+        signal(runtimePid(), "SIGKILL");
+        signal(-child.pid!, "SIGKILL");
+      }, 15_000);
       await exit;
       clearTimeout(timer);
+      return exitCode;
     },
   };
 }

@@ -21,8 +21,9 @@ describe("documentation", () => {
     expect(VERSION).toBe(pkg.version);
   });
 
-  it("the README names the two set-up commands", () => {
-    expect(readme).toContain("npm install && npm run dev");
+  it("the README names the two set-up commands, and the development server", () => {
+    expect(readme).toContain("npm install && npm start");
     expect(readme).toContain("npm test");
+    expect(readme).toContain("npm run dev");
   });
 });

@@ -1,0 +1,37 @@
+// CPU time (user + system) used by a process and all its descendants, from /proc (Linux). Unlike
+// wall-clock throughput, it hardly moves when other work shares the machine.
+import { readdirSync, readFileSync } from "node:fs";
+
+const TICKS_PER_SECOND = 100; // USER_HZ on Linux
+
+function stat(pid: number): { ppid: number; ticks: number } | null {
+  try {
+    const s = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const f = s.slice(s.lastIndexOf(")") + 2).split(" ");
+    // After "(comm) ": state ppid ... utime is field 14, stime 15 (1-based over the whole line).
+    return { ppid: Number(f[1]), ticks: Number(f[11]) + Number(f[12]) };
+  } catch {
+    return null;
+  }
+}
+
+/** Milliseconds of CPU used so far by `root` and every process descended from it. */
+export function treeCpuMs(root: number): number {
+  const all = new Map<number, { ppid: number; ticks: number }>();
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    const st = stat(Number(name));
+    if (st) all.set(Number(name), st);
+  }
+  let ticks = 0;
+  const todo = [root];
+  const seen = new Set<number>();
+  while (todo.length) {
+    const pid = todo.pop()!;
+    if (seen.has(pid)) continue;
+    seen.add(pid);
+    ticks += all.get(pid)?.ticks ?? 0;
+    for (const [child, st] of all) if (st.ppid === pid) todo.push(child);
+  }
+  return (ticks * 1000) / TICKS_PER_SECOND;
+}

@@ -1,0 +1,190 @@
+// Tally load against a running relay, with raw WebSockets (the `ws` package) and pre-made opaque
+// envelopes: the relay's own work is measured, not the client's crypto. Every socket stays within
+// the per-socket rate limit's burst (shared/limits.ts), so no figure is the rate limiter's.
+import WebSocket from "ws";
+import { makeAuthEvent } from "../shared/tally/auth";
+import { COMMON_LIMITS, TALLY_LIMITS } from "../shared/limits";
+import { newUser, opaqueEnvelope, wsBase, type User } from "../test/helpers/tally";
+
+export interface Conn {
+  ws: WebSocket;
+  user: User;
+  on(type: string, fn: (m: any) => void): void;
+  send(msg: unknown): void;
+  close(): Promise<void>;
+}
+
+/** Opens a socket for `user`, registers it, and resolves once its queue is drained. */
+export async function connect(relayUrl: string, user: User, opts: { beforeRegister?: (c: Conn) => void } = {}): Promise<Conn> {
+  const url = wsBase(relayUrl);
+  const ws = new WebSocket(`${url}/tally/v1/${user.npub}`);
+  const handlers = new Map<string, Array<(m: any) => void>>();
+  const conn: Conn = {
+    ws,
+    user,
+    on(type, fn) {
+      handlers.set(type, [...(handlers.get(type) ?? []), fn]);
+    },
+    send(msg) {
+      ws.send(typeof msg === "string" ? msg : JSON.stringify(msg));
+    },
+    close() {
+      return new Promise((resolve) => {
+        if (ws.readyState === WebSocket.CLOSED) return resolve();
+        ws.once("close", () => resolve());
+        ws.close();
+      });
+    },
+  };
+  ws.on("message", (data) => {
+    const m = JSON.parse(String(data));
+    for (const fn of handlers.get(m.type) ?? []) fn(m);
+  });
+  await new Promise<void>((resolve, reject) => {
+    ws.once("error", reject);
+    conn.on("challenge", ({ challenge }) => {
+      opts.beforeRegister?.(conn);
+      conn.send({ type: "register", user_id: user.npub, auth: makeAuthEvent({ secretKey: user.secretKey, challenge, relayUrl: url }) });
+    });
+    conn.on("queue_drained", () => resolve());
+    conn.on("error", (m) => reject(new Error(`relay error while registering: ${m.code} ${m.message}`)));
+  });
+  return conn;
+}
+
+export function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+/** Largest number of messages one socket may send in a burst, leaving room for register. */
+const BURST = COMMON_LIMITS.rate_burst - 10;
+
+export interface DeliveryResult {
+  messages: number;
+  perSecond: number;
+  p50: number;
+  p99: number;
+}
+
+/**
+ * Online to online: `pairs` sender/recipient pairs, each sender keeping `inFlight` envelopes
+ * unanswered (until its `queued`), `perSender` envelopes each. Latency is from send to arrival at
+ * the recipient (one process holds both ends, so one clock).
+ */
+export async function onlineDelivery(relayUrl: string, o: { pairs: number; inFlight: number; perSender: number }): Promise<DeliveryResult> {
+  const perSender = Math.min(o.perSender, BURST);
+  const pairs = await Promise.all(
+    Array.from({ length: o.pairs }, async () => {
+      const [from, to] = [newUser(), newUser()];
+      const recipient = await connect(relayUrl, to);
+      const sender = await connect(relayUrl, from);
+      const frames = Array.from({ length: perSender }, (_, k) => ({ id: `m${k}`, env: opaqueEnvelope(from, to, `m${k}`) }));
+      return { sender, recipient, frames };
+    }),
+  );
+  const latencies: number[] = [];
+  let received = 0;
+  const total = o.pairs * perSender;
+  const t0 = performance.now();
+  await Promise.all(
+    pairs.map(
+      ({ sender, recipient, frames }) =>
+        new Promise<void>((resolve, reject) => {
+          let next = 0;
+          let answered = 0;
+          let got = 0;
+          const sendOne = () => {
+            const f = frames[next++];
+            sender.send(`{"type":"queue_peer_envelope","envelope":${JSON.stringify({ ...f.env, sent_at: performance.now() })}}`);
+          };
+          const done = () => answered === frames.length && got === frames.length && resolve();
+          recipient.on("peer_envelope", (e) => {
+            latencies.push(performance.now() - e.sent_at);
+            got++;
+            received++;
+            done();
+          });
+          sender.on("queued", (q) => {
+            if (q.status !== "delivered") return reject(new Error(`online delivery answered ${q.status}`));
+            answered++;
+            if (next < frames.length) sendOne();
+            done();
+          });
+          sender.on("error", (m) => reject(new Error(`relay error: ${m.code} ${m.message}`)));
+          for (let k = 0; k < o.inFlight && next < frames.length; k++) sendOne();
+        }),
+    ),
+  );
+  const seconds = (performance.now() - t0) / 1000;
+  await Promise.all(pairs.flatMap((p) => [p.sender.close(), p.recipient.close()]));
+  latencies.sort((a, b) => a - b);
+  return { messages: received, perSecond: total / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
+}
+
+export interface StoreFlushResult {
+  stored: number;
+  storePerSecond: number;
+  flushMs: number;
+  flushPerSecond: number;
+}
+
+/** Offline: `senders` senders store `perSender` envelopes each for one offline recipient, which
+ * then registers and receives them all before queue_drained. */
+export async function storeThenFlush(relayUrl: string, o: { senders: number; perSender: number; inFlight: number }): Promise<StoreFlushResult> {
+  const perSender = Math.min(o.perSender, BURST, TALLY_LIMITS.queue_max_per_sender);
+  const to = newUser();
+  const senders = await Promise.all(Array.from({ length: o.senders }, () => connect(relayUrl, newUser())));
+  const t0 = performance.now();
+  await Promise.all(
+    senders.map(
+      (s) =>
+        new Promise<void>((resolve, reject) => {
+          let next = 0;
+          let answered = 0;
+          const sendOne = () => {
+            const id = `m${next++}`;
+            s.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(s.user, to, id) });
+          };
+          s.on("queued", (q) => {
+            if (q.status !== "stored") return reject(new Error(`offline delivery answered ${q.status}`));
+            answered++;
+            if (next < perSender) sendOne();
+            if (answered === perSender) resolve();
+          });
+          for (let k = 0; k < o.inFlight && next < perSender; k++) sendOne();
+        }),
+    ),
+  );
+  const storeSeconds = (performance.now() - t0) / 1000;
+  await Promise.all(senders.map((s) => s.close()));
+  const stored = o.senders * perSender;
+  let flushed = 0;
+  let t1 = 0;
+  const recipient = await connect(relayUrl, to, {
+    beforeRegister: (c) => {
+      t1 = performance.now();
+      c.on("peer_envelope", () => void flushed++);
+    },
+  });
+  const flushMs = performance.now() - t1;
+  await recipient.close();
+  if (flushed !== stored) throw new Error(`flushed ${flushed} of ${stored} stored envelopes`);
+  return { stored, storePerSecond: stored / storeSeconds, flushMs, flushPerSecond: stored / (flushMs / 1000) };
+}
+
+/** Connect cost: open, challenge, register (a Schnorr verify on the relay), queue_drained, close. */
+export async function registers(relayUrl: string, o: { count: number; concurrency: number }): Promise<{ perSecond: number }> {
+  const users = Array.from({ length: o.count }, newUser);
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: o.concurrency }, async () => {
+      while (next < users.length) {
+        const c = await connect(relayUrl, users[next++]);
+        await c.close();
+      }
+    }),
+  );
+  return { perSecond: o.count / ((performance.now() - t0) / 1000) };
+}

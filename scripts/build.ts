@@ -1,0 +1,30 @@
+// Builds the Worker bundle exactly as `wrangler deploy` would upload it (wrangler's own bundler,
+// reading wrangler.toml), into dist/worker/. `npm run build`; scripts/serve.ts calls it on start.
+import { spawnSync } from "node:child_process";
+import { rmSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
+export const BUNDLE_DIR = join(ROOT, "dist", "worker");
+
+export function buildWorker(outDir = BUNDLE_DIR): void {
+  rmSync(outDir, { recursive: true, force: true });
+  const res = spawnSync(
+    process.execPath,
+    [join(ROOT, "node_modules", "wrangler", "bin", "wrangler.js"), "deploy", "--dry-run", "--outdir", outDir],
+    {
+      cwd: ROOT,
+      env: { ...process.env, WRANGLER_SEND_METRICS: "false", WRANGLER_LOG: "warn", NO_COLOR: "1" },
+      encoding: "utf8",
+    },
+  );
+  if (res.status !== 0) {
+    throw new Error(`wrangler could not build the Worker (exit ${res.status}):\n${res.stdout}${res.stderr}`);
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  buildWorker();
+  console.log(`built ${BUNDLE_DIR}`);
+}

@@ -1,0 +1,163 @@
+// The workerd config is generated from wrangler.toml: these tests read the real wrangler.toml
+// through wrangler's own reader and check that everything in it reaches the config, and that
+// what the generator cannot carry over stops it.
+import { mkdtempSync, mkdirSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import {
+  ConfigError,
+  capnpString,
+  durableClasses,
+  listBundle,
+  moduleTypeOf,
+  plan,
+  workerdConfig,
+  type WranglerConfig,
+} from "../../../scripts/workerd-config";
+
+const root = new URL("../../../", import.meta.url).pathname;
+
+async function wranglerToml(): Promise<WranglerConfig> {
+  const { unstable_readConfig } = await import("wrangler");
+  return unstable_readConfig({ config: join(root, "wrangler.toml") }) as unknown as WranglerConfig;
+}
+
+function fakeBundle(files: Record<string, string>): string {
+  const dir = mkdtempSync(join(tmpdir(), "bundle-"));
+  for (const [name, text] of Object.entries(files)) {
+    mkdirSync(join(dir, name, ".."), { recursive: true });
+    writeFileSync(join(dir, name), text);
+  }
+  return dir;
+}
+
+const base = (dir: string, cfg: WranglerConfig, env: Record<string, string> = {}) =>
+  workerdConfig(cfg, {
+    listen: "127.0.0.1:8787",
+    dataDir: "/srv/relay/data",
+    adminAddress: "unix:/run/relay/admin.sock",
+    configDir: join(dir, "..", "run"),
+    modules: listBundle(dir, cfg),
+    env,
+  });
+
+describe("the config generated from this repository's wrangler.toml", () => {
+  it("has every Durable Object binding, class and setting that wrangler.toml declares", async () => {
+    const cfg = await wranglerToml();
+    const p = plan(cfg, {});
+    expect(p.compatibilityDate).toBe(cfg.compatibility_date);
+    expect(p.compatibilityFlags).toEqual(cfg.compatibility_flags);
+    const bindings = cfg.durable_objects?.bindings ?? [];
+    expect(bindings.length).toBeGreaterThan(0);
+    expect(p.durableBindings).toEqual(bindings.map((b) => ({ name: b.name, className: b.class_name })));
+    for (const b of bindings) {
+      const ns = p.namespaces.find((n) => n.className === b.class_name);
+      expect(ns, b.class_name).toBeDefined();
+      // Every relay object keeps its state in SQLite, on Cloudflare and self-hosted alike.
+      expect(ns!.sqlite).toBe(cfg.migrations!.some((m) => m.new_sqlite_classes?.includes(b.class_name)));
+    }
+    expect(p.vars.map((v) => v.name).sort()).toEqual(Object.keys(cfg.vars ?? {}).sort());
+    expect(p.outboundAllow).toEqual(["public"]);
+  });
+
+  it("renders as a workerd config that embeds the bundle's modules by their rules", async () => {
+    const cfg = await wranglerToml();
+    const dir = fakeBundle({ "index.js": "export default {}", "abc-0001_init.sql": "CREATE TABLE t (x);", "index.js.map": "{}", "README.md": "" });
+    const text = base(dir, cfg);
+    expect(text).toContain('(name = "index.js", esModule = embed "../');
+    expect(text).toContain('(name = "abc-0001_init.sql", text = embed "../');
+    expect(text).not.toContain("index.js.map");
+    expect(text).toContain(`compatibilityDate = "${cfg.compatibility_date}"`);
+    expect(text).toContain('(name = "RELAY_RUNTIME", text = "workerd")');
+    expect(text).toContain('durableObjectStorage = (localDisk = "data")');
+    expect(text).toContain('disk = (path = "/srv/relay/data", writable = true)');
+    expect(text).toContain('address = "127.0.0.1:8787"');
+    expect(text).toContain('entrypoint = "RelayAdmin"');
+    expect(text).toContain('globalOutbound = "internet"');
+    for (const b of cfg.durable_objects!.bindings!) {
+      expect(text).toContain(`(name = "${b.name}", durableObjectNamespace = (className = "${b.class_name}"))`);
+    }
+  });
+});
+
+describe("settings and secrets", () => {
+  const cfg: WranglerConfig = {
+    name: "r",
+    compatibility_date: "2026-01-01",
+    vars: { RELAY_NAME: "default name", LIMITS: { a: 1 } },
+    secrets: { required: ["VAPID_PRIVATE_KEY"] },
+  };
+
+  it("takes a [vars] value from the environment when set there, JSON for JSON vars", () => {
+    const p = plan(cfg, { RELAY_NAME: "Example relay", LIMITS: '{"a":2}', UNRELATED: "x" });
+    expect(p.vars).toEqual([
+      { name: "RELAY_NAME", value: "Example relay", from: "environment" },
+      { name: "LIMITS", value: { a: 2 }, from: "environment" },
+    ]);
+    expect(plan(cfg, {}).vars[0]).toEqual({ name: "RELAY_NAME", value: "default name", from: "wrangler.toml" });
+    expect(() => plan(cfg, { LIMITS: "not json" })).toThrow(ConfigError);
+  });
+
+  it("reads secrets from the environment at workerd's start and never writes them", () => {
+    const dir = fakeBundle({ "index.js": "" });
+    const text = base(dir, cfg, { VAPID_PRIVATE_KEY: "very-secret" });
+    expect(text).toContain('(name = "VAPID_PRIVATE_KEY", fromEnvironment = "VAPID_PRIVATE_KEY")');
+    expect(text).not.toContain("very-secret");
+    expect(text).toContain('(name = "LIMITS", json = "{\\"a\\":1}")');
+  });
+
+  it("refuses a wrangler.toml that sets the runtime marker itself", () => {
+    expect(() => plan({ ...cfg, vars: { RELAY_RUNTIME: "x" } }, {})).toThrow(/RELAY_RUNTIME/);
+  });
+});
+
+describe("Durable Object classes from the migrations", () => {
+  it("replays new, renamed and deleted classes; a renamed class keeps its data", () => {
+    const classes = durableClasses({
+      migrations: [
+        { tag: "v1", new_sqlite_classes: ["A", "B"], new_classes: ["Old"] },
+        { tag: "v2", renamed_classes: [{ from: "A", to: "A2" }], deleted_classes: ["Old"] },
+      ],
+    });
+    expect([...classes]).toEqual([
+      ["B", { sqlite: true, storageName: "B" }],
+      ["A2", { sqlite: true, storageName: "A" }],
+    ]);
+  });
+
+  it("refuses a binding to a class no migration creates, or to another script", () => {
+    const cfg: WranglerConfig = { compatibility_date: "2026-01-01", migrations: [{ tag: "v1", new_sqlite_classes: ["A"] }] };
+    expect(() => plan({ ...cfg, durable_objects: { bindings: [{ name: "X", class_name: "Nope" }] } }, {})).toThrow(/Nope/);
+    expect(() => plan({ ...cfg, durable_objects: { bindings: [{ name: "X", class_name: "A", script_name: "other" }] } }, {})).toThrow(/other/);
+  });
+});
+
+describe("what the generator cannot carry over", () => {
+  it("stops at bindings workerd serve does not provide here, naming them", () => {
+    const cfg: WranglerConfig = { compatibility_date: "2026-01-01" };
+    expect(() => plan({ ...cfg, kv_namespaces: [{ binding: "K", id: "x" }] }, {})).toThrow(/kv_namespaces/);
+    expect(() => plan({ ...cfg, triggers: { crons: ["* * * * *"] } }, {})).toThrow(/triggers\.crons/);
+    expect(() => plan({ ...cfg, queues: { producers: [{ queue: "q", binding: "Q" }] } }, {})).toThrow(/queues/);
+    expect(() => plan({ ...cfg, unsafe: {}, queues: { producers: [], consumers: [] }, services: [] }, {})).not.toThrow();
+  });
+
+  it("stops at a bundle file no module rule types", () => {
+    const dir = fakeBundle({ "index.js": "", "weird.xyz": "" });
+    expect(() => listBundle(dir, { compatibility_date: "2026-01-01" })).toThrow(/weird\.xyz/);
+  });
+});
+
+describe("module rules and literals", () => {
+  it("types files as wrangler's rules do, configured rules first", () => {
+    expect(moduleTypeOf("abc-0001_init.sql")).toBe("Text");
+    expect(moduleTypeOf("deep/x.wasm")).toBe("CompiledWasm");
+    expect(moduleTypeOf("a.bin")).toBe("Data");
+    expect(moduleTypeOf("a.sql", [{ type: "Data", globs: ["**/*.sql"] }])).toBe("Data");
+    expect(moduleTypeOf("a.xyz")).toBeNull();
+  });
+
+  it("escapes Cap'n Proto string literals", () => {
+    expect(capnpString('a "b" \\ c\n\u0001é')).toBe('"a \\"b\\" \\\\ c\\n\\x01é"');
+  });
+});
