@@ -126,6 +126,8 @@ interface PeerState {
   seenEphemerals: string[];
   /** When this side last asked the peer to re-send its hello. */
   lastRehello: number;
+  /** When this side last answered a peer's new hello with a fresh one (dropping a session). */
+  lastAnswer: number;
 }
 
 const emptyStats = (): TrafficStats => ({ frames: {}, bytes: 0 });
@@ -319,6 +321,7 @@ export class SyncEngine {
       incompatible: false,
       seenEphemerals: [],
       lastRehello: -Infinity,
+      lastAnswer: -Infinity,
     };
   }
 
@@ -447,6 +450,11 @@ export class SyncEngine {
     if (bytes[0] === KIND_RATCHET) {
       if (!state.session) {
         this.emit("dropped", peer, "no-session");
+        // A member we had a session with on this connection seals to a session we do not hold
+        // (ours was re-keyed, or our request was not answered): ask again. A revoked or unknown
+        // device never had one, so its frames are dropped without a word.
+        const entry = state.peerDevice ? this.rosterEntry(state.peerDevice) : null;
+        if (entry && !entry.revoked) this.requestRehello(peer, state);
         return null;
       }
       const r = state.session.open(bytes);
@@ -545,12 +553,22 @@ export class SyncEngine {
     if (verdict !== "accept") return this.emit("helloRefused", peer, verdict);
     const eph = bytesToHex(h.ephemeral);
     if (state.seenEphemerals.includes(eph)) return; // a replayed hello changes nothing
+    // A new hello while a session exists (or after ours was used): the peer started afresh or asks
+    // us to re-send ours. Answer with a fresh one; the session is then derived from both. Answers
+    // are rate-limited like requests, so a stale hello (replayed from beyond the remembered ones)
+    // cannot start an endless exchange of answers; the next request after the interval re-keys.
+    const answer = !!state.session || !state.mine?.secret;
+    const now = this.clock.physical();
+    // Half the request interval, so that a peer's next request (rate-limited by the full interval
+    // on its own clock) is never refused for arriving a little early.
+    if (answer && now - state.lastAnswer < this.rehelloInterval / 2) return this.emit("helloRefused", peer, "answered too recently");
     state.seenEphemerals.push(eph);
     if (state.seenEphemerals.length > L.ratchet_hellos_remembered) state.seenEphemerals.shift();
     state.held = undefined;
-    // A new hello while a session exists (or after ours was used): the peer started afresh or asks
-    // us to re-send ours. Answer with a fresh one; the session is then derived from both.
-    if (state.session || !state.mine?.secret) this.sendRatchetHello(peer, state);
+    if (answer) {
+      state.lastAnswer = now;
+      this.sendRatchetHello(peer, state);
+    }
     if (!state.mine?.secret) return;
     const session = openSession({ groupKey: this.identity!.group.groupKey, mine: state.mine, theirs: h.ephemeral, selfId: this.opts.selfId()!, peerId: peer });
     if (!session) return this.emit("helloRefused", peer, "degenerate ephemeral key");
@@ -568,10 +586,14 @@ export class SyncEngine {
    */
   private requestRehello(peer: string, state: PeerState): void {
     const now = this.clock.physical();
-    if (now - state.lastRehello < (this.opts.rehelloIntervalMs ?? L.rehello_interval_ms)) return;
+    if (now - state.lastRehello < this.rehelloInterval) return;
     state.lastRehello = now;
     this.emit("rehello", peer);
     this.sendRatchetHello(peer, state);
+  }
+
+  private get rehelloInterval(): number {
+    return this.opts.rehelloIntervalMs ?? L.rehello_interval_ms;
   }
 
   /** The roster changed: end sessions with devices no longer listed as members, re-check held hellos. */

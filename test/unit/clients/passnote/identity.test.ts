@@ -3,7 +3,7 @@
 // replayed or reordered session frames.
 import { describe, expect, it } from "vitest";
 import { MemoryBus, type MemoryTransport } from "../../../../clients/passnote/memory-bus";
-import { PassnotePeer } from "../../../../clients/passnote/peer";
+import { PassnotePeer, type PassnotePeerOptions } from "../../../../clients/passnote/peer";
 import { bytesToHex, randomBytes } from "../../../../shared/encoding";
 import { formatHlc } from "../../../../shared/passnote/hlc";
 import { ROSTER_COLLECTION, keyTagOf, signRosterRecord, type DeviceIdentity } from "../../../../shared/passnote/roster";
@@ -15,23 +15,23 @@ import { sleep, waitFor } from "../../../helpers/wait";
 
 const PLAIN_TYPES = new Set(["handshake", "ratchet-hello", "hello", "poke", "state", "delta", "reconcile"]);
 
-async function join(bus: MemoryBus, identity: DeviceIdentity, node: string) {
+async function join(bus: MemoryBus, identity: DeviceIdentity, node: string, opts: Partial<PassnotePeerOptions> = {}) {
   const t = await bus.connect();
   const received = recorder(t).frames;
   const sent = tapSends(t);
-  const peer = new PassnotePeer({ transport: t, identity, node });
+  const peer = new PassnotePeer({ transport: t, identity, node, ...opts });
   return { t, peer, received, sent };
 }
 
 type Member = Awaited<ReturnType<typeof join>>;
 
 /** Owner alice and member bob (admitted before either connects), with an open session. */
-async function twoMembers() {
+async function twoMembers(opts: Partial<PassnotePeerOptions> = {}) {
   const bus = new MemoryBus();
   const { owner, devices } = newGroup(1);
-  const a = await join(bus, owner, "alice");
+  const a = await join(bus, owner, "alice", opts);
   a.peer.admit(pubOf(devices[0]));
-  const b = await join(bus, devices[0], "bob");
+  const b = await join(bus, devices[0], "bob", opts);
   await waitFor(() => hasSession(a, b) && hasSession(b, a), { what: "sessions" });
   return { bus, owner, bob: devices[0], a, b };
 }
@@ -316,5 +316,34 @@ describe("seed 001 identity mode: session frames", () => {
     const counters = toB.map((f) => bytesToHex(f.subarray(1, 9)));
     expect(new Set(counters).size).toBe(toB.length);
     expect(decodeMessage(toB[0].subarray(9))).toBeNull(); // ciphertext, not a frame
+  });
+
+  it("a stale hello replayed from beyond the remembered ones does not start an endless exchange: the peers re-key and sync", async () => {
+    const { owner, a, b } = await twoMembers({ rehelloIntervalMs: 200 });
+    const stale = b.sent.filter(([, f]) => f[0] === KIND_PLAIN).find(([, f]) => decodeMessage(openPlain(owner.group.rosterKey, f)!)?.type === "ratchet-hello")![1];
+    (a.peer.engine as any).peersState.get(b.t.self!).seenEphemerals.length = 0; // as if it fell out of the window
+    const hellos = (m: Member) => plainOf(owner.group.rosterKey, m.sent).filter((x) => x.type === "ratchet-hello").length;
+    const before = [hellos(a), hellos(b)];
+    await a.peer.engine.receive(b.t.self!, stale);
+    await sleep(150);
+    const after = [hellos(a) - before[0], hellos(b) - before[1]];
+    expect(Math.max(...after)).toBeLessThanOrEqual(2);
+    await sleep(150);
+    expect([hellos(a) - before[0], hellos(b) - before[1]]).toEqual(after); // it stopped
+    await waitFor(() => hasSession(a, b) && hasSession(b, a), { what: "sessions again" });
+    a.peer.put("notes", "after-stale", 1);
+    await waitFor(() => b.peer.get("notes", "after-stale") === 1, { what: "sync after re-key" });
+  });
+
+  it("inst: a restarted identity-mode peer (new token on a live connection) gets a new session and syncs again", async () => {
+    const { a, b, bob } = await twoMembers();
+    const restarted: string[] = [];
+    a.peer.engine.on("restarted", (p) => void restarted.push(p));
+    b.peer.detach();
+    const b2 = new PassnotePeer({ transport: b.t, identity: bob, node: "bob" });
+    b2.put("notes", "after-restart", 1);
+    await waitFor(() => restarted.length === 1, { what: "restart seen" });
+    await waitFor(() => a.peer.get("notes", "after-restart") === 1, { what: "sync after restart" });
+    expect(b2.engine.peerInfo(a.t.self!)?.session).toBe(true);
   });
 });
