@@ -243,6 +243,7 @@ export class SyncEngine {
   revoke(device: string): WireRecord {
     const entry = this.rosterEntry(device);
     if (!this.isOwner || !entry) throw new Error("only the group's owner revokes, and only a listed device");
+    if (device === this.identity!.deviceId) throw new Error("the owner cannot revoke itself: found a new group instead");
     return this.write(ROSTER_COLLECTION, signRosterRecord(this.identity!.deviceKey, entry.pub, true, this.clock.tick()));
   }
 
