@@ -129,9 +129,11 @@ describe("seed 001 identity mode: the roster", () => {
   });
 
   it("applications cannot write the roster collection; only the owner admits and revokes", async () => {
-    const { a, b } = await twoMembers();
+    const { owner, bob, a, b } = await twoMembers();
     expect(() => a.peer.put(ROSTER_COLLECTION, "k", 1)).toThrow();
     expect(() => b.peer.admit(randomBytes(32))).toThrow();
+    expect(() => b.peer.revoke(idOf(bob))).toThrow();
+    expect(() => a.peer.revoke(idOf(owner))).toThrow(); // the owner cannot revoke itself
   });
 });
 
