@@ -55,7 +55,7 @@ describe("seed 001 identity mode over a sync room", () => {
     for (const m of [a, b]) m.peer.engine.on("helloRefused", (_p, why) => void refused.push(why));
     const r = await device(revoked, "mallory");
     const s = await device(stranger, "eve");
-    await waitFor(() => refused.filter((x) => x === "revoked device").length === 2, { what: "the revoked device refused by both" });
+    await waitFor(() => refused.filter((x) => x === "revoked device").length >= 2, { what: "the revoked device refused by both" });
     await waitFor(() => a.peer.engine.peerInfo(s.t.self!)?.held && b.peer.engine.peerInfo(s.t.self!)?.held, { what: "the stranger's hello held" });
     a.peer.put("vault", "after-join", { secret: "written while they listen" });
     b.peer.put("journal", "entry-1", "bob's journal");

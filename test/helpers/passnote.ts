@@ -1,5 +1,6 @@
 // Passnote test helpers: a contract suite every transport runs, group keys, two synced peers,
-// and datasets with a known number of differences.
+// datasets with a known number of differences, and for identity mode: founded groups and an
+// outsider's view (with the roster key) of everything a peer received or sent.
 import { describe, expect, it } from "vitest";
 import { BROADCAST } from "../../shared/passnote/room";
 import { formatHlc } from "../../shared/passnote/hlc";
