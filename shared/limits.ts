@@ -74,6 +74,12 @@ export const PASSNOTE_LIMITS = {
   handshake_max_versions: 16,
   /** Capabilities listed in one handshake. */
   handshake_max_capabilities: 32,
+  /** Identity mode: milliseconds between two re-send-your-hello requests to one peer (the rate limit). */
+  rehello_interval_ms: 5_000,
+  /** Identity mode: ephemeral keys of accepted ratchet-hellos remembered per peer (a replayed hello changes nothing). */
+  ratchet_hellos_remembered: 8,
+  /** Identity mode: how far ahead of the expected counter a ratcheted frame may be and still open (skipped keys are discarded). */
+  ratchet_max_skip: 1_024,
 } as const;
 
 export const MINCA_ROOM_LIMITS = {

@@ -1,7 +1,8 @@
-// The reference Passnote peer: an in-memory store, no device identity (every frame under the
-// passphrase key), syncing with the other devices of its group over one Transport (a relay sync
-// room in production, the in-memory bus in tests). The protocol is shared/passnote/sync.ts; this
-// file binds it to a transport.
+// The reference Passnote peer: an in-memory store, syncing with the other devices of its group
+// over one Transport (a relay sync room in production, the in-memory bus in tests). Identity mode
+// is the default (`identity`: the group's credentials and this device's key; plain frames under
+// the roster key, user data in ratchet sessions); passphrase-only mode is chosen by giving `key`
+// instead. The protocol is shared/passnote/sync.ts; this file binds it to a transport.
 import { bytesToHex, randomBytes } from "../../shared/encoding";
 import type { Value } from "../../shared/passnote/codec";
 import { MemoryStore } from "../../shared/passnote/records";
@@ -9,11 +10,13 @@ import { SyncEngine, type SyncEngineOptions } from "../../shared/passnote/sync";
 import type { WireRecord } from "../../shared/passnote/wire";
 import type { Transport } from "./transport";
 
-export interface PassnotePeerOptions extends Partial<Omit<SyncEngineOptions, "transmit" | "selfId" | "key">> {
+export interface PassnotePeerOptions extends Partial<Omit<SyncEngineOptions, "transmit" | "selfId">> {
   transport: Transport;
-  /** 32-byte passphrase key. */
-  key: Uint8Array;
+  // One of the two (identity wins if both are given):
+  //   identity  identity mode (the default): the group's credentials and this device's Ed25519 key;
+  //   key       passphrase-only mode: the 32-byte passphrase key is the only membership.
 }
+
 
 export class PassnotePeer {
   readonly engine: SyncEngine;
@@ -57,6 +60,16 @@ export class PassnotePeer {
   get(collection: string, key: string): Value | undefined {
     const r = this.engine.store.get(collection, key);
     return r && !r.is_deleted ? r.value : undefined;
+  }
+
+  /** Identity mode, owner only: admits a device by its Ed25519 public key. */
+  admit(pub: Uint8Array): WireRecord {
+    return this.engine.admit(pub);
+  }
+
+  /** Identity mode, owner only: revokes a device; it is refused sessions from then on. */
+  revoke(device: string): WireRecord {
+    return this.engine.revoke(device);
   }
 
   forceSync(): void {

@@ -2,8 +2,14 @@
 // under it (seed 001, "The layer stack"): transport message = nonce (24 random bytes) ‖
 // XChaCha20-Poly1305(passphrase key, nonce, frame), no associated data (profile). Anything that
 // fails to open is dropped silently by the caller.
+//
+// With device identities every transport message starts with a kind byte: 0x00 plain (the same
+// sealing, under the roster key) or 0x01 ratcheted (session.ts).
 import { xchacha20poly1305 } from "@noble/ciphers/chacha.js";
-import { randomBytes } from "../encoding";
+import { concatBytes, randomBytes } from "../encoding";
+
+export const KIND_PLAIN = 0x00;
+export const KIND_RATCHET = 0x01;
 
 export const NONCE_BYTES = 24;
 export const TAG_BYTES = 16;
@@ -25,4 +31,14 @@ export function openFrame(key: Uint8Array, sealed: Uint8Array): Uint8Array | nul
   } catch {
     return null;
   }
+}
+
+/** Identity mode: 0x00 ‖ nonce ‖ XChaCha20-Poly1305(roster key, nonce, frame). */
+export function sealPlain(rosterKey: Uint8Array, frame: Uint8Array): Uint8Array {
+  return concatBytes(Uint8Array.of(KIND_PLAIN), sealFrame(rosterKey, frame));
+}
+
+/** The frame of a plain (kind 0x00) message, or null. Never throws. */
+export function openPlain(rosterKey: Uint8Array, sealed: Uint8Array): Uint8Array | null {
+  return sealed.length > 0 && sealed[0] === KIND_PLAIN ? openFrame(rosterKey, sealed.subarray(1)) : null;
 }

@@ -1,5 +1,6 @@
 // Passnote test helpers: a contract suite every transport runs, group keys, two synced peers,
-// and datasets with a known number of differences.
+// datasets with a known number of differences, and for identity mode: founded groups and an
+// outsider's view (with the roster key) of everything a peer received or sent.
 import { describe, expect, it } from "vitest";
 import { BROADCAST } from "../../shared/passnote/room";
 import { formatHlc } from "../../shared/passnote/hlc";
@@ -7,6 +8,9 @@ import { randomBytes } from "../../shared/encoding";
 import type { MemoryStore } from "../../shared/passnote/records";
 import type { Transport } from "../../clients/passnote/transport";
 import { waitFor } from "./wait";
+import { deviceIdOf, devicePublicKey, foundGroup, newDeviceKey, type DeviceIdentity } from "../../shared/passnote/roster";
+import { KIND_RATCHET, openPlain } from "../../shared/passnote/seal";
+import { decodeMessage, type Message } from "../../shared/passnote/wire";
 
 export type Connect = () => Promise<Transport>;
 
@@ -121,4 +125,58 @@ export function sameRecords(a: MemoryStore, b: MemoryStore, collection = "notes"
   const sa = a.summary(collection);
   const sb = b.summary(collection);
   return sa.count === sb.count && sa.fingerprint.every((x, i) => x === sb.fingerprint[i]);
+}
+
+// ---- identity mode -------------------------------------------------------------------------------
+
+/** A founded group: the owner's identity and `others` more devices (not admitted yet). */
+export function newGroup(others = 1): { owner: DeviceIdentity; devices: DeviceIdentity[] } {
+  const owner = foundGroup();
+  return { owner, devices: Array.from({ length: others }, () => ({ group: owner.group, deviceKey: newDeviceKey() })) };
+}
+
+export const pubOf = (d: DeviceIdentity) => devicePublicKey(d.deviceKey);
+export const idOf = (d: DeviceIdentity) => deviceIdOf(pubOf(d));
+
+/** What one peer received, seen by someone holding the roster key (an outsider's best view). */
+export interface ReceivedView {
+  /** Every plain frame, decoded. */
+  plain: Message[];
+  /** Frames of kind 0x01 (ratcheted). */
+  ratcheted: number;
+  /** Frames that are neither. */
+  other: number;
+}
+
+export function viewReceived(rosterKey: Uint8Array, frames: Array<[string, Uint8Array]>): ReceivedView {
+  const view: ReceivedView = { plain: [], ratcheted: 0, other: 0 };
+  for (const [, f] of frames) {
+    const opened = openPlain(rosterKey, f);
+    const m = opened && decodeMessage(opened);
+    if (m) view.plain.push(m);
+    else if (f[0] === KIND_RATCHET) view.ratcheted++;
+    else view.other++;
+  }
+  return view;
+}
+
+/** Every collection name a set of messages mentions (state entries, deltas, reconciles). */
+export function collectionsNamed(messages: Message[]): Set<string> {
+  const names = new Set<string>();
+  for (const m of messages) {
+    if (m.type === "state") m.watermarks.forEach((w) => names.add(w.collection));
+    if (m.type === "delta" || m.type === "reconcile") names.add(m.collection);
+  }
+  return names;
+}
+
+/** Wraps a transport so that every frame it sends is also kept (to whom, bytes). */
+export function tapSends(t: Transport): Array<[string, Uint8Array]> {
+  const sent: Array<[string, Uint8Array]> = [];
+  const send = t.send.bind(t);
+  t.send = (to, frame) => {
+    sent.push([to, frame.slice()]);
+    return send(to, frame);
+  };
+  return sent;
 }

@@ -1,0 +1,81 @@
+// Passnote identity mode over a real relay (`wrangler dev`): two roster members converge in a sync
+// room through ratchet sessions, while a revoked device and a device never in the roster, both
+// holding the roster key (and the group key), learn no user collection name, watermark or record.
+import { afterEach, describe, expect, inject, it } from "vitest";
+import { PassnotePeer } from "../../clients/passnote/peer";
+import { RelayTransport } from "../../clients/passnote/relay-transport";
+import { MemoryStore } from "../../shared/passnote/records";
+import { ROSTER_COLLECTION, type DeviceIdentity } from "../../shared/passnote/roster";
+import { bytesToHex } from "../../shared/encoding";
+import { collectionsNamed, fillDifferent, idOf, newGroup, pubOf, recorder, sameRecords, viewReceived } from "../helpers/passnote";
+import { sleep, waitFor } from "../helpers/wait";
+
+const wsUrl = inject("relayUrl").replace(/^http/, "ws");
+const open: Array<{ close(): void }> = [];
+afterEach(() => {
+  for (const c of open.splice(0)) c.close();
+});
+
+async function device(identity: DeviceIdentity, node: string, store?: MemoryStore) {
+  const t = await RelayTransport.connect({ relayUrl: wsUrl, rosterKey: identity.group.rosterKey });
+  open.push(t);
+  const received = recorder(t).frames;
+  const peer = new PassnotePeer({ transport: t, identity, node, store });
+  return { t, peer, received };
+}
+
+describe("seed 001 identity mode over a sync room", () => {
+  it("two members converge through ratchet sessions; a revoked device and one never in the roster learn no user collection name, watermark or record", async () => {
+    const { owner, devices } = newGroup(3);
+    const [bob, revoked, stranger] = devices;
+    const aStore = new MemoryStore();
+    const bStore = new MemoryStore();
+    fillDifferent(aStore, bStore, { common: 10_000, differences: 50 }, "vault");
+    const a = await device(owner, "alice", aStore);
+    a.peer.admit(pubOf(bob));
+    a.peer.admit(pubOf(revoked));
+    a.peer.revoke(idOf(revoked));
+    const started = performance.now();
+    const b = await device(bob, "bob", bStore);
+    await waitFor(() => sameRecords(a.peer.store, b.peer.store, "vault"), { timeout: 30_000, what: "convergence" });
+    const ms = performance.now() - started;
+    expect(a.peer.store.size("vault")).toBe(10_024);
+    console.log(
+      `passnote identity-mode convergence, 10,000 records / 50 differences: ${JSON.stringify({
+        ms: Math.round(ms),
+        bytesAtoB: a.peer.engine.sent.bytes,
+        bytesBtoA: b.peer.engine.sent.bytes,
+        framesAtoB: a.peer.engine.sent.frames,
+        framesBtoA: b.peer.engine.sent.frames,
+      })}`,
+    );
+    await waitFor(() => b.peer.engine.rosterEntry(idOf(revoked))?.revoked, { what: "bob has the revocation" });
+
+    const refused: string[] = [];
+    for (const m of [a, b]) m.peer.engine.on("helloRefused", (_p, why) => void refused.push(why));
+    const r = await device(revoked, "mallory");
+    const s = await device(stranger, "eve");
+    await waitFor(() => refused.filter((x) => x === "revoked device").length >= 2, { what: "the revoked device refused by both" });
+    await waitFor(() => a.peer.engine.peerInfo(s.t.self!)?.held && b.peer.engine.peerInfo(s.t.self!)?.held, { what: "the stranger's hello held" });
+    a.peer.put("vault", "after-join", { secret: "written while they listen" });
+    b.peer.put("journal", "entry-1", "bob's journal");
+    a.peer.forceSync();
+    await waitFor(() => b.peer.get("vault", "after-join") && a.peer.get("journal", "entry-1"), { what: "members keep syncing" });
+    await sleep(200);
+
+    expect(a.peer.engine.sessionPeers()).toEqual([b.t.self]);
+    expect(b.peer.engine.sessionPeers()).toEqual([a.t.self]);
+    for (const outsider of [r, s]) {
+      const view = viewReceived(owner.group.rosterKey, outsider.received);
+      expect(view.plain.length).toBeGreaterThan(0);
+      expect(view.ratcheted).toBe(0);
+      expect(view.other).toBe(0);
+      expect([...collectionsNamed(view.plain)]).toEqual([ROSTER_COLLECTION]);
+      const everything = JSON.stringify(view.plain, (_k, v) => (v instanceof Uint8Array ? bytesToHex(v) : typeof v === "bigint" ? String(v) : v));
+      for (const secret of ["vault", "journal", "after-join", "entry-1", "written while they listen", "bob's journal", "changed "]) {
+        expect(everything).not.toContain(secret);
+      }
+      expect(outsider.peer.store.collectionNames()).toEqual([ROSTER_COLLECTION]);
+    }
+  });
+});
