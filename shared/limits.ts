@@ -157,6 +157,43 @@ export const WEBPUSH_LIMITS = {
   max_ttl_seconds: 2_419_200,
 } as const;
 
+export const MINCA_HOST_LIMITS = {
+  /** Versions in one POST /minca/v1/spaces/<id>/versions request. */
+  max_versions_per_request: 100,
+  /** Bytes of one such request's body; larger is refused with 413. */
+  max_request_bytes: 2_097_152,
+  /** Bytes of one version's JSON (as it arrived); larger is refused with too_large. */
+  max_version_bytes: 65_536,
+  /** Topic tags on one version. */
+  max_topics: 16,
+  /** Characters of a collection, a record key or a topic tag. */
+  max_name_chars: 256,
+  /** Founders in one constitution. */
+  max_founders: 16,
+  /** Versions one carried space holds; past it a request is refused with 507. */
+  max_space_versions: 10_000,
+  /** Bytes of versions one carried space holds; past it a request is refused with 507. */
+  max_space_bytes: 67_108_864,
+  /** Spaces (live passes) one account may have carried. */
+  max_spaces_per_account: 256,
+  /** Bytes of versions across the spaces one account carries (its carry space included); past it 507. */
+  max_account_bytes: 268_435_456,
+  /** sys.link records kept per account (the carry space's live links). */
+  max_links_per_account: 256,
+  /** Links per account a mailbox fetch is answered with: the most recently written. */
+  links_served_per_account: 64,
+  /** Seconds a read proof's Minca-Time may differ from the host's clock. */
+  read_proof_skew_seconds: 60,
+  /** Versions per page of a space's log when `limit` is not given, and the most it may ask for. */
+  page_max_items: 100,
+  /** Bytes of versions per page: a page stops before the version that would pass this (it always holds one). */
+  page_max_bytes: 1_048_576,
+  /** Longest long-poll `wait` on a space's log, in seconds. */
+  max_wait_seconds: 25,
+  /** Bytes of a CarryGrant body. */
+  max_grant_bytes: 16_384,
+} as const;
+
 export const LIMITS = {
   common: COMMON_LIMITS,
   tally: TALLY_LIMITS,
@@ -164,6 +201,7 @@ export const LIMITS = {
   minca_rooms: MINCA_ROOM_LIMITS,
   mailbox: MAILBOX_LIMITS,
   webpush: WEBPUSH_LIMITS,
+  minca_host: MINCA_HOST_LIMITS,
 } as const;
 
 export const CLOSE_CODES = {
