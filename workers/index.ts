@@ -4,6 +4,8 @@ export { PassnoteRoom } from "../durable-objects/passnote-room";
 export { MincaRoom } from "../durable-objects/minca-room";
 export { MincaMailbox } from "../durable-objects/minca-mailbox";
 export { RelayKeys } from "../durable-objects/relay-keys";
+export { MincaAccount } from "../durable-objects/minca-account";
+export { MincaSpace } from "../durable-objects/minca-space";
 import { app } from "./app";
 
 export default app;

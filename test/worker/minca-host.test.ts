@@ -1,0 +1,155 @@
+// The Minca host inside workerd (DESIGN section 8): accounts and spaces as Durable Objects, the
+// carry space's records driving them, durability across eviction, the alarm's link sweep, and
+// what carry:closed leaves in storage (nothing but the tombstone).
+import { SELF, env, evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { HostConnection, makeSpace, newAccount, withNote, writeVersion } from "../../clients/minca/host";
+import { linkTopic, passBody, passKey } from "../../shared/minca/carry";
+import { utf8Encode } from "../../shared/encoding";
+import { MINCA_HOST_LIMITS } from "../../shared/limits";
+
+const RELAY = "http://relay.test";
+const fetchSelf = ((input: RequestInfo | URL, init?: RequestInit) => SELF.fetch(input as string, init)) as typeof fetch;
+const spaceStub = (id: string) => env.MINCA_SPACE.get(env.MINCA_SPACE.idFromName(id));
+const accountStub = (did: string) => env.MINCA_ACCOUNT.get(env.MINCA_ACCOUNT.idFromName(did));
+const rows = (stub: DurableObjectStub, tables: string[]) =>
+  runInDurableObject(stub, (_i, state) => {
+    const out: Record<string, number> = {};
+    for (const t of tables) out[t] = state.storage.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM ${t}`).one().n;
+    return out;
+  });
+
+async function connected() {
+  const acct = await newAccount();
+  const host = new HostConnection(acct, RELAY, { fetch: fetchSelf });
+  await host.connect();
+  return { acct, host };
+}
+
+describe("DESIGN 8.3: the host's identity and connecting it", () => {
+  it("the information document names the host's did and name; the same did on every request", async () => {
+    const doc = (await (await SELF.fetch(`${RELAY}/`, { headers: { accept: "application/json" } })).json()) as any;
+    expect(doc.protocols.minca.host.did).toMatch(/^did:key:zDn/);
+    expect(doc.protocols.minca.host.name).toBe("edge-relay (local)");
+    expect(doc.limits.minca_host.links_served_per_account).toBe(64);
+    const again = (await (await SELF.fetch(`${RELAY}/`, { headers: { accept: "application/json" } })).json()) as any;
+    expect(again.protocols.minca.host.did).toBe(doc.protocols.minca.host.did);
+  });
+
+  it("seed §4.3: a CarryGrant failing the carrier's checks is refused with invalid_grant; a good one starts carrying", async () => {
+    const acct = await newAccount();
+    const host = new HostConnection(acct, RELAY, { fetch: fetchSelf });
+    const grant = await host.grant();
+    const post = (g: unknown) => SELF.fetch(`${RELAY}/minca/v1/host/accounts`, { method: "POST", body: JSON.stringify(g) });
+    const bad = await post({ ...grant, kind: "app" });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as any).error.code).toBe("invalid_grant");
+    expect((await post({ ...grant, pod: { dataPath: "a/../b", folder: "Minca" } })).status).toBe(400);
+    const ok = await post(grant);
+    expect(ok.status).toBe(201);
+    expect(await ok.json()).toEqual({ account: acct.root.did, carry_space: grant.carry.space });
+    expect((await post(grant)).status).toBe(201); // connecting again keeps what it holds
+    expect(await host.status()).toMatchObject({ account: acct.root.did, carry_space: grant.carry.space, spaces: 0 });
+    expect((await SELF.fetch(`${RELAY}/minca/v1/host/accounts/${(await newAccount()).root.did}`)).status).toBe(404);
+  });
+});
+
+describe("DESIGN 8.4: carried spaces", () => {
+  it("a space is carried only once a pass names it; its log survives eviction of both objects", async () => {
+    const { acct, host } = await connected();
+    const s = makeSpace(acct, "public");
+    const v = await writeVersion(acct, s, { collection: "std.note", key: "n1", body: { text: "hello" } });
+    const before = await SELF.fetch(`${RELAY}/minca/v1/spaces/${s.id}/versions`, { method: "POST", body: JSON.stringify([v]) });
+    expect(before.status).toBe(404);
+    expect(await host.pass(s)).toMatchObject({ accepted: true });
+    expect(await host.post(s.id, [v, v])).toEqual([
+      { id: v.id, accepted: true, seq: 1 },
+      { id: v.id, accepted: true, seq: 1 },
+    ]);
+    await evictDurableObject(spaceStub(s.id));
+    await evictDurableObject(accountStub(acct.root.did));
+    expect(await host.post(s.id, [v])).toEqual([{ id: v.id, accepted: true, seq: 1 }]);
+    const page = await host.fetchLog(s);
+    expect(page.items.map((i) => i.version)).toEqual([JSON.parse(JSON.stringify(v))]);
+    // the carry space's pass counts too: the account's bytes are all it has the host keep
+    expect(await host.status()).toMatchObject({ spaces: 1, versions: 2 });
+  });
+
+  it("a private space answers only a request proven with its read key: none 401, wrong 403", async () => {
+    const { acct, host } = await connected();
+    const s = makeSpace(acct, "private");
+    expect(await host.pass(s)).toMatchObject({ accepted: true });
+    const v = await writeVersion(acct, s, { collection: "std.note", key: "n1", body: { secret: 1 } });
+    expect(await host.post(s.id, [v])).toMatchObject([{ accepted: true, seq: 1 }]);
+    const url = `${RELAY}/minca/v1/spaces/${s.id}/versions`;
+    expect((await SELF.fetch(url)).status).toBe(401);
+    const other = makeSpace(acct, "private");
+    const wrong = new HostConnection(acct, RELAY, { fetch: fetchSelf });
+    await expect(wrong.fetchLog({ ...s, key: other.key })).rejects.toMatchObject({ status: 403, code: "read_proof_invalid" });
+    expect((await host.fetchLog(s)).items).toHaveLength(1);
+  });
+
+  it("a refused version leaves nothing: a records-only note writing a pass, a pass for a space its constitution does not hash to", async () => {
+    const { acct, host } = await connected();
+    const s = makeSpace(acct, "public");
+    const recordsOnly = new HostConnection(await withNote(acct, "/record"), RELAY, { fetch: fetchSelf });
+    recordsOnly.carry = host.carry;
+    expect(await recordsOnly.pass(s)).toMatchObject({ accepted: false, reason: "note_command" });
+    const t = makeSpace(acct, "public");
+    const mismatch = await writeVersion(acct, host.carry!, { collection: "sys.pass", key: passKey(s.id), body: passBody(t) });
+    expect(await host.post(host.carry!.id, [mismatch])).toMatchObject([{ accepted: false, reason: "pass_space_mismatch" }]);
+    expect(await rows(spaceStub(host.carry!.id), ["log"])).toEqual({ log: 0 });
+    expect(await host.status()).toMatchObject({ spaces: 0 });
+    expect(await rows(spaceStub(s.id), ["carriers", "log", "meta"])).toEqual({ carriers: 0, log: 0, meta: 0 });
+  });
+
+  it("over a space's bound the whole request is refused with 507 quota_exceeded", async () => {
+    const { acct, host } = await connected();
+    const s = makeSpace(acct, "public");
+    await host.pass(s);
+    await runInDurableObject(spaceStub(s.id), (_i, state) => {
+      state.storage.sql.exec("INSERT INTO log (id, bytes, version) VALUES ('bfiller', ?, '{}')", MINCA_HOST_LIMITS.max_space_bytes - 10);
+    });
+    const v = await writeVersion(acct, s, { collection: "c", key: "k", body: { x: 1 } });
+    await expect(host.post(s.id, [v])).rejects.toMatchObject({ status: 507, code: "quota_exceeded" });
+  });
+});
+
+describe("seed §4.2: links and carry:closed", () => {
+  it("the alarm sweeps expired links; a mailbox fetch never serves one", async () => {
+    const { acct, host } = await connected();
+    const blob = utf8Encode(`link ${Math.random()}`);
+    const topic = linkTopic(blob);
+    const now = Math.floor(Date.now() / 1000);
+    expect(await host.link("link:a", blob, now + 2)).toMatchObject({ accepted: true });
+    let page = (await (await SELF.fetch(`${RELAY}/minca/v1/mailbox/${topic}`)).json()) as any;
+    expect(page.items).toMatchObject([{ seq: 0, until: now + 2 }]);
+    await new Promise((r) => setTimeout(r, 2_100));
+    page = (await (await SELF.fetch(`${RELAY}/minca/v1/mailbox/${topic}`)).json()) as any;
+    expect(page.items).toEqual([]);
+    // the alarm set at the link's until has swept it (run it now in case it has not fired yet)
+    await runDurableObjectAlarm(accountStub(acct.root.did));
+    expect(await rows(accountStub(acct.root.did), ["links"])).toEqual({ links: 0 });
+    expect(await runInDurableObject(env.MINCA_MAILBOX.get(env.MINCA_MAILBOX.idFromName(topic)), (_i, st) => st.storage.sql.exec("SELECT * FROM link_accounts").toArray())).toEqual([]);
+  });
+
+  it("carry:closed: the host forgets every row it held for the account and the status answers 410", async () => {
+    const { acct, host } = await connected();
+    const p = makeSpace(acct, "private");
+    const q = makeSpace(acct, "public");
+    await host.pass(p);
+    await host.pass(q);
+    await host.post(p.id, [await writeVersion(acct, p, { collection: "c", key: "k", body: { a: 1 } })]);
+    await host.link("link:1", utf8Encode("blob"), Math.floor(Date.now() / 1000) + 600);
+    expect(await host.close()).toMatchObject({ accepted: true });
+    for (const id of [p.id, q.id, host.carry!.id]) expect(await rows(spaceStub(id), ["log", "carriers", "meta"])).toEqual({ log: 0, carriers: 0, meta: 0 });
+    expect(await rows(accountStub(acct.root.did), ["passes", "links", "usage"])).toEqual({ passes: 0, links: 0, usage: 0 });
+    const meta = await runInDurableObject(accountStub(acct.root.did), (_i, state) => state.storage.sql.exec<{ key: string }>("SELECT key FROM meta ORDER BY key").toArray().map((r) => r.key));
+    expect(meta).toEqual(["closed_at", "closed_space"]);
+    await expect(host.status()).rejects.toMatchObject({ status: 410, code: "carry_closed" });
+    await expect(host.connect()).rejects.toMatchObject({ status: 410 });
+    // connecting it again derives a new carry space (gen 1)
+    expect(await host.connect(1)).toMatchObject({ account: acct.root.did });
+    expect(await host.status()).toMatchObject({ spaces: 0 });
+  });
+});
