@@ -9,10 +9,13 @@ import type { HostResult } from "./minca-space";
 import { MIGRATIONS } from "../migrations/index";
 import type { ErrorCode } from "../shared/errors";
 import { base64urlDecode, base64urlEncode } from "../shared/encoding";
-import { MINCA_HOST_LIMITS } from "../shared/limits";
-import { readCarryRecord, type CarryStart } from "../shared/minca/carry";
+import { MINCA_HOST_LIMITS, MINCA_WAKE_LIMITS } from "../shared/limits";
+import { readCarryRecord, type CarryStart, type WakeBody } from "../shared/minca/carry";
+import { wakeMatches, wakePayload, wakeTopic, type Arrival } from "../shared/minca/wake";
+import { retryDelaySeconds, WebPushSender, type FetchLike, type PushOutcome } from "../shared/webpush/send";
+import { vapidKeys, vapidSubject } from "./relay-keys";
 import { bodyKeyOf } from "../shared/minca/space";
-import type { Outside, Version, VersionRefusal } from "../shared/minca/version";
+import type { Version, VersionRefusal } from "../shared/minca/version";
 import type { Env } from "../workers/env";
 
 export interface AccountStatus {
@@ -41,8 +44,22 @@ const fail = (status: number, code: ErrorCode, message: string): HostResult<neve
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
+interface PushRow extends Record<string, SqlStorageValue> {
+  id: number;
+  receiver: string;
+  endpoint: string;
+  payload: ArrayBuffer;
+  topic: string;
+  attempts: number;
+  p256dh: string;
+  auth: string;
+}
+
 export class MincaAccount extends DurableObject<Env> {
   private readonly sql: SqlStorage;
+  /** The fetch wakes go out with (tests may replace it). */
+  pushFetch: FetchLike = (url, init) => fetch(url, init);
+  private sender: WebPushSender | undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -94,8 +111,8 @@ export class MincaAccount extends DurableObject<Env> {
         carry_space: carry,
         spaces: count("passes"),
         links: count("links"),
-        wakes: 0,
-        receivers: 0,
+        wakes: count("wakes"),
+        receivers: count("receivers"),
         versions: used.v,
         bytes: used.b,
       },
@@ -109,7 +126,7 @@ export class MincaAccount extends DurableObject<Env> {
    * per version, null when it is taken (a refused one is not stored in the log either).
    * `closed` once carry:closed was read: everything is forgotten, and the rest is moot.
    */
-  async applyCarry(space: string, versions: Version[]): Promise<{ verdicts: CarryVerdict[]; closed: boolean }> {
+  async applyCarry(space: string, versions: Version[], opts: { loopbackPush?: boolean } = {}): Promise<{ verdicts: CarryVerdict[]; closed: boolean }> {
     const verdicts: CarryVerdict[] = [];
     const keyB64 = this.meta("carry_key");
     if (space !== this.meta("carry_space") || keyB64 === null) {
@@ -173,7 +190,7 @@ export class MincaAccount extends DurableObject<Env> {
           await this.mailbox(rec.topic).linkAccount(rec.topic, account);
           if (held && held.topic !== rec.topic) await this.unlinkIfNone(held.topic);
           await this.evictLinks();
-          await this.scheduleSweep();
+          await this.schedule();
           break;
         }
         case "link_deleted": {
@@ -184,6 +201,57 @@ export class MincaAccount extends DurableObject<Env> {
           }
           break;
         }
+        case "wake": {
+          const held = this.sql.exec<{ at: number }>("SELECT at FROM wakes WHERE key = ?", rec.key).toArray()[0];
+          if (!held && this.count("wakes") >= MINCA_WAKE_LIMITS.max_wakes_per_account) {
+            verdicts.push({ reason: "too_many_wakes", detail: `a host keeps at most ${MINCA_WAKE_LIMITS.max_wakes_per_account} wakes per account` });
+            continue;
+          }
+          if (!held || v.at >= held.at) {
+            this.sql.exec(
+              "INSERT INTO wakes (key, at, body) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET at = excluded.at, body = excluded.body",
+              rec.key,
+              v.at,
+              JSON.stringify(rec.wake),
+            );
+          }
+          break;
+        }
+        case "wake_deleted":
+          this.sql.exec("DELETE FROM wakes WHERE key = ? AND at <= ?", rec.key, v.at);
+          break;
+        case "receiver": {
+          const endpoint = rec.receiver.push.endpoint;
+          if (endpoint.startsWith("http:") && !opts.loopbackPush) {
+            verdicts.push({ reason: "invalid_receiver", detail: "a receiver's endpoint is an https URL" });
+            continue;
+          }
+          const held = this.sql.exec<{ at: number }>("SELECT at FROM receivers WHERE key = ?", rec.key).toArray()[0];
+          if (!held && this.count("receivers") >= MINCA_WAKE_LIMITS.max_receivers_per_account) {
+            verdicts.push({ reason: "too_many_receivers", detail: `a host keeps at most ${MINCA_WAKE_LIMITS.max_receivers_per_account} receivers per account` });
+            continue;
+          }
+          if (!held || v.at >= held.at) {
+            // Written again: a receiver its push service had said was gone is pushed to again.
+            this.sql.exec(
+              `INSERT INTO receivers (key, at, device, endpoint, p256dh, auth, gone) VALUES (?, ?, ?, ?, ?, ?, 0)
+               ON CONFLICT (key) DO UPDATE SET at = excluded.at, device = excluded.device, endpoint = excluded.endpoint,
+                 p256dh = excluded.p256dh, auth = excluded.auth, gone = 0`,
+              rec.key,
+              v.at,
+              rec.receiver.device,
+              endpoint,
+              rec.receiver.push.keys.p256dh,
+              rec.receiver.push.keys.auth,
+            );
+          }
+          break;
+        }
+        case "receiver_deleted":
+          if (this.sql.exec("DELETE FROM receivers WHERE key = ? AND at <= ?", rec.key, v.at).rowsWritten > 0) {
+            this.sql.exec("DELETE FROM pushes WHERE receiver = ?", rec.key);
+          }
+          break;
         default:
           break;
       }
@@ -234,16 +302,130 @@ export class MincaAccount extends DurableObject<Env> {
 
   // ---- wakes (DESIGN 8.5) ---------------------------------------------------------------------
 
-  /** New versions were stored in a space the account carries. */
-  async arrived(_space: string, _outsides: Outside[]): Promise<void> {}
+  /**
+   * New versions were stored (and answered) in a space the account carries: each that wakes one
+   * of its wakes queues one push per live receiver; the alarm sends them. A version that wakes
+   * nothing queues nothing, so it costs no outbound request.
+   */
+  async arrived(_space: string, arrivals: Array<{ arrival: Arrival; raw: string }>): Promise<void> {
+    const account = this.meta("account");
+    if (account === null || this.meta("carry_space") === null) return;
+    const wakes = this.sql.exec<{ body: string }>("SELECT body FROM wakes").toArray().map((r) => JSON.parse(r.body) as WakeBody);
+    if (wakes.length === 0) return;
+    const receivers = this.sql.exec<{ key: string; endpoint: string }>("SELECT key, endpoint FROM receivers WHERE gone = 0").toArray();
+    if (receivers.length === 0) return;
+    const now = Date.now();
+    let queued = 0;
+    this.ctx.storage.transactionSync(() => {
+      for (const { arrival, raw } of arrivals) {
+        if (!wakes.some((w) => wakeMatches(w, arrival, account))) continue;
+        const payload = toArrayBuffer(wakePayload(raw, arrival));
+        const topic = wakeTopic(arrival.id);
+        for (const r of receivers) {
+          this.sql.exec("INSERT INTO pushes (receiver, endpoint, payload, topic, next_at) VALUES (?, ?, ?, ?, ?)", r.key, r.endpoint, payload, topic, now);
+          queued++;
+        }
+      }
+      if (queued > 0) {
+        this.sql.exec(
+          "DELETE FROM pushes WHERE id IN (SELECT id FROM pushes ORDER BY id DESC LIMIT -1 OFFSET ?)",
+          MINCA_WAKE_LIMITS.max_pending_pushes,
+        );
+      }
+    });
+    if (queued > 0) await this.schedule();
+  }
 
-  // ---- alarm: expired links -------------------------------------------------------------------
+  // ---- alarm: expired links, pushes due -------------------------------------------------------
 
   async alarm(): Promise<void> {
     const expired = this.sql.exec<{ key: string; topic: string }>("SELECT key, topic FROM links WHERE until <= ?", nowSeconds()).toArray();
     this.sql.exec("DELETE FROM links WHERE until <= ?", nowSeconds());
     for (const topic of new Set(expired.map((e) => e.topic))) await this.unlinkIfNone(topic);
-    await this.scheduleSweep();
+    await this.sendDue();
+    await this.schedule();
+  }
+
+  /** Sends the pushes due, within this minute's budget (pushes_per_minute). */
+  private async sendDue(): Promise<void> {
+    const now = Date.now();
+    const minute = Math.floor(now / 60_000);
+    const sent = this.meta("push_minute") === String(minute) ? Number(this.meta("push_count") ?? 0) : 0;
+    const budget = MINCA_WAKE_LIMITS.pushes_per_minute - sent;
+    if (budget <= 0) return;
+    const due = this.sql
+      .exec<PushRow>(
+        `SELECT p.id, p.receiver, p.endpoint, p.payload, p.topic, p.attempts, r.p256dh, r.auth
+           FROM pushes p JOIN receivers r ON r.key = p.receiver AND r.endpoint = p.endpoint AND r.gone = 0
+          WHERE p.next_at <= ? ORDER BY p.next_at, p.id LIMIT ?`,
+        now,
+        budget,
+      )
+      .toArray();
+    // pushes to receivers removed, replaced or gone meanwhile
+    this.sql.exec(
+      `DELETE FROM pushes WHERE NOT EXISTS (
+         SELECT 1 FROM receivers r WHERE r.key = pushes.receiver AND r.endpoint = pushes.endpoint AND r.gone = 0)`,
+    );
+    if (due.length === 0) return;
+    this.setMeta("push_minute", String(minute));
+    this.setMeta("push_count", String(sent + due.length));
+    let sender: WebPushSender;
+    try {
+      sender = await this.pushSender();
+    } catch (err) {
+      console.error("minca account: no VAPID keys, wakes wait", err);
+      return;
+    }
+    await Promise.all(
+      due.map(async (p) => {
+        let outcome: PushOutcome;
+        try {
+          outcome = await sender.send({ endpoint: p.endpoint, keys: { p256dh: p.p256dh, auth: p.auth } }, new Uint8Array(p.payload), {
+            ttl: MINCA_WAKE_LIMITS.push_ttl_seconds,
+            urgency: "normal",
+            topic: p.topic,
+          });
+        } catch (err) {
+          console.error("minca account: a wake could not be built", err);
+          return void this.sql.exec("DELETE FROM pushes WHERE id = ?", p.id);
+        }
+        this.settle(p, outcome);
+      }),
+    );
+  }
+
+  /** Acts on a push service's answer as the Web Push sender says (RFC 8030 §5, DESIGN 8.5). */
+  private settle(p: PushRow, outcome: PushOutcome): void {
+    if (outcome.kind === "retry") {
+      const attempts = p.attempts + 1;
+      if (attempts < MINCA_WAKE_LIMITS.push_max_attempts) {
+        const delay = retryDelaySeconds(attempts, outcome.retryAfterSeconds, {
+          baseSeconds: MINCA_WAKE_LIMITS.push_retry_base_seconds,
+          maxSeconds: MINCA_WAKE_LIMITS.push_retry_max_seconds,
+          retryAfterMaxSeconds: MINCA_WAKE_LIMITS.push_retry_after_max_seconds,
+        });
+        this.sql.exec("UPDATE pushes SET attempts = ?, next_at = ? WHERE id = ?", attempts, Date.now() + delay * 1000, p.id);
+        return;
+      }
+      console.warn(`minca account: a wake was dropped after ${attempts} tries (last ${outcome.status})`);
+    } else if (outcome.kind === "gone") {
+      // Deletes nothing of the account's records: the receiver is not pushed to until it is written again.
+      this.sql.exec("UPDATE receivers SET gone = 1 WHERE key = ? AND endpoint = ?", p.receiver, p.endpoint);
+      this.sql.exec("DELETE FROM pushes WHERE receiver = ? AND endpoint = ?", p.receiver, p.endpoint);
+    } else if (outcome.kind === "rejected") {
+      console.error(`minca account: a push service answered ${outcome.status}: ${outcome.detail}`);
+    }
+    this.sql.exec("DELETE FROM pushes WHERE id = ?", p.id);
+  }
+
+  private async pushSender(): Promise<WebPushSender> {
+    this.sender ??= new WebPushSender({
+      keys: await vapidKeys(this.env),
+      subject: vapidSubject(this.env),
+      fetch: (url, init) => this.pushFetch(url, init),
+    });
+    return this.sender;
   }
 
   // ---- internals ------------------------------------------------------------------------------
@@ -257,7 +439,8 @@ export class MincaAccount extends DurableObject<Env> {
       await this.mailbox(topic).unlinkAccount(topic, account);
     }
     this.ctx.storage.transactionSync(() => {
-      for (const t of ["passes", "links", "usage", "meta"]) this.sql.exec(`DELETE FROM ${t}`);
+      for (const t of ["passes", "links", "usage", "wakes", "receivers", "pushes", "meta"]) this.sql.exec(`DELETE FROM ${t}`);
+      this.sql.exec("DELETE FROM sqlite_sequence");
       this.setMeta("closed_at", String(Date.now()));
       if (carry !== null) this.setMeta("closed_space", carry);
     });
@@ -278,10 +461,21 @@ export class MincaAccount extends DurableObject<Env> {
     if (left === 0) await this.mailbox(topic).unlinkAccount(topic, this.meta("account")!);
   }
 
-  private async scheduleSweep(): Promise<void> {
-    const next = this.sql.exec<{ t: number | null }>("SELECT MIN(until) AS t FROM links").one().t;
-    if (next === null) return void (await this.ctx.storage.deleteAlarm());
-    await this.ctx.storage.setAlarm(next * 1000);
+  /** The alarm fires at the next link expiry or the next push due (the next minute when this one's budget is spent). */
+  private async schedule(): Promise<void> {
+    const until = this.sql.exec<{ t: number | null }>("SELECT MIN(until) AS t FROM links").one().t;
+    let push = this.sql.exec<{ t: number | null }>("SELECT MIN(next_at) AS t FROM pushes").one().t;
+    const minute = Math.floor(Date.now() / 60_000);
+    if (push !== null && this.meta("push_minute") === String(minute) && Number(this.meta("push_count")) >= MINCA_WAKE_LIMITS.pushes_per_minute) {
+      push = Math.max(push, (minute + 1) * 60_000);
+    }
+    const times = [until === null ? null : until * 1000, push].filter((t): t is number => t !== null);
+    if (times.length === 0) return void (await this.ctx.storage.deleteAlarm());
+    await this.ctx.storage.setAlarm(Math.min(...times));
+  }
+
+  private count(table: string): number {
+    return this.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table}`).one().n;
   }
 
   private remember(account: string): void {

@@ -10,7 +10,8 @@ import type { ErrorCode } from "../shared/errors";
 import { MINCA_HOST_LIMITS } from "../shared/limits";
 import { checkReadProof } from "../shared/minca/read-proof";
 import type { Constitution } from "../shared/minca/space";
-import { checkVersion, outsideOf, type Outside, type Version, type VersionRefusal } from "../shared/minca/version";
+import { checkVersion, outsideOf, rootOf, type Version, type VersionRefusal } from "../shared/minca/version";
+import type { Arrival } from "../shared/minca/wake";
 import type { Env } from "../workers/env";
 
 /** What an RPC call answers: a value, or the HTTP error the Worker turns it into. */
@@ -106,7 +107,7 @@ export class MincaSpace extends DurableObject<Env> {
   // ---- the log (called by the Worker) -------------------------------------------------------
 
   /** Runs each version through the gates and appends the accepted ones (DESIGN 8.2, 8.4). */
-  async append(space: string, arrived: Arrived[]): Promise<HostResult<{ results: VersionResult[] }>> {
+  async append(space: string, arrived: Arrived[], opts: { loopbackPush?: boolean } = {}): Promise<HostResult<{ results: VersionResult[] }>> {
     const constitution = this.constitutionOf(space);
     const carryOf = this.meta("carry_of");
     const carriers = this.carriers();
@@ -151,7 +152,7 @@ export class MincaSpace extends DurableObject<Env> {
     // In the carry space, the account's records drive the host: it judges passes and applies them first.
     let closed = false;
     if (ownMachinery) {
-      const applied = await this.account(carryOf).applyCarry(space, fresh.map((f) => f.version));
+      const applied = await this.account(carryOf).applyCarry(space, fresh.map((f) => f.version), opts);
       closed = applied.closed;
       for (const [i, verdict] of applied.verdicts.entries()) {
         if (verdict === null) continue;
@@ -177,17 +178,19 @@ export class MincaSpace extends DurableObject<Env> {
       for (const account of accounts) await this.account(account).charge(space, stored.length, added);
       for (const w of this.waiters) w();
       this.waiters.clear();
-      const outsides = stored.map((f) => outsideOf(f.version));
-      if (!ownMachinery) this.ctx.waitUntil(this.arrived(space, accounts, outsides));
+      // Pushing never delays accepting: the accounts hear of the new versions after the answer.
+      const arrivals = stored.map((f) => ({ arrival: { ...outsideOf(f.version), root: rootOf(f.version) }, raw: f.raw }));
+      if (!ownMachinery) this.ctx.waitUntil(this.arrived(space, accounts, arrivals));
     }
     return { ok: true, value: { results } };
   }
 
   /** After the answer: each carrying account hears of the new versions (wakes, DESIGN 8.5). */
-  private async arrived(space: string, accounts: string[], outsides: Outside[]): Promise<void> {
+  private async arrived(space: string, accounts: string[], arrivals: Array<{ arrival: Arrival; raw: string }>): Promise<void> {
+    await scheduler.wait(0);
     for (const account of accounts) {
       try {
-        await this.account(account).arrived(space, outsides);
+        await this.account(account).arrived(space, arrivals);
       } catch (err) {
         console.error("minca space: telling an account of new versions failed", err);
       }

@@ -194,6 +194,29 @@ export const MINCA_HOST_LIMITS = {
   max_grant_bytes: 16_384,
 } as const;
 
+export const MINCA_WAKE_LIMITS = {
+  /** sys.wake records kept per account; more are refused with too_many_wakes. */
+  max_wakes_per_account: 64,
+  /** sys.receiver records kept per account; more are refused with too_many_receivers. */
+  max_receivers_per_account: 32,
+  /** A wake carries the whole version only when the encrypted push message stays under this many bytes. */
+  push_max_bytes: 3_072,
+  /** Seconds a push service keeps an undelivered wake (RFC 8030 TTL): one day. */
+  push_ttl_seconds: 86_400,
+  /** Pushes one account's wakes may send per minute; more wait for the next minute. */
+  pushes_per_minute: 60,
+  /** Pushes waiting to be sent per account; past it the oldest are dropped. */
+  max_pending_pushes: 1_000,
+  /** Tries of one push before it is dropped (429 and 5xx are retried). */
+  push_max_attempts: 8,
+  /** First retry delay, seconds; doubles each try (a longer Retry-After wins). */
+  push_retry_base_seconds: 2,
+  /** Longest backoff delay, seconds. */
+  push_retry_max_seconds: 3_600,
+  /** Longest Retry-After honoured, seconds. */
+  push_retry_after_max_seconds: 86_400,
+} as const;
+
 export const LIMITS = {
   common: COMMON_LIMITS,
   tally: TALLY_LIMITS,
@@ -202,6 +225,7 @@ export const LIMITS = {
   mailbox: MAILBOX_LIMITS,
   webpush: WEBPUSH_LIMITS,
   minca_host: MINCA_HOST_LIMITS,
+  minca_wake: MINCA_WAKE_LIMITS,
 } as const;
 
 export const CLOSE_CODES = {

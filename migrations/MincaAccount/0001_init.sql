@@ -31,3 +31,33 @@ CREATE TABLE usage (
   versions INTEGER NOT NULL,
   bytes INTEGER NOT NULL
 );
+
+-- Wakes and receivers (DESIGN 8.5): the carry space's sys.wake and sys.receiver records as read,
+-- and the pushes still to send (one per receiver and version), retried by the alarm. A receiver
+-- whose push service answered 404/410 is marked gone until its record is written again.
+CREATE TABLE wakes (
+  key TEXT PRIMARY KEY,
+  at INTEGER NOT NULL,
+  body TEXT NOT NULL
+);
+
+CREATE TABLE receivers (
+  key TEXT PRIMARY KEY,
+  at INTEGER NOT NULL,
+  device TEXT NOT NULL,
+  endpoint TEXT NOT NULL,
+  p256dh TEXT NOT NULL,
+  auth TEXT NOT NULL,
+  gone INTEGER NOT NULL DEFAULT 0
+);
+
+CREATE TABLE pushes (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  receiver TEXT NOT NULL,
+  endpoint TEXT NOT NULL,
+  payload BLOB NOT NULL,
+  topic TEXT NOT NULL,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  next_at INTEGER NOT NULL
+);
+CREATE INDEX pushes_due ON pushes (next_at);

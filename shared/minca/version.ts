@@ -136,6 +136,9 @@ export const VERSION_REFUSALS = [
   "pass_space_mismatch",
   "pass_read_key_mismatch",
   "too_many_spaces",
+  "too_many_wakes",
+  "too_many_receivers",
+  "invalid_receiver",
 ] as const;
 export type VersionRefusal = (typeof VERSION_REFUSALS)[number];
 

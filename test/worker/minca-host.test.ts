@@ -7,6 +7,7 @@ import { HostConnection, makeSpace, newAccount, withNote, writeVersion } from ".
 import { linkTopic, passBody, passKey } from "../../shared/minca/carry";
 import { utf8Encode } from "../../shared/encoding";
 import { MINCA_HOST_LIMITS } from "../../shared/limits";
+import type { MincaAccount } from "../../durable-objects/minca-account";
 
 const RELAY = "http://relay.test";
 const fetchSelf = ((input: RequestInfo | URL, init?: RequestInit) => SELF.fetch(input as string, init)) as typeof fetch;
@@ -151,5 +152,71 @@ describe("seed §4.2: links and carry:closed", () => {
     // connecting it again derives a new carry space (gen 1)
     expect(await host.connect(1)).toMatchObject({ account: acct.root.did });
     expect(await host.status()).toMatchObject({ spaces: 0 });
+  });
+});
+
+describe("DESIGN 8.5: wakes and receivers", () => {
+  /** A browser-like subscription and an in-process push service answering `answers` (then 201). */
+  async function pushService(did: string, answers: number[] = []) {
+    const { p256 } = await import("@noble/curves/nist.js");
+    const { decryptPushMessage } = await import("../../shared/webpush/encrypt");
+    const { base64urlEncode, randomBytes } = await import("../../shared/encoding");
+    const uaPrivate = p256.utils.randomSecretKey();
+    const auth = randomBytes(16);
+    const got: Array<{ headers: Record<string, string>; body: string }> = [];
+    await runInDurableObject(accountStub(did) as DurableObjectStub<MincaAccount>, (inst: MincaAccount) => {
+      inst.pushFetch = async (_url: string, init: RequestInit) => {
+        got.push({ headers: init.headers as Record<string, string>, body: new TextDecoder().decode(decryptPushMessage(init.body as Uint8Array, uaPrivate, auth)) });
+        return new Response(null, { status: answers.shift() ?? 201 });
+      };
+    });
+    const push = { endpoint: `https://push.example/${Math.random().toString(36).slice(2)}`, keys: { p256dh: base64urlEncode(p256.getPublicKey(uaPrivate, false)), auth: base64urlEncode(auth) } };
+    return { push, got };
+  }
+
+  it("a matching version sends one push per receiver after it is answered; Topic from the version id; TTL one day; a non-matching one sends nothing", async () => {
+    const { acct, host } = await connected();
+    const s = makeSpace(acct, "public");
+    await host.pass(s);
+    const svc = await pushService(acct.root.did);
+    expect(await host.wake("wake:1", { v: 1, name: "New message", spaces: [s.id], collection: "std.message", topics: ["club"] })).toMatchObject({ accepted: true });
+    expect(await host.receiver("phone", svc.push)).toMatchObject({ accepted: true });
+    expect(await host.status()).toMatchObject({ wakes: 1, receivers: 1 });
+    const miss = await writeVersion(acct, s, { collection: "std.message", key: "m0", body: {}, topics: ["other"] });
+    const hit = await writeVersion(acct, s, { collection: "std.message", key: "m1", body: { t: 1 }, topics: ["club", "x"] });
+    await host.post(s.id, [miss, hit]);
+    await new Promise((r) => setTimeout(r, 100));
+    await runDurableObjectAlarm(accountStub(acct.root.did));
+    expect(svc.got).toHaveLength(1);
+    expect(JSON.parse(svc.got[0].body)).toEqual(JSON.parse(JSON.stringify(hit)));
+    const { wakeTopic } = await import("../../shared/minca/wake");
+    expect(svc.got[0].headers).toMatchObject({ TTL: "86400", Topic: wakeTopic(hit.id) });
+  });
+
+  it("a gone endpoint (410) is not pushed to again until its record is written again; 503 is retried by the alarm", async () => {
+    const { acct, host } = await connected();
+    const s = makeSpace(acct, "public");
+    await host.pass(s);
+    const svc = await pushService(acct.root.did, [503, 201, 410]);
+    await host.wake("wake:1", { v: 1, name: "any", spaces: "all", collection: "c" });
+    await host.receiver("phone", svc.push);
+    const send = async (key: string) => {
+      await host.post(s.id, [await writeVersion(acct, s, { collection: "c", key, body: {} })]);
+      await new Promise((r) => setTimeout(r, 50));
+      await runDurableObjectAlarm(accountStub(acct.root.did));
+    };
+    await send("a"); // 503
+    expect(svc.got).toHaveLength(1);
+    await runInDurableObject(accountStub(acct.root.did), (_i, st) => st.storage.sql.exec("UPDATE pushes SET next_at = 0"));
+    await runDurableObjectAlarm(accountStub(acct.root.did)); // retried: 201
+    expect(svc.got).toHaveLength(2);
+    await send("b"); // 410
+    expect(svc.got).toHaveLength(3);
+    await send("c"); // not pushed
+    expect(svc.got).toHaveLength(3);
+    expect(await host.status()).toMatchObject({ receivers: 1 });
+    await host.receiver("phone", svc.push); // written again
+    await send("d");
+    expect(svc.got).toHaveLength(4);
   });
 });
