@@ -104,6 +104,35 @@ describe("DESIGN 8.4: carried spaces", () => {
     expect(await rows(spaceStub(s.id), ["carriers", "log", "meta"])).toEqual({ carriers: 0, log: 0, meta: 0 });
   });
 
+  it("seed §4.2: when two accounts name one space, the later pass wins — its read key reads, the earlier one's no longer does", async () => {
+    const a = await connected();
+    const b = await connected();
+    const s = makeSpace(a.acct, "private", [a.acct.root.did, b.acct.root.did]);
+    expect(await a.host.pass(s)).toMatchObject({ accepted: true });
+    const { readKeyDid, readSeedOf } = await import("../../shared/minca/space");
+    const newKey = new Uint8Array(32).fill(9);
+    const later = writeVersion(b.acct, b.host.carry!, {
+      collection: "sys.pass",
+      key: passKey(s.id),
+      body: passBody({ constitution: s.constitution, key: newKey }, readKeyDid(readSeedOf(newKey))),
+      at: Date.now() + 1_000,
+    });
+    expect(await b.host.post(b.host.carry!.id, [await later])).toMatchObject([{ accepted: true }]);
+    expect((await b.host.fetchLog({ ...s, key: newKey })).items).toEqual([]);
+    await expect(a.host.fetchLog(s)).rejects.toMatchObject({ status: 403 });
+  });
+
+  it("seed §4.2: a deleted pass stops carrying that space for that account; with no other carrier the space is forgotten", async () => {
+    const { acct, host } = await connected();
+    const s = makeSpace(acct, "public");
+    await host.pass(s);
+    await host.post(s.id, [await writeVersion(acct, s, { collection: "c", key: "k", body: {} })]);
+    expect(await host.unpass(s)).toMatchObject({ accepted: true });
+    expect(await host.status()).toMatchObject({ spaces: 0 });
+    await expect(host.post(s.id, [await writeVersion(acct, s, { collection: "c", key: "k2", body: {} })])).rejects.toMatchObject({ status: 404 });
+    expect(await rows(spaceStub(s.id), ["log", "carriers", "meta"])).toEqual({ log: 0, carriers: 0, meta: 0 });
+  });
+
   it("over a space's bound the whole request is refused with 507 quota_exceeded", async () => {
     const { acct, host } = await connected();
     const s = makeSpace(acct, "public");
@@ -218,5 +247,25 @@ describe("DESIGN 8.5: wakes and receivers", () => {
     await host.receiver("phone", svc.push); // written again
     await send("d");
     expect(svc.got).toHaveLength(4);
+  });
+
+  it("bound: at most pushes_per_minute pushes per account per minute; the rest wait for the next minute", async () => {
+    const { acct, host } = await connected();
+    const s = makeSpace(acct, "public");
+    await host.pass(s);
+    const svc = await pushService(acct.root.did);
+    await host.wake("wake:1", { v: 1, name: "any", spaces: "all", collection: "c" });
+    await host.receiver("phone", svc.push);
+    const { MINCA_WAKE_LIMITS } = await import("../../shared/limits");
+    await runInDurableObject(accountStub(acct.root.did), (_i, st) => {
+      st.storage.sql.exec("INSERT OR REPLACE INTO meta (key, value) VALUES ('push_minute', ?), ('push_count', ?)", String(Math.floor(Date.now() / 60_000)), String(MINCA_WAKE_LIMITS.pushes_per_minute));
+    });
+    if (Date.now() % 60_000 > 58_000) return; // too close to a minute's end to tell
+    await host.post(s.id, [await writeVersion(acct, s, { collection: "c", key: "x", body: {} })]);
+    await new Promise((r) => setTimeout(r, 50));
+    await runDurableObjectAlarm(accountStub(acct.root.did));
+    expect(svc.got).toHaveLength(0);
+    const alarm = await runInDurableObject(accountStub(acct.root.did), (_i, st) => st.storage.getAlarm());
+    expect(alarm).toBe((Math.floor(Date.now() / 60_000) + 1) * 60_000);
   });
 });
