@@ -178,6 +178,15 @@ describe("DESIGN 8.2: versions (id, sig, sealed) and the gates a host applies", 
     expect(commandCovers("/acc", "/account/write")).toBe(false);
   });
 
+  it("seed §4.2: only pass records verified as written by the carried account count — another account's pass in its carry space is refused", async () => {
+    const acct = await newAccount();
+    const mallory = await newAccount();
+    const carry = carrySpace(acct.accountKey, acct.root.did, HOST, 0);
+    const target = makeSpace(mallory, "public");
+    const forged = await writeVersion(mallory, carry, { collection: "sys.pass", key: passKey(target.id), body: passBody(target) });
+    expect(await checkVersion(forged, gate(carry, true))).toMatchObject({ ok: false, reason: "not_founder" });
+  });
+
   it("policies: and, or, not, != over .space and .collection; anything unknown allows nothing", () => {
     const sub = { space: "s1", collection: "c1" };
     expect(policyAllows([], sub)).toBe(true);
