@@ -162,8 +162,13 @@ export class MincaSpace extends DurableObject<Env> {
       }
     }
     const stored = fresh.filter(Boolean);
+    // A request running alongside may have stored the same version meanwhile: it keeps its first seq.
     const seqs = this.ctx.storage.transactionSync(() =>
-      stored.map((f) => this.sql.exec<{ seq: number }>("INSERT INTO log (id, bytes, version) VALUES (?, ?, ?) RETURNING seq", f.version.id, f.bytes, f.raw).one().seq),
+      stored.map(
+        (f) =>
+          this.sql.exec<{ seq: number }>("INSERT INTO log (id, bytes, version) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING seq", f.version.id, f.bytes, f.raw).toArray()[0]?.seq ??
+          this.sql.exec<{ seq: number }>("SELECT seq FROM log WHERE id = ?", f.version.id).one().seq,
+      ),
     );
     stored.forEach((f, i) => (results[f.index] = { id: f.version.id, accepted: true, seq: seqs[i] }));
     // A version repeated within the request gets its first copy's answer.

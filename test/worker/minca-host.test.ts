@@ -76,6 +76,16 @@ describe("DESIGN 8.4: carried spaces", () => {
     expect(await host.status()).toMatchObject({ spaces: 1, versions: 2 });
   });
 
+  it("the same version posted twice at once is stored once: both answers name its one seq", async () => {
+    const { acct, host } = await connected();
+    const s = makeSpace(acct, "public");
+    await host.pass(s);
+    const v = await writeVersion(acct, s, { collection: "c", key: "k", body: { n: 1 } });
+    const [a, b] = await Promise.all([host.post(s.id, [v]), host.post(s.id, [v])]);
+    expect(a).toEqual(b);
+    expect((await host.fetchLog(s)).items).toHaveLength(1);
+  });
+
   it("a private space answers only a request proven with its read key: none 401, wrong 403", async () => {
     const { acct, host } = await connected();
     const s = makeSpace(acct, "private");
