@@ -151,23 +151,26 @@ describe("seed §4.2: carry:closed", () => {
     const page = (await (await fetch(`${relay.url}/minca/v1/mailbox/${topic}`)).json()) as any;
     expect(page.items.filter((i: any) => i.seq === 0)).toEqual([]);
 
-    // stop the relay and read its SQLite files
+    // stop the relay and read its SQLite files (wrangler dev's layout or workerd serve's: every
+    // .sqlite under the data directory; the objects are told apart by their tables)
     await relay.stop();
     const { DatabaseSync } = await import("node:sqlite");
-    const doDir = join(relay.dataDir, "v3", "do");
+    const files = (readdirSync(relay.dataDir, { recursive: true }) as string[]).filter((n) => n.endsWith(".sqlite"));
     const hits: string[] = [];
     let accountFiles = 0;
-    for (const cls of readdirSync(doDir)) {
-      for (const f of readdirSync(join(doDir, cls)).filter((n) => n.endsWith(".sqlite"))) {
-        const db = new DatabaseSync(join(doDir, cls, f), { readOnly: true });
+    for (const f of files) {
+      const db = new DatabaseSync(join(relay.dataDir, f), { readOnly: true });
+      try {
         const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_%' ESCAPE '\\' AND name NOT LIKE 'sqlite%'").all() as Array<{ name: string }>).map((t) => t.name);
+        if (!["passes", "carriers", "link_accounts"].some((t) => tables.includes(t))) continue;
         for (const t of tables) {
           for (const row of db.prepare(`SELECT * FROM "${t}"`).all() as Array<Record<string, unknown>>) {
             const text = Object.values(row).map((v) => (v instanceof Uint8Array ? Buffer.from(v).toString("latin1") : String(v))).join(" ");
-            if (cls.endsWith("MincaAccount") && tables.includes("passes") && row.key === "closed_space" && row.value === host.carry!.id) accountFiles++;
-            else if (text.includes(alice.root.did) || ids.some((id) => text.includes(id))) hits.push(`${cls}/${t}: ${text.slice(0, 120)}`);
+            if (tables.includes("passes") && row.key === "closed_space" && row.value === host.carry!.id) accountFiles++;
+            else if (text.includes(alice.root.did) || ids.some((id) => text.includes(id))) hits.push(`${f}/${t}: ${text.slice(0, 120)}`);
           }
         }
+      } finally {
         db.close();
       }
     }
