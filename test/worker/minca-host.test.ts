@@ -55,6 +55,19 @@ describe("DESIGN 8.3: the host's identity and connecting it", () => {
   });
 });
 
+describe("one carry space per account", () => {
+  it("a grant for another carry space replaces one the account never wrote in, and is refused (409) once it has", async () => {
+    const acct = await newAccount();
+    const first = new HostConnection(acct, RELAY, { fetch: fetchSelf });
+    await first.connect(0);
+    const second = new HostConnection(acct, RELAY, { fetch: fetchSelf });
+    expect(await second.connect(1)).toMatchObject({ carry_space: second.carry!.id });
+    expect(await second.pass(makeSpace(acct, "public"))).toMatchObject({ accepted: true });
+    await expect(first.connect(0)).rejects.toMatchObject({ status: 409, code: "carry_space_conflict" });
+    expect(await second.status()).toMatchObject({ carry_space: second.carry!.id, spaces: 1 });
+  });
+});
+
 describe("DESIGN 8.4: carried spaces", () => {
   it("a space is carried only once a pass names it; its log survives eviction of both objects", async () => {
     const { acct, host } = await connected();

@@ -196,6 +196,12 @@ describe("DESIGN 8.2: versions (id, sig, sealed) and the gates a host applies", 
     expect(policyAllows([["like", ".collection", "c*"]], sub)).toBe(false);
     expect(policyAllows([["not", ["like", ".collection", "c*"]]], sub)).toBe(false);
     expect(policyAllows([["==", ".body.x", "c1"]], sub)).toBe(false);
+    fc.assert(
+      fc.property(fc.array(fc.jsonValue({ maxDepth: 6 }), { maxLength: 4 }), (pol) => {
+        expect(typeof policyAllows(pol, sub)).toBe("boolean");
+      }),
+      { seed: 907, numRuns: 500 },
+    );
   });
 
   it("the gates never throw on arbitrary input (fuzz): everything not a version is malformed", async () => {
