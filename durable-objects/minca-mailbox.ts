@@ -93,8 +93,9 @@ export class MincaMailbox extends DurableObject<Env> {
     const limited = this.limit("read", client);
     if (limited) return limited;
     const deadline = Date.now() + q.wait * 1000;
+    const links = q.after === 0 ? await this.hostLinks(topic) : [];
     for (;;) {
-      const page = this.readPage(q.after, q.limit);
+      const page = this.readPage(q.after, q.limit, links);
       const left = deadline - Date.now();
       if (page.items.length > 0 || left <= 0) return { ok: true, value: page };
       await this.nextItem(left);
@@ -145,6 +146,35 @@ export class MincaMailbox extends DurableObject<Env> {
     const gone = this.forgetReceiver(id);
     if (!gone) return { ok: false, status: 404, code: "not_found", message: "no such receiver" };
     return { ok: true, value: null };
+  }
+
+  // ---- a Minca host's links (DESIGN 8.4) ------------------------------------------------------
+
+  /** `account` (a carried account) holds a live link of this topic. */
+  linkAccount(topic: string, account: string): void {
+    this.remember(topic);
+    this.sql.exec("INSERT OR IGNORE INTO link_accounts (account) VALUES (?)", account);
+  }
+
+  /** `account` holds no live link of this topic any more. */
+  unlinkAccount(topic: string, account: string): void {
+    this.remember(topic);
+    this.sql.exec("DELETE FROM link_accounts WHERE account = ?", account);
+  }
+
+  /** The links of this topic each carrying account serves (its 64 most recently written live ones). */
+  private async hostLinks(topic: string): Promise<StoredItem[]> {
+    const accounts = this.sql.exec<{ account: string }>("SELECT account FROM link_accounts ORDER BY account").toArray();
+    const out: StoredItem[] = [];
+    for (const { account } of accounts) {
+      try {
+        const stub = this.env.MINCA_ACCOUNT.get(this.env.MINCA_ACCOUNT.idFromName(account));
+        for (const l of await stub.linksFor(topic)) out.push({ seq: 0, at: l.at, until: l.until, blob: l.blob });
+      } catch (err) {
+        console.error("mailbox: an account's links could not be had", err);
+      }
+    }
+    return out;
   }
 
   /** Receivers by id and endpoint (for tests and operators). */
@@ -320,14 +350,14 @@ export class MincaMailbox extends DurableObject<Env> {
     this.sql.exec("DELETE FROM deliveries WHERE seq < (SELECT COALESCE(MIN(seq), 0) FROM items)");
   }
 
-  private readPage(after: number, limit: number): Page {
+  private readPage(after: number, limit: number, links: StoredItem[] = []): Page {
     const now = nowSeconds();
     const rows = this.sql
       .exec<ItemRow>("SELECT seq, at, until, blob FROM items WHERE seq > ? AND until > ? ORDER BY seq LIMIT ?", after, now, limit + 1)
       .toArray()
       .map((r): StoredItem => ({ seq: r.seq, at: r.at, until: r.until, blob: new Uint8Array(r.blob) }));
     const oldest = this.sql.exec<{ s: number | null }>("SELECT MIN(seq) AS s FROM items WHERE until > ?", now).one().s;
-    return buildPage(rows, after, limit, oldest);
+    return buildPage(rows, after, limit, oldest, links);
   }
 
   /** Resolves when the next item is stored or after `ms`. */

@@ -6,6 +6,7 @@ import { applyMigrations } from "./base";
 import { MIGRATIONS } from "../migrations/index";
 import { base64urlEncode } from "../shared/encoding";
 import { generateVapidKeys, vapidKeysFromPrivate, type VapidKeys } from "../shared/webpush/vapid";
+import { generateHostKey, hostDid } from "../shared/minca/host-identity";
 import type { Env } from "../workers/env";
 
 export const RELAY_KEYS_NAME = "relay-keys";
@@ -28,6 +29,16 @@ export class RelayKeys extends DurableObject<Env> {
     sql.exec("INSERT INTO keys (name, value, created_at) VALUES ('vapid', ?, ?)", value, Date.now());
     return value;
   }
+
+  /** The kept Minca host private key (base64url), generated on first use. */
+  hostPrivateKey(): string {
+    const sql = this.ctx.storage.sql;
+    const row = sql.exec<{ value: string }>("SELECT value FROM keys WHERE name = 'minca-host'").toArray()[0];
+    if (row) return row.value;
+    const value = generateHostKey();
+    sql.exec("INSERT INTO keys (name, value, created_at) VALUES ('minca-host', ?, ?)", value, Date.now());
+    return value;
+  }
 }
 
 // Only the settled value is shared between requests (a pending promise must not cross them).
@@ -45,4 +56,17 @@ export async function vapidKeys(env: Env): Promise<VapidKeys> {
 
 export function vapidSubject(env: Env): string {
   return env.VAPID_SUBJECT || DEFAULT_VAPID_SUBJECT;
+}
+
+let keptHostDid: string | undefined;
+
+/** The Minca host's did and name: its key from the MINCA_HOST_KEY secret, else the kept (generated) one. */
+export async function hostIdentity(env: Env): Promise<{ did: string; name: string }> {
+  const name = env.MINCA_HOST_NAME || env.RELAY_NAME || "edge-relay";
+  if (env.MINCA_HOST_KEY) return { did: hostDid(env.MINCA_HOST_KEY), name };
+  if (!keptHostDid) {
+    const stub = env.RELAY_KEYS.get(env.RELAY_KEYS.idFromName(RELAY_KEYS_NAME));
+    keptHostDid = hostDid(await stub.hostPrivateKey());
+  }
+  return { did: keptHostDid, name };
 }

@@ -5,6 +5,9 @@ import passnoteRoom0001 from "./PassnoteRoom/0001_init.sql";
 import mincaRoom0001 from "./MincaRoom/0001_init.sql";
 import mincaMailbox0001 from "./MincaMailbox/0001_init.sql";
 import relayKeys0001 from "./RelayKeys/0001_init.sql";
+import mincaMailbox0002 from "./MincaMailbox/0002_links.sql";
+import mincaAccount0001 from "./MincaAccount/0001_init.sql";
+import mincaSpace0001 from "./MincaSpace/0001_init.sql";
 
 export interface Migration {
   name: string;
@@ -15,8 +18,13 @@ export const MIGRATIONS = {
   TallyUser: [{ name: "0001_init", sql: tallyUser0001 }],
   PassnoteRoom: [{ name: "0001_init", sql: passnoteRoom0001 }],
   MincaRoom: [{ name: "0001_init", sql: mincaRoom0001 }],
-  MincaMailbox: [{ name: "0001_init", sql: mincaMailbox0001 }],
+  MincaMailbox: [
+    { name: "0001_init", sql: mincaMailbox0001 },
+    { name: "0002_links", sql: mincaMailbox0002 },
+  ],
   RelayKeys: [{ name: "0001_init", sql: relayKeys0001 }],
+  MincaAccount: [{ name: "0001_init", sql: mincaAccount0001 }],
+  MincaSpace: [{ name: "0001_init", sql: mincaSpace0001 }],
 } satisfies Record<string, Migration[]>;
 
 export type MigratedClass = keyof typeof MIGRATIONS;

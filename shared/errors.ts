@@ -33,6 +33,14 @@ export const ERROR_CODES = [
   "invalid_query",
   "invalid_subscription",
   "too_many_receivers",
+  // minca hosting (DESIGN section 8)
+  "invalid_grant",
+  "invalid_versions",
+  "carry_closed",
+  "carry_space_conflict",
+  "quota_exceeded",
+  "read_proof_required",
+  "read_proof_invalid",
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

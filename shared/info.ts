@@ -8,6 +8,8 @@ export interface InfoOptions {
   name: string;
   /** The relay's VAPID public key (base64url, 65 bytes), when it has one. */
   vapidPublicKey?: string | null;
+  /** The Minca host's own identity (DESIGN 8.3), when it has one. */
+  host?: { did: string; name: string } | null;
 }
 
 export function relayInfo(opts: InfoOptions) {
@@ -49,6 +51,14 @@ export function relayInfo(opts: InfoOptions) {
         push: {
           vapid_public_key: opts.vapidPublicKey ?? null,
           content_encoding: "aes128gcm",
+        },
+        host: {
+          did: opts.host?.did ?? null,
+          name: opts.host?.name ?? null,
+          accounts: "/minca/v1/host/accounts",
+          versions: "/minca/v1/spaces/<id>/versions",
+          seed: "Minca 002 §4.1-4.3 (carriers and hosts), DESIGN section 8",
+          limits: "minca_host",
         },
       },
     },

@@ -86,3 +86,23 @@ export function withRawMember(rawObject: string, key: string, value: unknown, ex
   const empty = /\{\s*$/.test(body);
   return `${body}${empty ? "" : ","}${JSON.stringify(key)}:${JSON.stringify(value)}}`;
 }
+
+/**
+ * The raw text of each element of the top-level array in `json` (already known to be valid
+ * JSON), or undefined when the top level is not an array: a host stores each version exactly as
+ * it arrived.
+ */
+export function rawElements(json: string): string[] | undefined {
+  let i = skipWs(json, 0);
+  if (json[i] !== "[") return undefined;
+  i++;
+  const out: string[] = [];
+  for (;;) {
+    i = skipWs(json, i);
+    if (json[i] === "]" || i >= json.length) return out;
+    const end = skipValue(json, i);
+    out.push(json.slice(i, end));
+    i = skipWs(json, end);
+    if (json[i] === ",") i++;
+  }
+}

@@ -163,6 +163,66 @@ export const WEBPUSH_LIMITS = {
   max_ttl_seconds: 2_419_200,
 } as const;
 
+export const MINCA_HOST_LIMITS = {
+  /** Versions in one POST /minca/v1/spaces/<id>/versions request. */
+  max_versions_per_request: 100,
+  /** Bytes of one such request's body; larger is refused with 413. */
+  max_request_bytes: 2_097_152,
+  /** Bytes of one version's JSON (as it arrived); larger is refused with too_large. */
+  max_version_bytes: 65_536,
+  /** Topic tags on one version. */
+  max_topics: 16,
+  /** Characters of a collection, a record key or a topic tag. */
+  max_name_chars: 256,
+  /** Founders in one constitution. */
+  max_founders: 16,
+  /** Versions one carried space holds; past it a request is refused with 507. */
+  max_space_versions: 10_000,
+  /** Bytes of versions one carried space holds; past it a request is refused with 507. */
+  max_space_bytes: 67_108_864,
+  /** Spaces (live passes) one account may have carried. */
+  max_spaces_per_account: 256,
+  /** Bytes of versions across the spaces one account carries (its carry space included); past it 507. */
+  max_account_bytes: 268_435_456,
+  /** sys.link records kept per account (the carry space's live links). */
+  max_links_per_account: 256,
+  /** Links per account a mailbox fetch is answered with: the most recently written. */
+  links_served_per_account: 64,
+  /** Seconds a read proof's Minca-Time may differ from the host's clock. */
+  read_proof_skew_seconds: 60,
+  /** Versions per page of a space's log when `limit` is not given, and the most it may ask for. */
+  page_max_items: 100,
+  /** Bytes of versions per page: a page stops before the version that would pass this (it always holds one). */
+  page_max_bytes: 1_048_576,
+  /** Longest long-poll `wait` on a space's log, in seconds. */
+  max_wait_seconds: 25,
+  /** Bytes of a CarryGrant body. */
+  max_grant_bytes: 16_384,
+} as const;
+
+export const MINCA_WAKE_LIMITS = {
+  /** sys.wake records kept per account; more are refused with too_many_wakes. */
+  max_wakes_per_account: 64,
+  /** sys.receiver records kept per account; more are refused with too_many_receivers. */
+  max_receivers_per_account: 32,
+  /** A wake carries the whole version only when the encrypted push message stays under this many bytes. */
+  push_max_bytes: 3_072,
+  /** Seconds a push service keeps an undelivered wake (RFC 8030 TTL): one day. */
+  push_ttl_seconds: 86_400,
+  /** Pushes one account's wakes may send per minute; more wait for the next minute. */
+  pushes_per_minute: 60,
+  /** Pushes waiting to be sent per account; past it the oldest are dropped. */
+  max_pending_pushes: 1_000,
+  /** Tries of one push before it is dropped (429 and 5xx are retried). */
+  push_max_attempts: 8,
+  /** First retry delay, seconds; doubles each try (a longer Retry-After wins). */
+  push_retry_base_seconds: 2,
+  /** Longest backoff delay, seconds. */
+  push_retry_max_seconds: 3_600,
+  /** Longest Retry-After honoured, seconds. */
+  push_retry_after_max_seconds: 86_400,
+} as const;
+
 export const LIMITS = {
   common: COMMON_LIMITS,
   tally: TALLY_LIMITS,
@@ -170,6 +230,8 @@ export const LIMITS = {
   minca_rooms: MINCA_ROOM_LIMITS,
   mailbox: MAILBOX_LIMITS,
   webpush: WEBPUSH_LIMITS,
+  minca_host: MINCA_HOST_LIMITS,
+  minca_wake: MINCA_WAKE_LIMITS,
 } as const;
 
 export const CLOSE_CODES = {

@@ -12,7 +12,8 @@ import type { Env } from "./env";
 import { PASSNOTE_ROOM_HEADER } from "../durable-objects/passnote-room";
 import { isRoomId } from "../shared/passnote/room";
 import { mountMailbox } from "./mailbox";
-import { vapidKeys } from "../durable-objects/relay-keys";
+import { mountHosting } from "./hosting";
+import { hostIdentity, vapidKeys } from "../durable-objects/relay-keys";
 import { base64urlEncode } from "../shared/encoding";
 
 export const app = new Hono<{ Bindings: Env }>();
@@ -26,7 +27,7 @@ function isUpgrade(req: Request): boolean {
 }
 
 app.get("/", async (c) => {
-  const info = relayInfo({ name: c.env.RELAY_NAME ?? "edge-relay", vapidPublicKey: await vapidPublicKey(c.env) });
+  const info = relayInfo({ name: c.env.RELAY_NAME ?? "edge-relay", vapidPublicKey: await vapidPublicKey(c.env), host: await mincaHost(c.env) });
   const accept = c.req.header("accept") ?? "";
   if (accept.includes("application/json") || !accept.includes("text/html")) return c.json(info);
   return c.html(
@@ -97,6 +98,7 @@ socketRoute("/minca/v1/rooms/:key", { valid: isMincaRoomId, invalid: "the room m
   headers: { [MINCA_ROOM_HEADER]: room },
 }));
 mountMailbox(app);
+mountHosting(app);
 
 /** The VAPID public key for the information document; null when it cannot be had. */
 async function vapidPublicKey(env: Env): Promise<string | null> {
@@ -104,6 +106,16 @@ async function vapidPublicKey(env: Env): Promise<string | null> {
     return base64urlEncode((await vapidKeys(env)).publicKey);
   } catch (err) {
     console.error("no VAPID key", err);
+    return null;
+  }
+}
+
+/** The Minca host's did and name for the information document; null when it cannot be had. */
+async function mincaHost(env: Env): Promise<{ did: string; name: string } | null> {
+  try {
+    return await hostIdentity(env);
+  } catch (err) {
+    console.error("no Minca host key", err);
     return null;
   }
 }

@@ -3,6 +3,8 @@ import type { PassnoteRoom } from "../durable-objects/passnote-room";
 import type { MincaRoom } from "../durable-objects/minca-room";
 import type { MincaMailbox } from "../durable-objects/minca-mailbox";
 import type { RelayKeys } from "../durable-objects/relay-keys";
+import type { MincaAccount } from "../durable-objects/minca-account";
+import type { MincaSpace } from "../durable-objects/minca-space";
 
 /** The Worker's bindings and settings (wrangler.toml [vars], secrets). */
 export interface Env {
@@ -21,4 +23,10 @@ export interface Env {
   VAPID_PRIVATE_KEY?: string;
   /** VAPID `sub`: a mailto: or https: URL push services can reach the operator at. */
   VAPID_SUBJECT?: string;
+  MINCA_ACCOUNT: DurableObjectNamespace<MincaAccount>;
+  MINCA_SPACE: DurableObjectNamespace<MincaSpace>;
+  /** The Minca host's P-256 private key (base64url, 32 bytes), a Worker secret in production; generated and kept when unset. */
+  MINCA_HOST_KEY?: string;
+  /** The Minca host's name in the information document; RELAY_NAME when unset. */
+  MINCA_HOST_NAME?: string;
 }

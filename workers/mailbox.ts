@@ -28,13 +28,13 @@ function failed(c: C, r: Extract<MailboxResult<unknown>, { ok: false }>): Respon
   return httpError(c, r.status, r.code, r.message);
 }
 
-function firstIssue(e: { issues: Array<{ message: string; path: PropertyKey[] }> }): string {
+export function firstIssue(e: { issues: Array<{ message: string; path: PropertyKey[] }> }): string {
   const i = e.issues[0];
   return i ? `${i.path.length ? `${i.path.map(String).join(".")}: ` : ""}${i.message}` : "invalid";
 }
 
 /** The body, or null when it is longer than `max` (read no further than that). */
-async function readBounded(req: Request, max: number): Promise<Uint8Array | null> {
+export async function readBounded(req: Request, max: number): Promise<Uint8Array | null> {
   const declared = req.headers.get("content-length");
   if (declared !== null && Number(declared) > max) return null;
   if (!req.body) return new Uint8Array(0);

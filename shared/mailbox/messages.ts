@@ -61,10 +61,14 @@ export interface Page {
 /**
  * A page from the live items after `after`, oldest first (`rows` may hold one more than
  * `limit`, which is how `more` is known). Stops before the item that would pass page_max_bytes,
- * but always holds at least one.
+ * but always holds at least one. A host's links of this topic (DESIGN 8.4, seed 002 §4.2) come
+ * first, each with seq 0, on the first page only (after = 0); they change neither `next` nor
+ * `more`, and do not count against `limit`.
  */
-export function buildPage(rows: StoredItem[], after: number, limit: number, oldestSeq: number | null): Page {
+export function buildPage(rows: StoredItem[], after: number, limit: number, oldestSeq: number | null, links: StoredItem[] = []): Page {
   const items: PageItem[] = [];
+  const linkItems: PageItem[] =
+    after === 0 ? links.map((l) => ({ seq: 0, at: l.at, until: l.until, blob: base64urlEncode(l.blob) })) : [];
   let bytes = 0;
   for (const r of rows) {
     if (items.length >= limit) break;
@@ -73,7 +77,7 @@ export function buildPage(rows: StoredItem[], after: number, limit: number, olde
     items.push({ seq: r.seq, at: r.at, until: r.until, blob: base64urlEncode(r.blob) });
   }
   const next = items.length ? items[items.length - 1].seq : after;
-  return { items, next, more: rows.length > items.length, oldest_seq: oldestSeq };
+  return { items: [...linkItems, ...items], next, more: rows.length > items.length, oldest_seq: oldestSeq };
 }
 
 /** The decrypted body of a wake: `{ topic, seq, blob? }`, the blob only when the whole stays under 2 KB. */

@@ -1,8 +1,7 @@
 // The one-time code of seed 002 section 3: "mc_" + base64url of a 16-byte CSPRNG secret, the
 // connect-page link that carries it in the fragment, reading it back out of typed text, and the
 // room both sides meet in.
-import { base32nopad } from "@scure/base";
-import { sha256 } from "@noble/hashes/sha2.js";
+import { ID_PATTERN, mincaId } from "./id";
 import { base64urlDecode, base64urlEncode, concatBytes, randomBytes, utf8Encode } from "../encoding";
 
 export const CODE_PREFIX = "mc_";
@@ -11,7 +10,7 @@ export const CODE_SECRET_BYTES = 16;
 export const CODE_SECRET_CHARS = 22;
 const ROOM_LABEL = "minca/code-room/v1";
 /** The shape of a room id: "b" + lowercase unpadded base32 of a SHA-256 hash. */
-export const ROOM_ID_PATTERN = /^b[a-z2-7]{52}$/;
+export const ROOM_ID_PATTERN = ID_PATTERN;
 
 export class CodeError extends Error {}
 
@@ -80,8 +79,7 @@ export function codeLink(home: string, code: string): string {
 
 /** The code-channel room of a secret: "b" + base32(SHA-256(UTF-8("minca/code-room/v1") ‖ secret)). */
 export function codeRoom(secret: Uint8Array): string {
-  const digest = sha256(concatBytes(utf8Encode(ROOM_LABEL), secret));
-  return "b" + base32nopad.encode(digest).toLowerCase();
+  return mincaId(concatBytes(utf8Encode(ROOM_LABEL), secret));
 }
 
 export function isRoomId(s: unknown): s is string {

@@ -63,3 +63,43 @@ function pointOf(bytes: Uint8Array) {
     throw new DidKeyError("not a point on P-256");
   }
 }
+
+// ---- Ed25519 (multicodec ed25519-pub 0xed, varint 0xed 0x01): a private space's read key -----
+
+const ED25519_PREFIX = Uint8Array.of(0xed, 0x01);
+
+/** The did:key of a 32-byte Ed25519 public key. */
+export function ed25519DidKey(publicKey: Uint8Array): string {
+  if (!(publicKey instanceof Uint8Array) || publicKey.length !== 32) throw new DidKeyError("an Ed25519 public key is 32 bytes");
+  const bytes = new Uint8Array(34);
+  bytes.set(ED25519_PREFIX);
+  bytes.set(publicKey, 2);
+  return DID_KEY + base58.encode(bytes);
+}
+
+/** The 32-byte public key an Ed25519 did:key names; throws DidKeyError for anything else. */
+export function ed25519FromDidKey(did: string): Uint8Array {
+  if (typeof did !== "string" || !did.startsWith(DID_KEY) || did.length > DID_KEY_MAX_CHARS) {
+    throw new DidKeyError("not a did:key");
+  }
+  let bytes: Uint8Array;
+  try {
+    bytes = base58.decode(did.slice(DID_KEY.length));
+  } catch {
+    throw new DidKeyError("did:key is not base58btc");
+  }
+  if (bytes.length !== 34 || bytes[0] !== ED25519_PREFIX[0] || bytes[1] !== ED25519_PREFIX[1]) {
+    throw new DidKeyError("did:key is not an Ed25519 key");
+  }
+  return bytes.slice(2);
+}
+
+export function isEd25519DidKey(did: unknown): did is string {
+  if (typeof did !== "string") return false;
+  try {
+    ed25519FromDidKey(did);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,205 @@
+// What an account's device needs to use a Minca host (seed 002 §4.2-4.3, DESIGN section 8):
+// an account (its root P-256 key and 32-byte account key) writing through a session key under
+// one note; making spaces; writing and sealing versions; connecting a host (the carry space
+// derived from the account key, the host's did and gen); passes, links and carry:closed; and
+// fetching a space's log, with a read proof for a private space. Runs wherever fetch does.
+import { base64urlEncode, randomBytes } from "../../shared/encoding";
+import { carryGrant, CLOSED_KEY, LINK, PASS, passBody, passKey, RECEIVER, receiverKey, WAKE, type CarryGrant, type WakeBody } from "../../shared/minca/carry";
+import { newP256Key, type P256Key } from "../../shared/minca/es256";
+import { encodeInvite } from "../../shared/minca/invite";
+import { noteNonce, signNote, type Note } from "../../shared/minca/note";
+import { readProofHeaders } from "../../shared/minca/read-proof";
+import { bodyKeyOf, carrySpace, newSpace, readSeedOf, type Space } from "../../shared/minca/space";
+import { buildVersion, type Version } from "../../shared/minca/version";
+
+export interface MincaAccount {
+  /** The account's root key: its did is the account. */
+  root: P256Key;
+  /** The account key (32 bytes): carry spaces are derived from it. */
+  accountKey: Uint8Array;
+  /** The session key that signs versions, and the note the root gave it. */
+  session: P256Key;
+  note: Note;
+}
+
+/** A new account with a session under a note granting `cmd` (default "/": everything). */
+export async function newAccount(cmd = "/"): Promise<MincaAccount> {
+  const root = await newP256Key();
+  const session = await newP256Key();
+  return { root, accountKey: randomBytes(32), session, note: await sessionNote(root, session.did, cmd) };
+}
+
+/** A note from the account's root to a session key, on the whole account (seed §1.2). */
+export async function sessionNote(root: P256Key, audience: string, cmd = "/", sub = root.did, pol: unknown[] = []): Promise<Note> {
+  return signNote(root, { iss: root.did, aud: audience, sub, cmd, pol, exp: null, nonce: noteNonce() });
+}
+
+/** A session under another note of the same account (a records-only app, say). */
+export async function withNote(account: MincaAccount, cmd: string): Promise<MincaAccount> {
+  const session = await newP256Key();
+  return { ...account, session, note: await sessionNote(account.root, session.did, cmd) };
+}
+
+export function makeSpace(account: MincaAccount, visibility: "private" | "public", founders = [account.root.did]): Space {
+  return newSpace({ founders, visibility });
+}
+
+export interface WriteInput {
+  collection: string;
+  key: string;
+  body?: Record<string, unknown>;
+  topics?: string[];
+  deleted?: boolean;
+  at?: number;
+}
+
+/** A signed version of a record in `space` (sealed when the space is private). */
+export function writeVersion(account: MincaAccount, space: Space, w: WriteInput): Promise<Version> {
+  return buildVersion({
+    space: space.id,
+    author: account.session,
+    note: account.note,
+    bodyKey: space.key ? bodyKeyOf(space.key) : undefined,
+    ...w,
+  });
+}
+
+export interface HostInfo {
+  did: string;
+  name: string;
+}
+
+export class HostError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export type VersionResult = { id: string; accepted: true; seq: number } | { id?: string; accepted: false; reason: string };
+
+export interface LogPage {
+  items: Array<{ seq: number; version: Version }>;
+  next: number;
+  more: boolean;
+  oldest_seq: number | null;
+}
+
+/** One account's connection to one host. */
+export class HostConnection {
+  private readonly base: string;
+  private readonly fetchFn: typeof fetch;
+  carry: Space | undefined;
+
+  constructor(
+    readonly account: MincaAccount,
+    relayUrl: string,
+    opts: { fetch?: typeof fetch } = {},
+  ) {
+    this.base = relayUrl.replace(/\/+$/, "");
+    this.fetchFn = opts.fetch ?? ((input, init) => fetch(input, init));
+  }
+
+  /** The host's did and name, from the information document. */
+  async info(): Promise<HostInfo> {
+    const res = await this.fetchFn(`${this.base}/`, { headers: { accept: "application/json" } });
+    const doc = (await res.json()) as { protocols?: { minca?: { host?: HostInfo } } };
+    const host = doc.protocols?.minca?.host;
+    if (!host?.did) throw new HostError(res.status, "not_a_host", "the relay does not host Minca accounts");
+    return host;
+  }
+
+  /** The CarryGrant a home would answer this host with (seed §4.3), for carry space `gen`. */
+  async grant(gen = 0, name?: string): Promise<CarryGrant> {
+    const host = await this.info();
+    this.carry = carrySpace(this.account.accountKey, this.account.root.did, host.did, gen);
+    return carryGrant({ account: this.account.root.did, name, carrySpace: this.carry, invite: encodeInvite(this.carry) });
+  }
+
+  /** Connects the host: derives the carry space and posts the grant. */
+  async connect(gen = 0, name?: string): Promise<{ account: string; carry_space: string }> {
+    const grant = await this.grant(gen, name);
+    return this.json("POST", "/minca/v1/host/accounts", grant, 201);
+  }
+
+  /** What the host holds for the account (410 once it read carry:closed). */
+  status(): Promise<Record<string, unknown>> {
+    return this.json("GET", `/minca/v1/host/accounts/${encodeURIComponent(this.account.root.did)}`);
+  }
+
+  private carrySpace(): Space {
+    if (!this.carry) throw new Error("connect first");
+    return this.carry;
+  }
+
+  /** Writes the pass of a space (its constitution and, for a private space, its read seed). */
+  async pass(space: Space, readKey?: string): Promise<VersionResult> {
+    const v = await writeVersion(this.account, this.carrySpace(), { collection: PASS, key: passKey(space.id), body: passBody(space, readKey) });
+    return (await this.post(this.carrySpace().id, [v]))[0];
+  }
+
+  /** Deletes the pass of a space: the host stops carrying it for this account. */
+  async unpass(space: Space): Promise<VersionResult> {
+    const v = await writeVersion(this.account, this.carrySpace(), { collection: PASS, key: passKey(space.id), deleted: true });
+    return (await this.post(this.carrySpace().id, [v]))[0];
+  }
+
+  /** A link (seed §4.2): the host answers a mailbox fetch of the blob's topic with it until `until`. */
+  async link(key: string, blob: Uint8Array, until: number): Promise<VersionResult> {
+    const v = await writeVersion(this.account, this.carrySpace(), { collection: LINK, key, body: { v: 1, blob: base64urlEncode(blob), until } });
+    return (await this.post(this.carrySpace().id, [v]))[0];
+  }
+
+  async wake(key: string, wake: WakeBody): Promise<VersionResult> {
+    const v = await writeVersion(this.account, this.carrySpace(), { collection: WAKE, key, body: wake });
+    return (await this.post(this.carrySpace().id, [v]))[0];
+  }
+
+  async receiver(device: string, push: { endpoint: string; keys: { p256dh: string; auth: string } }): Promise<VersionResult> {
+    const v = await writeVersion(this.account, this.carrySpace(), { collection: RECEIVER, key: receiverKey(push.endpoint), body: { v: 1, device, push } });
+    return (await this.post(this.carrySpace().id, [v]))[0];
+  }
+
+  /** Removing the host (seed §4.2): carry:closed. The host forgets everything it held for the account. */
+  async close(): Promise<VersionResult> {
+    const v = await writeVersion(this.account, this.carrySpace(), { collection: PASS, key: CLOSED_KEY, body: { v: 1, closed: true } });
+    return (await this.post(this.carrySpace().id, [v]))[0];
+  }
+
+  /** Posts versions to a carried space; one result per version, in order. */
+  async post(space: string, versions: unknown[]): Promise<VersionResult[]> {
+    return (await this.json<{ results: VersionResult[] }>("POST", `/minca/v1/spaces/${space}/versions`, versions)).results;
+  }
+
+  /** A page of a space's log; a private space's with a read proof. */
+  fetchLog(space: Space, q: { after?: number; limit?: number; wait?: number } = {}): Promise<LogPage> {
+    const params = new URLSearchParams();
+    for (const [k, v] of Object.entries(q)) if (v !== undefined) params.set(k, String(v));
+    const headers = space.key ? readProofHeaders(readSeedOf(space.key), space.id) : {};
+    return this.json("GET", `/minca/v1/spaces/${space.id}/versions?${params}`, undefined, 200, headers);
+  }
+
+  private async json<T>(method: string, path: string, body?: unknown, expect = 200, headers: Record<string, string> = {}): Promise<T> {
+    const res = await this.fetchFn(`${this.base}${path}`, {
+      method,
+      headers: body === undefined ? headers : { ...headers, "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    if (res.status !== expect) {
+      let code = "http_error";
+      let message = text.slice(0, 200);
+      try {
+        const e = JSON.parse(text) as { error?: { code: string; message: string } };
+        if (e.error) ({ code, message } = e.error);
+      } catch {
+        // not JSON
+      }
+      throw new HostError(res.status, code, message);
+    }
+    return JSON.parse(text) as T;
+  }
+}

@@ -1,0 +1,285 @@
+// One space a Minca host carries (DESIGN 8.4, seed 002 §4.1-4.2): its constitution, the accounts
+// that carry it (with the read key each one's pass proved), and its log of versions. HTTP-only:
+// the Worker routes POST/GET .../versions here over RPC. Every decision about bytes (the gates,
+// what a carry-space record means, read proofs) is made in shared/minca; this object stores
+// what they accept. A version is in SQLite before the answer leaves.
+import { DurableObject } from "cloudflare:workers";
+import { applyMigrations } from "./base";
+import { MIGRATIONS } from "../migrations/index";
+import type { ErrorCode } from "../shared/errors";
+import { MINCA_HOST_LIMITS } from "../shared/limits";
+import { checkReadProof } from "../shared/minca/read-proof";
+import type { Constitution } from "../shared/minca/space";
+import { checkVersion, outsideOf, rootOf, type Version, type VersionRefusal } from "../shared/minca/version";
+import type { Arrival } from "../shared/minca/wake";
+import type { Env } from "../workers/env";
+
+/** What an RPC call answers: a value, or the HTTP error the Worker turns it into. */
+export type HostResult<T> = { ok: true; value: T } | { ok: false; status: number; code: ErrorCode; message: string };
+
+export type VersionResult = { id: string; accepted: true; seq: number } | { id?: string; accepted: false; reason: VersionRefusal; detail: string };
+
+export interface LogQuery {
+  after: number;
+  limit: number;
+  wait: number;
+}
+
+export interface LogPage {
+  items: Array<{ seq: number; version: unknown }>;
+  next: number;
+  more: boolean;
+  oldest_seq: number | null;
+}
+
+/** A version as it arrived: its raw JSON text and its parsed value. */
+export interface Arrived {
+  raw: string;
+  value: unknown;
+  bytes: number;
+}
+
+interface LogRow extends Record<string, SqlStorageValue> {
+  seq: number;
+  bytes: number;
+  version: string;
+}
+
+const fail = (status: number, code: ErrorCode, message: string): HostResult<never> => ({ ok: false, status, code, message });
+
+export class MincaSpace extends DurableObject<Env> {
+  private readonly sql: SqlStorage;
+  private readonly waiters = new Set<() => void>();
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.sql = ctx.storage.sql;
+    applyMigrations(ctx.storage, MIGRATIONS.MincaSpace);
+  }
+
+  // ---- carrying (called by MincaAccount) -------------------------------------------------------
+
+  /** This space is `account`'s carry space (its own machinery). */
+  openCarry(space: string, account: string, constitution: Constitution): void {
+    this.ctx.storage.transactionSync(() => {
+      this.setMeta("space", space);
+      this.setMeta("constitution", JSON.stringify(constitution));
+      this.setMeta("carry_of", account);
+    });
+  }
+
+  /** `account` carries this space under a pass written at `at` (ms), proving `readKey` (private spaces). */
+  carry(space: string, account: string, constitution: Constitution, readKey: string | null, at: number): void {
+    this.ctx.storage.transactionSync(() => {
+      this.setMeta("space", space);
+      if (this.meta("constitution") === null) this.setMeta("constitution", JSON.stringify(constitution));
+      this.sql.exec(
+        `INSERT INTO carriers (account, at, read_key) VALUES (?, ?, ?)
+         ON CONFLICT (account) DO UPDATE SET at = excluded.at, read_key = excluded.read_key WHERE excluded.at >= carriers.at`,
+        account,
+        at,
+        readKey,
+      );
+    });
+  }
+
+  /** `account` no longer carries this space; with no carrier left, the space is forgotten. */
+  uncarry(account: string): void {
+    this.sql.exec("DELETE FROM carriers WHERE account = ?", account);
+    const left = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM carriers").one().n;
+    if (left === 0 && this.meta("carry_of") === null) this.forget();
+  }
+
+  /** Deletes every row this space holds. */
+  forget(): void {
+    this.ctx.storage.transactionSync(() => {
+      for (const t of ["log", "carriers", "meta"]) this.sql.exec(`DELETE FROM ${t}`);
+      this.sql.exec("DELETE FROM sqlite_sequence WHERE name = 'log'");
+    });
+    for (const w of this.waiters) w();
+  }
+
+  /** Versions and bytes held (for an account's status). */
+  usage(): { versions: number; bytes: number } {
+    return this.sql.exec<{ versions: number; bytes: number }>("SELECT COUNT(*) AS versions, COALESCE(SUM(bytes), 0) AS bytes FROM log").one();
+  }
+
+  // ---- the log (called by the Worker) -------------------------------------------------------
+
+  /** Runs each version through the gates and appends the accepted ones (DESIGN 8.2, 8.4). */
+  async append(space: string, arrived: Arrived[], opts: { loopbackPush?: boolean } = {}): Promise<HostResult<{ results: VersionResult[] }>> {
+    const constitution = this.constitutionOf(space);
+    const carryOf = this.meta("carry_of");
+    const carriers = this.carriers();
+    if (!constitution || (carryOf === null && carriers.length === 0)) return fail(404, "not_found", "this host does not carry that space");
+    const ownMachinery = carryOf !== null;
+    const results: VersionResult[] = [];
+    const fresh: Array<{ index: number; version: Version; raw: string; bytes: number }> = [];
+    const first = new Map<string, number>();
+    for (const [index, a] of arrived.entries()) {
+      const r = await checkVersion(a.value, { space, constitution, ownMachinery }, a.bytes);
+      if (!r.ok) {
+        results.push({ ...(r.id ? { id: r.id } : {}), accepted: false, reason: r.reason, detail: r.detail });
+        continue;
+      }
+      const held = this.sql.exec<{ seq: number }>("SELECT seq FROM log WHERE id = ?", r.version.id).toArray()[0];
+      if (held) {
+        results.push({ id: r.version.id, accepted: true, seq: held.seq });
+        continue;
+      }
+      if (first.has(r.version.id)) {
+        results.push({ id: r.version.id, accepted: true, seq: -1 }); // filled in below
+        continue;
+      }
+      first.set(r.version.id, index);
+      results.push({ id: r.version.id, accepted: true, seq: 0 });
+      fresh.push({ index, version: r.version, raw: a.raw, bytes: a.bytes });
+    }
+    if (fresh.length === 0) return { ok: true, value: { results } };
+
+    // Bounds: this space's, then each carrying account's (nothing of the request is stored when over).
+    const held = this.usage();
+    const addBytes = fresh.reduce((n, f) => n + f.bytes, 0);
+    if (held.versions + fresh.length > MINCA_HOST_LIMITS.max_space_versions || held.bytes + addBytes > MINCA_HOST_LIMITS.max_space_bytes) {
+      return fail(507, "quota_exceeded", `a carried space holds at most ${MINCA_HOST_LIMITS.max_space_versions} versions and ${MINCA_HOST_LIMITS.max_space_bytes} bytes`);
+    }
+    const accounts = ownMachinery ? [carryOf] : carriers.map((c) => c.account);
+    for (const account of accounts) {
+      const room = await this.account(account).room(space);
+      if (room < addBytes) return fail(507, "quota_exceeded", `an account's carried spaces hold at most ${MINCA_HOST_LIMITS.max_account_bytes} bytes`);
+    }
+
+    // In the carry space, the account's records drive the host: it judges passes and applies them first.
+    let closed = false;
+    if (ownMachinery) {
+      const applied = await this.account(carryOf).applyCarry(space, fresh.map((f) => f.version), opts);
+      closed = applied.closed;
+      for (const [i, verdict] of applied.verdicts.entries()) {
+        if (verdict === null) continue;
+        const f = fresh[i];
+        results[f.index] = { id: f.version.id, accepted: false, reason: verdict.reason, detail: verdict.detail };
+        fresh[i] = undefined as never;
+      }
+    }
+    const stored = fresh.filter(Boolean);
+    // A request running alongside may have stored the same version meanwhile: it keeps its first seq.
+    const seqs = this.ctx.storage.transactionSync(() =>
+      stored.map(
+        (f) =>
+          this.sql.exec<{ seq: number }>("INSERT INTO log (id, bytes, version) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING seq", f.version.id, f.bytes, f.raw).toArray()[0]?.seq ??
+          this.sql.exec<{ seq: number }>("SELECT seq FROM log WHERE id = ?", f.version.id).one().seq,
+      ),
+    );
+    stored.forEach((f, i) => (results[f.index] = { id: f.version.id, accepted: true, seq: seqs[i] }));
+    // A version repeated within the request gets its first copy's answer.
+    for (const [i, r] of results.entries()) {
+      if (r.accepted && r.seq === -1) results[i] = { ...results[first.get(r.id)!] };
+    }
+    const added = stored.reduce((n, f) => n + f.bytes, 0);
+    if (closed) {
+      // carry:closed: the account forgot everything; its carry space's log goes too.
+      this.forget();
+    } else if (stored.length > 0) {
+      for (const account of accounts) await this.account(account).charge(space, stored.length, added);
+      for (const w of this.waiters) w();
+      this.waiters.clear();
+      // Pushing never delays accepting: the accounts hear of the new versions after the answer.
+      const arrivals = stored.map((f) => ({ arrival: { ...outsideOf(f.version), root: rootOf(f.version) }, raw: f.raw }));
+      if (!ownMachinery) this.ctx.waitUntil(this.arrived(space, accounts, arrivals));
+    }
+    return { ok: true, value: { results } };
+  }
+
+  /** After the answer: each carrying account hears of the new versions (wakes, DESIGN 8.5). */
+  private async arrived(space: string, accounts: string[], arrivals: Array<{ arrival: Arrival; raw: string }>): Promise<void> {
+    await scheduler.wait(0);
+    for (const account of accounts) {
+      try {
+        await this.account(account).arrived(space, arrivals);
+      } catch (err) {
+        console.error("minca space: telling an account of new versions failed", err);
+      }
+    }
+  }
+
+  /** A page of the log; a private space's only to a request proven with its read key. */
+  async page(
+    space: string,
+    q: LogQuery,
+    proof: { authorization: string | null; time: string | null },
+  ): Promise<HostResult<LogPage>> {
+    const constitution = this.constitutionOf(space);
+    if (!constitution || (this.meta("carry_of") === null && this.carriers().length === 0)) {
+      return fail(404, "not_found", "this host does not carry that space");
+    }
+    if (constitution.visibility === "private") {
+      const verdict = checkReadProof(proof, space, this.readKeys(constitution), Math.floor(Date.now() / 1000));
+      if (verdict === "missing") return fail(401, "read_proof_required", "a private space's log is answered only to its read key (Authorization: MincaRead)");
+      if (verdict === "invalid") return fail(403, "read_proof_invalid", "the read proof does not verify for this space, or its time is off");
+    }
+    const deadline = Date.now() + q.wait * 1000;
+    for (;;) {
+      const page = this.readPage(q.after, q.limit);
+      const left = deadline - Date.now();
+      if (page.items.length > 0 || left <= 0) return { ok: true, value: page };
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          this.waiters.delete(done);
+          resolve();
+        };
+        const timer = setTimeout(done, left);
+        this.waiters.add(done);
+      });
+    }
+  }
+
+  // ---- internals ------------------------------------------------------------------------------
+
+  /**
+   * Who may read: a carry space's own read key; else the read key of the pass that won (the
+   * latest, seed §4.2: "a pass for a later key wins"), or the constitution's when none named one.
+   */
+  private readKeys(constitution: Constitution): string[] {
+    if (this.meta("carry_of") !== null) return [constitution.readKey!];
+    const winner = this.sql.exec<{ read_key: string | null }>("SELECT read_key FROM carriers ORDER BY at DESC LIMIT 1").toArray()[0];
+    return [winner?.read_key ?? constitution.readKey!];
+  }
+
+  private readPage(after: number, limit: number): LogPage {
+    const rows = this.sql.exec<LogRow>("SELECT seq, bytes, version FROM log WHERE seq > ? ORDER BY seq LIMIT ?", after, limit + 1).toArray();
+    const items: LogPage["items"] = [];
+    let bytes = 0;
+    for (const r of rows) {
+      if (items.length >= limit) break;
+      if (items.length > 0 && bytes + r.bytes > MINCA_HOST_LIMITS.page_max_bytes) break;
+      bytes += r.bytes;
+      items.push({ seq: r.seq, version: JSON.parse(r.version) });
+    }
+    const oldest = this.sql.exec<{ s: number | null }>("SELECT MIN(seq) AS s FROM log").one().s;
+    return { items, next: items.length ? items[items.length - 1].seq : after, more: rows.length > items.length, oldest_seq: oldest };
+  }
+
+  private carriers(): Array<{ account: string }> {
+    return this.sql.exec<{ account: string }>("SELECT account FROM carriers").toArray();
+  }
+
+  private constitutionOf(space: string): Constitution | null {
+    const known = this.meta("space");
+    if (known !== null && known !== space) throw new Error(`space ${known} addressed as ${space}`);
+    const c = this.meta("constitution");
+    return c === null ? null : (JSON.parse(c) as Constitution);
+  }
+
+  private account(did: string) {
+    return this.env.MINCA_ACCOUNT.get(this.env.MINCA_ACCOUNT.idFromName(did));
+  }
+
+  private meta(key: string): string | null {
+    return this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = ?", key).toArray()[0]?.value ?? null;
+  }
+
+  private setMeta(key: string, value: string): void {
+    this.sql.exec("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", key, value);
+  }
+}

@@ -1,0 +1,25 @@
+// The host's own P-256 identity (seed 002 §4.1: "its own P-256 key; its DID is what peers and
+// keepers lists name"; DESIGN 8.3): a 32-byte private scalar kept as base64url, and its did:key.
+// The host signs nothing (a carrier writes nothing); the did names it, and carry spaces are
+// derived for it.
+import { p256 } from "@noble/curves/nist.js";
+import { base64urlDecode, base64urlEncode } from "../encoding";
+import { p256DidKey } from "./did-key";
+
+export class HostKeyError extends Error {}
+
+export function generateHostKey(): string {
+  return base64urlEncode(p256.utils.randomSecretKey());
+}
+
+/** The did:key of a host's private key (base64url of a 32-byte P-256 scalar). */
+export function hostDid(privateKeyB64url: string): string {
+  let priv: Uint8Array;
+  try {
+    priv = base64urlDecode(privateKeyB64url.trim());
+  } catch {
+    throw new HostKeyError("the host key is not base64url");
+  }
+  if (priv.length !== 32 || !p256.utils.isValidSecretKey(priv)) throw new HostKeyError("the host key must be a 32-byte P-256 scalar");
+  return p256DidKey(p256.getPublicKey(priv, true));
+}

@@ -1,0 +1,294 @@
+// The Minca host inside workerd (DESIGN section 8): accounts and spaces as Durable Objects, the
+// carry space's records driving them, durability across eviction, the alarm's link sweep, and
+// what carry:closed leaves in storage (nothing but the tombstone).
+import { SELF, env, evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { HostConnection, makeSpace, newAccount, withNote, writeVersion } from "../../clients/minca/host";
+import { linkTopic, passBody, passKey } from "../../shared/minca/carry";
+import { utf8Encode } from "../../shared/encoding";
+import { MINCA_HOST_LIMITS } from "../../shared/limits";
+import type { MincaAccount } from "../../durable-objects/minca-account";
+
+const RELAY = "http://relay.test";
+const fetchSelf = ((input: RequestInfo | URL, init?: RequestInit) => SELF.fetch(input as string, init)) as typeof fetch;
+const spaceStub = (id: string) => env.MINCA_SPACE.get(env.MINCA_SPACE.idFromName(id));
+const accountStub = (did: string) => env.MINCA_ACCOUNT.get(env.MINCA_ACCOUNT.idFromName(did));
+const rows = (stub: DurableObjectStub, tables: string[]) =>
+  runInDurableObject(stub, (_i, state) => {
+    const out: Record<string, number> = {};
+    for (const t of tables) out[t] = state.storage.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM ${t}`).one().n;
+    return out;
+  });
+
+async function connected() {
+  const acct = await newAccount();
+  const host = new HostConnection(acct, RELAY, { fetch: fetchSelf });
+  await host.connect();
+  return { acct, host };
+}
+
+describe("DESIGN 8.3: the host's identity and connecting it", () => {
+  it("the information document names the host's did and name; the same did on every request", async () => {
+    const doc = (await (await SELF.fetch(`${RELAY}/`, { headers: { accept: "application/json" } })).json()) as any;
+    expect(doc.protocols.minca.host.did).toMatch(/^did:key:zDn/);
+    expect(doc.protocols.minca.host.name).toBe("edge-relay (local)");
+    expect(doc.limits.minca_host.links_served_per_account).toBe(64);
+    const again = (await (await SELF.fetch(`${RELAY}/`, { headers: { accept: "application/json" } })).json()) as any;
+    expect(again.protocols.minca.host.did).toBe(doc.protocols.minca.host.did);
+  });
+
+  it("seed §4.3: a CarryGrant failing the carrier's checks is refused with invalid_grant; a good one starts carrying", async () => {
+    const acct = await newAccount();
+    const host = new HostConnection(acct, RELAY, { fetch: fetchSelf });
+    const grant = await host.grant();
+    const post = (g: unknown) => SELF.fetch(`${RELAY}/minca/v1/host/accounts`, { method: "POST", body: JSON.stringify(g) });
+    const bad = await post({ ...grant, kind: "app" });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as any).error.code).toBe("invalid_grant");
+    expect((await post({ ...grant, pod: { dataPath: "a/../b", folder: "Minca" } })).status).toBe(400);
+    const ok = await post(grant);
+    expect(ok.status).toBe(201);
+    expect(await ok.json()).toEqual({ account: acct.root.did, carry_space: grant.carry.space });
+    expect((await post(grant)).status).toBe(201); // connecting again keeps what it holds
+    expect(await host.status()).toMatchObject({ account: acct.root.did, carry_space: grant.carry.space, spaces: 0 });
+    expect((await SELF.fetch(`${RELAY}/minca/v1/host/accounts/${(await newAccount()).root.did}`)).status).toBe(404);
+  });
+});
+
+describe("one carry space per account", () => {
+  it("a grant for another carry space replaces one the account never wrote in, and is refused (409) once it has", async () => {
+    const acct = await newAccount();
+    const first = new HostConnection(acct, RELAY, { fetch: fetchSelf });
+    await first.connect(0);
+    const second = new HostConnection(acct, RELAY, { fetch: fetchSelf });
+    expect(await second.connect(1)).toMatchObject({ carry_space: second.carry!.id });
+    expect(await second.pass(makeSpace(acct, "public"))).toMatchObject({ accepted: true });
+    await expect(first.connect(0)).rejects.toMatchObject({ status: 409, code: "carry_space_conflict" });
+    expect(await second.status()).toMatchObject({ carry_space: second.carry!.id, spaces: 1 });
+  });
+});
+
+describe("DESIGN 8.4: carried spaces", () => {
+  it("a space is carried only once a pass names it; its log survives eviction of both objects", async () => {
+    const { acct, host } = await connected();
+    const s = makeSpace(acct, "public");
+    const v = await writeVersion(acct, s, { collection: "std.note", key: "n1", body: { text: "hello" } });
+    const before = await SELF.fetch(`${RELAY}/minca/v1/spaces/${s.id}/versions`, { method: "POST", body: JSON.stringify([v]) });
+    expect(before.status).toBe(404);
+    expect(await host.pass(s)).toMatchObject({ accepted: true });
+    expect(await host.post(s.id, [v, v])).toEqual([
+      { id: v.id, accepted: true, seq: 1 },
+      { id: v.id, accepted: true, seq: 1 },
+    ]);
+    await evictDurableObject(spaceStub(s.id));
+    await evictDurableObject(accountStub(acct.root.did));
+    expect(await host.post(s.id, [v])).toEqual([{ id: v.id, accepted: true, seq: 1 }]);
+    const page = await host.fetchLog(s);
+    expect(page.items.map((i) => i.version)).toEqual([JSON.parse(JSON.stringify(v))]);
+    // the carry space's pass counts too: the account's bytes are all it has the host keep
+    expect(await host.status()).toMatchObject({ spaces: 1, versions: 2 });
+  });
+
+  it("the same version posted twice at once is stored once: both answers name its one seq", async () => {
+    const { acct, host } = await connected();
+    const s = makeSpace(acct, "public");
+    await host.pass(s);
+    const v = await writeVersion(acct, s, { collection: "c", key: "k", body: { n: 1 } });
+    const [a, b] = await Promise.all([host.post(s.id, [v]), host.post(s.id, [v])]);
+    expect(a).toEqual(b);
+    expect((await host.fetchLog(s)).items).toHaveLength(1);
+  });
+
+  it("a private space answers only a request proven with its read key: none 401, wrong 403", async () => {
+    const { acct, host } = await connected();
+    const s = makeSpace(acct, "private");
+    expect(await host.pass(s)).toMatchObject({ accepted: true });
+    const v = await writeVersion(acct, s, { collection: "std.note", key: "n1", body: { secret: 1 } });
+    expect(await host.post(s.id, [v])).toMatchObject([{ accepted: true, seq: 1 }]);
+    const url = `${RELAY}/minca/v1/spaces/${s.id}/versions`;
+    expect((await SELF.fetch(url)).status).toBe(401);
+    const other = makeSpace(acct, "private");
+    const wrong = new HostConnection(acct, RELAY, { fetch: fetchSelf });
+    await expect(wrong.fetchLog({ ...s, key: other.key })).rejects.toMatchObject({ status: 403, code: "read_proof_invalid" });
+    expect((await host.fetchLog(s)).items).toHaveLength(1);
+  });
+
+  it("a refused version leaves nothing: a records-only note writing a pass, a pass for a space its constitution does not hash to", async () => {
+    const { acct, host } = await connected();
+    const s = makeSpace(acct, "public");
+    const recordsOnly = new HostConnection(await withNote(acct, "/record"), RELAY, { fetch: fetchSelf });
+    recordsOnly.carry = host.carry;
+    expect(await recordsOnly.pass(s)).toMatchObject({ accepted: false, reason: "note_command" });
+    const t = makeSpace(acct, "public");
+    const mismatch = await writeVersion(acct, host.carry!, { collection: "sys.pass", key: passKey(s.id), body: passBody(t) });
+    expect(await host.post(host.carry!.id, [mismatch])).toMatchObject([{ accepted: false, reason: "pass_space_mismatch" }]);
+    expect(await rows(spaceStub(host.carry!.id), ["log"])).toEqual({ log: 0 });
+    expect(await host.status()).toMatchObject({ spaces: 0 });
+    expect(await rows(spaceStub(s.id), ["carriers", "log", "meta"])).toEqual({ carriers: 0, log: 0, meta: 0 });
+  });
+
+  it("seed §4.2: when two accounts name one space, the later pass wins — its read key reads, the earlier one's no longer does", async () => {
+    const a = await connected();
+    const b = await connected();
+    const s = makeSpace(a.acct, "private", [a.acct.root.did, b.acct.root.did]);
+    expect(await a.host.pass(s)).toMatchObject({ accepted: true });
+    const { readKeyDid, readSeedOf } = await import("../../shared/minca/space");
+    const newKey = new Uint8Array(32).fill(9);
+    const later = writeVersion(b.acct, b.host.carry!, {
+      collection: "sys.pass",
+      key: passKey(s.id),
+      body: passBody({ constitution: s.constitution, key: newKey }, readKeyDid(readSeedOf(newKey))),
+      at: Date.now() + 1_000,
+    });
+    expect(await b.host.post(b.host.carry!.id, [await later])).toMatchObject([{ accepted: true }]);
+    expect((await b.host.fetchLog({ ...s, key: newKey })).items).toEqual([]);
+    await expect(a.host.fetchLog(s)).rejects.toMatchObject({ status: 403 });
+  });
+
+  it("seed §4.2: a deleted pass stops carrying that space for that account; with no other carrier the space is forgotten", async () => {
+    const { acct, host } = await connected();
+    const s = makeSpace(acct, "public");
+    await host.pass(s);
+    await host.post(s.id, [await writeVersion(acct, s, { collection: "c", key: "k", body: {} })]);
+    expect(await host.unpass(s)).toMatchObject({ accepted: true });
+    expect(await host.status()).toMatchObject({ spaces: 0 });
+    await expect(host.post(s.id, [await writeVersion(acct, s, { collection: "c", key: "k2", body: {} })])).rejects.toMatchObject({ status: 404 });
+    expect(await rows(spaceStub(s.id), ["log", "carriers", "meta"])).toEqual({ log: 0, carriers: 0, meta: 0 });
+  });
+
+  it("over a space's bound the whole request is refused with 507 quota_exceeded", async () => {
+    const { acct, host } = await connected();
+    const s = makeSpace(acct, "public");
+    await host.pass(s);
+    await runInDurableObject(spaceStub(s.id), (_i, state) => {
+      state.storage.sql.exec("INSERT INTO log (id, bytes, version) VALUES ('bfiller', ?, '{}')", MINCA_HOST_LIMITS.max_space_bytes - 10);
+    });
+    const v = await writeVersion(acct, s, { collection: "c", key: "k", body: { x: 1 } });
+    await expect(host.post(s.id, [v])).rejects.toMatchObject({ status: 507, code: "quota_exceeded" });
+  });
+});
+
+describe("seed §4.2: links and carry:closed", () => {
+  it("the alarm sweeps expired links; a mailbox fetch never serves one", async () => {
+    const { acct, host } = await connected();
+    const blob = utf8Encode(`link ${Math.random()}`);
+    const topic = linkTopic(blob);
+    const now = Math.floor(Date.now() / 1000);
+    expect(await host.link("link:a", blob, now + 2)).toMatchObject({ accepted: true });
+    let page = (await (await SELF.fetch(`${RELAY}/minca/v1/mailbox/${topic}`)).json()) as any;
+    expect(page.items).toMatchObject([{ seq: 0, until: now + 2 }]);
+    await new Promise((r) => setTimeout(r, 2_100));
+    page = (await (await SELF.fetch(`${RELAY}/minca/v1/mailbox/${topic}`)).json()) as any;
+    expect(page.items).toEqual([]);
+    // the alarm set at the link's until has swept it (run it now in case it has not fired yet)
+    await runDurableObjectAlarm(accountStub(acct.root.did));
+    expect(await rows(accountStub(acct.root.did), ["links"])).toEqual({ links: 0 });
+    expect(await runInDurableObject(env.MINCA_MAILBOX.get(env.MINCA_MAILBOX.idFromName(topic)), (_i, st) => st.storage.sql.exec("SELECT * FROM link_accounts").toArray())).toEqual([]);
+  });
+
+  it("carry:closed: the host forgets every row it held for the account and the status answers 410", async () => {
+    const { acct, host } = await connected();
+    const p = makeSpace(acct, "private");
+    const q = makeSpace(acct, "public");
+    await host.pass(p);
+    await host.pass(q);
+    await host.post(p.id, [await writeVersion(acct, p, { collection: "c", key: "k", body: { a: 1 } })]);
+    await host.link("link:1", utf8Encode("blob"), Math.floor(Date.now() / 1000) + 600);
+    expect(await host.close()).toMatchObject({ accepted: true });
+    for (const id of [p.id, q.id, host.carry!.id]) expect(await rows(spaceStub(id), ["log", "carriers", "meta"])).toEqual({ log: 0, carriers: 0, meta: 0 });
+    expect(await rows(accountStub(acct.root.did), ["passes", "links", "usage"])).toEqual({ passes: 0, links: 0, usage: 0 });
+    const meta = await runInDurableObject(accountStub(acct.root.did), (_i, state) => state.storage.sql.exec<{ key: string }>("SELECT key FROM meta ORDER BY key").toArray().map((r) => r.key));
+    expect(meta).toEqual(["closed_at", "closed_space"]);
+    await expect(host.status()).rejects.toMatchObject({ status: 410, code: "carry_closed" });
+    await expect(host.connect()).rejects.toMatchObject({ status: 410 });
+    // connecting it again derives a new carry space (gen 1)
+    expect(await host.connect(1)).toMatchObject({ account: acct.root.did });
+    expect(await host.status()).toMatchObject({ spaces: 0 });
+  });
+});
+
+describe("DESIGN 8.5: wakes and receivers", () => {
+  /** A browser-like subscription and an in-process push service answering `answers` (then 201). */
+  async function pushService(did: string, answers: number[] = []) {
+    const { p256 } = await import("@noble/curves/nist.js");
+    const { decryptPushMessage } = await import("../../shared/webpush/encrypt");
+    const { base64urlEncode, randomBytes } = await import("../../shared/encoding");
+    const uaPrivate = p256.utils.randomSecretKey();
+    const auth = randomBytes(16);
+    const got: Array<{ headers: Record<string, string>; body: string }> = [];
+    await runInDurableObject(accountStub(did) as DurableObjectStub<MincaAccount>, (inst: MincaAccount) => {
+      inst.pushFetch = async (_url: string, init: RequestInit) => {
+        got.push({ headers: init.headers as Record<string, string>, body: new TextDecoder().decode(decryptPushMessage(init.body as Uint8Array, uaPrivate, auth)) });
+        return new Response(null, { status: answers.shift() ?? 201 });
+      };
+    });
+    const push = { endpoint: `https://push.example/${Math.random().toString(36).slice(2)}`, keys: { p256dh: base64urlEncode(p256.getPublicKey(uaPrivate, false)), auth: base64urlEncode(auth) } };
+    return { push, got };
+  }
+
+  it("a matching version sends one push per receiver after it is answered; Topic from the version id; TTL one day; a non-matching one sends nothing", async () => {
+    const { acct, host } = await connected();
+    const s = makeSpace(acct, "public");
+    await host.pass(s);
+    const svc = await pushService(acct.root.did);
+    expect(await host.wake("wake:1", { v: 1, name: "New message", spaces: [s.id], collection: "std.message", topics: ["club"] })).toMatchObject({ accepted: true });
+    expect(await host.receiver("phone", svc.push)).toMatchObject({ accepted: true });
+    expect(await host.status()).toMatchObject({ wakes: 1, receivers: 1 });
+    const miss = await writeVersion(acct, s, { collection: "std.message", key: "m0", body: {}, topics: ["other"] });
+    const hit = await writeVersion(acct, s, { collection: "std.message", key: "m1", body: { t: 1 }, topics: ["club", "x"] });
+    await host.post(s.id, [miss, hit]);
+    await new Promise((r) => setTimeout(r, 100));
+    await runDurableObjectAlarm(accountStub(acct.root.did));
+    expect(svc.got).toHaveLength(1);
+    expect(JSON.parse(svc.got[0].body)).toEqual(JSON.parse(JSON.stringify(hit)));
+    const { wakeTopic } = await import("../../shared/minca/wake");
+    expect(svc.got[0].headers).toMatchObject({ TTL: "86400", Topic: wakeTopic(hit.id) });
+  });
+
+  it("a gone endpoint (410) is not pushed to again until its record is written again; 503 is retried by the alarm", async () => {
+    const { acct, host } = await connected();
+    const s = makeSpace(acct, "public");
+    await host.pass(s);
+    const svc = await pushService(acct.root.did, [503, 201, 410]);
+    await host.wake("wake:1", { v: 1, name: "any", spaces: "all", collection: "c" });
+    await host.receiver("phone", svc.push);
+    const send = async (key: string) => {
+      await host.post(s.id, [await writeVersion(acct, s, { collection: "c", key, body: {} })]);
+      await new Promise((r) => setTimeout(r, 50));
+      await runDurableObjectAlarm(accountStub(acct.root.did));
+    };
+    await send("a"); // 503
+    expect(svc.got).toHaveLength(1);
+    await runInDurableObject(accountStub(acct.root.did), (_i, st) => st.storage.sql.exec("UPDATE pushes SET next_at = 0"));
+    await runDurableObjectAlarm(accountStub(acct.root.did)); // retried: 201
+    expect(svc.got).toHaveLength(2);
+    await send("b"); // 410
+    expect(svc.got).toHaveLength(3);
+    await send("c"); // not pushed
+    expect(svc.got).toHaveLength(3);
+    expect(await host.status()).toMatchObject({ receivers: 1 });
+    await host.receiver("phone", svc.push); // written again
+    await send("d");
+    expect(svc.got).toHaveLength(4);
+  });
+
+  it("bound: at most pushes_per_minute pushes per account per minute; the rest wait for the next minute", async () => {
+    const { acct, host } = await connected();
+    const s = makeSpace(acct, "public");
+    await host.pass(s);
+    const svc = await pushService(acct.root.did);
+    await host.wake("wake:1", { v: 1, name: "any", spaces: "all", collection: "c" });
+    await host.receiver("phone", svc.push);
+    const { MINCA_WAKE_LIMITS } = await import("../../shared/limits");
+    await runInDurableObject(accountStub(acct.root.did), (_i, st) => {
+      st.storage.sql.exec("INSERT OR REPLACE INTO meta (key, value) VALUES ('push_minute', ?), ('push_count', ?)", String(Math.floor(Date.now() / 60_000)), String(MINCA_WAKE_LIMITS.pushes_per_minute));
+    });
+    if (Date.now() % 60_000 > 58_000) return; // too close to a minute's end to tell
+    await host.post(s.id, [await writeVersion(acct, s, { collection: "c", key: "x", body: {} })]);
+    await new Promise((r) => setTimeout(r, 50));
+    await runDurableObjectAlarm(accountStub(acct.root.did));
+    expect(svc.got).toHaveLength(0);
+    const alarm = await runInDurableObject(accountStub(acct.root.did), (_i, st) => st.storage.getAlarm());
+    expect(alarm).toBe((Math.floor(Date.now() / 60_000) + 1) * 60_000);
+  });
+});
