@@ -14,6 +14,7 @@ export default defineConfig({
   ],
   test: {
     include: ["test/unit/**/*.test.ts"],
+    setupFiles: ["test/helpers/fast-check-seed.ts"],
     testTimeout: 20_000,
   },
 });
