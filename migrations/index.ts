@@ -5,6 +5,7 @@ import passnoteRoom0001 from "./PassnoteRoom/0001_init.sql";
 import mincaRoom0001 from "./MincaRoom/0001_init.sql";
 import mincaMailbox0001 from "./MincaMailbox/0001_init.sql";
 import relayKeys0001 from "./RelayKeys/0001_init.sql";
+import relayStats0001 from "./RelayStats/0001_init.sql";
 
 export interface Migration {
   name: string;
@@ -17,6 +18,7 @@ export const MIGRATIONS = {
   MincaRoom: [{ name: "0001_init", sql: mincaRoom0001 }],
   MincaMailbox: [{ name: "0001_init", sql: mincaMailbox0001 }],
   RelayKeys: [{ name: "0001_init", sql: relayKeys0001 }],
+  RelayStats: [{ name: "0001_init", sql: relayStats0001 }],
 } satisfies Record<string, Migration[]>;
 
 export type MigratedClass = keyof typeof MIGRATIONS;

@@ -157,6 +157,13 @@ export const WEBPUSH_LIMITS = {
   max_ttl_seconds: 2_419_200,
 } as const;
 
+export const STATS_LIMITS = {
+  /** Longest a count waits in its object before it is sent to the stats object (the status page's staleness), ms. */
+  flush_interval_ms: 2_000,
+  /** Minutes of per-minute counts kept and charted. */
+  window_minutes: 60,
+} as const;
+
 export const LIMITS = {
   common: COMMON_LIMITS,
   tally: TALLY_LIMITS,
@@ -164,6 +171,7 @@ export const LIMITS = {
   minca_rooms: MINCA_ROOM_LIMITS,
   mailbox: MAILBOX_LIMITS,
   webpush: WEBPUSH_LIMITS,
+  stats: STATS_LIMITS,
 } as const;
 
 export const CLOSE_CODES = {

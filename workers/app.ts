@@ -11,6 +11,7 @@ import type { Env } from "./env";
 import { PASSNOTE_ROOM_HEADER } from "../durable-objects/passnote-room";
 import { isRoomId } from "../shared/passnote/room";
 import { mountMailbox } from "./mailbox";
+import { mountStatus } from "./status";
 import { vapidKeys } from "../durable-objects/relay-keys";
 import { base64urlEncode } from "../shared/encoding";
 
@@ -78,6 +79,7 @@ socketRoute("/minca/v1/rooms/:key", { valid: isMincaRoomId, invalid: "the room m
   headers: { [MINCA_ROOM_HEADER]: room },
 }));
 mountMailbox(app);
+mountStatus(app);
 
 /** The VAPID public key for the information document; null when it cannot be had. */
 async function vapidPublicKey(env: Env): Promise<string | null> {

@@ -3,6 +3,7 @@ import type { PassnoteRoom } from "../durable-objects/passnote-room";
 import type { MincaRoom } from "../durable-objects/minca-room";
 import type { MincaMailbox } from "../durable-objects/minca-mailbox";
 import type { RelayKeys } from "../durable-objects/relay-keys";
+import type { RelayStats } from "../durable-objects/relay-stats";
 
 /** The Worker's bindings and settings (wrangler.toml [vars], secrets). */
 export interface Env {
@@ -19,4 +20,8 @@ export interface Env {
   VAPID_PRIVATE_KEY?: string;
   /** VAPID `sub`: a mailto: or https: URL push services can reach the operator at. */
   VAPID_SUBJECT?: string;
+  /** The operator's counters (GET /status). */
+  RELAY_STATS: DurableObjectNamespace<RelayStats>;
+  /** Bearer token for GET /status and /status.json, a Worker secret; unset: open (the local default). */
+  ADMIN_TOKEN?: string;
 }

@@ -4,6 +4,7 @@ export { PassnoteRoom } from "../durable-objects/passnote-room";
 export { MincaRoom } from "../durable-objects/minca-room";
 export { MincaMailbox } from "../durable-objects/minca-mailbox";
 export { RelayKeys } from "../durable-objects/relay-keys";
+export { RelayStats } from "../durable-objects/relay-stats";
 import { app } from "./app";
 
 export default app;

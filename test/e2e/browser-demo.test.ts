@@ -1,8 +1,11 @@
-// The demo page in two headless Chromium pages against the running relay (docs/browser.md):
-// the project's client bundled for the browser registers, sends through the relay, opens a
+// The browser side of the relay in headless Chromium (docs/browser.md). The demo page in two
+// pages: the project's client bundled for the browser registers, sends through the relay, opens a
 // WebRTC data channel by the relay's signaling, sends over it, and deduplicates the relay's copy.
+// Then the operator's status page, drawn from the traffic the demo made.
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { Page } from "playwright-core";
+import { STATS_LIMITS } from "../../shared/limits";
+import type { StatsSnapshot } from "../../shared/stats";
 import { artifactPath, chromiumPath, launchChromium, NO_CHROMIUM_MESSAGE, type Chromium } from "../helpers/chromium";
 
 const relay = inject("relayUrl");
@@ -33,21 +36,28 @@ async function until<T>(page: Page, what: string, fn: () => Promise<T | undefine
   }
 }
 
+let chrome: Chromium;
+let before: StatsSnapshot;
+
+beforeAll(async () => {
+  if (!chromiumPath) return;
+  before = (await (await fetch(`${relay}/status.json`)).json()) as StatsSnapshot;
+  chrome = await launchChromium();
+});
+
+afterAll(async () => {
+  await chrome?.close();
+});
+
 describe.skipIf(!chromiumPath)("the demo page in Chromium (two users)", () => {
-  let chrome: Chromium;
   let a: Page;
   let b: Page;
   let sentByRelay = "";
   let sentBoth = "";
 
   beforeAll(async () => {
-    chrome = await launchChromium();
     [a, b] = await Promise.all([chrome.context.newPage(), chrome.context.newPage()]);
     await Promise.all([a.goto(`${relay}/demo/`), b.goto(`${relay}/demo/`)]);
-  });
-
-  afterAll(async () => {
-    await chrome?.close();
   });
 
   it("each page registers with the relay as its own user and device", async () => {
@@ -92,5 +102,32 @@ describe.skipIf(!chromiumPath)("the demo page in Chromium (two users)", () => {
     await a.bringToFront();
     await a.screenshot({ path: artifactPath("browser-demo-sender.png"), fullPage: true });
     await b.screenshot({ path: artifactPath("browser-demo-receiver.png"), fullPage: true });
+  });
+});
+
+describe.skipIf(!chromiumPath)("the status page in Chromium", () => {
+  const sum = (xs: number[]) => xs.reduce((x, y) => x + y, 0);
+
+  it("shows the demo's live traffic as counts and charts, with the open-page banner", async () => {
+    // The demo's two pages are still connected; their counts arrive within the flush interval.
+    const deadline = Date.now() + STATS_LIMITS.flush_interval_ms * 5;
+    let now: StatsSnapshot;
+    for (;;) {
+      now = (await (await fetch(`${relay}/status.json`)).json()) as StatsSnapshot;
+      const deliveries = sum(now.per_minute.deliveries.by_protocol.tally) - sum(before.per_minute.deliveries.by_protocol.tally);
+      if (now.connections.tally - before.connections.tally >= 2 && deliveries >= 4) break;
+      if (Date.now() > deadline) throw new Error(`counts did not arrive: ${JSON.stringify(now.connections)}, ${deliveries} deliveries`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    const page = await chrome.context.newPage();
+    await page.goto(`${relay}/status`);
+    await expect(page.getByTestId("open-banner").isVisible()).resolves.toBe(true);
+    const connections = Number(await page.locator('[data-testid="tile-connections"] .v').textContent());
+    expect(connections).toBeGreaterThanOrEqual(2);
+    const chart = page.getByTestId("chart-deliveries");
+    expect(Number(await chart.getAttribute("data-total"))).toBeGreaterThanOrEqual(4);
+    expect(await chart.locator("svg rect").count()).toBeGreaterThan(0);
+    expect(await page.getByTestId("chart-messages").locator("svg rect").count()).toBeGreaterThan(0);
+    await page.screenshot({ path: artifactPath("status-page.png"), fullPage: true });
   });
 });
