@@ -65,7 +65,9 @@ try {
   const wall = performance.now() - t0;
   latencies.sort((a, b) => a - b);
   const q = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))].toFixed(1);
-  const status = await (await fetch(`${relay.url}/status.json`)).json().catch(() => null);
+  // Counts arrive within the flush interval (2 s); read them after it.
+  await new Promise((r) => setTimeout(r, 3_000));
+  const status = await fetch(`${relay.url}/status.json`).then((r) => (r.ok ? r.json() : null)).catch(() => null);
   console.log(JSON.stringify({
     envelopes: latencies.length,
     wall_ms: Math.round(wall),
