@@ -1,7 +1,8 @@
 // WebRTC direct channels (seed 003 sections 6.1, 6.3 and 13.1) for a browser client: one
 // RTCPeerConnection per peer device, negotiated through the relay's device-scoped signaling
 // (peer_connect, webrtc_signal) with "perfect negotiation" — both ends may offer, the polite end
-// (shared/tally/negotiation.ts) rolls back on a collision. Each connection carries one data
+// (shared/tally/negotiation.ts) rolls back on a collision; to keep collisions rare, the impolite
+// end offers first and the polite end offers only when no offer came within a short delay. Each connection carries one data
 // channel, pre-negotiated (id 0) so both ends create it alike; once open it is handed to the
 // client with dataChannelAdapter, and envelopes and receipts go over it first.
 import type { TallyClient } from "./client";
@@ -17,6 +18,12 @@ export interface DirectMeshOptions {
   iceServers?: RTCIceServer[];
   /** Which announced peer devices to connect to; default every one. */
   accept?: (userId: string, deviceId: string) => boolean;
+  /**
+   * Milliseconds the polite end waits for the impolite end's offer before it offers itself.
+   * Default 2000. (Perfect negotiation settles a collision either way; avoiding the usual one
+   * keeps a rollback out of the first connection, which Chromium does not always recover from.)
+   */
+  politeOfferDelayMs?: number;
   /** A channel changed state. */
   onState?: (userId: string, deviceId: string, state: DirectState, polite: boolean) => void;
 }
@@ -86,7 +93,7 @@ export class DirectMesh {
     const send = (signal: RtcSignal) => this.client.signal(userId, deviceId, signal);
     const json = <T,>(v: { toJSON(): T }) => v.toJSON() as never;
 
-    pc.onnegotiationneeded = async () => {
+    const offer = async () => {
       try {
         p.makingOffer = true;
         await pc.setLocalDescription();
@@ -96,6 +103,18 @@ export class DirectMesh {
       } finally {
         p.makingOffer = false;
       }
+    };
+    let waited = false;
+    pc.onnegotiationneeded = () => {
+      // The impolite end offers first; the polite end only if no offer came in time.
+      if (p.polite && !pc.remoteDescription && !waited) {
+        waited = true;
+        setTimeout(() => {
+          if (this.peers.get(k) === p && !pc.remoteDescription && pc.signalingState === "stable") void offer();
+        }, this.opts.politeOfferDelayMs ?? 2_000);
+        return;
+      }
+      void offer();
     };
     pc.onicecandidate = (ev) => {
       if (ev.candidate) send({ candidate: json(ev.candidate) });

@@ -103,6 +103,17 @@ describe.skipIf(!chromiumPath)("the demo page in Chromium (two users)", () => {
     await a.screenshot({ path: artifactPath("browser-demo-sender.png"), fullPage: true });
     await b.screenshot({ path: artifactPath("browser-demo-receiver.png"), fullPage: true });
   });
+
+  it("a second device of the same user (the device link) is introduced by the relay and gets its own channel", async () => {
+    const link = await a.locator("#device-link").getAttribute("href");
+    const a2 = await chrome.context.newPage();
+    await a2.goto(`${relay}/demo/${link}`);
+    await until(a2, "registered", async () => (await demo(a2)).status === "registered");
+    expect((await demo(a2)).npub).toBe((await demo(a)).npub);
+    await until(a2, "channel open", async () => (await a2.getByTestId("channel").textContent()) === "open");
+    await until(a, "two channels", async () => (await a.getByTestId("channel").textContent()) === "2 open");
+    await a2.close();
+  });
 });
 
 describe.skipIf(!chromiumPath)("the status page in Chromium", () => {

@@ -24,6 +24,9 @@ export const CHROMIUM_ARGS = [
   "--disable-background-networking",
   "--disable-component-update",
   "--disable-sync",
+  // WebRTC host candidates as plain addresses rather than mDNS names: no multicast name
+  // resolution on the network, and no test that depends on it.
+  "--disable-features=WebRtcHideLocalIpsWithMdns",
 ];
 
 export interface Chromium {
