@@ -10,7 +10,9 @@
 // - parses a frame, validates it against its handler's zod schema and dispatches by `type`,
 //   answering invalid_message / unknown_type and keeping the connection open;
 // - closes sockets that have not authenticated within the timeout with 4001 (by alarm);
-// - answers close frames.
+// - answers close frames;
+// - counts connections, messages and errors for the operator's status page, the same way for
+//   every object (StatsReporter: batched in memory, sent off the message path).
 import { DurableObject } from "cloudflare:workers";
 import type { z } from "zod";
 import { socketError, type ErrorCode } from "../shared/errors";
@@ -18,6 +20,8 @@ import { CLOSE_CODES, COMMON_LIMITS } from "../shared/limits";
 import type { Migration } from "../migrations/index";
 import { TokenBucket } from "../shared/rate-limit";
 import { noteIdle } from "./live";
+import { StatsReporter } from "./relay-stats";
+import type { StatsGauges, StatsProtocol } from "../shared/stats";
 
 /** What every socket's attachment holds; objects extend it. */
 export interface BaseAttachment {
@@ -56,6 +60,8 @@ export interface RelayObjectOptions {
   beforeAuth: "ignore" | "error";
   /** Seconds a socket may stay unauthenticated. */
   authTimeoutSeconds?: number;
+  /** The protocol this object's counts are reported under (the status page); none: not counted. */
+  protocol?: StatsProtocol;
 }
 
 const PING = '{"type":"ping"}';
@@ -81,6 +87,8 @@ export abstract class RelayObject<Env, A extends BaseAttachment> extends Durable
   private readonly buckets = new WeakMap<WebSocket, TokenBucket>();
 
   protected abstract readonly routes: Routes<any, A>;
+  /** Counts for the status page; objects add their own (deliveries) with `this.stats.count`. */
+  protected readonly stats: StatsReporter;
 
   constructor(ctx: DurableObjectState, env: Env, options: RelayObjectOptions) {
     super(ctx, env);
@@ -88,6 +96,10 @@ export abstract class RelayObject<Env, A extends BaseAttachment> extends Durable
     this.sql = ctx.storage.sql;
     applyMigrations(ctx.storage, options.migrations);
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(PING, PONG));
+    this.stats = new StatsReporter(ctx, env as object, options.protocol, () => ({
+      connections: ctx.getWebSockets().length,
+      ...this.statsGauges(),
+    }));
   }
 
   // ---- hooks -------------------------------------------------------------------------------
@@ -113,6 +125,10 @@ export abstract class RelayObject<Env, A extends BaseAttachment> extends Durable
     const id = typeof obj.id === "string" ? obj.id : undefined;
     this.sendError(ws, "unknown_type", `unknown message type: ${obj.type.slice(0, 64)}`, id);
   }
+  /** What this object holds now, for the status page (read when counts are sent). */
+  protected statsGauges(): StatsGauges {
+    return {};
+  }
   /** The alarm fired; return the next time (ms) the object needs waking, or null. */
   protected onAlarm(_now: number): number | null | Promise<number | null> {
     return null;
@@ -126,6 +142,7 @@ export abstract class RelayObject<Env, A extends BaseAttachment> extends Durable
     const [client, server] = [pair[0], pair[1]];
     this.ctx.acceptWebSocket(server, tags);
     server.serializeAttachment(att);
+    this.stats.count("connections_opened");
     if (!att.authed) await this.scheduleAlarm(att.openedAt + this.authTimeoutMs());
     await this.onConnect(server, att);
     return new Response(null, { status: 101, webSocket: client });
@@ -165,6 +182,7 @@ export abstract class RelayObject<Env, A extends BaseAttachment> extends Durable
   }
 
   protected sendError(ws: WebSocket, code: ErrorCode, message: string, id?: string): void {
+    this.stats.count("errors");
     this.send(ws, socketError(code, message, id));
   }
 
@@ -203,6 +221,7 @@ export abstract class RelayObject<Env, A extends BaseAttachment> extends Durable
   async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
     const att = this.attachment(ws);
     if (!att) return;
+    this.stats.count("messages");
     if (!this.admit(ws)) return;
     if (typeof message !== "string") {
       const max = this.options.maxBinaryBytes ?? 0;
@@ -276,6 +295,7 @@ export abstract class RelayObject<Env, A extends BaseAttachment> extends Durable
       } else if (next === null || deadline < next) next = deadline;
     }
     if (next !== null) await this.ctx.storage.setAlarm(next);
+    this.stats.changed();
   }
 
   // ---- internals -----------------------------------------------------------------------------
@@ -285,6 +305,7 @@ export abstract class RelayObject<Env, A extends BaseAttachment> extends Durable
   private async closed(ws: WebSocket): Promise<void> {
     if (this.closedSockets.has(ws)) return;
     this.closedSockets.add(ws);
+    this.stats.changed();
     const att = this.attachment(ws);
     if (att) await this.onClose(ws, att);
     if (!this.ctx.getWebSockets().some((s) => s !== ws && s.readyState === WebSocket.OPEN)) {

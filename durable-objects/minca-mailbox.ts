@@ -6,6 +6,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { applyMigrations } from "./base";
 import { vapidKeys, vapidSubject } from "./relay-keys";
+import { StatsReporter } from "./relay-stats";
 import { MIGRATIONS } from "../migrations/index";
 import type { ErrorCode } from "../shared/errors";
 import { bytesToHex, randomBytes } from "../shared/encoding";
@@ -51,11 +52,16 @@ export class MincaMailbox extends DurableObject<Env> {
   /** The fetch wakes go out with (tests may replace it). */
   pushFetch: FetchLike = (url, init) => fetch(url, init);
   private sender: WebPushSender | undefined;
+  /** Counts for the status page: items held, items posted (messages), items and wakes handed out (deliveries). */
+  private readonly stats: StatsReporter;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
     applyMigrations(ctx.storage, MIGRATIONS.MincaMailbox);
+    this.stats = new StatsReporter(ctx, env, "minca", () => ({
+      mailbox_items: this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM items").one().n,
+    }));
   }
 
   // ---- RPC ------------------------------------------------------------------------------------
@@ -83,6 +89,7 @@ export class MincaMailbox extends DurableObject<Env> {
     });
     for (const wake of this.waiters) wake();
     this.waiters.clear();
+    this.stats.count("messages");
     await this.scheduleAlarm();
     return { ok: true, value: { seq, until } };
   }
@@ -97,6 +104,7 @@ export class MincaMailbox extends DurableObject<Env> {
     for (;;) {
       const page = this.readPage(q.after, q.limit, links);
       const left = deadline - Date.now();
+      this.stats.count("deliveries", page.items.length);
       if (page.items.length > 0 || left <= 0) return { ok: true, value: page };
       await this.nextItem(left);
     }
@@ -187,6 +195,7 @@ export class MincaMailbox extends DurableObject<Env> {
   async alarm(): Promise<void> {
     const now = Date.now();
     this.sweep(now);
+    this.stats.changed();
     const due = this.sql
       .exec<DueRow>(
         `SELECT d.receiver_id, d.seq, d.attempts, r.endpoint, r.p256dh, r.auth
@@ -238,6 +247,7 @@ export class MincaMailbox extends DurableObject<Env> {
   private settle(d: DueRow, outcome: PushOutcome): void {
     switch (outcome.kind) {
       case "delivered":
+        this.stats.count("deliveries");
         return this.dropDelivery(d);
       case "gone":
         // Only the receiver we sent to: one re-registered under another endpoint stays.

@@ -52,7 +52,12 @@ export class MincaRoom extends RelayObject<Env, MincaRoomAttachment> {
       migrations: MIGRATIONS.MincaRoom,
       maxFrameBytes: MINCA_ROOM_LIMITS.max_message_bytes,
       beforeAuth: "error",
+      protocol: "minca",
     });
+  }
+
+  protected statsGauges() {
+    return { rooms_open: this.ctx.getWebSockets().length > 0 ? 1 : 0 };
   }
 
   // ---- state ----------------------------------------------------------------------------------
@@ -193,7 +198,9 @@ export class MincaRoom extends RelayObject<Env, MincaRoomAttachment> {
       return this.sendError(ws, "peer_unavailable", "no such peer in this room", id);
     }
     const frame = deliveredFrame(msg.type, att.did, rawMember(raw, "payload"));
-    for (const t of targets) this.sendRaw(t.ws, frame);
+    let n = 0;
+    for (const t of targets) if (this.sendRaw(t.ws, frame)) n++;
+    this.stats.count("deliveries", n);
   }
 
   protected async onClose(ws: WebSocket, att: MincaRoomAttachment): Promise<void> {

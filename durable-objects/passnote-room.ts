@@ -33,7 +33,12 @@ export class PassnoteRoom extends RelayObject<Env, PassnoteAttachment> {
       maxFrameBytes: PASSNOTE_LIMITS.max_frame_bytes,
       maxBinaryBytes: PASSNOTE_LIMITS.max_binary_bytes,
       beforeAuth: "error",
+      protocol: "passnote",
     });
+  }
+
+  protected statsGauges() {
+    return { rooms_open: this.ctx.getWebSockets().length > 0 ? 1 : 0 };
   }
 
   async fetch(request: Request): Promise<Response> {
@@ -88,13 +93,15 @@ export class PassnoteRoom extends RelayObject<Env, PassnoteAttachment> {
     if (!split) return this.sendError(ws, "invalid_message", "a binary message starts with an 8-byte peer id");
     const out = joinPeerFrame(att.peer!, split.frame);
     if (split.peer === BROADCAST) {
-      for (const o of this.peers(att.peer)) this.sendRaw(o.ws, out);
+      let n = 0;
+      for (const o of this.peers(att.peer)) if (this.sendRaw(o.ws, out)) n++;
+      this.stats.count("deliveries", n);
       return;
     }
     const target = split.peer === att.peer ? undefined : this.peers().find((o) => o.att.peer === split.peer);
     if (!target || !this.sendRaw(target.ws, out)) {
       this.sendError(ws, "peer_unavailable", `no other peer ${split.peer} in this room`);
-    }
+    } else this.stats.count("deliveries");
   }
 
   protected onClose(_ws: WebSocket, att: PassnoteAttachment): void {

@@ -46,7 +46,12 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
       migrations: MIGRATIONS.TallyUser,
       maxFrameBytes: TALLY_LIMITS.max_frame_bytes,
       beforeAuth: "ignore",
+      protocol: "tally",
     });
+  }
+
+  protected statsGauges() {
+    return { envelopes_stored: this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM queue").one().n };
   }
 
   // ---- identity -----------------------------------------------------------------------------
@@ -119,6 +124,7 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
       schema: ackSchema,
       handle(this: TallyUser, _ws, msg) {
         this.sql.exec("DELETE FROM queue WHERE from_hex = ? AND id = ?", npubDecode(msg.from_user_id), msg.id);
+        this.stats.changed();
       },
     }),
     connect_peer: route({
@@ -178,6 +184,7 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
     for (const row of rows) {
       if (!this.sendRaw(ws, row.body)) break;
       pushed = row.seq;
+      this.stats.count("deliveries");
     }
     this.send(ws, { type: "queue_drained" });
     // Without acks the seed's rule holds: removed after a successful push.
@@ -223,6 +230,7 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
       // Self-addressed (13.8): to the sender's other online devices only, never stored.
       let n = 0;
       for (const d of this.devices(att.deviceId)) if (this.sendRaw(d.ws, raw)) n++;
+      this.stats.count("deliveries", n);
       status = n > 0 ? "delivered" : "not_stored";
     } else {
       status = await this.stubFor(toHex).deliver(toHex, raw, fromHex, env.id);
@@ -237,13 +245,16 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
     if (devices.length > 0 && !devices.some((d) => d.att.acks)) {
       let n = 0;
       for (const d of devices) if (this.sendRaw(d.ws, raw)) n++;
+      this.stats.count("deliveries", n);
       if (n > 0) return "delivered";
     }
     // Offline, or an acking device is online: store first, then push the stored form.
     const stored = this.store(raw, fromHex, id);
+    this.stats.changed();
     if (devices.length === 0) return stored ? "stored" : "not_stored";
     let n = 0;
     for (const d of devices) if (this.sendRaw(d.ws, stored ?? raw)) n++;
+    this.stats.count("deliveries", n);
     return n > 0 ? "delivered" : stored ? "stored" : "not_stored";
   }
 

@@ -8,6 +8,7 @@ import relayKeys0001 from "./RelayKeys/0001_init.sql";
 import mincaMailbox0002 from "./MincaMailbox/0002_links.sql";
 import mincaAccount0001 from "./MincaAccount/0001_init.sql";
 import mincaSpace0001 from "./MincaSpace/0001_init.sql";
+import relayStats0001 from "./RelayStats/0001_init.sql";
 
 export interface Migration {
   name: string;
@@ -25,6 +26,7 @@ export const MIGRATIONS = {
   RelayKeys: [{ name: "0001_init", sql: relayKeys0001 }],
   MincaAccount: [{ name: "0001_init", sql: mincaAccount0001 }],
   MincaSpace: [{ name: "0001_init", sql: mincaSpace0001 }],
+  RelayStats: [{ name: "0001_init", sql: relayStats0001 }],
 } satisfies Record<string, Migration[]>;
 
 export type MigratedClass = keyof typeof MIGRATIONS;

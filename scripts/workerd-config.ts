@@ -5,7 +5,7 @@
 //
 // Runs under plain Node (type stripping): erasable TypeScript only, and `.ts` in relative imports.
 import { readdirSync } from "node:fs";
-import { join, relative, sep } from "node:path";
+import { join, relative, resolve, sep } from "node:path";
 
 /** The part of wrangler's normalized config this generator reads (unstable_readConfig's result). */
 export interface WranglerConfig {
@@ -24,6 +24,8 @@ export interface WranglerConfig {
     transferred_classes?: unknown[];
   }>;
   rules?: Array<{ type: string; globs: string[]; fallthrough?: boolean }>;
+  /** Static assets: served from `directory`; the Worker reaches them through `binding`. */
+  assets?: { directory?: string; binding?: string; [key: string]: unknown };
   no_bundle?: boolean;
   [key: string]: unknown;
 }
@@ -55,6 +57,8 @@ export interface WorkerdOptions {
    * "private", "local", "network") or CIDRs. Default ["public"].
    */
   outboundAllow?: string[];
+  /** The folder wrangler.toml's relative paths (assets) are resolved against. Default: cwd. */
+  projectDir?: string;
 }
 
 /** The entrypoint the admin socket serves (workers/admin.ts, exported by workers/index.ts). */
@@ -121,7 +125,10 @@ function unsupportedKeys(cfg: WranglerConfig): string[] {
   if (queues?.producers?.length || queues?.consumers?.length) out.push("queues");
   const triggers = cfg.triggers as { crons?: unknown[] } | undefined;
   if (triggers?.crons?.length) out.push("triggers.crons");
-  for (const key of ["ai", "browser", "images", "assets", "version_metadata", "unsafe"]) {
+  // Assets are carried over as a read-only disk service the Worker reaches through its binding
+  // (workers/assets.ts serves them); without a binding the Worker could not reach them.
+  if (cfg.assets && (!cfg.assets.directory || !cfg.assets.binding)) out.push("assets without directory and binding");
+  for (const key of ["ai", "browser", "images", "version_metadata", "unsafe"]) {
     const v = cfg[key];
     if (v !== undefined && v !== null && !(typeof v === "object" && Object.keys(v).length === 0)) out.push(key);
   }
@@ -200,6 +207,8 @@ export interface WorkerdPlan {
   secrets: string[];
   namespaces: Array<{ className: string; uniqueKey: string; sqlite: boolean }>;
   durableBindings: Array<{ name: string; className: string }>;
+  /** The static assets' folder (as wrangler.toml names it) and the binding that reaches it. */
+  assets: { directory: string; binding: string } | null;
   outboundAllow: string[];
 }
 
@@ -245,6 +254,7 @@ export function plan(cfg: WranglerConfig, env: Record<string, string | undefined
     secrets: cfg.secrets?.required ?? [],
     namespaces,
     durableBindings,
+    assets: cfg.assets?.directory && cfg.assets.binding ? { directory: cfg.assets.directory, binding: cfg.assets.binding } : null,
     outboundAllow,
   };
 }
@@ -265,7 +275,11 @@ export function workerdConfig(cfg: WranglerConfig, opts: WorkerdOptions): string
     ...p.secrets.map((s) => `    (name = ${q(s)}, fromEnvironment = ${q(s)}),`),
     `    (name = ${q(RUNTIME_BINDING)}, text = "workerd"),`,
     ...p.durableBindings.map((b) => `    (name = ${q(b.name)}, durableObjectNamespace = (className = ${q(b.className)})),`),
+    ...(p.assets ? [`    (name = ${q(p.assets.binding)}, service = "assets"),`] : []),
   ];
+  const assetsService = p.assets
+    ? `\n    (name = "assets", disk = (path = ${q(resolve(opts.projectDir ?? process.cwd(), p.assets.directory))}, writable = false)),`
+    : "";
   const namespaces = p.namespaces.map(
     (n) => `    (className = ${q(n.className)}, uniqueKey = ${q(n.uniqueKey)}, enableSql = ${n.sqlite}),`,
   );
@@ -277,7 +291,7 @@ const config :Workerd.Config = (
   services = [
     (name = "relay", worker = .relay),
     (name = "data", disk = (path = ${q(opts.dataDir)}, writable = true)),
-    (name = "internet", network = (allow = [${p.outboundAllow.map(q).join(", ")}], tlsOptions = (trustBrowserCas = true))),
+    (name = "internet", network = (allow = [${p.outboundAllow.map(q).join(", ")}], tlsOptions = (trustBrowserCas = true))),${assetsService}
   ],
   sockets = [
     (name = "http", address = ${q(opts.listen)}, http = (), service = "relay"),

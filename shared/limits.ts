@@ -223,6 +223,13 @@ export const MINCA_WAKE_LIMITS = {
   push_retry_after_max_seconds: 86_400,
 } as const;
 
+export const STATS_LIMITS = {
+  /** Longest a count waits in its object before it is sent to the stats object (the status page's staleness), ms. */
+  flush_interval_ms: 2_000,
+  /** Minutes of per-minute counts kept and charted. */
+  window_minutes: 60,
+} as const;
+
 export const LIMITS = {
   common: COMMON_LIMITS,
   tally: TALLY_LIMITS,
@@ -232,6 +239,7 @@ export const LIMITS = {
   webpush: WEBPUSH_LIMITS,
   minca_host: MINCA_HOST_LIMITS,
   minca_wake: MINCA_WAKE_LIMITS,
+  stats: STATS_LIMITS,
 } as const;
 
 export const CLOSE_CODES = {

@@ -13,6 +13,8 @@ import { PASSNOTE_ROOM_HEADER } from "../durable-objects/passnote-room";
 import { isRoomId } from "../shared/passnote/room";
 import { mountMailbox } from "./mailbox";
 import { mountHosting } from "./hosting";
+import { mountStatus } from "./status";
+import { serveAsset } from "./assets";
 import { hostIdentity, vapidKeys } from "../durable-objects/relay-keys";
 import { base64urlEncode } from "../shared/encoding";
 
@@ -99,6 +101,7 @@ socketRoute("/minca/v1/rooms/:key", { valid: isMincaRoomId, invalid: "the room m
 }));
 mountMailbox(app);
 mountHosting(app);
+mountStatus(app);
 
 /** The VAPID public key for the information document; null when it cannot be had. */
 async function vapidPublicKey(env: Env): Promise<string | null> {
@@ -120,7 +123,7 @@ async function mincaHost(env: Env): Promise<{ did: string; name: string } | null
   }
 }
 
-app.notFound((c) => httpError(c, 404, "not_found", "no such endpoint"));
+app.notFound(async (c) => (await serveAsset(c)) ?? httpError(c, 404, "not_found", "no such endpoint"));
 
 app.onError((err, c) => {
   console.error("unhandled", err);

@@ -5,6 +5,7 @@ import type { MincaMailbox } from "../durable-objects/minca-mailbox";
 import type { RelayKeys } from "../durable-objects/relay-keys";
 import type { MincaAccount } from "../durable-objects/minca-account";
 import type { MincaSpace } from "../durable-objects/minca-space";
+import type { RelayStats } from "../durable-objects/relay-stats";
 
 /** The Worker's bindings and settings (wrangler.toml [vars], secrets). */
 export interface Env {
@@ -29,4 +30,10 @@ export interface Env {
   MINCA_HOST_KEY?: string;
   /** The Minca host's name in the information document; RELAY_NAME when unset. */
   MINCA_HOST_NAME?: string;
+  /** The static assets (wrangler.toml [assets]: the demo page). */
+  ASSETS?: Fetcher;
+  /** The operator's counters (GET /status). */
+  RELAY_STATS: DurableObjectNamespace<RelayStats>;
+  /** Bearer token for GET /status and /status.json, a Worker secret; unset: open (the local default). */
+  ADMIN_TOKEN?: string;
 }

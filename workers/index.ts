@@ -8,6 +8,7 @@ export { MincaAccount } from "../durable-objects/minca-account";
 export { MincaSpace } from "../durable-objects/minca-space";
 // Reached only through the self-hosted relay's loopback admin socket (workers/admin.ts).
 export { RelayAdmin } from "./admin";
+export { RelayStats } from "../durable-objects/relay-stats";
 import { app } from "./app";
 
 export default app;

@@ -34,6 +34,8 @@ export type Delivery = "relay" | "direct" | "sync";
 export interface TallyClientEvents {
   /** A new application message (not a receipt), after the checks of 5.3 and dedup. */
   message: (inner: InnerMessage, via: Delivery) => void | Promise<void> | string;
+  /** A copy of an application message already processed (another path's copy, 7): dropped, receipted again. */
+  duplicate: (inner: InnerMessage, via: Delivery) => void;
   /** A receipt for one of our messages arrived; it left the outbox. */
   receipt: (messageId: string, result: unknown, from: string) => void;
   /** A self-addressed message from another of our devices (sync_hello / sync_data). */
@@ -322,6 +324,7 @@ export class TallyClient {
     if (await this.store.hasProcessed(from, inner.id)) {
       // Already processed: drop, but still receipt so a stuck sender can progress (7.2).
       this.ack(env, via);
+      await this.emit("duplicate", inner, via);
       await this.sendReceipt(from, inner.id, "processed");
       return;
     }

@@ -53,6 +53,17 @@ describe("Tally client: receiving", () => {
     expect(bToA).toHaveLength(2);
   });
 
+  it("7: the copy of a message that came by a second path is reported as a duplicate, with its path", async () => {
+    const { a, b, aToB, got } = pair();
+    const dups: Array<[string, string]> = [];
+    b.on("duplicate", (m, via) => void dups.push([m.id, via]));
+    const id = await a.send(b.npub, "note", {});
+    await b.handleDirectFrame(aToB[0]);
+    await b.receiveEnvelope(JSON.parse(aToB[0]), "relay");
+    expect(got.map((m) => m.id)).toEqual([id]);
+    expect(dups).toEqual([[id, "relay"]]);
+  });
+
   it("5.3: an envelope whose claims were altered is dropped without a receipt", async () => {
     const { a, b, aToB, bToA, got } = pair();
     const dropped: string[] = [];

@@ -1,0 +1,163 @@
+// The operator's counters (docs/browser.md, "The status page"): one RelayStats object per relay,
+// and the StatsReporter every other object keeps. No message ever waits on the stats object: a
+// reporter adds to counts in memory and, at most every STATS_LIMITS.flush_interval_ms, sends one
+// report (its per-minute counts and its current values, computed then) by RPC from a timer,
+// off the message path. A failed report keeps its counts for the next one.
+import { DurableObject } from "cloudflare:workers";
+import { sha256 } from "@noble/hashes/sha2.js";
+import { applyMigrations } from "./base";
+import { MIGRATIONS } from "../migrations/index";
+import { STATS_LIMITS } from "../shared/limits";
+import { bytesToHex, utf8Encode } from "../shared/encoding";
+import {
+  buildSnapshot,
+  minuteOf,
+  statsReportSchema,
+  type GaugeRow,
+  type MinuteRow,
+  type StatsCounter,
+  type StatsGauges,
+  type StatsProtocol,
+  type StatsSnapshot,
+} from "../shared/stats";
+
+/** The one stats object's name. */
+export const RELAY_STATS_NAME = "relay";
+
+interface StatsEnv {
+  RELAY_STATS?: DurableObjectNamespace<RelayStats>;
+}
+
+export class RelayStats extends DurableObject<StatsEnv> {
+  private readonly sql: SqlStorage;
+
+  constructor(ctx: DurableObjectState, env: StatsEnv) {
+    super(ctx, env);
+    this.sql = ctx.storage.sql;
+    applyMigrations(ctx.storage, MIGRATIONS.RelayStats);
+  }
+
+  /** RPC: one object's report; false (and nothing kept) when it is not a report of counts. */
+  async report(input: unknown): Promise<boolean> {
+    const parsed = statsReportSchema.safeParse(input);
+    if (!parsed.success) return false;
+    const r = parsed.data;
+    const now = Date.now();
+    const oldest = minuteOf(now) - STATS_LIMITS.window_minutes + 1;
+    const g = r.gauges;
+    this.ctx.storage.transactionSync(() => {
+      const values = [g.connections ?? 0, g.envelopes_stored ?? 0, g.rooms_open ?? 0, g.mailbox_items ?? 0];
+      if (values.every((v) => v === 0)) this.sql.exec("DELETE FROM reporters WHERE reporter = ?", r.reporter);
+      else {
+        this.sql.exec(
+          `INSERT INTO reporters (reporter, protocol, connections, envelopes_stored, rooms_open, mailbox_items, updated_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?)
+           ON CONFLICT (reporter) DO UPDATE SET protocol = excluded.protocol, connections = excluded.connections,
+             envelopes_stored = excluded.envelopes_stored, rooms_open = excluded.rooms_open,
+             mailbox_items = excluded.mailbox_items, updated_at = excluded.updated_at`,
+          r.reporter,
+          r.protocol,
+          ...values,
+          now,
+        );
+      }
+      for (const c of r.counts) {
+        if (c.minute < oldest || c.n === 0) continue;
+        this.sql.exec(
+          `INSERT INTO minutes (minute, protocol, metric, n) VALUES (?, ?, ?, ?)
+           ON CONFLICT (minute, protocol, metric) DO UPDATE SET n = n + excluded.n`,
+          c.minute,
+          r.protocol,
+          c.metric,
+          c.n,
+        );
+      }
+      this.sql.exec("DELETE FROM minutes WHERE minute < ?", oldest);
+    });
+    return true;
+  }
+
+  /** RPC: the counts for the status page. */
+  async snapshot(): Promise<StatsSnapshot> {
+    const gauges = this.sql
+      .exec<GaugeRow & Record<string, SqlStorageValue>>(
+        `SELECT protocol, SUM(connections) AS connections, SUM(envelopes_stored) AS envelopes_stored,
+                SUM(rooms_open) AS rooms_open, SUM(mailbox_items) AS mailbox_items
+           FROM reporters GROUP BY protocol`,
+      )
+      .toArray();
+    const minutes = this.sql.exec<MinuteRow & Record<string, SqlStorageValue>>("SELECT minute, protocol, metric, n FROM minutes").toArray();
+    return buildSnapshot(gauges, minutes, Date.now());
+  }
+}
+
+/** The stats object of a relay. */
+export function relayStats(env: { RELAY_STATS: DurableObjectNamespace<RelayStats> }): DurableObjectStub<RelayStats> {
+  return env.RELAY_STATS.get(env.RELAY_STATS.idFromName(RELAY_STATS_NAME));
+}
+
+/**
+ * What an object keeps for the stats object: counts in memory, sent at most every flush
+ * interval together with the object's current values (`gauges`, read at send time). Without a
+ * RELAY_STATS binding, or without a protocol, it counts nothing.
+ */
+export class StatsReporter {
+  private readonly pending = new Map<string, number>();
+  private scheduled = false;
+  private reporter: string | undefined;
+
+  constructor(
+    private readonly ctx: DurableObjectState,
+    env: object,
+    private readonly protocol: StatsProtocol | undefined,
+    private readonly gauges: () => StatsGauges,
+  ) {
+    this.ns = protocol ? (env as StatsEnv).RELAY_STATS : undefined;
+  }
+
+  private readonly ns: DurableObjectNamespace<RelayStats> | undefined;
+
+  /** Counts `n` events of `metric` in the current minute. */
+  count(metric: StatsCounter, n = 1): void {
+    if (n <= 0 || !this.ns) return;
+    const key = `${minuteOf(Date.now())}:${metric}`;
+    this.pending.set(key, (this.pending.get(key) ?? 0) + n);
+    this.changed();
+  }
+
+  /** The object's current values changed (a socket closed, an item expired): report them. */
+  changed(): void {
+    if (this.scheduled || !this.ns) return;
+    this.scheduled = true;
+    this.ctx.waitUntil(new Promise<void>((resolve) => setTimeout(() => void this.flush().finally(resolve), STATS_LIMITS.flush_interval_ms)));
+  }
+
+  /** Sends what is pending now (the timer calls it; tests may too). */
+  async flush(): Promise<void> {
+    this.scheduled = false;
+    const ns = this.ns;
+    if (!ns || !this.protocol) return;
+    const oldest = minuteOf(Date.now()) - STATS_LIMITS.window_minutes + 1;
+    const counts: Array<{ minute: number; metric: StatsCounter; n: number }> = [];
+    for (const [key, n] of this.pending) {
+      const [minute, metric] = key.split(":");
+      if (Number(minute) >= oldest) counts.push({ minute: Number(minute), metric: metric as StatsCounter, n });
+    }
+    this.pending.clear();
+    let gauges: StatsGauges;
+    try {
+      gauges = this.gauges();
+    } catch {
+      gauges = {}; // an object that just deleted its storage holds nothing
+    }
+    try {
+      this.reporter ??= bytesToHex(sha256(utf8Encode(`stats:${this.ctx.id.toString()}`))).slice(0, 32);
+      await ns.get(ns.idFromName(RELAY_STATS_NAME)).report({ reporter: this.reporter, protocol: this.protocol, gauges, counts });
+    } catch (err) {
+      // Keep the counts for the next report.
+      for (const c of counts) this.pending.set(`${c.minute}:${c.metric}`, (this.pending.get(`${c.minute}:${c.metric}`) ?? 0) + c.n);
+      console.warn("stats: report failed; kept for the next one", err);
+      this.changed();
+    }
+  }
+}

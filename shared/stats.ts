@@ -1,0 +1,121 @@
+// The operator's counters (docs/browser.md, "The status page"): what each relay object reports to
+// the one stats object, and the snapshot GET /status.json answers. Counts only: no report or
+// snapshot carries a user id, topic, room id or any other name.
+import { z } from "zod";
+import { STATS_LIMITS } from "./limits";
+
+export const STATS_PROTOCOLS = ["tally", "passnote", "minca"] as const;
+export type StatsProtocol = (typeof STATS_PROTOCOLS)[number];
+
+/** Events counted per minute. */
+export const STATS_COUNTERS = ["messages", "deliveries", "errors", "connections_opened"] as const;
+export type StatsCounter = (typeof STATS_COUNTERS)[number];
+
+/** What an object holds now; each report carries its current values (absolute, so a lost report only delays). */
+export const STATS_GAUGES = ["connections", "envelopes_stored", "rooms_open", "mailbox_items"] as const;
+export type StatsGauge = (typeof STATS_GAUGES)[number];
+export type StatsGauges = Partial<Record<StatsGauge, number>>;
+
+const count = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
+
+export const statsReportSchema = z.strictObject({
+  /** An opaque key per reporting object (a hash of its Durable Object id), never shown. */
+  reporter: z.string().regex(/^[0-9a-f]{32}$/),
+  protocol: z.enum(STATS_PROTOCOLS),
+  gauges: z.partialRecord(z.enum(STATS_GAUGES), count),
+  counts: z
+    .array(z.strictObject({ minute: z.number().int().nonnegative(), metric: z.enum(STATS_COUNTERS), n: count }))
+    .max(STATS_LIMITS.window_minutes * STATS_COUNTERS.length),
+});
+export type StatsReport = z.infer<typeof statsReportSchema>;
+
+/** Minutes since the epoch. */
+export function minuteOf(ms: number): number {
+  return Math.floor(ms / 60_000);
+}
+
+export interface StatsSnapshot {
+  /** ISO time the snapshot was taken. */
+  at: string;
+  /** The newest minute of every series (minutes since the epoch); series run oldest first. */
+  minute: number;
+  window_minutes: number;
+  /** Longest a count waits in its object before it reaches the stats object, ms. */
+  flush_interval_ms: number;
+  connections: Record<StatsProtocol, number>;
+  envelopes_stored: number;
+  rooms_open: Record<"passnote" | "minca", number>;
+  mailbox_items: number;
+  /** Per minute over the window, oldest first: all protocols together, and by protocol. */
+  per_minute: Record<StatsCounter, { total: number[]; by_protocol: Record<StatsProtocol, number[]> }>;
+}
+
+export interface GaugeRow {
+  protocol: string;
+  connections: number;
+  envelopes_stored: number;
+  rooms_open: number;
+  mailbox_items: number;
+}
+
+export interface MinuteRow {
+  minute: number;
+  protocol: string;
+  metric: string;
+  n: number;
+}
+
+/** Builds the snapshot from the stats object's rows: gauge sums by protocol, and counter rows. */
+export function buildSnapshot(gauges: GaugeRow[], minutes: MinuteRow[], nowMs: number): StatsSnapshot {
+  const window = STATS_LIMITS.window_minutes;
+  const last = minuteOf(nowMs);
+  const first = last - window + 1;
+  const zeros = () => new Array<number>(window).fill(0);
+  const byProto = <T>(f: () => T) => Object.fromEntries(STATS_PROTOCOLS.map((p) => [p, f()])) as Record<StatsProtocol, T>;
+  const connections = byProto(() => 0);
+  const rooms = { passnote: 0, minca: 0 };
+  let envelopes = 0;
+  let items = 0;
+  for (const g of gauges) {
+    if (!isProtocol(g.protocol)) continue;
+    connections[g.protocol] += g.connections;
+    if (g.protocol !== "tally") rooms[g.protocol] += g.rooms_open;
+    envelopes += g.envelopes_stored;
+    items += g.mailbox_items;
+  }
+  const per = Object.fromEntries(
+    STATS_COUNTERS.map((c) => [c, { total: zeros(), by_protocol: byProto(zeros) }]),
+  ) as StatsSnapshot["per_minute"];
+  for (const r of minutes) {
+    if (r.minute < first || r.minute > last || !isProtocol(r.protocol) || !(STATS_COUNTERS as readonly string[]).includes(r.metric)) continue;
+    const s = per[r.metric as StatsCounter];
+    s.total[r.minute - first] += r.n;
+    s.by_protocol[r.protocol][r.minute - first] += r.n;
+  }
+  return {
+    at: new Date(nowMs).toISOString(),
+    minute: last,
+    window_minutes: window,
+    flush_interval_ms: STATS_LIMITS.flush_interval_ms,
+    connections,
+    envelopes_stored: envelopes,
+    rooms_open: rooms,
+    mailbox_items: items,
+    per_minute: per,
+  };
+}
+
+function isProtocol(p: string): p is StatsProtocol {
+  return (STATS_PROTOCOLS as readonly string[]).includes(p);
+}
+
+/** Constant-time comparison of a presented bearer token with the configured one. */
+export function tokenMatches(header: string | null | undefined, token: string): boolean {
+  const m = /^Bearer\s+(.+)$/i.exec(header ?? "");
+  if (!m) return false;
+  const a = new TextEncoder().encode(m[1].trim());
+  const b = new TextEncoder().encode(token);
+  let diff = a.length ^ b.length;
+  for (let i = 0; i < Math.max(a.length, b.length); i++) diff |= (a[i] ?? 0) ^ (b[i] ?? 0);
+  return diff === 0;
+}

@@ -1,0 +1,133 @@
+// The operator's counters inside workerd: reports aggregate into counts only, objects' counts
+// reach the stats object in batches, and the status routes honour the admin token.
+import { SELF, env } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { app } from "../../workers/app";
+import { relayStats } from "../../durable-objects/relay-stats";
+import { STATS_LIMITS } from "../../shared/limits";
+import { minuteOf, type StatsSnapshot } from "../../shared/stats";
+import { makeAuthEvent } from "../../shared/tally/auth";
+import { newUser, opaqueEnvelope } from "../helpers/tally";
+import { TestSocket } from "../helpers/socket";
+import { waitFor } from "../helpers/wait";
+
+const reporter = (n: number) => n.toString(16).padStart(32, "0");
+const snapshot = () => relayStats(env).snapshot() as Promise<StatsSnapshot>;
+
+describe("the stats object", () => {
+  it("sums the objects' current values by protocol; an object that reports zeros drops out", async () => {
+    const stats = relayStats(env);
+    const before = await snapshot();
+    await stats.report({ reporter: reporter(1), protocol: "tally", gauges: { connections: 2, envelopes_stored: 5 }, counts: [] });
+    await stats.report({ reporter: reporter(2), protocol: "passnote", gauges: { connections: 3, rooms_open: 1 }, counts: [] });
+    await stats.report({ reporter: reporter(1), protocol: "tally", gauges: { connections: 1, envelopes_stored: 4 }, counts: [] });
+    let s = await snapshot();
+    expect(s.connections.tally - before.connections.tally).toBe(1);
+    expect(s.connections.passnote - before.connections.passnote).toBe(3);
+    expect(s.envelopes_stored - before.envelopes_stored).toBe(4);
+    expect(s.rooms_open.passnote - before.rooms_open.passnote).toBe(1);
+    await stats.report({ reporter: reporter(1), protocol: "tally", gauges: { connections: 0 }, counts: [] });
+    await stats.report({ reporter: reporter(2), protocol: "passnote", gauges: {}, counts: [] });
+    s = await snapshot();
+    expect([s.connections.tally, s.connections.passnote, s.envelopes_stored]).toEqual([
+      before.connections.tally,
+      before.connections.passnote,
+      before.envelopes_stored,
+    ]);
+  });
+
+  it("adds per-minute counts into an hour of minutes, oldest first, and forgets older minutes", async () => {
+    const stats = relayStats(env);
+    const now = minuteOf(Date.now());
+    const before = await snapshot();
+    await stats.report({
+      reporter: reporter(3),
+      protocol: "minca",
+      gauges: {},
+      counts: [
+        { minute: now, metric: "deliveries", n: 7 },
+        { minute: now - 5, metric: "errors", n: 2 },
+        { minute: now - STATS_LIMITS.window_minutes, metric: "deliveries", n: 100 },
+      ],
+    });
+    await stats.report({ reporter: reporter(3), protocol: "minca", gauges: {}, counts: [{ minute: now, metric: "deliveries", n: 1 }] });
+    const s = await snapshot();
+    const last = STATS_LIMITS.window_minutes - 1;
+    expect(s.per_minute.deliveries.total).toHaveLength(STATS_LIMITS.window_minutes);
+    expect(s.per_minute.deliveries.by_protocol.minca[last] - before.per_minute.deliveries.by_protocol.minca[last]).toBe(8);
+    expect(s.per_minute.errors.total[last - 5] - before.per_minute.errors.total[last - 5]).toBe(2);
+    expect(s.per_minute.deliveries.total.reduce((a, b) => a + b) - before.per_minute.deliveries.total.reduce((a, b) => a + b)).toBe(8);
+  });
+
+  it("refuses a report that carries anything but counts", async () => {
+    expect(await relayStats(env).report({ reporter: "npub1notanopaquekey", protocol: "tally", gauges: {}, counts: [] })).toBe(false);
+    expect(await relayStats(env).report({ reporter: reporter(4), protocol: "tally", gauges: {}, counts: [], topic: "x" })).toBe(false);
+  });
+
+  it("a Tally object's connection, messages and deliveries reach it within the flush interval", async () => {
+    const before = await snapshot();
+    const alice = newUser();
+    const bob = newUser();
+    const sockets: TestSocket[] = [];
+    for (const u of [alice, bob]) {
+      const res = await SELF.fetch(`http://relay.test/tally/v1/${u.npub}`, { headers: { Upgrade: "websocket" } });
+      const s = new TestSocket(res.webSocket! as unknown as WebSocket);
+      res.webSocket!.accept();
+      const { challenge } = await s.next("challenge");
+      s.send({ type: "register", user_id: u.npub, auth: makeAuthEvent({ secretKey: u.secretKey, challenge, relayUrl: "ws://relay.test" }) });
+      await s.next("queue_drained");
+      sockets.push(s);
+    }
+    const started = Date.now();
+    sockets[0].send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(alice, bob, "counted") });
+    expect((await sockets[0].next("queued")).status).toBe("delivered");
+    const tot = (s: StatsSnapshot, m: "deliveries" | "messages") => s.per_minute[m].by_protocol.tally.reduce((a, b) => a + b);
+    const s = await waitFor(
+      async () => {
+        const s = await snapshot();
+        return s.connections.tally - before.connections.tally >= 2 && tot(s, "deliveries") > tot(before, "deliveries") ? s : null;
+      },
+      { timeout: STATS_LIMITS.flush_interval_ms * 3, interval: 100, what: "the Tally counts" },
+    );
+    expect(Date.now() - started).toBeLessThan(STATS_LIMITS.flush_interval_ms * 3);
+    expect(tot(s, "messages") - tot(before, "messages")).toBeGreaterThanOrEqual(3);
+    for (const x of sockets) x.close();
+  });
+});
+
+describe("GET /status and /status.json", () => {
+  it("with no admin token configured, the page is open and says so", async () => {
+    const res = await SELF.fetch("http://relay.test/status");
+    expect(res.status).toBe(200);
+    const html = await res.text();
+    expect(html).toContain("No admin token is configured");
+    expect(html).toContain("<svg");
+    const json = (await (await SELF.fetch("http://relay.test/status.json")).json()) as { open: boolean; connections: object };
+    expect(json.open).toBe(true);
+    expect(Object.keys(json.connections).sort()).toEqual(["minca", "passnote", "tally"]);
+  });
+
+  it("with ADMIN_TOKEN set, both need Authorization: Bearer <token> (401 otherwise) and show no banner", async () => {
+    const withToken = { ...env, ADMIN_TOKEN: "s3cret-token" };
+    for (const path of ["/status", "/status.json"]) {
+      const none = await app.fetch(new Request(`http://relay.test${path}`), withToken);
+      expect(none.status).toBe(401);
+      expect(none.headers.get("www-authenticate")).toMatch(/^Bearer/);
+      const wrong = await app.fetch(new Request(`http://relay.test${path}`, { headers: { authorization: "Bearer s3cret-tokem" } }), withToken);
+      expect(wrong.status).toBe(401);
+      const right = await app.fetch(new Request(`http://relay.test${path}`, { headers: { authorization: "Bearer s3cret-token" } }), withToken);
+      expect(right.status).toBe(200);
+      const body = await right.text();
+      expect(body).not.toContain("No admin token is configured");
+    }
+  });
+
+  it("shows counts only: no user id, topic or room id appears", async () => {
+    const json = await (await SELF.fetch("http://relay.test/status.json")).text();
+    const html = await (await SELF.fetch("http://relay.test/status")).text();
+    for (const body of [json, html]) {
+      expect(body).not.toMatch(/npub1[02-9ac-hj-np-z]{20,}/);
+      expect(body).not.toMatch(/[0-9a-f]{32,}/);
+    }
+  });
+});

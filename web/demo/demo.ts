@@ -1,0 +1,168 @@
+// The demo page's script (docs/browser.md): the project's Tally client in a browser tab. It
+// registers with the relay that served the page, sends envelopes through it, and opens a WebRTC
+// data channel by the relay's signaling (clients/tally/webrtc.ts); each side deduplicates the
+// copy that came by the other path. The page's state is mirrored on `window.tallyDemo` for tests.
+import { KeyValueTallyStore, TallyClient, WebStorageKeyValue, generateSecretKey } from "../../clients/tally/index";
+import { isNpub } from "../../shared/tally/keys";
+import { DirectMesh, type DirectState } from "../../clients/tally/webrtc";
+import { bytesToHex, hexToBytes } from "../../shared/encoding";
+
+/** The type of the demo's application messages. */
+const CHAT = "chat";
+
+interface LogRow {
+  at: string;
+  what: "sent" | "applied" | "duplicate" | "receipt" | "queued" | "channel" | "dropped" | "error";
+  id: string;
+  via: string;
+  detail: string;
+}
+
+interface DemoState {
+  npub: string;
+  deviceId: string | null;
+  status: "connecting" | "registered" | "closed";
+  peer: string | null;
+  channels: Record<string, DirectState>;
+  log: LogRow[];
+}
+
+const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
+
+/** This tab's key: from the #device= link (another device of a user), else kept for the tab's session. */
+function secretKey(): Uint8Array {
+  const fromLink = new URLSearchParams(location.hash.slice(1)).get("device");
+  if (fromLink && /^[0-9a-f]{64}$/.test(fromLink)) {
+    sessionStorage.setItem("demo:sk", fromLink);
+    history.replaceState(null, "", location.pathname + location.search);
+  }
+  let hex = sessionStorage.getItem("demo:sk");
+  if (!hex || !/^[0-9a-f]{64}$/.test(hex)) {
+    hex = bytesToHex(generateSecretKey());
+    sessionStorage.setItem("demo:sk", hex);
+  }
+  return hexToBytes(hex);
+}
+
+const sk = secretKey();
+const relayUrl = `${location.protocol === "https:" ? "wss:" : "ws:"}//${location.host}`;
+let peer: string | null = null;
+const client = new TallyClient({
+  relayUrl,
+  secretKey: sk,
+  store: new KeyValueTallyStore(new WebStorageKeyValue(sessionStorage, `tally:${bytesToHex(sk).slice(0, 8)}:`)),
+  // The peer named on this page counts as a friend, so the remote allowance (12.8) keeps it.
+  sync: { isFriend: (u) => u === peer },
+});
+const state: DemoState = { npub: client.npub, deviceId: null, status: "connecting", peer: null, channels: {}, log: [] };
+(window as unknown as { tallyDemo: DemoState }).tallyDemo = state;
+
+// ---- rendering ----------------------------------------------------------------------------
+
+function pill(el: HTMLElement, text: string, tone: "ok" | "warn" | "bad" | "" = ""): void {
+  el.textContent = text;
+  el.className = `pill ${tone}`;
+}
+
+function log(row: Omit<LogRow, "at">): void {
+  const full = { at: new Date().toISOString().slice(11, 23), ...row };
+  state.log.push(full);
+  const tr = document.createElement("tr");
+  tr.className = row.what;
+  tr.dataset.what = row.what;
+  tr.dataset.id = row.id;
+  tr.dataset.via = row.via;
+  for (const [cls, v] of [["", full.at], ["", row.what], ["id", row.id.slice(0, 12)], ["", row.via], ["", row.detail]]) {
+    const td = document.createElement("td");
+    if (cls) td.className = cls;
+    td.textContent = v;
+    tr.appendChild(td);
+  }
+  $("log").insertBefore(tr, $("log").firstChild);
+}
+
+function renderChannel(): void {
+  const states = Object.values(state.channels);
+  const open = states.filter((s) => s === "open").length;
+  if (open > 0) pill($("channel"), open === 1 ? "open" : `${open} open`, "ok");
+  else if (states.includes("connecting")) pill($("channel"), "connecting", "warn");
+  else pill($("channel"), states.length ? "closed" : "none");
+}
+
+$("me").textContent = client.npub;
+$<HTMLAnchorElement>("device-link").href = `#device=${bytesToHex(sk)}`;
+
+// ---- the client's events ------------------------------------------------------------------
+
+client.on("registered", (deviceId) => {
+  state.deviceId = deviceId;
+  state.status = "registered";
+  $("device").textContent = deviceId;
+  pill($("status"), "registered", "ok");
+});
+client.on("close", (code) => {
+  state.status = "closed";
+  pill($("status"), `closed (${code}), reconnecting`, "bad");
+});
+client.on("message", (inner, via) => {
+  const text = (inner.payload as { text?: unknown } | undefined)?.text;
+  log({ what: "applied", id: inner.id, via, detail: `${inner.type}: ${typeof text === "string" ? text : ""}` });
+});
+client.on("duplicate", (inner, via) => log({ what: "duplicate", id: inner.id, via, detail: "already processed: dropped, receipted again" }));
+client.on("receipt", (id, result) => log({ what: "receipt", id, via: "", detail: String(result) }));
+// The relay's answer for our chat messages (receipts and sync messages go unlisted).
+const sentIds = new Set<string>();
+client.on("queued", (id, status) => {
+  if (sentIds.has(id)) log({ what: "queued", id, via: "relay", detail: status });
+});
+client.on("dropped", (reason) => log({ what: "dropped", id: "", via: "", detail: reason }));
+client.on("relay_error", (code, message, id) => log({ what: "error", id: id ?? "", via: "relay", detail: `${code}: ${message}` }));
+
+const mesh = new DirectMesh(client, {
+  // The friend mesh with the named peer, and the self-mesh with this user's other devices.
+  accept: (u) => u === peer || u === client.npub,
+  onState: (u, d, s, polite) => {
+    state.channels[`${u}/${d}`] = s;
+    log({ what: "channel", id: d, via: "webrtc", detail: `${s}, with ${u === client.npub ? "another device of mine" : "the peer"}` });
+    $("role").textContent = `(${polite ? "polite" : "impolite"} end)`;
+    renderChannel();
+  },
+});
+(window as unknown as { tallyMesh: DirectMesh }).tallyMesh = mesh;
+
+// ---- the controls -------------------------------------------------------------------------
+
+function setPeer(value: string): boolean {
+  const v = value.trim();
+  if (!isNpub(v) || v === client.npub) {
+    $<HTMLInputElement>("peer").setCustomValidity("an npub of another user");
+    $<HTMLInputElement>("peer").reportValidity();
+    return false;
+  }
+  $<HTMLInputElement>("peer").setCustomValidity("");
+  peer = v;
+  state.peer = v;
+  return true;
+}
+
+$("peer-form").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  if (!setPeer($<HTMLInputElement>("peer").value)) return;
+  // The relay introduces the two users' devices to each other (peer_connect, both ways).
+  client.connectPeer(peer!);
+});
+
+async function send(paths: "relay" | "both"): Promise<void> {
+  if (!peer && !setPeer($<HTMLInputElement>("peer").value)) return;
+  const text = $<HTMLInputElement>("text").value;
+  const id = await client.send(peer!, CHAT, { text }, { paths });
+  sentIds.add(id);
+  log({ what: "sent", id, via: paths === "both" ? "direct+relay" : "relay", detail: `${CHAT}: ${text}` });
+}
+$("send-relay").addEventListener("click", () => void send("relay"));
+$("send-both").addEventListener("click", () => void send("both"));
+
+const fromQuery = new URLSearchParams(location.search).get("peer");
+if (fromQuery) $<HTMLInputElement>("peer").value = fromQuery;
+
+client.connect().catch((err) => pill($("status"), `failed: ${err instanceof Error ? err.message : err}`, "bad"));

@@ -1,0 +1,43 @@
+// Static assets (wrangler.toml [assets]: the demo page). On Cloudflare the platform serves a
+// matching file before the Worker runs; self-hosted on workerd, the generated config binds the
+// same folder as a read-only disk service, and this fallback serves it: the same paths answer
+// the same way under both.
+import type { Context } from "hono";
+import type { Env } from "./env";
+
+const TYPES: Record<string, string> = {
+  html: "text/html; charset=utf-8",
+  js: "text/javascript; charset=utf-8",
+  mjs: "text/javascript; charset=utf-8",
+  css: "text/css; charset=utf-8",
+  json: "application/json",
+  map: "application/json",
+  svg: "image/svg+xml",
+  png: "image/png",
+  ico: "image/x-icon",
+  txt: "text/plain; charset=utf-8",
+};
+
+/** The asset for this request, or null when there is none (or no assets binding). */
+export async function serveAsset(c: Context<{ Bindings: Env }>): Promise<Response | null> {
+  const assets = c.env.ASSETS;
+  const method = c.req.method;
+  if (!assets || (method !== "GET" && method !== "HEAD")) return null;
+  const url = new URL(c.req.url);
+  if (url.pathname.split("/").some((seg) => seg === "..")) return null;
+  let path = url.pathname.endsWith("/") ? `${url.pathname}index.html` : url.pathname;
+  let res = await assets.fetch(new Request(new URL(path, url.origin), { method }));
+  if (res.status !== 200 && !url.pathname.endsWith("/") && !/\.[a-z0-9]+$/i.test(url.pathname)) {
+    // A folder named without its trailing slash: send the client to it, as the platform does.
+    path = `${url.pathname}/index.html`;
+    const dir = await assets.fetch(new Request(new URL(path, url.origin), { method }));
+    if (dir.status === 200) return c.redirect(`${url.pathname}/${url.search}`, 307);
+    return null;
+  }
+  if (res.status !== 200) return null;
+  const ext = path.slice(path.lastIndexOf(".") + 1).toLowerCase();
+  const headers = new Headers(res.headers);
+  headers.set("content-type", TYPES[ext] ?? "application/octet-stream");
+  res = new Response(method === "HEAD" ? null : res.body, { status: 200, headers });
+  return res;
+}

@@ -1,0 +1,36 @@
+// Routes of the operator's status page (docs/browser.md): GET /status (HTML) and
+// GET /status.json, behind the ADMIN_TOKEN bearer token when one is configured. Counts come from
+// the one RelayStats object; rendering is shared/stats-page.ts.
+import type { Context, Hono } from "hono";
+import { relayStats } from "../durable-objects/relay-stats";
+import { tokenMatches } from "../shared/stats";
+import { renderStatusPage } from "../shared/stats-page";
+import { httpError } from "./app";
+import type { Env } from "./env";
+
+type C = Context<{ Bindings: Env }>;
+
+/** Null when the request may see the page; else the 401 answer. */
+function refused(c: C): Response | null {
+  const token = c.env.ADMIN_TOKEN;
+  if (!token) return null;
+  if (tokenMatches(c.req.header("authorization"), token)) return null;
+  c.header("WWW-Authenticate", 'Bearer realm="relay status"');
+  return httpError(c, 401, "auth_failed", "the status page needs Authorization: Bearer <ADMIN_TOKEN>");
+}
+
+export function mountStatus(app: Hono<{ Bindings: Env }>): void {
+  app.get("/status.json", async (c) => {
+    const no = refused(c);
+    if (no) return no;
+    c.header("Cache-Control", "no-store");
+    return c.json({ open: !c.env.ADMIN_TOKEN, ...(await relayStats(c.env).snapshot()) });
+  });
+  app.get("/status", async (c) => {
+    const no = refused(c);
+    if (no) return no;
+    c.header("Cache-Control", "no-store");
+    const snapshot = await relayStats(c.env).snapshot();
+    return c.html(renderStatusPage(snapshot, { name: c.env.RELAY_NAME ?? "edge-relay", open: !c.env.ADMIN_TOKEN }));
+  });
+}
