@@ -13,15 +13,18 @@ export const DID_KEY_MAX_CHARS = DID_KEY.length + 48;
 
 /** The did:key of a P-256 public key given compressed (33 bytes) or uncompressed (65 bytes). */
 export function p256DidKey(publicKey: Uint8Array): string {
-  const point = pointOf(publicKey);
-  const bytes = new Uint8Array(35);
-  bytes.set(P256_PREFIX);
-  bytes.set(point.toBytes(true), 2);
-  return DID_KEY + base58.encode(bytes);
+  return didKeyOf(P256_PREFIX, pointOf(publicKey).toBytes(true));
 }
 
 /** The compressed point a P-256 did:key names; throws DidKeyError for anything else. */
 export function p256FromDidKey(did: string): Uint8Array {
+  const compressed = keyFromDidKey(did, P256_PREFIX, 33, "a P-256 key");
+  pointOf(compressed);
+  return compressed;
+}
+
+/** The key bytes after a did:key's multicodec prefix, when it is that prefix and length. */
+function keyFromDidKey(did: string, prefix: Uint8Array, keyLength: number, what: string): Uint8Array {
   if (typeof did !== "string" || !did.startsWith(DID_KEY) || did.length > DID_KEY_MAX_CHARS) {
     throw new DidKeyError("not a did:key");
   }
@@ -31,12 +34,18 @@ export function p256FromDidKey(did: string): Uint8Array {
   } catch {
     throw new DidKeyError("did:key is not base58btc");
   }
-  if (bytes.length !== 35 || bytes[0] !== P256_PREFIX[0] || bytes[1] !== P256_PREFIX[1]) {
-    throw new DidKeyError("did:key is not a P-256 key");
+  if (bytes.length !== prefix.length + keyLength || bytes[0] !== prefix[0] || bytes[1] !== prefix[1]) {
+    throw new DidKeyError(`did:key is not ${what}`);
   }
-  const compressed = bytes.slice(2);
-  pointOf(compressed);
-  return compressed;
+  return bytes.slice(prefix.length);
+}
+
+/** A did:key of `key` under a multicodec prefix. */
+function didKeyOf(prefix: Uint8Array, key: Uint8Array): string {
+  const bytes = new Uint8Array(prefix.length + key.length);
+  bytes.set(prefix);
+  bytes.set(key, prefix.length);
+  return DID_KEY + base58.encode(bytes);
 }
 
 /** The 65-byte uncompressed form of a P-256 did:key's point (what WebCrypto imports as raw). */
@@ -71,27 +80,12 @@ const ED25519_PREFIX = Uint8Array.of(0xed, 0x01);
 /** The did:key of a 32-byte Ed25519 public key. */
 export function ed25519DidKey(publicKey: Uint8Array): string {
   if (!(publicKey instanceof Uint8Array) || publicKey.length !== 32) throw new DidKeyError("an Ed25519 public key is 32 bytes");
-  const bytes = new Uint8Array(34);
-  bytes.set(ED25519_PREFIX);
-  bytes.set(publicKey, 2);
-  return DID_KEY + base58.encode(bytes);
+  return didKeyOf(ED25519_PREFIX, publicKey);
 }
 
 /** The 32-byte public key an Ed25519 did:key names; throws DidKeyError for anything else. */
 export function ed25519FromDidKey(did: string): Uint8Array {
-  if (typeof did !== "string" || !did.startsWith(DID_KEY) || did.length > DID_KEY_MAX_CHARS) {
-    throw new DidKeyError("not a did:key");
-  }
-  let bytes: Uint8Array;
-  try {
-    bytes = base58.decode(did.slice(DID_KEY.length));
-  } catch {
-    throw new DidKeyError("did:key is not base58btc");
-  }
-  if (bytes.length !== 34 || bytes[0] !== ED25519_PREFIX[0] || bytes[1] !== ED25519_PREFIX[1]) {
-    throw new DidKeyError("did:key is not an Ed25519 key");
-  }
-  return bytes.slice(2);
+  return keyFromDidKey(did, ED25519_PREFIX, 32, "an Ed25519 key");
 }
 
 export function isEd25519DidKey(did: unknown): did is string {
