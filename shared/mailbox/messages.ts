@@ -6,18 +6,26 @@ import { MAILBOX_LIMITS } from "../limits";
 
 const uint = z.string().regex(/^\d{1,15}$/, "must be a non-negative integer").transform(Number);
 
-/** GET ?after=&limit=&wait= (all optional). */
-export const pageQuerySchema = z.object({
-  after: uint.optional().default(0),
-  limit: uint
-    .optional()
-    .default(MAILBOX_LIMITS.page_max_items)
-    .refine((n) => n >= 1 && n <= MAILBOX_LIMITS.page_max_items, `limit must be 1-${MAILBOX_LIMITS.page_max_items}`),
-  wait: uint
-    .optional()
-    .default(0)
-    .refine((n) => n <= MAILBOX_LIMITS.max_wait_seconds, `wait must be at most ${MAILBOX_LIMITS.max_wait_seconds}`),
-});
+/**
+ * GET ?after=&limit=&wait= (all optional), within a log's page bounds: the mailbox's page shape,
+ * which a Minca host's space logs share (DESIGN 8.4).
+ */
+export function pageQuerySchemaFor(bounds: { page_max_items: number; max_wait_seconds: number }) {
+  return z.object({
+    after: uint.optional().default(0),
+    limit: uint
+      .optional()
+      .default(bounds.page_max_items)
+      .refine((n) => n >= 1 && n <= bounds.page_max_items, `limit must be 1-${bounds.page_max_items}`),
+    wait: uint
+      .optional()
+      .default(0)
+      .refine((n) => n <= bounds.max_wait_seconds, `wait must be at most ${bounds.max_wait_seconds}`),
+  });
+}
+
+/** GET ?after=&limit=&wait= on a mailbox. */
+export const pageQuerySchema = pageQuerySchemaFor(MAILBOX_LIMITS);
 export type PageQuery = z.infer<typeof pageQuerySchema>;
 
 /** POST ?until= (optional). */

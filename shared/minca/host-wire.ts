@@ -1,25 +1,13 @@
 // The HTTP wire of a Minca host (DESIGN 8.3-8.4): reading a POST .../versions body into the
 // versions as they arrived (raw text kept, so each is stored exactly as sent), and the log's
 // query parameters.
-import { z } from "zod";
 import { utf8Encode } from "../encoding";
 import { rawElements } from "../json-raw";
 import { MINCA_HOST_LIMITS } from "../limits";
+import { pageQuerySchemaFor } from "../mailbox/messages";
 
-const uint = z.string().regex(/^\d{1,15}$/, "must be a non-negative integer").transform(Number);
-
-/** GET .../versions?after=&limit=&wait= (all optional). */
-export const logQuerySchema = z.object({
-  after: uint.optional().default(0),
-  limit: uint
-    .optional()
-    .default(MINCA_HOST_LIMITS.page_max_items)
-    .refine((n) => n >= 1 && n <= MINCA_HOST_LIMITS.page_max_items, `limit must be 1-${MINCA_HOST_LIMITS.page_max_items}`),
-  wait: uint
-    .optional()
-    .default(0)
-    .refine((n) => n <= MINCA_HOST_LIMITS.max_wait_seconds, `wait must be at most ${MINCA_HOST_LIMITS.max_wait_seconds}`),
-});
+/** GET .../versions?after=&limit=&wait= (all optional): the mailbox's page shape, the host's bounds. */
+export const logQuerySchema = pageQuerySchemaFor(MINCA_HOST_LIMITS);
 
 export interface ArrivedVersion {
   raw: string;
