@@ -13,7 +13,7 @@ import { MINCA_HOST_LIMITS, MINCA_WAKE_LIMITS } from "../shared/limits";
 import { readCarryRecord, type CarryStart, type WakeBody } from "../shared/minca/carry";
 import { wakeMatches, wakePayload, wakeTopic, type Arrival } from "../shared/minca/wake";
 import { retryDelaySeconds, WebPushSender, type FetchLike, type PushOutcome } from "../shared/webpush/send";
-import { vapidKeys, vapidSubject } from "./relay-keys";
+import { relayPushSender } from "./relay-keys";
 import { bodyKeyOf } from "../shared/minca/space";
 import type { Version, VersionRefusal } from "../shared/minca/version";
 import type { Env } from "../workers/env";
@@ -420,11 +420,7 @@ export class MincaAccount extends DurableObject<Env> {
   }
 
   private async pushSender(): Promise<WebPushSender> {
-    this.sender ??= new WebPushSender({
-      keys: await vapidKeys(this.env),
-      subject: vapidSubject(this.env),
-      fetch: (url, init) => this.pushFetch(url, init),
-    });
+    this.sender ??= await relayPushSender(this.env, (url, init) => this.pushFetch(url, init));
     return this.sender;
   }
 

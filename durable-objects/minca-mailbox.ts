@@ -5,7 +5,7 @@
 // the same transaction and sent afterwards by the alarm, so pushing never delays the 201.
 import { DurableObject } from "cloudflare:workers";
 import { applyMigrations } from "./base";
-import { vapidKeys, vapidSubject } from "./relay-keys";
+import { relayPushSender } from "./relay-keys";
 import { StatsReporter } from "./relay-stats";
 import { MIGRATIONS } from "../migrations/index";
 import type { ErrorCode } from "../shared/errors";
@@ -289,11 +289,7 @@ export class MincaMailbox extends DurableObject<Env> {
   // ---- internals ------------------------------------------------------------------------------
 
   private async pushSender(): Promise<WebPushSender> {
-    this.sender ??= new WebPushSender({
-      keys: await vapidKeys(this.env),
-      subject: vapidSubject(this.env),
-      fetch: (url, init) => this.pushFetch(url, init),
-    });
+    this.sender ??= await relayPushSender(this.env, (url, init) => this.pushFetch(url, init));
     return this.sender;
   }
 

@@ -2,6 +2,7 @@
 // that `wrangler dev` and self-hosting work with no set-up (the local default). One object,
 // named RELAY_KEYS_NAME; it holds state only: the key material is made by shared/.
 import { DurableObject } from "cloudflare:workers";
+import { WebPushSender, type FetchLike } from "../shared/webpush/send";
 import { applyMigrations } from "./base";
 import { MIGRATIONS } from "../migrations/index";
 import { base64urlEncode } from "../shared/encoding";
@@ -56,6 +57,11 @@ export async function vapidKeys(env: Env): Promise<VapidKeys> {
 
 export function vapidSubject(env: Env): string {
   return env.VAPID_SUBJECT || DEFAULT_VAPID_SUBJECT;
+}
+
+/** A Web Push sender signing with the relay's one VAPID key (every sender must use the same). */
+export async function relayPushSender(env: Env, fetch: FetchLike): Promise<WebPushSender> {
+  return new WebPushSender({ keys: await vapidKeys(env), subject: vapidSubject(env), fetch });
 }
 
 let keptHostDid: string | undefined;
