@@ -5,7 +5,7 @@ import type { z } from "zod";
 import { RelayObject, type BaseAttachment, type Route } from "./base";
 import { MIGRATIONS } from "../migrations/index";
 import { CLOSE_CODES, TALLY_LIMITS } from "../shared/limits";
-import { bytesToHex, randomBytes } from "../shared/encoding";
+import { bytesToHex, randomBytes, utf8ByteLength } from "../shared/encoding";
 import { rawMember, withRawMember } from "../shared/json-raw";
 import { checkAuthEvent } from "../shared/tally/auth";
 import { npubDecode, npubEncode } from "../shared/tally/keys";
@@ -51,10 +51,16 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
 
   // ---- identity -----------------------------------------------------------------------------
 
-  /** This object's user (64 hex), from its own storage. */
+  /** This object's user, once read from (or written to) its storage: it never changes after. */
+  private knownHex: string | null = null;
+
+  /** This object's user (64 hex), from its own storage (read once per object instance). */
   private userHex(): string | null {
-    const row = this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'user_hex'").toArray()[0];
-    return row?.value ?? null;
+    if (this.knownHex === null) {
+      const row = this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'user_hex'").toArray()[0];
+      this.knownHex = row?.value ?? null;
+    }
+    return this.knownHex;
   }
 
   private remember(hex: string): void {
@@ -62,14 +68,23 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
     if (known === hex) return;
     if (known !== null) throw new Error(`object of ${known} addressed as ${hex}`);
     this.sql.exec("INSERT INTO meta (key, value) VALUES ('user_hex', ?)", hex);
+    this.knownHex = hex;
   }
 
   private userNpub(): string {
     return npubEncode(this.userHex()!);
   }
 
+  /** Object ids of the users this one talks to (idFromName hashes), bounded: emptied when full. */
+  private readonly peerIds = new Map<string, DurableObjectId>();
+
   private stubFor(hex: string): Stub {
-    return this.env.TALLY_USER.get(this.env.TALLY_USER.idFromName(hex));
+    let id = this.peerIds.get(hex);
+    if (id === undefined) {
+      if (this.peerIds.size >= 1024) this.peerIds.clear();
+      this.peerIds.set(hex, (id = this.env.TALLY_USER.idFromName(hex)));
+    }
+    return this.env.TALLY_USER.get(id);
   }
 
   // ---- connections --------------------------------------------------------------------------
@@ -208,7 +223,7 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
     }
     const env = checked.data;
     const raw = rawMember(frame, "envelope")!;
-    const bytes = new TextEncoder().encode(raw).length;
+    const bytes = utf8ByteLength(raw);
     if (bytes > TALLY_LIMITS.max_envelope_bytes) {
       return this.sendError(ws, "envelope_too_large", `envelope is ${bytes} bytes; at most ${TALLY_LIMITS.max_envelope_bytes}`, env.id);
     }
@@ -254,9 +269,9 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
       .toArray()[0];
     if (existing) return existing.body;
     const now = Date.now();
-    const hasQueuedAt = JSON.parse(raw).queued_at !== undefined;
+    const hasQueuedAt = rawMember(raw, "queued_at") !== undefined;
     const body = withRawMember(raw, "queued_at", new Date(now).toISOString(), hasQueuedAt);
-    const bytes = new TextEncoder().encode(body).length;
+    const bytes = utf8ByteLength(body);
     if (bytes > TALLY_LIMITS.queue_max_bytes) return null;
     const expires = now + TALLY_LIMITS.queue_ttl_days * DAY_MS;
     this.ctx.storage.transactionSync(() => {
@@ -364,7 +379,7 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
     att: TallyAttachment,
   ): Promise<void> {
     const json = JSON.stringify(signal);
-    const bytes = new TextEncoder().encode(json).length;
+    const bytes = utf8ByteLength(json);
     if (bytes > TALLY_LIMITS.max_signal_bytes) {
       return this.sendError(ws, "signal_too_large", `signal is ${bytes} bytes; at most ${TALLY_LIMITS.max_signal_bytes}`);
     }
