@@ -1,6 +1,6 @@
 // `npm run bench:profile`: a CPU profile of the relay's isolate under `workerd serve` while it
-// carries Tally online delivery (or, with --store, offline store then flush; with --passnote, room
-// traffic). workerd runs with its
+// carries Tally online delivery (or, with --store, offline store then flush; with --register,
+// connect and register of new users; with --passnote, room traffic). workerd runs with its
 // inspector on a loopback port (through a wrapper given to scripts/serve.ts as --workerd); the V8
 // sampling profiler is driven over the inspector protocol. Prints the functions with the most
 // self time and writes the whole profile to bench/results/relay.cpuprofile (open it in Chrome
@@ -14,9 +14,9 @@ import WebSocket from "ws";
 import { buildWorker } from "../scripts/build";
 import { freePort, startRelay } from "../test/helpers/relay-process";
 import { roomTraffic } from "./passnote";
-import { onlineDelivery, storeThenFlush } from "./tally";
+import { onlineDelivery, registers, storeThenFlush } from "./tally";
 
-const { values } = parseArgs({ options: { passnote: { type: "boolean" }, store: { type: "boolean" }, top: { type: "string" } } });
+const { values } = parseArgs({ options: { passnote: { type: "boolean" }, store: { type: "boolean" }, register: { type: "boolean" }, top: { type: "string" } } });
 const ROOT = new URL("../", import.meta.url).pathname;
 
 interface ProfileNode {
@@ -69,7 +69,9 @@ async function main() {
     const load = () =>
       values.passnote
         ? roomTraffic(relay.url, { peers: 16, perSender: 100, inFlight: 2, bytes: 200 })
-        : values.store
+        : values.register
+          ? registers(relay.url, { count: 100, concurrency: 8 })
+          : values.store
           ? storeThenFlush(relay.url, { senders: 10, perSender: 100, inFlight: 8 })
           : onlineDelivery(relay.url, { pairs: 20, inFlight: 8, perSender: 150 });
     await load(); // warm-up
