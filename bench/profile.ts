@@ -3,7 +3,7 @@
 // connect and register of new users; with --passnote, room traffic). workerd runs with its
 // inspector on a loopback port (through a wrapper given to scripts/serve.ts as --workerd); the V8
 // sampling profiler is driven over the inspector protocol. Prints the functions with the most
-// self time and writes the whole profile to bench/results/relay.cpuprofile (open it in Chrome
+// self time and writes the whole profile to dist/relay.cpuprofile (open it in Chrome
 // DevTools or speedscope).
 import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -82,8 +82,8 @@ async function main() {
     const result = await load();
     const { profile } = (await send("Profiler.stop")) as { profile: Profile };
     console.log(JSON.stringify(result));
-    mkdirSync(join(ROOT, "bench/results"), { recursive: true });
-    writeFileSync(join(ROOT, "bench/results/relay.cpuprofile"), JSON.stringify(profile));
+    mkdirSync(join(ROOT, "dist"), { recursive: true });
+    writeFileSync(join(ROOT, "dist/relay.cpuprofile"), JSON.stringify(profile));
     // Self time per function.
     const byId = new Map(profile.nodes.map((n) => [n.id, n]));
     const self = new Map<string, number>();
