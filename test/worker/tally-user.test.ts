@@ -95,6 +95,24 @@ describe("Tally user object in workerd", () => {
     expect(b.ofType("peer_envelope").map((e) => e.id)).toEqual(["new"]);
   });
 
+  it(`a queue holds at most ${TALLY_LIMITS.queue_max_bytes} bytes: the oldest envelopes go first`, async () => {
+    const alice = newUser();
+    const bob = newUser();
+    const stub = stubOf(bob);
+    const pad = "x".repeat(TALLY_LIMITS.max_envelope_bytes - 1_000);
+    const total = Math.ceil(TALLY_LIMITS.queue_max_bytes / pad.length) + 3;
+    for (let i = 0; i < total; i++) {
+      const raw = JSON.stringify(opaqueEnvelope(alice, bob, `m${i}`, { pad }));
+      expect(await stub.deliver(bob.hex, raw, alice.hex, `m${i}`)).toBe("stored");
+    }
+    const rows = await runInDurableObject(stub, (_o, state) =>
+      state.storage.sql.exec<{ id: string; bytes: number }>("SELECT id, bytes FROM queue ORDER BY seq").toArray(),
+    );
+    const kept = Math.floor(TALLY_LIMITS.queue_max_bytes / rows[0].bytes);
+    expect(rows.map((r) => r.id)).toEqual(Array.from({ length: kept }, (_, k) => `m${total - kept + k}`));
+    expect(rows.reduce((n, r) => n + r.bytes, 0)).toBeLessThanOrEqual(TALLY_LIMITS.queue_max_bytes);
+  });
+
   it("a socket that does not register within 10 s is closed with 4001 by the alarm", async () => {
     const bob = newUser();
     const s = await connect(bob);
