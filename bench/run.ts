@@ -214,7 +214,8 @@ async function main() {
     mkdirSync(dir, { recursive: true });
     const date = new Date().toISOString().slice(0, 10);
     const machine = `${cpus().length} cores (${cpus()[0]?.model.trim()}), Node ${process.version}`;
-    const cmd = `npm run bench${values.big ? " -- --big" : ""}${values.wrangler ? " -- --wrangler" : ""}`;
+    const args = process.argv.slice(2).join(" ");
+    const cmd = `npm run bench${args ? ` -- ${args}` : ""}`;
     writeFileSync(
       join(dir, "baselines.md"),
       `# The relay against its limit (a) and against a Node relay (b)\n\n` +
