@@ -37,6 +37,18 @@ const DAY_MS = 86_400_000;
 
 type Stub = DurableObjectStub<TallyUser>;
 
+/** An envelope waiting in the outbox for the RPC to its recipient's object. */
+interface Outgoing {
+  raw: string;
+  fromHex: string;
+  id: string;
+  resolve: (status: QueuedStatus) => void;
+  reject: (err: unknown) => void;
+}
+
+/** Most envelopes one RPC to a recipient's object carries (each at most max_envelope_bytes). */
+const OUTBOX_BATCH = 32;
+
 /** One route of this object, typed with its attachment. */
 const route = <S extends z.ZodType>(r: Route<TallyUser, TallyAttachment, S>) => r;
 
@@ -240,13 +252,65 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
       for (const d of this.devices(att.deviceId)) if (this.sendRaw(d.ws, raw)) n++;
       status = n > 0 ? "delivered" : "not_stored";
     } else {
-      status = await this.stubFor(toHex).deliver(toHex, raw, fromHex, env.id);
+      status = await this.deliverTo(toHex, raw, fromHex, env.id);
     }
     this.send(ws, { type: "queued", id: env.id, to_user_id: env.to_user_id, status });
   }
 
+  /**
+   * Envelopes on their way to other users' objects, by recipient: while one RPC to a recipient's
+   * object is in flight, the envelopes that follow for it wait and go together in the next one.
+   * One RPC per batch instead of one per envelope, and envelopes from this user to that one
+   * arrive in the order they were sent.
+   */
+  private readonly outbox = new Map<string, Outgoing[]>();
+
+  /** Hands an envelope to its recipient's object; resolves with what that object did with it. */
+  private deliverTo(toHex: string, raw: string, fromHex: string, id: string): Promise<QueuedStatus> {
+    return new Promise((resolve, reject) => {
+      const waiting = this.outbox.get(toHex);
+      const item = { raw, fromHex, id, resolve, reject };
+      if (waiting) return void waiting.push(item); // a batch is in flight: go with the next one
+      this.outbox.set(toHex, [item]);
+      void this.sendOutbox(toHex);
+    });
+  }
+
+  private async sendOutbox(toHex: string): Promise<void> {
+    for (;;) {
+      const queue = this.outbox.get(toHex)!;
+      if (queue.length === 0) return void this.outbox.delete(toHex);
+      const batch = queue.splice(0, OUTBOX_BATCH);
+      try {
+        const statuses = await this.stubFor(toHex).deliverAll(
+          toHex,
+          batch.map((e) => [e.raw, e.fromHex, e.id] as [string, string, string]),
+        );
+        batch.forEach((e, k) => (statuses[k] ? e.resolve(statuses[k]) : e.reject(new Error(`delivery of ${e.id} failed`))));
+      } catch (err) {
+        for (const e of batch) e.reject(err);
+      }
+    }
+  }
+
+  /** RPC: envelopes for this user from another user's object, in order; null where one failed. */
+  async deliverAll(toHex: string, envelopes: Array<[raw: string, fromHex: string, id: string]>): Promise<Array<QueuedStatus | null>> {
+    return envelopes.map(([raw, fromHex, id]) => {
+      try {
+        return this.deliverOne(toHex, raw, fromHex, id);
+      } catch (err) {
+        console.error("delivery failed", err);
+        return null;
+      }
+    });
+  }
+
   /** RPC: an envelope for this user, from another user's object. */
   async deliver(toHex: string, raw: string, fromHex: string, id: string): Promise<QueuedStatus> {
+    return this.deliverOne(toHex, raw, fromHex, id);
+  }
+
+  private deliverOne(toHex: string, raw: string, fromHex: string, id: string): QueuedStatus {
     this.remember(toHex);
     const devices = this.devices();
     if (devices.length > 0 && !devices.some((d) => d.att.acks)) {
