@@ -4,7 +4,7 @@
 //     compatibility date), bundled with esbuild and given a generated workerd config;
 // (b) node-ws-relay.ts under the same Node that runs the bench.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -101,7 +101,14 @@ const worker :Workerd.Worker = (
 `;
   mkdirSync(join(dir, "data"));
   writeFileSync(join(dir, "config.capnp"), config);
-  return launch(workerdBinary(), ["serve", join(dir, "config.capnp")], dir, port);
+  const server = await launch(workerdBinary(), ["serve", join(dir, "config.capnp")], dir, port);
+  return {
+    ...server,
+    async stop() {
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }
 
 /** Baseline (b): the Node relay on `ws`. */
