@@ -6,6 +6,7 @@ import { makeAuthEvent } from "../../shared/tally/auth";
 import { TALLY_LIMITS } from "../../shared/limits";
 import { newUser, opaqueEnvelope, type User } from "../helpers/tally";
 import { TestSocket } from "../helpers/socket";
+import { waitFor } from "../helpers/wait";
 import type { TallyUser } from "../../durable-objects/tally-user";
 
 const RELAY = "ws://relay.test";
@@ -93,6 +94,19 @@ describe("Tally user object in workerd", () => {
     expect(await stub.queuedCount()).toBe(1);
     const b = await register(bob);
     expect(b.ofType("peer_envelope").map((e) => e.id)).toEqual(["new"]);
+  });
+
+  it("envelopes sent back to back to one user arrive in the order sent, each answered queued", async () => {
+    const alice = newUser();
+    const bob = newUser();
+    const a = await register(alice);
+    const b = await register(bob);
+    const ids = Array.from({ length: 60 }, (_, k) => `m${k}`);
+    for (const id of ids) a.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(alice, bob, id) });
+    for (const id of ids) expect(await a.next("queued")).toMatchObject({ id, to_user_id: bob.npub, status: "delivered" });
+    await b.next("peer_envelope");
+    await waitFor(() => b.ofType("peer_envelope").length === ids.length, { what: "every envelope" });
+    expect(b.ofType("peer_envelope").map((e) => e.id)).toEqual(ids);
   });
 
   it(`a queue holds at most ${TALLY_LIMITS.queue_max_bytes} bytes: the oldest envelopes go first`, async () => {
