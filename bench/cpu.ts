@@ -15,23 +15,43 @@ function stat(pid: number): { ppid: number; ticks: number } | null {
   }
 }
 
-/** Milliseconds of CPU used so far by `root` and every process descended from it. */
-export function treeCpuMs(root: number): number {
+/** `root` and every process descended from it. */
+function tree(root: number): number[] {
   const all = new Map<number, { ppid: number; ticks: number }>();
   for (const name of readdirSync("/proc")) {
     if (!/^\d+$/.test(name)) continue;
     const st = stat(Number(name));
     if (st) all.set(Number(name), st);
   }
-  let ticks = 0;
+  const out: number[] = [];
   const todo = [root];
   const seen = new Set<number>();
   while (todo.length) {
     const pid = todo.pop()!;
-    if (seen.has(pid)) continue;
+    if (seen.has(pid) || !all.has(pid)) continue;
     seen.add(pid);
-    ticks += all.get(pid)?.ticks ?? 0;
+    out.push(pid);
     for (const [child, st] of all) if (st.ppid === pid) todo.push(child);
   }
+  return out;
+}
+
+/** Milliseconds of CPU used so far by `root` and every process descended from it. */
+export function treeCpuMs(root: number): number {
+  let ticks = 0;
+  for (const pid of tree(root)) ticks += stat(pid)?.ticks ?? 0;
   return (ticks * 1000) / TICKS_PER_SECOND;
+}
+
+/** Resident memory (kB) of `root` and every process descended from it. */
+export function treeRssKb(root: number): number {
+  let kb = 0;
+  for (const pid of tree(root)) {
+    try {
+      kb += Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0);
+    } catch {
+      // gone
+    }
+  }
+  return kb;
 }

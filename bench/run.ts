@@ -1,126 +1,244 @@
-// `npm run bench`: every figure under both runtimes, side by side, in one run: `wrangler dev`
-// (development) and `workerd serve` as `npm start` runs it (self-hosting). Both relays are up at
-// once and each figure is measured on one, then the other, round after round, and the median of
-// each is shown, so load that comes and goes on a shared machine falls on both alike. The relay's
-// CPU per envelope (its whole process tree) hardly depends on such load at all.
+// `npm run bench`: the relay against its limit and against what users would pick instead, side by
+// side, in one run. Up at once on loopback:
+//   relay    the relay under `workerd serve`, as `npm start` runs it (self-hosting);
+//   (a)      bench/baselines/bare-do.ts: bare Durable Objects on the same workerd, the platform's limit;
+//   (b)      bench/baselines/node-ws-relay.ts: a Node relay on `ws`, what a user might run instead;
+//   wrangler the relay under `wrangler dev` (only with --wrangler: one more column).
+// Each figure is measured on one, then the next, round after round (the order turning each round),
+// and the median of each is shown, so load that comes and goes on a shared machine falls on all
+// alike; ratios of two columns are the result, never the absolute numbers. CPU per operation
+// counts each server's whole process tree. Reconciliation is pure and runs in this process.
 //
-//   npm run bench                 full run; writes bench/results/runtimes.md
-//   npm run bench -- --smoke      a few seconds, one round, nothing written (part of npm test)
+//   npm run bench                  full run; writes bench/results/baselines.md, baselines.svg, reconcile.md
+//   npm run bench -- --big         also reconciliation of 10^6 records with 1 difference (half a minute, 1.6 GB more)
+//   npm run bench -- --wrangler    also the relay under wrangler dev, as a column of its own
+//   npm run bench -- --only tally  only the figures whose name contains "tally" (quick profiling)
+//   npm run bench -- --smoke       a few seconds, one round, nothing written (part of npm test)
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { cpus } from "node:os";
 import { parseArgs } from "node:util";
 import { buildWorker } from "../scripts/build";
-import { startRelay, type RelayProcess, type RelayTarget } from "../test/helpers/relay-process";
-import { treeCpuMs } from "./cpu";
-import { onlineDelivery, registers, storeThenFlush } from "./tally";
+import { startRelay } from "../test/helpers/relay-process";
+import { startBareDo, startNodeRelay, type Server } from "./baselines/start";
+import { barChart } from "./chart";
+import { treeCpuMs, treeRssKb } from "./cpu";
+import { roomTraffic } from "./passnote";
+import { reconcileRun, type ReconcileResult } from "./reconcile";
+import { idleMemory, onlineDelivery, registers, storeThenFlush } from "./tally";
 
-const { values } = parseArgs({ options: { smoke: { type: "boolean" }, rounds: { type: "string" } } });
+const { values } = parseArgs({
+  options: {
+    smoke: { type: "boolean" },
+    rounds: { type: "string" },
+    big: { type: "boolean" },
+    wrangler: { type: "boolean" },
+    only: { type: "string" },
+  },
+});
 const smoke = values.smoke === true;
 const rounds = Number(values.rounds ?? (smoke ? 1 : 3));
 
 const SIZES = smoke
-  ? { pairs: 4, inFlight: 4, perSender: 20, senders: 2, storePer: 20, registers: 10, concurrency: 2 }
-  : { pairs: 20, inFlight: 8, perSender: 150, senders: 10, storePer: 100, registers: 100, concurrency: 8 };
+  ? { pairs: 4, inFlight: 4, perSender: 20, fanPairs: 2, fanPer: 10, senders: 2, storePer: 20, registers: 6, concurrency: 2, idle: 8, room2: 20, room16: 4, roomPeers: 4 }
+  : { pairs: 20, inFlight: 8, perSender: 150, fanPairs: 10, fanPer: 100, senders: 10, storePer: 100, registers: 100, concurrency: 8, idle: 200, room2: 300, room16: 60, roomPeers: 16 };
 
-const TARGETS: RelayTarget[] = ["wrangler", "workerd"];
+type Target = "relay" | "bare" | "node" | "wrangler";
+const COLUMNS: Record<Target, string> = {
+  relay: "relay (workerd serve)",
+  bare: "(a) bare DO, workerd",
+  node: "(b) Node + ws",
+  wrangler: "relay (wrangler dev)",
+};
+const targets: Target[] = ["relay", "bare", "node", ...(values.wrangler ? (["wrangler"] as Target[]) : [])];
 
 interface Figure {
   name: string;
   unit: string;
-  /** Whether more is better (throughput) or less (latency, time, CPU). */
+  /** Whether more is better (throughput) or less (latency, time, CPU, memory). */
   higherIsBetter: boolean;
-  samples: Record<RelayTarget, number[]>;
+  samples: Partial<Record<Target, number[]>>;
 }
 
 const figures: Figure[] = [];
-function record(name: string, unit: string, higherIsBetter: boolean, target: RelayTarget, value: number) {
+function record(name: string, unit: string, higherIsBetter: boolean, target: Target, value: number) {
   let f = figures.find((x) => x.name === name);
-  if (!f) figures.push((f = { name, unit, higherIsBetter, samples: { wrangler: [], workerd: [] } }));
-  f.samples[target].push(value);
+  if (!f) figures.push((f = { name, unit, higherIsBetter, samples: {} }));
+  (f.samples[target] ??= []).push(value);
 }
 
-const median = (xs: number[]) => {
+const median = (xs: number[] | undefined) => {
+  if (!xs?.length) return NaN;
   const s = [...xs].sort((a, b) => a - b);
-  return s.length ? (s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2) : NaN;
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 
-/** Runs `work` against the relay, also recording the relay's CPU per unit of work. */
-async function withCpu<T>(relay: RelayProcess, work: () => Promise<T>): Promise<{ result: T; cpuMs: number }> {
-  const before = treeCpuMs(relay.pid);
+const wanted = (name: string) => !values.only || name.includes(values.only);
+
+/** Runs `work` against a server, also recording the server's CPU (whole process tree) per unit. */
+async function withCpu<T>(s: Server, work: () => Promise<T>): Promise<{ result: T; cpuMs: number }> {
+  const before = treeCpuMs(s.pid);
   const result = await work();
-  return { result, cpuMs: treeCpuMs(relay.pid) - before };
+  return { result, cpuMs: treeCpuMs(s.pid) - before };
 }
 
-async function measure(target: RelayTarget, relay: RelayProcess): Promise<void> {
-  const on = await withCpu(relay, () =>
-    onlineDelivery(relay.url, { pairs: SIZES.pairs, inFlight: SIZES.inFlight, perSender: SIZES.perSender }),
-  );
-  const online = on.result;
-  record(`online delivery, ${SIZES.pairs} pairs, ${SIZES.inFlight} in flight each`, "envelopes/s", true, target, online.perSecond);
-  record("online delivery latency p50", "ms", false, target, online.p50);
-  record("online delivery latency p99", "ms", false, target, online.p99);
-  record("relay CPU per envelope delivered online (incl. connecting)", "ms", false, target, on.cpuMs / online.messages);
+/** Whether a target runs the relay itself (figures the baselines have no counterpart for). */
+const isRelay = (t: Target) => t === "relay" || t === "wrangler";
 
-  const st = await withCpu(relay, () => storeThenFlush(relay.url, { senders: SIZES.senders, perSender: SIZES.storePer, inFlight: SIZES.inFlight }));
-  const sf = st.result;
-  record(`offline store, ${sf.stored} envelopes from ${SIZES.senders} senders`, "envelopes/s", true, target, sf.storePerSecond);
-  record(`flush of ${sf.stored} stored envelopes on register`, "ms", false, target, sf.flushMs);
-  record("relay CPU per envelope stored and flushed", "ms", false, target, st.cpuMs / sf.stored);
-
-  const rg = await withCpu(relay, () => registers(relay.url, { count: SIZES.registers, concurrency: SIZES.concurrency }));
-  record(`connect and register (new users), ${SIZES.concurrency} at a time`, "registers/s", true, target, rg.result.perSecond);
-  record("relay CPU per connect and register", "ms", false, target, rg.cpuMs / SIZES.registers);
+async function measure(t: Target, s: Server): Promise<void> {
+  if (wanted("tally online")) {
+    const on = await withCpu(s, () => onlineDelivery(s.url, { pairs: SIZES.pairs, inFlight: SIZES.inFlight, perSender: SIZES.perSender }));
+    const o = on.result;
+    record(`tally online delivery, ${SIZES.pairs} pairs, ${SIZES.inFlight} in flight each`, "envelopes/s", true, t, o.perSecond);
+    record("tally online delivery latency p50", "ms", false, t, o.p50);
+    record("tally online delivery latency p99", "ms", false, t, o.p99);
+    record("tally CPU per envelope delivered online (incl. connecting)", "ms", false, t, on.cpuMs / o.messages);
+  }
+  if (wanted("tally fan-out")) {
+    const fan = await onlineDelivery(s.url, { pairs: SIZES.fanPairs, inFlight: SIZES.inFlight, perSender: SIZES.fanPer, devices: 4 });
+    record(`tally fan-out to 4 devices, ${SIZES.fanPairs} pairs`, "envelopes/s", true, t, fan.perSecond);
+    record("tally fan-out latency p99", "ms", false, t, fan.p99);
+  }
+  if (wanted("tally store")) {
+    const st = await withCpu(s, () => storeThenFlush(s.url, { senders: SIZES.senders, perSender: SIZES.storePer, inFlight: SIZES.inFlight }));
+    const sf = st.result;
+    record(`tally offline store, ${sf.stored} envelopes from ${SIZES.senders} senders`, "envelopes/s", true, t, sf.storePerSecond);
+    record(`tally store: flush of ${sf.stored} stored envelopes on register`, "ms", false, t, sf.flushMs);
+    record("tally store: CPU per envelope stored and flushed", "ms", false, t, st.cpuMs / sf.stored);
+  }
+  if (wanted("passnote")) {
+    const two = await roomTraffic(s.url, { peers: 2, perSender: SIZES.room2, inFlight: SIZES.inFlight, bytes: 200 });
+    record("passnote room of 2, 200-byte frames", "frames/s", true, t, two.deliveriesPerSecond);
+    record("passnote room of 2, latency p99", "ms", false, t, two.p99);
+    const many = await roomTraffic(s.url, { peers: SIZES.roomPeers, perSender: SIZES.room16, inFlight: 2, bytes: 200 });
+    record(`passnote room of ${SIZES.roomPeers}, each broadcasting`, "frames delivered/s", true, t, many.deliveriesPerSecond);
+    record(`passnote room of ${SIZES.roomPeers}, latency p99`, "ms", false, t, many.p99);
+  }
+  if (wanted("tally memory")) {
+    const mem = await idleMemory(s.url, () => treeRssKb(s.pid), { count: SIZES.idle, idleMs: smoke ? 100 : 2000 });
+    record("tally memory per idle registered connection", "kB", false, t, mem.kbPerConnection);
+  }
+  if (isRelay(t) && wanted("tally connect")) {
+    // The baselines do not authenticate: connect cost is the relay's alone.
+    const rg = await withCpu(s, () => registers(s.url, { count: SIZES.registers, concurrency: SIZES.concurrency }));
+    record(`tally connect and register (challenge + Schnorr verify), ${SIZES.concurrency} at a time`, "registers/s", true, t, rg.result.perSecond);
+    record("tally CPU per connect and register", "ms", false, t, rg.cpuMs / SIZES.registers);
+  }
 }
 
 function fmt(v: number): string {
-  if (Number.isNaN(v)) return "-";
+  if (!Number.isFinite(v)) return "-";
   return v >= 100 ? Math.round(v).toLocaleString("en-US") : v.toFixed(v >= 10 ? 1 : 2);
 }
 
+/** The relay's value over the baseline's (a plain quotient: read it with the unit's direction). */
+function ratio(f: Figure, base: Target): number {
+  return median(f.samples.relay) / median(f.samples[base]);
+}
+
+/** The same, oriented so that above 1 means the relay does better. */
+function better(f: Figure, base: Target): number {
+  const r = ratio(f, base);
+  return f.higherIsBetter ? r : 1 / r;
+}
+
 function table(): string {
+  const cols = targets;
+  const bases = (["bare", "node", "wrangler"] as Target[]).filter((b) => cols.includes(b));
+  const label: Record<string, string> = { bare: "relay ÷ (a)", node: "relay ÷ (b)", wrangler: "relay ÷ wrangler dev" };
   const rows = figures.map((f) => {
-    const w = median(f.samples.wrangler);
-    const d = median(f.samples.workerd);
-    // How many times better workerd serve is: above 1 is better, for either kind of figure.
-    const ratio = f.higherIsBetter ? d / w : w / d;
-    return `| ${f.name} | ${f.unit} | ${fmt(w)} | ${fmt(d)} | ${Number.isFinite(ratio) ? `${ratio.toFixed(2)}x` : "-"} |`;
+    const vals = cols.map((c) => fmt(median(f.samples[c])));
+    const ratios = bases.map((b) => {
+      const r = ratio(f, b);
+      return Number.isFinite(r) ? `${r.toFixed(2)}` : "-";
+    });
+    return `| ${f.name} | ${f.unit} | ${f.higherIsBetter ? "higher" : "lower"} | ${vals.join(" | ")} | ${ratios.join(" | ")} |`;
   });
   return [
-    "| figure | unit | wrangler dev | workerd serve | workerd serve, times better |",
-    "| --- | --- | ---: | ---: | ---: |",
+    `| figure | unit | better | ${cols.map((c) => COLUMNS[c]).join(" | ")} | ${bases.map((b) => label[b]).join(" | ")} |`,
+    `| --- | --- | --- | ${cols.map(() => "---:").join(" | ")} | ${bases.map(() => "---:").join(" | ")} |`,
     ...rows,
   ].join("\n");
 }
 
+function reconcileTable(rs: ReconcileResult[]): string {
+  return [
+    "| records N | differences d | round trips | bytes per side | shipping everything, bytes per side | reconciliation ÷ shipping everything | records shipped (both sides) | time (ms, both sides in one process) |",
+    "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ...rs.map(
+      (r) =>
+        `| ${r.n.toLocaleString("en-US")} | ${r.d.toLocaleString("en-US")} | ${r.roundTrips} | ${r.bytesPerSide.toLocaleString("en-US")} | ${r.shipAllBytesPerSide.toLocaleString("en-US")} | ${(r.bytesPerSide / r.shipAllBytesPerSide).toFixed(3)} | ${r.recordsShipped.toLocaleString("en-US")} | ${fmt(r.ms)} |`,
+    ),
+  ].join("\n");
+}
+
+async function start(t: Target): Promise<Server> {
+  if (t === "bare") return startBareDo();
+  if (t === "node") return startNodeRelay();
+  return startRelay({ target: t === "wrangler" ? "wrangler" : "workerd" });
+}
+
 async function main() {
   buildWorker();
-  const relays = {} as Record<RelayTarget, RelayProcess>;
+  const servers = {} as Record<Target, Server>;
   try {
-    for (const t of TARGETS) relays[t] = await startRelay({ target: t });
+    for (const t of targets) servers[t] = await start(t);
     // Warm-up: the first connections compile code and open SQLite files.
-    for (const t of TARGETS) await onlineDelivery(relays[t].url, { pairs: 4, inFlight: 4, perSender: 20 });
+    for (const t of targets) await onlineDelivery(servers[t].url, { pairs: 4, inFlight: 4, perSender: 20 });
     for (let r = 0; r < rounds; r++) {
-      // Alternate which runtime goes first, so neither always follows the other's leftovers.
-      for (const t of r % 2 ? [...TARGETS].reverse() : TARGETS) {
+      // Turn the order each round, so no server always follows another's leftovers.
+      const order = targets.map((_, k) => targets[(k + r) % targets.length]);
+      for (const t of order) {
         process.stderr.write(`round ${r + 1}/${rounds}: ${t}\n`);
-        await measure(t, relays[t]);
+        await measure(t, servers[t]);
       }
     }
   } finally {
-    for (const t of TARGETS) await relays[t]?.stop();
+    for (const t of targets) await servers[t]?.stop();
   }
   const out = table();
   console.log(out);
-  if (!smoke) {
+
+  const recon: ReconcileResult[] = [];
+  if (wanted("reconcil")) {
+    const ns = smoke ? [1_000] : [1_000, 10_000, 100_000];
+    const ds = smoke ? [1, 10] : [1, 10, 100, 1_000];
+    for (const n of ns) for (const d of ds) recon.push(reconcileRun(n, d));
+    // negentropy's published case: 10^6 items, 1 difference (half a minute, 1.6 GB in this process).
+    if (values.big) recon.push(reconcileRun(1_000_000, 1));
+    console.log(`\n${reconcileTable(recon)}`);
+  }
+
+  if (!smoke && !values.only) {
     const dir = join(import.meta.dirname, "results");
     mkdirSync(dir, { recursive: true });
-    const md =
-      `# The relay under wrangler dev and under workerd serve\n\n` +
-      `Measured by \`npm run bench\` on ${new Date().toISOString().slice(0, 10)}: medians of ${rounds} rounds, the two runtimes ` +
-      `alternating figure by figure, on a 2-core machine that the relays share with the load generator (and with whatever else ` +
-      `runs there). CPU figures count the relay's whole process tree.\n\n${out}\n`;
-    writeFileSync(join(dir, "runtimes.md"), md);
-    process.stderr.write(`written to bench/results/runtimes.md\n`);
+    const date = new Date().toISOString().slice(0, 10);
+    const machine = `${cpus().length} cores (${cpus()[0]?.model.trim()}), Node ${process.version}`;
+    const args = process.argv.slice(2).join(" ");
+    const cmd = `npm run bench${args ? ` -- ${args}` : ""}`;
+    writeFileSync(
+      join(dir, "baselines.md"),
+      `# The relay against its limit (a) and against a Node relay (b)\n\n` +
+        `Measured by \`${cmd}\` on ${date}, ${machine}: medians of ${rounds} rounds, the servers taking turns figure ` +
+        `group by figure group, all sharing the machine with the load generator (and with whatever else runs there). ` +
+        `Ratios are the relay's value divided by the baseline's: read them with the "better" column. CPU figures ` +
+        `count each server's whole process tree.\n\n${out}\n`,
+    );
+    const rows = figures
+      .filter((f) => Number.isFinite(ratio(f, "bare")) || Number.isFinite(ratio(f, "node")))
+      .map((f) => ({ label: f.name, values: [better(f, "bare"), better(f, "node")] }));
+    writeFileSync(
+      join(dir, "baselines.svg"),
+      barChart(`The relay against (a) bare DO and (b) Node + ws, ${date} (above 1: the relay does better)`, ["relay vs (a) bare DO on workerd", "relay vs (b) Node + ws"], rows),
+    );
+    if (recon.length) {
+      writeFileSync(
+        join(dir, "reconcile.md"),
+        `# Range reconciliation against shipping everything\n\nMeasured by \`${cmd}\` on ${date}, ${machine}. ` +
+          `Bytes are encoded frames plus their seal (nonce and tag), reconcile and delta messages together.\n\n${reconcileTable(recon)}\n`,
+      );
+    }
+    process.stderr.write(`written to bench/results/\n`);
   }
 }
 

@@ -69,18 +69,24 @@ export interface DeliveryResult {
 
 /**
  * Online to online: `pairs` sender/recipient pairs, each sender keeping `inFlight` envelopes
- * unanswered (until its `queued`), `perSender` envelopes each. Latency is from send to arrival at
- * the recipient (one process holds both ends, so one clock).
+ * unanswered (until its `queued`), `perSender` envelopes each; the recipient has `devices` devices
+ * online (fan-out). Latency is from send to arrival at each device (one process holds both ends,
+ * so one clock).
  */
-export async function onlineDelivery(relayUrl: string, o: { pairs: number; inFlight: number; perSender: number }): Promise<DeliveryResult> {
+export async function onlineDelivery(
+  relayUrl: string,
+  o: { pairs: number; inFlight: number; perSender: number; devices?: number },
+): Promise<DeliveryResult> {
   const perSender = Math.min(o.perSender, BURST);
+  const devices = o.devices ?? 1;
   const pairs = await Promise.all(
     Array.from({ length: o.pairs }, async () => {
       const [from, to] = [newUser(), newUser()];
-      const recipient = await connect(relayUrl, to);
+      const recipients: Conn[] = [];
+      for (let d = 0; d < devices; d++) recipients.push(await connect(relayUrl, to));
       const sender = await connect(relayUrl, from);
       const frames = Array.from({ length: perSender }, (_, k) => ({ id: `m${k}`, env: opaqueEnvelope(from, to, `m${k}`) }));
-      return { sender, recipient, frames };
+      return { sender, recipients, frames };
     }),
   );
   const latencies: number[] = [];
@@ -89,7 +95,7 @@ export async function onlineDelivery(relayUrl: string, o: { pairs: number; inFli
   const t0 = performance.now();
   await Promise.all(
     pairs.map(
-      ({ sender, recipient, frames }) =>
+      ({ sender, recipients, frames }) =>
         new Promise<void>((resolve, reject) => {
           let next = 0;
           let answered = 0;
@@ -98,13 +104,15 @@ export async function onlineDelivery(relayUrl: string, o: { pairs: number; inFli
             const f = frames[next++];
             sender.send(`{"type":"queue_peer_envelope","envelope":${JSON.stringify({ ...f.env, sent_at: performance.now() })}}`);
           };
-          const done = () => answered === frames.length && got === frames.length && resolve();
-          recipient.on("peer_envelope", (e) => {
-            latencies.push(performance.now() - e.sent_at);
-            got++;
-            received++;
-            done();
-          });
+          const done = () => answered === frames.length && got === frames.length * devices && resolve();
+          for (const recipient of recipients) {
+            recipient.on("peer_envelope", (e) => {
+              latencies.push(performance.now() - e.sent_at);
+              got++;
+              received++;
+              done();
+            });
+          }
           sender.on("queued", (q) => {
             if (q.status !== "delivered") return reject(new Error(`online delivery answered ${q.status}`));
             answered++;
@@ -117,7 +125,7 @@ export async function onlineDelivery(relayUrl: string, o: { pairs: number; inFli
     ),
   );
   const seconds = (performance.now() - t0) / 1000;
-  await Promise.all(pairs.flatMap((p) => [p.sender.close(), p.recipient.close()]));
+  await Promise.all(pairs.flatMap((p) => [p.sender.close(), ...p.recipients.map((r) => r.close())]));
   latencies.sort((a, b) => a - b);
   return { messages: received, perSecond: total / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
 }
@@ -187,4 +195,24 @@ export async function registers(relayUrl: string, o: { count: number; concurrenc
     }),
   );
   return { perSecond: o.count / ((performance.now() - t0) / 1000) };
+}
+
+/**
+ * Memory per idle connection: the resident memory of the server's process tree (`rssKb`) before
+ * and after `count` users each connect and register one device and then stay idle for `idleMs`.
+ */
+export async function idleMemory(
+  relayUrl: string,
+  rssKb: () => number,
+  o: { count: number; idleMs: number },
+): Promise<{ kbPerConnection: number }> {
+  const before = rssKb();
+  const conns: Conn[] = [];
+  for (let i = 0; i < o.count; i += 8) {
+    conns.push(...(await Promise.all(Array.from({ length: Math.min(8, o.count - i) }, () => connect(relayUrl, newUser())))));
+  }
+  await new Promise((r) => setTimeout(r, o.idleMs));
+  const after = rssKb();
+  await Promise.all(conns.map((c) => c.close()));
+  return { kbPerConnection: (after - before) / o.count };
 }

@@ -19,6 +19,7 @@ import { socketError, type ErrorCode } from "../shared/errors";
 import { CLOSE_CODES, COMMON_LIMITS } from "../shared/limits";
 import type { Migration } from "../migrations/index";
 import { TokenBucket } from "../shared/rate-limit";
+import { utf8ByteLength } from "../shared/encoding";
 import { noteIdle } from "./live";
 import { StatsReporter } from "./relay-stats";
 import type { StatsGauges, StatsProtocol } from "../shared/stats";
@@ -85,6 +86,12 @@ export abstract class RelayObject<Env, A extends BaseAttachment> extends Durable
   private readonly options: RelayObjectOptions;
   /** In-memory rate state. Losing it on eviction is harmless: an evicted socket was idle, its bucket full. */
   private readonly buckets = new WeakMap<WebSocket, TokenBucket>();
+  /**
+   * Each socket's attachment as last serialized, so that a message does not deserialize every
+   * socket's: attachments change only through setAttachment (always a new object, never mutated in
+   * place). After hibernation the map is empty and the serialized attachment is read again.
+   */
+  private readonly attachments = new WeakMap<WebSocket, A>();
 
   protected abstract readonly routes: Routes<any, A>;
   /** Counts for the status page; objects add their own (deliveries) with `this.stats.count`. */
@@ -141,7 +148,7 @@ export abstract class RelayObject<Env, A extends BaseAttachment> extends Durable
     const pair = new WebSocketPair();
     const [client, server] = [pair[0], pair[1]];
     this.ctx.acceptWebSocket(server, tags);
-    server.serializeAttachment(att);
+    this.setAttachment(server, att);
     this.stats.count("connections_opened");
     if (!att.authed) await this.scheduleAlarm(att.openedAt + this.authTimeoutMs());
     await this.onConnect(server, att);
@@ -149,11 +156,17 @@ export abstract class RelayObject<Env, A extends BaseAttachment> extends Durable
   }
 
   protected attachment(ws: WebSocket): A {
-    return ws.deserializeAttachment() as A;
+    let att = this.attachments.get(ws);
+    if (att === undefined) {
+      att = ws.deserializeAttachment() as A;
+      if (att) this.attachments.set(ws, att);
+    }
+    return att;
   }
 
   protected setAttachment(ws: WebSocket, att: A): void {
     ws.serializeAttachment(att);
+    this.attachments.set(ws, att);
   }
 
   /** Open sockets whose attachment passes the filter. */
@@ -161,7 +174,7 @@ export abstract class RelayObject<Env, A extends BaseAttachment> extends Durable
     const out: Array<{ ws: WebSocket; att: A }> = [];
     for (const ws of this.ctx.getWebSockets()) {
       if (ws.readyState !== WebSocket.OPEN) continue;
-      const att = ws.deserializeAttachment() as A | null;
+      const att = this.attachment(ws) as A | null;
       if (att && filter(att)) out.push({ ws, att });
     }
     return out;
@@ -286,7 +299,7 @@ export abstract class RelayObject<Env, A extends BaseAttachment> extends Durable
     let next = await this.onAlarm(now);
     const timeout = this.authTimeoutMs();
     for (const ws of this.ctx.getWebSockets()) {
-      const att = ws.deserializeAttachment() as A | null;
+      const att = this.attachment(ws) as A | null;
       if (!att || att.authed) continue;
       const deadline = att.openedAt + timeout;
       if (deadline <= now) {
@@ -344,5 +357,5 @@ export abstract class RelayObject<Env, A extends BaseAttachment> extends Durable
 export function utf8Length(s: string, cap: number): number {
   if (s.length * 3 <= cap) return s.length; // cannot exceed the cap
   if (s.length > cap) return s.length; // already over (each char is >= 1 byte)
-  return new TextEncoder().encode(s).length;
+  return utf8ByteLength(s);
 }

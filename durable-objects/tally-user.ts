@@ -5,7 +5,7 @@ import type { z } from "zod";
 import { RelayObject, type BaseAttachment, type Route } from "./base";
 import { MIGRATIONS } from "../migrations/index";
 import { CLOSE_CODES, TALLY_LIMITS } from "../shared/limits";
-import { bytesToHex, randomBytes } from "../shared/encoding";
+import { bytesToHex, randomBytes, utf8ByteLength } from "../shared/encoding";
 import { rawMember, withRawMember } from "../shared/json-raw";
 import { checkAuthEvent } from "../shared/tally/auth";
 import { npubDecode, npubEncode } from "../shared/tally/keys";
@@ -37,6 +37,18 @@ const DAY_MS = 86_400_000;
 
 type Stub = DurableObjectStub<TallyUser>;
 
+/** An envelope waiting in the outbox for the RPC to its recipient's object. */
+interface Outgoing {
+  raw: string;
+  fromHex: string;
+  id: string;
+  resolve: (status: QueuedStatus) => void;
+  reject: (err: unknown) => void;
+}
+
+/** Most envelopes one RPC to a recipient's object carries (each at most max_envelope_bytes). */
+const OUTBOX_BATCH = 32;
+
 /** One route of this object, typed with its attachment. */
 const route = <S extends z.ZodType>(r: Route<TallyUser, TallyAttachment, S>) => r;
 
@@ -56,10 +68,16 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
 
   // ---- identity -----------------------------------------------------------------------------
 
-  /** This object's user (64 hex), from its own storage. */
+  /** This object's user, once read from (or written to) its storage: it never changes after. */
+  private knownHex: string | null = null;
+
+  /** This object's user (64 hex), from its own storage (read once per object instance). */
   private userHex(): string | null {
-    const row = this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'user_hex'").toArray()[0];
-    return row?.value ?? null;
+    if (this.knownHex === null) {
+      const row = this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'user_hex'").toArray()[0];
+      this.knownHex = row?.value ?? null;
+    }
+    return this.knownHex;
   }
 
   private remember(hex: string): void {
@@ -67,14 +85,23 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
     if (known === hex) return;
     if (known !== null) throw new Error(`object of ${known} addressed as ${hex}`);
     this.sql.exec("INSERT INTO meta (key, value) VALUES ('user_hex', ?)", hex);
+    this.knownHex = hex;
   }
 
   private userNpub(): string {
     return npubEncode(this.userHex()!);
   }
 
+  /** Object ids of the users this one talks to (idFromName hashes), bounded: emptied when full. */
+  private readonly peerIds = new Map<string, DurableObjectId>();
+
   private stubFor(hex: string): Stub {
-    return this.env.TALLY_USER.get(this.env.TALLY_USER.idFromName(hex));
+    let id = this.peerIds.get(hex);
+    if (id === undefined) {
+      if (this.peerIds.size >= 1024) this.peerIds.clear();
+      this.peerIds.set(hex, (id = this.env.TALLY_USER.idFromName(hex)));
+    }
+    return this.env.TALLY_USER.get(id);
   }
 
   // ---- connections --------------------------------------------------------------------------
@@ -215,7 +242,7 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
     }
     const env = checked.data;
     const raw = rawMember(frame, "envelope")!;
-    const bytes = new TextEncoder().encode(raw).length;
+    const bytes = utf8ByteLength(raw);
     if (bytes > TALLY_LIMITS.max_envelope_bytes) {
       return this.sendError(ws, "envelope_too_large", `envelope is ${bytes} bytes; at most ${TALLY_LIMITS.max_envelope_bytes}`, env.id);
     }
@@ -233,13 +260,65 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
       this.stats.count("deliveries", n);
       status = n > 0 ? "delivered" : "not_stored";
     } else {
-      status = await this.stubFor(toHex).deliver(toHex, raw, fromHex, env.id);
+      status = await this.deliverTo(toHex, raw, fromHex, env.id);
     }
     this.send(ws, { type: "queued", id: env.id, to_user_id: env.to_user_id, status });
   }
 
+  /**
+   * Envelopes on their way to other users' objects, by recipient: while one RPC to a recipient's
+   * object is in flight, the envelopes that follow for it wait and go together in the next one.
+   * One RPC per batch instead of one per envelope, and envelopes from this user to that one
+   * arrive in the order they were sent.
+   */
+  private readonly outbox = new Map<string, Outgoing[]>();
+
+  /** Hands an envelope to its recipient's object; resolves with what that object did with it. */
+  private deliverTo(toHex: string, raw: string, fromHex: string, id: string): Promise<QueuedStatus> {
+    return new Promise((resolve, reject) => {
+      const waiting = this.outbox.get(toHex);
+      const item = { raw, fromHex, id, resolve, reject };
+      if (waiting) return void waiting.push(item); // a batch is in flight: go with the next one
+      this.outbox.set(toHex, [item]);
+      void this.sendOutbox(toHex);
+    });
+  }
+
+  private async sendOutbox(toHex: string): Promise<void> {
+    for (;;) {
+      const queue = this.outbox.get(toHex)!;
+      if (queue.length === 0) return void this.outbox.delete(toHex);
+      const batch = queue.splice(0, OUTBOX_BATCH);
+      try {
+        const statuses = await this.stubFor(toHex).deliverAll(
+          toHex,
+          batch.map((e) => [e.raw, e.fromHex, e.id] as [string, string, string]),
+        );
+        batch.forEach((e, k) => (statuses[k] ? e.resolve(statuses[k]) : e.reject(new Error(`delivery of ${e.id} failed`))));
+      } catch (err) {
+        for (const e of batch) e.reject(err);
+      }
+    }
+  }
+
+  /** RPC: envelopes for this user from another user's object, in order; null where one failed. */
+  async deliverAll(toHex: string, envelopes: Array<[raw: string, fromHex: string, id: string]>): Promise<Array<QueuedStatus | null>> {
+    return envelopes.map(([raw, fromHex, id]) => {
+      try {
+        return this.deliverOne(toHex, raw, fromHex, id);
+      } catch (err) {
+        console.error("delivery failed", err);
+        return null;
+      }
+    });
+  }
+
   /** RPC: an envelope for this user, from another user's object. */
   async deliver(toHex: string, raw: string, fromHex: string, id: string): Promise<QueuedStatus> {
+    return this.deliverOne(toHex, raw, fromHex, id);
+  }
+
+  private deliverOne(toHex: string, raw: string, fromHex: string, id: string): QueuedStatus {
     this.remember(toHex);
     const devices = this.devices();
     if (devices.length > 0 && !devices.some((d) => d.att.acks)) {
@@ -265,9 +344,9 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
       .toArray()[0];
     if (existing) return existing.body;
     const now = Date.now();
-    const hasQueuedAt = JSON.parse(raw).queued_at !== undefined;
+    const hasQueuedAt = rawMember(raw, "queued_at") !== undefined;
     const body = withRawMember(raw, "queued_at", new Date(now).toISOString(), hasQueuedAt);
-    const bytes = new TextEncoder().encode(body).length;
+    const bytes = utf8ByteLength(body);
     if (bytes > TALLY_LIMITS.queue_max_bytes) return null;
     const expires = now + TALLY_LIMITS.queue_ttl_days * DAY_MS;
     this.ctx.storage.transactionSync(() => {
@@ -280,22 +359,32 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
         now,
         expires,
       );
+      // The bounds. Each delete runs only once its bound is passed (below it, it deletes nothing),
+      // so that a store within bounds costs two counts, not three scans of the queue.
       // One sender's share: its own oldest go first.
-      this.sql.exec(
-        `DELETE FROM queue WHERE seq IN (SELECT seq FROM queue WHERE from_hex = ? ORDER BY seq DESC LIMIT -1 OFFSET ?)`,
-        fromHex,
-        TALLY_LIMITS.queue_max_per_sender,
-      );
-      // The whole queue: oldest first, by count, then by bytes.
-      this.sql.exec(
-        `DELETE FROM queue WHERE seq IN (SELECT seq FROM queue ORDER BY seq DESC LIMIT -1 OFFSET ?)`,
-        TALLY_LIMITS.queue_max_envelopes,
-      );
-      this.sql.exec(
-        `DELETE FROM queue WHERE seq IN (
-           SELECT seq FROM (SELECT seq, SUM(bytes) OVER (ORDER BY seq DESC) AS total FROM queue) WHERE total > ?)`,
-        TALLY_LIMITS.queue_max_bytes,
-      );
+      const mine = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM queue WHERE from_hex = ?", fromHex).one().n;
+      if (mine > TALLY_LIMITS.queue_max_per_sender) {
+        this.sql.exec(
+          `DELETE FROM queue WHERE seq IN (SELECT seq FROM queue WHERE from_hex = ? ORDER BY seq DESC LIMIT -1 OFFSET ?)`,
+          fromHex,
+          TALLY_LIMITS.queue_max_per_sender,
+        );
+      }
+      // The whole queue: oldest first, by count, then by bytes (deleting by count only lowers the total).
+      const all = this.sql.exec<{ n: number; total: number }>("SELECT COUNT(*) AS n, TOTAL(bytes) AS total FROM queue").one();
+      if (all.n > TALLY_LIMITS.queue_max_envelopes) {
+        this.sql.exec(
+          `DELETE FROM queue WHERE seq IN (SELECT seq FROM queue ORDER BY seq DESC LIMIT -1 OFFSET ?)`,
+          TALLY_LIMITS.queue_max_envelopes,
+        );
+      }
+      if (all.total > TALLY_LIMITS.queue_max_bytes) {
+        this.sql.exec(
+          `DELETE FROM queue WHERE seq IN (
+             SELECT seq FROM (SELECT seq, SUM(bytes) OVER (ORDER BY seq DESC) AS total FROM queue) WHERE total > ?)`,
+          TALLY_LIMITS.queue_max_bytes,
+        );
+      }
     });
     void this.scheduleAlarm(expires);
     return body;
@@ -375,7 +464,7 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
     att: TallyAttachment,
   ): Promise<void> {
     const json = JSON.stringify(signal);
-    const bytes = new TextEncoder().encode(json).length;
+    const bytes = utf8ByteLength(json);
     if (bytes > TALLY_LIMITS.max_signal_bytes) {
       return this.sendError(ws, "signal_too_large", `signal is ${bytes} bytes; at most ${TALLY_LIMITS.max_signal_bytes}`);
     }

@@ -33,14 +33,18 @@ export function base64Decode(s: string): Uint8Array {
   }
 }
 
+const BASE64_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/**
+ * Whether base64Decode would accept `s`, without decoding it: the alphabet, the length, the
+ * padding, and the bits a padded ending leaves over, which must be zero.
+ */
 export function isBase64(s: unknown): s is string {
   if (typeof s !== "string" || s.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(s)) return false;
-  try {
-    base64.decode(s);
-    return true;
-  } catch {
-    return false;
-  }
+  const pad = s.endsWith("==") ? 2 : s.endsWith("=") ? 1 : 0;
+  if (pad === 0) return true;
+  const last = BASE64_ALPHABET.indexOf(s[s.length - 1 - pad]);
+  return (last & (pad === 2 ? 0x0f : 0x03)) === 0;
 }
 
 /** Unpadded base64url (RFC 4648 section 5), as every signature and key on the Passnote and Minca wires. */
@@ -62,6 +66,24 @@ const decoder = new TextDecoder("utf-8", { fatal: true });
 
 export function utf8Encode(s: string): Uint8Array {
   return encoder.encode(s);
+}
+
+/**
+ * The length of a string in UTF-8, as utf8Encode(s).length, without encoding it: a lone surrogate
+ * counts 3 bytes (TextEncoder writes U+FFFD for it), a surrogate pair 4.
+ */
+export function utf8ByteLength(s: string): number {
+  let n = s.length;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) continue;
+    if (c < 0x800) n += 1;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      n += 2; // the pair: 2 code units, 4 bytes
+      i++;
+    } else n += 2;
+  }
+  return n;
 }
 
 /** Strict UTF-8: invalid sequences throw EncodingError. */

@@ -24,6 +24,11 @@ function skipString(s: string, i: number): number {
   throw new Error("unterminated string");
 }
 
+function hasEscape(s: string, from: number, to: number): boolean {
+  for (let i = from; i < to; i++) if (s.charCodeAt(i) === 0x5c) return true;
+  return false;
+}
+
 function skipValue(s: string, i: number): number {
   i = skipWs(s, i);
   const c = s[i];
@@ -64,7 +69,8 @@ export function rawMember(json: string, key: string): string | undefined {
     if (json[i] === "}") return found;
     if (json[i] !== '"') return found;
     const keyEnd = skipString(json, i);
-    const name = JSON.parse(json.slice(i, keyEnd)) as string;
+    // A key without escapes is its text between the quotes; only escaped keys need decoding.
+    const name = hasEscape(json, i + 1, keyEnd - 1) ? (JSON.parse(json.slice(i, keyEnd)) as string) : json.slice(i + 1, keyEnd - 1);
     i = skipWs(json, keyEnd);
     if (json[i] !== ":") return found;
     const start = skipWs(json, i + 1);

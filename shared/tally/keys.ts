@@ -16,8 +16,25 @@ export function npubEncode(hex: string): string {
   return bech32.encode(NPUB_PREFIX, bech32.toWords(hexToBytes(hex)));
 }
 
+/**
+ * npubs decoded lately (npub -> hex): the relay decodes the same few npubs on every message (the
+ * schema's check, then the routing), and a bech32 decode costs more than the rest of a frame's
+ * handling. Bounded: emptied when full. Only successful decodes are kept; failures always rerun.
+ */
+const decoded = new Map<string, string>();
+const DECODED_MAX = 4096;
+
 /** Returns the 64 lowercase hex public key; throws Error on anything but a canonical npub. */
 export function npubDecode(npub: string): string {
+  const hit = typeof npub === "string" ? decoded.get(npub) : undefined;
+  if (hit !== undefined) return hit;
+  const hex = decodeNpub(npub);
+  if (decoded.size >= DECODED_MAX) decoded.clear();
+  decoded.set(npub, hex);
+  return hex;
+}
+
+function decodeNpub(npub: string): string {
   if (typeof npub !== "string") throw new Error("npubDecode: not a string");
   if (npub !== npub.toLowerCase()) throw new Error("npubDecode: npub must be lowercase");
   let prefix: string;

@@ -6,6 +6,7 @@ import { makeAuthEvent } from "../../shared/tally/auth";
 import { TALLY_LIMITS } from "../../shared/limits";
 import { newUser, opaqueEnvelope, type User } from "../helpers/tally";
 import { TestSocket } from "../helpers/socket";
+import { waitFor } from "../helpers/wait";
 import type { TallyUser } from "../../durable-objects/tally-user";
 
 const RELAY = "ws://relay.test";
@@ -93,6 +94,37 @@ describe("Tally user object in workerd", () => {
     expect(await stub.queuedCount()).toBe(1);
     const b = await register(bob);
     expect(b.ofType("peer_envelope").map((e) => e.id)).toEqual(["new"]);
+  });
+
+  it("envelopes sent back to back to one user arrive in the order sent, each answered queued", async () => {
+    const alice = newUser();
+    const bob = newUser();
+    const a = await register(alice);
+    const b = await register(bob);
+    const ids = Array.from({ length: 60 }, (_, k) => `m${k}`);
+    for (const id of ids) a.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(alice, bob, id) });
+    for (const id of ids) expect(await a.next("queued")).toMatchObject({ id, to_user_id: bob.npub, status: "delivered" });
+    await b.next("peer_envelope");
+    await waitFor(() => b.ofType("peer_envelope").length === ids.length, { what: "every envelope" });
+    expect(b.ofType("peer_envelope").map((e) => e.id)).toEqual(ids);
+  });
+
+  it(`a queue holds at most ${TALLY_LIMITS.queue_max_bytes} bytes: the oldest envelopes go first`, async () => {
+    const alice = newUser();
+    const bob = newUser();
+    const stub = stubOf(bob);
+    const pad = "x".repeat(TALLY_LIMITS.max_envelope_bytes - 1_000);
+    const total = Math.ceil(TALLY_LIMITS.queue_max_bytes / pad.length) + 3;
+    for (let i = 0; i < total; i++) {
+      const raw = JSON.stringify(opaqueEnvelope(alice, bob, `m${i}`, { pad }));
+      expect(await stub.deliver(bob.hex, raw, alice.hex, `m${i}`)).toBe("stored");
+    }
+    const rows = await runInDurableObject(stub, (_o, state) =>
+      state.storage.sql.exec<{ id: string; bytes: number }>("SELECT id, bytes FROM queue ORDER BY seq").toArray(),
+    );
+    const kept = Math.floor(TALLY_LIMITS.queue_max_bytes / rows[0].bytes);
+    expect(rows.map((r) => r.id)).toEqual(Array.from({ length: kept }, (_, k) => `m${total - kept + k}`));
+    expect(rows.reduce((n, r) => n + r.bytes, 0)).toBeLessThanOrEqual(TALLY_LIMITS.queue_max_bytes);
   });
 
   it("a socket that does not register within 10 s is closed with 4001 by the alarm", async () => {

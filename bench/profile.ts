@@ -1,0 +1,111 @@
+// `npm run bench:profile`: a CPU profile of the relay's isolate under `workerd serve` while it
+// carries Tally online delivery (or, with --store, offline store then flush; with --register,
+// connect and register of new users; with --passnote, room traffic). workerd runs with its
+// inspector on a loopback port (through a wrapper given to scripts/serve.ts as --workerd); the V8
+// sampling profiler is driven over the inspector protocol. Prints the functions with the most
+// self time and writes the whole profile to dist/relay.cpuprofile (open it in Chrome
+// DevTools or speedscope).
+import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import WebSocket from "ws";
+import { buildWorker } from "../scripts/build";
+import { freePort, startRelay } from "../test/helpers/relay-process";
+import { roomTraffic } from "./passnote";
+import { onlineDelivery, registers, storeThenFlush } from "./tally";
+
+const { values } = parseArgs({ options: { passnote: { type: "boolean" }, store: { type: "boolean" }, register: { type: "boolean" }, top: { type: "string" } } });
+const ROOT = new URL("../", import.meta.url).pathname;
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+}
+interface Profile {
+  nodes: ProfileNode[];
+  samples: number[];
+  timeDeltas: number[];
+}
+
+async function inspector(port: number): Promise<(method: string, params?: object) => Promise<any>> {
+  let targets: Array<{ webSocketDebuggerUrl: string }> = [];
+  for (let i = 0; i < 50 && targets.length === 0; i++) {
+    try {
+      targets = await (await fetch(`http://127.0.0.1:${port}/json/list`)).json();
+    } catch {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  if (!targets.length) throw new Error("no inspector target");
+  const ws = new WebSocket(targets[0].webSocketDebuggerUrl);
+  await new Promise((resolve, reject) => (ws.once("open", resolve), ws.once("error", reject)));
+  let next = 1;
+  const pending = new Map<number, (r: any) => void>();
+  ws.on("message", (d) => {
+    const m = JSON.parse(String(d));
+    if (m.id && pending.has(m.id)) pending.get(m.id)!(m.result);
+  });
+  return (method, params = {}) =>
+    new Promise((resolve) => {
+      const id = next++;
+      pending.set(id, resolve);
+      ws.send(JSON.stringify({ id, method, params }));
+    });
+}
+
+async function main() {
+  buildWorker();
+  const dir = mkdtempSync(join(tmpdir(), "bench-profile-"));
+  const port = await freePort();
+  const real = (createRequire(createRequire(join(ROOT, "package.json")).resolve("wrangler/package.json"))("workerd") as { default: string }).default;
+  const wrapper = join(dir, "workerd");
+  writeFileSync(wrapper, `#!/bin/sh\nexec ${JSON.stringify(real)} "$@" --inspector-addr=127.0.0.1:${port}\n`);
+  chmodSync(wrapper, 0o755);
+  const relay = await startRelay({ target: "workerd", env: { WORKERD: wrapper } });
+  try {
+    const load = () =>
+      values.passnote
+        ? roomTraffic(relay.url, { peers: 16, perSender: 100, inFlight: 2, bytes: 200 })
+        : values.register
+          ? registers(relay.url, { count: 100, concurrency: 8 })
+          : values.store
+          ? storeThenFlush(relay.url, { senders: 10, perSender: 100, inFlight: 8 })
+          : onlineDelivery(relay.url, { pairs: 20, inFlight: 8, perSender: 150 });
+    await load(); // warm-up
+    const send = await inspector(port);
+    await send("Profiler.enable");
+    await send("Profiler.setSamplingInterval", { interval: 200 });
+    await send("Profiler.start");
+    const result = await load();
+    const { profile } = (await send("Profiler.stop")) as { profile: Profile };
+    console.log(JSON.stringify(result));
+    mkdirSync(join(ROOT, "dist"), { recursive: true });
+    writeFileSync(join(ROOT, "dist/relay.cpuprofile"), JSON.stringify(profile));
+    // Self time per function.
+    const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+    const self = new Map<string, number>();
+    let total = 0;
+    profile.samples.forEach((id, i) => {
+      const n = byId.get(id)!;
+      const dt = profile.timeDeltas[i] ?? 0;
+      const key = `${n.callFrame.functionName || "(anonymous)"} ${n.callFrame.url.split("/").pop()}:${n.callFrame.lineNumber + 1}`;
+      self.set(key, (self.get(key) ?? 0) + dt);
+      total += dt;
+    });
+    const top = [...self].sort((a, b) => b[1] - a[1]).slice(0, Number(values.top ?? 40));
+    for (const [k, us] of top) console.log(`${((100 * us) / total).toFixed(1).padStart(5)}%  ${(us / 1000).toFixed(1).padStart(8)} ms  ${k}`);
+  } finally {
+    await relay.stop();
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    console.error(err);
+    process.exit(1);
+  },
+);
