@@ -4,6 +4,7 @@
 // object reads it with shared/minca/carry and keeps what it says. carry:closed empties every
 // table but the tombstone. An alarm sweeps expired links.
 import { DurableObject } from "cloudflare:workers";
+import { OwnName } from "./own-name";
 import { applyMigrations } from "./base";
 import type { HostResult } from "./minca-space";
 import { MIGRATIONS } from "../migrations/index";
@@ -475,9 +476,7 @@ export class MincaAccount extends DurableObject<Env> {
   }
 
   private remember(account: string): void {
-    const known = this.meta("account");
-    if (known === null) this.setMeta("account", account);
-    else if (known !== account) throw new Error(`account ${known} addressed as ${account}`);
+    new OwnName(this.sql, "account").claim(account);
   }
 
   private space(id: string) {

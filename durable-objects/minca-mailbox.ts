@@ -5,6 +5,7 @@
 // the same transaction and sent afterwards by the alarm, so pushing never delays the 201.
 import { DurableObject } from "cloudflare:workers";
 import { applyMigrations } from "./base";
+import { OwnName } from "./own-name";
 import { relayPushSender } from "./relay-keys";
 import { StatsReporter } from "./relay-stats";
 import { MIGRATIONS } from "../migrations/index";
@@ -54,11 +55,13 @@ export class MincaMailbox extends DurableObject<Env> {
   private sender: WebPushSender | undefined;
   /** Counts for the status page: items held, items posted (messages), items and wakes handed out (deliveries). */
   private readonly stats: StatsReporter;
+  private readonly ownTopic: OwnName;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
     applyMigrations(ctx.storage, MIGRATIONS.MincaMailbox);
+    this.ownTopic = new OwnName(this.sql, "topic");
     this.stats = new StatsReporter(ctx, env, "minca", () => ({
       mailbox_items: this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM items").one().n,
     }));
@@ -306,14 +309,11 @@ export class MincaMailbox extends DurableObject<Env> {
 
   /** The topic this object serves, kept on first use (a cold start is addressed by id alone). */
   private remember(topic: string): void {
-    const known = this.topic();
-    if (known === topic) return;
-    if (known !== null) throw new Error(`mailbox of ${known} addressed as ${topic}`);
-    this.sql.exec("INSERT INTO meta (key, value) VALUES ('topic', ?)", topic);
+    this.ownTopic.claim(topic);
   }
 
   private topic(): string | null {
-    return this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'topic'").toArray()[0]?.value ?? null;
+    return this.ownTopic.get();
   }
 
   private limit(kind: Limited, client: string): MailboxResult<never> | null {

@@ -2,6 +2,7 @@
 // room key, and the routing of their binary frames by 8-byte peer id, byte-exact and in order
 // per sender. The relay never looks inside a frame; the join proof is checked in shared/passnote.
 import type { z } from "zod";
+import { OwnName } from "./own-name";
 import { RelayObject, type BaseAttachment, type Route } from "./base";
 import { MIGRATIONS } from "../migrations/index";
 import { CLOSE_CODES, PASSNOTE_LIMITS } from "../shared/limits";
@@ -44,9 +45,9 @@ export class PassnoteRoom extends RelayObject<Env, PassnoteAttachment> {
   async fetch(request: Request): Promise<Response> {
     const room = request.headers.get(PASSNOTE_ROOM_HEADER);
     if (!room) return new Response("missing room", { status: 400 });
-    const known = this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'room'").toArray()[0]?.value;
-    if (known === undefined) this.sql.exec("INSERT INTO meta (key, value) VALUES ('room', ?)", room);
-    else if (known !== room) return new Response("room mismatch", { status: 500 });
+    const own = new OwnName(this.sql, "room");
+    if (own.get() !== null && own.get() !== room) return new Response("room mismatch", { status: 500 });
+    own.claim(room);
     return this.accept({ openedAt: Date.now(), authed: false, challenge: base64urlEncode(randomBytes(32)), room });
   }
 

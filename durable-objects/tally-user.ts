@@ -2,6 +2,7 @@
 // and the introductions that decide who hears peer_disconnect (DESIGN section 4, seed 003
 // sections 6, 8, 9 and 13). Decisions about bytes live in shared/tally; this file holds state.
 import type { z } from "zod";
+import { OwnName } from "./own-name";
 import { RelayObject, type BaseAttachment, type Route } from "./base";
 import { MIGRATIONS } from "../migrations/index";
 import { CLOSE_CODES, TALLY_LIMITS } from "../shared/limits";
@@ -68,24 +69,15 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
 
   // ---- identity -----------------------------------------------------------------------------
 
-  /** This object's user, once read from (or written to) its storage: it never changes after. */
-  private knownHex: string | null = null;
+  /** This object's user (64 hex), kept in its own storage. */
+  private readonly user = new OwnName(this.sql, "user_hex");
 
-  /** This object's user (64 hex), from its own storage (read once per object instance). */
   private userHex(): string | null {
-    if (this.knownHex === null) {
-      const row = this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'user_hex'").toArray()[0];
-      this.knownHex = row?.value ?? null;
-    }
-    return this.knownHex;
+    return this.user.get();
   }
 
   private remember(hex: string): void {
-    const known = this.userHex();
-    if (known === hex) return;
-    if (known !== null) throw new Error(`object of ${known} addressed as ${hex}`);
-    this.sql.exec("INSERT INTO meta (key, value) VALUES ('user_hex', ?)", hex);
-    this.knownHex = hex;
+    this.user.claim(hex);
   }
 
   private userNpub(): string {
