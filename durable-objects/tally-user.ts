@@ -47,9 +47,6 @@ interface Outgoing {
   reject: (err: unknown) => void;
 }
 
-/** Most envelopes one RPC to a recipient's object carries (each at most max_envelope_bytes). */
-const OUTBOX_BATCH = 32;
-
 /** One route of this object, typed with its attachment. */
 const route = <S extends z.ZodType>(r: Route<TallyUser, TallyAttachment, S>) => r;
 
@@ -280,7 +277,7 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
     for (;;) {
       const queue = this.outbox.get(toHex)!;
       if (queue.length === 0) return void this.outbox.delete(toHex);
-      const batch = queue.splice(0, OUTBOX_BATCH);
+      const batch = queue.splice(0, TALLY_LIMITS.rpc_batch_envelopes);
       try {
         const statuses = await this.stubFor(toHex).deliverAll(
           toHex,

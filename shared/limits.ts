@@ -35,6 +35,8 @@ export const TALLY_LIMITS = {
   auth_max_skew_seconds: 600,
   /** Introductions (peer_connect pairs) remembered per device, for peer_disconnect. */
   max_introductions_per_device: 1_024,
+  /** Envelopes for one recipient carried by one call between user objects (they wait while one is in flight). */
+  rpc_batch_envelopes: 32,
 } as const;
 
 export const PASSNOTE_LIMITS = {
