@@ -98,8 +98,6 @@ export class TallyClient {
   private closedByUser = false;
   private registeredWaiters: Array<{ resolve: () => void; reject: (e: Error) => void }> = [];
   private drainedFlag = false;
-  /** Own devices the relay reports online (13.8). */
-  readonly ownDevices = new Set<string>();
   /** Open direct channels (6.1) by peer user id. */
   private direct = new Map<string, Set<DirectChannel>>();
 
@@ -174,7 +172,6 @@ export class TallyClient {
     if (this.ws !== ws) return;
     this.ws = undefined;
     this.deviceId = undefined;
-    this.ownDevices.clear();
     if (this.retryTimer) clearInterval(this.retryTimer);
     this.retryTimer = undefined;
     this.sync.onClose();
@@ -247,12 +244,10 @@ export class TallyClient {
         void this.emit("queued", msg.id, msg.status);
         return;
       case "peer_connect":
-        if (msg.peer_user_id === this.npub) this.ownDevices.add(msg.peer_device_id);
-        this.enqueueInbound(() => this.sync.onPeerConnect(msg.peer_user_id, msg.peer_device_id));
+        this.enqueueInbound(this.sync.onPeerConnect(msg.peer_user_id, msg.peer_device_id));
         void this.emit("peer_connect", msg.peer_user_id, msg.peer_device_id);
         return;
       case "peer_disconnect":
-        if (msg.peer_user_id === this.npub) this.ownDevices.delete(msg.peer_device_id);
         this.sync.onPeerDisconnect(msg.peer_user_id, msg.peer_device_id);
         void this.emit("peer_disconnect", msg.peer_user_id, msg.peer_device_id);
         return;
@@ -535,6 +530,11 @@ export class TallyClient {
     const msg: Record<string, unknown> = { type: "webrtc_signal", peer_user_id: userId, signal };
     if (deviceId !== undefined) msg.peer_device_id = deviceId;
     this.sendFrame(msg);
+  }
+
+  /** Own devices the relay reports online (13.8), kept by the sync engine. */
+  get ownDevices(): ReadonlySet<string> {
+    return this.sync.ownDeviceIds();
   }
 
   /** The raw socket, for tests that must cut a connection the hard way. */

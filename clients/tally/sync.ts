@@ -115,27 +115,33 @@ export class SyncEngine {
     this.present.clear();
   }
 
-  async onPeerConnect(user: string, device: string): Promise<void> {
-    await this.load();
+  /**
+   * A peer_connect: the presence is noted at once; what it triggers (a sync_hello, an allowance)
+   * is returned, for the client to run in order with the frames it is handling.
+   */
+  onPeerConnect(user: string, device: string): () => Promise<void> {
     let devices = this.present.get(user);
     if (!devices) this.present.set(user, (devices = new Set()));
     const newDevice = !devices.has(device);
     const firstDevice = devices.size === 0;
     devices.add(device);
-    if (user === this.me) {
-      // 13.8: a newly appearing own device gets a sync_hello at once, by relay (13.6 on a channel).
-      if (newDevice) await this.sendHello(this.me);
-      return;
-    }
-    if (!firstDevice) return; // only the first peer_connect of a presence triggers sync
-    if (!this.isFriend(user) && !this.allowance.has(user)) {
-      // 12.8: an unknown peer gets an allowance to become a friend through sync.
-      this.allowance.set(
-        user,
-        setTimeout(() => this.expireAllowance(user), this.allowanceMs),
-      );
-    }
-    await this.sendHello(user);
+    return async () => {
+      await this.load();
+      if (user === this.me) {
+        // 13.8: a newly appearing own device gets a sync_hello at once, by relay (13.6 on a channel).
+        if (newDevice) await this.sendHello(this.me);
+        return;
+      }
+      if (!firstDevice) return; // only the first peer_connect of a presence triggers sync
+      if (!this.isFriend(user) && !this.allowance.has(user)) {
+        // 12.8: an unknown peer gets an allowance to become a friend through sync.
+        this.allowance.set(
+          user,
+          setTimeout(() => this.expireAllowance(user), this.allowanceMs),
+        );
+      }
+      await this.sendHello(user);
+    };
   }
 
   onPeerDisconnect(user: string, device: string): void {
@@ -230,5 +236,10 @@ export class SyncEngine {
   /** Own devices online, as last reported. */
   ownDevicesOnline(): number {
     return this.present.get(this.me)?.size ?? 0;
+  }
+
+  /** The ids of the own devices online, as last reported. */
+  ownDeviceIds(): Set<string> {
+    return new Set(this.present.get(this.me));
   }
 }
