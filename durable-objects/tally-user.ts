@@ -7,7 +7,7 @@ import { RelayObject, type BaseAttachment, type Route } from "./base";
 import { MIGRATIONS } from "../migrations/index";
 import { CLOSE_CODES, TALLY_LIMITS } from "../shared/limits";
 import { bytesToHex, randomBytes, utf8ByteLength } from "../shared/encoding";
-import { rawMember, withRawMember } from "../shared/json-raw";
+import { rawMember } from "../shared/json-raw";
 import { checkAuthEvent } from "../shared/tally/auth";
 import { npubDecode, npubEncode } from "../shared/tally/keys";
 import { peerEnvelopeSchema } from "../shared/tally/envelope";
@@ -16,6 +16,8 @@ import {
   connectPeerSchema,
   queuePeerEnvelopeSchema,
   registerSchema,
+  signalFrame,
+  storedEnvelope,
   webrtcSignalSchema,
   type QueuedStatus,
 } from "../shared/tally/messages";
@@ -333,8 +335,7 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
       .toArray()[0];
     if (existing) return existing.body;
     const now = Date.now();
-    const hasQueuedAt = rawMember(raw, "queued_at") !== undefined;
-    const body = withRawMember(raw, "queued_at", new Date(now).toISOString(), hasQueuedAt);
+    const body = storedEnvelope(raw, new Date(now));
     const bytes = utf8ByteLength(body);
     if (bytes > TALLY_LIMITS.queue_max_bytes) return null;
     const expires = now + TALLY_LIMITS.queue_ttl_days * DAY_MS;
@@ -481,7 +482,7 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
       if (candidates.length === 1) target = candidates[0].ws;
     }
     if (!target || (meHex === fromHex && toDevice === fromDevice)) return false;
-    const frame = `{"type":"webrtc_signal","peer_user_id":${JSON.stringify(npubEncode(fromHex))},"peer_device_id":${JSON.stringify(fromDevice)},"signal":${json}}`;
+    const frame = signalFrame(npubEncode(fromHex), fromDevice, json);
     return this.sendRaw(target, frame);
   }
 

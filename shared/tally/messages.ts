@@ -1,6 +1,7 @@
 // Every message on the Tally relay wire (DESIGN section 4), as zod schemas with inferred types.
 // The relay validates what clients send with these; the client SDK parses what the relay sends.
 import { z } from "zod";
+import { rawMember, withRawMember } from "../json-raw";
 import { isNpub } from "./keys";
 import { TALLY_LIMITS } from "../limits";
 import { ERROR_CODES } from "../errors";
@@ -75,3 +76,18 @@ export const serverMessageSchema = z.discriminatedUnion("type", [
 
 export type ServerMessage = z.infer<typeof serverMessageSchema>;
 export type ServerMessageOf<T extends ServerMessage["type"]> = Extract<ServerMessage, { type: T }>;
+
+// ---- frames the relay builds from raw text (bytes it must not change) ----------------------
+
+/**
+ * The form an envelope is stored in (and flushed as): the text it arrived in, with the
+ * non-normative hint `queued_at` added, unless the envelope already carries one (DESIGN 4).
+ */
+export function storedEnvelope(raw: string, queuedAt: Date): string {
+  return withRawMember(raw, "queued_at", queuedAt.toISOString(), rawMember(raw, "queued_at") !== undefined);
+}
+
+/** The webrtc_signal a device receives: the sender's user and device, the signal's JSON as sent. */
+export function signalFrame(fromNpub: string, fromDevice: string, signalJson: string): string {
+  return `{"type":"webrtc_signal","peer_user_id":${JSON.stringify(fromNpub)},"peer_device_id":${JSON.stringify(fromDevice)},"signal":${signalJson}}`;
+}
