@@ -285,12 +285,12 @@ export abstract class RelayObject<Env, A extends BaseAttachment> extends Durable
 
   async webSocketClose(ws: WebSocket, code: number, reason: string): Promise<void> {
     // Answer the close frame (1005/1006 are not sendable codes).
-    this.close(ws, code === 1005 || code === 1006 || code < 1000 ? 1000 : code, reason);
+    this.close(ws, code === 1005 || code === 1006 || code < 1000 ? CLOSE_CODES.normal : code, reason);
     await this.closed(ws);
   }
 
   async webSocketError(ws: WebSocket, _error: unknown): Promise<void> {
-    this.close(ws, 1011, "error");
+    this.close(ws, CLOSE_CODES.internal_error, "error");
     await this.closed(ws);
   }
 

@@ -250,6 +250,8 @@ export const CLOSE_CODES = {
   going_away: 1001,
   policy: 1008,
   too_large: 1009,
+  /** The socket failed on the relay's side (webSocketError). */
+  internal_error: 1011,
   auth_failed: 4001,
   room_expired: 4008,
   rate_limited: 4029,
