@@ -18,6 +18,12 @@ export interface Env {
   PUBLIC_URL?: string;
   /** "workerd" when the relay runs self-hosted under `workerd serve` (set by the generated config). */
   RELAY_RUNTIME?: string;
+  /**
+   * Origins push endpoints may have besides DESIGN section 7's rule (comma-separated; an origin
+   * without a port allows every port of its host; http allowed): a private push service, the
+   * tests' loopback one. Empty by default.
+   */
+  PUSH_ENDPOINT_ALLOW?: string;
   MINCA_MAILBOX: DurableObjectNamespace<MincaMailbox>;
   RELAY_KEYS: DurableObjectNamespace<RelayKeys>;
   /** VAPID private key (base64url, 32 bytes), a Worker secret in production; generated and kept when unset. */
