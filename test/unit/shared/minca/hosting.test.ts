@@ -8,6 +8,7 @@ import { describe, expect, it } from "vitest";
 import { base64urlEncode, utf8Encode } from "../../../../shared/encoding";
 import { newAccount, withNote, writeVersion, makeSpace } from "../../../../clients/minca/host";
 import {
+  carryGenOf,
   carryGrant,
   checkCarryGrant,
   linkTopic,
@@ -298,6 +299,20 @@ describe("seed §4.3: the carrier's checks of a CarryGrant", () => {
     const forOther = carrySpace(acct.accountKey, acct.root.did, acct.root.did, 0);
     bad({ ...good, carry: { space: forOther.id, invite: encodeInvite(forOther) } }, /this carrier/);
     bad({ ...good, roles: {} }, /malformed/);
+  });
+
+  it("seed §4.2: a gen that is not a non-negative integer names no carry space — -1, abc, 01, 1.5 and nothing are refused", async () => {
+    const acct = await newAccount();
+    for (const gen of ["-1", "abc", "01", "1.5", "", "1e3", " 1", "99999999999999999"]) {
+      const bad = newSpace({ founders: [acct.root.did], visibility: "private", nonce: `carry:${HOST}:${gen}` });
+      const r = checkCarryGrant(carryGrant({ account: acct.root.did, carrySpace: bad, invite: encodeInvite(bad) }), HOST);
+      expect(r, `gen ${JSON.stringify(gen)}`).toMatchObject({ ok: false, reason: expect.stringMatching(/gen/) });
+    }
+    for (const gen of [0, 1, 12, Number.MAX_SAFE_INTEGER]) {
+      const good = carrySpace(acct.accountKey, acct.root.did, HOST, gen);
+      expect(checkCarryGrant(carryGrant({ account: acct.root.did, carrySpace: good, invite: encodeInvite(good) }), HOST).ok).toBe(true);
+      expect(carryGenOf(good.constitution.nonce)).toBe(gen);
+    }
   });
 
   it("never throws on arbitrary input (fuzz)", () => {
