@@ -159,6 +159,27 @@ describe("DESIGN 8.2: versions (id, sig, sealed) and the gates a host applies", 
     expect(await reason(await writeVersion(acct, { ...s, key: new Uint8Array(32) }, { collection: "c", key: "k", body: {} }))).toBe("sealed_in_public_space");
   });
 
+  it("a version whose JSON holds a member the schema would drop or rename (__proto__ anywhere, a repeated name) is refused as malformed", async () => {
+    const acct = await newAccount();
+    const s = makeSpace(acct, "public");
+    const check = async (v: unknown) => {
+      const raw = JSON.stringify(v);
+      const r = await checkVersion(JSON.parse(raw), gate(s), raw.length, raw);
+      return r.ok ? "accepted" : r.reason;
+    };
+    const proto = await writeVersion(acct, s, { collection: "c", key: "k", body: JSON.parse('{"a":1,"__proto__":{"admin":true}}') });
+    expect(JSON.stringify(proto)).toContain('"__proto__"');
+    expect(await check(proto)).toBe("malformed");
+    const deep = await writeVersion(acct, s, { collection: "c", key: "k", body: JSON.parse('{"a":[{"b":{"\\u005f_proto__":1}}]}') });
+    expect(await check(deep)).toBe("malformed");
+    const plain = await writeVersion(acct, s, { collection: "c", key: "k", body: { a: [{ b: { c: "x:y" } }] } });
+    expect(await check(plain)).toBe("accepted");
+    // a repeated member: the parsed value keeps the last one, the stored text keeps both
+    const raw = JSON.stringify(plain).replace('"collection":"c"', '"collection":"other","collection":"c"');
+    const r = await checkVersion(JSON.parse(raw), gate(s), raw.length, raw);
+    expect(r).toMatchObject({ ok: false, reason: "malformed", detail: expect.stringMatching(/repeated/) });
+  });
+
   it("seed §1.2: records are judged with no time — a version under an expired note still stands", async () => {
     const acct = await newAccount();
     const { signNote, noteNonce } = await import("../../../../shared/minca/note");
