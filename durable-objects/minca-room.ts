@@ -19,7 +19,6 @@ import {
   outgoingSchema,
   roomTimes,
 } from "../shared/minca/room";
-import type { Env } from "../workers/env";
 
 export interface MincaRoomAttachment extends BaseAttachment {
   room: string;

@@ -9,7 +9,6 @@ import { CLOSE_CODES, PASSNOTE_LIMITS } from "../shared/limits";
 import { base64urlEncode, bytesToHex, randomBytes } from "../shared/encoding";
 import { joinSchema } from "../shared/passnote/messages";
 import { BROADCAST, joinPeerFrame, splitPeerFrame, verifyJoin } from "../shared/passnote/room";
-import type { Env } from "../workers/env";
 
 export interface PassnoteAttachment extends BaseAttachment {
   /** base64url of the 32 challenge bytes; emptied once joined. */

@@ -22,7 +22,6 @@ import {
   type QueuedStatus,
 } from "../shared/tally/messages";
 import { relayUrlMatches } from "../shared/tally/relay-url";
-import type { Env } from "../workers/env";
 
 export interface TallyAttachment extends BaseAttachment {
   challenge: string;
