@@ -12,7 +12,6 @@ import { checkReadProof } from "../shared/minca/read-proof";
 import type { Constitution } from "../shared/minca/space";
 import { checkVersion, outsideOf, rootOf, type Version, type VersionRefusal } from "../shared/minca/version";
 import type { Arrival } from "../shared/minca/wake";
-import type { Env } from "../workers/env";
 
 /** What an RPC call answers: a value, or the HTTP error the Worker turns it into. */
 export type HostResult<T> = { ok: true; value: T } | { ok: false; status: number; code: ErrorCode; message: string };

@@ -4,7 +4,7 @@
 // the Durable Objects store what these functions accept.
 import { ed25519 } from "@noble/curves/ed25519.js";
 import { sha256 } from "@noble/hashes/sha2.js";
-import { z } from "zod";
+import * as z from "zod";
 import { base64urlDecode, base64urlEncode, concatBytes, utf8Encode } from "../encoding";
 import { MINCA_HOST_LIMITS } from "../limits";
 import { pushSubscriptionSchema } from "../webpush/subscription";

@@ -1,7 +1,7 @@
 // Versions (DESIGN 8.2): one write of one record as it travels, its id and signature, its sealed
 // body, its outside (what a carrier sees, seed 002 §4.1), and the gates a host runs it through —
 // every check that needs no body. A version that fails one is refused with a reason.
-import { z } from "zod";
+import * as z from "zod";
 import { base64urlDecode, base64urlEncode, concatBytes, utf8Encode } from "../encoding";
 import { lostMember } from "../json-raw";
 import { MINCA_HOST_LIMITS } from "../limits";
