@@ -12,7 +12,6 @@ import { logQuerySchema, readVersionsBody } from "../shared/minca/host-wire";
 import { isMincaId } from "../shared/minca/id";
 import { TIME_HEADER } from "../shared/minca/read-proof";
 import { httpError } from "./app";
-import type { Env } from "./env";
 import { firstIssue, readBounded } from "./mailbox";
 
 type C = Context<{ Bindings: Env }>;

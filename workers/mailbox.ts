@@ -9,7 +9,6 @@ import { isTopic } from "../shared/mailbox/topic";
 import { checkPushEndpoint, endpointPolicy } from "../shared/webpush/endpoint";
 import { pushSubscriptionSchema } from "../shared/webpush/subscription";
 import { httpError } from "./app";
-import type { Env } from "./env";
 
 type C = Context<{ Bindings: Env }>;
 
