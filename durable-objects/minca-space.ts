@@ -119,7 +119,7 @@ export class MincaSpace extends DurableObject<Env> {
     const fresh: Array<{ index: number; version: Version; raw: string; bytes: number }> = [];
     const first = new Map<string, number>();
     for (const [index, a] of arrived.entries()) {
-      const r = await checkVersion(a.value, { space, constitution, ownMachinery }, a.bytes);
+      const r = await checkVersion(a.value, { space, constitution, ownMachinery }, a.bytes, a.raw);
       if (!r.ok) {
         results.push({ ...(r.id ? { id: r.id } : {}), accepted: false, reason: r.reason, detail: r.detail });
         continue;
