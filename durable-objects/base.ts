@@ -14,7 +14,7 @@
 // - counts connections, messages and errors for the operator's status page, the same way for
 //   every object (StatsReporter: batched in memory, sent off the message path).
 import { DurableObject } from "cloudflare:workers";
-import type { z } from "zod";
+import type * as z from "zod";
 import { socketError, type ErrorCode } from "../shared/errors";
 import { CLOSE_CODES, COMMON_LIMITS } from "../shared/limits";
 import type { Migration } from "../migrations/index";

@@ -17,7 +17,6 @@ import { retryDelaySeconds, WebPushSender, type FetchLike, type PushOutcome } fr
 import { relayPushSender } from "./relay-keys";
 import { bodyKeyOf } from "../shared/minca/space";
 import type { Version, VersionRefusal } from "../shared/minca/version";
-import type { Env } from "../workers/env";
 
 export interface AccountStatus {
   account: string;

@@ -17,7 +17,6 @@ import { buildPage, wakeBody, type Page, type PageQuery, type StoredItem } from 
 import { wakePushTopic } from "../shared/mailbox/topic";
 import { retryDelaySeconds, WebPushSender, type FetchLike, type PushOutcome } from "../shared/webpush/send";
 import type { PushSubscriptionJSON } from "../shared/webpush/subscription";
-import type { Env } from "../workers/env";
 
 /** What an RPC call answers: a value, or the HTTP error the Worker turns it into. */
 export type MailboxResult<T> =

@@ -8,7 +8,6 @@
 import { WorkerEntrypoint } from "cloudflare:workers";
 import { isDraining, liveCount, setDraining, takeLive } from "../durable-objects/live";
 import { CLOSE_CODES } from "../shared/limits";
-import type { Env } from "./env";
 import type { SocketBinding } from "./app";
 
 export class RelayAdmin extends WorkerEntrypoint<Env> {

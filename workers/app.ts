@@ -8,7 +8,6 @@ import { RELAY_HOST_HEADER, TALLY_USER_HEADER } from "../durable-objects/tally-u
 import { MINCA_ROOM_HEADER } from "../durable-objects/minca-room";
 import { isRoomId as isMincaRoomId } from "../shared/minca/code";
 import { isDraining, noteLive } from "../durable-objects/live";
-import type { Env } from "./env";
 import { PASSNOTE_ROOM_HEADER } from "../durable-objects/passnote-room";
 import { isRoomId } from "../shared/passnote/room";
 import { mountMailbox } from "./mailbox";

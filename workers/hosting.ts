@@ -13,7 +13,6 @@ import { isMincaId } from "../shared/minca/id";
 import { TIME_HEADER } from "../shared/minca/read-proof";
 import { isLoopbackHost } from "../shared/webpush/subscription";
 import { httpError } from "./app";
-import type { Env } from "./env";
 import { firstIssue, readBounded } from "./mailbox";
 
 type C = Context<{ Bindings: Env }>;

@@ -8,7 +8,6 @@ import { pageQuerySchema, postQuerySchema, receiverIdSchema, resolveUntil } from
 import { isTopic } from "../shared/mailbox/topic";
 import { isLoopbackHost, pushSubscriptionSchema } from "../shared/webpush/subscription";
 import { httpError } from "./app";
-import type { Env } from "./env";
 
 type C = Context<{ Bindings: Env }>;
 

@@ -6,7 +6,6 @@ import { relayStats } from "../durable-objects/relay-stats";
 import { tokenMatches } from "../shared/stats";
 import { renderStatusPage } from "../shared/stats-page";
 import { httpError } from "./app";
-import type { Env } from "./env";
 
 type C = Context<{ Bindings: Env }>;
 
