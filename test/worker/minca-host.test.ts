@@ -31,7 +31,7 @@ describe("DESIGN 8.3: the host's identity and connecting it", () => {
   it("the information document names the host's did and name; the same did on every request", async () => {
     const doc = (await (await SELF.fetch(`${RELAY}/`, { headers: { accept: "application/json" } })).json()) as any;
     expect(doc.protocols.minca.host.did).toMatch(/^did:key:zDn/);
-    expect(doc.protocols.minca.host.name).toBe("edge-relay (local)");
+    expect(doc.protocols.minca.host.name).toBe("edge-relay");
     expect(doc.limits.minca_host.links_served_per_account).toBe(64);
     const again = (await (await SELF.fetch(`${RELAY}/`, { headers: { accept: "application/json" } })).json()) as any;
     expect(again.protocols.minca.host.did).toBe(doc.protocols.minca.host.did);
