@@ -8,7 +8,7 @@ import { pageQuerySchema, postQuerySchema, receiverIdSchema, resolveUntil } from
 import { isTopic } from "../shared/mailbox/topic";
 import { checkPushEndpoint, endpointPolicy } from "../shared/webpush/endpoint";
 import { pushSubscriptionSchema } from "../shared/webpush/subscription";
-import { httpError } from "./app";
+import { httpError, methodNotAllowed } from "./app";
 
 type C = Context<{ Bindings: Env }>;
 
@@ -143,7 +143,7 @@ export function mountMailbox(app: Hono<{ Bindings: Env }>): void {
     return c.body(null, 204);
   });
 
-  app.all(`${MAILBOX_PATH}/:topic`, (c) => httpError(c, 405, "method_not_allowed", "use GET or POST"));
-  app.all(`${MAILBOX_PATH}/:topic/receivers`, (c) => httpError(c, 405, "method_not_allowed", "use POST"));
-  app.all(`${MAILBOX_PATH}/:topic/receivers/:id`, (c) => httpError(c, 405, "method_not_allowed", "use DELETE"));
+  app.all(`${MAILBOX_PATH}/:topic`, (c) => methodNotAllowed(c, ["GET", "POST"]));
+  app.all(`${MAILBOX_PATH}/:topic/receivers`, (c) => methodNotAllowed(c, ["POST"]));
+  app.all(`${MAILBOX_PATH}/:topic/receivers/:id`, (c) => methodNotAllowed(c, ["DELETE"]));
 }
