@@ -2,7 +2,7 @@
 // from a signed inner message and judged again, which entries a peer gets, in which order they
 // apply, and how they are cut into messages that fit one envelope. Pure; the client's sync engine
 // (clients/tally/sync.ts) drives it.
-import { z } from "zod";
+import * as z from "zod";
 import { ledgerEntryToInner, verifyLedgerEntry } from "./proof";
 import { MAX_PLAINTEXT_SIZE } from "./nip44";
 
