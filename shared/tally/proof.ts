@@ -12,7 +12,7 @@
 // 1. Current form, proof type "tally-nostr-event-v1" (TIP-006): a field
 //      proof: { type: "tally-nostr-event-v1", event: <NIP-01 event> }
 //    where the event has kind 177700, pubkey = hex of from_user_id, content = digest,
-//    tags containing ["t", "tally-proof"] (signers write exactly [["t","tally-proof"]]),
+//    tags free (signers write [["t","tally-proof"]]; the seed names no tag, so receivers require none),
 //    created_at = signing time (Unix seconds; not otherwise checked), and a valid id and BIP-340 sig.
 //    An external NIP-07 signer can produce it with signEvent.
 // 2. Legacy form, "tally-canonical-schnorr-v1" (before TIP-006, accepted on receipt only): a field
@@ -81,7 +81,6 @@ function verifyNostrProof(inner: Record<string, unknown>, pubkeyHex: string): bo
   const ev = proof.event;
   if (!verifyEvent(ev)) return false;
   if (ev.kind !== PROOF_EVENT_KIND || ev.pubkey !== pubkeyHex) return false;
-  if (!ev.tags.some((t) => t.length >= 2 && t[0] === PROOF_TAG[0] && t[1] === PROOF_TAG[1])) return false;
   return ev.content === innerDigestHex(inner);
 }
 
