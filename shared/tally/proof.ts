@@ -22,14 +22,15 @@
 //
 // Verification takes the public key from from_user_id (an npub). If a "proof" field is present it
 // alone decides (a broken proof is not rescued by a legacy signature); otherwise "signature" decides.
-// Ledger entries (§12.6) are verified by rebuilding the inner message: created_at := originated_at,
-// and the keys originated_at and timestamp removed.
+// Ledger entries (§12.6) are verified by rebuilding the inner message exactly (shared/tally/entry.ts:
+// created_at := originated_at, timestamp removed, and the entry's inner_fields restored).
 import { schnorr } from "@noble/curves/secp256k1.js";
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex, hexToBytes, isHex, utf8Encode } from "../encoding";
 import { finalizeEvent, verifyEvent, type NostrEvent } from "../nostr/event";
 import { canonicalJson, innerDigestHex } from "./canonical";
 import { getPublicKeyHex, npubDecode, npubEncode } from "./keys";
+import { ledgerEntryToInner } from "./entry";
 
 export const PROOF_EVENT_KIND = 177700;
 export const PROOF_TYPE = "tally-nostr-event-v1";
@@ -108,12 +109,6 @@ export function verifyInner(inner: unknown): boolean {
   } catch {
     return false;
   }
-}
-
-/** The inner message a §12.6 ledger entry was signed as: created_at := originated_at, no timestamp. */
-export function ledgerEntryToInner(entry: Record<string, unknown>): Record<string, unknown> {
-  const { originated_at, timestamp: _timestamp, ...rest } = entry;
-  return { ...rest, created_at: originated_at };
 }
 
 /** Rebuilds the inner message from a §12.6 ledger entry and verifies its proof. Never throws. */
