@@ -17,7 +17,7 @@ import { retryDelaySeconds, WebPushSender, type FetchLike, type PushOutcome } fr
 import { relayPushSender } from "./relay-keys";
 import { bodyKeyOf } from "../shared/minca/space";
 import type { Version, VersionRefusal } from "../shared/minca/version";
-import type { Env } from "../workers/env";
+import { log } from "../shared/log";
 
 export interface AccountStatus {
   account: string;
@@ -375,7 +375,7 @@ export class MincaAccount extends DurableObject<Env> {
     try {
       sender = await this.pushSender();
     } catch (err) {
-      console.error("minca account: no VAPID keys, wakes wait", err);
+      log.error("minca account: no VAPID keys, wakes wait", { err });
       return;
     }
     await Promise.all(
@@ -388,7 +388,7 @@ export class MincaAccount extends DurableObject<Env> {
             topic: p.topic,
           });
         } catch (err) {
-          console.error("minca account: a wake could not be built", err);
+          log.error("minca account: a wake could not be built", { err });
           return void this.sql.exec("DELETE FROM pushes WHERE id = ?", p.id);
         }
         this.settle(p, outcome);
@@ -409,13 +409,13 @@ export class MincaAccount extends DurableObject<Env> {
         this.sql.exec("UPDATE pushes SET attempts = ?, next_at = ? WHERE id = ?", attempts, Date.now() + delay * 1000, p.id);
         return;
       }
-      console.warn(`minca account: a wake was dropped after ${attempts} tries (last ${outcome.status})`);
+      log.warn(`minca account: a wake was dropped after ${attempts} tries (last ${outcome.status})`);
     } else if (outcome.kind === "gone") {
       // Deletes nothing of the account's records: the receiver is not pushed to until it is written again.
       this.sql.exec("UPDATE receivers SET gone = 1 WHERE key = ? AND endpoint = ?", p.receiver, p.endpoint);
       this.sql.exec("DELETE FROM pushes WHERE receiver = ? AND endpoint = ?", p.receiver, p.endpoint);
     } else if (outcome.kind === "rejected") {
-      console.error(`minca account: a push service answered ${outcome.status}: ${outcome.detail}`);
+      log.error(`minca account: a push service answered ${outcome.status}: ${outcome.detail}`);
     }
     this.sql.exec("DELETE FROM pushes WHERE id = ?", p.id);
   }

@@ -17,7 +17,7 @@ import { buildPage, wakeBody, type Page, type PageQuery, type StoredItem } from 
 import { wakePushTopic } from "../shared/mailbox/topic";
 import { retryDelaySeconds, WebPushSender, type FetchLike, type PushOutcome } from "../shared/webpush/send";
 import type { PushSubscriptionJSON } from "../shared/webpush/subscription";
-import type { Env } from "../workers/env";
+import { log } from "../shared/log";
 
 /** What an RPC call answers: a value, or the HTTP error the Worker turns it into. */
 export type MailboxResult<T> =
@@ -182,7 +182,7 @@ export class MincaMailbox extends DurableObject<Env> {
         const stub = this.env.MINCA_ACCOUNT.get(this.env.MINCA_ACCOUNT.idFromName(account));
         for (const l of await stub.linksFor(topic)) out.push({ seq: 0, at: l.at, until: l.until, blob: l.blob });
       } catch (err) {
-        console.error("mailbox: an account's links could not be had", err);
+        log.error("mailbox: an account's links could not be had", { err });
       }
     }
     return out;
@@ -218,7 +218,7 @@ export class MincaMailbox extends DurableObject<Env> {
     try {
       sender = await this.pushSender();
     } catch (err) {
-      console.error("mailbox: no VAPID keys, wakes wait", err);
+      log.error("mailbox: no VAPID keys, wakes wait", { err });
       const later = Date.now() + MAILBOX_LIMITS.push_retry_base_seconds * 1000;
       for (const d of due) this.sql.exec("UPDATE deliveries SET next_at = ? WHERE receiver_id = ? AND seq = ?", later, d.receiver_id, d.seq);
       return;
@@ -238,7 +238,7 @@ export class MincaMailbox extends DurableObject<Env> {
           );
         } catch (err) {
           // Keys are checked when a receiver registers, so this is corrupt state: retrying cannot help.
-          console.error("mailbox: wake could not be built", err);
+          log.error("mailbox: wake could not be built", { err });
           return this.dropDelivery(d);
         }
         this.settle(d, outcome);
@@ -261,15 +261,15 @@ export class MincaMailbox extends DurableObject<Env> {
         });
         return;
       case "too_large":
-        console.warn(`mailbox: push service refused a wake as too large (413) at ${origin(d.endpoint)}`);
+        log.warn(`mailbox: push service refused a wake as too large (413) at ${origin(d.endpoint)}`);
         return this.dropDelivery(d);
       case "rejected":
-        console.error(`mailbox: push service at ${origin(d.endpoint)} answered ${outcome.status} (configuration error): ${outcome.detail}`);
+        log.error(`mailbox: push service at ${origin(d.endpoint)} answered ${outcome.status} (configuration error): ${outcome.detail}`);
         return this.dropDelivery(d);
       case "retry": {
         const attempts = d.attempts + 1;
         if (attempts >= MAILBOX_LIMITS.push_max_attempts) {
-          console.warn(`mailbox: wake to ${origin(d.endpoint)} dropped after ${attempts} tries (last ${outcome.status})`);
+          log.warn(`mailbox: wake to ${origin(d.endpoint)} dropped after ${attempts} tries (last ${outcome.status})`);
           return this.dropDelivery(d);
         }
         const delay = retryDelaySeconds(attempts, outcome.retryAfterSeconds, {

@@ -12,8 +12,7 @@ import { logQuerySchema, readVersionsBody } from "../shared/minca/host-wire";
 import { isMincaId } from "../shared/minca/id";
 import { TIME_HEADER } from "../shared/minca/read-proof";
 import { isLoopbackHost } from "../shared/webpush/subscription";
-import { httpError } from "./app";
-import type { Env } from "./env";
+import { httpError, methodNotAllowed } from "./app";
 import { firstIssue, readBounded } from "./mailbox";
 
 type C = Context<{ Bindings: Env }>;
@@ -94,7 +93,7 @@ export function mountHosting(app: Hono<{ Bindings: Env }>): void {
     return answer(c, await space(c, id).page(id, q.data, proof));
   });
 
-  app.all(`${HOST_PATH}/accounts`, (c) => httpError(c, 405, "method_not_allowed", "use POST"));
-  app.all(`${HOST_PATH}/accounts/:did`, (c) => httpError(c, 405, "method_not_allowed", "use GET"));
-  app.all(`${SPACES_PATH}/:id/versions`, (c) => httpError(c, 405, "method_not_allowed", "use GET or POST"));
+  app.all(`${HOST_PATH}/accounts`, (c) => methodNotAllowed(c, ["POST"]));
+  app.all(`${HOST_PATH}/accounts/:did`, (c) => methodNotAllowed(c, ["GET"]));
+  app.all(`${SPACES_PATH}/:id/versions`, (c) => methodNotAllowed(c, ["GET", "POST"]));
 }

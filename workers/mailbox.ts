@@ -7,8 +7,7 @@ import { MAILBOX_LIMITS } from "../shared/limits";
 import { pageQuerySchema, postQuerySchema, receiverIdSchema, resolveUntil } from "../shared/mailbox/messages";
 import { isTopic } from "../shared/mailbox/topic";
 import { isLoopbackHost, pushSubscriptionSchema } from "../shared/webpush/subscription";
-import { httpError } from "./app";
-import type { Env } from "./env";
+import { httpError, methodNotAllowed } from "./app";
 
 type C = Context<{ Bindings: Env }>;
 
@@ -144,7 +143,7 @@ export function mountMailbox(app: Hono<{ Bindings: Env }>): void {
     return c.body(null, 204);
   });
 
-  app.all(`${MAILBOX_PATH}/:topic`, (c) => httpError(c, 405, "method_not_allowed", "use GET or POST"));
-  app.all(`${MAILBOX_PATH}/:topic/receivers`, (c) => httpError(c, 405, "method_not_allowed", "use POST"));
-  app.all(`${MAILBOX_PATH}/:topic/receivers/:id`, (c) => httpError(c, 405, "method_not_allowed", "use DELETE"));
+  app.all(`${MAILBOX_PATH}/:topic`, (c) => methodNotAllowed(c, ["GET", "POST"]));
+  app.all(`${MAILBOX_PATH}/:topic/receivers`, (c) => methodNotAllowed(c, ["POST"]));
+  app.all(`${MAILBOX_PATH}/:topic/receivers/:id`, (c) => methodNotAllowed(c, ["DELETE"]));
 }

@@ -10,7 +10,7 @@
 // `absent: ["created_at"]` says the inner had no created_at (the entry's originated_at is then
 // the time it was appended). An ordinary inner message maps to the seed's entry shape exactly,
 // with no `inner_fields`.
-import { z } from "zod";
+import * as z from "zod";
 
 /** A ledger entry (12.6). */
 export interface LedgerEntry {

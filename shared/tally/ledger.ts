@@ -3,7 +3,7 @@
 // answer is cut into messages that fit one envelope (an entry too large for one is cut in pieces).
 // Pure; the client's sync engine (clients/tally/sync.ts) drives it. The entry <-> inner message
 // mapping is in ./entry.ts.
-import { z } from "zod";
+import * as z from "zod";
 import { sha256 } from "@noble/hashes/sha2.js";
 import { base64Decode, base64Encode, bytesToHex, hexToBytes, isBase64, utf8Decode, utf8Encode } from "../encoding";
 import { verifyLedgerEntry } from "./proof";

@@ -1,6 +1,6 @@
 // A browser PushSubscription as its toJSON() gives it: { endpoint, expirationTime?, keys: { p256dh, auth } }.
 import { p256 } from "@noble/curves/nist.js";
-import { z } from "zod";
+import * as z from "zod";
 import { base64urlDecode } from "../encoding";
 import { WEBPUSH_LIMITS } from "../limits";
 import type { PushKeys } from "./encrypt";
