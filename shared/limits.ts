@@ -70,6 +70,18 @@ export const PASSNOTE_LIMITS = {
   max_name_bytes: 1_024,
   /** Range requests per reconcile message (leaves this side asks the peer to ship). */
   recon_max_requests: 256,
+  /** recon2: buckets a mismatched range is split into, per level. */
+  recon2_split: 16,
+  /** recon2: a mismatch where the responder holds at most this many records is answered with its ids. */
+  recon2_leaf_ids: 32,
+  /** recon2: fingerprints a reply aims at; with few mismatches a range is split several levels (16^k buckets) at once, up to this many. */
+  recon2_budget: 1_024,
+  /** recon2: ranges per reconcile2 message. */
+  recon2_max_ranges: 16_384,
+  /** recon2: ids in one range of a reconcile2 message (an id list or a need list). */
+  recon2_max_ids: 256,
+  /** recon2: encoded bytes of a reply's ranges; past it, everything left goes as one fingerprint. */
+  recon2_max_bytes: 262_144,
   /** Collections named in one state message. */
   state_max_collections: 1_024,
   /** Wire versions listed in one handshake. */

@@ -13,14 +13,16 @@
 // Profile decisions (the seed is silent): after the version is agreed, the side with the lower
 // transport peer id sends hello (the pull; both sides do without recon1); the other side can ask
 // for it with poke (forceSync).
-// The receiver of `state` probes every collection either side named (recon1 on both sides), or,
-// without recon1, ships the records newer than the peer's watermark. Local writes are pushed to
+// The receiver of `state` probes every collection either side named (recon2 when both sides offer
+// it, else recon1 on both sides), or, without recon1, ships the records newer than the peer's
+// watermark. Local writes are pushed to
 // every agreed peer as deltas, the writes of one event-loop turn together.
 import { PASSNOTE_LIMITS as L } from "../limits";
 import { bytesToHex, equalBytes } from "../encoding";
 import { encodeValue, type Value } from "./codec";
 import {
   CAP_RECON,
+  CAP_RECON2,
   InstTokens,
   SUPPORTED_VERSIONS,
   instToken,
@@ -31,6 +33,7 @@ import {
 import { HlcClock, hlcWall } from "./hlc";
 import { MemoryStore } from "./records";
 import { openingProbe, respondToReconcile } from "./reconcile";
+import { openingProbe2, respondToReconcile2 } from "./reconcile2";
 import {
   ROSTER_COLLECTION,
   devicePublicKey,
@@ -62,6 +65,8 @@ export interface SyncEngineOptions {
   versions?: readonly number[];
   /** Offer recon1 (default true). */
   recon?: boolean;
+  /** Offer recon2 too (default false): used with peers that offer it, recon1 with the others. */
+  recon2?: boolean;
   /** This instance's inst token (default: a fresh random one). */
   inst?: string;
   maxClockDriftMs?: number;
@@ -327,7 +332,12 @@ export class SyncEngine {
   }
 
   private handshake(): MessageOf<"handshake"> {
-    return makeHandshake({ versions: this.versions, inst: this.inst, recon: this.opts.recon ?? true, deviceKey: this.identity?.pub });
+    return makeHandshake({ versions: this.versions, inst: this.inst, recon: this.opts.recon ?? true, recon2: this.opts.recon2, deviceKey: this.identity?.pub });
+  }
+
+  /** Whether both sides offered recon2 (then it replaces recon1 with this peer). */
+  private recon2With(state: PeerState): boolean {
+    return (this.opts.recon ?? true) && !!this.opts.recon2 && state.caps.has(CAP_RECON) && state.caps.has(CAP_RECON2);
   }
 
   /** The channel of frames that are about no collection (handshake, hello, poke): plain or passphrase. */
@@ -482,6 +492,7 @@ export class SyncEngine {
         return ch === "plain";
       case "delta":
       case "reconcile":
+      case "reconcile2":
         return this.inScope(m.collection, ch);
       default:
         return true;
@@ -633,7 +644,7 @@ export class SyncEngine {
       const names = new Set([...this.store.collectionNames().filter((c) => this.inScope(c, ch)), ...theirs.keys()]);
       const recon = state.caps.has(CAP_RECON) && (this.opts.recon ?? true);
       for (const collection of names) {
-        if (recon) void this.send(peer, openingProbe(this.store, collection), ch);
+        if (recon) void this.send(peer, this.recon2With(state) ? openingProbe2(this.store, collection) : openingProbe(this.store, collection), ch);
         else void this.sendDelta(peer, collection, this.store.newerThan(collection, theirs.get(collection) ?? ""), ch);
       }
     },
@@ -668,6 +679,12 @@ export class SyncEngine {
     },
     reconcile: (peer, _state, m, ch) => {
       const { ship, reply } = respondToReconcile(this.store, m);
+      if (ship.length) void this.sendDelta(peer, m.collection, ship, ch);
+      if (reply) void this.send(peer, reply, ch);
+    },
+    reconcile2: (peer, state, m, ch) => {
+      if (!this.recon2With(state)) return; // not agreed with this peer: ignored
+      const { ship, reply } = respondToReconcile2(this.store, m);
       if (ship.length) void this.sendDelta(peer, m.collection, ship, ch);
       if (reply) void this.send(peer, reply, ch);
     },
