@@ -13,11 +13,12 @@ import { base64urlDecode, base64urlEncode } from "../shared/encoding";
 import { MINCA_HOST_LIMITS, MINCA_WAKE_LIMITS } from "../shared/limits";
 import { readCarryRecord, type CarryStart, type WakeBody } from "../shared/minca/carry";
 import { wakeMatches, wakePayload, wakeTopic, type Arrival } from "../shared/minca/wake";
+import { checkPushEndpoint, endpointPolicy } from "../shared/webpush/endpoint";
 import { retryDelaySeconds, WebPushSender, type FetchLike, type PushOutcome } from "../shared/webpush/send";
 import { relayPushSender } from "./relay-keys";
 import { bodyKeyOf } from "../shared/minca/space";
 import type { Version, VersionRefusal } from "../shared/minca/version";
-import type { Env } from "../workers/env";
+import { log } from "../shared/log";
 
 export interface AccountStatus {
   account: string;
@@ -127,7 +128,7 @@ export class MincaAccount extends DurableObject<Env> {
    * per version, null when it is taken (a refused one is not stored in the log either).
    * `closed` once carry:closed was read: everything is forgotten, and the rest is moot.
    */
-  async applyCarry(space: string, versions: Version[], opts: { loopbackPush?: boolean } = {}): Promise<{ verdicts: CarryVerdict[]; closed: boolean }> {
+  async applyCarry(space: string, versions: Version[], opts: { requestHost?: string } = {}): Promise<{ verdicts: CarryVerdict[]; closed: boolean }> {
     const verdicts: CarryVerdict[] = [];
     const keyB64 = this.meta("carry_key");
     if (space !== this.meta("carry_space") || keyB64 === null) {
@@ -223,8 +224,10 @@ export class MincaAccount extends DurableObject<Env> {
           break;
         case "receiver": {
           const endpoint = rec.receiver.push.endpoint;
-          if (endpoint.startsWith("http:") && !opts.loopbackPush) {
-            verdicts.push({ reason: "invalid_receiver", detail: "a receiver's endpoint is an https URL" });
+          // DESIGN section 7's endpoint rule: a receiver the relay may not push to does not count, and its version is refused.
+          const rule = checkPushEndpoint(endpoint, endpointPolicy(this.env, opts.requestHost));
+          if (!rule.ok) {
+            verdicts.push({ reason: "invalid_receiver", detail: rule.reason });
             continue;
           }
           const held = this.sql.exec<{ at: number }>("SELECT at FROM receivers WHERE key = ?", rec.key).toArray()[0];
@@ -375,7 +378,7 @@ export class MincaAccount extends DurableObject<Env> {
     try {
       sender = await this.pushSender();
     } catch (err) {
-      console.error("minca account: no VAPID keys, wakes wait", err);
+      log.error("minca account: no VAPID keys, wakes wait", { err });
       return;
     }
     await Promise.all(
@@ -388,7 +391,7 @@ export class MincaAccount extends DurableObject<Env> {
             topic: p.topic,
           });
         } catch (err) {
-          console.error("minca account: a wake could not be built", err);
+          log.error("minca account: a wake could not be built", { err });
           return void this.sql.exec("DELETE FROM pushes WHERE id = ?", p.id);
         }
         this.settle(p, outcome);
@@ -409,13 +412,13 @@ export class MincaAccount extends DurableObject<Env> {
         this.sql.exec("UPDATE pushes SET attempts = ?, next_at = ? WHERE id = ?", attempts, Date.now() + delay * 1000, p.id);
         return;
       }
-      console.warn(`minca account: a wake was dropped after ${attempts} tries (last ${outcome.status})`);
+      log.warn(`minca account: a wake was dropped after ${attempts} tries (last ${outcome.status})`);
     } else if (outcome.kind === "gone") {
       // Deletes nothing of the account's records: the receiver is not pushed to until it is written again.
       this.sql.exec("UPDATE receivers SET gone = 1 WHERE key = ? AND endpoint = ?", p.receiver, p.endpoint);
       this.sql.exec("DELETE FROM pushes WHERE receiver = ? AND endpoint = ?", p.receiver, p.endpoint);
     } else if (outcome.kind === "rejected") {
-      console.error(`minca account: a push service answered ${outcome.status}: ${outcome.detail}`);
+      log.error(`minca account: a push service answered ${outcome.status}: ${outcome.detail}`);
     }
     this.sql.exec("DELETE FROM pushes WHERE id = ?", p.id);
   }

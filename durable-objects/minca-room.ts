@@ -5,7 +5,7 @@
 // joins for 24 hours; an alarm does both, and once the tombstone lapses the object deletes
 // everything it stored. Decisions about bytes are in shared/minca/room.ts.
 import { applyMigrations, RelayObject, type BaseAttachment, type Route } from "./base";
-import type { z } from "zod";
+import type * as z from "zod";
 import { MIGRATIONS } from "../migrations/index";
 import { CLOSE_CODES, MINCA_ROOM_LIMITS } from "../shared/limits";
 import { socketError } from "../shared/errors";
@@ -19,7 +19,6 @@ import {
   outgoingSchema,
   roomTimes,
 } from "../shared/minca/room";
-import type { Env } from "../workers/env";
 
 export interface MincaRoomAttachment extends BaseAttachment {
   room: string;

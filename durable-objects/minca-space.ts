@@ -12,7 +12,7 @@ import { checkReadProof } from "../shared/minca/read-proof";
 import type { Constitution } from "../shared/minca/space";
 import { checkVersion, outsideOf, rootOf, type Version, type VersionRefusal } from "../shared/minca/version";
 import type { Arrival } from "../shared/minca/wake";
-import type { Env } from "../workers/env";
+import { log } from "../shared/log";
 
 /** What an RPC call answers: a value, or the HTTP error the Worker turns it into. */
 export type HostResult<T> = { ok: true; value: T } | { ok: false; status: number; code: ErrorCode; message: string };
@@ -68,14 +68,17 @@ export class MincaSpace extends DurableObject<Env> {
     });
   }
 
-  /** `account` carries this space under a pass written at `at` (ms), proving `readKey` (private spaces). */
+  /**
+   * `account` carries this space under its current pass, proving `readKey` (private spaces). The
+   * account decides which of its passes is current; no account's pass displaces another's.
+   */
   carry(space: string, account: string, constitution: Constitution, readKey: string | null, at: number): void {
     this.ctx.storage.transactionSync(() => {
       this.setMeta("space", space);
       if (this.meta("constitution") === null) this.setMeta("constitution", JSON.stringify(constitution));
       this.sql.exec(
         `INSERT INTO carriers (account, at, read_key) VALUES (?, ?, ?)
-         ON CONFLICT (account) DO UPDATE SET at = excluded.at, read_key = excluded.read_key WHERE excluded.at >= carriers.at`,
+         ON CONFLICT (account) DO UPDATE SET at = excluded.at, read_key = excluded.read_key`,
         account,
         at,
         readKey,
@@ -107,7 +110,7 @@ export class MincaSpace extends DurableObject<Env> {
   // ---- the log (called by the Worker) -------------------------------------------------------
 
   /** Runs each version through the gates and appends the accepted ones (DESIGN 8.2, 8.4). */
-  async append(space: string, arrived: Arrived[], opts: { loopbackPush?: boolean } = {}): Promise<HostResult<{ results: VersionResult[] }>> {
+  async append(space: string, arrived: Arrived[], opts: { requestHost?: string } = {}): Promise<HostResult<{ results: VersionResult[] }>> {
     const constitution = this.constitutionOf(space);
     const carryOf = this.meta("carry_of");
     const carriers = this.carriers();
@@ -117,7 +120,7 @@ export class MincaSpace extends DurableObject<Env> {
     const fresh: Array<{ index: number; version: Version; raw: string; bytes: number }> = [];
     const first = new Map<string, number>();
     for (const [index, a] of arrived.entries()) {
-      const r = await checkVersion(a.value, { space, constitution, ownMachinery }, a.bytes);
+      const r = await checkVersion(a.value, { space, constitution, ownMachinery }, a.bytes, a.raw);
       if (!r.ok) {
         results.push({ ...(r.id ? { id: r.id } : {}), accepted: false, reason: r.reason, detail: r.detail });
         continue;
@@ -197,7 +200,7 @@ export class MincaSpace extends DurableObject<Env> {
       try {
         await this.account(account).arrived(space, arrivals);
       } catch (err) {
-        console.error("minca space: telling an account of new versions failed", err);
+        log.error("minca space: telling an account of new versions failed", { err });
       }
     }
   }
@@ -237,13 +240,14 @@ export class MincaSpace extends DurableObject<Env> {
   // ---- internals ------------------------------------------------------------------------------
 
   /**
-   * Who may read: a carry space's own read key; else the read key of the pass that won (the
-   * latest, seed §4.2: "a pass for a later key wins"), or the constitution's when none named one.
+   * Who may read (DESIGN 8.4, the pass rule): a carry space's own read key; else the read key of
+   * every carrying account's current pass. A proof under any of them reads: no account's pass
+   * displaces another's, and no field a writer chooses (such as `at`) decides between accounts.
    */
   private readKeys(constitution: Constitution): string[] {
     if (this.meta("carry_of") !== null) return [constitution.readKey!];
-    const winner = this.sql.exec<{ read_key: string | null }>("SELECT read_key FROM carriers ORDER BY at DESC LIMIT 1").toArray()[0];
-    return [winner?.read_key ?? constitution.readKey!];
+    const keys = this.sql.exec<{ k: string }>("SELECT DISTINCT COALESCE(read_key, ?) AS k FROM carriers", constitution.readKey ?? "").toArray();
+    return keys.map((r) => r.k).filter((k) => k !== "");
   }
 
   private readPage(after: number, limit: number): LogPage {

@@ -1,7 +1,7 @@
 // One Passnote sync room (DESIGN section 5): the group's devices, each a socket that proved the
 // room key, and the routing of their binary frames by 8-byte peer id, byte-exact and in order
 // per sender. The relay never looks inside a frame; the join proof is checked in shared/passnote.
-import type { z } from "zod";
+import type * as z from "zod";
 import { OwnName } from "./own-name";
 import { RelayObject, type BaseAttachment, type Route } from "./base";
 import { MIGRATIONS } from "../migrations/index";
@@ -9,7 +9,6 @@ import { CLOSE_CODES, PASSNOTE_LIMITS } from "../shared/limits";
 import { base64urlEncode, bytesToHex, randomBytes } from "../shared/encoding";
 import { joinSchema } from "../shared/passnote/messages";
 import { BROADCAST, joinPeerFrame, splitPeerFrame, verifyJoin } from "../shared/passnote/room";
-import type { Env } from "../workers/env";
 
 export interface PassnoteAttachment extends BaseAttachment {
   /** base64url of the 32 challenge bytes; emptied once joined. */

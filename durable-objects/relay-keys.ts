@@ -8,7 +8,6 @@ import { MIGRATIONS } from "../migrations/index";
 import { base64urlEncode } from "../shared/encoding";
 import { generateVapidKeys, vapidKeysFromPrivate, type VapidKeys } from "../shared/webpush/vapid";
 import { generateHostKey, hostDid } from "../shared/minca/host-identity";
-import type { Env } from "../workers/env";
 
 export const RELAY_KEYS_NAME = "relay-keys";
 

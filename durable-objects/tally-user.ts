@@ -1,7 +1,7 @@
 // One Tally user: that user's devices (sockets), the queue of envelopes addressed to the user,
 // and the introductions that decide who hears peer_disconnect (DESIGN section 4, seed 003
 // sections 6, 8, 9 and 13). Decisions about bytes live in shared/tally; this file holds state.
-import type { z } from "zod";
+import type * as z from "zod";
 import { OwnName } from "./own-name";
 import { RelayObject, type BaseAttachment, type Route } from "./base";
 import { MIGRATIONS } from "../migrations/index";
@@ -22,7 +22,7 @@ import {
   type QueuedStatus,
 } from "../shared/tally/messages";
 import { relayUrlMatches } from "../shared/tally/relay-url";
-import type { Env } from "../workers/env";
+import { log } from "../shared/log";
 
 export interface TallyAttachment extends BaseAttachment {
   challenge: string;
@@ -298,7 +298,7 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
       try {
         return this.deliverOne(toHex, raw, fromHex, id);
       } catch (err) {
-        console.error("delivery failed", err);
+        log.error("delivery failed", { err });
         return null;
       }
     });

@@ -62,7 +62,7 @@ export function base64urlDecode(s: string): Uint8Array {
 }
 
 const encoder = new TextEncoder();
-const decoder = new TextDecoder("utf-8", { fatal: true });
+const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
 
 export function utf8Encode(s: string): Uint8Array {
   return encoder.encode(s);

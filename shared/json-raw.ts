@@ -112,3 +112,36 @@ export function rawElements(json: string): string[] | undefined {
     if (json[i] === ",") i++;
   }
 }
+
+/**
+ * A member of JSON text that a parsed value lost or that a schema would drop or rename, or null:
+ * a `__proto__` member anywhere (JSON.parse keeps it as a plain key, but object code and schema
+ * layers that copy by assignment drop it), or a member name repeated within one object (JSON.parse
+ * keeps only the last). Checked against the raw text: its members (the colons outside strings)
+ * must be exactly the parsed value's. Iterative, so no nesting depth overflows the stack.
+ * `raw` must be the text `value` was parsed from.
+ */
+export function lostMember(raw: string, value: unknown): string | null {
+  let inRaw = 0;
+  for (let i = 0; i < raw.length; i++) {
+    const c = raw.charCodeAt(i);
+    if (c === 0x22) i = skipString(raw, i) - 1;
+    else if (c === 0x3a) inRaw++;
+  }
+  let parsed = 0;
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (v === null || typeof v !== "object") continue;
+    if (Array.isArray(v)) {
+      for (const x of v) stack.push(x);
+      continue;
+    }
+    for (const k of Object.keys(v)) {
+      if (k === "__proto__") return "a member named __proto__";
+      parsed++;
+      stack.push((v as Record<string, unknown>)[k]);
+    }
+  }
+  return parsed === inRaw ? null : "a member name repeated within one object";
+}

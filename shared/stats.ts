@@ -1,7 +1,7 @@
 // The operator's counters (docs/browser.md, "The status page"): what each relay object reports to
 // the one stats object, and the snapshot GET /status.json answers. Counts only: no report or
 // snapshot carries a user id, topic, room id or any other name.
-import { z } from "zod";
+import * as z from "zod";
 import { STATS_LIMITS } from "./limits";
 
 export const STATS_PROTOCOLS = ["tally", "passnote", "minca"] as const;

@@ -3,7 +3,6 @@
 // same folder as a read-only disk service, and this fallback serves it: the same paths answer
 // the same way under both.
 import type { Context } from "hono";
-import type { Env } from "./env";
 
 const TYPES: Record<string, string> = {
   html: "text/html; charset=utf-8",

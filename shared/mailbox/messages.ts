@@ -1,6 +1,6 @@
 // The mailbox wire (DESIGN section 7): query parameters, answers and the wake a receiver gets,
 // with the rules that decide them (until range, page bounds, whether a wake carries the blob).
-import { z } from "zod";
+import * as z from "zod";
 import { base64urlEncode, utf8Encode } from "../encoding";
 import { MAILBOX_LIMITS } from "../limits";
 

@@ -1,7 +1,7 @@
 // Mailbox topics (DESIGN section 7): 16-128 characters of [A-Za-z0-9_-], and the RFC 8030
 // Topic a wake of that mailbox carries, so a push service keeps only its newest undelivered one.
 import { sha256 } from "@noble/hashes/sha2.js";
-import { z } from "zod";
+import * as z from "zod";
 import { base64urlEncode, utf8Encode } from "../encoding";
 import { MAILBOX_LIMITS } from "../limits";
 

@@ -4,7 +4,7 @@
 // the Durable Objects store what these functions accept.
 import { ed25519 } from "@noble/curves/ed25519.js";
 import { sha256 } from "@noble/hashes/sha2.js";
-import { z } from "zod";
+import * as z from "zod";
 import { base64urlDecode, base64urlEncode, concatBytes, utf8Encode } from "../encoding";
 import { MINCA_HOST_LIMITS } from "../limits";
 import { pushSubscriptionSchema } from "../webpush/subscription";
@@ -80,10 +80,24 @@ export function checkCarryGrant(value: unknown, carrierDid?: string): CarryGrant
     const segments = grant.pod.dataPath.split("/");
     if (segments.some((s) => s === "" || s === "..")) return { ok: false, reason: "pod.dataPath has an empty or .. segment" };
   }
-  if (carrierDid !== undefined && !c.nonce.startsWith(`carry:${carrierDid}:`)) {
+  const gen = carryGenOf(c.nonce);
+  if (gen === null) return { ok: false, reason: "the carry space's nonce names no gen (carry:<carrier did>:<non-negative integer>)" };
+  if (carrierDid !== undefined && c.nonce !== carryNonce(carrierDid, gen)) {
     return { ok: false, reason: "the carry space is not derived for this carrier" };
   }
   return { ok: true, start: { account: grant.did, name: grant.name, carrySpace: invite.space, constitution: c, key: invite.key } };
+}
+
+/**
+ * The gen a carry space's nonce names (seed §4.2: "a gen that is not a non-negative integer names
+ * no carry space"): `carry:<carrier did>:<gen>` with gen in canonical decimal (no sign, no leading
+ * zero, no fraction, a safe integer); null for anything else (-1, abc, 01, 1.5, nothing).
+ */
+export function carryGenOf(nonce: string): number | null {
+  const m = /^carry:.+:(0|[1-9][0-9]{0,15})$/.exec(nonce);
+  if (!m) return null;
+  const gen = Number(m[1]);
+  return Number.isSafeInteger(gen) ? gen : null;
 }
 
 /** The CarryGrant a home answers a carrier with (seed §4.3), for a carry space the account derived. */

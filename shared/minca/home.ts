@@ -203,7 +203,7 @@ export class HomeExchange {
   }
 
   private disarm(): void {
-    clearTimeout(this.timer);
+    if (this.timer !== undefined) clearTimeout(this.timer);
   }
 
   private end(o: HomeOutcome): void {

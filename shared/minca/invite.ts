@@ -1,6 +1,6 @@
 // View-only invites (DESIGN 8.1): base64url(UTF-8(JCS({ v: 1, space, constitution, key? }))), the
 // key present for a private space, never a role secret.
-import { z } from "zod";
+import * as z from "zod";
 import { base64urlDecode, base64urlEncode, utf8Decode, utf8Encode } from "../encoding";
 import { isMincaId } from "./id";
 import { canonicalize } from "./jcs";

@@ -1,7 +1,7 @@
 // Every message of the code exchange (seed 002 section 3, DESIGN section 6): the three in the
 // clear and the bodies of the sealed ones, as zod schemas. Sealed messages are numbered per
 // direction; SEQ says which number each one has in an exchange that follows the protocol.
-import { z } from "zod";
+import * as z from "zod";
 import { base64urlDecode } from "../encoding";
 import { DID_KEY_MAX_CHARS } from "./did-key";
 

@@ -1,7 +1,7 @@
 // Notes (seed 002 section 2.5; DESIGN section 6 signing profile): a delegation from a key to
 // another, { payload, sig, type: "minca/ucan/dlg@1" }, signed over
 // UTF-8("minca/ucan/dlg@1") ‖ 0x00 ‖ UTF-8(JCS(payload)) by the payload's `iss` (a P-256 did:key).
-import { z } from "zod";
+import * as z from "zod";
 import { base64urlEncode, concatBytes, randomBytes, utf8Encode } from "../encoding";
 import { isP256DidKey } from "./did-key";
 import { es256SignB64, es256Verify, type P256Key } from "./es256";

@@ -182,7 +182,7 @@ export class ProgramExchange {
         const checked = await checkGrant(body.data.grant, { audience: this.key!.did, recordsOnly: true });
         if (!checked.ok) return this.fail("refused", checked.reason);
         this.held = checked.grant;
-        clearTimeout(this.timer); // the person may take their time to type the check
+        if (this.timer !== undefined) clearTimeout(this.timer); // the person may take their time to type the check
         this.setState("answered");
         return this.finish();
       }
@@ -223,7 +223,7 @@ export class ProgramExchange {
   }
 
   private settle(o: ProgramOutcome): void {
-    clearTimeout(this.timer);
+    if (this.timer !== undefined) clearTimeout(this.timer);
     this.resolve(o);
     this.transport?.close();
   }

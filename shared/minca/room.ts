@@ -1,6 +1,6 @@
 // The relay's code-channel room (DESIGN section 6): who may join and what a peer may send. The
 // Durable Object holds sockets and state; every decision about bytes is made here.
-import { z } from "zod";
+import * as z from "zod";
 import { base64urlDecode, base64urlEncode, concatBytes, randomBytes, utf8Encode } from "../encoding";
 import { MINCA_ROOM_LIMITS } from "../limits";
 import { DID_KEY_MAX_CHARS, isP256DidKey } from "./did-key";

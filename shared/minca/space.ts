@@ -6,7 +6,7 @@ import { xchacha20poly1305 } from "@noble/ciphers/chacha.js";
 import { ed25519 } from "@noble/curves/ed25519.js";
 import { hkdf } from "@noble/hashes/hkdf.js";
 import { sha256 } from "@noble/hashes/sha2.js";
-import { z } from "zod";
+import * as z from "zod";
 import { concatBytes, randomBytes, base64urlEncode, utf8Decode, utf8Encode } from "../encoding";
 import { MINCA_HOST_LIMITS } from "../limits";
 import { ed25519DidKey, isEd25519DidKey, isP256DidKey } from "./did-key";

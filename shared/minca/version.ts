@@ -1,8 +1,9 @@
 // Versions (DESIGN 8.2): one write of one record as it travels, its id and signature, its sealed
 // body, its outside (what a carrier sees, seed 002 §4.1), and the gates a host runs it through —
 // every check that needs no body. A version that fails one is refused with a reason.
-import { z } from "zod";
+import * as z from "zod";
 import { base64urlDecode, base64urlEncode, concatBytes, utf8Encode } from "../encoding";
+import { lostMember } from "../json-raw";
 import { MINCA_HOST_LIMITS } from "../limits";
 import { isP256DidKey } from "./did-key";
 import { es256SignB64, es256Verify, type P256Key } from "./es256";
@@ -160,11 +161,15 @@ const refuse = (reason: VersionRefusal, detail: string, id?: string): VersionChe
  * collection, command covers the write); its root is a founder; a private space's body is sealed.
  * Records are judged with no time: the note's exp is not checked.
  */
-export async function checkVersion(value: unknown, ctx: GateContext, bytes?: number): Promise<VersionCheck> {
+export async function checkVersion(value: unknown, ctx: GateContext, bytes?: number, raw?: string): Promise<VersionCheck> {
   const claimedId = typeof value === "object" && value !== null && typeof (value as { id?: unknown }).id === "string" && isMincaId((value as { id: string }).id) ? (value as { id: string }).id : undefined;
   if (bytes !== undefined && bytes > MINCA_HOST_LIMITS.max_version_bytes) {
     return refuse("too_large", `a version is at most ${MINCA_HOST_LIMITS.max_version_bytes} bytes`, claimedId);
   }
+  // What the host stores is the raw text: a member the schema would drop or rename (__proto__, a
+  // repeated name) would make it store a version other nodes read differently.
+  const lost = raw === undefined ? null : lostMember(raw, value);
+  if (lost !== null) return refuse("malformed", `the version's JSON holds ${lost}`, claimedId);
   const parsed = versionSchema.safeParse(value);
   if (!parsed.success) {
     const i = parsed.error.issues[0];

@@ -2,7 +2,7 @@
 // Pure module: runs in workerd, Node and browsers.
 import { schnorr } from "@noble/curves/secp256k1.js";
 import { sha256 } from "@noble/hashes/sha2.js";
-import { z } from "zod";
+import * as z from "zod";
 import { bytesToHex, hexToBytes, isHex, utf8Encode } from "../encoding";
 
 const lowerHex = (bytes: number) =>

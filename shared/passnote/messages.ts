@@ -1,6 +1,6 @@
 // The JSON messages of a sync room (DESIGN section 5), both directions. Binary messages carry the
 // protocol itself: see room.ts for their 8-byte prefix and codec.ts for the frames.
-import { z } from "zod";
+import * as z from "zod";
 
 const b64url = (bytes: number) =>
   z.string().regex(/^[A-Za-z0-9_-]+$/).length(Math.ceil((bytes * 4) / 3), `base64url of ${bytes} bytes`);

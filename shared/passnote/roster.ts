@@ -20,7 +20,7 @@
 //   last-writer-wins like every other (the owner's clock is monotonic, so a revocation is newer
 //   than the admission it replaces, and a replayed admission loses).
 // - keyTag = HKDF-SHA256(groupKey, salt empty, info "passnote-key-tag-v2", 8 bytes).
-import { z } from "zod";
+import * as z from "zod";
 import { ed25519 } from "@noble/curves/ed25519.js";
 import { hkdf } from "@noble/hashes/hkdf.js";
 import { sha256 } from "@noble/hashes/sha2.js";

@@ -14,7 +14,7 @@ import { TALLY_LIMITS } from "../limits";
 import { secp256k1 } from "@noble/curves/secp256k1.js";
 import { gcm } from "@noble/ciphers/aes.js";
 import { sha256 } from "@noble/hashes/sha2.js";
-import { z } from "zod";
+import * as z from "zod";
 import {
   base64Decode,
   base64Encode,

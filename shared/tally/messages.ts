@@ -1,6 +1,6 @@
 // Every message on the Tally relay wire (DESIGN section 4), as zod schemas with inferred types.
 // The relay validates what clients send with these; the client SDK parses what the relay sends.
-import { z } from "zod";
+import * as z from "zod";
 import { rawMember, withRawMember } from "../json-raw";
 import { isNpub } from "./keys";
 import { TALLY_LIMITS } from "../limits";

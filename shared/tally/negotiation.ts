@@ -3,7 +3,7 @@
 // lexicographic comparison of the two ends' keys: the users' public keys (hex) between two
 // users, the device ids between two devices of one user (13.1).
 // Decision: the end with the smaller key is the polite one.
-import { z } from "zod";
+import * as z from "zod";
 import { npubDecode } from "./keys";
 
 export interface DeviceAddress {

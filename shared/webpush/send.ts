@@ -1,6 +1,6 @@
 // Sending one push message (RFC 8030 §5) and reading the push service's answer. Pure: the
 // caller injects `fetch`, so the same sender runs in a Durable Object, in Node and in tests.
-import { z } from "zod";
+import * as z from "zod";
 import { WEBPUSH_LIMITS } from "../limits";
 import { encryptPushMessage } from "./encrypt";
 import { subscriptionKeys } from "./subscription";

@@ -2,7 +2,7 @@
 // (aud = the push service's origin, exp at most 12 h ahead, sub a mailto: or https: URL) and its
 // public key, in `Authorization: vapid t=<jwt>, k=<key>`. Tokens are cached per origin.
 import { p256 } from "@noble/curves/nist.js";
-import { z } from "zod";
+import * as z from "zod";
 import { base64urlDecode, base64urlEncode, EncodingError, utf8Decode, utf8Encode } from "../encoding";
 import { WEBPUSH_LIMITS } from "../limits";
 

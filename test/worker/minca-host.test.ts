@@ -31,7 +31,7 @@ describe("DESIGN 8.3: the host's identity and connecting it", () => {
   it("the information document names the host's did and name; the same did on every request", async () => {
     const doc = (await (await SELF.fetch(`${RELAY}/`, { headers: { accept: "application/json" } })).json()) as any;
     expect(doc.protocols.minca.host.did).toMatch(/^did:key:zDn/);
-    expect(doc.protocols.minca.host.name).toBe("edge-relay (local)");
+    expect(doc.protocols.minca.host.name).toBe("edge-relay");
     expect(doc.limits.minca_host.links_served_per_account).toBe(64);
     const again = (await (await SELF.fetch(`${RELAY}/`, { headers: { accept: "application/json" } })).json()) as any;
     expect(again.protocols.minca.host.did).toBe(doc.protocols.minca.host.did);
@@ -127,22 +127,32 @@ describe("DESIGN 8.4: carried spaces", () => {
     expect(await rows(spaceStub(s.id), ["carriers", "log", "meta"])).toEqual({ carriers: 0, log: 0, meta: 0 });
   });
 
-  it("seed §4.2: when two accounts name one space, the later pass wins — its read key reads, the earlier one's no longer does", async () => {
+  it("the pass rule: a stranger's pass with at = 2^53-1 and its own read key displaces no one — a proof under any carrying account's current read key reads", async () => {
     const a = await connected();
-    const b = await connected();
-    const s = makeSpace(a.acct, "private", [a.acct.root.did, b.acct.root.did]);
+    const stranger = await connected();
+    const s = makeSpace(a.acct, "private", [a.acct.root.did]);
     expect(await a.host.pass(s)).toMatchObject({ accepted: true });
+    const v = await writeVersion(a.acct, s, { collection: "std.note", key: "n", body: { secret: 1 } });
+    expect(await a.host.post(s.id, [v])).toMatchObject([{ accepted: true }]);
     const { readKeyDid, readSeedOf } = await import("../../shared/minca/space");
-    const newKey = new Uint8Array(32).fill(9);
-    const later = writeVersion(b.acct, b.host.carry!, {
+    const strangerKey = new Uint8Array(32).fill(9);
+    const takeover = await writeVersion(stranger.acct, stranger.host.carry!, {
       collection: "sys.pass",
       key: passKey(s.id),
-      body: passBody({ constitution: s.constitution, key: newKey }, readKeyDid(readSeedOf(newKey))),
-      at: Date.now() + 1_000,
+      body: passBody({ constitution: s.constitution, key: strangerKey }, readKeyDid(readSeedOf(strangerKey))),
+      at: Number.MAX_SAFE_INTEGER,
     });
-    expect(await b.host.post(b.host.carry!.id, [await later])).toMatchObject([{ accepted: true }]);
-    expect((await b.host.fetchLog({ ...s, key: newKey })).items).toEqual([]);
-    await expect(a.host.fetchLog(s)).rejects.toMatchObject({ status: 403 });
+    expect(await stranger.host.post(stranger.host.carry!.id, [takeover])).toMatchObject([{ accepted: true }]);
+    // the member still reads, with the space's own read key, and goes on writing
+    expect((await a.host.fetchLog(s)).items).toHaveLength(1);
+    const w = await writeVersion(a.acct, s, { collection: "std.note", key: "n2", body: { secret: 2 } });
+    expect(await a.host.post(s.id, [w])).toMatchObject([{ accepted: true, seq: 2 }]);
+    expect((await a.host.fetchLog(s)).items).toHaveLength(2);
+    // the stranger's own pass proves its own key (DESIGN 8.4 accepts that cost: ciphertext only)
+    expect((await stranger.host.fetchLog({ ...s, key: strangerKey })).items).toHaveLength(2);
+    // the member's account, writing a later pass of its own, changes nothing for the stranger and vice versa
+    expect(await a.host.pass(s)).toMatchObject({ accepted: true });
+    expect((await a.host.fetchLog(s)).items).toHaveLength(2);
   });
 
   it("seed §4.2: a deleted pass stops carrying that space for that account; with no other carrier the space is forgotten", async () => {
@@ -270,6 +280,25 @@ describe("DESIGN 8.5: wakes and receivers", () => {
     await host.receiver("phone", svc.push); // written again
     await send("d");
     expect(svc.got).toHaveLength(4);
+  });
+
+  it("DESIGN section 7: a sys.receiver whose endpoint the relay may not push to does not count; its version is refused (invalid_receiver)", async () => {
+    const { acct, host } = await connected();
+    const svc = await pushService(acct.root.did);
+    for (const endpoint of [
+      "http://127.0.0.1:9/push/x",
+      "https://127.0.0.1/push/x",
+      "https://[::1]/push/x",
+      "https://localhost/push/x",
+      "https://push.example:8443/x",
+      "https://relay.test/minca/v1/mailbox/aaaaaaaaaaaaaaaaaaaa", // this relay, as the request reached it
+    ]) {
+      const r = await host.receiver("phone", { ...svc.push, endpoint });
+      expect(r, endpoint).toMatchObject({ accepted: false, reason: "invalid_receiver" });
+    }
+    expect(await host.status()).toMatchObject({ receivers: 0 });
+    expect(await host.receiver("phone", svc.push)).toMatchObject({ accepted: true });
+    expect(await host.status()).toMatchObject({ receivers: 1 });
   });
 
   it("bound: at most pushes_per_minute pushes per account per minute; the rest wait for the next minute", async () => {

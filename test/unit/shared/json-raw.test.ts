@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { rawMember, withRawMember } from "../../../shared/json-raw";
+import { lostMember, rawMember, withRawMember } from "../../../shared/json-raw";
 
 describe("rawMember", () => {
   it("returns a member's exact text, whitespace and number forms included", () => {
@@ -47,5 +47,25 @@ describe("withRawMember", () => {
   });
   it("leaves an object that already has the member unchanged", () => {
     expect(withRawMember('{"q":"mine"}', "q", "t", true)).toBe('{"q":"mine"}');
+  });
+});
+
+describe("lostMember", () => {
+  it("finds no member lost in any JSON text JSON.stringify makes (fuzz), and never throws on whitespace and escapes", () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), fc.constantFrom("", " ", "\n\t"), (j, ws) => {
+        const text = JSON.stringify(j, null, ws);
+        const hasProto = /"__proto__"\s*:/.test(text);
+        expect(lostMember(text, JSON.parse(text)) === null).toBe(!hasProto);
+      }),
+      { seed: 1606, numRuns: 500 },
+    );
+  });
+
+  it("a repeated name or __proto__ (escaped or not, however deep) is a lost member", () => {
+    for (const t of ['{"a":1,"a":2}', '[{"x":{"__proto__":1}}]', '{"\\u005f_proto__":{}}', '{"a":{"b":1,"b":1}}']) {
+      expect(lostMember(t, JSON.parse(t)), t).not.toBeNull();
+    }
+    for (const t of ['{"a":"b:c","d":["e:f"]}', '"::"', "[]", '{"a\\"":1}']) expect(lostMember(t, JSON.parse(t)), t).toBeNull();
   });
 });

@@ -81,6 +81,8 @@ describe("recon2: negotiation", () => {
 
   it("a reconcile2 message from a peer that did not agree recon2 is ignored", async () => {
     const { key, lower, higher } = await pair({ recon2: true }, {}, { common: 10, differences: 0 });
+    await waitFor(() => frames(lower, "reconcile") > 0, { what: "the recon1 opening" }); // the pair settled, with recon1
+    await sleep(30);
     higher.store.merge("notes", { key: "late", value: 1, is_deleted: false, hlc: formatHlc({ wall: 5, counter: 0, node: "h" }) });
     // An empty side's recon2 probe would make a recon2 responder ship everything; this one answers nothing.
     const before = { ...higher.engine.sent.frames };

@@ -8,6 +8,7 @@ import { describe, expect, it } from "vitest";
 import { base64urlEncode, utf8Encode } from "../../../../shared/encoding";
 import { newAccount, withNote, writeVersion, makeSpace } from "../../../../clients/minca/host";
 import {
+  carryGenOf,
   carryGrant,
   checkCarryGrant,
   linkTopic,
@@ -158,6 +159,27 @@ describe("DESIGN 8.2: versions (id, sig, sealed) and the gates a host applies", 
     expect(await reason(await writeVersion(acct, { ...s, key: new Uint8Array(32) }, { collection: "c", key: "k", body: {} }))).toBe("sealed_in_public_space");
   });
 
+  it("a version whose JSON holds a member the schema would drop or rename (__proto__ anywhere, a repeated name) is refused as malformed", async () => {
+    const acct = await newAccount();
+    const s = makeSpace(acct, "public");
+    const check = async (v: unknown) => {
+      const raw = JSON.stringify(v);
+      const r = await checkVersion(JSON.parse(raw), gate(s), raw.length, raw);
+      return r.ok ? "accepted" : r.reason;
+    };
+    const proto = await writeVersion(acct, s, { collection: "c", key: "k", body: JSON.parse('{"a":1,"__proto__":{"admin":true}}') });
+    expect(JSON.stringify(proto)).toContain('"__proto__"');
+    expect(await check(proto)).toBe("malformed");
+    const deep = await writeVersion(acct, s, { collection: "c", key: "k", body: JSON.parse('{"a":[{"b":{"\\u005f_proto__":1}}]}') });
+    expect(await check(deep)).toBe("malformed");
+    const plain = await writeVersion(acct, s, { collection: "c", key: "k", body: { a: [{ b: { c: "x:y" } }] } });
+    expect(await check(plain)).toBe("accepted");
+    // a repeated member: the parsed value keeps the last one, the stored text keeps both
+    const raw = JSON.stringify(plain).replace('"collection":"c"', '"collection":"other","collection":"c"');
+    const r = await checkVersion(JSON.parse(raw), gate(s), raw.length, raw);
+    expect(r).toMatchObject({ ok: false, reason: "malformed", detail: expect.stringMatching(/repeated/) });
+  });
+
   it("seed §1.2: records are judged with no time — a version under an expired note still stands", async () => {
     const acct = await newAccount();
     const { signNote, noteNonce } = await import("../../../../shared/minca/note");
@@ -298,6 +320,20 @@ describe("seed §4.3: the carrier's checks of a CarryGrant", () => {
     const forOther = carrySpace(acct.accountKey, acct.root.did, acct.root.did, 0);
     bad({ ...good, carry: { space: forOther.id, invite: encodeInvite(forOther) } }, /this carrier/);
     bad({ ...good, roles: {} }, /malformed/);
+  });
+
+  it("seed §4.2: a gen that is not a non-negative integer names no carry space — -1, abc, 01, 1.5 and nothing are refused", async () => {
+    const acct = await newAccount();
+    for (const gen of ["-1", "abc", "01", "1.5", "", "1e3", " 1", "99999999999999999"]) {
+      const bad = newSpace({ founders: [acct.root.did], visibility: "private", nonce: `carry:${HOST}:${gen}` });
+      const r = checkCarryGrant(carryGrant({ account: acct.root.did, carrySpace: bad, invite: encodeInvite(bad) }), HOST);
+      expect(r, `gen ${JSON.stringify(gen)}`).toMatchObject({ ok: false, reason: expect.stringMatching(/gen/) });
+    }
+    for (const gen of [0, 1, 12, Number.MAX_SAFE_INTEGER]) {
+      const good = carrySpace(acct.accountKey, acct.root.did, HOST, gen);
+      expect(checkCarryGrant(carryGrant({ account: acct.root.did, carrySpace: good, invite: encodeInvite(good) }), HOST).ok).toBe(true);
+      expect(carryGenOf(good.constitution.nonce)).toBe(gen);
+    }
   });
 
   it("never throws on arbitrary input (fuzz)", () => {

@@ -1,7 +1,0 @@
-import type { Env as RelayEnv } from "../../workers/env";
-declare global {
-  namespace Cloudflare {
-    interface Env extends RelayEnv {}
-  }
-}
-export {};
