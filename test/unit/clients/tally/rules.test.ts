@@ -5,9 +5,10 @@ import { mkdtempSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { CLIENT_LIMITS, IGNORED, TallyClient, memoryStore, type InnerMessage } from "../../../../clients/tally/index";
+import { CLIENT_LIMITS, IGNORED, TallyClient, connectInMemory, memoryStore, type InnerMessage } from "../../../../clients/tally/index";
 import { OutboxRetry } from "../../../../clients/tally/outbox";
 import { newUser } from "../../../helpers/tally";
+import { waitFor } from "../../../helpers/wait";
 
 function pair() {
   const alice = newUser();
@@ -140,5 +141,36 @@ describe("default persistent store", () => {
       if (before === undefined) delete process.env.TALLY_STORE_DIR;
       else process.env.TALLY_STORE_DIR = before;
     }
+  });
+});
+
+describe("13.5 the self mesh without the relay", () => {
+  it("13.5 broadcast to every connected self-peer by whichever path works: with no relay and a self channel open, a new entry reaches the other device", async () => {
+    const alice = newUser();
+    const bob = newUser();
+    const d1 = new TallyClient({ relayUrl: "ws://unused", secretKey: alice.secretKey, store: memoryStore() });
+    const d2 = new TallyClient({ relayUrl: "ws://unused", secretKey: alice.secretKey, store: memoryStore() });
+    connectInMemory(d1, d2);
+    const id = await d1.send(bob.npub, "note", { offline: true });
+    await waitFor(async () => d2.store.hasLedger(alice.npub, id), { what: "broadcast over the self channel" });
+  });
+
+  it("13.5 mark only what was sent: an entry no path carried is broadcast once a self channel works", async () => {
+    const alice = newUser();
+    const bob = newUser();
+    const d1 = new TallyClient({ relayUrl: "ws://unused", secretKey: alice.secretKey, store: memoryStore() });
+    const d2 = new TallyClient({ relayUrl: "ws://unused", secretKey: alice.secretKey, store: memoryStore() });
+    let working = false;
+    d1.addDirectChannel(alice.npub, {
+      send: (f) => {
+        if (!working) throw new Error("channel not open yet");
+        queueMicrotask(() => void d2.handleDirectFrame(f, alice.npub));
+      },
+    });
+    const first = await d1.send(bob.npub, "note", { n: 1 }); // the send fails: not marked
+    working = true;
+    // A later append re-offers nothing by itself, but the entry was not marked broadcast:
+    d1.sync.onLedgerAppend((await d1.store.listLedger()).find((e) => e.id === first)!);
+    await waitFor(async () => d2.store.hasLedger(alice.npub, first), { what: "the unsent entry" });
   });
 });
