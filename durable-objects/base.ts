@@ -23,6 +23,7 @@ import { utf8ByteLength } from "../shared/encoding";
 import { noteIdle } from "./live";
 import { StatsReporter } from "./relay-stats";
 import type { StatsGauges, StatsProtocol } from "../shared/stats";
+import { log } from "../shared/log";
 
 /** What every socket's attachment holds; objects extend it. */
 export interface BaseAttachment {
@@ -264,7 +265,7 @@ export abstract class RelayObject<Env, A extends BaseAttachment> extends Durable
       try {
         return await this.onUnrouted(ws, obj as Record<string, unknown> & { type: string }, att, message);
       } catch (err) {
-        console.error(`unrouted ${obj.type.slice(0, 64)} failed`, err);
+        log.error(`unrouted ${obj.type.slice(0, 64)} failed`, { err });
         return this.sendError(ws, "internal_error", "the relay could not handle this message", id);
       }
     }
@@ -278,7 +279,7 @@ export abstract class RelayObject<Env, A extends BaseAttachment> extends Durable
     try {
       await r.handle.call(this, ws, result.data, att, message);
     } catch (err) {
-      console.error(`handler ${obj.type} failed`, err);
+      log.error(`handler ${obj.type} failed`, { err });
       this.sendError(ws, "internal_error", "the relay could not handle this message", id);
     }
   }

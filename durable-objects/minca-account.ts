@@ -13,10 +13,12 @@ import { base64urlDecode, base64urlEncode } from "../shared/encoding";
 import { MINCA_HOST_LIMITS, MINCA_WAKE_LIMITS } from "../shared/limits";
 import { LINK, PASS, readCarryRecord, RECEIVER, WAKE, type CarryRecord, type CarryStart, type WakeBody } from "../shared/minca/carry";
 import { wakeMatches, wakePayload, wakeTopic, type Arrival } from "../shared/minca/wake";
+import { checkPushEndpoint, endpointPolicy } from "../shared/webpush/endpoint";
 import { retryDelaySeconds, WebPushSender, type FetchLike, type PushOutcome } from "../shared/webpush/send";
 import { relayPushSender } from "./relay-keys";
 import { bodyKeyOf } from "../shared/minca/space";
 import type { Version, VersionRefusal } from "../shared/minca/version";
+import { log } from "../shared/log";
 
 export interface AccountStatus {
   account: string;
@@ -128,7 +130,7 @@ export class MincaAccount extends DurableObject<Env> {
    * `revoked`: the keys this batch revoked; once the versions are in the log, the space calls
    * recount() with them.
    */
-  async applyCarry(space: string, versions: Version[], opts: { loopbackPush?: boolean } = {}): Promise<{ verdicts: CarryVerdict[]; closed: boolean; revoked: string[] }> {
+  async applyCarry(space: string, versions: Version[], opts: { requestHost?: string } = {}): Promise<{ verdicts: CarryVerdict[]; closed: boolean; revoked: string[] }> {
     const verdicts: CarryVerdict[] = [];
     const revoked: string[] = [];
     const bodyKey = this.carryBodyKey(space);
@@ -215,7 +217,7 @@ export class MincaAccount extends DurableObject<Env> {
    * with the greater `at` wins (the account's own writers only); with `current` (a recount after
    * a revoke), this version is the one that counts now, whatever its `at`.
    */
-  private async keep(rec: CarryRecord, v: Version, opts: { loopbackPush?: boolean; current: boolean }): Promise<CarryVerdict> {
+  private async keep(rec: CarryRecord, v: Version, opts: { requestHost?: string; current: boolean }): Promise<CarryVerdict> {
     const account = this.meta("account")!;
     const newer = (held: { at: number } | undefined, at: number) => opts.current || !held || at >= held.at;
     switch (rec.kind) {
@@ -295,9 +297,10 @@ export class MincaAccount extends DurableObject<Env> {
       }
       case "receiver": {
         const endpoint = rec.receiver.push.endpoint;
-        if (endpoint.startsWith("http:") && !opts.loopbackPush && !opts.current) {
-          return { reason: "invalid_receiver", detail: "a receiver's endpoint is an https URL" };
-        }
+        // DESIGN section 7's endpoint rule: a receiver the relay may not push to does not count, and
+        // its version is refused (a recount sets again one that was accepted).
+        const rule = opts.current ? ({ ok: true } as const) : checkPushEndpoint(endpoint, endpointPolicy(this.env, opts.requestHost));
+        if (!rule.ok) return { reason: "invalid_receiver", detail: rule.reason };
         const held = this.sql.exec<{ at: number }>("SELECT at FROM receivers WHERE key = ?", rec.key).toArray()[0];
         if (!held && this.count("receivers") >= MINCA_WAKE_LIMITS.max_receivers_per_account) {
           return { reason: "too_many_receivers", detail: `a host keeps at most ${MINCA_WAKE_LIMITS.max_receivers_per_account} receivers per account` };
@@ -483,7 +486,7 @@ export class MincaAccount extends DurableObject<Env> {
     try {
       sender = await this.pushSender();
     } catch (err) {
-      console.error("minca account: no VAPID keys, wakes wait", err);
+      log.error("minca account: no VAPID keys, wakes wait", { err });
       return;
     }
     await Promise.all(
@@ -496,7 +499,7 @@ export class MincaAccount extends DurableObject<Env> {
             topic: p.topic,
           });
         } catch (err) {
-          console.error("minca account: a wake could not be built", err);
+          log.error("minca account: a wake could not be built", { err });
           return void this.sql.exec("DELETE FROM pushes WHERE id = ?", p.id);
         }
         this.settle(p, outcome);
@@ -517,13 +520,13 @@ export class MincaAccount extends DurableObject<Env> {
         this.sql.exec("UPDATE pushes SET attempts = ?, next_at = ? WHERE id = ?", attempts, Date.now() + delay * 1000, p.id);
         return;
       }
-      console.warn(`minca account: a wake was dropped after ${attempts} tries (last ${outcome.status})`);
+      log.warn(`minca account: a wake was dropped after ${attempts} tries (last ${outcome.status})`);
     } else if (outcome.kind === "gone") {
       // Deletes nothing of the account's records: the receiver is not pushed to until it is written again.
       this.sql.exec("UPDATE receivers SET gone = 1 WHERE key = ? AND endpoint = ?", p.receiver, p.endpoint);
       this.sql.exec("DELETE FROM pushes WHERE receiver = ? AND endpoint = ?", p.receiver, p.endpoint);
     } else if (outcome.kind === "rejected") {
-      console.error(`minca account: a push service answered ${outcome.status}: ${outcome.detail}`);
+      log.error(`minca account: a push service answered ${outcome.status}: ${outcome.detail}`);
     }
     this.sql.exec("DELETE FROM pushes WHERE id = ?", p.id);
   }

@@ -17,6 +17,7 @@ import { buildPage, wakeBody, type Page, type PageQuery, type StoredItem } from 
 import { wakePushTopic } from "../shared/mailbox/topic";
 import { retryDelaySeconds, WebPushSender, type FetchLike, type PushOutcome } from "../shared/webpush/send";
 import type { PushSubscriptionJSON } from "../shared/webpush/subscription";
+import { log } from "../shared/log";
 
 /** What an RPC call answers: a value, or the HTTP error the Worker turns it into. */
 export type MailboxResult<T> =
@@ -123,15 +124,26 @@ export class MincaMailbox extends DurableObject<Env> {
     return { ok: true, value: row ? new Uint8Array(row.blob) : null };
   }
 
-  /** Adds a push receiver (the same endpoint again keeps its id and takes the new keys). */
+  /**
+   * Adds a push receiver. The same endpoint again with the same keys keeps its id (a browser
+   * registering twice); with other keys it is refused (409 receiver_exists): only the client that
+   * registered it holds its id, and only it may replace it, by deleting it first (docs/mailbox.md).
+   */
   async addReceiver(topic: string, sub: PushSubscriptionJSON, client: string): Promise<MailboxResult<{ id: string }>> {
     this.remember(topic);
     const limited = this.limit("write", client);
     if (limited) return limited;
-    const known = this.sql.exec<{ id: string }>("SELECT id FROM receivers WHERE endpoint = ?", sub.endpoint).toArray()[0];
+    const known = this.sql
+      .exec<{ id: string; p256dh: string; auth: string }>("SELECT id, p256dh, auth FROM receivers WHERE endpoint = ?", sub.endpoint)
+      .toArray()[0];
     if (known) {
-      this.sql.exec("UPDATE receivers SET p256dh = ?, auth = ? WHERE id = ?", sub.keys.p256dh, sub.keys.auth, known.id);
-      return { ok: true, value: { id: known.id } };
+      if (sameKey(known.p256dh, sub.keys.p256dh) && sameKey(known.auth, sub.keys.auth)) return { ok: true, value: { id: known.id } };
+      return {
+        ok: false,
+        status: 409,
+        code: "receiver_exists",
+        message: "this endpoint is registered with other keys; its registrant may DELETE it by its id and register again",
+      };
     }
     const count = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM receivers").one().n;
     if (count >= MAILBOX_LIMITS.max_receivers) {
@@ -181,7 +193,7 @@ export class MincaMailbox extends DurableObject<Env> {
         const stub = this.env.MINCA_ACCOUNT.get(this.env.MINCA_ACCOUNT.idFromName(account));
         for (const l of await stub.linksFor(topic)) out.push({ seq: 0, at: l.at, until: l.until, blob: l.blob });
       } catch (err) {
-        console.error("mailbox: an account's links could not be had", err);
+        log.error("mailbox: an account's links could not be had", { err });
       }
     }
     return out;
@@ -217,7 +229,7 @@ export class MincaMailbox extends DurableObject<Env> {
     try {
       sender = await this.pushSender();
     } catch (err) {
-      console.error("mailbox: no VAPID keys, wakes wait", err);
+      log.error("mailbox: no VAPID keys, wakes wait", { err });
       const later = Date.now() + MAILBOX_LIMITS.push_retry_base_seconds * 1000;
       for (const d of due) this.sql.exec("UPDATE deliveries SET next_at = ? WHERE receiver_id = ? AND seq = ?", later, d.receiver_id, d.seq);
       return;
@@ -237,7 +249,7 @@ export class MincaMailbox extends DurableObject<Env> {
           );
         } catch (err) {
           // Keys are checked when a receiver registers, so this is corrupt state: retrying cannot help.
-          console.error("mailbox: wake could not be built", err);
+          log.error("mailbox: wake could not be built", { err });
           return this.dropDelivery(d);
         }
         this.settle(d, outcome);
@@ -260,15 +272,15 @@ export class MincaMailbox extends DurableObject<Env> {
         });
         return;
       case "too_large":
-        console.warn(`mailbox: push service refused a wake as too large (413) at ${origin(d.endpoint)}`);
+        log.warn(`mailbox: push service refused a wake as too large (413) at ${origin(d.endpoint)}`);
         return this.dropDelivery(d);
       case "rejected":
-        console.error(`mailbox: push service at ${origin(d.endpoint)} answered ${outcome.status} (configuration error): ${outcome.detail}`);
+        log.error(`mailbox: push service at ${origin(d.endpoint)} answered ${outcome.status} (configuration error): ${outcome.detail}`);
         return this.dropDelivery(d);
       case "retry": {
         const attempts = d.attempts + 1;
         if (attempts >= MAILBOX_LIMITS.push_max_attempts) {
-          console.warn(`mailbox: wake to ${origin(d.endpoint)} dropped after ${attempts} tries (last ${outcome.status})`);
+          log.warn(`mailbox: wake to ${origin(d.endpoint)} dropped after ${attempts} tries (last ${outcome.status})`);
           return this.dropDelivery(d);
         }
         const delay = retryDelaySeconds(attempts, outcome.retryAfterSeconds, {
@@ -388,6 +400,11 @@ export class MincaMailbox extends DurableObject<Env> {
     const current = await this.ctx.storage.getAlarm();
     if (current !== at) await this.ctx.storage.setAlarm(at);
   }
+}
+
+/** Two base64url keys are the same key (browsers may add padding). */
+function sameKey(a: string, b: string): boolean {
+  return a.replace(/=+$/, "") === b.replace(/=+$/, "");
 }
 
 function origin(endpoint: string): string {

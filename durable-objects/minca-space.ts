@@ -12,6 +12,7 @@ import { checkReadProof } from "../shared/minca/read-proof";
 import type { Constitution } from "../shared/minca/space";
 import { checkVersion, outsideOf, rootOf, type Version, type VersionRefusal } from "../shared/minca/version";
 import type { Arrival } from "../shared/minca/wake";
+import { log } from "../shared/log";
 
 /** What an RPC call answers: a value, or the HTTP error the Worker turns it into. */
 export type HostResult<T> = { ok: true; value: T } | { ok: false; status: number; code: ErrorCode; message: string };
@@ -164,7 +165,7 @@ export class MincaSpace extends DurableObject<Env> {
   // ---- the log (called by the Worker) -------------------------------------------------------
 
   /** Runs each version through the gates and appends the accepted ones (DESIGN 8.2, 8.4). */
-  async append(space: string, arrived: Arrived[], opts: { loopbackPush?: boolean } = {}): Promise<HostResult<{ results: VersionResult[] }>> {
+  async append(space: string, arrived: Arrived[], opts: { requestHost?: string } = {}): Promise<HostResult<{ results: VersionResult[] }>> {
     const constitution = this.constitutionOf(space);
     const carryOf = this.meta("carry_of");
     const carriers = this.carriers();
@@ -306,7 +307,7 @@ export class MincaSpace extends DurableObject<Env> {
       try {
         await this.account(account).arrived(space, arrivals);
       } catch (err) {
-        console.error("minca space: telling an account of new versions failed", err);
+        log.error("minca space: telling an account of new versions failed", { err });
       }
     }
   }

@@ -20,6 +20,7 @@ import {
   type StatsProtocol,
   type StatsSnapshot,
 } from "../shared/stats";
+import { log } from "../shared/log";
 
 /** The one stats object's name. */
 export const RELAY_STATS_NAME = "relay";
@@ -156,7 +157,7 @@ export class StatsReporter {
     } catch (err) {
       // Keep the counts for the next report.
       for (const c of counts) this.pending.set(`${c.minute}:${c.metric}`, (this.pending.get(`${c.minute}:${c.metric}`) ?? 0) + c.n);
-      console.warn("stats: report failed; kept for the next one", err);
+      log.warn("stats: report failed; kept for the next one", { err });
       this.changed();
     }
   }

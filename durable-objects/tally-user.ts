@@ -22,6 +22,7 @@ import {
   type QueuedStatus,
 } from "../shared/tally/messages";
 import { relayUrlMatches } from "../shared/tally/relay-url";
+import { log } from "../shared/log";
 
 export interface TallyAttachment extends BaseAttachment {
   challenge: string;
@@ -297,7 +298,7 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
       try {
         return this.deliverOne(toHex, raw, fromHex, id);
       } catch (err) {
-        console.error("delivery failed", err);
+        log.error("delivery failed", { err });
         return null;
       }
     });

@@ -1,13 +1,16 @@
 // Builds the Worker's static assets (wrangler.toml [assets], served at /demo/): the demo page's
 // script bundled for browsers from the project's own client modules, and its static files.
-// Run by `npm run build:web`, which `npm run dev` and `npm test` run first; the output
-// (dist/web) is not committed.
+// Run by `npm run build:web`, which wrangler runs before `wrangler dev` and `wrangler deploy`
+// (wrangler.toml [build]) and `npm start` and `npm test` run first; the output (dist/web) is not
+// committed. Built into a fresh folder that then replaces dist/web, so a relay serving the old
+// one (or a second build at the same time) never sees it half-written.
 import { build } from "esbuild";
-import { cpSync, mkdirSync, rmSync } from "node:fs";
+import { cpSync, mkdirSync, renameSync, rmSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
-const out = `${root}dist/web`;
+const final = `${root}dist/web`;
+const out = `${final}.${process.pid}.tmp`;
 
 rmSync(out, { recursive: true, force: true });
 mkdirSync(`${out}/demo`, { recursive: true });
@@ -23,3 +26,12 @@ await build({
   sourcemap: "linked",
   logLevel: "warning",
 });
+
+const old = `${final}.${process.pid}.old`;
+try {
+  renameSync(final, old);
+} catch {
+  // no earlier build
+}
+renameSync(out, final);
+rmSync(old, { recursive: true, force: true });

@@ -9,6 +9,7 @@ import { WorkerEntrypoint } from "cloudflare:workers";
 import { isDraining, liveCount, setDraining, takeLive } from "../durable-objects/live";
 import { CLOSE_CODES } from "../shared/limits";
 import type { SocketBinding } from "./app";
+import { log } from "../shared/log";
 
 export class RelayAdmin extends WorkerEntrypoint<Env> {
   async fetch(req: Request): Promise<Response> {
@@ -32,7 +33,7 @@ export class RelayAdmin extends WorkerEntrypoint<Env> {
     let sockets = 0;
     for (const c of counts) {
       if (c.status === "fulfilled") sockets += c.value;
-      else console.error("drain: an object failed to close its sockets", c.reason);
+      else log.error("drain: an object failed to close its sockets", { err: c.reason });
     }
     return { objects: refs.length, sockets };
   }

@@ -16,18 +16,41 @@ import { mountStatus } from "./status";
 import { serveAsset } from "./assets";
 import { hostIdentity, vapidKeys } from "../durable-objects/relay-keys";
 import { base64urlEncode } from "../shared/encoding";
+import { log } from "../shared/log";
 
 export const app = new Hono<{ Bindings: Env }>();
+
+declare module "hono" {
+  interface ContextVariableMap {
+    /** Names the request in log lines (shared/log.ts). */
+    requestId: string;
+  }
+}
 
 export function httpError(c: Context, status: number, code: ErrorCode, message: string): Response {
   return c.json(httpErrorBody(code, message), status as 400);
 }
+
+/** 405 with the methods the path takes in `Allow` (RFC 9110 section 15.5.6); GET implies HEAD. */
+export function methodNotAllowed(c: Context, methods: Array<"GET" | "POST" | "DELETE">, note = ""): Response {
+  c.header("Allow", methods.flatMap((m) => (m === "GET" ? ["GET", "HEAD"] : [m])).join(", "));
+  return httpError(c, 405, "method_not_allowed", `use ${methods.join(" or ")}${note}`);
+}
+
+// Every log line about a request names it: Cloudflare's ray id where there is one, else a fresh id.
+app.use(async (c, next) => {
+  c.set("requestId", c.req.header("cf-ray") ?? crypto.randomUUID());
+  await next();
+});
 
 function isUpgrade(req: Request): boolean {
   return req.headers.get("upgrade")?.toLowerCase() === "websocket";
 }
 
 app.get("/", async (c) => {
+  // Browser apps on other origins read the VAPID key and limits from it (it holds nothing private).
+  c.header("Access-Control-Allow-Origin", "*");
+  c.header("Vary", "Accept");
   const info = relayInfo({ name: c.env.RELAY_NAME ?? "edge-relay", vapidPublicKey: await vapidPublicKey(c.env), host: await mincaHost(c.env) });
   const accept = c.req.header("accept") ?? "";
   if (accept.includes("application/json") || !accept.includes("text/html")) return c.json(info);
@@ -52,7 +75,7 @@ function socketRoute(
   target: (env: Env, key: string, url: URL) => { binding: SocketBinding; name: string; headers: Record<string, string> },
 ): void {
   app.all(path, async (c) => {
-    if (c.req.method !== "GET") return httpError(c, 405, "method_not_allowed", "use GET with Upgrade: websocket");
+    if (c.req.method !== "GET") return methodNotAllowed(c, ["GET"], " with Upgrade: websocket");
     const key = c.req.param("key") ?? "";
     if (!check.valid(key)) return httpError(c, 400, "bad_request", check.invalid);
     if (!isUpgrade(c.req.raw)) return httpError(c, 426, "upgrade_required", "this endpoint speaks WebSocket");
@@ -107,7 +130,7 @@ async function vapidPublicKey(env: Env): Promise<string | null> {
   try {
     return base64urlEncode((await vapidKeys(env)).publicKey);
   } catch (err) {
-    console.error("no VAPID key", err);
+    log.error("no VAPID key", { err });
     return null;
   }
 }
@@ -117,7 +140,7 @@ async function mincaHost(env: Env): Promise<{ did: string; name: string } | null
   try {
     return await hostIdentity(env);
   } catch (err) {
-    console.error("no Minca host key", err);
+    log.error("no Minca host key", { err });
     return null;
   }
 }
@@ -125,7 +148,7 @@ async function mincaHost(env: Env): Promise<{ did: string; name: string } | null
 app.notFound(async (c) => (await serveAsset(c)) ?? httpError(c, 404, "not_found", "no such endpoint"));
 
 app.onError((err, c) => {
-  console.error("unhandled", err);
+  log.error("unhandled", { err, request_id: c.get("requestId"), method: c.req.method, path: new URL(c.req.url).pathname });
   return httpError(c, 500, "internal_error", "the relay failed to handle this request");
 });
 

@@ -11,8 +11,7 @@ import { isP256DidKey } from "../shared/minca/did-key";
 import { logQuerySchema, readVersionsBody } from "../shared/minca/host-wire";
 import { isMincaId } from "../shared/minca/id";
 import { TIME_HEADER } from "../shared/minca/read-proof";
-import { isLoopbackHost } from "../shared/webpush/subscription";
-import { httpError } from "./app";
+import { httpError, methodNotAllowed } from "./app";
 import { firstIssue, readBounded } from "./mailbox";
 
 type C = Context<{ Bindings: Env }>;
@@ -80,9 +79,9 @@ export function mountHosting(app: Hono<{ Bindings: Env }>): void {
     }
     const read = readVersionsBody(text);
     if (!read.ok) return httpError(c, 400, "invalid_versions", read.reason);
-    // Plain-http push endpoints (a loopback push service) only for a relay itself reached on loopback.
-    const loopbackPush = isLoopbackHost(new URL(c.req.url).hostname);
-    return answer(c, await space(c, id).append(id, read.versions, { loopbackPush }));
+    // The host a sys.receiver's endpoint must not name (DESIGN section 7), besides PUBLIC_URL's.
+    const requestHost = new URL(c.req.url).host;
+    return answer(c, await space(c, id).append(id, read.versions, { requestHost }));
   });
 
   app.get(`${SPACES_PATH}/:id/versions`, async (c) => {
@@ -93,7 +92,7 @@ export function mountHosting(app: Hono<{ Bindings: Env }>): void {
     return answer(c, await space(c, id).page(id, q.data, proof));
   });
 
-  app.all(`${HOST_PATH}/accounts`, (c) => httpError(c, 405, "method_not_allowed", "use POST"));
-  app.all(`${HOST_PATH}/accounts/:did`, (c) => httpError(c, 405, "method_not_allowed", "use GET"));
-  app.all(`${SPACES_PATH}/:id/versions`, (c) => httpError(c, 405, "method_not_allowed", "use GET or POST"));
+  app.all(`${HOST_PATH}/accounts`, (c) => methodNotAllowed(c, ["POST"]));
+  app.all(`${HOST_PATH}/accounts/:did`, (c) => methodNotAllowed(c, ["GET"]));
+  app.all(`${SPACES_PATH}/:id/versions`, (c) => methodNotAllowed(c, ["GET", "POST"]));
 }

@@ -6,8 +6,9 @@ import type { MailboxResult } from "../durable-objects/minca-mailbox";
 import { MAILBOX_LIMITS } from "../shared/limits";
 import { pageQuerySchema, postQuerySchema, receiverIdSchema, resolveUntil } from "../shared/mailbox/messages";
 import { isTopic } from "../shared/mailbox/topic";
-import { isLoopbackHost, pushSubscriptionSchema } from "../shared/webpush/subscription";
-import { httpError } from "./app";
+import { checkPushEndpoint, endpointPolicy } from "../shared/webpush/endpoint";
+import { pushSubscriptionSchema } from "../shared/webpush/subscription";
+import { httpError, methodNotAllowed } from "./app";
 
 type C = Context<{ Bindings: Env }>;
 
@@ -125,10 +126,9 @@ export function mountMailbox(app: Hono<{ Bindings: Env }>): void {
     }
     const sub = pushSubscriptionSchema.safeParse(json);
     if (!sub.success) return httpError(c, 400, "invalid_subscription", firstIssue(sub.error));
-    // Plain http (to a loopback push service) only for a relay itself reached on loopback: local dev and tests.
-    if (sub.data.endpoint.startsWith("http:") && !isLoopbackHost(new URL(c.req.url).hostname)) {
-      return httpError(c, 400, "invalid_subscription", "endpoint must be an https URL");
-    }
+    // DESIGN section 7: where the relay will send pushes (https, a public name, not itself).
+    const rule = checkPushEndpoint(sub.data.endpoint, endpointPolicy(c.env, new URL(c.req.url).host));
+    if (!rule.ok) return httpError(c, 400, "invalid_endpoint", rule.reason);
     const r = await mailbox(c, topic).addReceiver(topic, sub.data, clientOf(c));
     if (!r.ok) return failed(c, r);
     return c.json(r.value, 201);
@@ -143,7 +143,7 @@ export function mountMailbox(app: Hono<{ Bindings: Env }>): void {
     return c.body(null, 204);
   });
 
-  app.all(`${MAILBOX_PATH}/:topic`, (c) => httpError(c, 405, "method_not_allowed", "use GET or POST"));
-  app.all(`${MAILBOX_PATH}/:topic/receivers`, (c) => httpError(c, 405, "method_not_allowed", "use POST"));
-  app.all(`${MAILBOX_PATH}/:topic/receivers/:id`, (c) => httpError(c, 405, "method_not_allowed", "use DELETE"));
+  app.all(`${MAILBOX_PATH}/:topic`, (c) => methodNotAllowed(c, ["GET", "POST"]));
+  app.all(`${MAILBOX_PATH}/:topic/receivers`, (c) => methodNotAllowed(c, ["POST"]));
+  app.all(`${MAILBOX_PATH}/:topic/receivers/:id`, (c) => methodNotAllowed(c, ["DELETE"]));
 }

@@ -31,7 +31,7 @@ describe("DESIGN 8.3: the host's identity and connecting it", () => {
   it("the information document names the host's did and name; the same did on every request", async () => {
     const doc = (await (await SELF.fetch(`${RELAY}/`, { headers: { accept: "application/json" } })).json()) as any;
     expect(doc.protocols.minca.host.did).toMatch(/^did:key:zDn/);
-    expect(doc.protocols.minca.host.name).toBe("edge-relay (local)");
+    expect(doc.protocols.minca.host.name).toBe("edge-relay");
     expect(doc.limits.minca_host.links_served_per_account).toBe(64);
     const again = (await (await SELF.fetch(`${RELAY}/`, { headers: { accept: "application/json" } })).json()) as any;
     expect(again.protocols.minca.host.did).toBe(doc.protocols.minca.host.did);
@@ -421,6 +421,25 @@ describe("DESIGN 8.5: wakes and receivers", () => {
     await host.receiver("phone", svc.push); // written again
     await send("d");
     expect(svc.got).toHaveLength(4);
+  });
+
+  it("DESIGN section 7: a sys.receiver whose endpoint the relay may not push to does not count; its version is refused (invalid_receiver)", async () => {
+    const { acct, host } = await connected();
+    const svc = await pushService(acct.root.did);
+    for (const endpoint of [
+      "http://127.0.0.1:9/push/x",
+      "https://127.0.0.1/push/x",
+      "https://[::1]/push/x",
+      "https://localhost/push/x",
+      "https://push.example:8443/x",
+      "https://relay.test/minca/v1/mailbox/aaaaaaaaaaaaaaaaaaaa", // this relay, as the request reached it
+    ]) {
+      const r = await host.receiver("phone", { ...svc.push, endpoint });
+      expect(r, endpoint).toMatchObject({ accepted: false, reason: "invalid_receiver" });
+    }
+    expect(await host.status()).toMatchObject({ receivers: 0 });
+    expect(await host.receiver("phone", svc.push)).toMatchObject({ accepted: true });
+    expect(await host.status()).toMatchObject({ receivers: 1 });
   });
 
   it("bound: at most pushes_per_minute pushes per account per minute; the rest wait for the next minute", async () => {

@@ -95,7 +95,7 @@ describe("the stats object", () => {
   });
 });
 
-describe("GET /status and /status.json", () => {
+describe("GET /status, /status.json and /metrics", () => {
   it("with no admin token configured, the page is open and says so", async () => {
     const res = await SELF.fetch("http://relay.test/status");
     expect(res.status).toBe(200);
@@ -109,7 +109,7 @@ describe("GET /status and /status.json", () => {
 
   it("with ADMIN_TOKEN set, both need Authorization: Bearer <token> (401 otherwise) and show no banner", async () => {
     const withToken = { ...env, ADMIN_TOKEN: "s3cret-token" };
-    for (const path of ["/status", "/status.json"]) {
+    for (const path of ["/status", "/status.json", "/metrics"]) {
       const none = await app.fetch(new Request(`http://relay.test${path}`), withToken);
       expect(none.status).toBe(401);
       expect(none.headers.get("www-authenticate")).toMatch(/^Bearer/);
@@ -122,10 +122,25 @@ describe("GET /status and /status.json", () => {
     }
   });
 
+  it("GET /metrics: the same counts as Prometheus text, one gauge per series with HELP and TYPE", async () => {
+    const res = await SELF.fetch("http://relay.test/metrics");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("text/plain; version=0.0.4; charset=utf-8");
+    const text = await res.text();
+    const json = (await (await SELF.fetch("http://relay.test/status.json")).json()) as StatsSnapshot;
+    expect(text).toContain("# TYPE edge_relay_connections gauge");
+    expect(text).toContain(`edge_relay_connections{protocol="tally"} ${json.connections.tally}`);
+    expect(text).toContain(`edge_relay_mailbox_items ${json.mailbox_items}`);
+    expect(text).toMatch(/^edge_relay_messages_window\{protocol="passnote"\} \d+$/m);
+    // Every sample line is name{labels} value, the exposition format's grammar.
+    for (const line of text.trim().split("\n").filter((l) => !l.startsWith("#"))) expect(line).toMatch(/^[a-z_]+(\{[a-z_]+="[a-z]+"\})? \d+$/);
+  });
+
   it("shows counts only: no user id, topic or room id appears", async () => {
     const json = await (await SELF.fetch("http://relay.test/status.json")).text();
     const html = await (await SELF.fetch("http://relay.test/status")).text();
-    for (const body of [json, html]) {
+    const metrics = await (await SELF.fetch("http://relay.test/metrics")).text();
+    for (const body of [json, html, metrics]) {
       expect(body).not.toMatch(/npub1[02-9ac-hj-np-z]{20,}/);
       expect(body).not.toMatch(/[0-9a-f]{32,}/);
     }

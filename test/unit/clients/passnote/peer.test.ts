@@ -159,7 +159,7 @@ describe("seed 001: flow control and inbound order", () => {
     await waitFor(() => agreed(a, tb) && agreed(b, ta), { what: "agreement" });
     for (let i = 0; i < 200; i++) a.put(`c${i}`, "k", i); // one delta per collection: 200 frames
     await waitFor(() => b.store.collectionNames().length === 200, { what: "200 deltas" });
-    const peak = (a.engine as any).peersState.get(tb.self!).window.peak;
+    const peak = a.engine.core.peers.get(tb.self!)!.window.peak;
     expect(peak).toBe(16);
   });
 

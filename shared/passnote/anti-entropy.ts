@@ -1,0 +1,66 @@
+// Anti-entropy as the engine runs it (seed 001, "Messages", "Clock bound", "Reconciliation
+// exchange"): hello asks for state; the receiver of state probes every collection either side
+// named (recon1 on both sides) or, without recon1, ships the records newer than the peer's
+// watermark; delta merges under the clock bound (and, for the roster, the owner's signature);
+// reconcile answers probes (reconcile.ts); poke asks for a hello.
+import { PASSNOTE_LIMITS as L } from "../limits";
+import type { Channel, EngineCore, PeerState } from "./engine-core";
+import { hlcWall } from "./hlc";
+import { usesRecon } from "./negotiation";
+import { openingProbe, respondToReconcile } from "./reconcile";
+import { ROSTER_COLLECTION, verifyRosterRecord } from "./roster";
+import { rosterChanged } from "./sessions";
+import type { MessageOf, WireRecord } from "./wire";
+
+export function onHello(core: EngineCore, peer: string, state: PeerState, m: MessageOf<"hello">, ch: Channel): void {
+  state.node = m.node;
+  const watermarks = core.store
+    .collectionNames()
+    .filter((c) => core.inScope(c, ch))
+    .map((collection) => ({ collection, watermark: core.store.watermark(collection) }));
+  void core.send(peer, { type: "state", watermarks: watermarks.slice(0, L.state_max_collections) }, ch);
+}
+
+export function onState(core: EngineCore, peer: string, state: PeerState, m: MessageOf<"state">, ch: Channel): void {
+  // User-collection entries in a plain state are ignored, like any user content in a plain frame.
+  const theirs = new Map(m.watermarks.filter((w) => core.inScope(w.collection, ch)).map((w) => [w.collection, w.watermark]));
+  const names = new Set([...core.store.collectionNames().filter((c) => core.inScope(c, ch)), ...theirs.keys()]);
+  const recon = usesRecon(core, state);
+  for (const collection of names) {
+    if (recon) void core.send(peer, openingProbe(core.store, collection), ch);
+    else void core.sendDelta(peer, collection, core.store.newerThan(collection, theirs.get(collection) ?? ""), ch);
+  }
+}
+
+export function onDelta(core: EngineCore, peer: string, m: MessageOf<"delta">): void {
+  const limit = core.clock.physical() + (core.opts.maxClockDriftMs ?? L.max_clock_drift_ms);
+  const roster = !!core.identity && m.collection === ROSTER_COLLECTION;
+  const changed: WireRecord[] = [];
+  for (const r of m.records) {
+    if (hlcWall(r.hlc) > limit) {
+      core.emit("refused", m.collection, r, peer); // refused with its document; offered again later
+      continue;
+    }
+    // Anyone holding the roster key can send roster records: only the owner's signature counts.
+    if (roster && !verifyRosterRecord(core.identity!.group.owner, r)) {
+      core.emit("dropped", peer, "roster-signature");
+      continue;
+    }
+    if (core.store.merge(m.collection, r)) {
+      core.clock.observe(r.hlc);
+      changed.push(r);
+    }
+  }
+  if (changed.length) core.emit("change", m.collection, changed, peer);
+  if (roster && changed.length) rosterChanged(core);
+}
+
+export function onPoke(core: EngineCore, peer: string, ch: Channel): void {
+  void core.send(peer, { type: "hello", node: core.node }, ch);
+}
+
+export function onReconcile(core: EngineCore, peer: string, m: MessageOf<"reconcile">, ch: Channel): void {
+  const { ship, reply } = respondToReconcile(core.store, m);
+  if (ship.length) void core.sendDelta(peer, m.collection, ship, ch);
+  if (reply) void core.send(peer, reply, ch);
+}

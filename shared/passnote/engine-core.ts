@@ -1,0 +1,230 @@
+// The state the Passnote sync engine's parts share (seed 001): the options, the store and clock,
+// the local identity, one PeerState per transport peer, the event listeners, and the one way a
+// message leaves (sealed for its channel, queued in the peer's ordered send window). The parts
+// that act on it: negotiation.ts (the connection handshake), sessions.ts (ratchet-hello and
+// sessions), anti-entropy.ts (hello / state / delta / poke / reconcile); sync.ts composes them.
+import { PASSNOTE_LIMITS as L } from "../limits";
+import { encodeValue } from "./codec";
+import { InstTokens, makeHandshake, newInstToken, SUPPORTED_VERSIONS } from "./handshake";
+import { HlcClock } from "./hlc";
+import { MemoryStore } from "./records";
+import { ROSTER_COLLECTION, devicePublicKey, deviceIdOf, keyTagOf, verifyRosterRecord, type DeviceIdentity, type RosterEntry } from "./roster";
+import { sealFrame, sealPlain } from "./seal";
+import type { Ephemeral, RatchetHello, Session } from "./session";
+import { SendWindow } from "./send-window";
+import { encodeMessage, type Message, type MessageOf, type WireRecord } from "./wire";
+
+export interface SyncEngineOptions {
+  /** This node's id (HLC node part, hello). */
+  node: string;
+  /** Identity mode (the default in the reference peer): the group's credentials and this device's key. */
+  identity?: DeviceIdentity;
+  /** Passphrase-only mode: the 32-byte passphrase key, the only membership. */
+  key?: Uint8Array;
+  /** Hands one sealed frame to the transport for `peer`; resolves when the transport took it. */
+  transmit: (peer: string, bytes: Uint8Array) => Promise<void>;
+  /** This side's transport peer id, once known. */
+  selfId: () => string | undefined;
+  store?: MemoryStore;
+  now?: () => number;
+  versions?: readonly number[];
+  /** Offer recon1 (default true). */
+  recon?: boolean;
+  /** This instance's inst token (default: a fresh random one). */
+  inst?: string;
+  maxClockDriftMs?: number;
+  /** Minimum milliseconds between two re-send-your-hello requests to one peer. */
+  rehelloIntervalMs?: number;
+}
+
+/**
+ * Which layer a frame travelled in: "passphrase" (no identity), "plain" (kind 0x00, roster key)
+ * or "session" (kind 0x01, ratcheted).
+ */
+export type Channel = "passphrase" | "plain" | "session";
+
+export type DropReason = "unauthenticated" | "malformed" | "out-of-scope" | "no-session" | "stale" | "unopenable" | "roster-signature";
+
+export interface SyncEvents {
+  /** The versions do not overlap: the exchange with this peer has ended. */
+  incompatible: (peer: string, theirs: number[]) => void;
+  /** The version was agreed with a peer. */
+  agreed: (peer: string, version: number) => void;
+  /** A new inst token from a peer we knew: everything held for it was dropped. */
+  restarted: (peer: string) => void;
+  /** Records from a peer changed the store. */
+  change: (collection: string, records: WireRecord[], from: string) => void;
+  /** A delta record was refused by the clock bound. */
+  refused: (collection: string, record: WireRecord, from: string) => void;
+  /** Identity mode: a ratchet session with a peer's device is open. */
+  session: (peer: string, device: string) => void;
+  /** Identity mode: a peer's session ended because its device was revoked (or left the roster). */
+  sessionEnded: (peer: string, device: string) => void;
+  /** Identity mode: a ratchet-hello failed one of its acceptance checks. */
+  helloRefused: (peer: string, reason: string) => void;
+  /** Identity mode: this side asked a peer to re-send its hello (sent a fresh one of its own). */
+  rehello: (peer: string) => void;
+  /** A frame (or a roster record) was dropped; nothing is said on the wire. */
+  dropped: (peer: string, reason: DropReason) => void;
+}
+
+export interface TrafficStats {
+  frames: Record<string, number>;
+  bytes: number;
+}
+
+export interface PeerState {
+  window: SendWindow;
+  inbound: Promise<void>;
+  tokens: InstTokens;
+  replied: boolean;
+  version?: number;
+  caps: Set<string>;
+  incompatible: boolean;
+  node?: string;
+  // ---- identity mode ----
+  /** This side's ephemeral key for the connection; its secret is wiped once the session exists. */
+  mine?: Ephemeral;
+  session?: Session;
+  /** The peer's device, once its hello was accepted. */
+  peerDevice?: string;
+  /** A hello from a device whose roster record has not arrived yet (re-checked on roster change). */
+  held?: RatchetHello;
+  /** Ephemeral keys of hellos accepted from this peer (hex): a replayed hello changes nothing. */
+  seenEphemerals: string[];
+  /** When this side last asked the peer to re-send its hello. */
+  lastRehello: number;
+  /** When this side last answered a peer's new hello with a fresh one (dropping a session). */
+  lastAnswer: number;
+}
+
+/** This device in identity mode: its credentials plus what derives from them. */
+export type LocalIdentity = DeviceIdentity & { pub: Uint8Array; deviceId: string; keyTag: Uint8Array };
+
+const emptyStats = (): TrafficStats => ({ frames: {}, bytes: 0 });
+
+export class EngineCore {
+  readonly node: string;
+  readonly store: MemoryStore;
+  readonly clock: HlcClock;
+  readonly inst: string;
+  readonly versions: readonly number[];
+  readonly identity?: LocalIdentity;
+  readonly sent: TrafficStats = emptyStats();
+  readonly received: TrafficStats = emptyStats();
+  readonly peers = new Map<string, PeerState>();
+  private readonly listeners = new Map<keyof SyncEvents, Set<(...args: any[]) => void>>();
+  private readonly rosterCache = new Map<string, { hlc: string; entry: RosterEntry | null }>();
+
+  constructor(readonly opts: SyncEngineOptions) {
+    if (opts.identity) {
+      const { group, deviceKey } = opts.identity;
+      if (group.rosterKey.length !== 32 || group.groupKey.length !== 32 || group.owner.length !== 32 || deviceKey.length !== 32) {
+        throw new Error("roster key, group key, owner and device key are 32 bytes each");
+      }
+      const pub = devicePublicKey(deviceKey);
+      this.identity = { ...opts.identity, pub, deviceId: deviceIdOf(pub), keyTag: keyTagOf(group.groupKey) };
+    } else if (opts.key?.length !== 32) throw new Error("the passphrase key is 32 bytes");
+    this.node = opts.node;
+    this.store = opts.store ?? new MemoryStore();
+    this.clock = new HlcClock(opts.node, opts.now);
+    this.inst = opts.inst ?? newInstToken();
+    this.versions = opts.versions ?? SUPPORTED_VERSIONS;
+  }
+
+  on<K extends keyof SyncEvents>(event: K, fn: SyncEvents[K]): () => void {
+    let set = this.listeners.get(event);
+    if (!set) this.listeners.set(event, (set = new Set()));
+    set.add(fn);
+    return () => set.delete(fn);
+  }
+
+  emit<K extends keyof SyncEvents>(event: K, ...args: Parameters<SyncEvents[K]>): void {
+    for (const fn of this.listeners.get(event) ?? []) fn(...args);
+  }
+
+  /** Whether this side offers recon1. */
+  get recon(): boolean {
+    return this.opts.recon ?? true;
+  }
+
+  fresh(peer: string): PeerState {
+    return {
+      window: new SendWindow((b) => this.opts.transmit(peer, b)),
+      inbound: Promise.resolve(),
+      tokens: new InstTokens(),
+      replied: false,
+      caps: new Set(),
+      incompatible: false,
+      seenEphemerals: [],
+      lastRehello: -Infinity,
+      lastAnswer: -Infinity,
+    };
+  }
+
+  handshake(): MessageOf<"handshake"> {
+    return makeHandshake({ versions: this.versions, inst: this.inst, recon: this.recon, deviceKey: this.identity?.pub });
+  }
+
+  /** The channel of frames that are about no collection (handshake, hello, poke): plain or passphrase. */
+  get base(): Channel {
+    return this.identity ? "plain" : "passphrase";
+  }
+
+  /** The channel a collection travels in. */
+  channelOf(collection: string): Channel {
+    if (!this.identity) return "passphrase";
+    return collection === ROSTER_COLLECTION ? "plain" : "session";
+  }
+
+  /** Whether a frame of this channel may speak of this collection. */
+  inScope(collection: string, ch: Channel): boolean {
+    return ch === "passphrase" || this.channelOf(collection) === ch;
+  }
+
+  /** Identity mode: the roster entry of a device (null when it is not listed). */
+  rosterEntry(device: string): RosterEntry | null {
+    if (!this.identity) return null;
+    const r = this.store.get(ROSTER_COLLECTION, device);
+    if (!r) return null;
+    const cached = this.rosterCache.get(device);
+    if (cached?.hlc === r.hlc) return cached.entry;
+    const entry = verifyRosterRecord(this.identity.group.owner, r);
+    this.rosterCache.set(device, { hlc: r.hlc, entry });
+    return entry;
+  }
+
+  /** Seals one message for its channel and queues it; a session message without a session is not sent. */
+  send(peer: string, m: Message, ch: Channel = this.base): Promise<void> {
+    const state = this.peers.get(peer);
+    if (!state) return Promise.resolve();
+    const frame = encodeMessage(m);
+    let sealed: Uint8Array;
+    if (ch === "passphrase") sealed = sealFrame(this.opts.key!, frame);
+    else if (ch === "plain") sealed = sealPlain(this.identity!.group.rosterKey, frame);
+    else if (state.session) sealed = state.session.seal(frame); // the counter is taken in queue order
+    else return Promise.resolve();
+    this.sent.frames[m.type] = (this.sent.frames[m.type] ?? 0) + 1;
+    this.sent.bytes += sealed.length;
+    return state.window.push(sealed).catch(() => undefined);
+  }
+
+  /** Deltas of at most 500 records and delta_max_bytes each; a record is never split. */
+  async sendDelta(peer: string, collection: string, records: readonly WireRecord[], ch: Channel): Promise<void> {
+    let batch: WireRecord[] = [];
+    let bytes = 0;
+    const sends: Promise<void>[] = [];
+    for (const r of records) {
+      const size = encodeValue(r.value).length + r.key.length * 3 + r.hlc.length + 16;
+      if (batch.length && (batch.length >= L.delta_max_records || bytes + size > L.delta_max_bytes)) {
+        sends.push(this.send(peer, { type: "delta", collection, records: batch }, ch));
+        batch = [];
+        bytes = 0;
+      }
+      batch.push(r);
+      bytes += size;
+    }
+    if (batch.length) sends.push(this.send(peer, { type: "delta", collection, records: batch }, ch));
+    await Promise.all(sends);
+  }
+}

@@ -1,0 +1,47 @@
+// The connection handshake as the engine runs it (seed 001, "Connection handshake"; the message
+// and its rules are handshake.ts): reply once, restart on a new inst token, agree the highest
+// common version or report PeerIncompatible, then open the exchange.
+//
+// Profile decision (the seed is silent): after the version is agreed, the side with the lower
+// transport peer id sends hello (the pull; both sides do without recon1); the other side can ask
+// for it with poke (forceSync).
+import { CAP_RECON, instToken, negotiateVersion } from "./handshake";
+import type { EngineCore, PeerState } from "./engine-core";
+import { sendRatchetHello } from "./sessions";
+import type { MessageOf } from "./wire";
+
+export function onHandshake(core: EngineCore, peer: string, state: PeerState, h: MessageOf<"handshake">): void {
+  const token = instToken(h);
+  if (token !== undefined && state.tokens.observe(token) === "restart") {
+    // The peer restarted: drop its session, negotiated version and pending work, renegotiate.
+    const tokens = state.tokens;
+    state.window.close();
+    state = { ...core.fresh(peer), tokens, inbound: state.inbound };
+    core.peers.set(peer, state);
+    core.emit("restarted", peer);
+  }
+  if (!state.replied) {
+    state.replied = true;
+    void core.send(peer, core.handshake());
+  }
+  if (state.version !== undefined || state.incompatible) return;
+  const v = negotiateVersion(core.versions, h.versions);
+  if (v === null) {
+    state.incompatible = true;
+    core.emit("incompatible", peer, h.versions);
+    return;
+  }
+  state.version = v;
+  state.caps = new Set(h.capabilities);
+  core.emit("agreed", peer, v);
+  // Identity mode: offer a session with a fresh ephemeral key for this connection.
+  if (core.identity) sendRatchetHello(core, peer, state);
+  // With recon1 on both sides one pull suffices (leaves ship both ways); without it each side pulls.
+  const self = core.opts.selfId();
+  if (!usesRecon(core, state) || (self !== undefined && self < peer)) void core.send(peer, { type: "hello", node: core.node });
+}
+
+/** Whether range reconciliation runs with this peer (recon1 offered by both sides). */
+export function usesRecon(core: EngineCore, state: PeerState): boolean {
+  return state.caps.has(CAP_RECON) && core.recon;
+}

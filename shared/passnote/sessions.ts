@@ -1,0 +1,103 @@
+// Identity mode, as the engine runs it (seed 001, "Session handshake"; the bytes are session.ts):
+// send a ratchet-hello with a fresh ephemeral key once the version is agreed, accept a peer's
+// hello only under the checks of the seed (or hold it until its device's roster record arrives),
+// open the session, ask a peer to re-send its hello when its frames cannot be opened
+// (rate-limited), and end sessions with devices the roster no longer lists.
+import { PASSNOTE_LIMITS as L } from "../limits";
+import { bytesToHex, equalBytes } from "../encoding";
+import type { EngineCore, PeerState } from "./engine-core";
+import { newEphemeral, openSession, signRatchetHello, verifyRatchetHello, type RatchetHello } from "./session";
+
+/** Sends a ratchet-hello with a fresh ephemeral key (dropping any session with the peer). */
+export function sendRatchetHello(core: EngineCore, peer: string, state: PeerState): void {
+  const self = core.opts.selfId();
+  const id = core.identity;
+  if (!id || self === undefined) return;
+  state.session = undefined;
+  state.mine = newEphemeral();
+  const hello = signRatchetHello(id.deviceKey, { from: self, to: peer, device: id.deviceId, keyTag: id.keyTag, ephemeral: state.mine.pub });
+  void core.send(peer, hello, "plain");
+}
+
+/** "accept", "hold" (the device's roster record has not arrived), or why the hello is refused. */
+function checkHello(core: EngineCore, peer: string, h: RatchetHello): string {
+  if (h.to !== core.opts.selfId()) return "not addressed to this node";
+  if (h.from !== peer) return "not from the transport peer it names";
+  if (!equalBytes(h.keyTag, core.identity!.keyTag)) return "another key generation";
+  const entry = core.rosterEntry(h.device);
+  if (!entry) return "hold";
+  if (entry.revoked) return "revoked device";
+  if (!verifyRatchetHello(entry.pub, h)) return "bad signature";
+  return "accept";
+}
+
+export function onRatchetHello(core: EngineCore, peer: string, state: PeerState, h: RatchetHello): void {
+  const verdict = checkHello(core, peer, h);
+  if (verdict === "hold") {
+    state.held = h;
+    return;
+  }
+  if (verdict !== "accept") return core.emit("helloRefused", peer, verdict);
+  const eph = bytesToHex(h.ephemeral);
+  if (state.seenEphemerals.includes(eph)) return; // a replayed hello changes nothing
+  // A new hello while a session exists (or after ours was used): the peer started afresh or asks
+  // us to re-send ours. Answer with a fresh one; the session is then derived from both. Answers
+  // are rate-limited like requests, so a stale hello (replayed from beyond the remembered ones)
+  // cannot start an endless exchange of answers; the next request after the interval re-keys.
+  const answer = !!state.session || !state.mine?.secret;
+  const now = core.clock.physical();
+  // Half the request interval, so that a peer's next request (rate-limited by the full interval
+  // on its own clock) is never refused for arriving a little early.
+  if (answer && now - state.lastAnswer < rehelloInterval(core) / 2) return core.emit("helloRefused", peer, "answered too recently");
+  state.seenEphemerals.push(eph);
+  if (state.seenEphemerals.length > L.ratchet_hellos_remembered) state.seenEphemerals.shift();
+  state.held = undefined;
+  if (answer) {
+    state.lastAnswer = now;
+    sendRatchetHello(core, peer, state);
+  }
+  if (!state.mine?.secret) return;
+  const session = openSession({ groupKey: core.identity!.group.groupKey, mine: state.mine, theirs: h.ephemeral, selfId: core.opts.selfId()!, peerId: peer });
+  if (!session) return core.emit("helloRefused", peer, "degenerate ephemeral key");
+  state.session = session;
+  state.peerDevice = h.device;
+  core.emit("session", peer, h.device);
+  // Both sides ask for the other's state once their session exists: the later of the two hellos
+  // always finds the other side's session open.
+  void core.send(peer, { type: "hello", node: core.node }, "session");
+}
+
+/**
+ * A ratcheted frame that this side cannot open: ask the peer to re-send its hello, by sending a
+ * fresh one of ours (at most once per rehello interval per peer).
+ */
+export function requestRehello(core: EngineCore, peer: string, state: PeerState): void {
+  const now = core.clock.physical();
+  if (now - state.lastRehello < rehelloInterval(core)) return;
+  state.lastRehello = now;
+  core.emit("rehello", peer);
+  sendRatchetHello(core, peer, state);
+}
+
+function rehelloInterval(core: EngineCore): number {
+  return core.opts.rehelloIntervalMs ?? L.rehello_interval_ms;
+}
+
+/** The roster changed: end sessions with devices no longer listed as members, re-check held hellos. */
+export function rosterChanged(core: EngineCore): void {
+  for (const [peer, s] of core.peers) {
+    if (s.session && s.peerDevice) {
+      const entry = core.rosterEntry(s.peerDevice);
+      if (!entry || entry.revoked) {
+        s.session = undefined;
+        s.mine = undefined;
+        core.emit("sessionEnded", peer, s.peerDevice);
+      }
+    }
+    if (s.held) {
+      const h = s.held;
+      s.held = undefined;
+      onRatchetHello(core, peer, s, h);
+    }
+  }
+}

@@ -1,0 +1,31 @@
+// What browsers and HTTP clients see of the Worker's plain HTTP answers: CORS on the information
+// document, `Allow` on every 405.
+import { SELF } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+
+describe("HTTP answers", () => {
+  it("GET / answers any origin (Access-Control-Allow-Origin: *), as JSON and as HTML", async () => {
+    for (const accept of ["application/json", "text/html"]) {
+      const res = await SELF.fetch("http://relay.test/", { headers: { accept, origin: "https://app.example" } });
+      expect(res.status).toBe(200);
+      expect(res.headers.get("access-control-allow-origin")).toBe("*");
+      expect(res.headers.get("vary")).toContain("Accept");
+    }
+  });
+
+  it("a 405 names the methods the path takes in Allow", async () => {
+    const room = "b" + "a".repeat(52);
+    const cases: Array<[string, string, string]> = [
+      ["POST", `/minca/v1/rooms/${room}`, "GET, HEAD"],
+      ["PUT", "/minca/v1/mailbox/" + "A".repeat(43), "GET, HEAD, POST"],
+      ["GET", "/minca/v1/mailbox/" + "A".repeat(43) + "/receivers", "POST"],
+      ["GET", "/minca/v1/host/accounts", "POST"],
+    ];
+    for (const [method, path, allow] of cases) {
+      const res = await SELF.fetch(`http://relay.test${path}`, { method });
+      expect(res.status, `${method} ${path}`).toBe(405);
+      expect(res.headers.get("allow"), `${method} ${path}`).toBe(allow);
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe("method_not_allowed");
+    }
+  });
+});
