@@ -201,6 +201,10 @@ export const MINCA_HOST_LIMITS = {
   max_space_bytes: 67_108_864,
   /** Spaces (live passes) one account may have carried. */
   max_spaces_per_account: 256,
+  /** Accounts that may carry one space at this host; a pass past it is refused with too_many_carriers. */
+  max_carriers_per_space: 16,
+  /** Keys one account may have revoked at this host (sys.revoke); past it too_many_revocations. */
+  max_revocations_per_account: 1_024,
   /** Bytes of versions across the spaces one account carries (its carry space included); past it 507. */
   max_account_bytes: 268_435_456,
   /** sys.link records kept per account (the carry space's live links). */
