@@ -11,6 +11,8 @@ import { bytesToHex, randomBytes } from "../../shared/encoding";
 import { memoryStore, type OutboxItem, type TallyStore } from "./store";
 import { innerToLedgerEntry, type LedgerEntry } from "../../shared/tally/ledger";
 import { SyncEngine, type SyncOptions } from "./sync";
+import { relayBase } from "../relay-url";
+import { awaitListener } from "../listeners";
 
 /** An inner message as the application sees it (seed section 3). */
 export interface InnerMessage {
@@ -63,7 +65,7 @@ export interface TallyClientEvents {
 type Listener<K extends keyof TallyClientEvents> = TallyClientEvents[K];
 
 export interface TallyClientOptions {
-  /** ws:// or wss:// base URL of the relay (the path /tally/v1/<npub> is added). */
+  /** The relay: ws(s)://, http(s):// or a bare host (clients/relay-url.ts); /tally/v1/<npub> is added. */
   relayUrl: string;
   secretKey: Uint8Array;
   store?: TallyStore;
@@ -127,7 +129,8 @@ export class TallyClient {
 
   private async emit<K extends keyof TallyClientEvents>(event: K, ...args: Parameters<TallyClientEvents[K]>) {
     const results: unknown[] = [];
-    for (const fn of this.listeners.get(event) ?? []) results.push(await fn(...args));
+    // A listener that throws is reported and counts as having returned nothing (clients/listeners.ts).
+    for (const fn of this.listeners.get(event) ?? []) results.push(await awaitListener(event, fn, ...args));
     return results;
   }
 
@@ -143,7 +146,7 @@ export class TallyClient {
   }
 
   endpoint(): string {
-    return `${this.opts.relayUrl.replace(/\/+$/, "")}/tally/v1/${this.npub}`;
+    return `${relayBase(this.opts.relayUrl, "ws")}/tally/v1/${this.npub}`;
   }
 
   /** Connects and registers; resolves once `registered` arrived. */
@@ -216,7 +219,7 @@ export class TallyClient {
     const msg = parsed;
     switch (msg.type) {
       case "challenge": {
-        const auth = makeAuthEvent({ secretKey: this.opts.secretKey, challenge: msg.challenge, relayUrl: this.opts.relayUrl });
+        const auth = makeAuthEvent({ secretKey: this.opts.secretKey, challenge: msg.challenge, relayUrl: relayBase(this.opts.relayUrl, "ws") });
         ws.send(JSON.stringify({ type: "register", user_id: this.npub, auth, acks: this.opts.acks }));
         return;
       }
