@@ -13,6 +13,7 @@ import { base64urlDecode, base64urlEncode } from "../shared/encoding";
 import { MINCA_HOST_LIMITS, MINCA_WAKE_LIMITS } from "../shared/limits";
 import { readCarryRecord, type CarryStart, type WakeBody } from "../shared/minca/carry";
 import { wakeMatches, wakePayload, wakeTopic, type Arrival } from "../shared/minca/wake";
+import { checkPushEndpoint, endpointPolicy } from "../shared/webpush/endpoint";
 import { retryDelaySeconds, WebPushSender, type FetchLike, type PushOutcome } from "../shared/webpush/send";
 import { relayPushSender } from "./relay-keys";
 import { bodyKeyOf } from "../shared/minca/space";
@@ -127,7 +128,7 @@ export class MincaAccount extends DurableObject<Env> {
    * per version, null when it is taken (a refused one is not stored in the log either).
    * `closed` once carry:closed was read: everything is forgotten, and the rest is moot.
    */
-  async applyCarry(space: string, versions: Version[], opts: { loopbackPush?: boolean } = {}): Promise<{ verdicts: CarryVerdict[]; closed: boolean }> {
+  async applyCarry(space: string, versions: Version[], opts: { requestHost?: string } = {}): Promise<{ verdicts: CarryVerdict[]; closed: boolean }> {
     const verdicts: CarryVerdict[] = [];
     const keyB64 = this.meta("carry_key");
     if (space !== this.meta("carry_space") || keyB64 === null) {
@@ -223,8 +224,10 @@ export class MincaAccount extends DurableObject<Env> {
           break;
         case "receiver": {
           const endpoint = rec.receiver.push.endpoint;
-          if (endpoint.startsWith("http:") && !opts.loopbackPush) {
-            verdicts.push({ reason: "invalid_receiver", detail: "a receiver's endpoint is an https URL" });
+          // DESIGN section 7's endpoint rule: a receiver the relay may not push to does not count, and its version is refused.
+          const rule = checkPushEndpoint(endpoint, endpointPolicy(this.env, opts.requestHost));
+          if (!rule.ok) {
+            verdicts.push({ reason: "invalid_receiver", detail: rule.reason });
             continue;
           }
           const held = this.sql.exec<{ at: number }>("SELECT at FROM receivers WHERE key = ?", rec.key).toArray()[0];

@@ -124,15 +124,26 @@ export class MincaMailbox extends DurableObject<Env> {
     return { ok: true, value: row ? new Uint8Array(row.blob) : null };
   }
 
-  /** Adds a push receiver (the same endpoint again keeps its id and takes the new keys). */
+  /**
+   * Adds a push receiver. The same endpoint again with the same keys keeps its id (a browser
+   * registering twice); with other keys it is refused (409 receiver_exists): only the client that
+   * registered it holds its id, and only it may replace it, by deleting it first (docs/mailbox.md).
+   */
   async addReceiver(topic: string, sub: PushSubscriptionJSON, client: string): Promise<MailboxResult<{ id: string }>> {
     this.remember(topic);
     const limited = this.limit("write", client);
     if (limited) return limited;
-    const known = this.sql.exec<{ id: string }>("SELECT id FROM receivers WHERE endpoint = ?", sub.endpoint).toArray()[0];
+    const known = this.sql
+      .exec<{ id: string; p256dh: string; auth: string }>("SELECT id, p256dh, auth FROM receivers WHERE endpoint = ?", sub.endpoint)
+      .toArray()[0];
     if (known) {
-      this.sql.exec("UPDATE receivers SET p256dh = ?, auth = ? WHERE id = ?", sub.keys.p256dh, sub.keys.auth, known.id);
-      return { ok: true, value: { id: known.id } };
+      if (sameKey(known.p256dh, sub.keys.p256dh) && sameKey(known.auth, sub.keys.auth)) return { ok: true, value: { id: known.id } };
+      return {
+        ok: false,
+        status: 409,
+        code: "receiver_exists",
+        message: "this endpoint is registered with other keys; its registrant may DELETE it by its id and register again",
+      };
     }
     const count = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM receivers").one().n;
     if (count >= MAILBOX_LIMITS.max_receivers) {
@@ -389,6 +400,11 @@ export class MincaMailbox extends DurableObject<Env> {
     const current = await this.ctx.storage.getAlarm();
     if (current !== at) await this.ctx.storage.setAlarm(at);
   }
+}
+
+/** Two base64url keys are the same key (browsers may add padding). */
+function sameKey(a: string, b: string): boolean {
+  return a.replace(/=+$/, "") === b.replace(/=+$/, "");
 }
 
 function origin(endpoint: string): string {

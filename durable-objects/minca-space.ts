@@ -110,7 +110,7 @@ export class MincaSpace extends DurableObject<Env> {
   // ---- the log (called by the Worker) -------------------------------------------------------
 
   /** Runs each version through the gates and appends the accepted ones (DESIGN 8.2, 8.4). */
-  async append(space: string, arrived: Arrived[], opts: { loopbackPush?: boolean } = {}): Promise<HostResult<{ results: VersionResult[] }>> {
+  async append(space: string, arrived: Arrived[], opts: { requestHost?: string } = {}): Promise<HostResult<{ results: VersionResult[] }>> {
     const constitution = this.constitutionOf(space);
     const carryOf = this.meta("carry_of");
     const carriers = this.carriers();

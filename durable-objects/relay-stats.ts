@@ -118,12 +118,32 @@ export class StatsReporter {
 
   private readonly ns: DurableObjectNamespace<RelayStats> | undefined;
 
+  /**
+   * The current minute's counts, added to `pending` when the minute turns or a report is sent.
+   * Counting is on every message's path: a number added to a field, no key built per call.
+   */
+  private minute = -1;
+  private current: Partial<Record<StatsCounter, number>> = {};
+
   /** Counts `n` events of `metric` in the current minute. */
   count(metric: StatsCounter, n = 1): void {
     if (n <= 0 || !this.ns) return;
-    const key = `${minuteOf(Date.now())}:${metric}`;
-    this.pending.set(key, (this.pending.get(key) ?? 0) + n);
-    this.changed();
+    const minute = minuteOf(Date.now());
+    if (minute !== this.minute) {
+      this.settle();
+      this.minute = minute;
+    }
+    this.current[metric] = (this.current[metric] ?? 0) + n;
+    if (!this.scheduled) this.changed();
+  }
+
+  /** Moves the current minute's counts into `pending`. */
+  private settle(): void {
+    for (const [metric, n] of Object.entries(this.current)) {
+      const key = `${this.minute}:${metric}`;
+      this.pending.set(key, (this.pending.get(key) ?? 0) + n);
+    }
+    this.current = {};
   }
 
   /** The object's current values changed (a socket closed, an item expired): report them. */
@@ -138,6 +158,7 @@ export class StatsReporter {
     this.scheduled = false;
     const ns = this.ns;
     if (!ns || !this.protocol) return;
+    this.settle();
     const oldest = minuteOf(Date.now()) - STATS_LIMITS.window_minutes + 1;
     const counts: Array<{ minute: number; metric: StatsCounter; n: number }> = [];
     for (const [key, n] of this.pending) {

@@ -199,11 +199,13 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
     const rows = this.sql.exec<{ seq: number; body: string }>("SELECT seq, body FROM queue ORDER BY seq").toArray();
     this.send(ws, { type: "registered", user_id: this.userNpub(), device_id: deviceId, queued: rows.length });
     let pushed = 0;
+    let n = 0;
     for (const row of rows) {
       if (!this.sendRaw(ws, row.body)) break;
       pushed = row.seq;
-      this.stats.count("deliveries");
+      n++;
     }
+    this.stats.count("deliveries", n);
     this.send(ws, { type: "queue_drained" });
     // Without acks the seed's rule holds: removed after a successful push.
     if (!next.acks && pushed > 0) this.sql.exec("DELETE FROM queue WHERE seq <= ?", pushed);

@@ -33,6 +33,8 @@ export const ERROR_CODES = [
   "invalid_query",
   "invalid_subscription",
   "too_many_receivers",
+  "invalid_endpoint",
+  "receiver_exists",
   // minca hosting (DESIGN section 8)
   "invalid_grant",
   "invalid_versions",

@@ -11,7 +11,6 @@ import { isP256DidKey } from "../shared/minca/did-key";
 import { logQuerySchema, readVersionsBody } from "../shared/minca/host-wire";
 import { isMincaId } from "../shared/minca/id";
 import { TIME_HEADER } from "../shared/minca/read-proof";
-import { isLoopbackHost } from "../shared/webpush/subscription";
 import { httpError, methodNotAllowed } from "./app";
 import { firstIssue, readBounded } from "./mailbox";
 
@@ -80,9 +79,9 @@ export function mountHosting(app: Hono<{ Bindings: Env }>): void {
     }
     const read = readVersionsBody(text);
     if (!read.ok) return httpError(c, 400, "invalid_versions", read.reason);
-    // Plain-http push endpoints (a loopback push service) only for a relay itself reached on loopback.
-    const loopbackPush = isLoopbackHost(new URL(c.req.url).hostname);
-    return answer(c, await space(c, id).append(id, read.versions, { loopbackPush }));
+    // The host a sys.receiver's endpoint must not name (DESIGN section 7), besides PUBLIC_URL's.
+    const requestHost = new URL(c.req.url).host;
+    return answer(c, await space(c, id).append(id, read.versions, { requestHost }));
   });
 
   app.get(`${SPACES_PATH}/:id/versions`, async (c) => {

@@ -6,7 +6,8 @@ import type { MailboxResult } from "../durable-objects/minca-mailbox";
 import { MAILBOX_LIMITS } from "../shared/limits";
 import { pageQuerySchema, postQuerySchema, receiverIdSchema, resolveUntil } from "../shared/mailbox/messages";
 import { isTopic } from "../shared/mailbox/topic";
-import { isLoopbackHost, pushSubscriptionSchema } from "../shared/webpush/subscription";
+import { checkPushEndpoint, endpointPolicy } from "../shared/webpush/endpoint";
+import { pushSubscriptionSchema } from "../shared/webpush/subscription";
 import { httpError, methodNotAllowed } from "./app";
 
 type C = Context<{ Bindings: Env }>;
@@ -125,10 +126,9 @@ export function mountMailbox(app: Hono<{ Bindings: Env }>): void {
     }
     const sub = pushSubscriptionSchema.safeParse(json);
     if (!sub.success) return httpError(c, 400, "invalid_subscription", firstIssue(sub.error));
-    // Plain http (to a loopback push service) only for a relay itself reached on loopback: local dev and tests.
-    if (sub.data.endpoint.startsWith("http:") && !isLoopbackHost(new URL(c.req.url).hostname)) {
-      return httpError(c, 400, "invalid_subscription", "endpoint must be an https URL");
-    }
+    // DESIGN section 7: where the relay will send pushes (https, a public name, not itself).
+    const rule = checkPushEndpoint(sub.data.endpoint, endpointPolicy(c.env, new URL(c.req.url).host));
+    if (!rule.ok) return httpError(c, 400, "invalid_endpoint", rule.reason);
     const r = await mailbox(c, topic).addReceiver(topic, sub.data, clientOf(c));
     if (!r.ok) return failed(c, r);
     return c.json(r.value, 201);

@@ -5,11 +5,10 @@ import { base64urlDecode } from "../encoding";
 import { WEBPUSH_LIMITS } from "../limits";
 import type { PushKeys } from "./encrypt";
 
-/** Loopback hosts, where plain http is accepted (a push service on the same machine, for tests). */
-export function isLoopbackHost(hostname: string): boolean {
-  return hostname === "localhost" || hostname === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname);
-}
-
+/**
+ * The shape of an endpoint: an http(s) URL without credentials. Whether the relay will send to it
+ * is DESIGN section 7's rule (checkPushEndpoint in ./endpoint), applied with the relay's settings.
+ */
 function endpointOk(s: string): boolean {
   let u: URL;
   try {
@@ -18,7 +17,7 @@ function endpointOk(s: string): boolean {
     return false;
   }
   if (u.username || u.password) return false;
-  return u.protocol === "https:" || (u.protocol === "http:" && isLoopbackHost(u.hostname));
+  return u.protocol === "https:" || u.protocol === "http:";
 }
 
 /** base64url, tolerating the padding some browsers add. */
@@ -44,7 +43,7 @@ function isP256Point(s: string): boolean {
 }
 
 export const pushSubscriptionSchema = z.object({
-  endpoint: z.string().max(WEBPUSH_LIMITS.max_endpoint_chars).refine(endpointOk, "endpoint must be an https URL"),
+  endpoint: z.string().max(WEBPUSH_LIMITS.max_endpoint_chars).refine(endpointOk, "endpoint must be an http(s) URL"),
   expirationTime: z.number().nullable().optional(),
   keys: z.object({
     p256dh: b64urlBytes(65).refine(isP256Point, "p256dh must be an uncompressed P-256 point"),

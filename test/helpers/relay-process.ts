@@ -58,6 +58,13 @@ export async function freePort(): Promise<number> {
 
 const root = new URL("../../", import.meta.url).pathname;
 
+/**
+ * The setting that lets the relay push to the tests' loopback push services (test/helpers/
+ * push-service.ts): without it, DESIGN section 7's endpoint rule refuses them like any other
+ * loopback address.
+ */
+export const TEST_PUSH_ALLOW = "http://127.0.0.1";
+
 function command(target: RelayTarget, port: number, dataDir: string, runtimeDir: string): { cmd: string; args: string[] } {
   if (target === "wrangler") {
     return {
@@ -75,6 +82,9 @@ function command(target: RelayTarget, port: number, dataDir: string, runtimeDir:
         "--show-interactive-dev-session=false",
         "--log-level",
         "warn",
+        // The tests' push services on loopback pass DESIGN section 7's endpoint rule only by name.
+        "--var",
+        `PUSH_ENDPOINT_ALLOW:${TEST_PUSH_ALLOW}`,
       ],
     };
   }
@@ -92,7 +102,8 @@ function command(target: RelayTarget, port: number, dataDir: string, runtimeDir:
       dataDir,
       "--runtime-dir",
       runtimeDir,
-      // Loopback too: tests stand up their own push services on 127.0.0.1.
+      // Loopback too: tests stand up their own push services on 127.0.0.1 (allowed by
+      // PUSH_ENDPOINT_ALLOW, set in startRelay's environment).
       "--outbound",
       "public,local",
       "--grace",
@@ -110,7 +121,7 @@ export async function startRelay(opts: StartOptions = {}): Promise<RelayProcess>
   let out = "";
   const child: ChildProcess = spawn(cmd, args, {
     cwd: root,
-    env: { ...process.env, ...opts.env, NO_COLOR: "1", WRANGLER_SEND_METRICS: "false", CI: "true" },
+    env: { ...process.env, PUSH_ENDPOINT_ALLOW: TEST_PUSH_ALLOW, ...opts.env, NO_COLOR: "1", WRANGLER_SEND_METRICS: "false", CI: "true" },
     stdio: ["ignore", "pipe", "pipe"],
     detached: true,
   });

@@ -282,6 +282,25 @@ describe("DESIGN 8.5: wakes and receivers", () => {
     expect(svc.got).toHaveLength(4);
   });
 
+  it("DESIGN section 7: a sys.receiver whose endpoint the relay may not push to does not count; its version is refused (invalid_receiver)", async () => {
+    const { acct, host } = await connected();
+    const svc = await pushService(acct.root.did);
+    for (const endpoint of [
+      "http://127.0.0.1:9/push/x",
+      "https://127.0.0.1/push/x",
+      "https://[::1]/push/x",
+      "https://localhost/push/x",
+      "https://push.example:8443/x",
+      "https://relay.test/minca/v1/mailbox/aaaaaaaaaaaaaaaaaaaa", // this relay, as the request reached it
+    ]) {
+      const r = await host.receiver("phone", { ...svc.push, endpoint });
+      expect(r, endpoint).toMatchObject({ accepted: false, reason: "invalid_receiver" });
+    }
+    expect(await host.status()).toMatchObject({ receivers: 0 });
+    expect(await host.receiver("phone", svc.push)).toMatchObject({ accepted: true });
+    expect(await host.status()).toMatchObject({ receivers: 1 });
+  });
+
   it("bound: at most pushes_per_minute pushes per account per minute; the rest wait for the next minute", async () => {
     const { acct, host } = await connected();
     const s = makeSpace(acct, "public");

@@ -257,13 +257,51 @@ describe("DESIGN section 7: wakes by Web Push", () => {
   });
 });
 
-describe("receiver endpoints", () => {
-  it("plain http to a loopback push service is refused on a relay reached by its public name", async () => {
+describe("DESIGN section 7: the push-endpoint rule, applied when a receiver registers", () => {
+  const register = (topic: string, endpoint: string) => {
     const svc = fakePushService();
-    const sub = { ...svc.subscription, endpoint: "http://127.0.0.1:9/push/x" };
-    const res = await SELF.fetch(`${BASE}/${newTopic()}/receivers`, { method: "POST", body: JSON.stringify(sub) });
-    expect(res.status).toBe(400);
-    expect(((await res.json()) as any).error.code).toBe("invalid_subscription");
+    return SELF.fetch(`${BASE}/${topic}/receivers`, { method: "POST", body: JSON.stringify({ ...svc.subscription, endpoint }) });
+  };
+
+  it("a receiver endpoint that is not an https URL on the default port with a public name, or is this relay, is refused with 400", async () => {
+    const topic = newTopic();
+    for (const endpoint of [
+      "http://127.0.0.1:9/push/x", // plain http to loopback: no longer allowed because the relay is on loopback
+      "https://127.0.0.1/push/x",
+      "https://2130706433/push/x",
+      "https://[::ffff:10.0.0.1]/push/x",
+      "https://169.254.169.254/latest/meta-data",
+      "https://localhost/push/x",
+      "https://push.example:8443/x",
+      `https://relay.test/minca/v1/mailbox/${topic}`, // the relay's own mailbox: a wake that wakes itself
+      "https://RELAY.test./minca/v1/mailbox/x",
+    ]) {
+      const res = await register(topic, endpoint);
+      expect(res.status, endpoint).toBe(400);
+      expect(((await res.json()) as any).error.code, endpoint).toBe("invalid_endpoint");
+    }
+    expect(await stub(topic).receivers()).toHaveLength(0);
+    expect((await register(topic, "https://push.example/ok")).status).toBe(201);
+  });
+
+  it("a receiver's keys are replaced only by its registrant: other keys for a known endpoint are 409 until its id deletes it", async () => {
+    const topic = newTopic();
+    const victim = fakePushService();
+    const id = await withReceiver(topic, victim);
+    const attacker = fakePushService();
+    const hijack = { endpoint: victim.subscription.endpoint, keys: attacker.subscription.keys };
+    const res = await SELF.fetch(`${BASE}/${topic}/receivers`, { method: "POST", body: JSON.stringify(hijack) });
+    expect(res.status).toBe(409);
+    const body = (await res.json()) as any;
+    expect(body.error.code).toBe("receiver_exists");
+    expect(JSON.stringify(body)).not.toContain(id);
+    // The wake still goes to the registrant's keys.
+    await post(topic);
+    await waitFor(() => victim.got.length === 1, { what: "the registrant's wake" });
+    // The registrant, who holds the id, replaces its keys by deleting and registering again.
+    expect((await SELF.fetch(`${BASE}/${topic}/receivers/${id}`, { method: "DELETE" })).status).toBe(204);
+    const again = await SELF.fetch(`${BASE}/${topic}/receivers`, { method: "POST", body: JSON.stringify(hijack) });
+    expect(again.status).toBe(201);
   });
 });
 

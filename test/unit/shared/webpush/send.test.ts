@@ -94,9 +94,10 @@ describe("PushSubscription.toJSON() as receivers send it", () => {
     expect(pushSubscriptionSchema.safeParse({ endpoint: good.endpoint, keys: good.keys, expirationTime: null }).success).toBe(true);
     expect(pushSubscriptionSchema.safeParse({ endpoint: good.endpoint, keys: { ...good.keys, auth: good.keys.auth + "==" } }).success).toBe(true);
   });
-  it("refuses http (except loopback), short keys, and points off the curve", () => {
+  it("refuses non-http(s) endpoints, credentials, short keys, and points off the curve (where it may send: endpoint.test.ts)", () => {
     const bad = (o: object) => expect(pushSubscriptionSchema.safeParse(o).success).toBe(false);
-    bad({ endpoint: "http://push.example/x", keys: good.keys });
+    bad({ endpoint: "ftp://push.example/x", keys: good.keys });
+    bad({ endpoint: "https://u:p@push.example/x", keys: good.keys });
     bad({ endpoint: "https://push.example/x", keys: { ...good.keys, auth: "AAAA" } });
     bad({ endpoint: "https://push.example/x", keys: { ...good.keys, p256dh: "B" + "A".repeat(86) } });
     bad({ endpoint: "https://push.example/x" });
