@@ -5,7 +5,7 @@
 // table but the tombstone. An alarm sweeps expired links.
 import { DurableObject } from "cloudflare:workers";
 import { OwnName } from "./own-name";
-import { applyMigrations } from "./base";
+import { LazySchema } from "./schema";
 import type { HostResult } from "./minca-space";
 import { MIGRATIONS } from "../migrations/index";
 import type { ErrorCode } from "../shared/errors";
@@ -60,6 +60,9 @@ interface PushRow extends Record<string, SqlStorageValue> {
 
 export class MincaAccount extends DurableObject<Env> {
   private readonly sql: SqlStorage;
+  /** Made when the account is first carried: a GET of an unknown account stores nothing. */
+  private readonly schema: LazySchema;
+  private readonly ownAccount: OwnName;
   /** The fetch wakes go out with (tests may replace it). */
   pushFetch: FetchLike = (url, init) => fetch(url, init);
   private sender: WebPushSender | undefined;
@@ -67,7 +70,8 @@ export class MincaAccount extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
-    applyMigrations(ctx.storage, MIGRATIONS.MincaAccount);
+    this.schema = new LazySchema(ctx.storage, MIGRATIONS.MincaAccount);
+    this.ownAccount = new OwnName(this.schema, "account");
   }
 
   // ---- connecting (POST /minca/v1/host/accounts) ----------------------------------------------
@@ -88,6 +92,7 @@ export class MincaAccount extends DurableObject<Env> {
       await this.space(current).forget();
     }
     await this.space(start.carrySpace).openCarry(start.carrySpace, start.account, start.constitution);
+    this.schema.ensure();
     this.ctx.storage.transactionSync(() => {
       this.sql.exec("DELETE FROM meta WHERE key IN ('closed_at', 'closed_space', 'claimed')");
       this.setMeta("carry_space", start.carrySpace);
@@ -104,7 +109,7 @@ export class MincaAccount extends DurableObject<Env> {
     }
     const carry = this.meta("carry_space");
     if (carry === null || this.meta("account") !== account) return fail(404, "not_found", "this host does not carry for that account");
-    const count = (table: string) => this.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table}`).one().n;
+    const count = (table: string) => this.count(table);
     const used = this.sql.exec<{ v: number; b: number }>("SELECT COALESCE(SUM(versions), 0) AS v, COALESCE(SUM(bytes), 0) AS b FROM usage").one();
     return {
       ok: true,
@@ -270,6 +275,7 @@ export class MincaAccount extends DurableObject<Env> {
 
   /** Bytes the account may still add to `space` (its carried spaces' total bound). */
   room(_space: string): number {
+    if (!this.schema.exists) return MINCA_HOST_LIMITS.max_account_bytes;
     const used = this.sql.exec<{ b: number }>("SELECT COALESCE(SUM(bytes), 0) AS b FROM usage").one().b;
     return MINCA_HOST_LIMITS.max_account_bytes - used;
   }
@@ -292,6 +298,7 @@ export class MincaAccount extends DurableObject<Env> {
    * most recently written live links, those whose topic (computed from the blob) is `topic`.
    */
   linksFor(topic: string): Array<{ blob: Uint8Array; until: number; at: number }> {
+    if (!this.schema.exists) return [];
     return this.sql
       .exec<LinkRow>(
         `SELECT key, topic, blob, until, at FROM (
@@ -344,6 +351,7 @@ export class MincaAccount extends DurableObject<Env> {
   // ---- alarm: expired links, pushes due -------------------------------------------------------
 
   async alarm(): Promise<void> {
+    if (!this.schema.exists) return;
     const expired = this.sql.exec<{ key: string; topic: string }>("SELECT key, topic FROM links WHERE until <= ?", nowSeconds()).toArray();
     this.sql.exec("DELETE FROM links WHERE until <= ?", nowSeconds());
     for (const topic of new Set(expired.map((e) => e.topic))) await this.unlinkIfNone(topic);
@@ -464,6 +472,7 @@ export class MincaAccount extends DurableObject<Env> {
     }
     this.ctx.storage.transactionSync(() => {
       for (const t of ["passes", "links", "usage", "wakes", "receivers", "pushes", "meta"]) this.sql.exec(`DELETE FROM ${t}`);
+      this.ownAccount.reset();
       this.sql.exec("DELETE FROM sqlite_sequence");
       this.setMeta("closed_at", String(Date.now()));
       if (carry !== null) this.setMeta("closed_space", carry);
@@ -499,11 +508,12 @@ export class MincaAccount extends DurableObject<Env> {
   }
 
   private count(table: string): number {
+    if (!this.schema.exists) return 0;
     return this.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table}`).one().n;
   }
 
   private remember(account: string): void {
-    new OwnName(this.sql, "account").claim(account);
+    this.ownAccount.claim(account);
   }
 
   private space(id: string) {
@@ -515,10 +525,12 @@ export class MincaAccount extends DurableObject<Env> {
   }
 
   private meta(key: string): string | null {
+    if (!this.schema.exists) return null;
     return this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = ?", key).toArray()[0]?.value ?? null;
   }
 
   private setMeta(key: string, value: string): void {
+    this.schema.ensure();
     this.sql.exec("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", key, value);
   }
 }

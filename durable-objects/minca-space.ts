@@ -4,7 +4,7 @@
 // what a carry-space record means, read proofs) is made in shared/minca; this object stores
 // what they accept. A version is in SQLite before the answer leaves.
 import { DurableObject } from "cloudflare:workers";
-import { applyMigrations } from "./base";
+import { LazySchema } from "./schema";
 import { MIGRATIONS } from "../migrations/index";
 import type { ErrorCode } from "../shared/errors";
 import { MINCA_HOST_LIMITS } from "../shared/limits";
@@ -49,18 +49,21 @@ const fail = (status: number, code: ErrorCode, message: string): HostResult<neve
 
 export class MincaSpace extends DurableObject<Env> {
   private readonly sql: SqlStorage;
+  /** Made when an account first carries the space: a GET or POST of an unknown space stores nothing. */
+  private readonly schema: LazySchema;
   private readonly waiters = new Set<() => void>();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
-    applyMigrations(ctx.storage, MIGRATIONS.MincaSpace);
+    this.schema = new LazySchema(ctx.storage, MIGRATIONS.MincaSpace);
   }
 
   // ---- carrying (called by MincaAccount) -------------------------------------------------------
 
   /** This space is `account`'s carry space (its own machinery). */
   openCarry(space: string, account: string, constitution: Constitution): void {
+    this.schema.ensure();
     this.ctx.storage.transactionSync(() => {
       this.setMeta("space", space);
       this.setMeta("constitution", JSON.stringify(constitution));
@@ -73,6 +76,7 @@ export class MincaSpace extends DurableObject<Env> {
    * account decides which of its passes is current; no account's pass displaces another's.
    */
   carry(space: string, account: string, constitution: Constitution, readKey: string | null, at: number): void {
+    this.schema.ensure();
     this.ctx.storage.transactionSync(() => {
       this.setMeta("space", space);
       if (this.meta("constitution") === null) this.setMeta("constitution", JSON.stringify(constitution));
@@ -88,6 +92,7 @@ export class MincaSpace extends DurableObject<Env> {
 
   /** `account` no longer carries this space; with no carrier left, the space is forgotten. */
   uncarry(account: string): void {
+    if (!this.schema.exists) return;
     this.sql.exec("DELETE FROM carriers WHERE account = ?", account);
     const left = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM carriers").one().n;
     if (left === 0 && this.meta("carry_of") === null) this.forget();
@@ -95,6 +100,7 @@ export class MincaSpace extends DurableObject<Env> {
 
   /** Deletes every row this space holds. */
   forget(): void {
+    if (!this.schema.exists) return;
     this.ctx.storage.transactionSync(() => {
       for (const t of ["log", "carriers", "meta"]) this.sql.exec(`DELETE FROM ${t}`);
       this.sql.exec("DELETE FROM sqlite_sequence WHERE name = 'log'");
@@ -104,6 +110,7 @@ export class MincaSpace extends DurableObject<Env> {
 
   /** Versions and bytes held (for an account's status). */
   usage(): { versions: number; bytes: number } {
+    if (!this.schema.exists) return { versions: 0, bytes: 0 };
     return this.sql.exec<{ versions: number; bytes: number }>("SELECT COUNT(*) AS versions, COALESCE(SUM(bytes), 0) AS bytes FROM log").one();
   }
 
@@ -265,6 +272,7 @@ export class MincaSpace extends DurableObject<Env> {
   }
 
   private carriers(): Array<{ account: string }> {
+    if (!this.schema.exists) return [];
     return this.sql.exec<{ account: string }>("SELECT account FROM carriers").toArray();
   }
 
@@ -280,6 +288,7 @@ export class MincaSpace extends DurableObject<Env> {
   }
 
   private meta(key: string): string | null {
+    if (!this.schema.exists) return null;
     return this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = ?", key).toArray()[0]?.value ?? null;
   }
 

@@ -52,6 +52,11 @@ export const PASSNOTE_LIMITS = {
   delta_max_records: 500,
   /** Encoded bytes of records per delta frame, so a delta always fits in one binary message. */
   delta_max_bytes: 262_144,
+  /**
+   * Encoded bytes of one record (key, value, flags, HLC, crdt type): the largest a local write may
+   * be, so that a delta carrying it alone, sealed and prefixed, fits in one binary message.
+   */
+  record_max_bytes: 1_040_384,
   /** Milliseconds a delta record's HLC may run ahead of the receiver's clock (maxClockDrift). */
   max_clock_drift_ms: 600_000,
   /** Reconciliation: a mismatch with at most this many records on either side is a leaf. */

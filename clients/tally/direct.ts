@@ -1,20 +1,97 @@
 // Direct channels (seed 6.1): the client sends envelopes and receipts over any channel that
-// carries string frames. A WebRTC data channel plugs in with `dataChannelAdapter`; tests use
-// `connectInMemory`, two clients joined as if by a data channel.
-import type { DirectChannel, TallyClient } from "./client";
+// carries string frames. The client keeps its open channels in a DirectChannels registry, by peer
+// user and (when known) device. A WebRTC data channel plugs in with `dataChannelAdapter`; tests
+// use `connectInMemory`, two clients joined as if by a data channel.
+
+/** A direct channel to one peer device: anything that carries a string frame (6.1). */
+export interface DirectChannel {
+  send(data: string): void;
+  /** Called when the client drops the peer (12.8). */
+  close?(): void;
+}
+
+/** What the helpers below need of a client. */
+export interface DirectHost {
+  readonly npub: string;
+  addDirectChannel(userId: string, channel: DirectChannel, deviceId?: string): () => void;
+  handleDirectFrame(data: string, fromUserId?: string): Promise<void>;
+}
+
+interface Registered {
+  channel: DirectChannel;
+  deviceId: string | undefined;
+}
+
+/** The open direct channels, by peer user id. */
+export class DirectChannels {
+  private readonly byUser = new Map<string, Set<Registered>>();
+
+  add(userId: string, channel: DirectChannel, deviceId?: string): () => void {
+    let set = this.byUser.get(userId);
+    if (!set) this.byUser.set(userId, (set = new Set()));
+    const r: Registered = { channel, deviceId };
+    set.add(r);
+    return () => {
+      const s = this.byUser.get(userId);
+      if (!s?.delete(r)) return;
+      if (s.size === 0) this.byUser.delete(userId);
+    };
+  }
+
+  /** The device ids of the channels to a user (undefined where registered without one). */
+  devices(userId: string): Array<string | undefined> {
+    return [...(this.byUser.get(userId) ?? [])].map((r) => r.deviceId);
+  }
+
+  count(userId: string): number {
+    return this.byUser.get(userId)?.size ?? 0;
+  }
+
+  /**
+   * Sends a frame over every channel to `userId`. Returns the channels that took it: their device
+   * ids (undefined where a channel was registered without one), and whether any send failed.
+   */
+  send(userId: string, frame: string): { devices: Array<string | undefined>; failed: number } {
+    const devices: Array<string | undefined> = [];
+    let failed = 0;
+    for (const r of this.byUser.get(userId) ?? []) {
+      try {
+        r.channel.send(frame);
+        devices.push(r.deviceId);
+      } catch {
+        failed++; // a closing channel; the relay path remains
+      }
+    }
+    return { devices, failed };
+  }
+
+  /** Closes and forgets every channel to a user. */
+  closeAll(userId: string): void {
+    for (const r of this.byUser.get(userId) ?? []) {
+      try {
+        r.channel.close?.();
+      } catch {
+        // already closed
+      }
+    }
+    this.byUser.delete(userId);
+  }
+}
 
 /** Joins two clients (of two users, or two devices of one) with an in-memory channel each way. */
-export function connectInMemory(a: TallyClient, b: TallyClient): () => void {
+export function connectInMemory(a: DirectHost, b: DirectHost): () => void {
   let open = true;
   const offA = a.addDirectChannel(b.npub, {
     send: (f) => {
-      if (open) queueMicrotask(() => void b.handleDirectFrame(f));
+      if (!open) throw new Error("channel closed");
+      queueMicrotask(() => void b.handleDirectFrame(f, a.npub));
     },
     close: () => void (open = false),
   });
   const offB = b.addDirectChannel(a.npub, {
     send: (f) => {
-      if (open) queueMicrotask(() => void a.handleDirectFrame(f));
+      if (!open) throw new Error("channel closed");
+      queueMicrotask(() => void a.handleDirectFrame(f, b.npub));
     },
     close: () => void (open = false),
   });
@@ -34,8 +111,8 @@ export interface DataChannelLike {
   addEventListener(type: "close", fn: () => void): void;
 }
 
-/** Registers an open data channel to `peerUserId` with the client; returns the unregister function. */
-export function dataChannelAdapter(client: TallyClient, peerUserId: string, dc: DataChannelLike): () => void {
+/** Registers an open data channel to one device of `peerUserId` with the client; returns the unregister function. */
+export function dataChannelAdapter(client: DirectHost, peerUserId: string, dc: DataChannelLike, peerDeviceId?: string): () => void {
   const channel: DirectChannel = {
     send: (f) => {
       if (dc.readyState === "open") dc.send(f);
@@ -43,9 +120,9 @@ export function dataChannelAdapter(client: TallyClient, peerUserId: string, dc: 
     },
     close: () => dc.close(),
   };
-  const off = client.addDirectChannel(peerUserId, channel);
+  const off = client.addDirectChannel(peerUserId, channel, peerDeviceId);
   dc.addEventListener("message", (ev) => {
-    if (typeof ev.data === "string") void client.handleDirectFrame(ev.data);
+    if (typeof ev.data === "string") void client.handleDirectFrame(ev.data, peerUserId);
   });
   dc.addEventListener("close", () => off());
   return off;

@@ -1,11 +1,14 @@
 // The Tally client SDK: what apps import.
-export { TallyClient, newMessageId, RECEIPT_TYPE, SELF_SYNC_TYPES } from "./client";
+export { TallyClient, newMessageId, RECEIPT_TYPE, SELF_SYNC_TYPES, IGNORED } from "./client";
 export type { InnerMessage, TallyClientOptions, TallyClientEvents, DirectChannel, SendOptions, Delivery } from "./client";
+export { defaultStore } from "./default-store";
+export { IndexedDbKeyValue } from "./indexeddb";
+export { CLIENT_LIMITS } from "./limits";
 export { KeyValueTallyStore, MapKeyValue, WebStorageKeyValue, memoryStore } from "./store";
-export type { TallyStore, KeyValue, OutboxItem } from "./store";
+export type { TallyStore, KeyValue, OutboxItem, ProcessedRecord } from "./store";
 export { generateSecretKey, getPublicKeyHex, npubEncode, npubDecode } from "../../shared/tally/keys";
 export { connectInMemory, dataChannelAdapter } from "./direct";
 export type { DataChannelLike } from "./direct";
 export { SyncEngine } from "./sync";
-export type { SyncOptions } from "./sync";
+export type { SyncOptions, SyncHost } from "./sync";
 export type { LedgerEntry } from "../../shared/tally/ledger";

@@ -1,8 +1,10 @@
-// What a Tally client keeps across restarts (seed 003 sections 7 and 8.2): the outbox of
-// unacknowledged messages and the set of processed message ids. One small interface, with an
-// in-memory implementation and one over any key-value store that persists.
+// What a Tally client keeps across restarts (seed 003 sections 7, 8.2 and 12): the outbox of
+// unacknowledged messages, the set of processed message ids with each one's receipt result, and
+// the ledger keyed by (from_user_id, id). One small interface, with an implementation over any
+// key-value store (memory, a file, IndexedDB, localStorage).
 import type { PeerEnvelope } from "../../shared/tally/envelope";
-import type { LedgerEntry } from "../../shared/tally/ledger";
+import type { LedgerEntry } from "../../shared/tally/entry";
+import { CLIENT_LIMITS } from "./limits";
 
 export interface OutboxItem {
   id: string;
@@ -14,6 +16,12 @@ export interface OutboxItem {
   last_attempt_at: number;
 }
 
+export interface ProcessedRecord {
+  at: number;
+  /** The result the receipt said (8.1); absent while the message is being applied. */
+  result?: string;
+}
+
 export interface TallyStore {
   putOutbox(item: OutboxItem): Promise<void>;
   getOutbox(id: string): Promise<OutboxItem | undefined>;
@@ -21,10 +29,12 @@ export interface TallyStore {
   listOutbox(): Promise<OutboxItem[]>;
   /** Whether (from_user_id, id) was processed already. */
   hasProcessed(fromUserId: string, id: string): Promise<boolean>;
-  addProcessed(fromUserId: string, id: string, at: number): Promise<void>;
-  /** The ledger (seed 12): append-only; appending an id already held changes nothing (false). */
+  /** The processed record of (from_user_id, id): when, and the receipt result once known (8.1). */
+  getProcessed(fromUserId: string, id: string): Promise<ProcessedRecord | undefined>;
+  addProcessed(fromUserId: string, id: string, at: number, result?: string): Promise<void>;
+  /** The ledger (seed 12), keyed by (from_user_id, id): append-only; a key already held changes nothing (false). */
   appendLedger(entry: LedgerEntry): Promise<boolean>;
-  hasLedger(id: string): Promise<boolean>;
+  hasLedger(fromUserId: string, id: string): Promise<boolean>;
   listLedger(): Promise<LedgerEntry[]>;
 }
 
@@ -86,7 +96,7 @@ export class WebStorageKeyValue implements KeyValue {
 export class KeyValueTallyStore implements TallyStore {
   constructor(
     private readonly kv: KeyValue,
-    private readonly processedTtlMs = 90 * 86_400_000,
+    private readonly processedTtlMs: number = CLIENT_LIMITS.processed_ttl_ms,
   ) {}
 
   async putOutbox(item: OutboxItem) {
@@ -109,20 +119,25 @@ export class KeyValueTallyStore implements TallyStore {
     return items.sort((a, b) => a.created_at - b.created_at);
   }
   async hasProcessed(from: string, id: string) {
-    const v = await this.kv.get(processedKey(from, id));
-    return v !== undefined && Number(v) + this.processedTtlMs > Date.now();
+    return (await this.getProcessed(from, id)) !== undefined;
   }
-  async addProcessed(from: string, id: string, at: number) {
-    await this.kv.set(processedKey(from, id), String(at));
+  async getProcessed(from: string, id: string) {
+    const v = await this.kv.get(processedKey(from, id));
+    if (v === undefined) return undefined;
+    const rec = parseProcessed(v);
+    return rec.at + this.processedTtlMs > Date.now() ? rec : undefined;
+  }
+  async addProcessed(from: string, id: string, at: number, result?: string) {
+    await this.kv.set(processedKey(from, id), result === undefined ? String(at) : JSON.stringify({ at, result }));
   }
   async appendLedger(entry: LedgerEntry) {
-    const key = `ledger/${encodeURIComponent(entry.id)}`;
+    const key = ledgerStoreKey(entry.from_user_id, entry.id);
     if ((await this.kv.get(key)) !== undefined) return false;
     await this.kv.set(key, JSON.stringify(entry));
     return true;
   }
-  async hasLedger(id: string) {
-    return (await this.kv.get(`ledger/${encodeURIComponent(id)}`)) !== undefined;
+  async hasLedger(from: string, id: string) {
+    return (await this.kv.get(ledgerStoreKey(from, id))) !== undefined;
   }
   async listLedger() {
     const out: LedgerEntry[] = [];
@@ -137,7 +152,7 @@ export class KeyValueTallyStore implements TallyStore {
     let n = 0;
     for (const k of await this.kv.keys("processed/")) {
       const v = await this.kv.get(k);
-      if (v !== undefined && Number(v) + this.processedTtlMs <= now) {
+      if (v !== undefined && parseProcessed(v).at + this.processedTtlMs <= now) {
         await this.kv.delete(k);
         n++;
       }
@@ -146,11 +161,21 @@ export class KeyValueTallyStore implements TallyStore {
   }
 }
 
+/** A processed record: the time alone (before results were kept, or while applying), or {at, result}. */
+function parseProcessed(v: string): ProcessedRecord {
+  if (v.startsWith("{")) return JSON.parse(v) as ProcessedRecord;
+  return { at: Number(v) };
+}
+
+function ledgerStoreKey(from: string, id: string): string {
+  return `ledger/${encodeURIComponent(from)}/${encodeURIComponent(id)}`;
+}
+
 function processedKey(from: string, id: string): string {
   return `processed/${from}/${encodeURIComponent(id)}`;
 }
 
-/** A store that lives in memory only (tests, ephemeral clients). */
+/** A store that lives in memory only (tests, ephemeral clients): only when asked for (`store: "memory"`). */
 export function memoryStore(): KeyValueTallyStore {
   return new KeyValueTallyStore(new MapKeyValue());
 }

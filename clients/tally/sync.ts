@@ -1,30 +1,60 @@
 // The client's sync engine (seed 003 sections 12 and 13): ledger recovery from friends, the
 // remote allowance for unknown peers, and the self-mesh that keeps a user's devices converged
-// (initial self-sync, live broadcast, relay fallback). Decisions about entries are in
-// shared/tally/ledger.ts; this is the state machine around them.
+// (initial self-sync, live broadcast, relay fallback). Decisions about entries and messages are in
+// shared/tally/ledger.ts; this is the state machine around them. It reaches the client through
+// the small SyncHost interface, which the client implements.
 import {
+  PartCollector,
   SYNC_DATA,
   SYNC_HELLO,
+  SYNC_LIMITS,
   acceptableEntries,
-  chunkEntries,
   classifyEntry,
   entriesForPeer,
-  knownIdsFor,
+  entriesOfParts,
+  helloParts,
+  knownFromHello,
   ledgerEntryToInner,
+  ledgerKey,
+  syncDataParts,
   syncDataPayloadSchema,
   syncHelloPayloadSchema,
   type LedgerEntry,
+  type SyncDataPayload,
+  type SyncHelloPayload,
 } from "../../shared/tally/ledger";
-import type { InnerMessage, TallyClient } from "./client";
+import { bytesToHex, randomBytes } from "../../shared/encoding";
+import type { InnerMessage } from "./events";
+import type { TallyStore } from "./store";
+
+/** What the sync engine needs from the client. */
+export interface SyncHost {
+  readonly npub: string;
+  readonly store: TallyStore;
+  /** Asks the relay for a user's online devices (6.3). */
+  connectPeer(userId: string): void;
+  /** Whether a sync message to `to` would take the relay (some device of it has no open channel). */
+  syncNeedsRelay(to: string): boolean;
+  /** Sends one sync message by every path that reaches `to`; true if any carried it. */
+  sendSyncMessage(to: string, type: string, payload: unknown): boolean;
+  /** An inbound-like entry (12.7): through the message handler once; false if it stays out of the ledger. */
+  applyFromSync(inner: InnerMessage, entry: LedgerEntry): Promise<boolean>;
+  appendLedger(entry: LedgerEntry): Promise<boolean>;
+  /** Closes every connection to a user, in every state (12.8). */
+  dropPeer(userId: string): void;
+  emitSyncEvent(event: "synced" | "peer_kept" | "peer_dropped", ...args: unknown[]): Promise<void>;
+}
 
 export interface SyncOptions {
   /** 12.8: how long an unknown peer may stay without becoming a friend. Default 15 s. */
   allowanceMs?: number;
   /** How often friends that are not present are asked for again (connect_peer). Default 30 s. */
   presenceIntervalMs?: number;
-  /** Inner message types whose ledger entry makes its two parties friends. Default ["friend_accept"]. */
+  /** Types of the local user's own message that accept a friendship. Default ["friend_accept"]. */
   friendAcceptTypes?: string[];
-  /** Overrides the ledger-derived friend test. */
+  /** Types of the local user's own message that ask for one; the peer's accept then completes it. Default ["friend_request"]. */
+  friendRequestTypes?: string[];
+  /** The app's own friend test (the explicit callback of 12.8): replaces the ledger-derived one. */
   isFriend?: (userId: string) => boolean;
 }
 
@@ -41,40 +71,48 @@ class BoundedSet {
   }
 }
 
+const newSetId = () => bytesToHex(randomBytes(8));
+
 export class SyncEngine {
   private readonly allowanceMs: number;
   private readonly presenceIntervalMs: number;
   private readonly friendAcceptTypes: Set<string>;
-  /** Users with a friend_accept entry between them and me. */
+  private readonly friendRequestTypes: Set<string>;
+  /** Users the local user accepted, or asked and was accepted by (12.8, decision in docs/tally.md). */
   private readonly friends = new Set<string>();
+  private readonly requestedBy = new Set<string>();
+  private readonly acceptedBy = new Set<string>();
   /** Online devices of other users (and own devices), as the relay reported them. */
   private readonly present = new Map<string, Set<string>>();
   /** Unknown peers being synced with under the allowance (12.8). */
   private readonly allowance = new Map<string, ReturnType<typeof setTimeout>>();
-  /** 13.5: ledger ids already broadcast to own devices (or received from them). */
+  /** 13.5: ledger keys already broadcast to own devices (or received from them). */
   private readonly broadcast = new BoundedSet(100_000);
   /** 13.8: sync messages already handled, by (from, id): each relay's copy is dropped. */
   private readonly handled = new BoundedSet(10_000);
+  private readonly hellos = new PartCollector<SyncHelloPayload>();
+  private readonly answers = new PartCollector<SyncDataPayload>();
   private presenceTimer: ReturnType<typeof setInterval> | undefined;
   private loaded: Promise<void> | undefined;
 
   constructor(
-    private readonly client: TallyClient,
+    private readonly host: SyncHost,
     private readonly opts: SyncOptions = {},
   ) {
     this.allowanceMs = opts.allowanceMs ?? 15_000;
     this.presenceIntervalMs = opts.presenceIntervalMs ?? 30_000;
     this.friendAcceptTypes = new Set(opts.friendAcceptTypes ?? ["friend_accept"]);
+    this.friendRequestTypes = new Set(opts.friendRequestTypes ?? ["friend_request"]);
   }
 
   private get me(): string {
-    return this.client.npub;
+    return this.host.npub;
   }
 
   /** Reads the ledger once to know the friends. */
   load(): Promise<void> {
     this.loaded ??= (async () => {
-      for (const e of await this.client.store.listLedger()) this.noteFriend(e);
+      for (const e of await this.host.store.listLedger()) this.noteFriend(e);
     })();
     return this.loaded;
   }
@@ -87,10 +125,28 @@ export class SyncEngine {
     return [...this.friends];
   }
 
+  /** Whether connections with `userId` may exist: own devices, friends, and peers under allowance (12.8). */
+  mayConnect(userId: string): boolean {
+    return userId === this.me || this.isFriend(userId) || this.allowance.has(userId);
+  }
+
+  /**
+   * 12.8 decision: a friendship comes only from the local user's own entries: an accept it sent,
+   * or a request it sent that the peer then accepted. A stranger's message alone never makes one
+   * (and a message the app ignored is not in the ledger at all).
+   */
   private noteFriend(e: Pick<LedgerEntry, "type" | "from_user_id" | "to_user_id">): void {
-    if (!this.friendAcceptTypes.has(e.type)) return;
-    const other = e.from_user_id === this.me ? e.to_user_id : e.to_user_id === this.me ? e.from_user_id : undefined;
-    if (other && other !== this.me) this.friends.add(other);
+    const mine = e.from_user_id === this.me && e.to_user_id !== this.me;
+    const theirs = e.to_user_id === this.me && e.from_user_id !== this.me;
+    if (mine && this.friendAcceptTypes.has(e.type)) this.friends.add(e.to_user_id);
+    if (mine && this.friendRequestTypes.has(e.type)) {
+      this.requestedBy.add(e.to_user_id);
+      if (this.acceptedBy.has(e.to_user_id)) this.friends.add(e.to_user_id);
+    }
+    if (theirs && this.friendAcceptTypes.has(e.type)) {
+      this.acceptedBy.add(e.from_user_id);
+      if (this.requestedBy.has(e.from_user_id)) this.friends.add(e.from_user_id);
+    }
   }
 
   // ---- lifecycle --------------------------------------------------------------------------
@@ -104,20 +160,23 @@ export class SyncEngine {
   }
 
   private askForFriends(): void {
-    for (const f of this.friends) if (!this.present.get(f)?.size) this.client.connectPeer(f);
-  }
-
-  onClose(): void {
-    if (this.presenceTimer) clearInterval(this.presenceTimer);
-    this.presenceTimer = undefined;
-    for (const t of this.allowance.values()) clearTimeout(t);
-    this.allowance.clear();
-    this.present.clear();
+    for (const f of this.friends) if (!this.present.get(f)?.size) this.host.connectPeer(f);
   }
 
   /**
-   * A peer_connect: the presence is noted at once; what it triggers (a sync_hello, an allowance)
-   * is returned, for the client to run in order with the frames it is handling.
+   * The relay connection ended. Presence is forgotten, and every peer still under its allowance is
+   * dropped now, its connections closed (12.8): no timer may outlive the connection it guarded.
+   */
+  onClose(): void {
+    if (this.presenceTimer) clearInterval(this.presenceTimer);
+    this.presenceTimer = undefined;
+    this.present.clear();
+    for (const user of [...this.allowance.keys()]) this.expireAllowance(user);
+  }
+
+  /**
+   * A peer_connect: the presence (and an unknown peer's allowance) is noted at once; what it
+   * triggers (a sync_hello) is returned, for the client to run in order with the frames it handles.
    */
   onPeerConnect(user: string, device: string): () => Promise<void> {
     let devices = this.present.get(user);
@@ -125,6 +184,13 @@ export class SyncEngine {
     const newDevice = !devices.has(device);
     const firstDevice = devices.size === 0;
     devices.add(device);
+    if (user !== this.me && !this.isFriend(user) && !this.allowance.has(user)) {
+      // 12.8: an unknown peer gets an allowance to become a friend through sync.
+      this.allowance.set(
+        user,
+        setTimeout(() => this.expireAllowance(user), this.allowanceMs),
+      );
+    }
     return async () => {
       await this.load();
       if (user === this.me) {
@@ -132,15 +198,8 @@ export class SyncEngine {
         if (newDevice) await this.sendHello(this.me);
         return;
       }
-      if (!firstDevice) return; // only the first peer_connect of a presence triggers sync
-      if (!this.isFriend(user) && !this.allowance.has(user)) {
-        // 12.8: an unknown peer gets an allowance to become a friend through sync.
-        this.allowance.set(
-          user,
-          setTimeout(() => this.expireAllowance(user), this.allowanceMs),
-        );
-      }
-      await this.sendHello(user);
+      this.keepIfFriend(user);
+      if (firstDevice) await this.sendHello(user); // only the first peer_connect of a presence triggers sync
     };
   }
 
@@ -150,29 +209,47 @@ export class SyncEngine {
     if (devices && devices.size === 0) this.present.delete(user);
   }
 
+  /** 13.6: a direct channel to an own device opened: exchange sync_hello on it. */
+  async onSelfChannelOpen(): Promise<void> {
+    await this.load();
+    await this.sendHello(this.me);
+  }
+
+  private keepIfFriend(user: string): void {
+    if (this.allowance.has(user) && this.isFriend(user)) {
+      clearTimeout(this.allowance.get(user));
+      this.allowance.delete(user);
+      void this.host.emitSyncEvent("peer_kept", user);
+    }
+  }
+
   private expireAllowance(user: string): void {
+    clearTimeout(this.allowance.get(user));
     this.allowance.delete(user);
     if (this.isFriend(user)) return;
     this.present.delete(user);
-    this.client.closeDirectChannels(user);
-    void this.client.emitSyncEvent("peer_dropped", user);
+    this.hellos.forget(user);
+    this.answers.forget(user);
+    this.host.dropPeer(user);
+    void this.host.emitSyncEvent("peer_dropped", user);
   }
 
-  /** Whether sync messages from `user` are taken: own devices, friends, and peers under allowance. */
-  private accepts(user: string): boolean {
-    return user === this.me || this.isFriend(user) || this.allowance.has(user);
+  /** Own devices the relay reports online. */
+  ownDeviceIds(): Set<string> {
+    return new Set(this.present.get(this.me));
   }
 
   // ---- messages ---------------------------------------------------------------------------
 
+  /** 12.5: a hello naming every entry held for `peer`, in as many parts as it takes. */
   private async sendHello(peer: string): Promise<void> {
-    const ledger = await this.client.store.listLedger();
-    this.client.sendSyncMessage(peer, SYNC_HELLO, { known_ids: knownIdsFor(ledger, this.me, peer) });
+    const ledger = await this.host.store.listLedger();
+    for (const part of helloParts(ledger, this.me, peer, newSetId())) this.host.sendSyncMessage(peer, SYNC_HELLO, part);
   }
 
   /** 13.8: true the first time a sync message (from, id) is seen; each relay's copy after that is dropped. */
   firstSight(inner: InnerMessage): boolean {
-    const key = `${inner.from_user_id}/${inner.id}`;
+    const key = ledgerKey(inner);
     if (this.handled.has(key)) return false;
     this.handled.add(key);
     return true;
@@ -182,64 +259,65 @@ export class SyncEngine {
   async onSyncMessage(inner: InnerMessage): Promise<void> {
     await this.load();
     const from = inner.from_user_id;
-    if (!this.accepts(from)) return;
+    if (!this.mayConnect(from)) return;
     if (inner.type === SYNC_HELLO) {
       const p = syncHelloPayloadSchema.safeParse(inner.payload);
       if (!p.success) return;
-      const ledger = await this.client.store.listLedger();
-      for (const chunk of chunkEntries(entriesForPeer(ledger, this.me, from, p.data.known_ids))) {
-        this.client.sendSyncMessage(from, SYNC_DATA, { entries: chunk });
-      }
+      const parts = this.hellos.add(from, p.data);
+      if (parts) await this.answer(from, parts);
       return;
     }
     if (inner.type === SYNC_DATA) {
       const p = syncDataPayloadSchema.safeParse(inner.payload);
       if (!p.success) return;
-      await this.applyEntries(acceptableEntries(p.data.entries, this.me, from), from);
+      const parts = this.answers.add(from, p.data);
+      if (!parts) return; // 12.7: an answer applies once it is whole, in chronological order
+      const applied = await this.applyEntries(acceptableEntries(entriesOfParts(parts), this.me, from), from);
+      // The responder stopped at its window (relay path): pull the rest, while rounds still bring news.
+      if (parts.some((x) => x.more) && applied > 0) await this.sendHello(from);
     }
   }
 
-  private async applyEntries(entries: LedgerEntry[], from: string): Promise<void> {
+  /** 12.6: the entries the asker lacks, chronological, cut into one answer set (windowed on the relay). */
+  private async answer(to: string, hello: SyncHelloPayload[]): Promise<void> {
+    const ledger = await this.host.store.listLedger();
+    const entries = entriesForPeer(ledger, this.me, to, knownFromHello(hello));
+    if (entries.length === 0) return; // equal ledgers exchange nothing
+    const windowParts = this.host.syncNeedsRelay(to) ? SYNC_LIMITS.relay_window_parts : undefined;
+    for (const part of syncDataParts(entries, newSetId(), { windowParts })) this.host.sendSyncMessage(to, SYNC_DATA, part);
+  }
+
+  private async applyEntries(entries: LedgerEntry[], from: string): Promise<number> {
     const self = from === this.me;
     // 13.5: seed the broadcast set first, so applying them echoes nothing back.
-    if (self) for (const e of entries) this.broadcast.add(e.id);
+    if (self) for (const e of entries) this.broadcast.add(ledgerKey(e));
     let applied = 0;
     for (const e of entries) {
-      if (await this.client.store.hasLedger(e.id)) continue;
+      if (await this.host.store.hasLedger(e.from_user_id, e.id)) continue;
       const entry: LedgerEntry = { ...e, timestamp: new Date().toISOString() };
       if (classifyEntry(e, this.me) === "inbound") {
         // 12.7 inbound-like: through the message handler (no receipt on the sync path).
-        await this.client.applyFromSync(ledgerEntryToInner(entry) as InnerMessage, entry);
-      } else {
+        if (await this.host.applyFromSync(ledgerEntryToInner(entry) as InnerMessage, entry)) applied++;
+      } else if (await this.host.appendLedger(entry)) {
         // 12.7 outbound-only: into the ledger, not re-applied.
-        await this.client.appendLedger(entry);
+        applied++;
       }
-      applied++;
     }
-    if (!self && this.allowance.has(from) && this.isFriend(from)) {
-      clearTimeout(this.allowance.get(from));
-      this.allowance.delete(from);
-      void this.client.emitSyncEvent("peer_kept", from);
-    }
-    void this.client.emitSyncEvent("synced", from, applied);
+    if (!self) this.keepIfFriend(from);
+    void this.host.emitSyncEvent("synced", from, applied);
+    return applied;
   }
 
-  /** 13.5: every new ledger entry goes to the connected own devices. */
+  /**
+   * 13.5: every new ledger entry goes to every connected own device, by whichever path reaches
+   * it; it is marked broadcast only once some path carried it.
+   */
   onLedgerAppend(entry: LedgerEntry): void {
     this.noteFriend(entry);
-    if (this.broadcast.has(entry.id)) return;
-    this.broadcast.add(entry.id);
-    if (!this.present.get(this.me)?.size) return;
-    this.client.sendSyncMessage(this.me, SYNC_DATA, { entries: [entry] });
-  }
-
-  /** Own devices online, as last reported. */
-  ownDevicesOnline(): number {
-    return this.present.get(this.me)?.size ?? 0;
-  }
-
-  /** The ids of the own devices online, as last reported. */
-  ownDeviceIds(): Set<string> {
-    return new Set(this.present.get(this.me));
+    const key = ledgerKey(entry);
+    if (this.broadcast.has(key)) return;
+    let sent = false;
+    for (const part of syncDataParts([entry], newSetId())) sent = this.host.sendSyncMessage(this.me, SYNC_DATA, part) || sent;
+    if (sent) this.broadcast.add(key);
   }
 }

@@ -58,6 +58,8 @@ export class DirectMesh {
       client.on("peer_connect", (u, d) => void this.peer(u, d)),
       client.on("signal", (u, d, s) => this.onSignal(u, d, s)),
       client.on("peer_disconnect", (u, d) => this.drop(u, d)),
+      // 12.8: an unknown peer's allowance ended: every connection to it goes, whatever its state.
+      client.on("peer_dropped", (u) => this.dropUser(u)),
     );
   }
 
@@ -85,6 +87,8 @@ export class DirectMesh {
     const me = this.client.deviceId;
     if (me === undefined || (userId === this.client.npub && deviceId === me)) return undefined;
     if (this.opts.accept && !this.opts.accept(userId, deviceId)) return undefined;
+    // 12.8: only own devices, friends, and peers under their allowance get a connection.
+    if (!this.client.sync.mayConnect(userId)) return undefined;
     const polite = isPolite({ userId: this.client.npub, deviceId: me }, { userId, deviceId });
     const pc = new this.RTC({ iceServers: this.opts.iceServers ?? [] });
     const dc = pc.createDataChannel(DATA_CHANNEL_LABEL, { negotiated: true, id: 0, ordered: true });
@@ -120,14 +124,16 @@ export class DirectMesh {
       if (ev.candidate) send({ candidate: json(ev.candidate) });
     };
     pc.onconnectionstatechange = () => {
-      if (pc.connectionState === "failed" || pc.connectionState === "closed") this.drop(userId, deviceId);
+      if (pc.connectionState === "failed" || pc.connectionState === "closed") this.lost(p);
     };
     dc.addEventListener("open", () => {
       if (p.state !== "connecting") return;
-      dataChannelAdapter(this.client, userId, dc);
+      dataChannelAdapter(this.client, userId, dc, deviceId);
       this.setState(p, "open");
+      // 13.6: as soon as a self-peer channel opens, both ends exchange sync_hello on it.
+      if (userId === this.client.npub) void this.client.sync.onSelfChannelOpen();
     });
-    dc.addEventListener("close", () => this.drop(userId, deviceId));
+    dc.addEventListener("close", () => this.lost(p));
     this.opts.onState?.(userId, deviceId, "connecting", polite);
     return p;
   }
@@ -163,6 +169,22 @@ export class DirectMesh {
     } catch (err) {
       if (!p.ignoreOffer) throw err;
     }
+  }
+
+  /**
+   * A channel that had opened went away without the relay saying the device left: re-pair (13.1)
+   * by asking the relay for the user's devices again (connect_peer), which answers peer_connect.
+   */
+  private lost(p: Peer): void {
+    if (this.peers.get(key(p.userId, p.deviceId)) !== p) return;
+    const wasOpen = p.state === "open";
+    this.drop(p.userId, p.deviceId);
+    if (wasOpen && this.client.sync.mayConnect(p.userId)) this.client.connectPeer(p.userId);
+  }
+
+  /** Closes every connection to a user, in every state. */
+  private dropUser(userId: string): void {
+    for (const p of [...this.peers.values()]) if (p.userId === userId) this.drop(p.userId, p.deviceId);
   }
 
   private drop(userId: string, deviceId: string): void {

@@ -1,61 +1,84 @@
-// The ledger and its sync messages (seed 003 sections 12 and 13): entries, how an entry is made
-// from a signed inner message and judged again, which entries a peer gets, in which order they
-// apply, and how they are cut into messages that fit one envelope. Pure; the client's sync engine
-// (clients/tally/sync.ts) drives it.
+// The ledger and its sync messages (seed 003 sections 12 and 13): which entries a peer gets, how
+// a client says what it holds (every key, compactly), in which order entries apply, and how an
+// answer is cut into messages that fit one envelope (an entry too large for one is cut in pieces).
+// Pure; the client's sync engine (clients/tally/sync.ts) drives it. The entry <-> inner message
+// mapping is in ./entry.ts.
 import * as z from "zod";
-import { ledgerEntryToInner, verifyLedgerEntry } from "./proof";
+import { sha256 } from "@noble/hashes/sha2.js";
+import { base64Decode, base64Encode, bytesToHex, hexToBytes, isBase64, utf8Decode, utf8Encode } from "../encoding";
+import { verifyLedgerEntry } from "./proof";
 import { MAX_PLAINTEXT_SIZE } from "./nip44";
+import { innerToLedgerEntry, ledgerEntryToInner, ledgerKey, type LedgerEntry } from "./entry";
 
-export { ledgerEntryToInner, verifyLedgerEntry };
+export { innerToLedgerEntry, ledgerEntryToInner, ledgerKey, verifyLedgerEntry, type LedgerEntry };
 
 /** Sync message types (12.3). They carry no business event, are never receipted (12.3, 13.7). */
 export const SYNC_HELLO = "sync_hello";
 export const SYNC_DATA = "sync_data";
 
 export const SYNC_LIMITS = {
+  /** Bytes of one sync message's payload JSON, leaving room for the signed inner message around it. */
+  max_payload_bytes: MAX_PLAINTEXT_SIZE - 4_096,
+  /** Bytes of a known-key hash in a sync_hello (decision: 64 bits; see knownHash). */
+  known_hash_bytes: 8,
+  /** Known-key hashes in one sync_hello part (their base64 fits one message). */
+  known_per_hello_part: 5_000,
+  /** Parts of one hello or one answer the receiver assembles; a larger set is ignored. */
+  max_parts: 4_096,
+  /** Seed-form `known_ids` accepted in one sync_hello (they fit one message anyway). */
+  max_known_ids: 20_000,
   /**
-   * known_ids in one sync_hello: the most recent ones (decision: a hello must fit one envelope;
-   * entries older than the window are sent again by the peer and dropped by id on arrival).
+   * sync_data parts per answer round when the relay carries them (decision: the recipient's relay
+   * queue stays usable; the asker pulls the next round with a new hello when `more` is set).
    */
-  max_known_ids: 1_500,
-  /** Bytes of entries' JSON in one sync_data, leaving room for the inner message around them. */
-  max_sync_data_bytes: MAX_PLAINTEXT_SIZE - 4_096,
+  relay_window_parts: 4,
+  /** Unfinished hello or answer sets kept per peer; an older one is dropped for a newer one. */
+  pending_sets_per_peer: 4,
 } as const;
 
+// ---- payloads ---------------------------------------------------------------------------
+
+/** Fields that make a message one part of a set (a hello or an answer in several messages). */
+const setFields = {
+  set: z.string().min(1).max(64).optional(),
+  part: z.number().int().min(0).optional(),
+  parts: z.number().int().min(1).max(SYNC_LIMITS.max_parts).optional(),
+};
+const partsConsistent = (p: { set?: string; part?: number; parts?: number }) =>
+  p.set === undefined ? p.part === undefined && p.parts === undefined : p.part !== undefined && p.parts !== undefined && p.part < p.parts;
+
 /**
- * A ledger entry (12.6): the signed inner message as it was, with created_at renamed
- * originated_at, and `timestamp` the time this client appended it. Unknown fields of the inner
- * message are kept, so the authorship proof still verifies.
+ * sync_hello (12.5). `known_ids` is the seed's form (ids alone); this client sends `known`: the
+ * base64 of the 8-byte hashes of every (from_user_id, id) it holds for the conversation, in as
+ * many parts as it takes, and `known_ids: []` so a client that reads only the seed's form answers
+ * with everything (which dedup absorbs) rather than nothing.
  */
-export interface LedgerEntry {
-  id: string;
-  type: string;
-  from_user_id: string;
-  to_user_id: string;
-  originated_at: string;
-  timestamp: string;
-  payload?: unknown;
-  [k: string]: unknown;
-}
+export const syncHelloPayloadSchema = z
+  .looseObject({
+    known_ids: z.array(z.string()).max(SYNC_LIMITS.max_known_ids).optional(),
+    known: z
+      .string()
+      .refine(isBase64)
+      .refine((s) => base64Decode(s).length % SYNC_LIMITS.known_hash_bytes === 0, "not a list of hashes")
+      .optional(),
+    ...setFields,
+  })
+  .refine(partsConsistent, "set, part and parts go together");
 
-export const ledgerEntrySchema = z.looseObject({
-  id: z.string().min(1).max(128),
-  type: z.string().min(1),
-  from_user_id: z.string(),
-  to_user_id: z.string(),
-  originated_at: z.string(),
-  timestamp: z.string(),
-});
+/** One piece of an entry too large for one message (decision): base64 of a slice of its JSON. */
+const pieceSchema = z.object({ index: z.number().int().min(0), count: z.number().int().min(2), data: z.string().refine(isBase64) });
 
-export const syncHelloPayloadSchema = z.object({ known_ids: z.array(z.string()).max(SYNC_LIMITS.max_known_ids * 2) });
-export const syncDataPayloadSchema = z.object({ entries: z.array(z.unknown()) });
+/** sync_data (12.6): `entries`, plus (this client's additions) the part of an answer set, a piece, `more`. */
+export const syncDataPayloadSchema = z
+  .looseObject({ entries: z.array(z.unknown()), piece: pieceSchema.optional(), more: z.boolean().optional(), ...setFields })
+  .refine(partsConsistent, "set, part and parts go together");
 
-export function innerToLedgerEntry(inner: Record<string, unknown>, appendedAt: Date): LedgerEntry {
-  const { created_at, ...rest } = inner;
-  return { ...rest, originated_at: created_at as string, timestamp: appendedAt.toISOString() } as LedgerEntry;
-}
+export type SyncHelloPayload = z.infer<typeof syncHelloPayloadSchema>;
+export type SyncDataPayload = z.infer<typeof syncDataPayloadSchema>;
 
-/** How a received entry is treated (12.7). */
+// ---- what each side holds ---------------------------------------------------------------
+
+/** How an entry is treated (12.7). */
 export type EntryClass = "inbound" | "outbound" | "foreign";
 
 export function classifyEntry(entry: Pick<LedgerEntry, "from_user_id" | "to_user_id">, me: string): EntryClass {
@@ -64,59 +87,206 @@ export function classifyEntry(entry: Pick<LedgerEntry, "from_user_id" | "to_user
   return "foreign";
 }
 
-/** Chronological order by originated_at, then id, so dependent entries apply after their causes. */
-export function chronological<T extends Pick<LedgerEntry, "originated_at" | "id">>(entries: T[]): T[] {
-  return [...entries].sort((a, b) =>
-    a.originated_at < b.originated_at ? -1 : a.originated_at > b.originated_at ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0,
+/** Chronological order by originated_at, then author and id, so dependent entries apply after their causes. */
+export function chronological<T extends Pick<LedgerEntry, "originated_at" | "id" | "from_user_id">>(entries: T[]): T[] {
+  const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+  return [...entries].sort((a, b) => cmp(a.originated_at, b.originated_at) || cmp(a.from_user_id, b.from_user_id) || cmp(a.id, b.id));
+}
+
+/** Whether an entry belongs to the conversation with `peer` (12.6), or to the full ledger for an own device (13.6). */
+export function inConversation(e: Pick<LedgerEntry, "from_user_id" | "to_user_id">, me: string, peer: string): boolean {
+  if (peer === me) return true;
+  return (e.from_user_id === peer && e.to_user_id === me) || (e.from_user_id === me && e.to_user_id === peer);
+}
+
+/**
+ * Decision: an entry is named in a hello by the first 8 bytes of SHA-256 of its key
+ * `from_user_id + " " + id`. Two different keys share a hash with probability about n·m / 2^64
+ * (10^-11 for two ledgers of 10^4 entries): such an entry is not resent in that round.
+ */
+export function knownHash(e: { from_user_id: string; id: string }): string {
+  return bytesToHex(sha256(utf8Encode(ledgerKey(e))).subarray(0, SYNC_LIMITS.known_hash_bytes));
+}
+
+/** What a peer says it holds: seed-form ids, and hashes of keys. */
+export interface Known {
+  ids: Set<string>;
+  hashes: Set<string>;
+}
+
+export function emptyKnown(): Known {
+  return { ids: new Set(), hashes: new Set() };
+}
+
+/** The sync_hello parts naming every entry held for `peer` (12.5), all of them, compactly. */
+export function helloParts(ledger: LedgerEntry[], me: string, peer: string, setId: string): SyncHelloPayload[] {
+  const hashes = ledger.filter((e) => inConversation(e, me, peer)).map((e) => knownHash(e));
+  const n = Math.max(1, Math.ceil(hashes.length / SYNC_LIMITS.known_per_hello_part));
+  const parts: SyncHelloPayload[] = [];
+  for (let i = 0; i < n; i++) {
+    const slice = hashes.slice(i * SYNC_LIMITS.known_per_hello_part, (i + 1) * SYNC_LIMITS.known_per_hello_part);
+    const bytes = new Uint8Array(slice.length * SYNC_LIMITS.known_hash_bytes);
+    slice.forEach((h, j) => bytes.set(hexToBytes(h), j * SYNC_LIMITS.known_hash_bytes));
+    parts.push({ known_ids: [], known: base64Encode(bytes), set: setId, part: i, parts: n });
+  }
+  return parts;
+}
+
+/** What the parts of one hello name, together. */
+export function knownFromHello(parts: SyncHelloPayload[]): Known {
+  const known = emptyKnown();
+  for (const p of parts) {
+    for (const id of p.known_ids ?? []) known.ids.add(id);
+    if (p.known) {
+      const bytes = base64Decode(p.known);
+      for (let i = 0; i < bytes.length; i += SYNC_LIMITS.known_hash_bytes) {
+        known.hashes.add(bytesToHex(bytes.subarray(i, i + SYNC_LIMITS.known_hash_bytes)));
+      }
+    }
+  }
+  return known;
+}
+
+/**
+ * The entries to answer a hello with (12.6, 13.6): with a friend, those between the two parties;
+ * with an own device (peer === me), every entry; minus what the asker holds; chronological.
+ */
+export function entriesForPeer(ledger: LedgerEntry[], me: string, peer: string, known: Known = emptyKnown()): LedgerEntry[] {
+  return chronological(
+    ledger.filter((e) => inConversation(e, me, peer) && !known.ids.has(e.id) && !known.hashes.has(knownHash(e))),
   );
 }
 
+// ---- cutting an answer into messages ------------------------------------------------------
+
+/** Room for the fields around `entries` in one sync_data payload. */
+const PART_OVERHEAD = 256;
+
 /**
- * The entries to answer a sync_hello with (12.6, 13.6): with a friend, those between the two
- * parties; with an own device (peer === me), every entry; minus the ids the asker knows.
+ * Cuts chronological entries into sync_data parts of one answer set, each within `maxBytes` of
+ * payload JSON, in order; an entry too large for one part travels as pieces in consecutive parts.
+ * With `windowParts`, stops after that many parts (never before the first entry) and sets `more`
+ * on every part, so the asker pulls the rest with a new hello.
  */
-export function entriesForPeer(ledger: LedgerEntry[], me: string, peer: string, knownIds: Iterable<string>): LedgerEntry[] {
-  const known = new Set(knownIds);
-  return ledger.filter((e) => {
-    if (known.has(e.id)) return false;
-    if (peer === me) return true;
-    return (e.from_user_id === peer && e.to_user_id === me) || (e.from_user_id === me && e.to_user_id === peer);
-  });
-}
-
-/** The ids to put in a sync_hello for `peer`: the most recent first-class window of them. */
-export function knownIdsFor(ledger: LedgerEntry[], me: string, peer: string): string[] {
-  const mine = entriesForPeer(ledger, me, peer, []);
-  return chronological(mine)
-    .slice(-SYNC_LIMITS.max_known_ids)
-    .map((e) => e.id);
-}
-
-/** Cuts entries into groups whose JSON stays within `maxBytes` (one sync_data each). */
-export function chunkEntries(entries: LedgerEntry[], maxBytes: number = SYNC_LIMITS.max_sync_data_bytes): LedgerEntry[][] {
-  const enc = new TextEncoder();
-  const chunks: LedgerEntry[][] = [];
+export function syncDataParts(
+  entries: LedgerEntry[],
+  setId: string,
+  opts: { maxBytes?: number; windowParts?: number } = {},
+): SyncDataPayload[] {
+  const maxBytes = opts.maxBytes ?? SYNC_LIMITS.max_payload_bytes;
+  const budget = maxBytes - PART_OVERHEAD;
+  const window = opts.windowParts ?? Infinity;
+  const bodies: Array<Pick<SyncDataPayload, "entries" | "piece">> = [];
   let current: LedgerEntry[] = [];
   let size = 2;
+  let more = false;
+  const flush = () => {
+    if (current.length > 0) bodies.push({ entries: current });
+    current = [];
+    size = 2;
+  };
   for (const e of entries) {
-    const n = enc.encode(JSON.stringify(e)).length + 1;
-    if (n + 2 > maxBytes) continue; // an entry that can never fit one message is not sent
-    if (size + n > maxBytes && current.length > 0) {
-      chunks.push(current);
-      current = [];
-      size = 2;
+    const json = JSON.stringify(e);
+    const n = utf8Encode(json).length + 1;
+    if (n + 2 <= budget) {
+      if (size + n > budget) flush();
+      if (bodies.length >= window) {
+        more = true;
+        break;
+      }
+      current.push(e);
+      size += n;
+      continue;
     }
-    current.push(e);
-    size += n;
+    // Too large for one part: pieces of its JSON's bytes, base64 (4 characters per 3 bytes).
+    flush();
+    const bytes = utf8Encode(json);
+    const per = Math.floor(budget / 4) * 3;
+    const count = Math.ceil(bytes.length / per);
+    if (bodies.length > 0 && bodies.length + count > window) {
+      more = true;
+      break;
+    }
+    for (let i = 0; i < count; i++) {
+      bodies.push({ entries: [], piece: { index: i, count, data: base64Encode(bytes.subarray(i * per, (i + 1) * per)) } });
+    }
   }
-  if (current.length > 0) chunks.push(current);
-  return chunks;
+  if (!more) flush();
+  if (bodies.length === 0) return [];
+  return bodies.map((b, i) => ({ ...b, set: setId, part: i, parts: bodies.length, ...(more ? { more: true } : {}) }));
+}
+
+/** The raw entries of a complete answer set, in part order, pieces joined. Bad pieces are skipped. */
+export function entriesOfParts(parts: SyncDataPayload[]): unknown[] {
+  const out: unknown[] = [];
+  let pieces: Uint8Array[] = [];
+  for (const p of parts) {
+    out.push(...p.entries);
+    if (!p.piece) {
+      pieces = [];
+      continue;
+    }
+    if (p.piece.index !== pieces.length) {
+      pieces = [];
+      if (p.piece.index !== 0) continue;
+    }
+    pieces.push(base64Decode(p.piece.data));
+    if (pieces.length === p.piece.count) {
+      try {
+        const total = new Uint8Array(pieces.reduce((n, b) => n + b.length, 0));
+        let off = 0;
+        for (const b of pieces) {
+          total.set(b, off);
+          off += b.length;
+        }
+        out.push(JSON.parse(utf8Decode(total)));
+      } catch {
+        // a piece set that does not parse is dropped
+      }
+      pieces = [];
+    }
+  }
+  return out;
 }
 
 /**
- * Judges the entries of a received sync_data (12.7): well-formed, proof valid (forged entries are
- * dropped silently), involving me; then chronological. With a friend, only entries between the
- * two parties are taken; from an own device, any entry of mine.
+ * Collects the parts of sets (hellos or answers) per peer until each is complete. A message
+ * without set fields is a set of one. Keeps at most `pending_sets_per_peer` unfinished sets per
+ * peer, dropping the oldest.
+ */
+export class PartCollector<P extends { set?: string; part?: number; parts?: number }> {
+  private readonly pending = new Map<string, Map<string, { parts: number; got: Map<number, P> }>>();
+
+  /** Adds one part; returns the whole set, in part order, once it is complete. */
+  add(peer: string, p: P): P[] | undefined {
+    if (p.set === undefined || p.parts === undefined || p.part === undefined) return [p];
+    if (p.parts === 1) return [p];
+    let sets = this.pending.get(peer);
+    if (!sets) this.pending.set(peer, (sets = new Map()));
+    let s = sets.get(p.set);
+    if (!s) {
+      s = { parts: p.parts, got: new Map() };
+      sets.set(p.set, s);
+      while (sets.size > SYNC_LIMITS.pending_sets_per_peer) sets.delete(sets.keys().next().value as string);
+    }
+    if (s.parts !== p.parts) return undefined;
+    s.got.set(p.part, p);
+    if (s.got.size < s.parts) return undefined;
+    sets.delete(p.set);
+    if (sets.size === 0) this.pending.delete(peer);
+    return [...s.got.entries()].sort((a, b) => a[0] - b[0]).map(([, v]) => v);
+  }
+
+  /** Forgets a peer's unfinished sets. */
+  forget(peer: string): void {
+    this.pending.delete(peer);
+  }
+}
+
+/**
+ * Judges received entries (12.7): well-formed, proof valid (forged entries are dropped silently),
+ * involving me; then chronological. With a friend, only entries between the two parties are
+ * taken; from an own device, any entry of mine.
  */
 export function acceptableEntries(raw: unknown[], me: string, peer: string): LedgerEntry[] {
   const out: LedgerEntry[] = [];
@@ -131,3 +301,12 @@ export function acceptableEntries(raw: unknown[], me: string, peer: string): Led
   }
   return chronological(out);
 }
+
+export const ledgerEntrySchema = z.looseObject({
+  id: z.string().min(1).max(128),
+  type: z.string().min(1),
+  from_user_id: z.string(),
+  to_user_id: z.string(),
+  originated_at: z.string(),
+  timestamp: z.string(),
+});

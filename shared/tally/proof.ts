@@ -12,7 +12,7 @@
 // 1. Current form, proof type "tally-nostr-event-v1" (TIP-006): a field
 //      proof: { type: "tally-nostr-event-v1", event: <NIP-01 event> }
 //    where the event has kind 177700, pubkey = hex of from_user_id, content = digest,
-//    tags containing ["t", "tally-proof"] (signers write exactly [["t","tally-proof"]]),
+//    tags free (signers write [["t","tally-proof"]]; the seed names no tag, so receivers require none),
 //    created_at = signing time (Unix seconds; not otherwise checked), and a valid id and BIP-340 sig.
 //    An external NIP-07 signer can produce it with signEvent.
 // 2. Legacy form, "tally-canonical-schnorr-v1" (before TIP-006, accepted on receipt only): a field
@@ -22,14 +22,15 @@
 //
 // Verification takes the public key from from_user_id (an npub). If a "proof" field is present it
 // alone decides (a broken proof is not rescued by a legacy signature); otherwise "signature" decides.
-// Ledger entries (§12.6) are verified by rebuilding the inner message: created_at := originated_at,
-// and the keys originated_at and timestamp removed.
+// Ledger entries (§12.6) are verified by rebuilding the inner message exactly (shared/tally/entry.ts:
+// created_at := originated_at, timestamp removed, and the entry's inner_fields restored).
 import { schnorr } from "@noble/curves/secp256k1.js";
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex, hexToBytes, isHex, utf8Encode } from "../encoding";
 import { finalizeEvent, verifyEvent, type NostrEvent } from "../nostr/event";
 import { canonicalJson, innerDigestHex } from "./canonical";
 import { getPublicKeyHex, npubDecode, npubEncode } from "./keys";
+import { ledgerEntryToInner } from "./entry";
 
 export const PROOF_EVENT_KIND = 177700;
 export const PROOF_TYPE = "tally-nostr-event-v1";
@@ -81,7 +82,6 @@ function verifyNostrProof(inner: Record<string, unknown>, pubkeyHex: string): bo
   const ev = proof.event;
   if (!verifyEvent(ev)) return false;
   if (ev.kind !== PROOF_EVENT_KIND || ev.pubkey !== pubkeyHex) return false;
-  if (!ev.tags.some((t) => t.length >= 2 && t[0] === PROOF_TAG[0] && t[1] === PROOF_TAG[1])) return false;
   return ev.content === innerDigestHex(inner);
 }
 
@@ -109,12 +109,6 @@ export function verifyInner(inner: unknown): boolean {
   } catch {
     return false;
   }
-}
-
-/** The inner message a §12.6 ledger entry was signed as: created_at := originated_at, no timestamp. */
-export function ledgerEntryToInner(entry: Record<string, unknown>): Record<string, unknown> {
-  const { originated_at, timestamp: _timestamp, ...rest } = entry;
-  return { ...rest, created_at: originated_at };
 }
 
 /** Rebuilds the inner message from a §12.6 ledger entry and verifies its proof. Never throws. */

@@ -61,7 +61,7 @@ describe("seed 003 section 12: ledger recovery", () => {
     });
     await waitFor(async () => (await wiped.store.listLedger()).length === 5, { what: "recovered ledger", timeout: 30_000 });
     expect(await ledgerIds(wiped)).toEqual([...ids].sort());
-    expect(await wiped.store.hasLedger("forged-1")).toBe(false);
+    expect(await wiped.store.hasLedger(bob.npub, "forged-1")).toBe(false);
     // Inbound-like entries went through the handler in chronological order; outbound-only did not.
     expect(applied).toEqual([
       ["friend_request", "sync"],

@@ -16,7 +16,11 @@ const accountStub = (did: string) => env.MINCA_ACCOUNT.get(env.MINCA_ACCOUNT.idF
 const rows = (stub: DurableObjectStub, tables: string[]) =>
   runInDurableObject(stub, (_i, state) => {
     const out: Record<string, number> = {};
-    for (const t of tables) out[t] = state.storage.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM ${t}`).one().n;
+    for (const t of tables) {
+      // an object that never kept anything has no tables at all (DESIGN 3: nothing is stored for free)
+      const exists = state.storage.sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", t).toArray().length > 0;
+      out[t] = exists ? state.storage.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM ${t}`).one().n : 0;
+    }
     return out;
   });
 

@@ -1,16 +1,24 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
+  PartCollector,
   SYNC_LIMITS,
   acceptableEntries,
   chronological,
-  chunkEntries,
   classifyEntry,
+  emptyKnown,
   entriesForPeer,
+  entriesOfParts,
+  helloParts,
   innerToLedgerEntry,
-  knownIdsFor,
+  knownFromHello,
+  ledgerEntryToInner,
+  syncDataParts,
+  syncDataPayloadSchema,
+  syncHelloPayloadSchema,
   verifyLedgerEntry,
   type LedgerEntry,
+  type SyncDataPayload,
 } from "../../../../shared/tally/ledger";
 import { signInner } from "../../../../shared/tally/proof";
 import { newUser, type User } from "../../../helpers/tally";
@@ -56,32 +64,128 @@ describe("what a peer is sent (12.6, 13.6)", () => {
   const ac = entry(alice, carol, "2026-01-01T00:00:02.000Z");
   const ledger = [ab, ba, ac];
 
+  const known = (ids: string[]) => ({ ids: new Set(ids), hashes: new Set<string>() });
+
   it("12.6: a friend gets the entries between the two parties minus the ids it knows", () => {
-    expect(entriesForPeer(ledger, alice.npub, bob.npub, []).map((e) => e.id)).toEqual([ab.id, ba.id]);
-    expect(entriesForPeer(ledger, alice.npub, bob.npub, [ab.id]).map((e) => e.id)).toEqual([ba.id]);
+    expect(entriesForPeer(ledger, alice.npub, bob.npub, emptyKnown()).map((e) => e.id)).toEqual([ab.id, ba.id]);
+    expect(entriesForPeer(ledger, alice.npub, bob.npub, known([ab.id])).map((e) => e.id)).toEqual([ba.id]);
   });
 
   it("13.6: an own device gets every entry, not a bilateral slice", () => {
-    expect(entriesForPeer(ledger, alice.npub, alice.npub, [ba.id]).map((e) => e.id)).toEqual([ab.id, ac.id]);
+    expect(entriesForPeer(ledger, alice.npub, alice.npub, known([ba.id])).map((e) => e.id)).toEqual([ab.id, ac.id]);
   });
 
-  it(`12.5: a sync_hello names at most ${SYNC_LIMITS.max_known_ids} known ids, the most recent`, () => {
-    const many = Array.from({ length: SYNC_LIMITS.max_known_ids + 10 }, (_, i) => ({
-      ...ab,
-      id: `k${i}`,
-      originated_at: new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString(),
-    }));
-    const ids = knownIdsFor(many, alice.npub, bob.npub);
-    expect(ids.length).toBe(SYNC_LIMITS.max_known_ids);
-    expect(ids[0]).toBe("k10");
+  it("12.5 send all known ids: a hello names every one of 10,000 entries, compactly, so equal ledgers exchange nothing", () => {
+    const many: LedgerEntry[] = Array.from({ length: 10_000 }, (_, i) => ({ ...ab, id: `k${i}` }));
+    const parts = helloParts(many, alice.npub, bob.npub, "set1");
+    expect(parts.length).toBe(2);
+    for (const p of parts) {
+      expect(syncHelloPayloadSchema.safeParse(p).success).toBe(true);
+      expect(new TextEncoder().encode(JSON.stringify(p)).length).toBeLessThanOrEqual(SYNC_LIMITS.max_payload_bytes);
+    }
+    const theirs = knownFromHello(parts);
+    expect(entriesForPeer(many, alice.npub, bob.npub, theirs)).toEqual([]);
+    // One entry the asker lacks is the only one sent.
+    const more = [...many, { ...ab, id: "new" }];
+    expect(entriesForPeer(more, alice.npub, bob.npub, theirs).map((e) => e.id)).toEqual(["new"]);
   });
 
-  it("sync_data is cut into messages that each fit one envelope", () => {
-    const big = Array.from({ length: 50 }, (_, i) => ({ ...ab, id: `b${i}`, payload: { pad: "x".repeat(3000) } }));
-    const chunks = chunkEntries(big);
-    expect(chunks.flat().length).toBe(50);
-    for (const c of chunks) expect(new TextEncoder().encode(JSON.stringify(c)).length).toBeLessThanOrEqual(SYNC_LIMITS.max_sync_data_bytes);
-    expect(chunks.length).toBeGreaterThan(1);
+  it("12.5: the seed's known_ids form is still understood", () => {
+    const hello = syncHelloPayloadSchema.parse({ known_ids: [ab.id] });
+    expect(entriesForPeer(ledger, alice.npub, bob.npub, knownFromHello([hello])).map((e) => e.id)).toEqual([ba.id]);
+  });
+});
+
+describe("ledger keyed by (from_user_id, id) (3.1, 7)", () => {
+  it("ledger keyed by (from_user_id, id): a third party reusing an id does not hide the real entry from sync", () => {
+    const real = entry(bob, alice, "2026-01-01T00:00:00.000Z");
+    const reuse = { ...entry(carol, alice, "2026-01-01T00:00:00.000Z"), id: real.id };
+    // The asker holds carol's entry with that id; bob's own entry is still sent.
+    const hello = helloParts([reuse], alice.npub, alice.npub, "s");
+    expect(entriesForPeer([real, reuse], alice.npub, alice.npub, knownFromHello(hello))).toEqual([real]);
+  });
+});
+
+describe("preserve unknown inner fields exactly (3)", () => {
+  const at = "2026-01-01T00:00:00.000Z";
+  it("preserve unknown fields: an inner's own timestamp and originated_at survive the entry, and it verifies after sync", () => {
+    const inner = { id: "t1", type: "note", from_user_id: alice.npub, to_user_id: bob.npub, created_at: at, timestamp: 17, originated_at: "elsewhere", inner_fields: { x: 1 }, payload: {} };
+    const signed = signInner(inner, alice.secretKey);
+    const e = JSON.parse(JSON.stringify(innerToLedgerEntry(signed, new Date("2026-02-01T00:00:00.000Z"))));
+    expect(e.originated_at).toBe(at);
+    expect(e.timestamp).toBe("2026-02-01T00:00:00.000Z");
+    expect(ledgerEntryToInner(e)).toEqual(signed);
+    expect(verifyLedgerEntry(e)).toBe(true);
+    expect(acceptableEntries([e], bob.npub, alice.npub).map((x) => x.id)).toEqual(["t1"]);
+  });
+
+  it("preserve unknown fields: an inner without created_at (or with a non-string one) can be synced", () => {
+    for (const extra of [{}, { created_at: 1_760_000_000 }]) {
+      const inner = { id: `c${JSON.stringify(extra).length}`, type: "note", from_user_id: alice.npub, to_user_id: bob.npub, payload: { a: 1 }, ...extra };
+      const signed = signInner(inner, alice.secretKey);
+      const e = JSON.parse(JSON.stringify(innerToLedgerEntry(signed, new Date(at))));
+      expect(typeof e.originated_at).toBe("string");
+      expect(ledgerEntryToInner(e)).toEqual(signed);
+      expect(acceptableEntries([e], bob.npub, alice.npub)).toHaveLength(1);
+    }
+  });
+
+  it("an ordinary inner message maps to the seed's entry shape exactly, with nothing added", () => {
+    const e = entry(alice, bob, at);
+    expect(Object.keys(e).sort()).toEqual(["from_user_id", "id", "originated_at", "payload", "proof", "timestamp", "to_user_id", "type"]);
+  });
+});
+
+describe("cutting an answer (12.4-12.7)", () => {
+  const stamp = (i: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString();
+
+  it("chronological replay across chunks: entries stored out of order come out of every part in time order, applied only once whole", () => {
+    // Storage order is newest first; the answer spans several parts.
+    const stored = Array.from({ length: 60 }, (_, i) => entry(bob, alice, stamp(60 - i), { payload: { pad: "x".repeat(3000) } }));
+    const parts = syncDataParts(entriesForPeer(stored, bob.npub, alice.npub), "s1");
+    expect(parts.length).toBeGreaterThan(2);
+    for (const p of parts) expect(new TextEncoder().encode(JSON.stringify(p)).length).toBeLessThanOrEqual(SYNC_LIMITS.max_payload_bytes);
+    // Parts arrive in reverse (another path, another relay): nothing comes out until the last one.
+    const collector = new PartCollector<SyncDataPayload>();
+    const reversed = [...parts].reverse();
+    for (const p of reversed.slice(0, -1)) expect(collector.add(bob.npub, p)).toBeUndefined();
+    const whole = collector.add(bob.npub, reversed.at(-1)!)!;
+    const out = acceptableEntries(entriesOfParts(whole), alice.npub, bob.npub);
+    expect(out.map((e) => e.originated_at)).toEqual([...stored].reverse().map((e) => e.originated_at));
+  });
+
+  it("entries too large for one chunk are still synced: a 62 KB entry travels in pieces and verifies", () => {
+    const big = entry(bob, alice, stamp(1), { payload: { blob: "y".repeat(62_000) } });
+    const small = entry(bob, alice, stamp(2));
+    const parts = syncDataParts([big, small], "s2");
+    expect(parts.length).toBeGreaterThanOrEqual(2);
+    for (const p of parts) {
+      expect(syncDataPayloadSchema.safeParse(JSON.parse(JSON.stringify(p))).success).toBe(true);
+      expect(new TextEncoder().encode(JSON.stringify(p)).length).toBeLessThanOrEqual(SYNC_LIMITS.max_payload_bytes);
+    }
+    const out = acceptableEntries(entriesOfParts(JSON.parse(JSON.stringify(parts))), alice.npub, bob.npub);
+    expect(out.map((e) => e.id)).toEqual([big.id, small.id]);
+  });
+
+  it("friend sync over the relay is windowed: an answer stops after the window and says there is more", () => {
+    const stored = Array.from({ length: 100 }, (_, i) => entry(bob, alice, stamp(i), { payload: { pad: "x".repeat(3000) } }));
+    const parts = syncDataParts(stored, "s3", { windowParts: SYNC_LIMITS.relay_window_parts });
+    expect(parts.length).toBe(SYNC_LIMITS.relay_window_parts);
+    expect(parts.every((p) => p.more === true)).toBe(true);
+    const got = entriesOfParts(parts) as LedgerEntry[];
+    expect(got.map((e) => e.id)).toEqual(stored.slice(0, got.length).map((e) => e.id)); // the oldest first
+  });
+
+  it("fuzz: part sets and pieces of any shape never throw", () => {
+    fc.assert(
+      fc.property(fc.array(fc.jsonValue(), { maxLength: 6 }), (raw) => {
+        const parts = raw.map((r) => syncDataPayloadSchema.safeParse(r)).filter((r) => r.success).map((r) => r.data!);
+        expect(() => entriesOfParts(parts)).not.toThrow();
+        const c = new PartCollector<SyncDataPayload>();
+        for (const p of parts) c.add("x", p);
+      }),
+      { seed: 11, numRuns: 300 },
+    );
   });
 });
 

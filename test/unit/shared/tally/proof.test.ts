@@ -90,7 +90,7 @@ describe("§3.3 authorship proofs", () => {
     expect(() => signInnerLegacy(message({ from_user_id: bob }), aliceSk)).toThrow();
   });
 
-  it("§3.3: a proof event with the wrong kind, tag, content or type is rejected", () => {
+  it("§3.3: a proof event with the wrong kind, content or type is rejected", () => {
     const inner = message();
     const digest = innerDigestHex(inner);
     const mk = (kind: number, tags: string[][], content: string, type: string = PROOF_TYPE) => ({
@@ -99,12 +99,22 @@ describe("§3.3 authorship proofs", () => {
     });
     expect(verifyInner(mk(177700, [["t", "tally-proof"]], digest))).toBe(true);
     expect(verifyInner(mk(1, [["t", "tally-proof"]], digest))).toBe(false);
-    expect(verifyInner(mk(177700, [], digest))).toBe(false);
     expect(verifyInner(mk(177700, [["t", "tally-proof"]], digest.toUpperCase()))).toBe(false);
     expect(verifyInner(mk(177700, [["t", "tally-proof"]], digest, LEGACY_PROOF_TYPE))).toBe(false);
     const broken = mk(177700, [["t", "tally-proof"]], digest);
     broken.proof.event = { ...broken.proof.event, sig: "00".repeat(64) };
     expect(verifyInner(broken)).toBe(false);
+  });
+
+  it("§3.3 accept every proof the seed accepts: a kind 177700 proof event with no tally-proof tag (or other tags) verifies", () => {
+    const inner = message();
+    const digest = innerDigestHex(inner);
+    const mk = (tags: string[][]) => ({
+      ...inner,
+      proof: { type: PROOF_TYPE, event: ntFinalizeEvent({ kind: 177700, created_at: 1_760_000_000, tags, content: digest }, aliceSk) },
+    });
+    expect(verifyInner(mk([]))).toBe(true);
+    expect(verifyInner(mk([["client", "other-app"]]))).toBe(true);
   });
 
   it("§3.3: a proof made by an external signer (nostr-tools finalizeEvent, as NIP-07 would) is accepted", () => {

@@ -1,0 +1,74 @@
+// What a Tally client tells the app (seed 003): the inner message as the app sees it, how it
+// arrived, and the client's events, with the small typed emitter they go through.
+import type { QueuedStatus } from "../../shared/tally/messages";
+import type { LedgerEntry } from "../../shared/tally/entry";
+
+/** An inner message as the application sees it (seed section 3). */
+export interface InnerMessage {
+  id: string;
+  type: string;
+  from_user_id: string;
+  to_user_id: string;
+  created_at: string;
+  payload?: unknown;
+  [k: string]: unknown;
+}
+
+/** How a message reached this client: the relay, a direct channel, or ledger sync (12). */
+export type Delivery = "relay" | "direct" | "sync";
+
+export interface TallyClientEvents {
+  /**
+   * A new application message (not a receipt), after the checks of 5.3 and dedup. The first
+   * string a handler returns is the receipt's result (8.1); "ignored" keeps it out of the ledger.
+   */
+  message: (inner: InnerMessage, via: Delivery) => void | Promise<void> | string | Promise<string>;
+  /** A copy of an application message already processed (another path's copy, 7): dropped, receipted again. */
+  duplicate: (inner: InnerMessage, via: Delivery) => void;
+  /** A receipt for one of our messages arrived; it left the outbox. */
+  receipt: (messageId: string, result: unknown, from: string) => void;
+  /** An outbox message was given up on before the recipient could forget its id (7, 8.2). */
+  expired: (messageId: string, to: string) => void;
+  /** A self-addressed message from another of our devices (sync_hello / sync_data). */
+  self: (inner: InnerMessage, via: Delivery) => void | Promise<void>;
+  /** Any sync message (sync_hello or sync_data) from a friend, a peer under allowance or an own device, before it is handled. */
+  sync_message: (inner: InnerMessage, via: Delivery) => void;
+  registered: (deviceId: string, queued: number) => void;
+  drained: () => void;
+  queued: (id: string, status: QueuedStatus) => void;
+  peer_connect: (userId: string, deviceId: string) => void;
+  peer_disconnect: (userId: string, deviceId: string) => void;
+  signal: (userId: string, deviceId: string, signal: unknown) => void;
+  /** An envelope that failed the receiver's checks and was dropped, with the reason. */
+  dropped: (reason: string, envelope: unknown) => void;
+  relay_error: (code: string, message: string, id?: string) => void;
+  /** A new ledger entry (outbound or inbound, 12). */
+  ledger: (entry: LedgerEntry) => void;
+  /** A sync answer from `from` was applied: `applied` new entries. */
+  synced: (from: string, applied: number) => void;
+  /** 12.8: an unknown peer became a friend within its allowance and is kept. */
+  peer_kept: (userId: string) => void;
+  /** 12.8: an unknown peer's allowance ran out (or the relay connection ended first); every connection to it is closed. */
+  peer_dropped: (userId: string) => void;
+  close: (code: number, reason: string) => void;
+}
+
+type AnyFn = (...args: any[]) => unknown;
+
+/** Typed listeners; emit awaits each in turn and returns what they returned. */
+export class Emitter<E extends { [K in keyof E]: AnyFn }> {
+  private readonly listeners = new Map<keyof E, Set<AnyFn>>();
+
+  on<K extends keyof E>(event: K, fn: E[K]): () => void {
+    let set = this.listeners.get(event);
+    if (!set) this.listeners.set(event, (set = new Set()));
+    set.add(fn);
+    return () => void set!.delete(fn);
+  }
+
+  async emit<K extends keyof E>(event: K, ...args: Parameters<E[K]>): Promise<unknown[]> {
+    const results: unknown[] = [];
+    for (const fn of this.listeners.get(event) ?? []) results.push(await fn(...args));
+    return results;
+  }
+}

@@ -1,0 +1,20 @@
+// The Tally client's own bounds and timings, in one place (the relay's are in shared/limits.ts).
+// docs/tally.md states why each is what it is.
+const DAY_MS = 86_400_000;
+
+export const CLIENT_LIMITS = {
+  /** How long a processed (from_user_id, id) is remembered (7): three times the relay's 30-day queue lifetime. */
+  processed_ttl_ms: 90 * DAY_MS,
+  /**
+   * How long an outbox message is retried before it is given up (8.2, 7): its last hand-off to a
+   * relay then expires there (30 days) well before any recipient forgets the id (90 days).
+   */
+  outbox_max_age_ms: 45 * DAY_MS,
+  /** Reconnect backoff: the first delay and the cap; every delay is jittered over its upper half. */
+  reconnect_first_ms: 500,
+  reconnect_max_ms: 30_000,
+  /** Pings on a registered socket, well inside the relay's idle bound (shared/limits.ts). */
+  ping_interval_ms: 25_000,
+  /** A ping unanswered this long: the socket is taken for dead and reopened. */
+  pong_timeout_ms: 10_000,
+} as const;

@@ -1,0 +1,194 @@
+// Ledger sync through the running relay at scale and in order (seed 003 sections 12.4-12.8 and
+// 13.6): equal ledgers exchange nothing, answers apply chronologically across parts, entries too
+// large for one part still arrive, a big recovery through the relay keeps the queue usable, and
+// a relay reconnect does not leak an unknown peer's connections.
+import { afterEach, describe, expect, inject, it } from "vitest";
+import { memoryStore, type InnerMessage, type TallyClient, type TallyStore } from "../../clients/tally/index";
+import { innerToLedgerEntry, type LedgerEntry } from "../../shared/tally/entry";
+import { SYNC_DATA, SYNC_HELLO, SYNC_LIMITS } from "../../shared/tally/ledger";
+import { signInner } from "../../shared/tally/proof";
+import { device, newUser, type User } from "../helpers/tally";
+import { waitFor } from "../helpers/wait";
+
+const relay = inject("relayUrl");
+const open: TallyClient[] = [];
+afterEach(() => {
+  for (const c of open.splice(0)) c.close();
+});
+const FAST = { presenceIntervalMs: 300, allowanceMs: 10_000 };
+
+async function dev(user: User, opts: Record<string, unknown> = {}, before?: (c: TallyClient) => void) {
+  const c = await device(relay, user, { sync: FAST, ...opts }, before);
+  open.push(c);
+  return c;
+}
+
+const at = (s: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, s)).toISOString();
+
+/** A signed ledger entry of `from` to `to`, as the sender's or receiver's ledger holds it. */
+function signed(from: User, to: User, id: string, type: string, createdAt: string, payload: unknown = {}): LedgerEntry {
+  const inner = { id, type, from_user_id: from.npub, to_user_id: to.npub, created_at: createdAt, payload };
+  return innerToLedgerEntry(signInner(inner, from.secretKey), new Date());
+}
+
+/** Counts the sync messages a client receives, by type, with their payload bytes. */
+function syncTraffic(c: TallyClient) {
+  const t = { hello: 0, helloBytes: 0, data: 0, entries: 0, parts: new Map<string, number>() };
+  c.on("sync_message", (m: InnerMessage) => {
+    const p = m.payload as { entries?: unknown[]; set?: string; parts?: number };
+    if (m.type === SYNC_HELLO) {
+      t.hello++;
+      t.helloBytes += JSON.stringify(p).length;
+    }
+    if (m.type === SYNC_DATA) {
+      t.data++;
+      t.entries += p.entries?.length ?? 0;
+      if (p.set) t.parts.set(p.set, p.parts ?? 1);
+    }
+  });
+  return t;
+}
+
+async function fill(store: TallyStore, entries: LedgerEntry[]) {
+  for (const e of entries) await store.appendLedger(e);
+}
+
+describe("12.5/13.6 equal ledgers", () => {
+  it("12.5 send all known ids: two friends whose ledgers hold 10,000 equal entries exchange no entries on reconnect", async () => {
+    const alice = newUser();
+    const bob = newUser();
+    const shared: LedgerEntry[] = [
+      signed(bob, alice, "req", "friend_request", at(0)),
+      signed(alice, bob, "acc", "friend_accept", at(1)),
+      signed(bob, alice, "acc-b", "friend_accept", at(2)),
+    ];
+    for (let i = 0; i < 9_997; i++) {
+      const [from, to] = i % 2 ? [alice, bob] : [bob, alice];
+      shared.push({ id: `e${i}`, type: "note", from_user_id: from.npub, to_user_id: to.npub, originated_at: at(10 + i), timestamp: at(10 + i), payload: { i } });
+    }
+    const aStore = memoryStore();
+    const bStore = memoryStore();
+    await fill(aStore, shared);
+    await fill(bStore, [...shared].reverse());
+    let aT!: ReturnType<typeof syncTraffic>;
+    let bT!: ReturnType<typeof syncTraffic>;
+    const marks: string[] = [];
+    const b = await dev(bob, { store: bStore }, (c) => {
+      bT = syncTraffic(c);
+      c.on("message", (m) => void marks.push(`b got ${m.type}`));
+    });
+    const a = await dev(alice, { store: aStore }, (c) => {
+      aT = syncTraffic(c);
+      c.on("message", (m) => void marks.push(`a got ${m.type}`));
+    });
+    // Both ends say what they hold: every one of the 10,000 keys, in two messages each.
+    await waitFor(() => aT.hello === 2 && bT.hello === 2, { what: "both hellos", timeout: 30_000 });
+    await a.idle();
+    await b.idle();
+    expect(a.sync.isFriend(bob.npub) && b.sync.isFriend(alice.npub)).toBe(true);
+    // A marker after each hello was answered: anything sent before it has arrived by then (one relay, in order).
+    await a.send(bob.npub, "marker", {});
+    await b.send(alice.npub, "marker", {});
+    await waitFor(() => marks.includes("a got marker") && marks.includes("b got marker"), { what: "markers" });
+    console.log(`10,000 equal entries: hellos ${aT.hello}+${bT.hello} messages, ${aT.helloBytes + bT.helloBytes} bytes; sync_data ${aT.data + bT.data}, entries ${aT.entries + bT.entries}`);
+    expect([aT.data, bT.data, aT.entries, bT.entries]).toEqual([0, 0, 0, 0]);
+  });
+
+  it("13.6: two own devices with 10,000 equal entries exchange no entries when the second comes online", async () => {
+    const alice = newUser();
+    const bob = newUser();
+    const ledger: LedgerEntry[] = Array.from({ length: 10_000 }, (_, i) => ({
+      id: `s${i}`, type: "note", from_user_id: bob.npub, to_user_id: alice.npub, originated_at: at(i), timestamp: at(i), payload: { i },
+    }));
+    const s1 = memoryStore();
+    const s2 = memoryStore();
+    await fill(s1, ledger);
+    await fill(s2, ledger);
+    let t1!: ReturnType<typeof syncTraffic>;
+    let t2!: ReturnType<typeof syncTraffic>;
+    const d1 = await dev(alice, { store: s1 }, (c) => void (t1 = syncTraffic(c)));
+    const d2 = await dev(alice, { store: s2 }, (c) => void (t2 = syncTraffic(c)));
+    await waitFor(() => t1.hello === 2 && t2.hello === 2, { what: "both hellos", timeout: 30_000 });
+    await d1.idle();
+    await d2.idle();
+    // A live broadcast after the hellos is the marker: it arrives after any answer sent before it.
+    const id = await d1.send(bob.npub, "note", { after: true });
+    await waitFor(async () => d2.store.hasLedger(alice.npub, id), { what: "broadcast" });
+    expect(t2.entries).toBe(1); // the broadcast entry alone
+    expect(t1.entries).toBe(0);
+  });
+});
+
+describe("12.4-12.7 recovery in order and in full", () => {
+  it("chronological replay across chunks: a wiped client applies a friend's multi-part answer in time order, a 62 KB entry included", async () => {
+    const alice = newUser();
+    const bob = newUser();
+    const pad = (n: number) => ({ pad: "p".repeat(n) });
+    // Bob's ledger in storage order newest first, the answer several parts long.
+    const entries = [
+      signed(bob, alice, "note-late", "note", at(50), pad(30_000)),
+      signed(bob, alice, "tx", "transaction_created", at(40), { blob: "y".repeat(62_000) }),
+      signed(bob, alice, "note-mid", "note", at(30), pad(30_000)),
+      signed(alice, bob, "acc", "friend_accept", at(20)),
+      signed(bob, alice, "req", "friend_request", at(10), pad(30_000)),
+    ];
+    const bStore = memoryStore();
+    await fill(bStore, entries);
+    await dev(bob, { store: bStore });
+    const applied: string[] = [];
+    let t!: ReturnType<typeof syncTraffic>;
+    const wiped = await dev(alice, { store: memoryStore() }, (c) => {
+      t = syncTraffic(c);
+      c.on("message", (m) => void applied.push(m.id));
+    });
+    await waitFor(async () => (await wiped.store.listLedger()).length === 5, { what: "recovered ledger", timeout: 30_000 });
+    expect([...t.parts.values()].some((n) => n > 1)).toBe(true); // the answer came in several parts
+    expect(applied).toEqual(["req", "note-mid", "tx", "note-late"]);
+    const tx = (await wiped.store.listLedger()).find((e) => e.id === "tx")!;
+    expect((tx.payload as { blob: string }).blob.length).toBe(62_000);
+    expect(wiped.sync.isFriend(bob.npub)).toBe(true);
+  });
+
+  it("friend sync must not crowd the relay queue: a large recovery goes in windows of parts, and application messages still flow", async () => {
+    const alice = newUser();
+    const bob = newUser();
+    const entries = [signed(bob, alice, "req", "friend_request", at(0)), signed(alice, bob, "acc", "friend_accept", at(1))];
+    for (let i = 0; i < 40; i++) entries.push(signed(bob, alice, `big${i}`, "note", at(10 + i), { pad: "q".repeat(45_000) }));
+    const bStore = memoryStore();
+    await fill(bStore, entries);
+    const b = await dev(bob, { store: bStore });
+    let t!: ReturnType<typeof syncTraffic>;
+    const got: string[] = [];
+    const wiped = await dev(alice, { store: memoryStore() }, (c) => {
+      t = syncTraffic(c);
+      c.on("message", (m) => void got.push(m.type));
+    });
+    await waitFor(() => t.data > 0, { what: "first part", timeout: 30_000 });
+    const live = await b.send(alice.npub, "live", { during: "sync" });
+    await waitFor(() => got.includes("live"), { what: "the application message during sync", timeout: 30_000 });
+    await waitFor(async () => (await wiped.store.listLedger()).length === 43, { what: "all recovered", timeout: 60_000 });
+    expect(await wiped.store.hasLedger(bob.npub, live)).toBe(true);
+    // No answer set through the relay was larger than the window; it took several rounds.
+    expect(Math.max(...t.parts.values())).toBeLessThanOrEqual(SYNC_LIMITS.relay_window_parts);
+    expect(t.parts.size).toBeGreaterThan(1);
+  });
+});
+
+describe("12.8 the allowance and the relay connection", () => {
+  it("12.8 allowance expiry closes every connection: a relay reconnect drops the unknown peer and closes its channel", async () => {
+    const alice = newUser();
+    const mallory = newUser();
+    const dropped: string[] = [];
+    const a = await dev(alice, {}, (c) => c.on("peer_dropped", (u) => void dropped.push(u)));
+    const connected = new Promise<void>((r) => a.on("peer_connect", (u) => u === mallory.npub && r()));
+    const m = await dev(mallory);
+    m.connectPeer(alice.npub);
+    await connected;
+    let closed = 0;
+    a.addDirectChannel(mallory.npub, { send: () => {}, close: () => void closed++ });
+    a.socket!.close(); // the relay connection ends (the client reconnects by itself)
+    await waitFor(() => dropped.includes(mallory.npub), { what: "peer_dropped" });
+    expect(closed).toBe(1);
+    expect(a.sync.mayConnect(mallory.npub)).toBe(false);
+  });
+});

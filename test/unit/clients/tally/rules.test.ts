@@ -1,0 +1,176 @@
+// Seed 003 rules the client keeps on its own (no relay): results, the friend rule, persistence,
+// retries that end, transport-only receipts, the default store. Two clients joined by in-memory
+// channels whose frames the test hands over.
+import { mkdtempSync, readdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { CLIENT_LIMITS, IGNORED, TallyClient, connectInMemory, memoryStore, type InnerMessage } from "../../../../clients/tally/index";
+import { OutboxRetry } from "../../../../clients/tally/outbox";
+import { newUser } from "../../../helpers/tally";
+import { waitFor } from "../../../helpers/wait";
+
+function pair() {
+  const alice = newUser();
+  const bob = newUser();
+  const a = new TallyClient({ relayUrl: "ws://unused", secretKey: alice.secretKey, store: memoryStore() });
+  const b = new TallyClient({ relayUrl: "ws://unused", secretKey: bob.secretKey, store: memoryStore() });
+  const aToB: string[] = [];
+  const bToA: string[] = [];
+  a.addDirectChannel(b.npub, { send: (f) => void aToB.push(f) });
+  b.addDirectChannel(a.npub, { send: (f) => void bToA.push(f) });
+  return { alice, bob, a, b, aToB, bToA };
+}
+
+/** The receipt results in frames b sent back to a. */
+async function receiptResults(a: TallyClient, frames: string[]): Promise<unknown[]> {
+  const results: unknown[] = [];
+  const off = a.on("receipt", (_id, result) => void results.push(result));
+  for (const f of frames) await a.handleDirectFrame(f);
+  off();
+  return results;
+}
+
+describe("8.1 receipts", () => {
+  it("8.1 duplicate receipt repeats the original result: a message first ignored is receipted 'ignored' again", async () => {
+    const { a, b, aToB, bToA } = pair();
+    b.on("message", () => IGNORED);
+    await a.send(b.npub, "note", {});
+    await b.handleDirectFrame(aToB[0]);
+    await b.handleDirectFrame(aToB[0]);
+    expect(bToA).toHaveLength(2);
+    expect(await receiptResults(a, [bToA[0]])).toEqual([IGNORED]);
+    // The first receipt emptied a's outbox; put the message back to read the duplicate's receipt too.
+    const env = JSON.parse(aToB[0]);
+    await a.store.putOutbox({ id: env.id, to_user_id: b.npub, envelope: env, created_at: Date.now(), attempts: 0, last_attempt_at: 0 });
+    expect(await receiptResults(a, [bToA[1]])).toEqual([IGNORED]);
+  });
+
+  it("3.2 a plaintext transport-only receipt on a live direct channel is accepted", async () => {
+    const { a, b, aToB } = pair();
+    const id = await a.send(b.npub, "note", {});
+    expect(aToB).toHaveLength(1);
+    const receipts: string[] = [];
+    a.on("receipt", (mid) => void receipts.push(mid));
+    const plaintext = { id: "r1", type: "received", from_user_id: b.npub, to_user_id: a.npub, created_at: new Date().toISOString(), payload: { message_id: id, result: "processed" } };
+    // From another channel's peer it is not taken; from b's channel it is.
+    await a.handleDirectFrame(JSON.stringify(plaintext), newUser().npub);
+    expect(receipts).toEqual([]);
+    await a.handleDirectFrame(JSON.stringify(plaintext), b.npub);
+    expect(receipts).toEqual([id]);
+    expect(await a.store.listOutbox()).toEqual([]);
+  });
+});
+
+describe("12.8 the friend rule", () => {
+  it("12.8 no ledger entry when the handler returns 'ignored'", async () => {
+    const { a, b, aToB } = pair();
+    b.on("message", () => IGNORED);
+    const id = await a.send(b.npub, "note", {});
+    await b.handleDirectFrame(aToB[0]);
+    expect(await b.store.hasProcessed(a.npub, id)).toBe(true);
+    expect(await b.store.listLedger()).toEqual([]);
+  });
+
+  it("12.8 a stranger's friend_accept makes no friend; the local user's own accept does", async () => {
+    const { a, b, aToB } = pair();
+    await a.send(b.npub, "friend_accept", {});
+    await b.handleDirectFrame(aToB[0]);
+    expect(await b.store.listLedger()).toHaveLength(1); // the app applied it ...
+    expect(b.sync.isFriend(a.npub)).toBe(false); // ... but the stranger cannot befriend itself
+    expect(a.sync.isFriend(b.npub)).toBe(true); // a accepted b itself
+    await b.send(a.npub, "friend_accept", {});
+    expect(b.sync.isFriend(a.npub)).toBe(true);
+  });
+
+  it("12.8 an accept answering the local user's own request makes a friend", async () => {
+    const { a, b, aToB, bToA } = pair();
+    await b.send(a.npub, "friend_request", {});
+    await a.handleDirectFrame(bToA[0]);
+    await a.send(b.npub, "friend_accept", {});
+    await b.handleDirectFrame(aToB.at(-1)!);
+    expect(b.sync.isFriend(a.npub)).toBe(true);
+  });
+});
+
+describe("7 and 8.2: exactly once, and retries that end", () => {
+  it("7 persist the processed id before applying: the handler runs with its id already stored", async () => {
+    const { a, b, aToB } = pair();
+    const seenStored: boolean[] = [];
+    b.on("message", async (m: InnerMessage) => void seenStored.push(await b.store.hasProcessed(m.from_user_id, m.id)));
+    await a.send(b.npub, "note", {});
+    await b.handleDirectFrame(aToB[0]);
+    expect(seenStored).toEqual([true]);
+  });
+
+  it("8.2 stop retrying before processed ids can expire: an outbox message older than the bound is given up", async () => {
+    const store = memoryStore();
+    const handed: string[] = [];
+    const expired: string[] = [];
+    const retry = new OutboxRetry(store, { retryMs: 1, maxRetryMs: 1 }, (i) => (handed.push(i.id), true), (i) => void expired.push(i.id));
+    const env = { type: "peer_envelope" as const, envelope_version: 3, id: "x", from_user_id: "a", to_user_id: "b", ciphertext: "AA==" };
+    const now = Date.now();
+    await store.putOutbox({ id: "old", to_user_id: "b", envelope: { ...env, id: "old" }, created_at: now - CLIENT_LIMITS.outbox_max_age_ms - 1, attempts: 3, last_attempt_at: 0 });
+    await store.putOutbox({ id: "young", to_user_id: "b", envelope: { ...env, id: "young" }, created_at: now, attempts: 0, last_attempt_at: 0 });
+    await retry.flush(true, now);
+    expect(handed).toEqual(["young"]);
+    expect(expired).toEqual(["old"]);
+    expect((await store.listOutbox()).map((i) => i.id)).toEqual(["young"]);
+    // The bound leaves the relay's 30-day copy to expire well before the 90-day processed set forgets.
+    expect(CLIENT_LIMITS.outbox_max_age_ms + 30 * 86_400_000).toBeLessThan(CLIENT_LIMITS.processed_ttl_ms);
+  });
+});
+
+describe("default persistent store", () => {
+  it("default persistent store: in Node a client with no store keeps its outbox in a file, and memory only when asked", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "tally-default-"));
+    const before = process.env.TALLY_STORE_DIR;
+    process.env.TALLY_STORE_DIR = dir;
+    try {
+      const user = newUser();
+      const peer = newUser();
+      const first = new TallyClient({ relayUrl: "ws://unused", secretKey: user.secretKey });
+      const id = await first.send(peer.npub, "note", { n: 1 });
+      expect(readdirSync(dir)).toEqual([`${user.npub}.log`]);
+      const again = new TallyClient({ relayUrl: "ws://unused", secretKey: user.secretKey });
+      expect((await again.store.listOutbox()).map((i) => i.id)).toEqual([id]);
+      expect((await again.store.listLedger()).map((e) => e.id)).toEqual([id]);
+      const mem = new TallyClient({ relayUrl: "ws://unused", secretKey: user.secretKey, store: "memory" });
+      expect(await mem.store.listOutbox()).toEqual([]);
+    } finally {
+      if (before === undefined) delete process.env.TALLY_STORE_DIR;
+      else process.env.TALLY_STORE_DIR = before;
+    }
+  });
+});
+
+describe("13.5 the self mesh without the relay", () => {
+  it("13.5 broadcast to every connected self-peer by whichever path works: with no relay and a self channel open, a new entry reaches the other device", async () => {
+    const alice = newUser();
+    const bob = newUser();
+    const d1 = new TallyClient({ relayUrl: "ws://unused", secretKey: alice.secretKey, store: memoryStore() });
+    const d2 = new TallyClient({ relayUrl: "ws://unused", secretKey: alice.secretKey, store: memoryStore() });
+    connectInMemory(d1, d2);
+    const id = await d1.send(bob.npub, "note", { offline: true });
+    await waitFor(async () => d2.store.hasLedger(alice.npub, id), { what: "broadcast over the self channel" });
+  });
+
+  it("13.5 mark only what was sent: an entry no path carried is broadcast once a self channel works", async () => {
+    const alice = newUser();
+    const bob = newUser();
+    const d1 = new TallyClient({ relayUrl: "ws://unused", secretKey: alice.secretKey, store: memoryStore() });
+    const d2 = new TallyClient({ relayUrl: "ws://unused", secretKey: alice.secretKey, store: memoryStore() });
+    let working = false;
+    d1.addDirectChannel(alice.npub, {
+      send: (f) => {
+        if (!working) throw new Error("channel not open yet");
+        queueMicrotask(() => void d2.handleDirectFrame(f, alice.npub));
+      },
+    });
+    const first = await d1.send(bob.npub, "note", { n: 1 }); // the send fails: not marked
+    working = true;
+    // A later append re-offers nothing by itself, but the entry was not marked broadcast:
+    d1.sync.onLedgerAppend((await d1.store.listLedger()).find((e) => e.id === first)!);
+    await waitFor(async () => d2.store.hasLedger(alice.npub, first), { what: "the unsent entry" });
+  });
+});
