@@ -39,6 +39,26 @@ export interface Arrived {
   bytes: number;
 }
 
+interface Fresh {
+  index: number;
+  version: Version;
+  raw: string;
+  bytes: number;
+  /** The account its bytes are charged to. */
+  payer: string | null;
+}
+
+function groupBy<T>(items: T[], key: (t: T) => string): Map<string, T[]> {
+  const out = new Map<string, T[]>();
+  for (const t of items) {
+    const k = key(t);
+    const g = out.get(k);
+    if (g) g.push(t);
+    else out.set(k, [t]);
+  }
+  return out;
+}
+
 interface LogRow extends Record<string, SqlStorageValue> {
   seq: number;
   bytes: number;
@@ -72,21 +92,56 @@ export class MincaSpace extends DurableObject<Env> {
   }
 
   /**
-   * `account` carries this space under its current pass, proving `readKey` (private spaces). The
-   * account decides which of its passes is current; no account's pass displaces another's.
+   * `account` carries this space under its current pass, proving `readKey` (private spaces), the
+   * space one of the account's own when `own`. The account decides which of its passes is current;
+   * no account's pass displaces another's. False (nothing kept) when the space already has
+   * max_carriers_per_space other carriers.
    */
-  carry(space: string, account: string, constitution: Constitution, readKey: string | null, at: number): void {
+  carry(space: string, account: string, constitution: Constitution, readKey: string | null, at: number, own = false): boolean {
     this.schema.ensure();
-    this.ctx.storage.transactionSync(() => {
+    return this.ctx.storage.transactionSync(() => {
+      const known = this.sql.exec("SELECT 1 FROM carriers WHERE account = ?", account).toArray().length > 0;
+      if (!known && this.carriers().length >= MINCA_HOST_LIMITS.max_carriers_per_space) return false;
       this.setMeta("space", space);
       if (this.meta("constitution") === null) this.setMeta("constitution", JSON.stringify(constitution));
       this.sql.exec(
-        `INSERT INTO carriers (account, at, read_key) VALUES (?, ?, ?)
-         ON CONFLICT (account) DO UPDATE SET at = excluded.at, read_key = excluded.read_key`,
+        `INSERT INTO carriers (account, at, read_key, own) VALUES (?, ?, ?, ?)
+         ON CONFLICT (account) DO UPDATE SET at = excluded.at, read_key = excluded.read_key, own = excluded.own`,
         account,
         at,
         readKey,
+        own ? 1 : 0,
       );
+      return true;
+    });
+  }
+
+  /**
+   * A carry space's records of the keys `of` touched (DESIGN 8.4, revocations): for each
+   * (collection, key) a version signed by `of` wrote, the latest version of it (by `at`, then
+   * seq) signed by none of `revoked`, or null when there is none.
+   */
+  history(of: string, revoked: string[]): Array<{ collection: string; key: string; version: string | null }> {
+    if (this.meta("carry_of") === null) return [];
+    const touched = this.sql
+      .exec<{ c: string; k: string }>(
+        "SELECT DISTINCT json_extract(version, '$.collection') AS c, json_extract(version, '$.key') AS k FROM log WHERE json_extract(version, '$.author') = ?",
+        of,
+      )
+      .toArray();
+    return touched.map(({ c, k }) => {
+      const row = this.sql
+        .exec<{ version: string }>(
+          `SELECT version FROM log
+            WHERE json_extract(version, '$.collection') = ? AND json_extract(version, '$.key') = ?
+              AND json_extract(version, '$.author') NOT IN (SELECT value FROM json_each(?))
+            ORDER BY json_extract(version, '$.at') DESC, seq DESC LIMIT 1`,
+          c,
+          k,
+          JSON.stringify(revoked),
+        )
+        .toArray()[0];
+      return { collection: c, key: k, version: row?.version ?? null };
     });
   }
 
@@ -122,9 +177,10 @@ export class MincaSpace extends DurableObject<Env> {
     const carryOf = this.meta("carry_of");
     const carriers = this.carriers();
     if (!constitution || (carryOf === null && carriers.length === 0)) return fail(404, "not_found", "this host does not carry that space");
-    const ownMachinery = carryOf !== null;
+    // The account's own spaces (DESIGN 8.4): its carry space, and a space a carrier's pass says is its own.
+    const ownMachinery = carryOf !== null || carriers.some((c) => c.own);
     const results: VersionResult[] = [];
-    const fresh: Array<{ index: number; version: Version; raw: string; bytes: number }> = [];
+    let fresh: Fresh[] = [];
     const first = new Map<string, number>();
     for (const [index, a] of arrived.entries()) {
       const r = await checkVersion(a.value, { space, constitution, ownMachinery }, a.bytes, a.raw);
@@ -143,61 +199,112 @@ export class MincaSpace extends DurableObject<Env> {
       }
       first.set(r.version.id, index);
       results.push({ id: r.version.id, accepted: true, seq: 0 });
-      fresh.push({ index, version: r.version, raw: a.raw, bytes: a.bytes });
+      fresh.push({ index, version: r.version, raw: a.raw, bytes: a.bytes, payer: null });
     }
-    if (fresh.length === 0) return { ok: true, value: { results } };
+    const refuse = (f: Fresh, reason: VersionRefusal, detail: string) => {
+      results[f.index] = { id: f.version.id, accepted: false, reason, detail };
+    };
+    const finish = () => {
+      // A version repeated within the request gets its first copy's answer.
+      for (const [i, r] of results.entries()) {
+        if (r.accepted && r.seq === -1) results[i] = { ...results[first.get(r.id)!] };
+      }
+      return { ok: true as const, value: { results } };
+    };
 
-    // Bounds: this space's, then each carrying account's (nothing of the request is stored when over).
-    const held = this.usage();
-    const addBytes = fresh.reduce((n, f) => n + f.bytes, 0);
-    if (held.versions + fresh.length > MINCA_HOST_LIMITS.max_space_versions || held.bytes + addBytes > MINCA_HOST_LIMITS.max_space_bytes) {
-      return fail(507, "quota_exceeded", `a carried space holds at most ${MINCA_HOST_LIMITS.max_space_versions} versions and ${MINCA_HOST_LIMITS.max_space_bytes} bytes`);
+    // Revocations (DESIGN 8.4): a version signed by a key its root account revoked is refused in
+    // every space the host carries for that account.
+    const carrying = carryOf !== null ? [carryOf] : carriers.map((c) => c.account);
+    for (const [root, group] of groupBy(fresh, (f) => rootOf(f.version))) {
+      if (!carrying.includes(root)) continue;
+      const revoked = new Set(await this.account(root).revokedAmong([...new Set(group.map((f) => f.version.author))]));
+      for (const f of group) if (revoked.has(f.version.author)) refuse(f, "revoked", "the account revoked the key that signed this version");
     }
-    const accounts = ownMachinery ? [carryOf] : carriers.map((c) => c.account);
-    for (const account of accounts) {
-      const room = await this.account(account).room(space);
-      if (room < addBytes) return fail(507, "quota_exceeded", `an account's carried spaces hold at most ${MINCA_HOST_LIMITS.max_account_bytes} bytes`);
+    fresh = fresh.filter((f) => results[f.index].accepted);
+    if (fresh.length === 0) return finish();
+
+    // Bounds: this space's, then the accounts' (DESIGN 8.4). Each version is charged to one
+    // account: its root's when that account carries the space here (what an account writes is
+    // its share), else the first carrier with room. An account at its quota is refused only its
+    // own share. Each account checks and charges in one step; nothing of the request is stored
+    // when over, and what was charged is given back.
+    if (this.overSpaceBound(fresh)) return this.spaceFull();
+    const charged: Array<{ account: string; versions: number; bytes: number }> = [];
+    const refundAll = async (which = charged) => {
+      for (const c of which) await this.account(c.account).refund(space, c.versions, c.bytes);
+    };
+    for (const [root, group] of groupBy(fresh, (f) => (carrying.includes(rootOf(f.version)) ? rootOf(f.version) : ""))) {
+      const n = group.length;
+      const bytes = group.reduce((b, f) => b + f.bytes, 0);
+      const candidates = root !== "" ? [root] : carrying;
+      let payer: string | null = null;
+      for (const account of candidates) {
+        if (await this.account(account).reserve(space, n, bytes)) {
+          payer = account;
+          break;
+        }
+      }
+      if (payer === null) {
+        await refundAll();
+        return fail(507, "quota_exceeded", `an account's carried spaces hold at most ${MINCA_HOST_LIMITS.max_account_bytes} bytes`);
+      }
+      charged.push({ account: payer, versions: n, bytes });
+      for (const f of group) f.payer = payer;
     }
 
     // In the carry space, the account's records drive the host: it judges passes and applies them first.
     let closed = false;
-    if (ownMachinery) {
+    let revokedNow: string[] = [];
+    if (carryOf !== null) {
       const applied = await this.account(carryOf).applyCarry(space, fresh.map((f) => f.version), opts);
       closed = applied.closed;
-      for (const [i, verdict] of applied.verdicts.entries()) {
-        if (verdict === null) continue;
-        const f = fresh[i];
-        results[f.index] = { id: f.version.id, accepted: false, reason: verdict.reason, detail: verdict.detail };
-        fresh[i] = undefined as never;
-      }
+      revokedNow = applied.revoked;
+      for (const [i, verdict] of applied.verdicts.entries()) if (verdict !== null) refuse(fresh[i], verdict.reason, verdict.detail);
     }
-    const stored = fresh.filter(Boolean);
-    // A request running alongside may have stored the same version meanwhile: it keeps its first seq.
-    const seqs = this.ctx.storage.transactionSync(() =>
-      stored.map(
-        (f) =>
-          this.sql.exec<{ seq: number }>("INSERT INTO log (id, bytes, version) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING seq", f.version.id, f.bytes, f.raw).toArray()[0]?.seq ??
-          this.sql.exec<{ seq: number }>("SELECT seq FROM log WHERE id = ?", f.version.id).one().seq,
-      ),
-    );
-    stored.forEach((f, i) => (results[f.index] = { id: f.version.id, accepted: true, seq: seqs[i] }));
-    // A version repeated within the request gets its first copy's answer.
-    for (const [i, r] of results.entries()) {
-      if (r.accepted && r.seq === -1) results[i] = { ...results[first.get(r.id)!] };
+    const stored = fresh.filter((f) => results[f.index].accepted);
+    // The space's bound again and the writes in one step (no await between them); a request
+    // running alongside may have stored the same version meanwhile: it keeps its first seq.
+    const written = this.ctx.storage.transactionSync(() => {
+      if (this.overSpaceBound(stored)) return null;
+      return stored.map((f) => {
+        const seq = this.sql.exec<{ seq: number }>("INSERT INTO log (id, bytes, version) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING seq", f.version.id, f.bytes, f.raw).toArray()[0]?.seq;
+        return seq === undefined ? { seq: this.sql.exec<{ seq: number }>("SELECT seq FROM log WHERE id = ?", f.version.id).one().seq, isNew: false } : { seq, isNew: true };
+      });
+    });
+    if (written === null) {
+      await refundAll();
+      return this.spaceFull();
     }
-    const added = stored.reduce((n, f) => n + f.bytes, 0);
+    stored.forEach((f, i) => (results[f.index] = { id: f.version.id, accepted: true, seq: written[i].seq }));
+    // Charged but not kept here (refused by the account, or stored meanwhile by another request): given back.
+    const keptIds = new Set(stored.filter((_f, i) => written[i].isNew).map((f) => f.version.id));
+    const notKept = fresh.filter((f) => !keptIds.has(f.version.id));
+    await refundAll([...groupBy(notKept, (f) => f.payer!)].map(([account, g]) => ({ account, versions: g.length, bytes: g.reduce((b, f) => b + f.bytes, 0) })));
     if (closed) {
       // carry:closed: the account forgot everything; its carry space's log goes too.
       this.forget();
-    } else if (stored.length > 0) {
-      for (const account of accounts) await this.account(account).charge(space, stored.length, added);
+      return finish();
+    }
+    if (revokedNow.length > 0) await this.account(carryOf!).recount(revokedNow);
+    const added = stored.filter((f) => keptIds.has(f.version.id));
+    if (added.length > 0) {
       for (const w of this.waiters) w();
       this.waiters.clear();
       // Pushing never delays accepting: the accounts hear of the new versions after the answer.
-      const arrivals = stored.map((f) => ({ arrival: { ...outsideOf(f.version), root: rootOf(f.version) }, raw: f.raw }));
-      if (!ownMachinery) this.ctx.waitUntil(this.arrived(space, accounts, arrivals));
+      const arrivals = added.map((f) => ({ arrival: { ...outsideOf(f.version), root: rootOf(f.version) }, raw: f.raw }));
+      if (carryOf === null) this.ctx.waitUntil(this.arrived(space, carrying, arrivals));
     }
-    return { ok: true, value: { results } };
+    return finish();
+  }
+
+  private overSpaceBound(add: Fresh[]): boolean {
+    const held = this.usage();
+    const bytes = add.reduce((n, f) => n + f.bytes, 0);
+    return held.versions + add.length > MINCA_HOST_LIMITS.max_space_versions || held.bytes + bytes > MINCA_HOST_LIMITS.max_space_bytes;
+  }
+
+  private spaceFull(): HostResult<never> {
+    return fail(507, "quota_exceeded", `a carried space holds at most ${MINCA_HOST_LIMITS.max_space_versions} versions and ${MINCA_HOST_LIMITS.max_space_bytes} bytes`);
   }
 
   /** After the answer: each carrying account hears of the new versions (wakes, DESIGN 8.5). */
@@ -271,9 +378,9 @@ export class MincaSpace extends DurableObject<Env> {
     return { items, next: items.length ? items[items.length - 1].seq : after, more: rows.length > items.length, oldest_seq: oldest };
   }
 
-  private carriers(): Array<{ account: string }> {
+  private carriers(): Array<{ account: string; own: boolean }> {
     if (!this.schema.exists) return [];
-    return this.sql.exec<{ account: string }>("SELECT account FROM carriers").toArray();
+    return this.sql.exec<{ account: string; own: number }>("SELECT account, own FROM carriers ORDER BY account").toArray().map((r) => ({ account: r.account, own: r.own === 1 }));
   }
 
   private constitutionOf(space: string): Constitution | null {
