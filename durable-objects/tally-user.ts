@@ -400,8 +400,12 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
     return body;
   }
 
+  // Any statement that can write (a DELETE that matches nothing too) opens a write transaction,
+  // and the socket's output then waits for its commit: deletes that are usually no-ops look first.
+
   private purgeExpired(now: number): void {
     if (!this.schema.exists) return;
+    if (this.sql.exec("SELECT 1 FROM queue WHERE expires_at <= ? LIMIT 1", now).toArray().length === 0) return;
     this.sql.exec("DELETE FROM queue WHERE expires_at <= ?", now);
   }
 
@@ -464,10 +468,9 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
   private pruneIntroductions(): void {
     if (!this.schema.exists) return;
     const live = this.devices().map((d) => d.att.deviceId);
-    this.sql.exec(
-      `DELETE FROM introductions WHERE device_id NOT IN (${live.map(() => "?").join(",") || "''"})`,
-      ...live,
-    );
+    const stale = `FROM introductions WHERE device_id NOT IN (${live.map(() => "?").join(",") || "''"})`;
+    if (this.sql.exec(`SELECT 1 ${stale} LIMIT 1`, ...live).toArray().length === 0) return;
+    this.sql.exec(`DELETE ${stale}`, ...live);
   }
 
   private async webrtcSignal(
@@ -527,7 +530,7 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
         gone,
       )
       .toArray();
-    this.sql.exec("DELETE FROM introductions WHERE device_id = ?", gone);
+    if (rows.length > 0) this.sql.exec("DELETE FROM introductions WHERE device_id = ?", gone);
     const byPeer = new Map<string, string[]>();
     for (const r of rows) byPeer.set(r.peer_hex, [...(byPeer.get(r.peer_hex) ?? []), r.peer_device]);
     await Promise.allSettled(
