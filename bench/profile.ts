@@ -1,22 +1,26 @@
 // `npm run bench:profile`: a CPU profile of the relay's isolate under `workerd serve` while it
-// carries Tally online delivery (or, with --store, offline store then flush; with --register,
+// carries Tally online delivery (or, with --store, offline store then flush; with --flush, only
+// the flush of 1,000 stored envelopes; with --register,
 // connect and register of new users; with --passnote, room traffic). workerd runs with its
 // inspector on a loopback port (through a wrapper given to scripts/serve.ts as --workerd); the V8
 // sampling profiler is driven over the inspector protocol. Prints the functions with the most
 // self time and writes the whole profile to dist/relay.cpuprofile (open it in Chrome
-// DevTools or speedscope).
+// DevTools or speedscope). With --bare the same load runs against baseline (a), the bare Durable
+// Object (bench/baselines/bare-do.ts), profiled the same way, into dist/bare.cpuprofile: the two
+// profiles side by side show what the relay does that the platform's least does not.
 import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import WebSocket from "ws";
 import { buildWorker } from "../scripts/build";
 import { freePort, startRelay } from "../test/helpers/relay-process";
+import { startBareDo, workerdBinary } from "./baselines/start";
 import { roomTraffic } from "./passnote";
-import { onlineDelivery, registers, storeThenFlush } from "./tally";
+import { newUser } from "../test/helpers/tally";
+import { flushTo, onlineDelivery, registers, storeFor, storeThenFlush } from "./tally";
 
-const { values } = parseArgs({ options: { passnote: { type: "boolean" }, store: { type: "boolean" }, register: { type: "boolean" }, top: { type: "string" } } });
+const { values } = parseArgs({ options: { passnote: { type: "boolean" }, store: { type: "boolean" }, flush: { type: "boolean" }, register: { type: "boolean" }, bare: { type: "boolean" }, top: { type: "string" } } });
 const ROOT = new URL("../", import.meta.url).pathname;
 
 interface ProfileNode {
@@ -60,30 +64,34 @@ async function main() {
   buildWorker();
   const dir = mkdtempSync(join(tmpdir(), "bench-profile-"));
   const port = await freePort();
-  const real = (createRequire(createRequire(join(ROOT, "package.json")).resolve("wrangler/package.json"))("workerd") as { default: string }).default;
+  const real = workerdBinary();
   const wrapper = join(dir, "workerd");
   writeFileSync(wrapper, `#!/bin/sh\nexec ${JSON.stringify(real)} "$@" --inspector-addr=127.0.0.1:${port}\n`);
   chmodSync(wrapper, 0o755);
-  const relay = await startRelay({ target: "workerd", env: { WORKERD: wrapper } });
+  const relay = values.bare ? await startBareDo({ workerd: wrapper }) : await startRelay({ target: "workerd", env: { WORKERD: wrapper } });
   try {
+    // --flush: only the flush of 1,000 stored envelopes is profiled (their storing is not).
+    const flushLoad = { senders: 10, perSender: 100, inFlight: 8 };
+    const stored = values.flush ? await storeFor(relay.url, flushLoad) : undefined;
     const load = () =>
       values.passnote
         ? roomTraffic(relay.url, { peers: 16, perSender: 100, inFlight: 2, bytes: 200 })
         : values.register
-          ? registers(relay.url, { count: 100, concurrency: 8 })
+          ? registers(relay.url, { users: Array.from({ length: 100 }, newUser), concurrency: 8 })
           : values.store
-          ? storeThenFlush(relay.url, { senders: 10, perSender: 100, inFlight: 8 })
-          : onlineDelivery(relay.url, { pairs: 20, inFlight: 8, perSender: 150 });
-    await load(); // warm-up
+            ? storeThenFlush(relay.url, flushLoad)
+            : onlineDelivery(relay.url, { pairs: 20, inFlight: 8, perSender: 150 });
+    if (!values.flush) await load(); // warm-up
+    else await storeThenFlush(relay.url, flushLoad); // warm-up
     const send = await inspector(port);
     await send("Profiler.enable");
     await send("Profiler.setSamplingInterval", { interval: 200 });
     await send("Profiler.start");
-    const result = await load();
+    const result = stored ? { flushMs: await flushTo(relay.url, stored.to, stored.stored) } : await load();
     const { profile } = (await send("Profiler.stop")) as { profile: Profile };
     console.log(JSON.stringify(result));
     mkdirSync(join(ROOT, "dist"), { recursive: true });
-    writeFileSync(join(ROOT, "dist/relay.cpuprofile"), JSON.stringify(profile));
+    writeFileSync(join(ROOT, values.bare ? "dist/bare.cpuprofile" : "dist/relay.cpuprofile"), JSON.stringify(profile));
     // Self time per function.
     const byId = new Map(profile.nodes.map((n) => [n.id, n]));
     const self = new Map<string, number>();

@@ -140,6 +140,16 @@ export interface StoreFlushResult {
 /** Offline: `senders` senders store `perSender` envelopes each for one offline recipient, which
  * then registers and receives them all before queue_drained. */
 export async function storeThenFlush(relayUrl: string, o: { senders: number; perSender: number; inFlight: number }): Promise<StoreFlushResult> {
+  const st = await storeFor(relayUrl, o);
+  const flushMs = await flushTo(relayUrl, st.to, st.stored);
+  return { stored: st.stored, storePerSecond: st.storePerSecond, flushMs, flushPerSecond: st.stored / (flushMs / 1000) };
+}
+
+/** The store half: `senders` senders store `perSender` envelopes each for a new, offline user `to`. */
+export async function storeFor(
+  relayUrl: string,
+  o: { senders: number; perSender: number; inFlight: number },
+): Promise<{ to: User; stored: number; storePerSecond: number }> {
   const perSender = Math.min(o.perSender, BURST, TALLY_LIMITS.queue_max_per_sender);
   const to = newUser();
   const senders = await Promise.all(Array.from({ length: o.senders }, () => connect(relayUrl, newUser())));
@@ -167,6 +177,11 @@ export async function storeThenFlush(relayUrl: string, o: { senders: number; per
   const storeSeconds = (performance.now() - t0) / 1000;
   await Promise.all(senders.map((s) => s.close()));
   const stored = o.senders * perSender;
+  return { to, stored, storePerSecond: stored / storeSeconds };
+}
+
+/** The flush half: `to` registers and receives its `stored` envelopes; ms from challenge to queue_drained. */
+export async function flushTo(relayUrl: string, to: User, stored: number): Promise<number> {
   let flushed = 0;
   let t1 = 0;
   const recipient = await connect(relayUrl, to, {
@@ -178,12 +193,15 @@ export async function storeThenFlush(relayUrl: string, o: { senders: number; per
   const flushMs = performance.now() - t1;
   await recipient.close();
   if (flushed !== stored) throw new Error(`flushed ${flushed} of ${stored} stored envelopes`);
-  return { stored, storePerSecond: stored / storeSeconds, flushMs, flushPerSecond: stored / (flushMs / 1000) };
+  return flushMs;
 }
 
-/** Connect cost: open, challenge, register (a Schnorr verify on the relay), queue_drained, close. */
-export async function registers(relayUrl: string, o: { count: number; concurrency: number }): Promise<{ perSecond: number }> {
-  const users = Array.from({ length: o.count }, newUser);
+/**
+ * Connect cost: open, challenge, register (a Schnorr verify on the relay), queue_drained, close,
+ * for each of `users` (new users the first time, returning users, whose objects exist, after).
+ */
+export async function registers(relayUrl: string, o: { users: User[]; concurrency: number }): Promise<{ perSecond: number }> {
+  const users = o.users;
   let next = 0;
   const t0 = performance.now();
   await Promise.all(
@@ -194,7 +212,7 @@ export async function registers(relayUrl: string, o: { count: number; concurrenc
       }
     }),
   );
-  return { perSecond: o.count / ((performance.now() - t0) / 1000) };
+  return { perSecond: users.length / ((performance.now() - t0) / 1000) };
 }
 
 /**

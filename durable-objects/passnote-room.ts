@@ -6,9 +6,9 @@ import { OwnName } from "./own-name";
 import { RelayObject, type BaseAttachment, type Route } from "./base";
 import { MIGRATIONS } from "../migrations/index";
 import { CLOSE_CODES, PASSNOTE_LIMITS } from "../shared/limits";
-import { base64urlEncode, bytesToHex, randomBytes } from "../shared/encoding";
+import { base64urlEncode, bytesToHex, hexToBytes, randomBytes } from "../shared/encoding";
 import { joinSchema } from "../shared/passnote/messages";
-import { BROADCAST, joinPeerFrame, splitPeerFrame, verifyJoin } from "../shared/passnote/room";
+import { BROADCAST, PEER_ID_BYTES, isBroadcastFrame, restampPeerFrame, verifyJoin } from "../shared/passnote/room";
 
 export interface PassnoteAttachment extends BaseAttachment {
   /** base64url of the 32 challenge bytes; emptied once joined. */
@@ -37,6 +37,9 @@ export class PassnoteRoom extends RelayObject<Env, PassnoteAttachment> {
     });
   }
 
+  /** The room id, held in memory: a room stores nothing (its peers live in their sockets). */
+  private readonly ownRoom = new OwnName(this.schema, "room");
+
   protected statsGauges() {
     return { rooms_open: this.ctx.getWebSockets().length > 0 ? 1 : 0 };
   }
@@ -44,7 +47,7 @@ export class PassnoteRoom extends RelayObject<Env, PassnoteAttachment> {
   async fetch(request: Request): Promise<Response> {
     const room = request.headers.get(PASSNOTE_ROOM_HEADER);
     if (!room) return new Response("missing room", { status: 400 });
-    const own = new OwnName(this.sql, "room");
+    const own = this.ownRoom;
     if (own.get() !== null && own.get() !== room) return new Response("room mismatch", { status: 500 });
     own.claim(room);
     return this.accept({ openedAt: Date.now(), authed: false, challenge: base64urlEncode(randomBytes(32)), room });
@@ -88,19 +91,34 @@ export class PassnoteRoom extends RelayObject<Env, PassnoteAttachment> {
     for (const o of others) this.send(o.ws, { type: "join", peer });
   }
 
+  /** Each joined socket's peer id as bytes (keyed by its attachment, which is replaced on change). */
+  private readonly peerBytes = new WeakMap<PassnoteAttachment, Uint8Array>();
+
+  private senderId(att: PassnoteAttachment): Uint8Array {
+    let id = this.peerBytes.get(att);
+    if (id === undefined) this.peerBytes.set(att, (id = hexToBytes(att.peer!)));
+    return id;
+  }
+
+  // The hot path of a room: no per-peer allocation, the frame rewritten in place (it is ours).
   protected onBinary(ws: WebSocket, data: ArrayBuffer, att: PassnoteAttachment): void {
-    const split = splitPeerFrame(new Uint8Array(data));
-    if (!split) return this.sendError(ws, "invalid_message", "a binary message starts with an 8-byte peer id");
-    const out = joinPeerFrame(att.peer!, split.frame);
-    if (split.peer === BROADCAST) {
+    const bytes = new Uint8Array(data);
+    if (bytes.length < PEER_ID_BYTES) return this.sendError(ws, "invalid_message", "a binary message starts with an 8-byte peer id");
+    if (isBroadcastFrame(bytes)) {
+      const out = restampPeerFrame(bytes, this.senderId(att));
       let n = 0;
-      for (const o of this.peers(att.peer)) if (this.sendRaw(o.ws, out)) n++;
+      for (const o of this.ctx.getWebSockets()) {
+        if (o === ws) continue;
+        const a = this.attachment(o) as PassnoteAttachment | null;
+        if (a?.authed && a.peer !== undefined && a.peer !== att.peer && this.sendRaw(o, out)) n++;
+      }
       this.stats.count("deliveries", n);
       return;
     }
-    const target = split.peer === att.peer ? undefined : this.peers().find((o) => o.att.peer === split.peer);
-    if (!target || !this.sendRaw(target.ws, out)) {
-      this.sendError(ws, "peer_unavailable", `no other peer ${split.peer} in this room`);
+    const to = bytesToHex(bytes.subarray(0, PEER_ID_BYTES));
+    const target = to === att.peer ? undefined : this.peers().find((o) => o.att.peer === to);
+    if (!target || !this.sendRaw(target.ws, restampPeerFrame(bytes, this.senderId(att)))) {
+      this.sendError(ws, "peer_unavailable", `no other peer ${to} in this room`);
     } else this.stats.count("deliveries");
   }
 

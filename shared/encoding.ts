@@ -86,6 +86,27 @@ export function utf8ByteLength(s: string): number {
   return n;
 }
 
+const exactDecoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
+/**
+ * Strict UTF-8 that keeps every code point, a leading U+FEFF included (utf8Decode strips it, as
+ * text formats expect): for protocol strings that must round-trip byte for byte.
+ */
+export function utf8DecodeExact(bytes: Uint8Array): string {
+  try {
+    return exactDecoder.decode(bytes);
+  } catch {
+    throw new EncodingError("invalid utf-8");
+  }
+}
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** Whether a string is well-formed Unicode (no lone surrogate), so UTF-8 carries it exactly. */
+export function isWellFormedUnicode(s: string): boolean {
+  return !LONE_SURROGATE.test(s);
+}
+
 /** Strict UTF-8: invalid sequences throw EncodingError. */
 export function utf8Decode(bytes: Uint8Array): string {
   try {

@@ -21,7 +21,7 @@ export interface Server {
 }
 
 /** The workerd of the wrangler this project builds with, as scripts/serve.ts resolves it. */
-function workerdBinary(): string {
+export function workerdBinary(): string {
   const fromWrangler = createRequire(createRequire(join(ROOT, "package.json")).resolve("wrangler/package.json"));
   return (fromWrangler("workerd") as { default: string }).default;
 }
@@ -66,7 +66,7 @@ async function launch(cmd: string, args: string[], cwd: string, port: number): P
 }
 
 /** Baseline (a): the bare Durable Objects under workerd, with SQLite in a fresh folder. */
-export async function startBareDo(): Promise<Server> {
+export async function startBareDo(opts: { workerd?: string } = {}): Promise<Server> {
   const dir = mkdtempSync(join(tmpdir(), "bench-bare-do-"));
   const built = spawnSync(
     join(ROOT, "node_modules/.bin/esbuild"),
@@ -101,7 +101,7 @@ const worker :Workerd.Worker = (
 `;
   mkdirSync(join(dir, "data"));
   writeFileSync(join(dir, "config.capnp"), config);
-  const server = await launch(workerdBinary(), ["serve", join(dir, "config.capnp")], dir, port);
+  const server = await launch(opts.workerd ?? workerdBinary(), ["serve", join(dir, "config.capnp")], dir, port);
   return {
     ...server,
     async stop() {

@@ -2,7 +2,7 @@
 // strict reader, varints by arithmetic (no shifts, so 64-bit values survive JavaScript), and the
 // compact tagged value encoding of record values (null, bool, int, double, string, list, map).
 import { PASSNOTE_LIMITS } from "../limits";
-import { utf8Decode, utf8Encode } from "../encoding";
+import { isWellFormedUnicode, utf8DecodeExact, utf8Encode } from "../encoding";
 
 /** A record value as the application sees it. Ints beyond 2^53 decode as bigint. */
 export type Value = null | boolean | number | bigint | string | Value[] | { [key: string]: Value };
@@ -64,7 +64,9 @@ export class Writer {
     return this.varint(b.length).raw(b);
   }
 
+  /** A string as UTF-8. A lone surrogate would arrive as U+FFFD, so it is refused (RangeError). */
   string(s: string): this {
+    if (!isWellFormedUnicode(s)) throw new RangeError("a string with a lone surrogate cannot travel exactly: refused");
     return this.bytes(utf8Encode(s));
   }
 
@@ -169,7 +171,7 @@ export class Reader {
 
   string(maxBytes = Number.MAX_SAFE_INTEGER): string {
     try {
-      return utf8Decode(this.bytes(maxBytes));
+      return utf8DecodeExact(this.bytes(maxBytes)); // a leading U+FEFF is part of the string
     } catch (e) {
       if (e instanceof DecodeError) throw e;
       throw new DecodeError("invalid utf-8");

@@ -4,7 +4,7 @@
 // that act on it: negotiation.ts (the connection handshake), sessions.ts (ratchet-hello and
 // sessions), anti-entropy.ts (hello / state / delta / poke / reconcile); sync.ts composes them.
 import { PASSNOTE_LIMITS as L } from "../limits";
-import { encodeValue } from "./codec";
+import { encodeValue, Writer } from "./codec";
 import { InstTokens, makeHandshake, newInstToken, SUPPORTED_VERSIONS } from "./handshake";
 import { HlcClock } from "./hlc";
 import { MemoryStore } from "./records";
@@ -12,7 +12,7 @@ import { ROSTER_COLLECTION, devicePublicKey, deviceIdOf, keyTagOf, verifyRosterR
 import { sealFrame, sealPlain } from "./seal";
 import type { Ephemeral, RatchetHello, Session } from "./session";
 import { SendWindow } from "./send-window";
-import { encodeMessage, type Message, type MessageOf, type WireRecord } from "./wire";
+import { encodeMessage, encodeRecord, type Message, type MessageOf, type WireRecord } from "./wire";
 
 export interface SyncEngineOptions {
   /** This node's id (HLC node part, hello). */
@@ -30,6 +30,8 @@ export interface SyncEngineOptions {
   versions?: readonly number[];
   /** Offer recon1 (default true). */
   recon?: boolean;
+  /** Offer recon2 too (default false): used with peers that offer it, recon1 with the others. */
+  recon2?: boolean;
   /** This instance's inst token (default: a fresh random one). */
   inst?: string;
   maxClockDriftMs?: number;
@@ -163,7 +165,7 @@ export class EngineCore {
   }
 
   handshake(): MessageOf<"handshake"> {
-    return makeHandshake({ versions: this.versions, inst: this.inst, recon: this.recon, deviceKey: this.identity?.pub });
+    return makeHandshake({ versions: this.versions, inst: this.inst, recon: this.recon, recon2: this.opts.recon2, deviceKey: this.identity?.pub });
   }
 
   /** The channel of frames that are about no collection (handshake, hello, poke): plain or passphrase. */
@@ -216,6 +218,9 @@ export class EngineCore {
     const sends: Promise<void>[] = [];
     for (const r of records) {
       const size = encodeValue(r.value).length + r.key.length * 3 + r.hlc.length + 16;
+      // A record that could not travel in one binary message (only a peer built otherwise could
+      // have given it to us: local writes are refused) is left out, never sent to be refused.
+      if (size > L.record_max_bytes && encodeRecord(new Writer(), r).finish().length > L.record_max_bytes) continue;
       if (batch.length && (batch.length >= L.delta_max_records || bytes + size > L.delta_max_bytes)) {
         sends.push(this.send(peer, { type: "delta", collection, records: batch }, ch));
         batch = [];

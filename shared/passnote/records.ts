@@ -4,10 +4,12 @@
 // equal HLC changes nothing, so merging is idempotent, commutative and associative. crdt_type is
 // carried and kept as written, never interpreted.
 import { sha256 } from "@noble/hashes/sha2.js";
-import { utf8Encode } from "../encoding";
+import { isWellFormedUnicode, utf8ByteLength, utf8Encode } from "../encoding";
+import { PASSNOTE_LIMITS as L } from "../limits";
+import { Writer } from "./codec";
 import { compareHlc, hlcWall } from "./hlc";
 import type { Range, WireRecord } from "./wire";
-import { FINGERPRINT_BYTES } from "./wire";
+import { FINGERPRINT_BYTES, encodeRecord } from "./wire";
 
 /** The widest range: every HLC wall time a record can have. */
 export const FULL_RANGE: Range = { start: 0, end: Number.MAX_SAFE_INTEGER };
@@ -31,7 +33,8 @@ export interface RangeSummary {
   maxWall?: number;
 }
 
-interface Entry {
+/** A stored record with its HLC wall time and its fingerprint (recon2's item id). */
+export interface Entry {
   record: WireRecord;
   wall: number;
   fp: Uint8Array;
@@ -42,12 +45,15 @@ class Collection {
   readonly byKey = new Map<string, Entry>();
   private sorted: Entry[] = [];
   private dirty = false;
+  private ordered: Entry[] = [];
+  private orderedDirty = false;
   watermark = "";
 
   put(record: WireRecord): void {
     this.byKey.set(record.key, { record, wall: hlcWall(record.hlc), fp: recordFingerprint(record.key, record.hlc) });
     if (compareHlc(record.hlc, this.watermark) > 0) this.watermark = record.hlc;
     this.dirty = true;
+    this.orderedDirty = true;
   }
 
   private index(): Entry[] {
@@ -58,11 +64,36 @@ class Collection {
     return this.sorted;
   }
 
+  /** Entries ordered by (wall, fingerprint bytewise): recon2's item order. */
+  byWallAndId(): Entry[] {
+    if (this.orderedDirty) {
+      const a = [...this.index()];
+      // The wall index is sorted; only runs of equal wall times need ordering by fingerprint.
+      for (let i = 0; i < a.length; ) {
+        let j = i + 1;
+        while (j < a.length && a[j].wall === a[i].wall) j++;
+        if (j - i > 1) {
+          const run = a.slice(i, j).sort((x, y) => compareBytes(x.fp, y.fp));
+          for (let k = i; k < j; k++) a[k] = run[k - i];
+        }
+        i = j;
+      }
+      this.ordered = a;
+      this.orderedDirty = false;
+    }
+    return this.ordered;
+  }
+
   /** Entries with start <= wall < end. */
   slice(range: Range): Entry[] {
     const idx = this.index();
     return idx.slice(lowerBound(idx, range.start), lowerBound(idx, range.end));
   }
+}
+
+function compareBytes(a: Uint8Array, b: Uint8Array): number {
+  for (let i = 0; i < a.length && i < b.length; i++) if (a[i] !== b[i]) return a[i] - b[i];
+  return a.length - b.length;
 }
 
 function lowerBound(a: Entry[], wall: number): number {
@@ -132,6 +163,11 @@ export class MemoryStore {
     };
   }
 
+  /** A collection's records ordered by (wall, fingerprint), recon2's item order (kept until the next write). */
+  ordered(collection: string): readonly Entry[] {
+    return this.collections.get(collection)?.byWallAndId() ?? [];
+  }
+
   recordsIn(collection: string, range: Range): WireRecord[] {
     return (this.collections.get(collection)?.slice(range) ?? []).map((e) => e.record);
   }
@@ -140,4 +176,41 @@ export class MemoryStore {
   newerThan(collection: string, watermark: string): WireRecord[] {
     return this.all(collection).filter((r) => compareHlc(r.hlc, watermark) > 0);
   }
+}
+
+/** A local write the wire could not carry exactly, or whose peers could not read it: refused. */
+export class WriteRefusedError extends RangeError {
+  constructor(
+    message: string,
+    /** The bound it broke (a PASSNOTE_LIMITS name) or "unicode". */
+    readonly bound: string,
+  ) {
+    super(message);
+    this.name = "WriteRefusedError";
+  }
+}
+
+function checkName(what: string, s: string): void {
+  if (!isWellFormedUnicode(s)) throw new WriteRefusedError(`the ${what} holds a lone surrogate: it would not arrive as written`, "unicode");
+  const n = utf8ByteLength(s);
+  if (n > L.max_name_bytes) throw new WriteRefusedError(`the ${what} is ${n} bytes of UTF-8; peers read at most ${L.max_name_bytes}`, "max_name_bytes");
+}
+
+/**
+ * Checks a local write against what every peer's decoder accepts, before it is stored: collection,
+ * key and crdt type at most max_name_bytes of well-formed UTF-8, a value the tagged encoding
+ * carries exactly, and the whole record at most record_max_bytes encoded (a delta carrying it
+ * alone then fits in one binary message). Throws WriteRefusedError.
+ */
+export function checkLocalWrite(collection: string, record: WireRecord): void {
+  checkName("collection name", collection);
+  checkName("key", record.key);
+  if (record.crdt_type !== undefined) checkName("crdt type", record.crdt_type);
+  let size: number;
+  try {
+    size = encodeRecord(new Writer(), record).finish().length;
+  } catch (e) {
+    throw new WriteRefusedError(`the value cannot travel: ${(e as Error).message}`, e instanceof RangeError && /nested/.test((e as Error).message) ? "max_value_depth" : "value");
+  }
+  if (size > L.record_max_bytes) throw new WriteRefusedError(`the record is ${size} bytes encoded; at most ${L.record_max_bytes} fit in one message`, "record_max_bytes");
 }

@@ -76,3 +76,19 @@ export function joinPeerFrame(peer: string, frame: Uint8Array): Uint8Array {
   out.set(frame, PEER_ID_BYTES);
   return out;
 }
+
+/** Whether a binary message (at least PEER_ID_BYTES long) is addressed to the broadcast id. */
+export function isBroadcastFrame(data: Uint8Array): boolean {
+  for (let i = 0; i < PEER_ID_BYTES; i++) if (data[i] !== 0) return false;
+  return true;
+}
+
+/**
+ * The relayed form of a binary message, made in place: its peer-id prefix (the destination, as the
+ * sender wrote it) overwritten with the sender's id (8 bytes). The same bytes as
+ * joinPeerFrame(sender, splitPeerFrame(data).frame), without a copy.
+ */
+export function restampPeerFrame(data: Uint8Array, sender: Uint8Array): Uint8Array {
+  data.set(sender.subarray(0, PEER_ID_BYTES), 0);
+  return data;
+}

@@ -15,21 +15,22 @@
 //   engine-core.ts   shared state, channels, sealing and the send window;
 //   negotiation.ts   the connection handshake;
 //   sessions.ts      ratchet-hello and sessions (identity mode);
-//   anti-entropy.ts  hello / state / delta / poke / reconcile.
+//   anti-entropy.ts  hello / state / delta / poke / reconcile / reconcile2.
 // Local writes are pushed to every agreed peer as deltas, the writes of one event-loop turn together.
 import { equalBytes } from "../encoding";
-import { encodeValue, type Value } from "./codec";
+import type { Value } from "./codec";
 import { EngineCore, type Channel, type PeerState, type SyncEngineOptions, type SyncEvents, type TrafficStats } from "./engine-core";
-import { onDelta, onHello, onPoke, onReconcile, onState } from "./anti-entropy";
+import { onDelta, onHello, onPoke, onReconcile, onReconcile2, onState } from "./anti-entropy";
 import type { HlcClock } from "./hlc";
 import { onHandshake } from "./negotiation";
-import type { MemoryStore } from "./records";
+import { checkLocalWrite, type MemoryStore } from "./records";
 import { ROSTER_COLLECTION, signRosterRecord, type RosterEntry } from "./roster";
 import { KIND_PLAIN, KIND_RATCHET, openFrame, openPlain } from "./seal";
 import { onRatchetHello, requestRehello, rosterChanged } from "./sessions";
 import { decodeMessage, type Message, type WireRecord } from "./wire";
 
 export type { Channel, DropReason, SyncEngineOptions, SyncEvents, TrafficStats } from "./engine-core";
+export { WriteRefusedError } from "./records";
 
 export class SyncEngine {
   /** The state the engine's parts share (peers, store, clock, channels). */
@@ -113,9 +114,13 @@ export class SyncEngine {
 
   // ---- application ------------------------------------------------------------------------------
 
+  /**
+   * Writes a record. Refused with WriteRefusedError, before anything is stored, when a peer could
+   * not read it exactly (checkLocalWrite: names over max_name_bytes, lone surrogates, a record
+   * over record_max_bytes).
+   */
   put(collection: string, key: string, value: Value, crdtType?: string): WireRecord {
     this.userCollection(collection);
-    encodeValue(value); // refuse what the wire cannot carry before storing it
     return this.write(collection, { key, value, is_deleted: false, hlc: this.clock.tick(), ...(crdtType ? { crdt_type: crdtType } : {}) });
   }
 
@@ -206,6 +211,7 @@ export class SyncEngine {
    * costs a few frames rather than one each, and stays within the relay's per-peer rate.
    */
   private write(collection: string, record: WireRecord): WireRecord {
+    checkLocalWrite(collection, record);
     this.store.merge(collection, record);
     if (this.core.identity && collection === ROSTER_COLLECTION) rosterChanged(this.core);
     const queued = this.outgoing.get(collection);
@@ -265,6 +271,8 @@ export class SyncEngine {
         return onRatchetHello(core, peer, state, m);
       case "reconcile":
         return onReconcile(core, peer, m, ch);
+      case "reconcile2":
+        return onReconcile2(core, peer, state, m, ch);
     }
   }
 
@@ -315,6 +323,7 @@ export class SyncEngine {
         return ch === "plain";
       case "delta":
       case "reconcile":
+      case "reconcile2":
         return this.core.inScope(m.collection, ch);
       default:
         return true;

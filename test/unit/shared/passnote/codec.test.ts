@@ -43,6 +43,17 @@ describe("seed 001: varints by arithmetic", () => {
   });
 });
 
+/** Well-formed strings, a quarter of them with a leading U+FEFF (which must survive). */
+export const bomString = fc.oneof(
+  { weight: 3, arbitrary: fc.string({ unit: "grapheme" }) },
+  { weight: 1, arbitrary: fc.string({ unit: "grapheme" }).map((s) => "\uFEFF" + s) },
+);
+
+/** Strings holding at least one lone surrogate (which must be refused when written). */
+export const loneSurrogateString = fc
+  .tuple(fc.string(), fc.integer({ min: 0xd800, max: 0xdfff }), fc.string(), fc.boolean())
+  .map(([a, c, b, bom]) => (bom ? "\uFEFF" : "") + a.replace(/[\uD800-\uDFFF]/g, "") + String.fromCharCode(c) + b.replace(/[\uD800-\uDFFF]/g, ""));
+
 const valueArb: fc.Arbitrary<Value> = fc.letrec<{ v: Value }>((tie) => ({
   v: fc.oneof(
     { depthSize: "small", withCrossShrink: true },
@@ -51,9 +62,9 @@ const valueArb: fc.Arbitrary<Value> = fc.letrec<{ v: Value }>((tie) => ({
     fc.integer(),
     fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }).filter((b) => b > BigInt(Number.MAX_SAFE_INTEGER) || b < BigInt(Number.MIN_SAFE_INTEGER)),
     fc.double({ noNaN: true }).filter((d) => !Number.isSafeInteger(d)),
-    fc.string({ unit: "grapheme" }),
+    bomString,
     fc.array(tie("v"), { maxLength: 5 }),
-    fc.dictionary(fc.string(), tie("v"), { maxKeys: 5 }),
+    fc.dictionary(bomString, tie("v"), { maxKeys: 5 }),
   ),
 })).v;
 
@@ -64,6 +75,23 @@ describe("seed 001: tagged values", () => {
         expect(decodeValue(encodeValue(v))).toEqual({ value: v });
       }),
       { seed: 2, numRuns: 300 },
+    );
+  });
+
+  it("strings round-trip exactly: a leading U+FEFF survives, as a value and as a map key", () => {
+    expect(decodeValue(encodeValue("\uFEFFk"))).toEqual({ value: "\uFEFFk" });
+    expect(decodeValue(encodeValue({ "\uFEFFk": "\uFEFF" }))).toEqual({ value: { "\uFEFFk": "\uFEFF" } });
+    expect(new Reader(new Writer().string("\uFEFF\uFEFF").finish()).string()).toBe("\uFEFF\uFEFF");
+  });
+
+  it("lone surrogates are refused when written, never turned into U+FFFD", () => {
+    fc.assert(
+      fc.property(loneSurrogateString, (s) => {
+        expect(() => encodeValue(s)).toThrow(RangeError);
+        expect(() => encodeValue({ [s]: 1 })).toThrow(RangeError);
+        expect(() => new Writer().string(s)).toThrow(RangeError);
+      }),
+      { seed: 3, numRuns: 300 },
     );
   });
 

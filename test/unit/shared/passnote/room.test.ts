@@ -1,11 +1,23 @@
 // DESIGN section 5: room ids from the roster key, the join proof (verified with WebCrypto), and
 // the 8-byte peer-id prefix of binary messages.
 import { describe, expect, it } from "vitest";
+import fc from "fast-check";
 import { ed25519 } from "@noble/curves/ed25519.js";
 import { hkdf } from "@noble/hashes/hkdf.js";
 import { sha256 } from "@noble/hashes/sha2.js";
 import { base64urlEncode, randomBytes, utf8Encode } from "../../../../shared/encoding";
-import { isRoomId, joinPeerFrame, roomKeys, signJoin, splitPeerFrame, verifyJoin } from "../../../../shared/passnote/room";
+import {
+  BROADCAST,
+  isBroadcastFrame,
+  isRoomId,
+  joinPeerFrame,
+  restampPeerFrame,
+  roomKeys,
+  signJoin,
+  splitPeerFrame,
+  verifyJoin,
+} from "../../../../shared/passnote/room";
+import { bytesToHex } from "../../../../shared/encoding";
 
 describe("DESIGN 5: room id and join proof", () => {
   it("room id = base64url(P), P the Ed25519 key of HKDF-SHA256(roster key, salt empty, 'passnote-relay-room-v1', 32)", () => {
@@ -32,5 +44,23 @@ describe("DESIGN 5: room id and join proof", () => {
     expect(Array.from(m)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
     expect(splitPeerFrame(m)).toEqual({ peer: "0102030405060708", frame: Uint8Array.of(9) });
     expect(splitPeerFrame(Uint8Array.of(1, 2))).toBeNull();
+  });
+
+  it("the relay's in-place forwarding (restampPeerFrame) gives the same bytes as join(sender, split(message).frame), and a broadcast is exactly the all-zero id", () => {
+    fc.assert(
+      fc.property(
+        fc.uint8Array({ minLength: 8, maxLength: 64 }),
+        fc.uint8Array({ minLength: 8, maxLength: 8 }),
+        fc.boolean(),
+        (message, sender, zero) => {
+          if (zero) message.fill(0, 0, 8);
+          const split = splitPeerFrame(message)!;
+          const expected = joinPeerFrame(bytesToHex(sender), split.frame);
+          expect(isBroadcastFrame(message)).toBe(split.peer === BROADCAST);
+          expect(restampPeerFrame(message, sender)).toEqual(expected);
+        },
+      ),
+      { seed: 5151, numRuns: 300 },
+    );
   });
 });
