@@ -3,13 +3,15 @@
 // that each object reads as "what this room does": a table of handlers, one per message type.
 //
 // What it does for every object, the one documented way (DESIGN section 3):
-// - applies the class's SQL migrations on start, recording them in the object's own SQLite;
+// - makes the class's SQL schema on the first write that keeps something (LazySchema: a request
+//   or socket that stores nothing leaves no storage behind), recording migrations in its SQLite;
 // - accepts hibernatable WebSockets, keeps per-socket state in the socket attachment;
 // - answers {"type":"ping"} with {"type":"pong"} without waking the object;
 // - bounds frame size (close 1009), rate-limits per socket (rate_limited, then close 4029);
 // - parses a frame, validates it against its handler's zod schema and dispatches by `type`,
 //   answering invalid_message / unknown_type and keeping the connection open;
-// - closes sockets that have not authenticated within the timeout with 4001 (by alarm);
+// - closes sockets that have not authenticated within the timeout with 4001 (by an in-memory
+//   timer, re-armed whenever the object starts: no alarm is stored for a socket that keeps nothing);
 // - answers close frames;
 // - counts connections, messages and errors for the operator's status page, the same way for
 //   every object (StatsReporter: batched in memory, sent off the message path).
@@ -18,6 +20,7 @@ import type * as z from "zod";
 import { rateLimitedError, socketError, type ErrorCode } from "../shared/errors";
 import { CLOSE_CODES, COMMON_LIMITS } from "../shared/limits";
 import type { Migration } from "../migrations/index";
+import { LazySchema } from "./schema";
 import { TokenBucket } from "../shared/rate-limit";
 import { utf8ByteLength } from "../shared/encoding";
 import { noteIdle } from "./live";
@@ -69,21 +72,10 @@ export interface RelayObjectOptions {
 const PING = '{"type":"ping"}';
 const PONG = '{"type":"pong"}';
 
-export function applyMigrations(storage: DurableObjectStorage, migrations: readonly Migration[]): void {
-  const sql = storage.sql;
-  sql.exec("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)");
-  const done = new Set(sql.exec<{ name: string }>("SELECT name FROM _migrations").toArray().map((r) => r.name));
-  for (const m of migrations) {
-    if (done.has(m.name)) continue;
-    storage.transactionSync(() => {
-      sql.exec(m.sql);
-      sql.exec("INSERT INTO _migrations (name, applied_at) VALUES (?, ?)", m.name, Date.now());
-    });
-  }
-}
-
 export abstract class RelayObject<Env, A extends BaseAttachment> extends DurableObject<Env> {
   protected readonly sql: SqlStorage;
+  /** The schema, made on the first write that keeps something: guard reads with `schema.exists`, writes with `schema.ensure()`. */
+  protected readonly schema: LazySchema;
   private readonly options: RelayObjectOptions;
   /** In-memory rate state. Losing it on eviction is harmless: an evicted socket was idle, its bucket full. */
   private readonly buckets = new WeakMap<WebSocket, TokenBucket>();
@@ -102,12 +94,19 @@ export abstract class RelayObject<Env, A extends BaseAttachment> extends Durable
     super(ctx, env);
     this.options = options;
     this.sql = ctx.storage.sql;
-    applyMigrations(ctx.storage, options.migrations);
+    this.schema = new LazySchema(ctx.storage, options.migrations);
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(PING, PONG));
     this.stats = new StatsReporter(ctx, env as object, options.protocol, () => ({
       connections: ctx.getWebSockets().length,
       ...this.statsGauges(),
     }));
+    // Woken (after hibernation or eviction) with sockets that have not authenticated: the timer
+    // that would close them was lost with the old instance, so arm it again.
+    const now = Date.now();
+    for (const ws of ctx.getWebSockets()) {
+      const att = this.attachment(ws) as A | null;
+      if (att && !att.authed) this.armAuthTimer(att.openedAt + this.authTimeoutMs(), now);
+    }
   }
 
   // ---- hooks -------------------------------------------------------------------------------
@@ -151,7 +150,7 @@ export abstract class RelayObject<Env, A extends BaseAttachment> extends Durable
     this.ctx.acceptWebSocket(server, tags);
     this.setAttachment(server, att);
     this.stats.count("connections_opened");
-    if (!att.authed) await this.scheduleAlarm(att.openedAt + this.authTimeoutMs());
+    if (!att.authed) this.armAuthTimer(att.openedAt + this.authTimeoutMs());
     await this.onConnect(server, att);
     return new Response(null, { status: 101, webSocket: client });
   }
@@ -166,8 +165,10 @@ export abstract class RelayObject<Env, A extends BaseAttachment> extends Durable
   }
 
   protected setAttachment(ws: WebSocket, att: A): void {
+    const before = this.attachments.get(ws);
     ws.serializeAttachment(att);
     this.attachments.set(ws, att);
+    if (att.authed && before && !before.authed) this.rearmAuthTimer();
   }
 
   /** Open sockets whose attachment passes the filter. */
@@ -296,31 +297,84 @@ export abstract class RelayObject<Env, A extends BaseAttachment> extends Durable
   }
 
   async alarm(): Promise<void> {
-    const now = Date.now();
-    let next = await this.onAlarm(now);
+    const next = await this.onAlarm(Date.now());
+    if (next !== null) await this.ctx.storage.setAlarm(next);
+    this.stats.changed();
+  }
+
+  /**
+   * Closes with 4001 every socket that has not authenticated within the timeout; returns how many.
+   * The auth timer calls it; so may tests (the timeout is not waited out in tests).
+   */
+  closeUnauthenticated(now: number = Date.now()): number {
     const timeout = this.authTimeoutMs();
+    let next = Infinity;
+    let n = 0;
     for (const ws of this.ctx.getWebSockets()) {
+      if (ws.readyState !== WebSocket.OPEN) continue;
       const att = this.attachment(ws) as A | null;
       if (!att || att.authed) continue;
       const deadline = att.openedAt + timeout;
       if (deadline <= now) {
         this.sendError(ws, "auth_failed", "authentication timed out");
         this.close(ws, CLOSE_CODES.auth_failed, "authentication timed out");
-      } else if (next === null || deadline < next) next = deadline;
+        n++;
+      } else next = Math.min(next, deadline);
     }
-    if (next !== null) await this.ctx.storage.setAlarm(next);
-    this.stats.changed();
+    this.disarmAuthTimer();
+    if (next !== Infinity) this.armAuthTimer(next, now);
+    if (n > 0) this.stats.changed();
+    return n;
   }
 
   // ---- internals -----------------------------------------------------------------------------
 
   private closedSockets = new WeakSet<WebSocket>();
 
+  /**
+   * The auth timeout is an in-memory timer, not an alarm: an alarm is stored, and a socket that
+   * never authenticates must leave nothing behind (docs/hostile.md). A pending timer keeps the
+   * object from hibernating until it fires; if the instance goes anyway, the constructor arms
+   * it again from the sockets' attachments when the object next starts.
+   */
+  private authTimer: ReturnType<typeof setTimeout> | undefined;
+  private authTimerAt = Infinity;
+
+  private disarmAuthTimer(): void {
+    if (this.authTimer !== undefined) clearTimeout(this.authTimer);
+    this.authTimer = undefined;
+    this.authTimerAt = Infinity;
+  }
+
+  /** A socket authenticated or closed: the timer waits for the earliest deadline left, or for none (so the object may hibernate). */
+  private rearmAuthTimer(): void {
+    if (this.authTimer === undefined) return;
+    this.disarmAuthTimer();
+    const timeout = this.authTimeoutMs();
+    for (const ws of this.ctx.getWebSockets()) {
+      if (ws.readyState !== WebSocket.OPEN) continue;
+      const att = this.attachment(ws) as A | null;
+      if (att && !att.authed) this.armAuthTimer(att.openedAt + timeout);
+    }
+  }
+
+  private armAuthTimer(at: number, now: number = Date.now()): void {
+    if (at >= this.authTimerAt) return;
+    if (this.authTimer !== undefined) clearTimeout(this.authTimer);
+    this.authTimerAt = at;
+    this.authTimer = setTimeout(() => {
+      this.authTimer = undefined;
+      this.authTimerAt = Infinity;
+      this.closeUnauthenticated();
+    }, Math.max(0, at - now));
+  }
+
   private async closed(ws: WebSocket): Promise<void> {
     if (this.closedSockets.has(ws)) return;
     this.closedSockets.add(ws);
     this.stats.changed();
     const att = this.attachment(ws);
+    if (att && !att.authed) this.rearmAuthTimer();
     if (att) await this.onClose(ws, att);
     if (!this.ctx.getWebSockets().some((s) => s !== ws && s.readyState === WebSocket.OPEN)) {
       noteIdle(this.ctx.id.toString());

@@ -5,13 +5,13 @@
 // table but the tombstone. An alarm sweeps expired links.
 import { DurableObject } from "cloudflare:workers";
 import { OwnName } from "./own-name";
-import { applyMigrations } from "./base";
+import { LazySchema } from "./schema";
 import type { HostResult } from "./minca-space";
 import { MIGRATIONS } from "../migrations/index";
 import type { ErrorCode } from "../shared/errors";
 import { base64urlDecode, base64urlEncode } from "../shared/encoding";
 import { MINCA_HOST_LIMITS, MINCA_WAKE_LIMITS } from "../shared/limits";
-import { readCarryRecord, type CarryStart, type WakeBody } from "../shared/minca/carry";
+import { LINK, PASS, readCarryRecord, RECEIVER, WAKE, type CarryRecord, type CarryStart, type WakeBody } from "../shared/minca/carry";
 import { wakeMatches, wakePayload, wakeTopic, type Arrival } from "../shared/minca/wake";
 import { checkPushEndpoint, endpointPolicy } from "../shared/webpush/endpoint";
 import { retryDelaySeconds, WebPushSender, type FetchLike, type PushOutcome } from "../shared/webpush/send";
@@ -59,6 +59,9 @@ interface PushRow extends Record<string, SqlStorageValue> {
 
 export class MincaAccount extends DurableObject<Env> {
   private readonly sql: SqlStorage;
+  /** Made when the account is first carried: a GET of an unknown account stores nothing. */
+  private readonly schema: LazySchema;
+  private readonly ownAccount: OwnName;
   /** The fetch wakes go out with (tests may replace it). */
   pushFetch: FetchLike = (url, init) => fetch(url, init);
   private sender: WebPushSender | undefined;
@@ -66,7 +69,8 @@ export class MincaAccount extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
-    applyMigrations(ctx.storage, MIGRATIONS.MincaAccount);
+    this.schema = new LazySchema(ctx.storage, MIGRATIONS.MincaAccount);
+    this.ownAccount = new OwnName(this.schema, "account");
   }
 
   // ---- connecting (POST /minca/v1/host/accounts) ----------------------------------------------
@@ -87,6 +91,7 @@ export class MincaAccount extends DurableObject<Env> {
       await this.space(current).forget();
     }
     await this.space(start.carrySpace).openCarry(start.carrySpace, start.account, start.constitution);
+    this.schema.ensure();
     this.ctx.storage.transactionSync(() => {
       this.sql.exec("DELETE FROM meta WHERE key IN ('closed_at', 'closed_space', 'claimed')");
       this.setMeta("carry_space", start.carrySpace);
@@ -103,7 +108,7 @@ export class MincaAccount extends DurableObject<Env> {
     }
     const carry = this.meta("carry_space");
     if (carry === null || this.meta("account") !== account) return fail(404, "not_found", "this host does not carry for that account");
-    const count = (table: string) => this.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table}`).one().n;
+    const count = (table: string) => this.count(table);
     const used = this.sql.exec<{ v: number; b: number }>("SELECT COALESCE(SUM(versions), 0) AS v, COALESCE(SUM(bytes), 0) AS b FROM usage").one();
     return {
       ok: true,
@@ -127,154 +132,258 @@ export class MincaAccount extends DurableObject<Env> {
    * Reads each accepted version of the carry space (in order) and keeps what it says: one verdict
    * per version, null when it is taken (a refused one is not stored in the log either).
    * `closed` once carry:closed was read: everything is forgotten, and the rest is moot.
+   * `revoked`: the keys this batch revoked; once the versions are in the log, the space calls
+   * recount() with them.
    */
-  async applyCarry(space: string, versions: Version[], opts: { requestHost?: string } = {}): Promise<{ verdicts: CarryVerdict[]; closed: boolean }> {
+  async applyCarry(space: string, versions: Version[], opts: { requestHost?: string } = {}): Promise<{ verdicts: CarryVerdict[]; closed: boolean; revoked: string[] }> {
     const verdicts: CarryVerdict[] = [];
-    const keyB64 = this.meta("carry_key");
-    if (space !== this.meta("carry_space") || keyB64 === null) {
-      return { verdicts: versions.map(() => ({ reason: "unreadable_record", detail: "not this account's carry space" })), closed: false };
+    const revoked: string[] = [];
+    const bodyKey = this.carryBodyKey(space);
+    if (bodyKey === null) {
+      return { verdicts: versions.map(() => ({ reason: "unreadable_record", detail: "not this account's carry space" })), closed: false, revoked };
     }
-    const bodyKey = bodyKeyOf(base64urlDecode(keyB64));
-    const account = this.meta("account")!;
     for (const v of versions) {
-      const rec = readCarryRecord(v, bodyKey);
-      switch (rec.kind) {
-        case "refused":
-          verdicts.push({ reason: rec.reason, detail: rec.detail });
-          continue;
-        case "closed":
-          await this.close();
-          return { verdicts: [...verdicts, ...versions.slice(verdicts.length).map(() => null)], closed: true };
-        case "pass": {
-          const held = this.sql.exec<{ at: number }>("SELECT at FROM passes WHERE space = ?", rec.space).toArray()[0];
-          if (!held) {
-            const n = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM passes").one().n;
-            if (n >= MINCA_HOST_LIMITS.max_spaces_per_account) {
-              verdicts.push({ reason: "too_many_spaces", detail: `a host carries at most ${MINCA_HOST_LIMITS.max_spaces_per_account} spaces per account` });
-              continue;
-            }
-          }
-          if (!held || rec.at >= held.at) {
-            await this.space(rec.space).carry(rec.space, account, rec.constitution, rec.readKey ?? null, rec.at);
-            this.sql.exec(
-              `INSERT INTO passes (space, key, at, visibility, read_key) VALUES (?, ?, ?, ?, ?)
-               ON CONFLICT (space) DO UPDATE SET at = excluded.at, read_key = excluded.read_key`,
-              rec.space,
-              v.key,
-              rec.at,
-              rec.constitution.visibility,
-              rec.readKey ?? null,
-            );
-          }
-          break;
-        }
-        case "pass_deleted": {
-          const held = this.sql.exec<{ space: string; at: number }>("SELECT space, at FROM passes WHERE key = ?", rec.key).toArray()[0];
-          if (held && v.at >= held.at) {
-            this.sql.exec("DELETE FROM passes WHERE space = ?", held.space);
-            this.sql.exec("DELETE FROM usage WHERE space = ?", held.space);
-            await this.space(held.space).uncarry(account);
-          }
-          break;
-        }
-        case "link": {
-          const held = this.sql.exec<{ at: number; topic: string }>("SELECT at, topic FROM links WHERE key = ?", rec.key).toArray()[0];
-          if (held && rec.at < held.at) break;
-          this.sql.exec(
-            `INSERT INTO links (key, topic, blob, until, at, written) VALUES (?, ?, ?, ?, ?, (SELECT COALESCE(MAX(written), 0) + 1 FROM links))
-             ON CONFLICT (key) DO UPDATE SET topic = excluded.topic, blob = excluded.blob, until = excluded.until, at = excluded.at, written = excluded.written`,
-            rec.key,
-            rec.topic,
-            toArrayBuffer(rec.blob),
-            rec.until,
-            rec.at,
-          );
-          await this.mailbox(rec.topic).linkAccount(rec.topic, account);
-          if (held && held.topic !== rec.topic) await this.unlinkIfNone(held.topic);
-          await this.evictLinks();
-          await this.schedule();
-          break;
-        }
-        case "link_deleted": {
-          const held = this.sql.exec<{ at: number; topic: string }>("SELECT at, topic FROM links WHERE key = ?", rec.key).toArray()[0];
-          if (held && v.at >= held.at) {
-            this.sql.exec("DELETE FROM links WHERE key = ?", rec.key);
-            await this.unlinkIfNone(held.topic);
-          }
-          break;
-        }
-        case "wake": {
-          const held = this.sql.exec<{ at: number }>("SELECT at FROM wakes WHERE key = ?", rec.key).toArray()[0];
-          if (!held && this.count("wakes") >= MINCA_WAKE_LIMITS.max_wakes_per_account) {
-            verdicts.push({ reason: "too_many_wakes", detail: `a host keeps at most ${MINCA_WAKE_LIMITS.max_wakes_per_account} wakes per account` });
-            continue;
-          }
-          if (!held || v.at >= held.at) {
-            this.sql.exec(
-              "INSERT INTO wakes (key, at, body) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET at = excluded.at, body = excluded.body",
-              rec.key,
-              v.at,
-              JSON.stringify(rec.wake),
-            );
-          }
-          break;
-        }
-        case "wake_deleted":
-          this.sql.exec("DELETE FROM wakes WHERE key = ? AND at <= ?", rec.key, v.at);
-          break;
-        case "receiver": {
-          const endpoint = rec.receiver.push.endpoint;
-          // DESIGN section 7's endpoint rule: a receiver the relay may not push to does not count, and its version is refused.
-          const rule = checkPushEndpoint(endpoint, endpointPolicy(this.env, opts.requestHost));
-          if (!rule.ok) {
-            verdicts.push({ reason: "invalid_receiver", detail: rule.reason });
-            continue;
-          }
-          const held = this.sql.exec<{ at: number }>("SELECT at FROM receivers WHERE key = ?", rec.key).toArray()[0];
-          if (!held && this.count("receivers") >= MINCA_WAKE_LIMITS.max_receivers_per_account) {
-            verdicts.push({ reason: "too_many_receivers", detail: `a host keeps at most ${MINCA_WAKE_LIMITS.max_receivers_per_account} receivers per account` });
-            continue;
-          }
-          if (!held || v.at >= held.at) {
-            // Written again: a receiver its push service had said was gone is pushed to again.
-            this.sql.exec(
-              `INSERT INTO receivers (key, at, device, endpoint, p256dh, auth, gone) VALUES (?, ?, ?, ?, ?, ?, 0)
-               ON CONFLICT (key) DO UPDATE SET at = excluded.at, device = excluded.device, endpoint = excluded.endpoint,
-                 p256dh = excluded.p256dh, auth = excluded.auth, gone = 0`,
-              rec.key,
-              v.at,
-              rec.receiver.device,
-              endpoint,
-              rec.receiver.push.keys.p256dh,
-              rec.receiver.push.keys.auth,
-            );
-          }
-          break;
-        }
-        case "receiver_deleted":
-          if (this.sql.exec("DELETE FROM receivers WHERE key = ? AND at <= ?", rec.key, v.at).rowsWritten > 0) {
-            this.sql.exec("DELETE FROM pushes WHERE receiver = ?", rec.key);
-          }
-          break;
-        default:
-          break;
+      // A key revoked earlier in this batch writes nothing after it (DESIGN 8.4).
+      if (this.isRevoked(v.author)) {
+        verdicts.push({ reason: "revoked", detail: "the account revoked the key that signed this version" });
+        continue;
       }
+      const rec = readCarryRecord(v, bodyKey);
+      if (rec.kind === "closed") {
+        await this.close();
+        return { verdicts: [...verdicts, ...versions.slice(verdicts.length).map(() => null)], closed: true, revoked: [] };
+      }
+      if (rec.kind === "revoke") {
+        const verdict = this.revoke(rec.revoked);
+        if (verdict) {
+          verdicts.push(verdict);
+          continue;
+        }
+        revoked.push(rec.revoked);
+      } else {
+        const verdict = await this.keep(rec, v, { ...opts, current: false });
+        if (verdict) {
+          verdicts.push(verdict);
+          continue;
+        }
+      }
+      // Binding proven (DESIGN 8.3): a version under the account's /account/write authority arrived.
       this.setMeta("claimed", "1");
       verdicts.push(null);
     }
-    return { verdicts, closed: false };
+    return { verdicts, closed: false, revoked };
+  }
+
+  /** The keys among `authors` the account revoked (DESIGN 8.4). */
+  revokedAmong(authors: string[]): string[] {
+    return authors.filter((a) => this.isRevoked(a));
+  }
+
+  /**
+   * After revokes were stored: what each revoked key wrote in the carry space stops counting.
+   * Each record it touched is set again from its latest version signed by no revoked key, or
+   * dropped when there is none. What was stored stays in the log.
+   */
+  async recount(revoked: string[]): Promise<void> {
+    const carry = this.meta("carry_space");
+    const bodyKey = carry === null ? null : this.carryBodyKey(carry);
+    if (carry === null || bodyKey === null) return;
+    const all = this.sql.exec<{ did: string }>("SELECT did FROM revoked").toArray().map((r) => r.did);
+    for (const did of revoked) {
+      for (const h of await this.space(carry).history(did, all)) {
+        if (h.version === null) {
+          await this.drop(h.collection, h.key);
+          continue;
+        }
+        const v = JSON.parse(h.version) as Version;
+        const rec = readCarryRecord(v, bodyKey);
+        if (rec.kind === "closed" || rec.kind === "revoke" || rec.kind === "refused") continue;
+        if ((await this.keep(rec, v, { current: true })) !== null) await this.drop(h.collection, h.key);
+      }
+    }
+  }
+
+  /** A revoke, kept for good (a deleted or rewritten revoke record takes nothing back). */
+  private revoke(did: string): CarryVerdict {
+    if (this.isRevoked(did)) return null;
+    if (this.count("revoked") >= MINCA_HOST_LIMITS.max_revocations_per_account) {
+      return { reason: "too_many_revocations", detail: `a host keeps at most ${MINCA_HOST_LIMITS.max_revocations_per_account} revoked keys per account` };
+    }
+    this.sql.exec("INSERT INTO revoked (did, at) VALUES (?, ?)", did, Date.now());
+    return null;
+  }
+
+  private isRevoked(did: string): boolean {
+    if (!this.schema.exists) return false;
+    return this.sql.exec("SELECT 1 FROM revoked WHERE did = ?", did).toArray().length > 0;
+  }
+
+  /**
+   * Keeps what one carry-space record says, with the key that signed it. Per key, the version
+   * with the greater `at` wins (the account's own writers only); with `current` (a recount after
+   * a revoke), this version is the one that counts now, whatever its `at`.
+   */
+  private async keep(rec: CarryRecord, v: Version, opts: { requestHost?: string; current: boolean }): Promise<CarryVerdict> {
+    const account = this.meta("account")!;
+    const newer = (held: { at: number } | undefined, at: number) => opts.current || !held || at >= held.at;
+    switch (rec.kind) {
+      case "refused":
+        return { reason: rec.reason, detail: rec.detail };
+      case "pass": {
+        const held = this.sql.exec<{ at: number }>("SELECT at FROM passes WHERE space = ?", rec.space).toArray()[0];
+        if (!held && this.count("passes") >= MINCA_HOST_LIMITS.max_spaces_per_account) {
+          return { reason: "too_many_spaces", detail: `a host carries at most ${MINCA_HOST_LIMITS.max_spaces_per_account} spaces per account` };
+        }
+        if (!newer(held, rec.at)) return null;
+        if (!(await this.space(rec.space).carry(rec.space, account, rec.constitution, rec.readKey ?? null, rec.at, rec.own))) {
+          return { reason: "too_many_carriers", detail: `a host lets at most ${MINCA_HOST_LIMITS.max_carriers_per_space} accounts carry one space` };
+        }
+        this.sql.exec(
+          `INSERT INTO passes (space, key, at, visibility, read_key, author, own) VALUES (?, ?, ?, ?, ?, ?, ?)
+           ON CONFLICT (space) DO UPDATE SET at = excluded.at, read_key = excluded.read_key, author = excluded.author, own = excluded.own`,
+          rec.space,
+          v.key,
+          rec.at,
+          rec.constitution.visibility,
+          rec.readKey ?? null,
+          v.author,
+          rec.own ? 1 : 0,
+        );
+        return null;
+      }
+      case "pass_deleted": {
+        const held = this.sql.exec<{ at: number }>("SELECT at FROM passes WHERE key = ?", rec.key).toArray()[0];
+        if (held && newer(held, v.at)) await this.drop(PASS, rec.key);
+        return null;
+      }
+      case "link": {
+        const held = this.sql.exec<{ at: number; topic: string }>("SELECT at, topic FROM links WHERE key = ?", rec.key).toArray()[0];
+        if (!newer(held, rec.at)) return null;
+        this.sql.exec(
+          `INSERT INTO links (key, topic, blob, until, at, written, author) VALUES (?, ?, ?, ?, ?, (SELECT COALESCE(MAX(written), 0) + 1 FROM links), ?)
+           ON CONFLICT (key) DO UPDATE SET topic = excluded.topic, blob = excluded.blob, until = excluded.until, at = excluded.at, written = excluded.written, author = excluded.author`,
+          rec.key,
+          rec.topic,
+          toArrayBuffer(rec.blob),
+          rec.until,
+          rec.at,
+          v.author,
+        );
+        await this.mailbox(rec.topic).linkAccount(rec.topic, account);
+        if (held && held.topic !== rec.topic) await this.unlinkIfNone(held.topic);
+        await this.evictLinks();
+        await this.schedule();
+        return null;
+      }
+      case "link_deleted": {
+        const held = this.sql.exec<{ at: number }>("SELECT at FROM links WHERE key = ?", rec.key).toArray()[0];
+        if (held && newer(held, v.at)) await this.drop(LINK, rec.key);
+        return null;
+      }
+      case "wake": {
+        const held = this.sql.exec<{ at: number }>("SELECT at FROM wakes WHERE key = ?", rec.key).toArray()[0];
+        if (!held && this.count("wakes") >= MINCA_WAKE_LIMITS.max_wakes_per_account) {
+          return { reason: "too_many_wakes", detail: `a host keeps at most ${MINCA_WAKE_LIMITS.max_wakes_per_account} wakes per account` };
+        }
+        if (newer(held, v.at)) {
+          this.sql.exec(
+            "INSERT INTO wakes (key, at, body, author) VALUES (?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET at = excluded.at, body = excluded.body, author = excluded.author",
+            rec.key,
+            v.at,
+            JSON.stringify(rec.wake),
+            v.author,
+          );
+        }
+        return null;
+      }
+      case "wake_deleted": {
+        const held = this.sql.exec<{ at: number }>("SELECT at FROM wakes WHERE key = ?", rec.key).toArray()[0];
+        if (held && newer(held, v.at)) await this.drop(WAKE, rec.key);
+        return null;
+      }
+      case "receiver": {
+        const endpoint = rec.receiver.push.endpoint;
+        // DESIGN section 7's endpoint rule: a receiver the relay may not push to does not count, and
+        // its version is refused (a recount sets again one that was accepted).
+        const rule = opts.current ? ({ ok: true } as const) : checkPushEndpoint(endpoint, endpointPolicy(this.env, opts.requestHost));
+        if (!rule.ok) return { reason: "invalid_receiver", detail: rule.reason };
+        const held = this.sql.exec<{ at: number }>("SELECT at FROM receivers WHERE key = ?", rec.key).toArray()[0];
+        if (!held && this.count("receivers") >= MINCA_WAKE_LIMITS.max_receivers_per_account) {
+          return { reason: "too_many_receivers", detail: `a host keeps at most ${MINCA_WAKE_LIMITS.max_receivers_per_account} receivers per account` };
+        }
+        if (newer(held, v.at)) {
+          // Written again: a receiver its push service had said was gone is pushed to again.
+          this.sql.exec(
+            `INSERT INTO receivers (key, at, device, endpoint, p256dh, auth, gone, author) VALUES (?, ?, ?, ?, ?, ?, 0, ?)
+             ON CONFLICT (key) DO UPDATE SET at = excluded.at, device = excluded.device, endpoint = excluded.endpoint,
+               p256dh = excluded.p256dh, auth = excluded.auth, gone = 0, author = excluded.author`,
+            rec.key,
+            v.at,
+            rec.receiver.device,
+            endpoint,
+            rec.receiver.push.keys.p256dh,
+            rec.receiver.push.keys.auth,
+            v.author,
+          );
+        }
+        return null;
+      }
+      case "receiver_deleted": {
+        const held = this.sql.exec<{ at: number }>("SELECT at FROM receivers WHERE key = ?", rec.key).toArray()[0];
+        if (held && newer(held, v.at)) await this.drop(RECEIVER, rec.key);
+        return null;
+      }
+      default:
+        return null;
+    }
+  }
+
+  /** The record `collection`/`key` no longer counts: what the host kept for it goes. */
+  private async drop(collection: string, key: string): Promise<void> {
+    const account = this.meta("account")!;
+    switch (collection) {
+      case PASS: {
+        const held = this.sql.exec<{ space: string }>("SELECT space FROM passes WHERE key = ?", key).toArray()[0];
+        if (!held) return;
+        this.sql.exec("DELETE FROM passes WHERE space = ?", held.space);
+        this.sql.exec("DELETE FROM usage WHERE space = ?", held.space);
+        await this.space(held.space).uncarry(account);
+        return;
+      }
+      case LINK: {
+        const held = this.sql.exec<{ topic: string }>("SELECT topic FROM links WHERE key = ?", key).toArray()[0];
+        if (!held) return;
+        this.sql.exec("DELETE FROM links WHERE key = ?", key);
+        await this.unlinkIfNone(held.topic);
+        return;
+      }
+      case WAKE:
+        this.sql.exec("DELETE FROM wakes WHERE key = ?", key);
+        return;
+      case RECEIVER:
+        if (this.sql.exec("DELETE FROM receivers WHERE key = ?", key).rowsWritten > 0) this.sql.exec("DELETE FROM pushes WHERE receiver = ?", key);
+        return;
+    }
+  }
+
+  private carryBodyKey(space: string): Uint8Array | null {
+    const keyB64 = this.meta("carry_key");
+    if (space !== this.meta("carry_space") || keyB64 === null) return null;
+    return bodyKeyOf(base64urlDecode(keyB64));
   }
 
   // ---- bounds (called by MincaSpace) ----------------------------------------------------------
 
-  /** Bytes the account may still add to `space` (its carried spaces' total bound). */
-  room(_space: string): number {
+  /**
+   * Charges `versions` and `bytes` written to `space` to this account when its carried spaces'
+   * total bound leaves room for them: the check and the write in one step, with no await
+   * between, so concurrent requests never take the account past its quota. False when over.
+   */
+  reserve(space: string, versions: number, bytes: number): boolean {
+    if (!this.schema.exists) return bytes <= MINCA_HOST_LIMITS.max_account_bytes; // not carrying: nothing to count
     const used = this.sql.exec<{ b: number }>("SELECT COALESCE(SUM(bytes), 0) AS b FROM usage").one().b;
-    return MINCA_HOST_LIMITS.max_account_bytes - used;
-  }
-
-  charge(space: string, versions: number, bytes: number): void {
-    if (this.meta("carry_space") === null) return;
+    if (used + bytes > MINCA_HOST_LIMITS.max_account_bytes) return false;
+    if (this.meta("carry_space") === null) return true; // not carrying (closed meanwhile): nothing to count
     this.sql.exec(
       `INSERT INTO usage (space, versions, bytes) VALUES (?, ?, ?)
        ON CONFLICT (space) DO UPDATE SET versions = versions + excluded.versions, bytes = bytes + excluded.bytes`,
@@ -282,6 +391,13 @@ export class MincaAccount extends DurableObject<Env> {
       versions,
       bytes,
     );
+    return true;
+  }
+
+  /** Gives back what reserve() charged for versions that were not kept. */
+  refund(space: string, versions: number, bytes: number): void {
+    if (!this.schema.exists) return;
+    this.sql.exec("UPDATE usage SET versions = MAX(0, versions - ?), bytes = MAX(0, bytes - ?) WHERE space = ?", versions, bytes, space);
   }
 
   // ---- links (called by MincaMailbox) ---------------------------------------------------------
@@ -291,6 +407,7 @@ export class MincaAccount extends DurableObject<Env> {
    * most recently written live links, those whose topic (computed from the blob) is `topic`.
    */
   linksFor(topic: string): Array<{ blob: Uint8Array; until: number; at: number }> {
+    if (!this.schema.exists) return [];
     return this.sql
       .exec<LinkRow>(
         `SELECT key, topic, blob, until, at FROM (
@@ -343,6 +460,7 @@ export class MincaAccount extends DurableObject<Env> {
   // ---- alarm: expired links, pushes due -------------------------------------------------------
 
   async alarm(): Promise<void> {
+    if (!this.schema.exists) return;
     const expired = this.sql.exec<{ key: string; topic: string }>("SELECT key, topic FROM links WHERE until <= ?", nowSeconds()).toArray();
     this.sql.exec("DELETE FROM links WHERE until <= ?", nowSeconds());
     for (const topic of new Set(expired.map((e) => e.topic))) await this.unlinkIfNone(topic);
@@ -439,7 +557,8 @@ export class MincaAccount extends DurableObject<Env> {
       await this.mailbox(topic).unlinkAccount(topic, account);
     }
     this.ctx.storage.transactionSync(() => {
-      for (const t of ["passes", "links", "usage", "wakes", "receivers", "pushes", "meta"]) this.sql.exec(`DELETE FROM ${t}`);
+      for (const t of ["passes", "links", "usage", "wakes", "receivers", "pushes", "revoked", "meta"]) this.sql.exec(`DELETE FROM ${t}`);
+      this.ownAccount.reset();
       this.sql.exec("DELETE FROM sqlite_sequence");
       this.setMeta("closed_at", String(Date.now()));
       if (carry !== null) this.setMeta("closed_space", carry);
@@ -475,11 +594,12 @@ export class MincaAccount extends DurableObject<Env> {
   }
 
   private count(table: string): number {
+    if (!this.schema.exists) return 0;
     return this.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table}`).one().n;
   }
 
   private remember(account: string): void {
-    new OwnName(this.sql, "account").claim(account);
+    this.ownAccount.claim(account);
   }
 
   private space(id: string) {
@@ -491,10 +611,12 @@ export class MincaAccount extends DurableObject<Env> {
   }
 
   private meta(key: string): string | null {
+    if (!this.schema.exists) return null;
     return this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = ?", key).toArray()[0]?.value ?? null;
   }
 
   private setMeta(key: string, value: string): void {
+    this.schema.ensure();
     this.sql.exec("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", key, value);
   }
 }

@@ -4,7 +4,7 @@
 // SQLite before post() returns, so the 201 only leaves once it is stored; wakes are written in
 // the same transaction and sent afterwards by the alarm, so pushing never delays the 201.
 import { DurableObject } from "cloudflare:workers";
-import { applyMigrations } from "./base";
+import { LazySchema } from "./schema";
 import { OwnName } from "./own-name";
 import { relayPushSender } from "./relay-keys";
 import { StatsReporter } from "./relay-stats";
@@ -46,6 +46,8 @@ const nowSeconds = (ms = Date.now()) => Math.floor(ms / 1000);
 
 export class MincaMailbox extends DurableObject<Env> {
   private readonly sql: SqlStorage;
+  /** Made on the first write that keeps something (an item, a receiver, a link): a GET stores nothing. */
+  private readonly schema: LazySchema;
   /** Per-client token buckets; losing them on eviction only forgives an idle client. */
   private readonly buckets = new Map<string, TokenBucket>();
   /** Long-polls waiting for the next item. */
@@ -60,10 +62,10 @@ export class MincaMailbox extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
-    applyMigrations(ctx.storage, MIGRATIONS.MincaMailbox);
-    this.ownTopic = new OwnName(this.sql, "topic");
+    this.schema = new LazySchema(ctx.storage, MIGRATIONS.MincaMailbox);
+    this.ownTopic = new OwnName(this.schema, "topic");
     this.stats = new StatsReporter(ctx, env, "minca", () => ({
-      mailbox_items: this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM items").one().n,
+      mailbox_items: this.schema.exists ? this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM items").one().n : 0,
     }));
   }
 
@@ -75,6 +77,7 @@ export class MincaMailbox extends DurableObject<Env> {
     const limited = this.limit("write", client);
     if (limited) return limited;
     const now = Date.now();
+    this.schema.ensure();
     const seq = this.ctx.storage.transactionSync(() => {
       this.sweep(now);
       const s = this.sql
@@ -118,6 +121,7 @@ export class MincaMailbox extends DurableObject<Env> {
     this.remember(topic);
     const limited = this.limit("read", client);
     if (limited) return limited;
+    if (!this.schema.exists) return { ok: true, value: null };
     const row = this.sql
       .exec<ItemRow>("SELECT seq, at, until, blob FROM items WHERE seq = ? AND until > ?", seq, nowSeconds())
       .toArray()[0];
@@ -133,6 +137,7 @@ export class MincaMailbox extends DurableObject<Env> {
     this.remember(topic);
     const limited = this.limit("write", client);
     if (limited) return limited;
+    this.schema.ensure();
     const known = this.sql
       .exec<{ id: string; p256dh: string; auth: string }>("SELECT id, p256dh, auth FROM receivers WHERE endpoint = ?", sub.endpoint)
       .toArray()[0];
@@ -175,17 +180,20 @@ export class MincaMailbox extends DurableObject<Env> {
   /** `account` (a carried account) holds a live link of this topic. */
   linkAccount(topic: string, account: string): void {
     this.remember(topic);
+    this.schema.ensure();
     this.sql.exec("INSERT OR IGNORE INTO link_accounts (account) VALUES (?)", account);
   }
 
   /** `account` holds no live link of this topic any more. */
   unlinkAccount(topic: string, account: string): void {
     this.remember(topic);
+    if (!this.schema.exists) return;
     this.sql.exec("DELETE FROM link_accounts WHERE account = ?", account);
   }
 
   /** The links of this topic each carrying account serves (its 64 most recently written live ones). */
   private async hostLinks(topic: string): Promise<StoredItem[]> {
+    if (!this.schema.exists) return [];
     const accounts = this.sql.exec<{ account: string }>("SELECT account FROM link_accounts ORDER BY account").toArray();
     const out: StoredItem[] = [];
     for (const { account } of accounts) {
@@ -201,12 +209,14 @@ export class MincaMailbox extends DurableObject<Env> {
 
   /** Receivers by id and endpoint (for tests and operators). */
   receivers(): Array<{ id: string; endpoint: string }> {
+    if (!this.schema.exists) return [];
     return this.sql.exec<{ id: string; endpoint: string }>("SELECT id, endpoint FROM receivers ORDER BY created_at").toArray();
   }
 
   // ---- alarm: expiry sweep and wakes ----------------------------------------------------------
 
   async alarm(): Promise<void> {
+    if (!this.schema.exists) return;
     const now = Date.now();
     this.sweep(now);
     this.stats.changed();
@@ -312,6 +322,7 @@ export class MincaMailbox extends DurableObject<Env> {
   }
 
   private forgetReceiver(id: string): boolean {
+    if (!this.schema.exists) return false;
     return this.ctx.storage.transactionSync(() => {
       this.sql.exec("DELETE FROM deliveries WHERE receiver_id = ?", id);
       return this.sql.exec("DELETE FROM receivers WHERE id = ?", id).rowsWritten > 0;
@@ -368,6 +379,7 @@ export class MincaMailbox extends DurableObject<Env> {
   }
 
   private readPage(after: number, limit: number, links: StoredItem[] = []): Page {
+    if (!this.schema.exists) return buildPage([], after, limit, null, links);
     const now = nowSeconds();
     const rows = this.sql
       .exec<ItemRow>("SELECT seq, at, until, blob FROM items WHERE seq > ? AND until > ? ORDER BY seq LIMIT ?", after, now, limit + 1)

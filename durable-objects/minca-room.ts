@@ -4,7 +4,7 @@
 // The room lives 15 minutes from its first join, then closes every socket with 4008 and refuses
 // joins for 24 hours; an alarm does both, and once the tombstone lapses the object deletes
 // everything it stored. Decisions about bytes are in shared/minca/room.ts.
-import { applyMigrations, RelayObject, type BaseAttachment, type Route } from "./base";
+import { RelayObject, type BaseAttachment, type Route } from "./base";
 import type * as z from "zod";
 import { MIGRATIONS } from "../migrations/index";
 import { CLOSE_CODES, MINCA_ROOM_LIMITS } from "../shared/limits";
@@ -43,9 +43,6 @@ type RoomRow = {
 const route = <S extends z.ZodType>(r: Route<MincaRoom, MincaRoomAttachment, S>) => r;
 
 export class MincaRoom extends RelayObject<Env, MincaRoomAttachment> {
-  /** True once this instance deleted its storage; the schema is applied again on the next socket. */
-  private wiped = false;
-
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env, {
       migrations: MIGRATIONS.MincaRoom,
@@ -62,7 +59,7 @@ export class MincaRoom extends RelayObject<Env, MincaRoomAttachment> {
   // ---- state ----------------------------------------------------------------------------------
 
   private row(): RoomRow | undefined {
-    if (this.wiped) return undefined;
+    if (!this.schema.exists) return undefined;
     return this.sql.exec<RoomRow>("SELECT room, first_join_at, expires_at, refuses_until, expired FROM room").toArray()[0];
   }
 
@@ -70,7 +67,7 @@ export class MincaRoom extends RelayObject<Env, MincaRoomAttachment> {
   private async wipe(): Promise<void> {
     await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();
-    this.wiped = true;
+    this.schema.forget();
   }
 
   private peers(except?: WebSocket): Array<{ ws: WebSocket; att: MincaRoomAttachment & { did: string } }> {
@@ -114,10 +111,6 @@ export class MincaRoom extends RelayObject<Env, MincaRoomAttachment> {
     if (this.ctx.getWebSockets().length >= MINCA_ROOM_LIMITS.max_sockets) {
       return refusal("room_full", `at most ${MINCA_ROOM_LIMITS.max_sockets} sockets per room`, CLOSE_CODES.policy);
     }
-    if (this.wiped) {
-      applyMigrations(this.ctx.storage, MIGRATIONS.MincaRoom);
-      this.wiped = false;
-    }
     return this.accept({ openedAt: now, authed: false, room, challenge: newChallenge(), sent: 0 });
   }
 
@@ -157,6 +150,7 @@ export class MincaRoom extends RelayObject<Env, MincaRoomAttachment> {
     }
     if (!this.row()) {
       const { expiresAt, refusesUntil } = roomTimes(now);
+      this.schema.ensure();
       this.sql.exec(
         "INSERT INTO room (id, room, first_join_at, expires_at, refuses_until) VALUES (1, ?, ?, ?, ?)",
         att.room,
@@ -208,7 +202,7 @@ export class MincaRoom extends RelayObject<Env, MincaRoomAttachment> {
     }
     // A room nobody ever joined keeps nothing once its last socket is gone.
     const left = this.ctx.getWebSockets().filter((s) => s !== ws && s.readyState === WebSocket.OPEN);
-    if (left.length === 0 && !this.wiped && !this.row()) await this.wipe();
+    if (left.length === 0 && this.schema.exists && !this.row()) await this.wipe();
   }
 
   protected async onAlarm(now: number): Promise<number | null> {

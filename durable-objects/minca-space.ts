@@ -4,7 +4,7 @@
 // what a carry-space record means, read proofs) is made in shared/minca; this object stores
 // what they accept. A version is in SQLite before the answer leaves.
 import { DurableObject } from "cloudflare:workers";
-import { applyMigrations } from "./base";
+import { LazySchema } from "./schema";
 import { MIGRATIONS } from "../migrations/index";
 import type { ErrorCode } from "../shared/errors";
 import { MINCA_HOST_LIMITS } from "../shared/limits";
@@ -39,6 +39,26 @@ export interface Arrived {
   bytes: number;
 }
 
+interface Fresh {
+  index: number;
+  version: Version;
+  raw: string;
+  bytes: number;
+  /** The account its bytes are charged to. */
+  payer: string | null;
+}
+
+function groupBy<T>(items: T[], key: (t: T) => string): Map<string, T[]> {
+  const out = new Map<string, T[]>();
+  for (const t of items) {
+    const k = key(t);
+    const g = out.get(k);
+    if (g) g.push(t);
+    else out.set(k, [t]);
+  }
+  return out;
+}
+
 interface LogRow extends Record<string, SqlStorageValue> {
   seq: number;
   bytes: number;
@@ -49,18 +69,21 @@ const fail = (status: number, code: ErrorCode, message: string): HostResult<neve
 
 export class MincaSpace extends DurableObject<Env> {
   private readonly sql: SqlStorage;
+  /** Made when an account first carries the space: a GET or POST of an unknown space stores nothing. */
+  private readonly schema: LazySchema;
   private readonly waiters = new Set<() => void>();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
-    applyMigrations(ctx.storage, MIGRATIONS.MincaSpace);
+    this.schema = new LazySchema(ctx.storage, MIGRATIONS.MincaSpace);
   }
 
   // ---- carrying (called by MincaAccount) -------------------------------------------------------
 
   /** This space is `account`'s carry space (its own machinery). */
   openCarry(space: string, account: string, constitution: Constitution): void {
+    this.schema.ensure();
     this.ctx.storage.transactionSync(() => {
       this.setMeta("space", space);
       this.setMeta("constitution", JSON.stringify(constitution));
@@ -69,25 +92,62 @@ export class MincaSpace extends DurableObject<Env> {
   }
 
   /**
-   * `account` carries this space under its current pass, proving `readKey` (private spaces). The
-   * account decides which of its passes is current; no account's pass displaces another's.
+   * `account` carries this space under its current pass, proving `readKey` (private spaces), the
+   * space one of the account's own when `own`. The account decides which of its passes is current;
+   * no account's pass displaces another's. False (nothing kept) when the space already has
+   * max_carriers_per_space other carriers.
    */
-  carry(space: string, account: string, constitution: Constitution, readKey: string | null, at: number): void {
-    this.ctx.storage.transactionSync(() => {
+  carry(space: string, account: string, constitution: Constitution, readKey: string | null, at: number, own = false): boolean {
+    this.schema.ensure();
+    return this.ctx.storage.transactionSync(() => {
+      const known = this.sql.exec("SELECT 1 FROM carriers WHERE account = ?", account).toArray().length > 0;
+      if (!known && this.carriers().length >= MINCA_HOST_LIMITS.max_carriers_per_space) return false;
       this.setMeta("space", space);
       if (this.meta("constitution") === null) this.setMeta("constitution", JSON.stringify(constitution));
       this.sql.exec(
-        `INSERT INTO carriers (account, at, read_key) VALUES (?, ?, ?)
-         ON CONFLICT (account) DO UPDATE SET at = excluded.at, read_key = excluded.read_key`,
+        `INSERT INTO carriers (account, at, read_key, own) VALUES (?, ?, ?, ?)
+         ON CONFLICT (account) DO UPDATE SET at = excluded.at, read_key = excluded.read_key, own = excluded.own`,
         account,
         at,
         readKey,
+        own ? 1 : 0,
       );
+      return true;
+    });
+  }
+
+  /**
+   * A carry space's records of the keys `of` touched (DESIGN 8.4, revocations): for each
+   * (collection, key) a version signed by `of` wrote, the latest version of it (by `at`, then
+   * seq) signed by none of `revoked`, or null when there is none.
+   */
+  history(of: string, revoked: string[]): Array<{ collection: string; key: string; version: string | null }> {
+    if (this.meta("carry_of") === null) return [];
+    const touched = this.sql
+      .exec<{ c: string; k: string }>(
+        "SELECT DISTINCT json_extract(version, '$.collection') AS c, json_extract(version, '$.key') AS k FROM log WHERE json_extract(version, '$.author') = ?",
+        of,
+      )
+      .toArray();
+    return touched.map(({ c, k }) => {
+      const row = this.sql
+        .exec<{ version: string }>(
+          `SELECT version FROM log
+            WHERE json_extract(version, '$.collection') = ? AND json_extract(version, '$.key') = ?
+              AND json_extract(version, '$.author') NOT IN (SELECT value FROM json_each(?))
+            ORDER BY json_extract(version, '$.at') DESC, seq DESC LIMIT 1`,
+          c,
+          k,
+          JSON.stringify(revoked),
+        )
+        .toArray()[0];
+      return { collection: c, key: k, version: row?.version ?? null };
     });
   }
 
   /** `account` no longer carries this space; with no carrier left, the space is forgotten. */
   uncarry(account: string): void {
+    if (!this.schema.exists) return;
     this.sql.exec("DELETE FROM carriers WHERE account = ?", account);
     const left = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM carriers").one().n;
     if (left === 0 && this.meta("carry_of") === null) this.forget();
@@ -95,6 +155,7 @@ export class MincaSpace extends DurableObject<Env> {
 
   /** Deletes every row this space holds. */
   forget(): void {
+    if (!this.schema.exists) return;
     this.ctx.storage.transactionSync(() => {
       for (const t of ["log", "carriers", "meta"]) this.sql.exec(`DELETE FROM ${t}`);
       this.sql.exec("DELETE FROM sqlite_sequence WHERE name = 'log'");
@@ -104,6 +165,7 @@ export class MincaSpace extends DurableObject<Env> {
 
   /** Versions and bytes held (for an account's status). */
   usage(): { versions: number; bytes: number } {
+    if (!this.schema.exists) return { versions: 0, bytes: 0 };
     return this.sql.exec<{ versions: number; bytes: number }>("SELECT COUNT(*) AS versions, COALESCE(SUM(bytes), 0) AS bytes FROM log").one();
   }
 
@@ -115,9 +177,10 @@ export class MincaSpace extends DurableObject<Env> {
     const carryOf = this.meta("carry_of");
     const carriers = this.carriers();
     if (!constitution || (carryOf === null && carriers.length === 0)) return fail(404, "not_found", "this host does not carry that space");
-    const ownMachinery = carryOf !== null;
+    // The account's own spaces (DESIGN 8.4): its carry space, and a space a carrier's pass says is its own.
+    const ownMachinery = carryOf !== null || carriers.some((c) => c.own);
     const results: VersionResult[] = [];
-    const fresh: Array<{ index: number; version: Version; raw: string; bytes: number }> = [];
+    let fresh: Fresh[] = [];
     const first = new Map<string, number>();
     for (const [index, a] of arrived.entries()) {
       const r = await checkVersion(a.value, { space, constitution, ownMachinery }, a.bytes, a.raw);
@@ -136,61 +199,112 @@ export class MincaSpace extends DurableObject<Env> {
       }
       first.set(r.version.id, index);
       results.push({ id: r.version.id, accepted: true, seq: 0 });
-      fresh.push({ index, version: r.version, raw: a.raw, bytes: a.bytes });
+      fresh.push({ index, version: r.version, raw: a.raw, bytes: a.bytes, payer: null });
     }
-    if (fresh.length === 0) return { ok: true, value: { results } };
+    const refuse = (f: Fresh, reason: VersionRefusal, detail: string) => {
+      results[f.index] = { id: f.version.id, accepted: false, reason, detail };
+    };
+    const finish = () => {
+      // A version repeated within the request gets its first copy's answer.
+      for (const [i, r] of results.entries()) {
+        if (r.accepted && r.seq === -1) results[i] = { ...results[first.get(r.id)!] };
+      }
+      return { ok: true as const, value: { results } };
+    };
 
-    // Bounds: this space's, then each carrying account's (nothing of the request is stored when over).
-    const held = this.usage();
-    const addBytes = fresh.reduce((n, f) => n + f.bytes, 0);
-    if (held.versions + fresh.length > MINCA_HOST_LIMITS.max_space_versions || held.bytes + addBytes > MINCA_HOST_LIMITS.max_space_bytes) {
-      return fail(507, "quota_exceeded", `a carried space holds at most ${MINCA_HOST_LIMITS.max_space_versions} versions and ${MINCA_HOST_LIMITS.max_space_bytes} bytes`);
+    // Revocations (DESIGN 8.4): a version signed by a key its root account revoked is refused in
+    // every space the host carries for that account.
+    const carrying = carryOf !== null ? [carryOf] : carriers.map((c) => c.account);
+    for (const [root, group] of groupBy(fresh, (f) => rootOf(f.version))) {
+      if (!carrying.includes(root)) continue;
+      const revoked = new Set(await this.account(root).revokedAmong([...new Set(group.map((f) => f.version.author))]));
+      for (const f of group) if (revoked.has(f.version.author)) refuse(f, "revoked", "the account revoked the key that signed this version");
     }
-    const accounts = ownMachinery ? [carryOf] : carriers.map((c) => c.account);
-    for (const account of accounts) {
-      const room = await this.account(account).room(space);
-      if (room < addBytes) return fail(507, "quota_exceeded", `an account's carried spaces hold at most ${MINCA_HOST_LIMITS.max_account_bytes} bytes`);
+    fresh = fresh.filter((f) => results[f.index].accepted);
+    if (fresh.length === 0) return finish();
+
+    // Bounds: this space's, then the accounts' (DESIGN 8.4). Each version is charged to one
+    // account: its root's when that account carries the space here (what an account writes is
+    // its share), else the first carrier with room. An account at its quota is refused only its
+    // own share. Each account checks and charges in one step; nothing of the request is stored
+    // when over, and what was charged is given back.
+    if (this.overSpaceBound(fresh)) return this.spaceFull();
+    const charged: Array<{ account: string; versions: number; bytes: number }> = [];
+    const refundAll = async (which = charged) => {
+      for (const c of which) await this.account(c.account).refund(space, c.versions, c.bytes);
+    };
+    for (const [root, group] of groupBy(fresh, (f) => (carrying.includes(rootOf(f.version)) ? rootOf(f.version) : ""))) {
+      const n = group.length;
+      const bytes = group.reduce((b, f) => b + f.bytes, 0);
+      const candidates = root !== "" ? [root] : carrying;
+      let payer: string | null = null;
+      for (const account of candidates) {
+        if (await this.account(account).reserve(space, n, bytes)) {
+          payer = account;
+          break;
+        }
+      }
+      if (payer === null) {
+        await refundAll();
+        return fail(507, "quota_exceeded", `an account's carried spaces hold at most ${MINCA_HOST_LIMITS.max_account_bytes} bytes`);
+      }
+      charged.push({ account: payer, versions: n, bytes });
+      for (const f of group) f.payer = payer;
     }
 
     // In the carry space, the account's records drive the host: it judges passes and applies them first.
     let closed = false;
-    if (ownMachinery) {
+    let revokedNow: string[] = [];
+    if (carryOf !== null) {
       const applied = await this.account(carryOf).applyCarry(space, fresh.map((f) => f.version), opts);
       closed = applied.closed;
-      for (const [i, verdict] of applied.verdicts.entries()) {
-        if (verdict === null) continue;
-        const f = fresh[i];
-        results[f.index] = { id: f.version.id, accepted: false, reason: verdict.reason, detail: verdict.detail };
-        fresh[i] = undefined as never;
-      }
+      revokedNow = applied.revoked;
+      for (const [i, verdict] of applied.verdicts.entries()) if (verdict !== null) refuse(fresh[i], verdict.reason, verdict.detail);
     }
-    const stored = fresh.filter(Boolean);
-    // A request running alongside may have stored the same version meanwhile: it keeps its first seq.
-    const seqs = this.ctx.storage.transactionSync(() =>
-      stored.map(
-        (f) =>
-          this.sql.exec<{ seq: number }>("INSERT INTO log (id, bytes, version) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING seq", f.version.id, f.bytes, f.raw).toArray()[0]?.seq ??
-          this.sql.exec<{ seq: number }>("SELECT seq FROM log WHERE id = ?", f.version.id).one().seq,
-      ),
-    );
-    stored.forEach((f, i) => (results[f.index] = { id: f.version.id, accepted: true, seq: seqs[i] }));
-    // A version repeated within the request gets its first copy's answer.
-    for (const [i, r] of results.entries()) {
-      if (r.accepted && r.seq === -1) results[i] = { ...results[first.get(r.id)!] };
+    const stored = fresh.filter((f) => results[f.index].accepted);
+    // The space's bound again and the writes in one step (no await between them); a request
+    // running alongside may have stored the same version meanwhile: it keeps its first seq.
+    const written = this.ctx.storage.transactionSync(() => {
+      if (this.overSpaceBound(stored)) return null;
+      return stored.map((f) => {
+        const seq = this.sql.exec<{ seq: number }>("INSERT INTO log (id, bytes, version) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING seq", f.version.id, f.bytes, f.raw).toArray()[0]?.seq;
+        return seq === undefined ? { seq: this.sql.exec<{ seq: number }>("SELECT seq FROM log WHERE id = ?", f.version.id).one().seq, isNew: false } : { seq, isNew: true };
+      });
+    });
+    if (written === null) {
+      await refundAll();
+      return this.spaceFull();
     }
-    const added = stored.reduce((n, f) => n + f.bytes, 0);
+    stored.forEach((f, i) => (results[f.index] = { id: f.version.id, accepted: true, seq: written[i].seq }));
+    // Charged but not kept here (refused by the account, or stored meanwhile by another request): given back.
+    const keptIds = new Set(stored.filter((_f, i) => written[i].isNew).map((f) => f.version.id));
+    const notKept = fresh.filter((f) => !keptIds.has(f.version.id));
+    await refundAll([...groupBy(notKept, (f) => f.payer!)].map(([account, g]) => ({ account, versions: g.length, bytes: g.reduce((b, f) => b + f.bytes, 0) })));
     if (closed) {
       // carry:closed: the account forgot everything; its carry space's log goes too.
       this.forget();
-    } else if (stored.length > 0) {
-      for (const account of accounts) await this.account(account).charge(space, stored.length, added);
+      return finish();
+    }
+    if (revokedNow.length > 0) await this.account(carryOf!).recount(revokedNow);
+    const added = stored.filter((f) => keptIds.has(f.version.id));
+    if (added.length > 0) {
       for (const w of this.waiters) w();
       this.waiters.clear();
       // Pushing never delays accepting: the accounts hear of the new versions after the answer.
-      const arrivals = stored.map((f) => ({ arrival: { ...outsideOf(f.version), root: rootOf(f.version) }, raw: f.raw }));
-      if (!ownMachinery) this.ctx.waitUntil(this.arrived(space, accounts, arrivals));
+      const arrivals = added.map((f) => ({ arrival: { ...outsideOf(f.version), root: rootOf(f.version) }, raw: f.raw }));
+      if (carryOf === null) this.ctx.waitUntil(this.arrived(space, carrying, arrivals));
     }
-    return { ok: true, value: { results } };
+    return finish();
+  }
+
+  private overSpaceBound(add: Fresh[]): boolean {
+    const held = this.usage();
+    const bytes = add.reduce((n, f) => n + f.bytes, 0);
+    return held.versions + add.length > MINCA_HOST_LIMITS.max_space_versions || held.bytes + bytes > MINCA_HOST_LIMITS.max_space_bytes;
+  }
+
+  private spaceFull(): HostResult<never> {
+    return fail(507, "quota_exceeded", `a carried space holds at most ${MINCA_HOST_LIMITS.max_space_versions} versions and ${MINCA_HOST_LIMITS.max_space_bytes} bytes`);
   }
 
   /** After the answer: each carrying account hears of the new versions (wakes, DESIGN 8.5). */
@@ -264,8 +378,9 @@ export class MincaSpace extends DurableObject<Env> {
     return { items, next: items.length ? items[items.length - 1].seq : after, more: rows.length > items.length, oldest_seq: oldest };
   }
 
-  private carriers(): Array<{ account: string }> {
-    return this.sql.exec<{ account: string }>("SELECT account FROM carriers").toArray();
+  private carriers(): Array<{ account: string; own: boolean }> {
+    if (!this.schema.exists) return [];
+    return this.sql.exec<{ account: string; own: number }>("SELECT account, own FROM carriers ORDER BY account").toArray().map((r) => ({ account: r.account, own: r.own === 1 }));
   }
 
   private constitutionOf(space: string): Constitution | null {
@@ -280,6 +395,7 @@ export class MincaSpace extends DurableObject<Env> {
   }
 
   private meta(key: string): string | null {
+    if (!this.schema.exists) return null;
     return this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = ?", key).toArray()[0]?.value ?? null;
   }
 

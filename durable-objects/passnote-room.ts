@@ -37,6 +37,9 @@ export class PassnoteRoom extends RelayObject<Env, PassnoteAttachment> {
     });
   }
 
+  /** The room id, held in memory: a room stores nothing (its peers live in their sockets). */
+  private readonly ownRoom = new OwnName(this.schema, "room");
+
   protected statsGauges() {
     return { rooms_open: this.ctx.getWebSockets().length > 0 ? 1 : 0 };
   }
@@ -44,7 +47,7 @@ export class PassnoteRoom extends RelayObject<Env, PassnoteAttachment> {
   async fetch(request: Request): Promise<Response> {
     const room = request.headers.get(PASSNOTE_ROOM_HEADER);
     if (!room) return new Response("missing room", { status: 400 });
-    const own = new OwnName(this.sql, "room");
+    const own = this.ownRoom;
     if (own.get() !== null && own.get() !== room) return new Response("room mismatch", { status: 500 });
     own.claim(room);
     return this.accept({ openedAt: Date.now(), authed: false, challenge: base64urlEncode(randomBytes(32)), room });

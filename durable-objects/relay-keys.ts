@@ -3,7 +3,7 @@
 // named RELAY_KEYS_NAME; it holds state only: the key material is made by shared/.
 import { DurableObject } from "cloudflare:workers";
 import { WebPushSender, type FetchLike } from "../shared/webpush/send";
-import { applyMigrations } from "./base";
+import { LazySchema } from "./schema";
 import { MIGRATIONS } from "../migrations/index";
 import { base64urlEncode } from "../shared/encoding";
 import { generateVapidKeys, vapidKeysFromPrivate, type VapidKeys } from "../shared/webpush/vapid";
@@ -15,13 +15,17 @@ export const RELAY_KEYS_NAME = "relay-keys";
 export const DEFAULT_VAPID_SUBJECT = "mailto:relay@localhost";
 
 export class RelayKeys extends DurableObject<Env> {
+  /** Made when the first key is generated (a key is kept on first use: that is the point). */
+  private readonly schema: LazySchema;
+
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    applyMigrations(ctx.storage, MIGRATIONS.RelayKeys);
+    this.schema = new LazySchema(ctx.storage, MIGRATIONS.RelayKeys);
   }
 
   /** The kept VAPID private key (base64url), generated on first use. */
   vapidPrivateKey(): string {
+    this.schema.ensure();
     const sql = this.ctx.storage.sql;
     const row = sql.exec<{ value: string }>("SELECT value FROM keys WHERE name = 'vapid'").toArray()[0];
     if (row) return row.value;
@@ -32,6 +36,7 @@ export class RelayKeys extends DurableObject<Env> {
 
   /** The kept Minca host private key (base64url), generated on first use. */
   hostPrivateKey(): string {
+    this.schema.ensure();
     const sql = this.ctx.storage.sql;
     const row = sql.exec<{ value: string }>("SELECT value FROM keys WHERE name = 'minca-host'").toArray()[0];
     if (row) return row.value;

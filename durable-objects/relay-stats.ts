@@ -5,7 +5,7 @@
 // off the message path. A failed report keeps its counts for the next one.
 import { DurableObject } from "cloudflare:workers";
 import { sha256 } from "@noble/hashes/sha2.js";
-import { applyMigrations } from "./base";
+import { LazySchema } from "./schema";
 import { MIGRATIONS } from "../migrations/index";
 import { STATS_LIMITS } from "../shared/limits";
 import { bytesToHex, utf8Encode } from "../shared/encoding";
@@ -31,11 +31,12 @@ interface StatsEnv {
 
 export class RelayStats extends DurableObject<StatsEnv> {
   private readonly sql: SqlStorage;
+  private readonly schema: LazySchema;
 
   constructor(ctx: DurableObjectState, env: StatsEnv) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
-    applyMigrations(ctx.storage, MIGRATIONS.RelayStats);
+    this.schema = new LazySchema(ctx.storage, MIGRATIONS.RelayStats);
   }
 
   /** RPC: one object's report; false (and nothing kept) when it is not a report of counts. */
@@ -46,6 +47,7 @@ export class RelayStats extends DurableObject<StatsEnv> {
     const now = Date.now();
     const oldest = minuteOf(now) - STATS_LIMITS.window_minutes + 1;
     const g = r.gauges;
+    this.schema.ensure();
     this.ctx.storage.transactionSync(() => {
       const values = [g.connections ?? 0, g.envelopes_stored ?? 0, g.rooms_open ?? 0, g.mailbox_items ?? 0];
       if (values.every((v) => v === 0)) this.sql.exec("DELETE FROM reporters WHERE reporter = ?", r.reporter);
@@ -80,6 +82,7 @@ export class RelayStats extends DurableObject<StatsEnv> {
 
   /** RPC: the counts for the status page. */
   async snapshot(): Promise<StatsSnapshot> {
+    if (!this.schema.exists) return buildSnapshot([], [], Date.now());
     const gauges = this.sql
       .exec<GaugeRow & Record<string, SqlStorageValue>>(
         `SELECT protocol, SUM(connections) AS connections, SUM(envelopes_stored) AS envelopes_stored,

@@ -26,6 +26,8 @@ import { log } from "../shared/log";
 
 export interface TallyAttachment extends BaseAttachment {
   challenge: string;
+  /** This object's user (64 hex): the name it was addressed by, kept here until something is stored. */
+  user?: string;
   /** Host the client connected to, for the auth event's relay tag. */
   host: string;
   deviceId?: string;
@@ -63,15 +65,26 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
   }
 
   protected statsGauges() {
+    if (!this.schema.exists) return { envelopes_stored: 0 };
     return { envelopes_stored: this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM queue").one().n };
   }
 
   // ---- identity -----------------------------------------------------------------------------
 
   /** This object's user (64 hex), kept in its own storage. */
-  private readonly user = new OwnName(this.sql, "user_hex");
+  private readonly user = new OwnName(this.schema, "user_hex");
 
   private userHex(): string | null {
+    if (this.user.get() === null) {
+      // Nothing stored yet, and a new instance: the name is in the sockets' attachments.
+      for (const ws of this.ctx.getWebSockets()) {
+        const hex = this.attachment(ws)?.user;
+        if (hex) {
+          this.remember(hex);
+          return hex;
+        }
+      }
+    }
     return this.user.get();
   }
 
@@ -105,6 +118,7 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
       openedAt: Date.now(),
       authed: false,
       challenge: bytesToHex(randomBytes(32)),
+      user: hex,
       host: request.headers.get(RELAY_HOST_HEADER) ?? new URL(request.url).host,
     });
   }
@@ -141,6 +155,7 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
     ack: route({
       schema: ackSchema,
       handle(this: TallyUser, _ws, msg) {
+        if (!this.schema.exists) return;
         this.sql.exec("DELETE FROM queue WHERE from_hex = ? AND id = ?", npubDecode(msg.from_user_id), msg.id);
         this.stats.changed();
       },
@@ -196,7 +211,9 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
 
     // registered, the stored envelopes oldest first, queue_drained (seed 6.2 step 2).
     this.purgeExpired(Date.now());
-    const rows = this.sql.exec<{ seq: number; body: string }>("SELECT seq, body FROM queue ORDER BY seq").toArray();
+    const rows = this.schema.exists
+      ? this.sql.exec<{ seq: number; body: string }>("SELECT seq, body FROM queue ORDER BY seq").toArray()
+      : [];
     this.send(ws, { type: "registered", user_id: this.userNpub(), device_id: deviceId, queued: rows.length });
     let pushed = 0;
     let n = 0;
@@ -332,6 +349,7 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
 
   /** Stores an envelope (idempotent by (from, id)) and applies the bounds; returns the stored form. */
   private store(raw: string, fromHex: string, id: string): string | null {
+    this.schema.ensure();
     const existing = this.sql
       .exec<{ body: string }>("SELECT body FROM queue WHERE from_hex = ? AND id = ?", fromHex, id)
       .toArray()[0];
@@ -382,11 +400,17 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
     return body;
   }
 
+  // Any statement that can write (a DELETE that matches nothing too) opens a write transaction,
+  // and the socket's output then waits for its commit: deletes that are usually no-ops look first.
+
   private purgeExpired(now: number): void {
+    if (!this.schema.exists) return;
+    if (this.sql.exec("SELECT 1 FROM queue WHERE expires_at <= ? LIMIT 1", now).toArray().length === 0) return;
     this.sql.exec("DELETE FROM queue WHERE expires_at <= ?", now);
   }
 
   protected onAlarm(now: number): number | null {
+    if (!this.schema.exists) return null;
     this.purgeExpired(now);
     const row = this.sql.exec<{ next: number | null }>("SELECT MIN(expires_at) AS next FROM queue").toArray()[0];
     return row?.next ?? null;
@@ -427,6 +451,7 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
   }
 
   private addIntroduction(deviceId: string, peerHex: string, peerDevice: string): void {
+    this.schema.ensure(); // kept only for a registered device, while it is online
     const count = this.sql
       .exec<{ n: number }>("SELECT COUNT(*) AS n FROM introductions WHERE device_id = ?", deviceId)
       .one().n;
@@ -441,11 +466,11 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
 
   /** Forgets introductions of devices that are no longer connected (after a restart, say). */
   private pruneIntroductions(): void {
+    if (!this.schema.exists) return;
     const live = this.devices().map((d) => d.att.deviceId);
-    this.sql.exec(
-      `DELETE FROM introductions WHERE device_id NOT IN (${live.map(() => "?").join(",") || "''"})`,
-      ...live,
-    );
+    const stale = `FROM introductions WHERE device_id NOT IN (${live.map(() => "?").join(",") || "''"})`;
+    if (this.sql.exec(`SELECT 1 ${stale} LIMIT 1`, ...live).toArray().length === 0) return;
+    this.sql.exec(`DELETE ${stale}`, ...live);
   }
 
   private async webrtcSignal(
@@ -498,13 +523,14 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
     for (const other of this.devices(gone)) {
       this.send(other.ws, { type: "peer_disconnect", peer_user_id: myNpub, peer_device_id: gone });
     }
+    if (!this.schema.exists) return;
     const rows = this.sql
       .exec<{ peer_hex: string; peer_device: string }>(
         "SELECT peer_hex, peer_device FROM introductions WHERE device_id = ?",
         gone,
       )
       .toArray();
-    this.sql.exec("DELETE FROM introductions WHERE device_id = ?", gone);
+    if (rows.length > 0) this.sql.exec("DELETE FROM introductions WHERE device_id = ?", gone);
     const byPeer = new Map<string, string[]>();
     for (const r of rows) byPeer.set(r.peer_hex, [...(byPeer.get(r.peer_hex) ?? []), r.peer_device]);
     await Promise.allSettled(
@@ -517,7 +543,7 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
     this.remember(toHex);
     const fromNpub = npubEncode(fromHex);
     for (const id of toDevices) {
-      this.sql.exec(
+      if (this.schema.exists) this.sql.exec(
         "DELETE FROM introductions WHERE device_id = ? AND peer_hex = ? AND peer_device = ?",
         id,
         fromHex,
@@ -532,6 +558,7 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
 
   /** RPC: how many envelopes are stored for this user. */
   async queuedCount(): Promise<number> {
+    if (!this.schema.exists) return 0;
     return this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM queue").one().n;
   }
 }

@@ -9,6 +9,8 @@ import mincaMailbox0002 from "./MincaMailbox/0002_links.sql";
 import mincaAccount0001 from "./MincaAccount/0001_init.sql";
 import mincaSpace0001 from "./MincaSpace/0001_init.sql";
 import relayStats0001 from "./RelayStats/0001_init.sql";
+import mincaAccount0002 from "./MincaAccount/0002_revocations.sql";
+import mincaSpace0002 from "./MincaSpace/0002_own.sql";
 
 export interface Migration {
   name: string;
@@ -24,8 +26,14 @@ export const MIGRATIONS = {
     { name: "0002_links", sql: mincaMailbox0002 },
   ],
   RelayKeys: [{ name: "0001_init", sql: relayKeys0001 }],
-  MincaAccount: [{ name: "0001_init", sql: mincaAccount0001 }],
-  MincaSpace: [{ name: "0001_init", sql: mincaSpace0001 }],
+  MincaAccount: [
+    { name: "0001_init", sql: mincaAccount0001 },
+    { name: "0002_revocations", sql: mincaAccount0002 },
+  ],
+  MincaSpace: [
+    { name: "0001_init", sql: mincaSpace0001 },
+    { name: "0002_own", sql: mincaSpace0002 },
+  ],
   RelayStats: [{ name: "0001_init", sql: relayStats0001 }],
 } satisfies Record<string, Migration[]>;
 

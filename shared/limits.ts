@@ -75,6 +75,18 @@ export const PASSNOTE_LIMITS = {
   max_name_bytes: 1_024,
   /** Range requests per reconcile message (leaves this side asks the peer to ship). */
   recon_max_requests: 256,
+  /** recon2: buckets a mismatched range is split into, per level. */
+  recon2_split: 16,
+  /** recon2: a mismatch where the responder holds at most this many records is answered with its ids. */
+  recon2_leaf_ids: 32,
+  /** recon2: fingerprints a reply aims at; with few mismatches a range is split several levels (16^k buckets) at once, up to this many. */
+  recon2_budget: 1_024,
+  /** recon2: ranges per reconcile2 message. */
+  recon2_max_ranges: 16_384,
+  /** recon2: ids in one range of a reconcile2 message (an id list or a need list). */
+  recon2_max_ids: 256,
+  /** recon2: encoded bytes of a reply's ranges; past it, everything left goes as one fingerprint. */
+  recon2_max_bytes: 262_144,
   /** Collections named in one state message. */
   state_max_collections: 1_024,
   /** Wire versions listed in one handshake. */
@@ -189,6 +201,10 @@ export const MINCA_HOST_LIMITS = {
   max_space_bytes: 67_108_864,
   /** Spaces (live passes) one account may have carried. */
   max_spaces_per_account: 256,
+  /** Accounts that may carry one space at this host; a pass past it is refused with too_many_carriers. */
+  max_carriers_per_space: 16,
+  /** Keys one account may have revoked at this host (sys.revoke); past it too_many_revocations. */
+  max_revocations_per_account: 1_024,
   /** Bytes of versions across the spaces one account carries (its carry space included); past it 507. */
   max_account_bytes: 268_435_456,
   /** sys.link records kept per account (the carry space's live links). */

@@ -4,13 +4,14 @@
 // derived from the account key, the host's did and gen); passes, links and carry:closed; and
 // fetching a space's log, with a read proof for a private space. Runs wherever fetch does.
 import { base64urlEncode, randomBytes } from "../../shared/encoding";
-import { carryGrant, CLOSED_KEY, LINK, PASS, passBody, passKey, RECEIVER, receiverKey, WAKE, type CarryGrant, type WakeBody } from "../../shared/minca/carry";
+import { carryGrant, CLOSED_KEY, LINK, PASS, passBody, passKey, RECEIVER, receiverKey, REVOKE, revokeKey, WAKE, type CarryGrant, type WakeBody } from "../../shared/minca/carry";
 import { newP256Key, type P256Key } from "../../shared/minca/es256";
 import { encodeInvite } from "../../shared/minca/invite";
 import { noteNonce, signNote, type Note } from "../../shared/minca/note";
 import { readProofHeaders } from "../../shared/minca/read-proof";
 import { bodyKeyOf, carrySpace, newSpace, readSeedOf, type Space } from "../../shared/minca/space";
 import { buildVersion, type Version } from "../../shared/minca/version";
+import { relayBase } from "../relay-url";
 
 export interface MincaAccount {
   /** The account's root key: its did is the account. */
@@ -99,7 +100,7 @@ export class HostConnection {
     relayUrl: string,
     opts: { fetch?: typeof fetch } = {},
   ) {
-    this.base = relayUrl.replace(/\/+$/, "");
+    this.base = relayBase(relayUrl, "http");
     this.fetchFn = opts.fetch ?? ((input, init) => fetch(input, init));
   }
 
@@ -135,9 +136,13 @@ export class HostConnection {
     return this.carry;
   }
 
-  /** Writes the pass of a space (its constitution and, for a private space, its read seed). */
-  async pass(space: Space, readKey?: string): Promise<VersionResult> {
-    const v = await writeVersion(this.account, this.carrySpace(), { collection: PASS, key: passKey(space.id), body: passBody(space, readKey) });
+  /**
+   * Writes the pass of a space (its constitution and, for a private space, its read seed). With
+   * `own`, the space is one of the account's own (its registry or contacts space, founded by the
+   * account alone): the host then takes versions there only under a note granting /account/write.
+   */
+  async pass(space: Space, readKey?: string, opts: { own?: boolean } = {}): Promise<VersionResult> {
+    const v = await writeVersion(this.account, this.carrySpace(), { collection: PASS, key: passKey(space.id), body: passBody(space, readKey, opts.own) });
     return (await this.post(this.carrySpace().id, [v]))[0];
   }
 
@@ -160,6 +165,16 @@ export class HostConnection {
 
   async receiver(device: string, push: { endpoint: string; keys: { p256dh: string; auth: string } }): Promise<VersionResult> {
     const v = await writeVersion(this.account, this.carrySpace(), { collection: RECEIVER, key: receiverKey(push.endpoint), body: { v: 1, device, push } });
+    return (await this.post(this.carrySpace().id, [v]))[0];
+  }
+
+  /**
+   * Revokes a session key (DESIGN 8.4, seed §2.10): from the moment the host stores it, nothing
+   * that key signs counts for the account here, in any space the host carries for it, and what it
+   * wrote in the carry space stops counting. A key may revoke itself (signing out).
+   */
+  async revoke(did: string): Promise<VersionResult> {
+    const v = await writeVersion(this.account, this.carrySpace(), { collection: REVOKE, key: revokeKey(did), body: { v: 1, key: did } });
     return (await this.post(this.carrySpace().id, [v]))[0];
   }
 

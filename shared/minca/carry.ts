@@ -18,12 +18,18 @@ export const PASS = "sys.pass";
 export const LINK = "sys.link";
 export const WAKE = "sys.wake";
 export const RECEIVER = "sys.receiver";
+export const REVOKE = "sys.revoke";
 export const CLOSED_KEY = "carry:closed";
 const LINK_TOPIC_LABEL = "minca/link-topic/v1";
 
 /** The key of a space's pass: pass:<hex of the first 20 bytes of SHA-256(utf8(space id))>. */
 export function passKey(space: string): string {
   return `pass:${keyHash(space)}`;
+}
+
+/** The key of a revoke: revoke:<hex of the first 20 bytes of SHA-256(utf8(did))>. */
+export function revokeKey(did: string): string {
+  return `revoke:${keyHash(did)}`;
 }
 
 /** The key of a receiver: receiver:<hex of the first 20 bytes of SHA-256(utf8(endpoint))>. */
@@ -120,9 +126,12 @@ export const passBodySchema = z
     constitution: constitutionSchema,
     readSeed: b64.optional(),
     readKey: z.string().refine(isEd25519DidKey, "readKey is an Ed25519 did:key").optional(),
+    own: z.literal(true).optional(),
   })
   .strict();
 export type PassBody = z.infer<typeof passBodySchema>;
+
+export const revokeBodySchema = z.object({ v: z.literal(1), key: z.string().refine(isP256DidKey, "key is a P-256 did:key") }).strict();
 
 export const closedBodySchema = z.object({ v: z.literal(1), closed: z.literal(true) }).strict();
 
@@ -155,7 +164,8 @@ export function linkTopic(blob: Uint8Array): string {
 
 /** What one accepted carry-space version means to the host. */
 export type CarryRecord =
-  | { kind: "pass"; space: string; constitution: Constitution; readKey?: string; at: number }
+  | { kind: "pass"; space: string; constitution: Constitution; readKey?: string; own: boolean; at: number }
+  | { kind: "revoke"; revoked: string }
   | { kind: "pass_deleted"; key: string }
   | { kind: "closed" }
   | { kind: "link"; key: string; blob: Uint8Array; topic: string; until: number; at: number }
@@ -165,7 +175,7 @@ export type CarryRecord =
   | { kind: "receiver"; key: string; receiver: ReceiverBody }
   | { kind: "receiver_deleted"; key: string }
   | { kind: "other" }
-  | { kind: "refused"; reason: "unreadable_record" | "pass_space_mismatch" | "pass_read_key_mismatch"; detail: string };
+  | { kind: "refused"; reason: "unreadable_record" | "pass_space_mismatch" | "pass_read_key_mismatch" | "own_space_mismatch"; detail: string };
 
 /**
  * Reads a version of the carry space (one that passed the gates: written by the account under a
@@ -190,9 +200,14 @@ export function readCarryRecord(v: Version, bodyKey: Uint8Array): CarryRecord {
       if (passKey(space) !== v.key) {
         return { kind: "refused", reason: "pass_space_mismatch", detail: "the pass's constitution does not hash to the space its key names" };
       }
+      const own = p.data.own === true;
+      const founders = p.data.constitution.founders;
+      if (own && !(founders.length === 1 && founders[0] === v.note.payload.iss)) {
+        return { kind: "refused", reason: "own_space_mismatch", detail: "only a space the account founded alone is one of its own (own: true)" };
+      }
       if (p.data.constitution.visibility === "public") {
         if (p.data.readSeed !== undefined) return unreadable("a public space's pass has no read seed");
-        return { kind: "pass", space, constitution: p.data.constitution, at: v.at };
+        return { kind: "pass", space, constitution: p.data.constitution, own, at: v.at };
       }
       let did: string;
       try {
@@ -205,7 +220,15 @@ export function readCarryRecord(v: Version, bodyKey: Uint8Array): CarryRecord {
       if (did !== p.data.constitution.readKey && did !== p.data.readKey) {
         return { kind: "refused", reason: "pass_read_key_mismatch", detail: "the read seed's did is neither the constitution's readKey nor the pass's" };
       }
-      return { kind: "pass", space, constitution: p.data.constitution, readKey: did, at: v.at };
+      return { kind: "pass", space, constitution: p.data.constitution, readKey: did, own, at: v.at };
+    }
+    case REVOKE: {
+      // A stored revoke is kept for good: deleting or rewriting its record takes nothing back.
+      if (deleted) return { kind: "other" };
+      const r = revokeBodySchema.safeParse(body);
+      if (!r.success) return unreadable("a revoke is { v: 1, key: <did:key> }");
+      if (revokeKey(r.data.key) !== v.key) return unreadable("a revoke's key is revoke:<hash of the did it revokes>");
+      return { kind: "revoke", revoked: r.data.key };
     }
     case LINK: {
       if (deleted) return { kind: "link_deleted", key: v.key };
@@ -232,9 +255,10 @@ export function readCarryRecord(v: Version, bodyKey: Uint8Array): CarryRecord {
 }
 
 /** A pass body for a space (what a device writes, seed §4.2). */
-export function passBody(space: { constitution: Constitution; key?: Uint8Array }, readKey?: string): PassBody {
+export function passBody(space: { constitution: Constitution; key?: Uint8Array }, readKey?: string, own?: boolean): PassBody {
   const body: PassBody = { v: 1, constitution: space.constitution };
   if (space.key) body.readSeed = base64urlEncode(readSeedOf(space.key));
   if (readKey !== undefined) body.readKey = readKey;
+  if (own) body.own = true;
   return body;
 }

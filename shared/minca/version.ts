@@ -140,6 +140,11 @@ export const VERSION_REFUSALS = [
   "too_many_wakes",
   "too_many_receivers",
   "invalid_receiver",
+  "own_space_mismatch",
+  "not_account_write",
+  "revoked",
+  "too_many_revocations",
+  "too_many_carriers",
 ] as const;
 export type VersionRefusal = (typeof VERSION_REFUSALS)[number];
 
@@ -149,7 +154,7 @@ export interface GateContext {
   /** The space the versions are posted to. */
   space: string;
   constitution: Constitution;
-  /** The account's own machinery (a carry space): a note must grant /account/write (seed §1.3). */
+  /** The account's own spaces (its carry space, a space its pass says is its own): a note must grant /account/write (seed §1.3). */
   ownMachinery: boolean;
 }
 
@@ -191,8 +196,10 @@ export async function checkVersion(value: unknown, ctx: GateContext, bytes?: num
   if (p.aud !== v.author) return refuse("note_audience", "the note is made out to another key", v.id);
   if (p.sub !== p.iss && p.sub !== `space:${v.space}`) return refuse("note_subject", "the note's subject does not cover this space", v.id);
   if (!policyAllows(p.pol, { space: v.space, collection: v.collection })) return refuse("note_policy", "the note's policy does not allow this write", v.id);
-  const needed = ctx.ownMachinery ? ACCOUNT_WRITE : RECORD_WRITE;
-  if (!commandCovers(p.cmd, needed)) return refuse("note_command", `the note's command does not grant ${needed}`, v.id);
+  if (ctx.ownMachinery && !commandCovers(p.cmd, ACCOUNT_WRITE)) {
+    return refuse("not_account_write", `in the account's own spaces a version counts only under a note granting ${ACCOUNT_WRITE}`, v.id);
+  }
+  if (!ctx.ownMachinery && !commandCovers(p.cmd, RECORD_WRITE)) return refuse("note_command", `the note's command does not grant ${RECORD_WRITE}`, v.id);
   if (!ctx.constitution.founders.includes(p.iss)) return refuse("not_founder", "the note is not rooted at a founder of the space", v.id);
   if (ctx.constitution.visibility === "private" && v.body !== undefined) return refuse("body_in_private_space", "a private space's bodies are sealed", v.id);
   if (ctx.constitution.visibility === "public" && v.sealed !== undefined) return refuse("sealed_in_public_space", "a public space's bodies are in the clear", v.id);

@@ -75,7 +75,7 @@ describe("issue 9: a device connects the host and passes two spaces; members wri
     const recordsOnly = await writeVersion(await withNote(alice, "/record"), host.carry!, { collection: "sys.pass", key: passKey(pub.id), body: passBody(pub) });
     const results = await host.post(pub.id, [badSig, wrongId, notRooted]);
     expect(results.map((r) => (r.accepted ? "accepted" : r.reason))).toEqual(["bad_signature", "id_mismatch", "not_founder"]);
-    expect(await host.post(host.carry!.id, [recordsOnly])).toMatchObject([{ accepted: false, reason: "note_command" }]);
+    expect(await host.post(host.carry!.id, [recordsOnly])).toMatchObject([{ accepted: false, reason: "not_account_write" }]);
     expect((await host.fetchLog(pub)).items.map((i) => i.version)).toEqual(written.pub);
     expect(versionId(wrongId as unknown as Record<string, unknown>)).not.toBe(wrongId.id);
   });

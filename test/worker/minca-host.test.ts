@@ -16,7 +16,11 @@ const accountStub = (did: string) => env.MINCA_ACCOUNT.get(env.MINCA_ACCOUNT.idF
 const rows = (stub: DurableObjectStub, tables: string[]) =>
   runInDurableObject(stub, (_i, state) => {
     const out: Record<string, number> = {};
-    for (const t of tables) out[t] = state.storage.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM ${t}`).one().n;
+    for (const t of tables) {
+      // an object that never kept anything has no tables at all (DESIGN 3: nothing is stored for free)
+      const exists = state.storage.sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", t).toArray().length > 0;
+      out[t] = exists ? state.storage.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM ${t}`).one().n : 0;
+    }
     return out;
   });
 
@@ -118,7 +122,7 @@ describe("DESIGN 8.4: carried spaces", () => {
     const s = makeSpace(acct, "public");
     const recordsOnly = new HostConnection(await withNote(acct, "/record"), RELAY, { fetch: fetchSelf });
     recordsOnly.carry = host.carry;
-    expect(await recordsOnly.pass(s)).toMatchObject({ accepted: false, reason: "note_command" });
+    expect(await recordsOnly.pass(s)).toMatchObject({ accepted: false, reason: "not_account_write" });
     const t = makeSpace(acct, "public");
     const mismatch = await writeVersion(acct, host.carry!, { collection: "sys.pass", key: passKey(s.id), body: passBody(t) });
     expect(await host.post(host.carry!.id, [mismatch])).toMatchObject([{ accepted: false, reason: "pass_space_mismatch" }]);
@@ -175,6 +179,147 @@ describe("DESIGN 8.4: carried spaces", () => {
     });
     const v = await writeVersion(acct, s, { collection: "c", key: "k", body: { x: 1 } });
     await expect(host.post(s.id, [v])).rejects.toMatchObject({ status: 507, code: "quota_exceeded" });
+  });
+});
+
+describe("DESIGN 8.4: revocations", () => {
+  it("from the moment a revoke is stored, the revoked key's versions are refused (revoked) in every space carried for the account, and what it wrote in the carry space stops counting; what was stored stays", async () => {
+    const { acct, host } = await connected();
+    const app = await withNote(acct, "/");
+    const appHost = new HostConnection(app, RELAY, { fetch: fetchSelf });
+    appHost.carry = host.carry;
+    const s1 = makeSpace(acct, "private");
+    const s2 = makeSpace(acct, "public");
+    const s3 = makeSpace(acct, "private");
+    expect(await host.pass(s1)).toMatchObject({ accepted: true });
+    expect(await host.pass(s3)).toMatchObject({ accepted: true });
+    // the app writes in a carried space and in the carry space: a pass, a pass over the device's, a link, a wake
+    const before = await writeVersion(app, s1, { collection: "std.note", key: "a", body: { by: "app" } });
+    expect(await appHost.post(s1.id, [before])).toMatchObject([{ accepted: true, seq: 1 }]);
+    expect(await appHost.pass(s2)).toMatchObject({ accepted: true });
+    const { readKeyDid, readSeedOf } = await import("../../shared/minca/space");
+    const appKey = new Uint8Array(32).fill(7);
+    expect(await appHost.pass({ ...s3, key: appKey }, readKeyDid(readSeedOf(appKey)))).toMatchObject({ accepted: true });
+    expect(await appHost.link("link:app", utf8Encode(`app ${Math.random()}`), Math.floor(Date.now() / 1000) + 600)).toMatchObject({ accepted: true });
+    expect(await appHost.wake("wake:app", { v: 1, name: "app", spaces: "all", collection: "c" })).toMatchObject({ accepted: true });
+    expect(await host.status()).toMatchObject({ spaces: 3, links: 1, wakes: 1 });
+    expect((await appHost.fetchLog({ ...s3, key: appKey })).items).toEqual([]);
+
+    expect(await host.revoke(app.session.did)).toMatchObject({ accepted: true });
+
+    // refused from now on, everywhere: a carried space, the carry space (passes, carry:closed, undoing the revoke)
+    const after = await writeVersion(app, s1, { collection: "std.note", key: "b", body: { by: "app" } });
+    expect(await appHost.post(s1.id, [after])).toMatchObject([{ accepted: false, reason: "revoked" }]);
+    expect(await appHost.pass(makeSpace(acct, "public"))).toMatchObject({ accepted: false, reason: "revoked" });
+    expect(await appHost.close()).toMatchObject({ accepted: false, reason: "revoked" });
+    const { REVOKE, revokeKey } = await import("../../shared/minca/carry");
+    const undo = await writeVersion(app, host.carry!, { collection: REVOKE, key: revokeKey(app.session.did), deleted: true });
+    expect(await appHost.post(host.carry!.id, [undo])).toMatchObject([{ accepted: false, reason: "revoked" }]);
+    // what it wrote in the carry space stopped counting: its pass, its link, its wake; the device's pass of s3 counts again
+    expect(await host.status()).toMatchObject({ spaces: 2, links: 0, wakes: 0 });
+    await expect(appHost.post(s2.id, [await writeVersion(acct, s2, { collection: "c", key: "k", body: {} })])).rejects.toMatchObject({ status: 404 });
+    await expect(appHost.fetchLog({ ...s3, key: appKey })).rejects.toMatchObject({ status: 403 });
+    expect((await host.fetchLog(s3)).items).toEqual([]);
+    // what was stored before stays stored; the account's other keys write on
+    expect((await host.fetchLog(s1)).items.map((i) => i.version.id)).toEqual([before.id]);
+    expect(await host.post(s1.id, [await writeVersion(acct, s1, { collection: "std.note", key: "c", body: {} })])).toMatchObject([{ accepted: true, seq: 2 }]);
+    // even the account deleting the revoke record takes nothing back
+    const deleteRevoke = await writeVersion(acct, host.carry!, { collection: REVOKE, key: revokeKey(app.session.did), deleted: true });
+    expect(await host.post(host.carry!.id, [deleteRevoke])).toMatchObject([{ accepted: true }]);
+    expect(await appHost.post(s1.id, [after])).toMatchObject([{ accepted: false, reason: "revoked" }]);
+  });
+
+  it("a key that revokes itself (signing out) writes nothing after its revoke, even later in the same request", async () => {
+    const { acct, host } = await connected();
+    const app = await withNote(acct, "/");
+    const { REVOKE, revokeKey } = await import("../../shared/minca/carry");
+    const revoke = await writeVersion(app, host.carry!, { collection: REVOKE, key: revokeKey(app.session.did), body: { v: 1, key: app.session.did } });
+    const s = makeSpace(acct, "public");
+    const laterPass = await writeVersion(app, host.carry!, { collection: "sys.pass", key: passKey(s.id), body: passBody(s) });
+    expect((await host.post(host.carry!.id, [revoke, laterPass])).map((r) => (r.accepted ? "accepted" : r.reason))).toEqual(["accepted", "revoked"]);
+    expect(await host.status()).toMatchObject({ spaces: 0 });
+  });
+});
+
+describe("DESIGN 8.4: the account's own spaces", () => {
+  it("in the carry space and in a space whose pass says own: true, a records-only note is refused with not_account_write; /account/write counts", async () => {
+    const { acct, host } = await connected();
+    const registry = makeSpace(acct, "private");
+    expect(await host.pass(registry, undefined, { own: true })).toMatchObject({ accepted: true });
+    const program = await withNote(acct, "/record");
+    const programHost = new HostConnection(program, RELAY, { fetch: fetchSelf });
+    programHost.carry = host.carry;
+    const joined = await writeVersion(program, registry, { collection: "sys.joined", key: "space:x", body: { v: 1 } });
+    expect(await programHost.post(registry.id, [joined])).toMatchObject([{ accepted: false, reason: "not_account_write" }]);
+    expect(await programHost.pass(makeSpace(acct, "public"))).toMatchObject({ accepted: false, reason: "not_account_write" });
+    const device = await withNote(acct, "/account");
+    const ok = await writeVersion(device, registry, { collection: "sys.joined", key: "space:x", body: { v: 1 } });
+    expect(await host.post(registry.id, [ok])).toMatchObject([{ accepted: true, seq: 1 }]);
+    // in a space that is not the account's own, the records-only program writes as before
+    const shared = makeSpace(acct, "public");
+    await host.pass(shared);
+    expect(await programHost.post(shared.id, [await writeVersion(program, shared, { collection: "std.note", key: "n", body: {} })])).toMatchObject([{ accepted: true }]);
+  });
+
+  it("own: true counts only for a space the account founded alone: a pass saying so of a shared space is refused (own_space_mismatch)", async () => {
+    const { acct, host } = await connected();
+    const other = await newAccount();
+    const shared = makeSpace(acct, "public", [acct.root.did, other.root.did]);
+    expect(await host.pass(shared, undefined, { own: true })).toMatchObject({ accepted: false, reason: "own_space_mismatch" });
+    expect(await host.status()).toMatchObject({ spaces: 0 });
+  });
+});
+
+describe("carriers per space", () => {
+  it("at most max_carriers_per_space accounts carry one space: the next account's pass is refused with too_many_carriers", async () => {
+    const first = await connected();
+    const s = makeSpace(first.acct, "public");
+    await first.host.pass(s);
+    await runInDurableObject(spaceStub(s.id), (_i, state) => {
+      for (let i = 1; i < MINCA_HOST_LIMITS.max_carriers_per_space; i++) {
+        state.storage.sql.exec("INSERT INTO carriers (account, at, read_key, own) VALUES (?, 0, NULL, 0)", `did:key:filler${i}`);
+      }
+    });
+    const late = await connected();
+    expect(await late.host.pass(s)).toMatchObject({ accepted: false, reason: "too_many_carriers" });
+    expect(await late.host.status()).toMatchObject({ spaces: 0 });
+    expect(await first.host.pass(s)).toMatchObject({ accepted: true }); // a carrier already there writes its pass again
+  });
+});
+
+describe("quotas: an account pays for what it writes", () => {
+  const fill = (did: string, bytes: number) =>
+    runInDurableObject(accountStub(did), (_i, state) => {
+      state.storage.sql.exec("INSERT INTO usage (space, versions, bytes) VALUES ('filler', 1, ?)", bytes);
+    });
+
+  it("an account at its quota is refused only its own share: the other carriers of a shared space write on", async () => {
+    const a = await connected();
+    const b = await connected();
+    const s = makeSpace(a.acct, "public", [a.acct.root.did, b.acct.root.did]);
+    await a.host.pass(s);
+    await b.host.pass(s);
+    await fill(a.acct.root.did, MINCA_HOST_LIMITS.max_account_bytes - 10);
+    await expect(a.host.post(s.id, [await writeVersion(a.acct, s, { collection: "c", key: "a", body: {} })])).rejects.toMatchObject({ status: 507, code: "quota_exceeded" });
+    expect(await b.host.post(s.id, [await writeVersion(b.acct, s, { collection: "c", key: "b", body: {} })])).toMatchObject([{ accepted: true, seq: 1 }]);
+    expect(await b.host.status()).toMatchObject({ versions: 2 }); // its pass and its version
+    expect(await a.host.status()).toMatchObject({ versions: 2 }); // its pass and the filler: the refused version left nothing
+  });
+
+  it("concurrent requests never take an account past its quota: the check and the charge are one step", async () => {
+    const { acct, host } = await connected();
+    const s = makeSpace(acct, "public");
+    await host.pass(s);
+    const vs = await Promise.all([0, 1, 2, 3, 4, 5].map((i) => writeVersion(acct, s, { collection: "c", key: `k${i}`, body: { pad: "x".repeat(1_000) } })));
+    const size = JSON.stringify(vs[0]).length;
+    await fill(acct.root.did, MINCA_HOST_LIMITS.max_account_bytes - (await host.status() as any).bytes - Math.floor(2.5 * size));
+    const answers = await Promise.allSettled(vs.map((v) => host.post(s.id, [v])));
+    const accepted = answers.filter((a) => a.status === "fulfilled").length;
+    expect(accepted).toBe(2);
+    expect(answers.filter((a) => a.status === "rejected").every((a) => (a as PromiseRejectedResult).reason.status === 507)).toBe(true);
+    expect((await host.status()) as any).toMatchObject({ bytes: expect.any(Number) });
+    expect(((await host.status()) as any).bytes).toBeLessThanOrEqual(MINCA_HOST_LIMITS.max_account_bytes);
+    expect((await host.fetchLog(s)).items).toHaveLength(2);
   });
 });
 

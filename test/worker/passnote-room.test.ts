@@ -1,6 +1,6 @@
 // DESIGN section 5: Passnote sync rooms, inside workerd. The room proves membership with the
 // room key, reports peers, and routes binary frames by 8-byte peer id, byte-exact and in order.
-import { SELF, env, evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { SELF, env, evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { roomKeys, signJoin, joinPeerFrame, BROADCAST, type RoomKeys } from "../../shared/passnote/room";
 import { randomBytes } from "../../shared/encoding";
@@ -76,19 +76,13 @@ describe("DESIGN 5: join proof, welcome, join and leave reports", () => {
     expect(await s.closed).toBe(4001);
   });
 
-  it("a socket that has not joined within 10 s is closed with 4001 (by alarm); joined peers stay", async () => {
+  it("a socket that has not joined within 10 s is closed with 4001 (by the auth timer); joined peers stay", async () => {
     const keys = group();
     const a = await joined(keys);
     const s = await open(keys.roomId);
     await s.next("challenge");
     const stub = env.PASSNOTE_ROOM.get(env.PASSNOTE_ROOM.idFromName(keys.roomId));
-    await runInDurableObject(stub, (_room, state) => {
-      for (const ws of state.getWebSockets()) {
-        const att = ws.deserializeAttachment();
-        ws.serializeAttachment({ ...att, openedAt: att.openedAt - 11_000 });
-      }
-    });
-    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await runInDurableObject(stub, (room: PassnoteRoom) => room.closeUnauthenticated(Date.now() + 11_000))).toBe(1);
     expect(await s.closed).toBe(4001);
     expect(a.s.closeCode).toBeUndefined();
   });

@@ -195,7 +195,7 @@ describe("DESIGN 8.2: versions (id, sig, sealed) and the gates a host applies", 
     const pass = (a: typeof acct) => writeVersion(a, carry, { collection: "sys.pass", key: passKey(target.id), body: passBody(target) });
     expect(await checkVersion(await pass(acct), gate(carry, true))).toMatchObject({ ok: true });
     expect(await checkVersion(await pass(await withNote(acct, "/account")), gate(carry, true))).toMatchObject({ ok: true });
-    expect(await checkVersion(await pass(await withNote(acct, "/record")), gate(carry, true))).toMatchObject({ ok: false, reason: "note_command" });
+    expect(await checkVersion(await pass(await withNote(acct, "/record")), gate(carry, true))).toMatchObject({ ok: false, reason: "not_account_write" });
     expect(commandCovers("/", "/account/write")).toBe(true);
     expect(commandCovers("/acc", "/account/write")).toBe(false);
   });
@@ -281,6 +281,22 @@ describe("seed §4.2: passes, carry:closed and links in the carry space", () => 
     const push = { endpoint: "https://push.example/x", keys: { p256dh: base64urlEncode(new Uint8Array(65)), auth: "AAAAAAAAAAAAAAAAAAAAAA" } };
     expect(await read({ collection: "sys.receiver", key: receiverKey(push.endpoint), body: { v: 1, device: "d", push } })).toMatchObject({ kind: "refused" });
     expect(await read({ collection: "std.other", key: "x", body: {} })).toEqual({ kind: "other" });
+  });
+
+  it("DESIGN 8.4: a revoke reads as the did it revokes only under its own key (revoke:<hash of the did>); a deleted revoke takes nothing back", async () => {
+    const acct = await newAccount();
+    const carry = carrySpace(acct.accountKey, acct.root.did, HOST, 0);
+    const bk = bodyKeyOf(carry.key!);
+    const app = (await newAccount()).session.did;
+    const { REVOKE, revokeKey } = await import("../../../../shared/minca/carry");
+    const ok = await writeVersion(acct, carry, { collection: REVOKE, key: revokeKey(app), body: { v: 1, key: app } });
+    expect(readCarryRecord(ok, bk)).toEqual({ kind: "revoke", revoked: app });
+    const wrongKey = await writeVersion(acct, carry, { collection: REVOKE, key: revokeKey(acct.root.did), body: { v: 1, key: app } });
+    expect(readCarryRecord(wrongKey, bk)).toMatchObject({ kind: "refused", reason: "unreadable_record" });
+    const notDid = await writeVersion(acct, carry, { collection: REVOKE, key: revokeKey("x"), body: { v: 1, key: "x" } });
+    expect(readCarryRecord(notDid, bk)).toMatchObject({ kind: "refused" });
+    const deleted = await writeVersion(acct, carry, { collection: REVOKE, key: revokeKey(app), deleted: true });
+    expect(readCarryRecord(deleted, bk)).toEqual({ kind: "other" });
   });
 
   it("carry-space bodies the host cannot open are unreadable, never accepted as passes (fuzz over pass bodies)", async () => {

@@ -1,0 +1,89 @@
+// The relay against a hostile internet (issue 15, DESIGN section 3), against a relay process of
+// its own (`npm start`'s launcher, or wrangler dev with RELAY_TARGET=wrangler), so that its data
+// directory can be looked at.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readdirSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { startRelay, type RelayProcess } from "../helpers/relay-process";
+import { TestSocket } from "../helpers/socket";
+import { newUser } from "../helpers/tally";
+import { bytesToHex, randomBytes } from "../../shared/encoding";
+import { codeRoom, codeSecret, newCode } from "../../shared/minca/code";
+import { newP256Key } from "../../shared/minca/es256";
+import { roomKeys } from "../../shared/passnote/room";
+
+let relay: RelayProcess;
+
+beforeAll(async () => {
+  relay = await startRelay();
+});
+
+afterAll(async () => {
+  await relay?.stop();
+});
+
+/**
+ * Every named object's SQLite file in the data directory, with its WAL's size: not the runtime's
+ * per-namespace metadata.sqlite, nor the relay's own singletons (its counters and its keys: one
+ * each per relay, whatever the requests).
+ */
+function objectFiles(dataDir: string): Map<string, { bytes: number; wal: number }> {
+  const out = new Map<string, { bytes: number; wal: number }>();
+  const walk = (dir: string) => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      const p = join(dir, e.name);
+      if (e.isDirectory()) {
+        if (!/-(RelayStats|RelayKeys)$/.test(e.name)) walk(p);
+      }
+      else if (e.name.endsWith(".sqlite") && e.name !== "metadata.sqlite") {
+        let wal = 0;
+        try {
+          wal = statSync(`${p}-wal`).size;
+        } catch {
+          // no WAL
+        }
+        out.set(p, { bytes: statSync(p).size, wal });
+      }
+    }
+  };
+  walk(dataDir);
+  return out;
+}
+
+const ws = (path: string) => `${relay.url.replace(/^http/, "ws")}${path}`;
+
+describe("DESIGN 3: nothing is stored for free (a relay process and its data directory)", () => {
+  it("a burst of requests and upgrades that store nothing leaves no table, row or alarm: each object's SQLite file stays the runtime's empty one", async () => {
+    const before = objectFiles(relay.dataDir);
+    const burst = 10;
+    for (let i = 0; i < burst; i++) {
+      const topic = bytesToHex(randomBytes(16));
+      const space = codeRoom(codeSecret(newCode()));
+      const did = (await newP256Key()).did;
+      const answers = await Promise.all([
+        fetch(`${relay.url}/minca/v1/mailbox/${topic}`),
+        fetch(`${relay.url}/minca/v1/mailbox/${topic}/items/1`),
+        fetch(`${relay.url}/minca/v1/host/accounts/${did}`),
+        fetch(`${relay.url}/minca/v1/spaces/${space}/versions`),
+      ]);
+      expect(answers.map((r) => r.status)).toEqual([200, 404, 404, 404]);
+      await Promise.all(answers.map((r) => r.arrayBuffer()));
+      // upgrades that never authenticate, closed by the client
+      for (const path of [`/tally/v1/${newUser().npub}`, `/passnote/v2/${roomKeys(randomBytes(32)).roomId}`, `/minca/v1/rooms/${codeRoom(codeSecret(newCode()))}`]) {
+        const s = await TestSocket.open(ws(path));
+        await s.next("challenge");
+        s.close();
+        await s.closed;
+      }
+    }
+    const after = objectFiles(relay.dataDir);
+    const added = [...after].filter(([p]) => !before.has(p));
+    // (the runtime makes a file for most of the objects these reached: at least the mailboxes')
+    expect(added.length).toBeGreaterThanOrEqual(burst);
+    for (const [path, f] of added) {
+      // an empty SQLite database is one 4 KiB page, and nothing waits in its WAL
+      expect({ path, ...f }).toEqual({ path, bytes: expect.any(Number), wal: 0 });
+      expect(f.bytes).toBeLessThanOrEqual(4096);
+    }
+  });
+});
