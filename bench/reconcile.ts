@@ -1,13 +1,16 @@
-// Range reconciliation (shared/passnote/reconcile.ts), pure, in this process: two stores of N
-// records that differ in d, one side opening with its probe, each side answering the other's
-// reconcile message (and shipping the records of its leaves as deltas, which the other side merges
-// before it answers) until a side has nothing left to ask. Counted per side: the reconcile and
-// delta messages it sends and their bytes on the wire (encoded frame + XChaCha20-Poly1305 seal),
-// against shipping everything (every record of a side as deltas). A round trip is one message
-// each way; the opening probe starts the first.
+// Range reconciliation, recon1 (shared/passnote/reconcile.ts) and recon2 (reconcile2.ts) side by
+// side, pure, in this process: two stores of N records that differ in d, one side opening with its
+// probe, each side answering the other's reconcile message (and shipping records as deltas, which
+// the other side merges before it answers) until a side has nothing left to send. Counted per
+// side: the reconcile and delta messages it sends and their bytes on the wire (encoded frame +
+// XChaCha20-Poly1305 seal), against shipping everything (every record of a side as deltas).
+// A flight is one side's turn (its deltas and its reply, sent together); a round trip is two
+// flights; the opening probe is the first. The last flight may carry deltas only (records the
+// other side asked for): it counts, since the exchange is over only when they arrive.
 import { PASSNOTE_LIMITS as L } from "../shared/limits";
 import { MemoryStore } from "../shared/passnote/records";
 import { openingProbe, respondToReconcile, type Reconcile } from "../shared/passnote/reconcile";
+import { openingProbe2, respondToReconcile2, type Reconcile2 } from "../shared/passnote/reconcile2";
 import { NONCE_BYTES, TAG_BYTES } from "../shared/passnote/seal";
 import { encodeMessage, type WireRecord } from "../shared/passnote/wire";
 import { fillDifferent, sameRecords } from "../test/helpers/passnote-data";
@@ -15,9 +18,14 @@ import { fillDifferent, sameRecords } from "../test/helpers/passnote-data";
 const COLLECTION = "notes";
 const SEAL = NONCE_BYTES + TAG_BYTES;
 
+export type Capability = "recon1" | "recon2";
+
 export interface ReconcileResult {
+  capability: Capability;
   n: number;
   d: number;
+  /** Turns with something to send, both sides together (the opening probe is the first). */
+  flights: number;
   roundTrips: number;
   /** Bytes each side sent (the larger of the two). */
   bytesPerSide: number;
@@ -36,33 +44,37 @@ function deltaBytes(records: readonly WireRecord[]): number {
   return bytes;
 }
 
-export function reconcileRun(n: number, d: number): ReconcileResult {
+type Message = Reconcile | Reconcile2;
+
+function respond(store: MemoryStore, msg: Message) {
+  return msg.type === "reconcile" ? respondToReconcile(store, msg) : respondToReconcile2(store, msg);
+}
+
+export function reconcileRun(n: number, d: number, capability: Capability = "recon1"): ReconcileResult {
   const sides = [new MemoryStore(), new MemoryStore()];
   fillDifferent(sides[0], sides[1], { common: n, differences: d }, COLLECTION);
   const shipAll = Math.max(deltaBytes(sides[0].all(COLLECTION)), deltaBytes(sides[1].all(COLLECTION)));
   const sent = [0, 0];
   let shipped = 0;
-  let messages = 0;
+  let flights = 0;
   const t0 = performance.now();
-  let msg: Reconcile | null = openingProbe(sides[0], COLLECTION);
+  let msg: Message | null = capability === "recon2" ? openingProbe2(sides[0], COLLECTION) : openingProbe(sides[0], COLLECTION);
   sent[0] += encodeMessage(msg).length + SEAL;
-  messages++;
+  flights++;
   let turn = 1; // the side that answers next
   while (msg) {
-    const { ship, reply } = respondToReconcile(sides[turn], msg);
+    const { ship, reply } = respond(sides[turn], msg);
+    if (ship.length || reply) flights++;
     if (ship.length) {
       sent[turn] += deltaBytes(ship);
       shipped += ship.length;
       for (const r of ship) sides[1 - turn].merge(COLLECTION, r);
     }
-    if (reply) {
-      sent[turn] += encodeMessage(reply).length + SEAL;
-      messages++;
-    }
+    if (reply) sent[turn] += encodeMessage(reply).length + SEAL;
     msg = reply;
     turn = 1 - turn;
   }
   const ms = performance.now() - t0;
   if (!sameRecords(sides[0], sides[1], COLLECTION)) throw new Error(`reconciliation of N=${n} d=${d} did not converge`);
-  return { n, d, roundTrips: Math.ceil(messages / 2), bytesPerSide: Math.max(...sent), shipAllBytesPerSide: shipAll, recordsShipped: shipped, ms };
+  return { capability, n, d, flights, roundTrips: Math.ceil(flights / 2), bytesPerSide: Math.max(...sent), shipAllBytesPerSide: shipAll, recordsShipped: shipped, ms };
 }

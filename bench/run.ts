@@ -26,6 +26,7 @@ import { treeCpuMs, treeRssKb } from "./cpu";
 import { roomTraffic } from "./passnote";
 import { reconcileRun, type ReconcileResult } from "./reconcile";
 import { idleMemory, onlineDelivery, registers, storeThenFlush } from "./tally";
+import { newUser } from "../test/helpers/tally";
 
 const { values } = parseArgs({
   options: {
@@ -122,9 +123,14 @@ async function measure(t: Target, s: Server): Promise<void> {
   }
   if (isRelay(t) && wanted("tally connect")) {
     // The baselines do not authenticate: connect cost is the relay's alone.
-    const rg = await withCpu(s, () => registers(s.url, { count: SIZES.registers, concurrency: SIZES.concurrency }));
-    record(`tally connect and register (challenge + Schnorr verify), ${SIZES.concurrency} at a time`, "registers/s", true, t, rg.result.perSecond);
-    record("tally CPU per connect and register", "ms", false, t, rg.cpuMs / SIZES.registers);
+    // New users first (each one's object is made by its register), then the same users again:
+    // returning users, whose objects exist.
+    const users = Array.from({ length: SIZES.registers }, newUser);
+    for (const who of ["new user", "returning user"]) {
+      const rg = await withCpu(s, () => registers(s.url, { users, concurrency: SIZES.concurrency }));
+      record(`tally connect and register, ${who} (challenge + Schnorr verify), ${SIZES.concurrency} at a time`, "registers/s", true, t, rg.result.perSecond);
+      record(`tally CPU per connect and register, ${who}`, "ms", false, t, rg.cpuMs / SIZES.registers);
+    }
   }
 }
 

@@ -37,6 +37,10 @@ export const TALLY_LIMITS = {
   max_introductions_per_device: 1_024,
   /** Envelopes for one recipient carried by one call between user objects (they wait while one is in flight). */
   rpc_batch_envelopes: 32,
+  /** Seconds a registered socket may stay silent (no message, no ping) before the relay closes it with 4408. */
+  idle_timeout_seconds: 90,
+  /** Users remembered per user as having exchanged envelopes with it (connect_peer answers only those); the oldest are forgotten. */
+  max_contacts_per_user: 4_096,
 } as const;
 
 export const PASSNOTE_LIMITS = {
@@ -75,6 +79,18 @@ export const PASSNOTE_LIMITS = {
   max_name_bytes: 1_024,
   /** Range requests per reconcile message (leaves this side asks the peer to ship). */
   recon_max_requests: 256,
+  /** recon2: buckets a mismatched range is split into, per level. */
+  recon2_split: 16,
+  /** recon2: a mismatch where the responder holds at most this many records is answered with its ids. */
+  recon2_leaf_ids: 32,
+  /** recon2: fingerprints a reply aims at; with few mismatches a range is split several levels (16^k buckets) at once, up to this many. */
+  recon2_budget: 1_024,
+  /** recon2: ranges per reconcile2 message. */
+  recon2_max_ranges: 16_384,
+  /** recon2: ids in one range of a reconcile2 message (an id list or a need list). */
+  recon2_max_ids: 256,
+  /** recon2: encoded bytes of a reply's ranges; past it, everything left goes as one fingerprint. */
+  recon2_max_bytes: 262_144,
   /** Collections named in one state message. */
   state_max_collections: 1_024,
   /** Wire versions listed in one handshake. */
@@ -265,5 +281,7 @@ export const CLOSE_CODES = {
   internal_error: 1011,
   auth_failed: 4001,
   room_expired: 4008,
+  /** A registered socket stayed silent past the idle bound (a half-open connection); reconnect. */
+  idle_timeout: 4408,
   rate_limited: 4029,
 } as const;

@@ -11,6 +11,7 @@ import { noteNonce, signNote, type Note } from "../../shared/minca/note";
 import { readProofHeaders } from "../../shared/minca/read-proof";
 import { bodyKeyOf, carrySpace, newSpace, readSeedOf, type Space } from "../../shared/minca/space";
 import { buildVersion, type Version } from "../../shared/minca/version";
+import { relayBase } from "../relay-url";
 
 export interface MincaAccount {
   /** The account's root key: its did is the account. */
@@ -99,7 +100,7 @@ export class HostConnection {
     relayUrl: string,
     opts: { fetch?: typeof fetch } = {},
   ) {
-    this.base = relayUrl.replace(/\/+$/, "");
+    this.base = relayBase(relayUrl, "http");
     this.fetchFn = opts.fetch ?? ((input, init) => fetch(input, init));
   }
 

@@ -1,13 +1,15 @@
 // Anti-entropy as the engine runs it (seed 001, "Messages", "Clock bound", "Reconciliation
 // exchange"): hello asks for state; the receiver of state probes every collection either side
-// named (recon1 on both sides) or, without recon1, ships the records newer than the peer's
-// watermark; delta merges under the clock bound (and, for the roster, the owner's signature);
-// reconcile answers probes (reconcile.ts); poke asks for a hello.
+// named (recon2 when both sides offer it, else recon1 on both sides) or, without recon1, ships the
+// records newer than the peer's watermark; delta merges under the clock bound (and, for the
+// roster, the owner's signature); reconcile answers probes (reconcile.ts), reconcile2 recon2's
+// ranges (reconcile2.ts); poke asks for a hello.
 import { PASSNOTE_LIMITS as L } from "../limits";
 import type { Channel, EngineCore, PeerState } from "./engine-core";
 import { hlcWall } from "./hlc";
-import { usesRecon } from "./negotiation";
+import { usesRecon, usesRecon2 } from "./negotiation";
 import { openingProbe, respondToReconcile } from "./reconcile";
+import { openingProbe2, respondToReconcile2 } from "./reconcile2";
 import { ROSTER_COLLECTION, verifyRosterRecord } from "./roster";
 import { rosterChanged } from "./sessions";
 import type { MessageOf, WireRecord } from "./wire";
@@ -26,8 +28,10 @@ export function onState(core: EngineCore, peer: string, state: PeerState, m: Mes
   const theirs = new Map(m.watermarks.filter((w) => core.inScope(w.collection, ch)).map((w) => [w.collection, w.watermark]));
   const names = new Set([...core.store.collectionNames().filter((c) => core.inScope(c, ch)), ...theirs.keys()]);
   const recon = usesRecon(core, state);
+  const recon2 = usesRecon2(core, state);
   for (const collection of names) {
-    if (recon) void core.send(peer, openingProbe(core.store, collection), ch);
+    if (recon2) void core.send(peer, openingProbe2(core.store, collection), ch);
+    else if (recon) void core.send(peer, openingProbe(core.store, collection), ch);
     else void core.sendDelta(peer, collection, core.store.newerThan(collection, theirs.get(collection) ?? ""), ch);
   }
 }
@@ -61,6 +65,13 @@ export function onPoke(core: EngineCore, peer: string, ch: Channel): void {
 
 export function onReconcile(core: EngineCore, peer: string, m: MessageOf<"reconcile">, ch: Channel): void {
   const { ship, reply } = respondToReconcile(core.store, m);
+  if (ship.length) void core.sendDelta(peer, m.collection, ship, ch);
+  if (reply) void core.send(peer, reply, ch);
+}
+
+export function onReconcile2(core: EngineCore, peer: string, state: PeerState, m: MessageOf<"reconcile2">, ch: Channel): void {
+  if (!usesRecon2(core, state)) return; // recon2 not agreed with this peer: ignored
+  const { ship, reply } = respondToReconcile2(core.store, m);
   if (ship.length) void core.sendDelta(peer, m.collection, ship, ch);
   if (reply) void core.send(peer, reply, ch);
 }

@@ -30,6 +30,8 @@ export interface SyncEngineOptions {
   versions?: readonly number[];
   /** Offer recon1 (default true). */
   recon?: boolean;
+  /** Offer recon2 too (default false): used with peers that offer it, recon1 with the others. */
+  recon2?: boolean;
   /** This instance's inst token (default: a fresh random one). */
   inst?: string;
   maxClockDriftMs?: number;
@@ -163,7 +165,7 @@ export class EngineCore {
   }
 
   handshake(): MessageOf<"handshake"> {
-    return makeHandshake({ versions: this.versions, inst: this.inst, recon: this.recon, deviceKey: this.identity?.pub });
+    return makeHandshake({ versions: this.versions, inst: this.inst, recon: this.recon, recon2: this.opts.recon2, deviceKey: this.identity?.pub });
   }
 
   /** The channel of frames that are about no collection (handshake, hello, poke): plain or passphrase. */

@@ -5,7 +5,7 @@
 // Profile decision (the seed is silent): after the version is agreed, the side with the lower
 // transport peer id sends hello (the pull; both sides do without recon1); the other side can ask
 // for it with poke (forceSync).
-import { CAP_RECON, instToken, negotiateVersion } from "./handshake";
+import { CAP_RECON, CAP_RECON2, instToken, negotiateVersion } from "./handshake";
 import type { EngineCore, PeerState } from "./engine-core";
 import { sendRatchetHello } from "./sessions";
 import type { MessageOf } from "./wire";
@@ -44,4 +44,9 @@ export function onHandshake(core: EngineCore, peer: string, state: PeerState, h:
 /** Whether range reconciliation runs with this peer (recon1 offered by both sides). */
 export function usesRecon(core: EngineCore, state: PeerState): boolean {
   return state.caps.has(CAP_RECON) && core.recon;
+}
+
+/** Whether it runs as recon2 (offered by both sides, with recon1): then recon2 replaces recon1. */
+export function usesRecon2(core: EngineCore, state: PeerState): boolean {
+  return usesRecon(core, state) && state.caps.has(CAP_RECON2) && !!core.opts.recon2;
 }

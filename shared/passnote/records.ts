@@ -33,7 +33,8 @@ export interface RangeSummary {
   maxWall?: number;
 }
 
-interface Entry {
+/** A stored record with its HLC wall time and its fingerprint (recon2's item id). */
+export interface Entry {
   record: WireRecord;
   wall: number;
   fp: Uint8Array;
@@ -44,12 +45,15 @@ class Collection {
   readonly byKey = new Map<string, Entry>();
   private sorted: Entry[] = [];
   private dirty = false;
+  private ordered: Entry[] = [];
+  private orderedDirty = false;
   watermark = "";
 
   put(record: WireRecord): void {
     this.byKey.set(record.key, { record, wall: hlcWall(record.hlc), fp: recordFingerprint(record.key, record.hlc) });
     if (compareHlc(record.hlc, this.watermark) > 0) this.watermark = record.hlc;
     this.dirty = true;
+    this.orderedDirty = true;
   }
 
   private index(): Entry[] {
@@ -60,11 +64,36 @@ class Collection {
     return this.sorted;
   }
 
+  /** Entries ordered by (wall, fingerprint bytewise): recon2's item order. */
+  byWallAndId(): Entry[] {
+    if (this.orderedDirty) {
+      const a = [...this.index()];
+      // The wall index is sorted; only runs of equal wall times need ordering by fingerprint.
+      for (let i = 0; i < a.length; ) {
+        let j = i + 1;
+        while (j < a.length && a[j].wall === a[i].wall) j++;
+        if (j - i > 1) {
+          const run = a.slice(i, j).sort((x, y) => compareBytes(x.fp, y.fp));
+          for (let k = i; k < j; k++) a[k] = run[k - i];
+        }
+        i = j;
+      }
+      this.ordered = a;
+      this.orderedDirty = false;
+    }
+    return this.ordered;
+  }
+
   /** Entries with start <= wall < end. */
   slice(range: Range): Entry[] {
     const idx = this.index();
     return idx.slice(lowerBound(idx, range.start), lowerBound(idx, range.end));
   }
+}
+
+function compareBytes(a: Uint8Array, b: Uint8Array): number {
+  for (let i = 0; i < a.length && i < b.length; i++) if (a[i] !== b[i]) return a[i] - b[i];
+  return a.length - b.length;
 }
 
 function lowerBound(a: Entry[], wall: number): number {
@@ -132,6 +161,11 @@ export class MemoryStore {
       minWall: entries[0]?.wall,
       maxWall: entries.length ? entries[entries.length - 1].wall : undefined,
     };
+  }
+
+  /** A collection's records ordered by (wall, fingerprint), recon2's item order (kept until the next write). */
+  ordered(collection: string): readonly Entry[] {
+    return this.collections.get(collection)?.byWallAndId() ?? [];
   }
 
   recordsIn(collection: string, range: Range): WireRecord[] {

@@ -15,12 +15,12 @@
 //   engine-core.ts   shared state, channels, sealing and the send window;
 //   negotiation.ts   the connection handshake;
 //   sessions.ts      ratchet-hello and sessions (identity mode);
-//   anti-entropy.ts  hello / state / delta / poke / reconcile.
+//   anti-entropy.ts  hello / state / delta / poke / reconcile / reconcile2.
 // Local writes are pushed to every agreed peer as deltas, the writes of one event-loop turn together.
 import { equalBytes } from "../encoding";
 import type { Value } from "./codec";
 import { EngineCore, type Channel, type PeerState, type SyncEngineOptions, type SyncEvents, type TrafficStats } from "./engine-core";
-import { onDelta, onHello, onPoke, onReconcile, onState } from "./anti-entropy";
+import { onDelta, onHello, onPoke, onReconcile, onReconcile2, onState } from "./anti-entropy";
 import type { HlcClock } from "./hlc";
 import { onHandshake } from "./negotiation";
 import { checkLocalWrite, type MemoryStore } from "./records";
@@ -271,6 +271,8 @@ export class SyncEngine {
         return onRatchetHello(core, peer, state, m);
       case "reconcile":
         return onReconcile(core, peer, m, ch);
+      case "reconcile2":
+        return onReconcile2(core, peer, state, m, ch);
     }
   }
 
@@ -321,6 +323,7 @@ export class SyncEngine {
         return ch === "plain";
       case "delta":
       case "reconcile":
+      case "reconcile2":
         return this.core.inScope(m.collection, ch);
       default:
         return true;

@@ -17,9 +17,11 @@
 //   7 reconcile      collection: str, n× probe (n ≤ 64), n× request
 //                    probe = start: varint, end: varint, depth: byte, count: varint, fingerprint: 16 bytes
 //                    request = start: varint, end: varint       (ranges are [start, end) in HLC wall ms)
+//   8 reconcile2     recon2 only (profile): collection: str, n× range; see reconcile2-wire.ts
 import { PASSNOTE_LIMITS as L } from "../limits";
 import { DecodeError, Reader, Writer, type Value } from "./codec";
 import { parseHlc } from "./hlc";
+import { readReconcile2, writeReconcile2, type Reconcile2 } from "./reconcile2-wire";
 
 export const MAGIC = 0xc7;
 export const WIRE_VERSION = 2;
@@ -35,6 +37,7 @@ export const MESSAGE_TAG = {
   "ratchet-hello": 5,
   handshake: 6,
   reconcile: 7,
+  reconcile2: 8,
 } as const;
 
 export interface WireRecord {
@@ -71,7 +74,8 @@ export type Message =
       signature: Uint8Array;
     }
   | { type: "handshake"; versions: number[]; capabilities: string[]; deviceKey: Uint8Array }
-  | { type: "reconcile"; collection: string; probes: Probe[]; requests: Range[] };
+  | { type: "reconcile"; collection: string; probes: Probe[]; requests: Range[] }
+  | Reconcile2;
 
 export type MessageType = Message["type"];
 export type MessageOf<T extends MessageType> = Extract<Message, { type: T }>;
@@ -125,6 +129,9 @@ export function encodeMessage(m: Message): Uint8Array {
       }
       w.varint(m.requests.length);
       for (const r of m.requests) w.varint(r.start).varint(r.end);
+      break;
+    case "reconcile2":
+      writeReconcile2(w, m);
       break;
   }
   return w.finish();
@@ -211,6 +218,8 @@ function readBody(type: number, r: Reader): Message {
       for (let i = 0; i < nr; i++) requests.push(readRange(r));
       return { type: "reconcile", collection, probes, requests };
     }
+    case MESSAGE_TAG.reconcile2:
+      return readReconcile2(r, name);
     default:
       throw new DecodeError(`unknown message tag ${type}`);
   }

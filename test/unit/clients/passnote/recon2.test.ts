@@ -1,0 +1,124 @@
+// recon2's negotiation between reference peers over the in-memory bus (docs/passnote.md "Range
+// reconciliation, recon2"): a peer with recon2 offers recon1 and recon2; two such peers use
+// recon2; any other pair keeps recon1, byte for byte as before.
+import { describe, expect, it } from "vitest";
+import { MemoryBus } from "../../../../clients/passnote/memory-bus";
+import { PassnotePeer, type PassnotePeerOptions } from "../../../../clients/passnote/peer";
+import type { Transport } from "../../../../clients/passnote/transport";
+import { bytesToHex } from "../../../../shared/encoding";
+import { formatHlc } from "../../../../shared/passnote/hlc";
+import { MemoryStore } from "../../../../shared/passnote/records";
+import { ROSTER_COLLECTION } from "../../../../shared/passnote/roster";
+import { openingProbe2 } from "../../../../shared/passnote/reconcile2";
+import { openFrame, sealFrame, sealPlain } from "../../../../shared/passnote/seal";
+import { decodeMessage, encodeMessage, type Message } from "../../../../shared/passnote/wire";
+import { collectionsNamed, fillDifferent, groupKey, newGroup, pubOf, sameRecords, tapSends, viewReceived } from "../../../helpers/passnote";
+import { sleep, waitFor } from "../../../helpers/wait";
+
+/** Every message a transport sends, opened under the passphrase key and decoded. */
+function tapped(t: Transport, key: Uint8Array): Message[] {
+  const sent: Message[] = [];
+  const send = t.send.bind(t);
+  t.send = (to, frame) => {
+    const m = decodeMessage(openFrame(key, frame) ?? new Uint8Array(0));
+    if (m) sent.push(m);
+    return send(to, frame);
+  };
+  return sent;
+}
+
+/**
+ * Two passphrase-mode peers over one bus. The peer with the lower transport id (the one that
+ * opens the reconciliation) gets store `lower` and options `lowerOpts`, so a run is repeatable.
+ */
+async function pair(lowerOpts: Partial<PassnotePeerOptions>, higherOpts: Partial<PassnotePeerOptions>, data = { common: 2000, differences: 20 }) {
+  const bus = new MemoryBus();
+  const key = groupKey();
+  const [t1, t2] = [await bus.connect(), await bus.connect()];
+  const [tl, th] = t1.self! < t2.self! ? [t1, t2] : [t2, t1];
+  const [sl, sh] = [new MemoryStore(), new MemoryStore()];
+  fillDifferent(sl, sh, data);
+  const sentL = tapped(tl, key);
+  const sentH = tapped(th, key);
+  const lower = new PassnotePeer({ transport: tl, key, node: "low", store: sl, ...lowerOpts });
+  const higher = new PassnotePeer({ transport: th, key, node: "high", store: sh, ...higherOpts });
+  await waitFor(() => sameRecords(lower.store, higher.store), { what: "convergence" });
+  await sleep(20);
+  return { key, lower, higher, sentL, sentH };
+}
+
+const frames = (p: PassnotePeer, type: string) => p.engine.sent.frames[type] ?? 0;
+const capsOf = (sent: Message[]) => (sent.find((m) => m.type === "handshake") as Extract<Message, { type: "handshake" }>).capabilities;
+
+describe("recon2: negotiation", () => {
+  it("a peer with recon2 offers both recon1 and recon2; two such peers reconcile with recon2", async () => {
+    const { lower, higher, sentL } = await pair({ recon2: true }, { recon2: true });
+    expect(capsOf(sentL).filter((c) => c.startsWith("recon"))).toEqual(["recon1", "recon2"]);
+    expect(frames(lower, "reconcile2")).toBeGreaterThan(0);
+    expect(frames(higher, "reconcile2")).toBeGreaterThan(0);
+    expect(frames(lower, "reconcile") + frames(higher, "reconcile")).toBe(0);
+  });
+
+  it("when one side lacks recon2 the pair falls back to recon1, whichever side opens", async () => {
+    for (const [lowerOpts, higherOpts] of [
+      [{ recon2: true }, {}],
+      [{}, { recon2: true }],
+    ]) {
+      const { lower, higher } = await pair(lowerOpts, higherOpts);
+      expect(frames(lower, "reconcile")).toBeGreaterThan(0);
+      expect(frames(lower, "reconcile2") + frames(higher, "reconcile2")).toBe(0);
+    }
+  });
+
+  it("recon1 is unchanged: a recon2 peer facing a recon1 peer sends the same reconcile and delta frames, byte for byte, as a recon1 peer", async () => {
+    const wire = (sent: Message[]) => sent.filter((m) => m.type === "reconcile" || m.type === "delta").map((m) => bytesToHex(encodeMessage(m)));
+    const withRecon2 = await pair({ recon2: true }, {});
+    const without = await pair({}, {});
+    expect(wire(withRecon2.sentL).length).toBeGreaterThan(1);
+    expect(wire(withRecon2.sentL)).toEqual(wire(without.sentL));
+    expect(wire(withRecon2.sentH)).toEqual(wire(without.sentH));
+  });
+
+  it("a reconcile2 message from a peer that did not agree recon2 is ignored", async () => {
+    const { key, lower, higher } = await pair({ recon2: true }, {}, { common: 10, differences: 0 });
+    await waitFor(() => frames(lower, "reconcile") > 0, { what: "the recon1 opening" }); // the pair settled, with recon1
+    await sleep(30);
+    higher.store.merge("notes", { key: "late", value: 1, is_deleted: false, hlc: formatHlc({ wall: 5, counter: 0, node: "h" }) });
+    // An empty side's recon2 probe would make a recon2 responder ship everything; this one answers nothing.
+    const before = { ...higher.engine.sent.frames };
+    await higher.engine.receive(lower.transport.self!, sealFrame(key, encodeMessage(openingProbe2(new MemoryStore(), "notes"))));
+    await sleep(20);
+    expect(higher.engine.sent.frames).toEqual(before);
+    expect(lower.get("notes", "late")).toBeUndefined();
+  });
+});
+
+describe("recon2: identity mode", () => {
+  it("two members with recon2 reconcile the roster in plain frames and user collections in their session, all with recon2", async () => {
+    const bus = new MemoryBus();
+    const { owner, devices } = newGroup(1);
+    const ta = await bus.connect();
+    const sentA = tapSends(ta);
+    const a = new PassnotePeer({ transport: ta, identity: owner, node: "alice", recon2: true });
+    a.admit(pubOf(devices[0]));
+    a.put("notes", "n1", 1);
+    const tb = await bus.connect();
+    const sentB = tapSends(tb);
+    const b = new PassnotePeer({ transport: tb, identity: devices[0], node: "bob", recon2: true });
+    b.put("photos", "p1", 2);
+    await waitFor(() => b.get("notes", "n1") === 1 && a.get("photos", "p1") === 2, { what: "sync" });
+    await sleep(20);
+    const plain = [...viewReceived(owner.group.rosterKey, sentA).plain, ...viewReceived(owner.group.rosterKey, sentB).plain];
+    expect(plain.some((m) => m.type === "reconcile2")).toBe(true);
+    expect(plain.some((m) => m.type === "reconcile")).toBe(false);
+    expect([...collectionsNamed(plain)]).toEqual([ROSTER_COLLECTION]);
+    expect(sameRecords(a.store, b.store, ROSTER_COLLECTION)).toBe(true);
+    // A plain reconcile2 about a user collection is ignored, like a plain reconcile.
+    const before = a.engine.sent.frames.delta ?? 0;
+    await a.engine.receive(tb.self!, sealPlain(owner.group.rosterKey, encodeMessage({ type: "reconcile2", collection: "notes", ranges: [] })));
+    const probe = openingProbe2(new MemoryStore(), "notes");
+    await a.engine.receive(tb.self!, sealPlain(owner.group.rosterKey, encodeMessage(probe)));
+    await sleep(20);
+    expect(a.engine.sent.frames.delta ?? 0).toBe(before);
+  });
+});
