@@ -37,6 +37,10 @@ export const TALLY_LIMITS = {
   max_introductions_per_device: 1_024,
   /** Envelopes for one recipient carried by one call between user objects (they wait while one is in flight). */
   rpc_batch_envelopes: 32,
+  /** Seconds a registered socket may stay silent (no message, no ping) before the relay closes it with 4408. */
+  idle_timeout_seconds: 90,
+  /** Users remembered per user as having exchanged envelopes with it (connect_peer answers only those); the oldest are forgotten. */
+  max_contacts_per_user: 4_096,
 } as const;
 
 export const PASSNOTE_LIMITS = {
@@ -221,6 +225,8 @@ export const MINCA_HOST_LIMITS = {
   max_wait_seconds: 25,
   /** Bytes of a CarryGrant body. */
   max_grant_bytes: 16_384,
+  /** Seconds a binding (a CarryGrant taken) waits for the account's first version in its carry space; then it expires. */
+  unproven_binding_seconds: 3_600,
 } as const;
 
 export const MINCA_WAKE_LIMITS = {
@@ -275,5 +281,7 @@ export const CLOSE_CODES = {
   internal_error: 1011,
   auth_failed: 4001,
   room_expired: 4008,
+  /** A registered socket stayed silent past the idle bound (a half-open connection); reconnect. */
+  idle_timeout: 4408,
   rate_limited: 4029,
 } as const;
