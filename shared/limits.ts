@@ -235,6 +235,8 @@ export const MINCA_HOST_LIMITS = {
   max_wait_seconds: 25,
   /** Bytes of a CarryGrant body. */
   max_grant_bytes: 16_384,
+  /** Seconds a binding (a CarryGrant taken) waits for the account's first version in its carry space; then it expires. */
+  unproven_binding_seconds: 3_600,
 } as const;
 
 export const MINCA_WAKE_LIMITS = {
