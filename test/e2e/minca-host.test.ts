@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HostConnection, makeSpace, newAccount, withNote, writeVersion, type MincaAccount } from "../../clients/minca/host";
 import { base64urlEncode, utf8Encode } from "../../shared/encoding";
 import { linkTopic, passBody, passKey } from "../../shared/minca/carry";
-import { newSpace, type Space } from "../../shared/minca/space";
+import { newSpace, readSeedOf, type Space } from "../../shared/minca/space";
+import { readProofHeaders } from "../../shared/minca/read-proof";
 import { versionId } from "../../shared/minca/version";
 import { startRelay, type RelayProcess } from "../helpers/relay-process";
 
@@ -144,7 +145,7 @@ describe("seed §4.2: carry:closed", () => {
   it("the host forgets everything it held for the account: no stored row in the objects' storage, and the status answers 410", async () => {
     const ids = [priv.id, pub.id, host.carry!.id];
     expect(await host.close()).toMatchObject({ accepted: true });
-    const res = await fetch(`${relay.url}/minca/v1/host/accounts/${alice.root.did}`);
+    const res = await fetch(`${relay.url}/minca/v1/host/accounts/${alice.root.did}`, { headers: readProofHeaders(readSeedOf(host.carry!.key!), host.carry!.id) });
     expect(res.status).toBe(410);
     expect(((await res.json()) as any).error.code).toBe("carry_closed");
     expect((await fetch(`${relay.url}/minca/v1/spaces/${pub.id}/versions`)).status).toBe(404);
