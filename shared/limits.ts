@@ -25,6 +25,8 @@ export const TALLY_LIMITS = {
   queue_max_bytes: 16 * 1024 * 1024,
   /** Stored envelopes per recipient from one sender; that sender's oldest is evicted when full. */
   queue_max_per_sender: 200,
+  /** Stored bytes per recipient from one sender; that sender's oldest are evicted when over (a quarter of the queue). */
+  queue_max_bytes_per_sender: 4 * 1024 * 1024,
   /** Days a stored envelope is kept before it expires. */
   queue_ttl_days: 30,
   /** Devices (sockets) one user may have registered at once. */
