@@ -59,7 +59,8 @@ export function mountHosting(app: Hono<{ Bindings: Env }>): void {
   app.get(`${HOST_PATH}/accounts/:did`, async (c) => {
     const did = c.req.param("did");
     if (!isP256DidKey(did)) return httpError(c, 400, "bad_request", "the path must end in the account's P-256 did:key");
-    return answer(c, await account(c, did).status(did));
+    const proof = { authorization: c.req.header("authorization") ?? null, time: c.req.header(TIME_HEADER) ?? null };
+    return answer(c, await account(c, did).status(did, proof));
   });
 
   app.use(`${SPACES_PATH}/:id/*`, async (c, next) => {

@@ -126,9 +126,13 @@ export class HostConnection {
     return this.json("POST", "/minca/v1/host/accounts", grant, 201);
   }
 
-  /** What the host holds for the account (410 once it read carry:closed). */
+  /**
+   * What the host holds for the account (410 once it read carry:closed), asked with a proof by
+   * the carry space's read key (DESIGN 8.3): the host answers no one else.
+   */
   status(): Promise<Record<string, unknown>> {
-    return this.json("GET", `/minca/v1/host/accounts/${encodeURIComponent(this.account.root.did)}`);
+    const carry = this.carrySpace();
+    return this.json("GET", `/minca/v1/host/accounts/${encodeURIComponent(this.account.root.did)}`, undefined, 200, readProofHeaders(readSeedOf(carry.key!), carry.id));
   }
 
   private carrySpace(): Space {

@@ -7,7 +7,7 @@ import { Listeners, type Transport, type TransportEvents } from "./transport";
 import { relayBase } from "../relay-url";
 
 export interface RelayTransportOptions {
-  /** ws:// or wss:// base URL of the relay. */
+  /** The relay: ws(s)://, http(s):// or a bare host (clients/relay-url.ts). */
   relayUrl: string;
   /** The roster key (without identities: the passphrase key) the room is derived from. */
   rosterKey: Uint8Array;

@@ -66,7 +66,7 @@ describe("DESIGN 3: nothing is stored for free (a relay process and its data dir
         fetch(`${relay.url}/minca/v1/host/accounts/${did}`),
         fetch(`${relay.url}/minca/v1/spaces/${space}/versions`),
       ]);
-      expect(answers.map((r) => r.status)).toEqual([200, 404, 404, 404]);
+      expect(answers.map((r) => r.status)).toEqual([200, 404, 401, 404]);
       await Promise.all(answers.map((r) => r.arrayBuffer()));
       // upgrades that never authenticate, closed by the client
       for (const path of [`/tally/v1/${newUser().npub}`, `/passnote/v2/${roomKeys(randomBytes(32)).roomId}`, `/minca/v1/rooms/${codeRoom(codeSecret(newCode()))}`]) {

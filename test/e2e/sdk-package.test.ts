@@ -92,6 +92,19 @@ describe("the SDK as an installed package", () => {
     }
   });
 
+  // docs/sdk.md: every block marked `// example: <name>` runs as written, from the installed package.
+  const examples = [...readFileSync(join(root, "docs/sdk.md"), "utf8").matchAll(/```js\n\/\/ example: ([a-z-]+)\n([\s\S]*?)```/g)];
+  it("docs/sdk.md has its examples", () => expect(examples.map((m) => m[1])).toEqual(["tally", "passnote", "minca-connect", "mailbox", "minca-host"]));
+  for (const [, name, code] of examples) {
+    it(`docs/sdk.md example "${name}" runs against the relay and exits 0`, () => {
+      writeFileSync(join(app, `example-${name}.mjs`), code);
+      const r = spawnSync(process.execPath, [`example-${name}.mjs`], { cwd: app, encoding: "utf8", timeout: 60_000, env: { ...process.env, RELAY_URL: relay } });
+      expect(r.status, `${r.stdout}\n${r.stderr}`).toBe(0);
+      expect(r.stderr).toBe("");
+      expect(r.stdout.trim()).not.toBe("");
+    });
+  }
+
   it("edge-relay/webrtc is browser-only: Node refuses the import", () => {
     const r = (() => {
       try {
