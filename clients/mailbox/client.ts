@@ -1,6 +1,6 @@
 // The mailbox client apps use (DESIGN section 7): post items, read pages, follow a topic by
 // long-poll, and register a browser PushSubscription for wakes. Runs wherever fetch does.
-import { base64urlDecode } from "../../shared/encoding";
+import { base64urlDecode, base64urlEncode } from "../../shared/encoding";
 import { MAILBOX_LIMITS } from "../../shared/limits";
 import { isTopic } from "../../shared/mailbox/topic";
 import type { Page } from "../../shared/mailbox/messages";
@@ -109,6 +109,11 @@ export class MailboxClient {
     const wait = opts.wait ?? MAILBOX_LIMITS.max_wait_seconds;
     const firstDelay = opts.retryDelayMs ?? 1000;
     let delay = firstDelay;
+    // A host's links (seq 0, DESIGN 8.4) come on every first page (after 0): each is yielded once,
+    // and while a page holds nothing but links (next stays 0, so the relay answers at once and
+    // never long-polls), the next ask waits, 1 s doubling to 30 s, instead of looping.
+    const seenLinks = new Set<string>();
+    let linkDelay = firstDelay;
     while (!opts.signal?.aborted) {
       let p: MailboxPage;
       try {
@@ -126,8 +131,22 @@ export class MailboxClient {
         continue;
       }
       delay = firstDelay;
-      for (const item of p.items) yield item;
+      for (const item of p.items) {
+        if (item.seq === 0) {
+          const key = `${item.until} ${base64urlEncode(item.blob)}`;
+          if (seenLinks.has(key)) continue;
+          seenLinks.add(key);
+        }
+        yield item;
+      }
+      const linksOnly = p.items.length > 0 && p.items.every((i) => i.seq === 0) && p.next === after;
       after = p.next;
+      if (linksOnly) {
+        await sleep(linkDelay, opts.signal);
+        linkDelay = Math.min(linkDelay * 2, FOLLOW_MAX_DELAY_MS);
+      } else {
+        linkDelay = firstDelay;
+      }
     }
   }
 

@@ -4,7 +4,7 @@
 import { mkdtempSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import {
   ConfigError,
   capnpString,
@@ -20,6 +20,9 @@ import {
 } from "../../../scripts/workerd-config";
 
 const root = new URL("../../../", import.meta.url).pathname;
+
+// Importing wrangler takes about 10 s on a loaded two-core machine: once, outside any test's timeout.
+beforeAll(() => import("wrangler"), 120_000);
 
 async function wranglerToml(): Promise<WranglerConfig> {
   const { unstable_readConfig } = await import("wrangler");

@@ -1,7 +1,7 @@
 // MailboxClient.follow against a relay that goes away and comes back. The relay's answers are
 // scripted through the client's `fetch` option (a network error cannot be had from a real relay
 // on demand); the real relay is test/e2e/minca-mailbox.test.ts.
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { MailboxClient, MailboxError } from "../../../../clients/mailbox/client";
 import { retryAfterSeconds } from "../../../../clients/mailbox/client";
 import { base64urlEncode } from "../../../../shared/encoding";
@@ -69,6 +69,38 @@ describe("MailboxClient.follow", () => {
     await new Promise((r) => setTimeout(r, 50)); // let it read the 429 and start waiting
     ac.abort();
     expect(await run).toBe("ended"); // without the abort it would wait an hour (the test would time out)
+  });
+});
+
+describe("MailboxClient.follow on a topic a host answers with links only", () => {
+  it("yields each link once and backs off (1 s doubling) while next stays 0, instead of asking again at once", async () => {
+    vi.useFakeTimers();
+    try {
+      const links = () => page([{ seq: 0, text: "link a" }, { seq: 0, text: "link b" }], 0);
+      const relay = scripted([links, links, links, links, () => page([{ seq: 0, text: "link a" }, { seq: 1, text: "item" }], 1)]);
+      const client = new MailboxClient({ relayUrl: "relay.example", fetch: relay.fetch });
+      const ac = new AbortController();
+      const got: string[] = [];
+      const run = (async () => {
+        for await (const item of client.follow(topic, { signal: ac.signal })) got.push(new TextDecoder().decode(item.blob));
+      })();
+      await vi.advanceTimersByTimeAsync(0);
+      expect(relay.calls()).toBe(1);
+      expect(got).toEqual(["link a", "link b"]);
+      await vi.advanceTimersByTimeAsync(999);
+      expect(relay.calls()).toBe(1); // before: about 20 requests a second
+      await vi.advanceTimersByTimeAsync(1);
+      expect(relay.calls()).toBe(2);
+      await vi.advanceTimersByTimeAsync(2_000); // then 2 s
+      expect(relay.calls()).toBe(3);
+      await vi.advanceTimersByTimeAsync(4_000 + 8_000);
+      expect(relay.calls()).toBe(6); // the item moved next past 0: it long-polls again at once, as it should
+      expect(got).toEqual(["link a", "link b", "item"]);
+      ac.abort();
+      await run;
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
 
