@@ -16,6 +16,7 @@ import { wakeMatches, wakePayload, wakeTopic, type Arrival } from "../shared/min
 import { checkPushEndpoint, endpointPolicy } from "../shared/webpush/endpoint";
 import { retryDelaySeconds, WebPushSender, type FetchLike, type PushOutcome } from "../shared/webpush/send";
 import { relayPushSender } from "./relay-keys";
+import { admitPushes } from "./push-gate";
 import { bodyKeyOf, readKeyDid, readSeedOf } from "../shared/minca/space";
 import { bindingExpiry, bindingHolds, checkStatusProof } from "../shared/minca/binding";
 import type { Version, VersionRefusal } from "../shared/minca/version";
@@ -546,8 +547,27 @@ export class MincaAccount extends DurableObject<Env> {
       log.error("minca account: no VAPID keys, wakes wait", { err });
       return;
     }
+    // DESIGN section 7 again: a receiver the rule does not allow (written before it, or under a
+    // PUSH_ENDPOINT_ALLOW since removed) does not count: it is not pushed to until written again.
+    const policy = endpointPolicy(this.env);
+    const allowed = due.filter((p) => {
+      if (checkPushEndpoint(p.endpoint, policy).ok) return true;
+      this.sql.exec("UPDATE receivers SET gone = 1 WHERE key = ? AND endpoint = ?", p.receiver, p.endpoint);
+      this.sql.exec("DELETE FROM pushes WHERE receiver = ? AND endpoint = ?", p.receiver, p.endpoint);
+      return false;
+    });
+    // A push that crashed the relay as often as it may be tried is not tried again.
+    const live = allowed.filter((p) => p.attempts < MINCA_WAKE_LIMITS.push_max_attempts || void this.sql.exec("DELETE FROM pushes WHERE id = ?", p.id));
+    // The relay-wide rate per push-service origin: what is over it waits, costing no try.
+    const { go, wait } = await admitPushes(this.env, live, (p) => p.endpoint, MINCA_WAKE_LIMITS.push_retry_base_seconds * 1000);
+    for (const { item, at } of wait) this.sql.exec("UPDATE pushes SET next_at = ? WHERE id = ?", at, item.id);
+    // Each try is counted, and its retry time set, before it is made (a send that takes the relay
+    // down cannot be retried forever by the alarm after each restart).
+    for (const p of go) {
+      this.sql.exec("UPDATE pushes SET attempts = ?, next_at = ? WHERE id = ?", p.attempts + 1, Date.now() + this.retryDelay(p.attempts + 1, undefined) * 1000, p.id);
+    }
     await Promise.all(
-      due.map(async (p) => {
+      go.map(async (p) => {
         let outcome: PushOutcome;
         try {
           outcome = await sender.send({ endpoint: p.endpoint, keys: { p256dh: p.p256dh, auth: p.auth } }, new Uint8Array(p.payload), {
@@ -569,11 +589,7 @@ export class MincaAccount extends DurableObject<Env> {
     if (outcome.kind === "retry") {
       const attempts = p.attempts + 1;
       if (attempts < MINCA_WAKE_LIMITS.push_max_attempts) {
-        const delay = retryDelaySeconds(attempts, outcome.retryAfterSeconds, {
-          baseSeconds: MINCA_WAKE_LIMITS.push_retry_base_seconds,
-          maxSeconds: MINCA_WAKE_LIMITS.push_retry_max_seconds,
-          retryAfterMaxSeconds: MINCA_WAKE_LIMITS.push_retry_after_max_seconds,
-        });
+        const delay = this.retryDelay(attempts, outcome.retryAfterSeconds);
         this.sql.exec("UPDATE pushes SET attempts = ?, next_at = ? WHERE id = ?", attempts, Date.now() + delay * 1000, p.id);
         return;
       }
@@ -583,9 +599,17 @@ export class MincaAccount extends DurableObject<Env> {
       this.sql.exec("UPDATE receivers SET gone = 1 WHERE key = ? AND endpoint = ?", p.receiver, p.endpoint);
       this.sql.exec("DELETE FROM pushes WHERE receiver = ? AND endpoint = ?", p.receiver, p.endpoint);
     } else if (outcome.kind === "rejected") {
-      log.error(`minca account: a push service answered ${outcome.status}: ${outcome.detail}`);
+      log.error("minca account: a push service refused a wake", { origin: originOf(p.endpoint), status: outcome.status, answer: outcome.detail });
     }
     this.sql.exec("DELETE FROM pushes WHERE id = ?", p.id);
+  }
+
+  private retryDelay(attempts: number, retryAfterSeconds: number | undefined): number {
+    return retryDelaySeconds(attempts, retryAfterSeconds, {
+      baseSeconds: MINCA_WAKE_LIMITS.push_retry_base_seconds,
+      maxSeconds: MINCA_WAKE_LIMITS.push_retry_max_seconds,
+      retryAfterMaxSeconds: MINCA_WAKE_LIMITS.push_retry_after_max_seconds,
+    });
   }
 
   private async pushSender(): Promise<WebPushSender> {
@@ -670,6 +694,14 @@ export class MincaAccount extends DurableObject<Env> {
   private setMeta(key: string, value: string): void {
     this.schema.ensure();
     this.sql.exec("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", key, value);
+  }
+}
+
+function originOf(endpoint: string): string {
+  try {
+    return new URL(endpoint).origin;
+  } catch {
+    return "?";
   }
 }
 

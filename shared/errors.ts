@@ -43,6 +43,8 @@ export const ERROR_CODES = [
   "quota_exceeded",
   "read_proof_required",
   "read_proof_invalid",
+  "admission_required",
+  "not_admitted",
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

@@ -184,6 +184,16 @@ export const WEBPUSH_LIMITS = {
   topic_max_chars: 32,
   /** Largest TTL sent, seconds (4 weeks, what the big push services keep). */
   max_ttl_seconds: 2_419_200,
+  /** Seconds one push (request and the answer's body) may take before it is given up and retried. */
+  send_timeout_seconds: 10,
+  /** Bytes of a push service's answer body read at most (the rest is cancelled unread). */
+  max_answer_bytes: 4_096,
+  /** Characters of a push service's answer text kept for the log (control characters removed). */
+  max_logged_answer_chars: 200,
+  /** Pushes per second the whole relay sends to one push-service origin (token bucket, sustained). */
+  origin_pushes_per_second: 100,
+  /** Pushes the whole relay may send to one push-service origin at once (token bucket, burst). */
+  origin_push_burst: 200,
 } as const;
 
 export const MINCA_HOST_LIMITS = {

@@ -105,6 +105,41 @@ describe("DESIGN 8.3: the host's identity and connecting it", () => {
   });
 });
 
+describe("admission (MINCA_HOST_ADMISSION)", () => {
+  const post = async (settings: Record<string, string>, grant: unknown, headers: Record<string, string> = {}) => {
+    const { default: worker } = await import("../../workers/index");
+    const { createExecutionContext, waitOnExecutionContext } = await import("cloudflare:test");
+    const ctx = createExecutionContext();
+    const res = await worker.fetch(new Request(`${RELAY}/minca/v1/host/accounts`, { method: "POST", body: JSON.stringify(grant), headers }), { ...env, ...settings }, ctx);
+    await waitOnExecutionContext(ctx);
+    return res;
+  };
+
+  it("the CarryGrant POST admits as the operator set: allowlist only its dids, token only with its Bearer token; a refused grant stores nothing", async () => {
+    const listed = await newAccount();
+    const other = await newAccount();
+    const grantOf = async (a: typeof listed) => new HostConnection(a, RELAY, { fetch: fetchSelf }).grant();
+    const allow = { MINCA_HOST_ADMISSION: "allowlist", MINCA_HOST_ALLOWLIST: `did:key:zDnaeNobody,${listed.root.did}` };
+    const refused = await post(allow, await grantOf(other));
+    expect(refused.status).toBe(403);
+    expect(((await refused.json()) as any).error.code).toBe("not_admitted");
+    expect((await post(allow, await grantOf(listed))).status).toBe(201);
+    const token = { MINCA_HOST_ADMISSION: "token", MINCA_HOST_ADMISSION_TOKEN: "handed-out" };
+    const none = await post(token, await grantOf(other));
+    expect(none.status).toBe(401);
+    expect(((await none.json()) as any).error.code).toBe("admission_required");
+    expect((await post(token, await grantOf(other), { authorization: "Bearer wrong" })).status).toBe(403);
+    const stub = accountStub(other.root.did);
+    expect(await runInDurableObject(stub, (_i, st) => st.storage.sql.exec("SELECT name FROM sqlite_master WHERE name = 'meta'").toArray())).toEqual([]);
+    expect((await post(token, await grantOf(other), { authorization: "Bearer handed-out" })).status).toBe(201);
+    // the information document says which
+    const { default: worker } = await import("../../workers/index");
+    const { createExecutionContext } = await import("cloudflare:test");
+    const doc = (await (await worker.fetch(new Request(`${RELAY}/`, { headers: { accept: "application/json" } }), { ...env, ...token }, createExecutionContext())).json()) as any;
+    expect(doc.protocols.minca.host.admission).toBe("token");
+  });
+});
+
 describe("one carry space per account", () => {
   it("a grant for another carry space replaces one the account never wrote in, and is refused (409) once it has", async () => {
     const acct = await newAccount();
