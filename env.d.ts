@@ -15,6 +15,8 @@ interface RelaySettings {
   MINCA_HOST_KEY?: string;
   /** The Minca host's name in the information document; RELAY_NAME when unset. */
   MINCA_HOST_NAME?: string;
+  /** With MINCA_HOST_ADMISSION = token: the Bearer token a CarryGrant POST must carry (docs/hosting.md, "Admission"), a Worker secret. */
+  MINCA_HOST_ADMISSION_TOKEN?: string;
   /** Bearer token for GET /status, /status.json and /metrics, a Worker secret; unset: open (the local default). */
   ADMIN_TOKEN?: string;
 }

@@ -17,6 +17,7 @@ import { buildWorker } from "../scripts/build";
 import { freePort, startRelay } from "../test/helpers/relay-process";
 import { startBareDo, workerdBinary } from "./baselines/start";
 import { roomTraffic } from "./passnote";
+import { newUser } from "../test/helpers/tally";
 import { flushTo, onlineDelivery, registers, storeFor, storeThenFlush } from "./tally";
 
 const { values } = parseArgs({ options: { passnote: { type: "boolean" }, store: { type: "boolean" }, flush: { type: "boolean" }, register: { type: "boolean" }, bare: { type: "boolean" }, top: { type: "string" } } });
@@ -76,7 +77,7 @@ async function main() {
       values.passnote
         ? roomTraffic(relay.url, { peers: 16, perSender: 100, inFlight: 2, bytes: 200 })
         : values.register
-          ? registers(relay.url, { count: 100, concurrency: 8 })
+          ? registers(relay.url, { users: Array.from({ length: 100 }, newUser), concurrency: 8 })
           : values.store
             ? storeThenFlush(relay.url, flushLoad)
             : onlineDelivery(relay.url, { pairs: 20, inFlight: 8, perSender: 150 });

@@ -23,10 +23,14 @@ import { buildWorker } from "../scripts/build";
 import { startRelay } from "../test/helpers/relay-process";
 import { startBareDo, startNodeRelay, type Server } from "./baselines/start";
 import { barChart } from "./chart";
-import { treeCpuMs, treeRssKb } from "./cpu";
+import { treeCpuMs } from "./cpu";
 import { roomTraffic } from "./passnote";
 import { reconcileRun, type ReconcileResult } from "./reconcile";
-import { idleMemory, onlineDelivery, registers, storeThenFlush } from "./tally";
+import { onlineDelivery, registers, storeThenFlush } from "./tally";
+import { hostingAppends, hostingPages, hostingSetup, mailboxPosts, mailboxWake } from "./minca";
+import { coldStart, freshIdleMemory, type FreshTarget } from "./fresh";
+import { bundleSizes } from "./bundles";
+import { newUser } from "../test/helpers/tally";
 
 const { values } = parseArgs({
   options: {
@@ -41,8 +45,8 @@ const smoke = values.smoke === true;
 const rounds = Number(values.rounds ?? (smoke ? 1 : 3));
 
 const SIZES = smoke
-  ? { pairs: 4, inFlight: 4, perSender: 20, fanPairs: 2, fanPer: 10, senders: 2, storePer: 20, registers: 6, concurrency: 2, idle: 8, room2: 20, room16: 4, roomPeers: 4 }
-  : { pairs: 20, inFlight: 8, perSender: 150, fanPairs: 10, fanPer: 100, senders: 10, storePer: 100, registers: 100, concurrency: 8, idle: 200, room2: 300, room16: 60, roomPeers: 16 };
+  ? { pairs: 4, inFlight: 4, perSender: 20, fanPairs: 2, fanPer: 10, senders: 2, storePer: 20, registers: 6, concurrency: 2, idle: 8, room2: 20, room16: 4, roomPeers: 4, wakes: 3, topicPosts: 10, topics: 4, perTopic: 3, batches: 1, perBatch: 10, reads: 1, cold: 3 }
+  : { pairs: 20, inFlight: 8, perSender: 150, fanPairs: 10, fanPer: 100, senders: 10, storePer: 100, registers: 100, concurrency: 8, idle: 200, room2: 300, room16: 60, roomPeers: 16, wakes: 30, topicPosts: 90, topics: 100, perTopic: 5, batches: 5, perBatch: 100, reads: 5, cold: 30 };
 
 type Target = "relay" | "bare" | "node" | "wrangler";
 const COLUMNS: Record<Target, string> = {
@@ -119,15 +123,33 @@ async function measure(t: Target, s: Server): Promise<void> {
     record(`passnote room of ${SIZES.roomPeers}, latency p99`, "ms", false, t, many.result.p99);
     record(`passnote room of ${SIZES.roomPeers}, CPU per frame delivered (incl. joining)`, "ms", false, t, many.cpuMs / many.result.deliveries);
   }
-  if (wanted("tally memory")) {
-    const mem = await idleMemory(s.url, () => treeRssKb(s.pid), { count: SIZES.idle, idleMs: smoke ? 100 : 2000 });
-    record("tally memory per idle registered connection", "kB", false, t, mem.kbPerConnection);
+  if (t !== "node" && wanted("minca")) {
+    // (b) has no mailbox or hosting routes: these compare the relay with (a) only.
+    const wake = await mailboxWake(s.url, { rounds: SIZES.wakes });
+    record("minca mailbox: POST to long-poll answer, p50", "ms", false, t, wake.p50);
+    record("minca mailbox: POST to long-poll answer, p99", "ms", false, t, wake.p99);
+    const one = await withCpu(s, () => mailboxPosts(s.url, { topics: 1, perTopic: SIZES.topicPosts, inFlight: SIZES.inFlight }));
+    record(`minca mailbox: POSTs on one topic, ${SIZES.inFlight} in flight`, "POSTs/s", true, t, one.result.perSecond);
+    const many = await withCpu(s, () => mailboxPosts(s.url, { topics: SIZES.topics, perTopic: SIZES.perTopic, inFlight: SIZES.inFlight }));
+    record(`minca mailbox: POSTs across ${SIZES.topics} topics, ${SIZES.inFlight} in flight`, "POSTs/s", true, t, many.result.perSecond);
+    record("minca mailbox: CPU per POST (both)", "ms", false, t, (one.cpuMs + many.cpuMs) / (one.result.posts + many.result.posts));
+    const space = await hostingSetup(s.url, { batches: SIZES.batches, perBatch: SIZES.perBatch, host: t !== "bare" });
+    const app = await withCpu(s, () => hostingAppends(s.url, space));
+    record(`minca hosting: version appends, ${SIZES.perBatch} per POST`, "versions/s", true, t, app.result.perSecond);
+    record("minca hosting: CPU per version appended", "ms", false, t, app.cpuMs / app.result.versions);
+    const pages = await hostingPages(s.url, space, { reads: SIZES.reads });
+    record(`minca hosting: read of a page of ${SIZES.perBatch} versions`, "ms", false, t, pages.msPerPage);
   }
   if (isRelay(t) && wanted("tally connect")) {
     // The baselines do not authenticate: connect cost is the relay's alone.
-    const rg = await withCpu(s, () => registers(s.url, { count: SIZES.registers, concurrency: SIZES.concurrency }));
-    record(`tally connect and register (challenge + Schnorr verify), ${SIZES.concurrency} at a time`, "registers/s", true, t, rg.result.perSecond);
-    record("tally CPU per connect and register", "ms", false, t, rg.cpuMs / SIZES.registers);
+    // New users first (each one's object is made by its register), then the same users again:
+    // returning users, whose objects exist.
+    const users = Array.from({ length: SIZES.registers }, newUser);
+    for (const who of ["new user", "returning user"]) {
+      const rg = await withCpu(s, () => registers(s.url, { users, concurrency: SIZES.concurrency }));
+      record(`tally connect and register, ${who} (challenge + Schnorr verify), ${SIZES.concurrency} at a time`, "registers/s", true, t, rg.result.perSecond);
+      record(`tally CPU per connect and register, ${who}`, "ms", false, t, rg.cpuMs / SIZES.registers);
+    }
   }
 }
 
@@ -209,6 +231,31 @@ async function main() {
     }
   } finally {
     for (const t of targets) await servers[t]?.stop();
+  }
+  // Servers of their own, started for the measurement: the relay and (a), taking turns.
+  // (The smoke run starts the relay's alone: each start costs seconds.)
+  const fresh: FreshTarget[] = smoke ? ["relay"] : ["relay", "bare"];
+  for (let r = 0; r < rounds; r++) {
+    for (const t of r % 2 ? [...fresh].reverse() : fresh) {
+      if (wanted("tally memory")) {
+        process.stderr.write(`round ${r + 1}/${rounds}: ${t}, fresh server, idle memory\n`);
+        const kb = await freshIdleMemory(t, { count: SIZES.idle, idleMs: smoke ? 100 : 5000 });
+        record(`tally memory per idle registered connection (fresh server, ${SIZES.idle} connections)`, "kB", false, t, kb);
+      }
+      if (wanted("tally cold")) {
+        process.stderr.write(`round ${r + 1}/${rounds}: ${t}, restarted server, cold start\n`);
+        const cold = await coldStart(t, { count: SIZES.cold });
+        record("tally cold start: envelope to an evicted user's object, until queued, p50", "ms", false, t, cold.p50);
+        record("tally cold start: p99", "ms", false, t, cold.p99);
+      }
+    }
+  }
+  if (wanted("bundle")) {
+    const b = bundleSizes();
+    record("bundle: the Worker (wrangler deploy --dry-run)", "kB", false, "relay", b.worker / 1000);
+    record("bundle: the Worker, gzip", "kB", false, "relay", b.workerGzip / 1000);
+    record("bundle: the browser client (demo page script)", "kB", false, "relay", b.web / 1000);
+    record("bundle: the browser client, gzip", "kB", false, "relay", b.webGzip / 1000);
   }
   const out = table();
   if (!onlyReconcile) console.log(out);

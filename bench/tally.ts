@@ -196,9 +196,12 @@ export async function flushTo(relayUrl: string, to: User, stored: number): Promi
   return flushMs;
 }
 
-/** Connect cost: open, challenge, register (a Schnorr verify on the relay), queue_drained, close. */
-export async function registers(relayUrl: string, o: { count: number; concurrency: number }): Promise<{ perSecond: number }> {
-  const users = Array.from({ length: o.count }, newUser);
+/**
+ * Connect cost: open, challenge, register (a Schnorr verify on the relay), queue_drained, close,
+ * for each of `users` (new users the first time, returning users, whose objects exist, after).
+ */
+export async function registers(relayUrl: string, o: { users: User[]; concurrency: number }): Promise<{ perSecond: number }> {
+  const users = o.users;
   let next = 0;
   const t0 = performance.now();
   await Promise.all(
@@ -209,7 +212,7 @@ export async function registers(relayUrl: string, o: { count: number; concurrenc
       }
     }),
   );
-  return { perSecond: o.count / ((performance.now() - t0) / 1000) };
+  return { perSecond: users.length / ((performance.now() - t0) / 1000) };
 }
 
 /**

@@ -17,7 +17,7 @@
 //   every object (StatsReporter: batched in memory, sent off the message path).
 import { DurableObject } from "cloudflare:workers";
 import type * as z from "zod";
-import { socketError, type ErrorCode } from "../shared/errors";
+import { rateLimitedError, socketError, type ErrorCode } from "../shared/errors";
 import { CLOSE_CODES, COMMON_LIMITS } from "../shared/limits";
 import type { Migration } from "../migrations/index";
 import { LazySchema } from "./schema";
@@ -398,12 +398,11 @@ export abstract class RelayObject<Env, A extends BaseAttachment> extends Durable
     }
     const now = Date.now();
     if (bucket.take(now)) return true;
-    if (bucket.strike(now) >= COMMON_LIMITS.rate_limited_before_close) {
-      this.sendError(ws, "rate_limited", "too many messages; closing");
-      this.close(ws, CLOSE_CODES.rate_limited, "rate limited");
-    } else {
-      this.sendError(ws, "rate_limited", "too many messages; slow down");
-    }
+    // Every refused message is answered, with the wait until the rate allows the next one.
+    const closing = bucket.strike(now) >= COMMON_LIMITS.rate_limited_before_close;
+    this.stats.count("errors");
+    this.send(ws, rateLimitedError(closing ? "too many messages; closing" : "too many messages; slow down", bucket.retryAfterMs(1)));
+    if (closing) this.close(ws, CLOSE_CODES.rate_limited, "rate limited");
     return false;
   }
 }

@@ -16,7 +16,9 @@ import { wakeMatches, wakePayload, wakeTopic, type Arrival } from "../shared/min
 import { checkPushEndpoint, endpointPolicy } from "../shared/webpush/endpoint";
 import { retryDelaySeconds, WebPushSender, type FetchLike, type PushOutcome } from "../shared/webpush/send";
 import { relayPushSender } from "./relay-keys";
-import { bodyKeyOf } from "../shared/minca/space";
+import { admitPushes } from "./push-gate";
+import { bodyKeyOf, readKeyDid, readSeedOf } from "../shared/minca/space";
+import { bindingExpiry, bindingHolds, checkStatusProof } from "../shared/minca/binding";
 import type { Version, VersionRefusal } from "../shared/minca/version";
 import { log } from "../shared/log";
 
@@ -77,38 +79,57 @@ export class MincaAccount extends DurableObject<Env> {
 
   /**
    * Starts carrying for the account with the carry space of a checked CarryGrant. The same carry
-   * space again changes nothing; a closed one is refused (410). Another carry space replaces the
-   * current one only while the account has written nothing the host accepted in it (so a grant
-   * anyone can post never takes over an account in use): else 409.
+   * space again changes nothing (an unproven binding's clock starts again); a closed one is
+   * refused (410). Another carry space replaces the current one only while the binding is
+   * unproven (DESIGN 8.3: no version under the account's /account/write authority arrived in it),
+   * so a grant anyone can post never takes over an account in use: else 409.
    */
   async startCarrying(start: CarryStart): Promise<HostResult<{ account: string; carry_space: string }>> {
     this.remember(start.account);
     if (this.meta("closed_space") === start.carrySpace) return fail(410, "carry_closed", "the account closed this carry space (carry:closed)");
-    const current = this.meta("carry_space");
-    if (current === start.carrySpace) return { ok: true, value: { account: start.account, carry_space: current } };
-    if (current !== null) {
-      if (this.meta("claimed") !== null) return fail(409, "carry_space_conflict", "this host already carries the account through another carry space");
-      await this.space(current).forget();
+    const current = this.liveCarry(Date.now());
+    if (current === start.carrySpace) {
+      if (!this.proven()) this.setMeta("bound_at", String(Date.now()));
+      await this.schedule();
+      return { ok: true, value: { account: start.account, carry_space: current } };
     }
+    if (current !== null && this.proven()) return fail(409, "carry_space_conflict", "this host already carries the account through another carry space");
+    const stale = this.meta("carry_space");
+    if (stale !== null) await this.space(stale).forget();
     await this.space(start.carrySpace).openCarry(start.carrySpace, start.account, start.constitution);
     this.schema.ensure();
     this.ctx.storage.transactionSync(() => {
-      this.sql.exec("DELETE FROM meta WHERE key IN ('closed_at', 'closed_space', 'claimed')");
+      this.sql.exec("DELETE FROM meta WHERE key IN ('closed_at', 'closed_space', 'closed_read_key', 'claimed', 'name')");
       this.setMeta("carry_space", start.carrySpace);
       this.setMeta("carry_key", base64urlEncode(start.key));
+      this.setMeta("bound_at", String(Date.now()));
       if (start.name !== undefined) this.setMeta("name", start.name);
     });
+    await this.schedule();
     return { ok: true, value: { account: start.account, carry_space: start.carrySpace } };
   }
 
-  /** What the host holds for the account (GET /minca/v1/host/accounts/<did>). */
-  async status(account: string): Promise<HostResult<AccountStatus>> {
-    if (this.meta("closed_at") !== null && this.meta("carry_space") === null) {
-      return fail(410, "carry_closed", "the account closed its carry space: the host holds nothing for it");
-    }
-    const carry = this.meta("carry_space");
-    if (carry === null || this.meta("account") !== account) return fail(404, "not_found", "this host does not carry for that account");
-    const count = (table: string) => this.count(table);
+  /**
+   * What the host holds for the account (GET /minca/v1/host/accounts/<did>), only to a request
+   * proven with its carry space's read key (DESIGN 8.3): none 401; a wrong one, or any for an
+   * account the host does not carry for, 403; the closed carry space's key: 410.
+   */
+  async status(account: string, proof: { authorization: string | null; time: string | null }): Promise<HostResult<AccountStatus>> {
+    const now = Date.now();
+    // The object is named by the account's did: what it holds is that account's.
+    const carry = this.liveCarry(now);
+    const closedSpace = this.meta("closed_space");
+    const closedKey = this.meta("closed_read_key");
+    const target =
+      carry !== null
+        ? { space: carry, readKey: readKeyDid(readSeedOf(base64urlDecode(this.meta("carry_key")!))) }
+        : closedSpace !== null && closedKey !== null
+          ? { space: closedSpace, readKey: closedKey }
+          : null;
+    const verdict = checkStatusProof(proof, target, Math.floor(now / 1000));
+    if (verdict === "missing") return fail(401, "read_proof_required", "an account's status is answered only to its carry space's read key (Authorization: MincaRead)");
+    if (verdict === "invalid") return fail(403, "read_proof_invalid", "the proof does not verify with the read key of a carry space this host holds for that account");
+    if (carry === null) return fail(410, "carry_closed", "the account closed its carry space: the host holds nothing for it");
     const used = this.sql.exec<{ v: number; b: number }>("SELECT COALESCE(SUM(versions), 0) AS v, COALESCE(SUM(bytes), 0) AS b FROM usage").one();
     return {
       ok: true,
@@ -116,14 +137,39 @@ export class MincaAccount extends DurableObject<Env> {
         account,
         name: this.meta("name"),
         carry_space: carry,
-        spaces: count("passes"),
-        links: count("links"),
-        wakes: count("wakes"),
-        receivers: count("receivers"),
+        spaces: this.count("passes"),
+        links: this.count("links"),
+        wakes: this.count("wakes"),
+        receivers: this.count("receivers"),
         versions: used.v,
         bytes: used.b,
       },
     };
+  }
+
+  /** The carry space of a binding that holds at `now` (proven, or unproven and not expired), or null. */
+  private liveCarry(now: number): string | null {
+    const carry = this.meta("carry_space");
+    if (carry === null) return null;
+    return bindingHolds({ boundAt: Number(this.meta("bound_at") ?? 0), proven: this.proven() }, now) ? carry : null;
+  }
+
+  private proven(): boolean {
+    return this.meta("claimed") !== null || this.meta("bound_at") === null; // bound before bindings expired: proven
+  }
+
+  /** An unproven binding expired: its carry space goes, and the account's object keeps nothing but a tombstone it had. */
+  private async expireBinding(): Promise<void> {
+    const carry = this.meta("carry_space");
+    if (carry === null || this.liveCarry(Date.now()) !== null) return;
+    await this.space(carry).forget();
+    if (this.meta("closed_space") === null) {
+      await this.ctx.storage.deleteAll();
+      this.schema.forget();
+      this.ownAccount.reset();
+      return;
+    }
+    this.sql.exec("DELETE FROM meta WHERE key IN ('carry_space', 'carry_key', 'bound_at', 'claimed', 'name')");
   }
 
   // ---- the carry space's records (called by the carry space's MincaSpace) ---------------------
@@ -461,6 +507,8 @@ export class MincaAccount extends DurableObject<Env> {
 
   async alarm(): Promise<void> {
     if (!this.schema.exists) return;
+    await this.expireBinding();
+    if (!this.schema.exists) return;
     const expired = this.sql.exec<{ key: string; topic: string }>("SELECT key, topic FROM links WHERE until <= ?", nowSeconds()).toArray();
     this.sql.exec("DELETE FROM links WHERE until <= ?", nowSeconds());
     for (const topic of new Set(expired.map((e) => e.topic))) await this.unlinkIfNone(topic);
@@ -499,8 +547,27 @@ export class MincaAccount extends DurableObject<Env> {
       log.error("minca account: no VAPID keys, wakes wait", { err });
       return;
     }
+    // DESIGN section 7 again: a receiver the rule does not allow (written before it, or under a
+    // PUSH_ENDPOINT_ALLOW since removed) does not count: it is not pushed to until written again.
+    const policy = endpointPolicy(this.env);
+    const allowed = due.filter((p) => {
+      if (checkPushEndpoint(p.endpoint, policy).ok) return true;
+      this.sql.exec("UPDATE receivers SET gone = 1 WHERE key = ? AND endpoint = ?", p.receiver, p.endpoint);
+      this.sql.exec("DELETE FROM pushes WHERE receiver = ? AND endpoint = ?", p.receiver, p.endpoint);
+      return false;
+    });
+    // A push that crashed the relay as often as it may be tried is not tried again.
+    const live = allowed.filter((p) => p.attempts < MINCA_WAKE_LIMITS.push_max_attempts || void this.sql.exec("DELETE FROM pushes WHERE id = ?", p.id));
+    // The relay-wide rate per push-service origin: what is over it waits, costing no try.
+    const { go, wait } = await admitPushes(this.env, live, (p) => p.endpoint, MINCA_WAKE_LIMITS.push_retry_base_seconds * 1000);
+    for (const { item, at } of wait) this.sql.exec("UPDATE pushes SET next_at = ? WHERE id = ?", at, item.id);
+    // Each try is counted, and its retry time set, before it is made (a send that takes the relay
+    // down cannot be retried forever by the alarm after each restart).
+    for (const p of go) {
+      this.sql.exec("UPDATE pushes SET attempts = ?, next_at = ? WHERE id = ?", p.attempts + 1, Date.now() + this.retryDelay(p.attempts + 1, undefined) * 1000, p.id);
+    }
     await Promise.all(
-      due.map(async (p) => {
+      go.map(async (p) => {
         let outcome: PushOutcome;
         try {
           outcome = await sender.send({ endpoint: p.endpoint, keys: { p256dh: p.p256dh, auth: p.auth } }, new Uint8Array(p.payload), {
@@ -522,11 +589,7 @@ export class MincaAccount extends DurableObject<Env> {
     if (outcome.kind === "retry") {
       const attempts = p.attempts + 1;
       if (attempts < MINCA_WAKE_LIMITS.push_max_attempts) {
-        const delay = retryDelaySeconds(attempts, outcome.retryAfterSeconds, {
-          baseSeconds: MINCA_WAKE_LIMITS.push_retry_base_seconds,
-          maxSeconds: MINCA_WAKE_LIMITS.push_retry_max_seconds,
-          retryAfterMaxSeconds: MINCA_WAKE_LIMITS.push_retry_after_max_seconds,
-        });
+        const delay = this.retryDelay(attempts, outcome.retryAfterSeconds);
         this.sql.exec("UPDATE pushes SET attempts = ?, next_at = ? WHERE id = ?", attempts, Date.now() + delay * 1000, p.id);
         return;
       }
@@ -536,9 +599,17 @@ export class MincaAccount extends DurableObject<Env> {
       this.sql.exec("UPDATE receivers SET gone = 1 WHERE key = ? AND endpoint = ?", p.receiver, p.endpoint);
       this.sql.exec("DELETE FROM pushes WHERE receiver = ? AND endpoint = ?", p.receiver, p.endpoint);
     } else if (outcome.kind === "rejected") {
-      log.error(`minca account: a push service answered ${outcome.status}: ${outcome.detail}`);
+      log.error("minca account: a push service refused a wake", { origin: originOf(p.endpoint), status: outcome.status, answer: outcome.detail });
     }
     this.sql.exec("DELETE FROM pushes WHERE id = ?", p.id);
+  }
+
+  private retryDelay(attempts: number, retryAfterSeconds: number | undefined): number {
+    return retryDelaySeconds(attempts, retryAfterSeconds, {
+      baseSeconds: MINCA_WAKE_LIMITS.push_retry_base_seconds,
+      maxSeconds: MINCA_WAKE_LIMITS.push_retry_max_seconds,
+      retryAfterMaxSeconds: MINCA_WAKE_LIMITS.push_retry_after_max_seconds,
+    });
   }
 
   private async pushSender(): Promise<WebPushSender> {
@@ -552,6 +623,8 @@ export class MincaAccount extends DurableObject<Env> {
   private async close(): Promise<void> {
     const account = this.meta("account")!;
     const carry = this.meta("carry_space");
+    const key = this.meta("carry_key");
+    const readKey = key === null ? null : readKeyDid(readSeedOf(base64urlDecode(key)));
     for (const { space } of this.sql.exec<{ space: string }>("SELECT space FROM passes").toArray()) await this.space(space).uncarry(account);
     for (const { topic } of this.sql.exec<{ topic: string }>("SELECT DISTINCT topic FROM links").toArray()) {
       await this.mailbox(topic).unlinkAccount(topic, account);
@@ -562,6 +635,7 @@ export class MincaAccount extends DurableObject<Env> {
       this.sql.exec("DELETE FROM sqlite_sequence");
       this.setMeta("closed_at", String(Date.now()));
       if (carry !== null) this.setMeta("closed_space", carry);
+      if (readKey !== null) this.setMeta("closed_read_key", readKey);
     });
     await this.ctx.storage.deleteAlarm();
   }
@@ -588,7 +662,9 @@ export class MincaAccount extends DurableObject<Env> {
     if (push !== null && this.meta("push_minute") === String(minute) && Number(this.meta("push_count")) >= MINCA_WAKE_LIMITS.pushes_per_minute) {
       push = Math.max(push, (minute + 1) * 60_000);
     }
-    const times = [until === null ? null : until * 1000, push].filter((t): t is number => t !== null);
+    const boundAt = this.meta("bound_at");
+    const binding = boundAt === null || this.meta("carry_space") === null ? null : bindingExpiry({ boundAt: Number(boundAt), proven: this.proven() });
+    const times = [until === null ? null : until * 1000, push, binding].filter((t): t is number => t !== null);
     if (times.length === 0) return void (await this.ctx.storage.deleteAlarm());
     await this.ctx.storage.setAlarm(Math.min(...times));
   }
@@ -618,6 +694,14 @@ export class MincaAccount extends DurableObject<Env> {
   private setMeta(key: string, value: string): void {
     this.schema.ensure();
     this.sql.exec("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", key, value);
+  }
+}
+
+function originOf(endpoint: string): string {
+  try {
+    return new URL(endpoint).origin;
+  } catch {
+    return "?";
   }
 }
 

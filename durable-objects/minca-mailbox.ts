@@ -18,6 +18,8 @@ import { wakePushTopic } from "../shared/mailbox/topic";
 import { retryDelaySeconds, WebPushSender, type FetchLike, type PushOutcome } from "../shared/webpush/send";
 import type { PushSubscriptionJSON } from "../shared/webpush/subscription";
 import { log } from "../shared/log";
+import { admitPushes } from "./push-gate";
+import { checkPushEndpoint, endpointPolicy } from "../shared/webpush/endpoint";
 
 /** What an RPC call answers: a value, or the HTTP error the Worker turns it into. */
 export type MailboxResult<T> =
@@ -244,8 +246,33 @@ export class MincaMailbox extends DurableObject<Env> {
       for (const d of due) this.sql.exec("UPDATE deliveries SET next_at = ? WHERE receiver_id = ? AND seq = ?", later, d.receiver_id, d.seq);
       return;
     }
+    // DESIGN section 7 again: a receiver the rule does not allow (stored before it, or under a
+    // PUSH_ENDPOINT_ALLOW since removed) is forgotten, not pushed to.
+    const policy = endpointPolicy(this.env);
+    const allowed = due.filter((d) => {
+      if (checkPushEndpoint(d.endpoint, policy).ok) return true;
+      log.warn("mailbox: a receiver's endpoint fails the push-endpoint rule; forgotten", { origin: origin(d.endpoint) });
+      this.forgetReceiver(d.receiver_id);
+      return false;
+    });
+    // A delivery that crashed the relay as often as it may be tried is not tried again.
+    const live = allowed.filter((d) => d.attempts < MAILBOX_LIMITS.push_max_attempts || void this.dropDelivery(d));
+    // The relay-wide rate per push-service origin: what is over it waits, costing no try.
+    const { go, wait } = await admitPushes(this.env, live, (d) => d.endpoint, MAILBOX_LIMITS.push_retry_base_seconds * 1000);
+    for (const { item: d, at } of wait) this.sql.exec("UPDATE deliveries SET next_at = ? WHERE receiver_id = ? AND seq = ?", at, d.receiver_id, d.seq);
+    // Each try is counted, and its retry time set, before it is made: a send that takes the
+    // relay down with it (and the alarm that retries it after a restart) is bounded by push_max_attempts.
+    for (const d of go) {
+      this.sql.exec(
+        "UPDATE deliveries SET attempts = ?, next_at = ? WHERE receiver_id = ? AND seq = ?",
+        d.attempts + 1,
+        Date.now() + this.retryDelay(d.attempts + 1, undefined) * 1000,
+        d.receiver_id,
+        d.seq,
+      );
+    }
     await Promise.all(
-      due.map(async (d) => {
+      go.map(async (d) => {
         const item = this.sql
           .exec<ItemRow>("SELECT seq, at, until, blob FROM items WHERE seq = ? AND until > ?", d.seq, nowSeconds())
           .toArray()[0];
@@ -285,7 +312,7 @@ export class MincaMailbox extends DurableObject<Env> {
         log.warn(`mailbox: push service refused a wake as too large (413) at ${origin(d.endpoint)}`);
         return this.dropDelivery(d);
       case "rejected":
-        log.error(`mailbox: push service at ${origin(d.endpoint)} answered ${outcome.status} (configuration error): ${outcome.detail}`);
+        log.error("mailbox: push service refused a wake (configuration error)", { origin: origin(d.endpoint), status: outcome.status, answer: outcome.detail });
         return this.dropDelivery(d);
       case "retry": {
         const attempts = d.attempts + 1;
@@ -293,11 +320,7 @@ export class MincaMailbox extends DurableObject<Env> {
           log.warn(`mailbox: wake to ${origin(d.endpoint)} dropped after ${attempts} tries (last ${outcome.status})`);
           return this.dropDelivery(d);
         }
-        const delay = retryDelaySeconds(attempts, outcome.retryAfterSeconds, {
-          baseSeconds: MAILBOX_LIMITS.push_retry_base_seconds,
-          maxSeconds: MAILBOX_LIMITS.push_retry_max_seconds,
-          retryAfterMaxSeconds: MAILBOX_LIMITS.push_retry_after_max_seconds,
-        });
+        const delay = this.retryDelay(attempts, outcome.retryAfterSeconds);
         this.sql.exec(
           "UPDATE deliveries SET attempts = ?, next_at = ? WHERE receiver_id = ? AND seq = ?",
           attempts,
@@ -311,6 +334,14 @@ export class MincaMailbox extends DurableObject<Env> {
   }
 
   // ---- internals ------------------------------------------------------------------------------
+
+  private retryDelay(attempts: number, retryAfterSeconds: number | undefined): number {
+    return retryDelaySeconds(attempts, retryAfterSeconds, {
+      baseSeconds: MAILBOX_LIMITS.push_retry_base_seconds,
+      maxSeconds: MAILBOX_LIMITS.push_retry_max_seconds,
+      retryAfterMaxSeconds: MAILBOX_LIMITS.push_retry_after_max_seconds,
+    });
+  }
 
   private async pushSender(): Promise<WebPushSender> {
     this.sender ??= await relayPushSender(this.env, (url, init) => this.pushFetch(url, init));

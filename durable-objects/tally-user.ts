@@ -32,6 +32,8 @@ export interface TallyAttachment extends BaseAttachment {
   host: string;
   deviceId?: string;
   acks?: boolean;
+  /** When the socket was last heard from (registration or a message), refreshed at most every third of the idle bound. */
+  seenAt?: number;
 }
 
 /** Header by which the Worker tells the object whose it is (it stores it; a cold start does not). */
@@ -39,6 +41,7 @@ export const TALLY_USER_HEADER = "x-tally-user";
 export const RELAY_HOST_HEADER = "x-relay-host";
 
 const DAY_MS = 86_400_000;
+const IDLE_MS = TALLY_LIMITS.idle_timeout_seconds * 1000;
 
 type Stub = DurableObjectStub<TallyUser>;
 
@@ -205,8 +208,9 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
       return this.close(ws, CLOSE_CODES.policy, "too many devices");
     }
     const deviceId = bytesToHex(randomBytes(8));
-    const next: TallyAttachment = { ...att, authed: true, deviceId, acks: msg.acks === true, challenge: "" };
+    const next: TallyAttachment = { ...att, authed: true, deviceId, acks: msg.acks === true, challenge: "", seenAt: Date.now() };
     this.setAttachment(ws, next);
+    await this.scheduleAlarm(Date.now() + IDLE_MS);
     this.pruneIntroductions();
 
     // registered, the stored envelopes oldest first, queue_drained (seed 6.2 step 2).
@@ -270,6 +274,7 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
       this.stats.count("deliveries", n);
       status = n > 0 ? "delivered" : "not_stored";
     } else {
+      this.noteContact(toHex, "sent");
       status = await this.deliverTo(toHex, raw, fromHex, env.id);
     }
     this.send(ws, { type: "queued", id: env.id, to_user_id: env.to_user_id, status });
@@ -330,6 +335,7 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
 
   private deliverOne(toHex: string, raw: string, fromHex: string, id: string): QueuedStatus {
     this.remember(toHex);
+    this.noteContact(fromHex, "received");
     const devices = this.devices();
     if (devices.length > 0 && !devices.some((d) => d.att.acks)) {
       let n = 0;
@@ -400,16 +406,57 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
     return body;
   }
 
+  // Any statement that can write (a DELETE that matches nothing too) opens a write transaction,
+  // and the socket's output then waits for its commit: deletes that are usually no-ops look first.
+
   private purgeExpired(now: number): void {
     if (!this.schema.exists) return;
+    if (this.sql.exec("SELECT 1 FROM queue WHERE expires_at <= ? LIMIT 1", now).toArray().length === 0) return;
     this.sql.exec("DELETE FROM queue WHERE expires_at <= ?", now);
   }
 
-  protected onAlarm(now: number): number | null {
-    if (!this.schema.exists) return null;
-    this.purgeExpired(now);
-    const row = this.sql.exec<{ next: number | null }>("SELECT MIN(expires_at) AS next FROM queue").toArray()[0];
-    return row?.next ?? null;
+  protected async onAlarm(now: number): Promise<number | null> {
+    let next: number | null = null;
+    if (this.schema.exists) {
+      this.purgeExpired(now);
+      const row = this.sql.exec<{ next: number | null }>("SELECT MIN(expires_at) AS next FROM queue").toArray()[0];
+      next = row?.next ?? null;
+    }
+    if (await this.closeIdle(now)) next = Math.min(next ?? Infinity, now + IDLE_MS);
+    return next;
+  }
+
+  // ---- idle sockets ---------------------------------------------------------------------------
+
+  /**
+   * A message wakes the object: note when the socket was last heard from, in its attachment (so
+   * it survives hibernation), at most every third of the idle bound.
+   */
+  async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
+    const att = this.attachment(ws);
+    const now = Date.now();
+    if (att?.authed && now - (att.seenAt ?? 0) > IDLE_MS / 3) this.setAttachment(ws, { ...att, seenAt: now });
+    return super.webSocketMessage(ws, message);
+  }
+
+  /**
+   * Closes registered sockets silent past the idle bound (half-open connections would otherwise
+   * count as devices forever). Pings are answered by the runtime without waking the object, so the
+   * last ping is read from getWebSocketAutoResponseTimestamp. Returns whether registered sockets remain.
+   */
+  private async closeIdle(now: number): Promise<boolean> {
+    let remaining = false;
+    for (const { ws, att } of this.devices()) {
+      const pinged = this.ctx.getWebSocketAutoResponseTimestamp(ws)?.getTime() ?? 0;
+      const last = Math.max(att.seenAt ?? att.openedAt, pinged);
+      if (now - last <= IDLE_MS) {
+        remaining = true;
+        continue;
+      }
+      this.close(ws, CLOSE_CODES.idle_timeout, "idle");
+      await this.webSocketClose(ws, CLOSE_CODES.idle_timeout, "idle"); // its close may never come back
+    }
+    return remaining;
   }
 
   // ---- signaling ----------------------------------------------------------------------------
@@ -425,12 +472,56 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
       }
       return;
     }
+    // Presence only to users with an envelope exchange (decision in docs/tally.md): otherwise no
+    // answer, as if the user were offline.
+    if (!this.isContact(peerHex)) return;
     const theirDevices = await this.stubFor(peerHex).introduce(peerHex, me, myDevice);
     const peerNpub = npubEncode(peerHex);
     for (const d of theirDevices) {
       this.addIntroduction(myDevice, peerHex, d);
       this.send(ws, { type: "peer_connect", peer_user_id: peerNpub, peer_device_id: d });
     }
+  }
+
+  // ---- contacts: who exchanged envelopes with this user ----------------------------------------
+
+  private contacts: Map<string, { sent: boolean; received: boolean }> | undefined;
+
+  private contactMap(): Map<string, { sent: boolean; received: boolean }> {
+    if (!this.contacts) {
+      this.contacts = new Map();
+      if (!this.schema.exists) return this.contacts;
+      for (const r of this.sql.exec<{ peer_hex: string; sent: number; received: number }>("SELECT peer_hex, sent, received FROM contacts")) {
+        this.contacts.set(r.peer_hex, { sent: r.sent === 1, received: r.received === 1 });
+      }
+    }
+    return this.contacts;
+  }
+
+  /** Notes that this user sent an envelope to, or received one from, `peerHex` (written once per flag). */
+  private noteContact(peerHex: string, how: "sent" | "received"): void {
+    const map = this.contactMap();
+    const c = map.get(peerHex) ?? { sent: false, received: false };
+    if (c[how]) return;
+    c[how] = true;
+    map.set(peerHex, c);
+    this.schema.ensure(); // a contact is kept like a stored envelope (bounded per user)
+    this.sql.exec(
+      `INSERT INTO contacts (peer_hex, ${how}, at) VALUES (?, 1, ?) ON CONFLICT (peer_hex) DO UPDATE SET ${how} = 1, at = excluded.at`,
+      peerHex,
+      Date.now(),
+    );
+    if (map.size > TALLY_LIMITS.max_contacts_per_user) {
+      const old = this.sql.exec<{ peer_hex: string }>("SELECT peer_hex FROM contacts ORDER BY at LIMIT 1").one().peer_hex;
+      this.sql.exec("DELETE FROM contacts WHERE peer_hex = ?", old);
+      map.delete(old);
+    }
+  }
+
+  /** An envelope exchange: this user both sent to and received from `peerHex`. */
+  private isContact(peerHex: string): boolean {
+    const c = this.contactMap().get(peerHex);
+    return c !== undefined && c.sent && c.received;
   }
 
   /** RPC: another user's device asks to meet this user's devices; returns their device ids. */
@@ -464,10 +555,9 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
   private pruneIntroductions(): void {
     if (!this.schema.exists) return;
     const live = this.devices().map((d) => d.att.deviceId);
-    this.sql.exec(
-      `DELETE FROM introductions WHERE device_id NOT IN (${live.map(() => "?").join(",") || "''"})`,
-      ...live,
-    );
+    const stale = `FROM introductions WHERE device_id NOT IN (${live.map(() => "?").join(",") || "''"})`;
+    if (this.sql.exec(`SELECT 1 ${stale} LIMIT 1`, ...live).toArray().length === 0) return;
+    this.sql.exec(`DELETE ${stale}`, ...live);
   }
 
   private async webrtcSignal(
@@ -527,7 +617,7 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
         gone,
       )
       .toArray();
-    this.sql.exec("DELETE FROM introductions WHERE device_id = ?", gone);
+    if (rows.length > 0) this.sql.exec("DELETE FROM introductions WHERE device_id = ?", gone);
     const byPeer = new Map<string, string[]>();
     for (const r of rows) byPeer.set(r.peer_hex, [...(byPeer.get(r.peer_hex) ?? []), r.peer_device]);
     await Promise.allSettled(

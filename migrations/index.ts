@@ -1,6 +1,7 @@
 // The SQL migrations of every Durable Object class, in the order they apply. Each class has a
 // folder of numbered .sql files; a unit test checks that every file there is listed here.
 import tallyUser0001 from "./TallyUser/0001_init.sql";
+import tallyUser0002 from "./TallyUser/0002_contacts.sql";
 import passnoteRoom0001 from "./PassnoteRoom/0001_init.sql";
 import mincaRoom0001 from "./MincaRoom/0001_init.sql";
 import mincaMailbox0001 from "./MincaMailbox/0001_init.sql";
@@ -18,7 +19,10 @@ export interface Migration {
 }
 
 export const MIGRATIONS = {
-  TallyUser: [{ name: "0001_init", sql: tallyUser0001 }],
+  TallyUser: [
+    { name: "0001_init", sql: tallyUser0001 },
+    { name: "0002_contacts", sql: tallyUser0002 },
+  ],
   PassnoteRoom: [{ name: "0001_init", sql: passnoteRoom0001 }],
   MincaRoom: [{ name: "0001_init", sql: mincaRoom0001 }],
   MincaMailbox: [

@@ -10,13 +10,13 @@
 // Settings: flags, else environment, else the default. `node scripts/serve.ts --help` lists them.
 // Runs under plain Node 22 (type stripping): erasable TypeScript only.
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { BUNDLE_DIR, ROOT, buildWorker } from "./build.ts";
-import { ConfigError, listBundle, plan, workerdConfig, type WranglerConfig } from "./workerd-config.ts";
+import { ConfigError, listBundle, plan, publicWarnings, workerdConfig, type WranglerConfig } from "./workerd-config.ts";
 
 const HELP = `Usage: npm start -- [options]     (or: node scripts/serve.ts [options])
 
@@ -37,7 +37,8 @@ Runs the relay on workerd, with its Durable Objects' SQLite files in a local fol
   --help
 
 Every [vars] entry of wrangler.toml can be overridden by an environment variable of the same name;
-secrets listed under [secrets] required are read from the environment by workerd at start.`;
+the secrets ADMIN_TOKEN, VAPID_PRIVATE_KEY, VAPID_SUBJECT, MINCA_HOST_KEY (and MINCA_HOST_NAME), and
+any listed under [secrets] required, are read from the environment by workerd at start.`;
 
 interface Settings {
   host: string;
@@ -160,12 +161,20 @@ async function main(): Promise<number> {
   const configPath = join(s.runtimeDir, "workerd.capnp");
   writeFileSync(`${configPath}.tmp`, text);
   renameSync(`${configPath}.tmp`, configPath);
-  mkdirSync(s.dataDir, { recursive: true });
+  // The data directory holds generated keys and every user's stored data: the relay's user only
+  // (0700), and workerd makes its files under a umask that keeps them from other users (0600).
+  mkdirSync(s.dataDir, { recursive: true, mode: 0o700 });
+  chmodSync(s.dataDir, 0o700);
+  process.umask(0o077);
   rmSync(adminSocket, { force: true });
 
   const p = plan(cfg, process.env, s.outbound);
   const missing = p.secrets.filter((k) => process.env[k] === undefined);
   if (missing.length) log(`warning: secrets not set in the environment: ${missing.join(", ")}`);
+  const publicUrl = p.vars.find((v) => v.name === "PUBLIC_URL")?.value;
+  for (const w of publicWarnings(s.host, { PUBLIC_URL: publicUrl, ADMIN_TOKEN: process.env.ADMIN_TOKEN })) {
+    console.warn(`[relay] WARNING: ${w}`);
+  }
 
   // Its own process group: a terminal's Ctrl-C reaches this supervisor only, which drains first.
   const child: ChildProcess = spawn(s.workerd, ["serve", configPath], {

@@ -64,6 +64,16 @@ export interface WorkerdOptions {
 /** The entrypoint the admin socket serves (workers/admin.ts, exported by workers/index.ts). */
 export const ADMIN_ENTRYPOINT = "RelayAdmin";
 
+/**
+ * Settings the Worker reads that are not [vars]: secrets on Cloudflare (`wrangler secret put`),
+ * each optional (the relay generates and keeps keys when they are unset), typed in env.d.ts
+ * (RelaySettings; a unit test keeps the two lists equal). They are not under wrangler.toml's
+ * `[secrets] required`, which would make `wrangler deploy` fail without them. Self-hosted, each
+ * one set in the environment of `npm start` reaches the Worker, read by workerd at its start
+ * (fromEnvironment), never written to the generated config.
+ */
+export const OPTIONAL_SECRETS = ["ADMIN_TOKEN", "VAPID_PRIVATE_KEY", "VAPID_SUBJECT", "MINCA_HOST_KEY", "MINCA_HOST_NAME"];
+
 /** Bindings the generator adds itself; wrangler.toml must not define them. */
 export const RUNTIME_BINDING = "RELAY_RUNTIME";
 
@@ -251,7 +261,7 @@ export function plan(cfg: WranglerConfig, env: Record<string, string | undefined
     compatibilityDate: cfg.compatibility_date,
     compatibilityFlags: cfg.compatibility_flags ?? [],
     vars,
-    secrets: cfg.secrets?.required ?? [],
+    secrets: [...new Set([...(cfg.secrets?.required ?? []), ...OPTIONAL_SECRETS.filter((k) => env[k] !== undefined && env[k] !== "")])],
     namespaces,
     durableBindings,
     assets: cfg.assets?.directory && cfg.assets.binding ? { directory: cfg.assets.directory, binding: cfg.assets.binding } : null,
@@ -315,4 +325,30 @@ ${namespaces.join("\n")}
   globalOutbound = "internet",
 );
 `;
+}
+
+/** Whether a listen host is loopback only (127.0.0.0/8, ::1, localhost). */
+export function isLoopbackListen(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, "").toLowerCase();
+  return h === "localhost" || h === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
+}
+
+/**
+ * What a relay listening on `host` with these settings must say loudly at start (DESIGN sections
+ * 3 and 4): beyond loopback, a Tally auth event's relay tag is checked against the Host header the
+ * client sends unless PUBLIC_URL is set, and /status is open to anyone unless ADMIN_TOKEN is set.
+ */
+export function publicWarnings(host: string, settings: { PUBLIC_URL?: unknown; ADMIN_TOKEN?: string }): string[] {
+  if (isLoopbackListen(host)) return [];
+  const out: string[] = [];
+  if (typeof settings.PUBLIC_URL !== "string" || settings.PUBLIC_URL.trim() === "") {
+    out.push(
+      `listening on ${host} without PUBLIC_URL: Tally auth events are checked against the Host header each client sends, ` +
+        "which is the client's to choose. Set PUBLIC_URL to the relay's public URL(s), comma-separated.",
+    );
+  }
+  if (!settings.ADMIN_TOKEN) {
+    out.push(`listening on ${host} without ADMIN_TOKEN: /status, /status.json and /metrics are open to anyone. Set ADMIN_TOKEN.`);
+  }
+  return out;
 }

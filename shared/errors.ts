@@ -43,6 +43,8 @@ export const ERROR_CODES = [
   "quota_exceeded",
   "read_proof_required",
   "read_proof_invalid",
+  "admission_required",
+  "not_admitted",
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -52,10 +54,17 @@ export interface SocketError {
   code: ErrorCode;
   message: string;
   id?: string;
+  /** rate_limited only: milliseconds until the socket's rate allows one more message (DESIGN section 5). */
+  retry_after_ms?: number;
 }
 
 export function socketError(code: ErrorCode, message: string, id?: string): SocketError {
   return id === undefined ? { type: "error", code, message } : { type: "error", code, message, id };
+}
+
+/** The answer to a message refused by the rate limit: never dropped silently (DESIGN section 5). */
+export function rateLimitedError(message: string, retryAfterMs: number): SocketError {
+  return { type: "error", code: "rate_limited", message, retry_after_ms: Math.max(1, Math.ceil(retryAfterMs)) };
 }
 
 export interface HttpErrorBody {

@@ -10,6 +10,8 @@ export interface InfoOptions {
   vapidPublicKey?: string | null;
   /** The Minca host's own identity (DESIGN 8.3), when it has one. */
   host?: { did: string; name: string } | null;
+  /** Who may connect the host (MINCA_HOST_ADMISSION): open, allowlist, token, or closed when the setting is invalid. */
+  hostAdmission?: string;
 }
 
 export function relayInfo(opts: InfoOptions) {
@@ -56,6 +58,7 @@ export function relayInfo(opts: InfoOptions) {
           did: opts.host?.did ?? null,
           name: opts.host?.name ?? null,
           accounts: "/minca/v1/host/accounts",
+          admission: opts.hostAdmission ?? "open",
           versions: "/minca/v1/spaces/<id>/versions",
           seed: "Minca 002 §4.1-4.3 (carriers and hosts), DESIGN section 8",
           limits: "minca_host",

@@ -37,6 +37,10 @@ export const TALLY_LIMITS = {
   max_introductions_per_device: 1_024,
   /** Envelopes for one recipient carried by one call between user objects (they wait while one is in flight). */
   rpc_batch_envelopes: 32,
+  /** Seconds a registered socket may stay silent (no message, no ping) before the relay closes it with 4408. */
+  idle_timeout_seconds: 90,
+  /** Users remembered per user as having exchanged envelopes with it (connect_peer answers only those); the oldest are forgotten. */
+  max_contacts_per_user: 4_096,
 } as const;
 
 export const PASSNOTE_LIMITS = {
@@ -180,6 +184,16 @@ export const WEBPUSH_LIMITS = {
   topic_max_chars: 32,
   /** Largest TTL sent, seconds (4 weeks, what the big push services keep). */
   max_ttl_seconds: 2_419_200,
+  /** Seconds one push (request and the answer's body) may take before it is given up and retried. */
+  send_timeout_seconds: 10,
+  /** Bytes of a push service's answer body read at most (the rest is cancelled unread). */
+  max_answer_bytes: 4_096,
+  /** Characters of a push service's answer text kept for the log (control characters removed). */
+  max_logged_answer_chars: 200,
+  /** Pushes per second the whole relay sends to one push-service origin (token bucket, sustained). */
+  origin_pushes_per_second: 100,
+  /** Pushes the whole relay may send to one push-service origin at once (token bucket, burst). */
+  origin_push_burst: 200,
 } as const;
 
 export const MINCA_HOST_LIMITS = {
@@ -221,6 +235,8 @@ export const MINCA_HOST_LIMITS = {
   max_wait_seconds: 25,
   /** Bytes of a CarryGrant body. */
   max_grant_bytes: 16_384,
+  /** Seconds a binding (a CarryGrant taken) waits for the account's first version in its carry space; then it expires. */
+  unproven_binding_seconds: 3_600,
 } as const;
 
 export const MINCA_WAKE_LIMITS = {
@@ -275,5 +291,7 @@ export const CLOSE_CODES = {
   internal_error: 1011,
   auth_failed: 4001,
   room_expired: 4008,
+  /** A registered socket stayed silent past the idle bound (a half-open connection); reconnect. */
+  idle_timeout: 4408,
   rate_limited: 4029,
 } as const;

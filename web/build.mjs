@@ -1,5 +1,5 @@
-// Builds the Worker's static assets (wrangler.toml [assets], served at /demo/): the demo page's
-// script bundled for browsers from the project's own client modules, and its static files.
+// Builds the Worker's static assets (wrangler.toml [assets]): the Tally demo (/demo/) and the Minca home (/connect/), their
+// scripts bundled for browsers from the project's own modules, and their static files.
 // Run by `npm run build:web`, which wrangler runs before `wrangler dev` and `wrangler deploy`
 // (wrangler.toml [build]) and `npm start` and `npm test` run first; the output (dist/web) is not
 // committed. Built into a fresh folder that then replaces dist/web, so a relay serving the old
@@ -14,10 +14,13 @@ const out = `${final}.${process.pid}.tmp`;
 
 rmSync(out, { recursive: true, force: true });
 mkdirSync(`${out}/demo`, { recursive: true });
+mkdirSync(`${out}/connect`, { recursive: true });
 for (const f of ["index.html", "demo.css"]) cpSync(`${root}web/demo/${f}`, `${out}/demo/${f}`);
+cpSync(`${root}web/connect/index.html`, `${out}/connect/index.html`);
 await build({
-  entryPoints: [`${root}web/demo/demo.ts`],
-  outfile: `${out}/demo/demo.js`,
+  // The Tally demo (/demo/) and the Minca home (/connect/).
+  entryPoints: { "demo/demo": `${root}web/demo/demo.ts`, "connect/connect": `${root}web/connect/connect.ts` },
+  outdir: out,
   bundle: true,
   format: "esm",
   platform: "browser",

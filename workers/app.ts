@@ -1,5 +1,6 @@
 // Routing only: every path, its upgrade checks and the HTTP error shape. Protocol work is in
 // shared/, state and sockets in durable-objects/.
+import { admissionOf } from "../shared/minca/admission";
 import { Hono, type Context } from "hono";
 import { httpErrorBody, type ErrorCode } from "../shared/errors";
 import { relayInfo } from "../shared/info";
@@ -51,7 +52,7 @@ app.get("/", async (c) => {
   // Browser apps on other origins read the VAPID key and limits from it (it holds nothing private).
   c.header("Access-Control-Allow-Origin", "*");
   c.header("Vary", "Accept");
-  const info = relayInfo({ name: c.env.RELAY_NAME ?? "edge-relay", vapidPublicKey: await vapidPublicKey(c.env), host: await mincaHost(c.env) });
+  const info = relayInfo({ name: c.env.RELAY_NAME ?? "edge-relay", vapidPublicKey: await vapidPublicKey(c.env), host: await mincaHost(c.env), hostAdmission: admissionOf(c.env).mode });
   const accept = c.req.header("accept") ?? "";
   if (accept.includes("application/json") || !accept.includes("text/html")) return c.json(info);
   return c.html(

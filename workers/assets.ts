@@ -24,15 +24,14 @@ export async function serveAsset(c: Context<{ Bindings: Env }>): Promise<Respons
   if (!assets || (method !== "GET" && method !== "HEAD")) return null;
   const url = new URL(c.req.url);
   if (url.pathname.split("/").some((seg) => seg === "..")) return null;
-  let path = url.pathname.endsWith("/") ? `${url.pathname}index.html` : url.pathname;
-  let res = await assets.fetch(new Request(new URL(path, url.origin), { method }));
-  if (res.status !== 200 && !url.pathname.endsWith("/") && !/\.[a-z0-9]+$/i.test(url.pathname)) {
-    // A folder named without its trailing slash: send the client to it, as the platform does.
-    path = `${url.pathname}/index.html`;
-    const dir = await assets.fetch(new Request(new URL(path, url.origin), { method }));
+  if (!url.pathname.endsWith("/") && !/\.[a-z0-9]+$/i.test(url.pathname)) {
+    // A folder named without its trailing slash (/connect): send the client to it, as the
+    // platform does. Asked first, since the disk service answers a folder itself with a listing.
+    const dir = await assets.fetch(new Request(new URL(`${url.pathname}/index.html`, url.origin), { method }));
     if (dir.status === 200) return c.redirect(`${url.pathname}/${url.search}`, 307);
-    return null;
   }
+  const path = url.pathname.endsWith("/") ? `${url.pathname}index.html` : url.pathname;
+  let res = await assets.fetch(new Request(new URL(path, url.origin), { method }));
   if (res.status !== 200) return null;
   const ext = path.slice(path.lastIndexOf(".") + 1).toLowerCase();
   const headers = new Headers(res.headers);

@@ -6,6 +6,7 @@ import type { HostResult } from "../durable-objects/minca-space";
 import { hostIdentity } from "../durable-objects/relay-keys";
 import { utf8Decode } from "../shared/encoding";
 import { MINCA_HOST_LIMITS } from "../shared/limits";
+import { admissionOf, admit } from "../shared/minca/admission";
 import { checkCarryGrant } from "../shared/minca/carry";
 import { isP256DidKey } from "../shared/minca/did-key";
 import { logQuerySchema, readVersionsBody } from "../shared/minca/host-wire";
@@ -53,13 +54,17 @@ export function mountHosting(app: Hono<{ Bindings: Env }>): void {
     const host = await hostIdentity(c.env);
     const checked = checkCarryGrant(json, host.did);
     if (!checked.ok) return httpError(c, 400, "invalid_grant", checked.reason);
+    // Admission (the operator's MINCA_HOST_ADMISSION) before anything is stored.
+    const admitted = admit(admissionOf(c.env), checked.start.account, c.req.header("authorization") ?? null);
+    if (!admitted.ok) return httpError(c, admitted.status, admitted.code, admitted.message);
     return answer(c, await account(c, checked.start.account).startCarrying(checked.start), 201);
   });
 
   app.get(`${HOST_PATH}/accounts/:did`, async (c) => {
     const did = c.req.param("did");
     if (!isP256DidKey(did)) return httpError(c, 400, "bad_request", "the path must end in the account's P-256 did:key");
-    return answer(c, await account(c, did).status(did));
+    const proof = { authorization: c.req.header("authorization") ?? null, time: c.req.header(TIME_HEADER) ?? null };
+    return answer(c, await account(c, did).status(did, proof));
   });
 
   app.use(`${SPACES_PATH}/:id/*`, async (c, next) => {

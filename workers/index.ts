@@ -9,6 +9,7 @@ export { MincaSpace } from "../durable-objects/minca-space";
 // Reached only through the self-hosted relay's loopback admin socket (workers/admin.ts).
 export { RelayAdmin } from "./admin";
 export { RelayStats } from "../durable-objects/relay-stats";
+export { PushGate } from "../durable-objects/push-gate";
 import { app } from "./app";
 
 export default app;

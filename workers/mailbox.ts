@@ -9,14 +9,15 @@ import { isTopic } from "../shared/mailbox/topic";
 import { checkPushEndpoint, endpointPolicy } from "../shared/webpush/endpoint";
 import { pushSubscriptionSchema } from "../shared/webpush/subscription";
 import { httpError, methodNotAllowed } from "./app";
+import { clientAddress } from "./client-address";
 
 type C = Context<{ Bindings: Env }>;
 
 export const MAILBOX_PATH = "/minca/v1/mailbox";
 
-/** Who a rate limit counts against: the connecting address Cloudflare (or wrangler) reports. */
+/** Who a rate limit counts against (DESIGN section 3: the client address, from where it can be trusted). */
 function clientOf(c: C): string {
-  return c.req.header("cf-connecting-ip") ?? "local";
+  return clientAddress(c.req.raw.headers, c.env);
 }
 
 function mailbox(c: C, topic: string) {

@@ -66,8 +66,9 @@ async function launch(cmd: string, args: string[], cwd: string, port: number): P
 }
 
 /** Baseline (a): the bare Durable Objects under workerd, with SQLite in a fresh folder. */
-export async function startBareDo(opts: { workerd?: string } = {}): Promise<Server> {
-  const dir = mkdtempSync(join(tmpdir(), "bench-bare-do-"));
+export async function startBareDo(opts: { workerd?: string; dir?: string } = {}): Promise<Server> {
+  // With `dir`, the objects' SQLite stays there across a stop and the next start (the caller removes it).
+  const dir = opts.dir ?? mkdtempSync(join(tmpdir(), "bench-bare-do-"));
   const built = spawnSync(
     join(ROOT, "node_modules/.bin/esbuild"),
     [join(ROOT, "bench/baselines/bare-do.ts"), "--bundle", "--format=esm", "--external:cloudflare:workers", `--outfile=${join(dir, "worker.js")}`, "--log-level=warning"],
@@ -91,22 +92,26 @@ const worker :Workerd.Worker = (
   bindings = [
     (name = "USER", durableObjectNamespace = (className = "BareUser")),
     (name = "ROOM", durableObjectNamespace = (className = "BareRoom")),
+    (name = "MAILBOX", durableObjectNamespace = (className = "BareMailbox")),
+    (name = "SPACE", durableObjectNamespace = (className = "BareSpace")),
   ],
   durableObjectNamespaces = [
     (className = "BareUser", uniqueKey = "bench-BareUser", enableSql = true),
     (className = "BareRoom", uniqueKey = "bench-BareRoom", enableSql = true),
+    (className = "BareMailbox", uniqueKey = "bench-BareMailbox", enableSql = true),
+    (className = "BareSpace", uniqueKey = "bench-BareSpace", enableSql = true),
   ],
   durableObjectStorage = (localDisk = "data"),
 );
 `;
-  mkdirSync(join(dir, "data"));
+  mkdirSync(join(dir, "data"), { recursive: true });
   writeFileSync(join(dir, "config.capnp"), config);
   const server = await launch(opts.workerd ?? workerdBinary(), ["serve", join(dir, "config.capnp")], dir, port);
   return {
     ...server,
     async stop() {
       await server.stop();
-      rmSync(dir, { recursive: true, force: true });
+      if (!opts.dir) rmSync(dir, { recursive: true, force: true });
     },
   };
 }

@@ -1,9 +1,10 @@
 // The mailbox client apps use (DESIGN section 7): post items, read pages, follow a topic by
 // long-poll, and register a browser PushSubscription for wakes. Runs wherever fetch does.
-import { base64urlDecode } from "../../shared/encoding";
+import { base64urlDecode, base64urlEncode } from "../../shared/encoding";
 import { MAILBOX_LIMITS } from "../../shared/limits";
 import { isTopic } from "../../shared/mailbox/topic";
 import type { Page } from "../../shared/mailbox/messages";
+import { relayBase } from "../relay-url";
 
 export interface MailboxItem {
   seq: number;
@@ -34,7 +35,7 @@ export class MailboxError extends Error {
 }
 
 export interface MailboxClientOptions {
-  /** The relay's base URL, e.g. https://relay.example */
+  /** The relay: https://relay.example, wss://relay.example or a bare host (clients/relay-url.ts). */
   relayUrl: string;
   fetch?: typeof fetch;
 }
@@ -44,7 +45,7 @@ export class MailboxClient {
   private readonly fetchFn: typeof fetch;
 
   constructor(opts: MailboxClientOptions) {
-    this.base = `${opts.relayUrl.replace(/\/+$/, "")}/minca/v1/mailbox`;
+    this.base = `${relayBase(opts.relayUrl, "http")}/minca/v1/mailbox`;
     this.fetchFn = opts.fetch ?? ((input, init) => fetch(input, init));
   }
 
@@ -65,8 +66,7 @@ export class MailboxClient {
     } catch {
       // not JSON
     }
-    const ra = res.headers.get("retry-after");
-    throw new MailboxError(res.status, code, message, ra === null ? undefined : Number(ra));
+    throw new MailboxError(res.status, code, message, retryAfterSeconds(res.headers.get("retry-after")));
   }
 
   /** Stores one item; `until` in unix seconds (default: 30 days ahead). */
@@ -99,11 +99,21 @@ export class MailboxClient {
 
   /**
    * Follows a topic from `after`: yields every item in order, long-polling while there is
-   * nothing new, until the signal aborts. On 429 it waits as Retry-After says.
+   * nothing new, until the signal aborts. It outlasts a relay that is away: on a network error or
+   * a 5xx it waits and asks again, doubling the wait from `retryDelayMs` (default 1 s) up to 30 s;
+   * on 429 it waits as Retry-After says. Every wait ends early when the signal aborts. Other
+   * refusals (a bad topic, 4xx) end it with the MailboxError.
    */
-  async *follow(topic: string, opts: { after?: number; wait?: number; signal?: AbortSignal } = {}): AsyncGenerator<MailboxItem> {
+  async *follow(topic: string, opts: { after?: number; wait?: number; signal?: AbortSignal; retryDelayMs?: number } = {}): AsyncGenerator<MailboxItem> {
     let after = opts.after ?? 0;
     const wait = opts.wait ?? MAILBOX_LIMITS.max_wait_seconds;
+    const firstDelay = opts.retryDelayMs ?? 1000;
+    let delay = firstDelay;
+    // A host's links (seq 0, DESIGN 8.4) come on every first page (after 0): each is yielded once,
+    // and while a page holds nothing but links (next stays 0, so the relay answers at once and
+    // never long-polls), the next ask waits, 1 s doubling to 30 s, instead of looping.
+    const seenLinks = new Set<string>();
+    let linkDelay = firstDelay;
     while (!opts.signal?.aborted) {
       let p: MailboxPage;
       try {
@@ -111,13 +121,32 @@ export class MailboxClient {
       } catch (err) {
         if (opts.signal?.aborted) return;
         if (err instanceof MailboxError && err.status === 429) {
-          await new Promise((r) => setTimeout(r, (err.retryAfter ?? 1) * 1000));
+          await sleep(err.retryAfter === undefined ? delay : err.retryAfter * 1000, opts.signal);
           continue;
         }
-        throw err;
+        const away = !(err instanceof MailboxError) || err.status >= 500; // fetch failed, or the relay did
+        if (!away || err instanceof RangeError) throw err;
+        await sleep(delay, opts.signal);
+        delay = Math.min(delay * 2, FOLLOW_MAX_DELAY_MS);
+        continue;
       }
-      for (const item of p.items) yield item;
+      delay = firstDelay;
+      for (const item of p.items) {
+        if (item.seq === 0) {
+          const key = `${item.until} ${base64urlEncode(item.blob)}`;
+          if (seenLinks.has(key)) continue;
+          seenLinks.add(key);
+        }
+        yield item;
+      }
+      const linksOnly = p.items.length > 0 && p.items.every((i) => i.seq === 0) && p.next === after;
       after = p.next;
+      if (linksOnly) {
+        await sleep(linkDelay, opts.signal);
+        linkDelay = Math.min(linkDelay * 2, FOLLOW_MAX_DELAY_MS);
+      } else {
+        linkDelay = firstDelay;
+      }
     }
   }
 
@@ -134,4 +163,31 @@ export class MailboxClient {
   async removeReceiver(topic: string, id: string): Promise<void> {
     await this.call(this.url(topic, `/receivers/${encodeURIComponent(id)}`), { method: "DELETE" });
   }
+}
+
+/** The longest follow() waits between tries while the relay is away. */
+const FOLLOW_MAX_DELAY_MS = 30_000;
+
+/** Retry-After (RFC 9110 section 10.2.3): delay-seconds, or an HTTP date; undefined when neither. */
+export function retryAfterSeconds(value: string | null, nowMs = Date.now()): number | undefined {
+  if (value === null) return undefined;
+  const v = value.trim();
+  if (/^\d+$/.test(v)) return Number(v);
+  const at = Date.parse(v);
+  if (Number.isNaN(at)) return undefined;
+  return Math.max(0, Math.ceil((at - nowMs) / 1000));
+}
+
+/** Waits `ms`, or less when the signal aborts first. */
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
+  });
 }

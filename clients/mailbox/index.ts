@@ -2,3 +2,4 @@
 export { MailboxClient, MailboxError } from "./client";
 export type { MailboxClientOptions, MailboxItem, MailboxPage } from "./client";
 export { wakeSchema, type Wake } from "../../shared/mailbox/messages";
+export { vapidPublicKey } from "./vapid";

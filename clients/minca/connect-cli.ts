@@ -1,66 +1,22 @@
-// `npm run connect -- <home> --relay <url>`: a program with no browser connects to an account by
+// `minca-connect <home> --relay <url>` (the package's bin; `npm run connect --` here): a program with no browser connects to an account by
 // code (seed 002 section 3). It makes a code, prints the home's connect link, joins the code's
 // room on the relay, asks for the six digits the home shows, and saves the grant with its key.
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
-import { homedir, hostname } from "node:os";
-import { dirname, join, resolve } from "node:path";
+import { dirname } from "node:path";
 import { createInterface } from "node:readline";
 import { ProgramExchange, type ProgramEvent } from "../../shared/minca/program";
-import { homeOrigin } from "../../shared/minca/code";
 import { newP256Key, p256KeyToJwk } from "../../shared/minca/es256";
 import { relayRooms } from "./relay-room";
-
-const USAGE = `usage: npm run connect -- <home> --relay <relay url> [--name <name>] [--out <file>]
-
-  <home>          the account home: a bare domain, an origin or its connect page
-  --relay <url>   the relay both sides meet on (ws://, wss://, http:// or https://); or MINCA_RELAY
-  --name <name>   the name the home shows the person (default: "connect on <hostname>")
-  --out <file>    where to save the grant and this program's key
-                  (default: ~/.minca/connect/<home host>.json)
-`;
-
-interface Args {
-  home: string;
-  relay: string;
-  name: string;
-  out: string;
-}
-
-function parseArgs(argv: string[]): Args | string {
-  const rest: string[] = [];
-  const flags: Record<string, string> = {};
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    if (a === "-h" || a === "--help") return USAGE;
-    if (a.startsWith("--")) {
-      const [k, v] = a.includes("=") ? [a.slice(2, a.indexOf("=")), a.slice(a.indexOf("=") + 1)] : [a.slice(2), argv[++i]];
-      if (v === undefined) return `missing value for --${k}\n\n${USAGE}`;
-      flags[k] = v;
-    } else rest.push(a);
-  }
-  const home = rest[0];
-  const relay = flags.relay ?? process.env.MINCA_RELAY;
-  if (!home || !relay) return USAGE;
-  let host: string;
-  try {
-    host = new URL(homeOrigin(home)).host;
-  } catch {
-    return `not a home address: ${home}\n\n${USAGE}`;
-  }
-  return {
-    home,
-    relay,
-    name: flags.name ?? `connect on ${hostname()}`,
-    out: resolve(flags.out ?? join(homedir(), ".minca", "connect", `${host.replace(/[^A-Za-z0-9.-]/g, "_")}.json`)),
-  };
-}
+import { parseArgs } from "./connect-args";
 
 async function main(): Promise<number> {
   const args = parseArgs(process.argv.slice(2));
-  if (typeof args === "string") {
-    process.stderr.write(args);
-    return args === USAGE ? 0 : 2;
+  if ("print" in args) {
+    (args.status === 0 ? process.stdout : process.stderr).write(args.print);
+    return args.status;
   }
+  // Node 22 and browsers have a WebSocket; on Node 20 the ws package (bundled into the CLI) stands in.
+  const WS = globalThis.WebSocket ?? ((await import("ws")).WebSocket as unknown as typeof WebSocket);
   const say = (line: string) => process.stdout.write(`${line}\n`);
   const key = await newP256Key(true);
   let asked = false;
@@ -69,7 +25,7 @@ async function main(): Promise<number> {
     home: args.home,
     name: args.name,
     key,
-    join: relayRooms(args.relay),
+    join: relayRooms(args.relay, { WebSocket: WS }),
     onEvent: (e: ProgramEvent) => {
       if (e.kind === "state" && e.state === "heard" && !asked) {
         asked = true;
@@ -101,7 +57,12 @@ async function main(): Promise<number> {
 }
 
 main().then(
-  (code) => process.exit(code),
+  (code) => {
+    // Let the room socket send its last frame (code:done) and close before the process ends;
+    // process.exit at once would drop it with Node 20's ws. Forced after 3 s.
+    process.exitCode = code;
+    setTimeout(() => process.exit(code), 3000).unref();
+  },
   (err) => {
     process.stderr.write(`connect failed: ${err instanceof Error ? err.message : String(err)}\n`);
     process.exit(1);

@@ -11,6 +11,7 @@ import { noteNonce, signNote, type Note } from "../../shared/minca/note";
 import { readProofHeaders } from "../../shared/minca/read-proof";
 import { bodyKeyOf, carrySpace, newSpace, readSeedOf, type Space } from "../../shared/minca/space";
 import { buildVersion, type Version } from "../../shared/minca/version";
+import { relayBase } from "../relay-url";
 
 export interface MincaAccount {
   /** The account's root key: its did is the account. */
@@ -99,7 +100,7 @@ export class HostConnection {
     relayUrl: string,
     opts: { fetch?: typeof fetch } = {},
   ) {
-    this.base = relayUrl.replace(/\/+$/, "");
+    this.base = relayBase(relayUrl, "http");
     this.fetchFn = opts.fetch ?? ((input, init) => fetch(input, init));
   }
 
@@ -125,9 +126,13 @@ export class HostConnection {
     return this.json("POST", "/minca/v1/host/accounts", grant, 201);
   }
 
-  /** What the host holds for the account (410 once it read carry:closed). */
+  /**
+   * What the host holds for the account (410 once it read carry:closed), asked with a proof by
+   * the carry space's read key (DESIGN 8.3): the host answers no one else.
+   */
   status(): Promise<Record<string, unknown>> {
-    return this.json("GET", `/minca/v1/host/accounts/${encodeURIComponent(this.account.root.did)}`);
+    const carry = this.carrySpace();
+    return this.json("GET", `/minca/v1/host/accounts/${encodeURIComponent(this.account.root.did)}`, undefined, 200, readProofHeaders(readSeedOf(carry.key!), carry.id));
   }
 
   private carrySpace(): Space {

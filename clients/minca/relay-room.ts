@@ -4,6 +4,7 @@
 import { newP256Key } from "../../shared/minca/es256";
 import { deliveredSchema, makeJoin } from "../../shared/minca/room";
 import { EventQueue, type JoinRoom, type RoomMessage, type RoomTransport } from "../../shared/minca/transport";
+import { relayBase } from "../relay-url";
 
 export interface RelayRoomOptions {
   WebSocket?: typeof WebSocket;
@@ -13,10 +14,9 @@ export interface RelayRoomOptions {
   onRelayError?: (code: string, message: string) => void;
 }
 
-/** The room endpoint for a relay URL (http(s):// or ws(s)://, with or without a trailing slash). */
+/** The room endpoint for a relay URL (any spelling: clients/relay-url.ts). */
 export function roomUrl(relayUrl: string, room: string): string {
-  const base = relayUrl.replace(/^http/, "ws").replace(/\/+$/, "");
-  return `${base}/minca/v1/rooms/${room}`;
+  return `${relayBase(relayUrl, "ws")}/minca/v1/rooms/${room}`;
 }
 
 /** Joins rooms on the relay at `relayUrl`. */

@@ -4,9 +4,10 @@
 import { roomKeys, signJoin, joinPeerFrame, splitPeerFrame, type RoomKeys } from "../../shared/passnote/room";
 import { roomServerMessageSchema } from "../../shared/passnote/messages";
 import { Listeners, type Transport, type TransportEvents } from "./transport";
+import { relayBase } from "../relay-url";
 
 export interface RelayTransportOptions {
-  /** ws:// or wss:// base URL of the relay. */
+  /** The relay: ws(s)://, http(s):// or a bare host (clients/relay-url.ts). */
   relayUrl: string;
   /** The roster key (without identities: the passphrase key) the room is derived from. */
   rosterKey: Uint8Array;
@@ -40,7 +41,7 @@ export class RelayTransport implements Transport {
   static connect(opts: RelayTransportOptions): Promise<RelayTransport> {
     const keys: RoomKeys = roomKeys(opts.rosterKey);
     const WS = opts.WebSocket ?? WebSocket;
-    const ws = new WS(`${opts.relayUrl.replace(/\/$/, "")}/passnote/v2/${keys.roomId}`);
+    const ws = new WS(`${relayBase(opts.relayUrl, "ws")}/passnote/v2/${keys.roomId}`);
     ws.binaryType = "arraybuffer";
     const t = new RelayTransport(ws, opts.highWaterBytes ?? 1 << 20);
     return new Promise((resolve, reject) => {

@@ -2,6 +2,7 @@
 // per-peer ordered delivery of binary frames (DESIGN section 5). Two implementations: the relay's
 // sync rooms (relay-transport.ts) and an in-memory bus for tests (memory-bus.ts); both pass the
 // same contract tests.
+import { callListener } from "../listeners";
 
 export interface TransportEvents {
   /** This side is in: its own peer id and the peers already present. */
@@ -39,6 +40,9 @@ export class Listeners {
   }
 
   emit<K extends keyof TransportEvents>(event: K, ...args: Parameters<TransportEvents[K]>): void {
-    for (const l of [...this.all]) (l[event] as ((...a: unknown[]) => void) | undefined)?.(...args);
+    for (const l of [...this.all]) {
+      const fn = l[event] as ((...a: unknown[]) => unknown) | undefined;
+      if (fn) callListener(event, fn, ...args);
+    }
   }
 }

@@ -28,7 +28,7 @@ export const SELF_SYNC_TYPES = new Set(["sync_hello", "sync_data"]);
 export const IGNORED = "ignored";
 
 export interface TallyClientOptions {
-  /** ws:// or wss:// base URL of the relay (the path /tally/v1/<npub> is added). */
+  /** The relay: ws(s)://, http(s):// or a bare host (clients/relay-url.ts); /tally/v1/<npub> is added. */
   relayUrl: string;
   secretKey: Uint8Array;
   /** Where the outbox, ledger and processed set persist. Default: IndexedDB or a file (default-store.ts); "memory" keeps nothing. */

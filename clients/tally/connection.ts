@@ -5,6 +5,7 @@ import { makeAuthEvent } from "../../shared/tally/auth";
 import { serverMessageSchema, type ServerMessage } from "../../shared/tally/messages";
 import { CLOSE_CODES } from "../../shared/limits";
 import { CLIENT_LIMITS } from "./limits";
+import { relayBase } from "../relay-url";
 
 export interface ConnectionOptions {
   relayUrl: string;
@@ -67,7 +68,7 @@ export class RelayConnection {
   }
 
   endpoint(): string {
-    return `${this.opts.relayUrl.replace(/\/+$/, "")}/tally/v1/${this.opts.npub}`;
+    return `${relayBase(this.opts.relayUrl, "ws")}/tally/v1/${this.opts.npub}`;
   }
 
   start(): void {
@@ -115,7 +116,7 @@ export class RelayConnection {
       return;
     }
     if (msg.type === "challenge") {
-      const auth = makeAuthEvent({ secretKey: this.opts.secretKey, challenge: msg.challenge, relayUrl: this.opts.relayUrl });
+      const auth = makeAuthEvent({ secretKey: this.opts.secretKey, challenge: msg.challenge, relayUrl: relayBase(this.opts.relayUrl, "ws") });
       ws.send(JSON.stringify({ type: "register", user_id: this.opts.npub, auth, acks: this.opts.acks }));
       return;
     }

@@ -2,6 +2,7 @@
 // arrived, and the client's events, with the small typed emitter they go through.
 import type { QueuedStatus } from "../../shared/tally/messages";
 import type { LedgerEntry } from "../../shared/tally/entry";
+import { awaitListener } from "../listeners";
 
 /** An inner message as the application sees it (seed section 3). */
 export interface InnerMessage {
@@ -68,7 +69,8 @@ export class Emitter<E extends { [K in keyof E]: AnyFn }> {
 
   async emit<K extends keyof E>(event: K, ...args: Parameters<E[K]>): Promise<unknown[]> {
     const results: unknown[] = [];
-    for (const fn of this.listeners.get(event) ?? []) results.push(await fn(...args));
+    // A listener that throws is reported and counts as having returned nothing (clients/listeners.ts).
+    for (const fn of this.listeners.get(event) ?? []) results.push(await awaitListener(String(event), fn, ...args));
     return results;
   }
 }

@@ -10,6 +10,20 @@ export const GRANT_VERSION = 2;
 const DAY_SECONDS = 86_400;
 /** The lifetime a home gives when neither the person nor the request chose one (seed §2.5 step 4). */
 export const DEFAULT_GRANT_DAYS = 7;
+/** The home's own bounds on a grant's lifetime (seed §2.5 step 4: "within the home's own bounds"), in days. */
+export const MIN_GRANT_DAYS = 1 / 24;
+export const MAX_GRANT_DAYS = 365;
+
+/**
+ * A grant's lifetime in days, within the home's bounds (seed §2.5 step 4): unset is the default
+ * (7); a finite positive number is clamped to [1 hour, 365 days]; anything else (NaN, an
+ * infinity, zero, a negative number) is refused with null: no grant is made from it.
+ */
+export function grantDays(days: number | undefined): number | null {
+  if (days === undefined) return DEFAULT_GRANT_DAYS;
+  if (typeof days !== "number" || !Number.isFinite(days) || days <= 0) return null;
+  return Math.min(MAX_GRANT_DAYS, Math.max(MIN_GRANT_DAYS, days));
+}
 
 export const grantSchema = z
   .object({
@@ -77,7 +91,9 @@ export interface Account {
  */
 export async function grantByCode(account: Account, req: CodeRequest, opts: { days?: number; now?: number } = {}): Promise<Grant> {
   const now = opts.now ?? Math.floor(Date.now() / 1000);
-  const expiresAt = now + Math.round((opts.days ?? DEFAULT_GRANT_DAYS) * DAY_SECONDS);
+  const days = grantDays(opts.days);
+  if (days === null) throw new RangeError("a grant's lifetime is a finite positive number of days");
+  const expiresAt = now + Math.round(days * DAY_SECONDS);
   const note = await signNote(account.key, {
     aud: req.audience,
     cmd: "/record",

@@ -5,7 +5,7 @@
 import { base64urlDecode, base64urlEncode } from "../encoding";
 import { channelKeys, keepsCommitment, newPoint, open, seal, type ChannelKeys, type Point } from "./channel";
 import { codeRoom, codeSecret, readCode } from "./code";
-import { checkCodeRequest, codeRequest, grantByCode, type Account, type CodeRequest, type Grant } from "./grant";
+import { checkCodeRequest, codeRequest, grantByCode, grantDays, type Account, type CodeRequest, type Grant } from "./grant";
 import { askBodySchema, CODE_TYPES, doneBodySchema, helloSchema, MAX_SHOWN_NAME_CHARS, pointSchema, SEQ } from "./messages";
 import type { JoinRoom, RoomEvent, RoomTransport } from "./transport";
 
@@ -160,6 +160,7 @@ export class HomeExchange {
         const decision = await this.opts.approve(shown);
         if ((this.state as HomeState) !== "asked") return; // closed while the person decided
         if (!decision.allow) return this.deny(decision.reason);
+        if (grantDays(decision.days) === null) return this.deny("the lifetime chosen is not a finite positive number of days");
         const make = this.opts.makeGrant ?? ((a, r, days) => grantByCode(a, r, { days }));
         const grant = await make(this.opts.account, req, decision.days);
         this.granted = grant;

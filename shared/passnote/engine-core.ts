@@ -98,6 +98,11 @@ export interface PeerState {
   lastRehello: number;
   /** When this side last answered a peer's new hello with a fresh one (dropping a session). */
   lastAnswer: number;
+  /**
+   * The key of this side's last answer and when it was sent, kept for one rehello interval: a
+   * hello arriving meanwhile is the answer to it and is paired with it (not answered again).
+   */
+  answering?: { mine: Ephemeral; at: number };
 }
 
 /** This device in identity mode: its credentials plus what derives from them. */

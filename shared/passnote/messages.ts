@@ -15,7 +15,7 @@ export const challengeSchema = z.object({ type: z.literal("challenge"), challeng
 export const welcomeSchema = z.object({ type: z.literal("welcome"), peer: peerId, peers: z.array(peerId) });
 export const peerJoinedSchema = z.object({ type: z.literal("join"), peer: peerId });
 export const peerLeftSchema = z.object({ type: z.literal("leave"), peer: peerId });
-export const roomErrorSchema = z.object({ type: z.literal("error"), code: z.string(), message: z.string() });
+export const roomErrorSchema = z.object({ type: z.literal("error"), code: z.string(), message: z.string(), retry_after_ms: z.number().int().nonnegative().optional() });
 export const pongSchema = z.object({ type: z.literal("pong") });
 
 export const roomServerMessageSchema = z.discriminatedUnion("type", [

@@ -6,7 +6,7 @@
 import { PASSNOTE_LIMITS as L } from "../limits";
 import { bytesToHex, equalBytes } from "../encoding";
 import type { EngineCore, PeerState } from "./engine-core";
-import { newEphemeral, openSession, signRatchetHello, verifyRatchetHello, type RatchetHello } from "./session";
+import { newEphemeral, openSession, signRatchetHello, verifyRatchetHello, type Ephemeral, type RatchetHello } from "./session";
 
 /** Sends a ratchet-hello with a fresh ephemeral key (dropping any session with the peer). */
 export function sendRatchetHello(core: EngineCore, peer: string, state: PeerState): void {
@@ -14,6 +14,7 @@ export function sendRatchetHello(core: EngineCore, peer: string, state: PeerStat
   const id = core.identity;
   if (!id || self === undefined) return;
   state.session = undefined;
+  dropAnswering(state);
   state.mine = newEphemeral();
   const hello = signRatchetHello(id.deviceKey, { from: self, to: peer, device: id.deviceId, keyTag: id.keyTag, ephemeral: state.mine.pub });
   void core.send(peer, hello, "plain");
@@ -44,22 +45,34 @@ export function onRatchetHello(core: EngineCore, peer: string, state: PeerState,
   // us to re-send ours. Answer with a fresh one; the session is then derived from both. Answers
   // are rate-limited like requests, so a stale hello (replayed from beyond the remembered ones)
   // cannot start an endless exchange of answers; the next request after the interval re-keys.
-  const answer = !!state.session || !state.mine?.secret;
   const now = core.clock.physical();
+  // A hello that arrives while our own answer is fresh is the peer's answer to it (the peer, too,
+  // had no unused key when ours arrived): pair it with the key of our answer and do not answer
+  // again. Without this, two sides that both hold a session answer each other's answers for ever.
+  const pending = takeAnswering(core, state, now);
+  const answer = !pending && (!!state.session || !state.mine?.secret);
+  const rekey = !!state.session || !!pending;
   // Half the request interval, so that a peer's next request (rate-limited by the full interval
   // on its own clock) is never refused for arriving a little early.
   if (answer && now - state.lastAnswer < rehelloInterval(core) / 2) return core.emit("helloRefused", peer, "answered too recently");
   state.seenEphemerals.push(eph);
   if (state.seenEphemerals.length > L.ratchet_hellos_remembered) state.seenEphemerals.shift();
   state.held = undefined;
+  if (pending) state.mine = pending;
   if (answer) {
     state.lastAnswer = now;
     sendRatchetHello(core, peer, state);
+    // Kept (a copy of the secret) for one rehello interval, for the peer's answer to this answer.
+    if (state.mine?.secret) state.answering = { mine: { pub: state.mine.pub, secret: state.mine.secret.slice() }, at: now };
   }
   if (!state.mine?.secret) return;
   const session = openSession({ groupKey: core.identity!.group.groupKey, mine: state.mine, theirs: h.ephemeral, selfId: core.opts.selfId()!, peerId: peer });
   if (!session) return core.emit("helloRefused", peer, "degenerate ephemeral key");
   state.session = session;
+  // On a re-key, frames the peer sealed under the session this one replaces may still be in
+  // flight: they cannot be opened, and asking for a re-hello over them would re-key again, and
+  // again. Such a new session counts as a fresh request, so the next one waits a whole interval.
+  if (rekey) state.lastRehello = now;
   state.peerDevice = h.device;
   core.emit("session", peer, h.device);
   // Both sides ask for the other's state once their session exists: the later of the two hellos
@@ -79,6 +92,24 @@ export function requestRehello(core: EngineCore, peer: string, state: PeerState)
   sendRatchetHello(core, peer, state);
 }
 
+/**
+ * The key of this side's answer, while it may still be answered (one rehello interval); an older
+ * one is wiped and forgotten. Either way the answering slot is empty afterwards.
+ */
+function takeAnswering(core: EngineCore, state: PeerState, now: number): Ephemeral | undefined {
+  const a = state.answering;
+  if (!a) return undefined;
+  state.answering = undefined;
+  if (now - a.at < rehelloInterval(core)) return a.mine;
+  a.mine.secret?.fill(0);
+  return undefined;
+}
+
+function dropAnswering(state: PeerState): void {
+  state.answering?.mine.secret?.fill(0);
+  state.answering = undefined;
+}
+
 function rehelloInterval(core: EngineCore): number {
   return core.opts.rehelloIntervalMs ?? L.rehello_interval_ms;
 }
@@ -91,6 +122,7 @@ export function rosterChanged(core: EngineCore): void {
       if (!entry || entry.revoked) {
         s.session = undefined;
         s.mine = undefined;
+        dropAnswering(s);
         core.emit("sessionEnded", peer, s.peerDevice);
       }
     }

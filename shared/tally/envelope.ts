@@ -91,14 +91,42 @@ function header(inner: SealableInner, version: number, ciphertext: string): Peer
 /** Version 3 envelope. Throws if the inner message is not sealable by this key or is too large. */
 export function sealEnvelope(signedInner: SealableInner, secretKey: Uint8Array): PeerEnvelope {
   checkSealable(signedInner, secretKey);
-  const key = getConversationKey(secretKey, npubDecode(signedInner.to_user_id));
+  const key = conversationKey(secretKey, npubDecode(signedInner.to_user_id));
   return header(signedInner, ENVELOPE_VERSION, nip44Encrypt(JSON.stringify(signedInner), key));
 }
 
-/** §5.1-5.2: SHA-256 of the ECDH x-coordinate, the peer's x-only key lifted to even y. */
+/**
+ * §5.2: derived keys are cached in memory per peer (a scalar multiplication each time otherwise),
+ * for as long as the secret key's bytes object lives (a WeakMap keyed by it), at most
+ * KEY_CACHE_PEERS peers per secret key and kind (emptied when full).
+ */
+const KEY_CACHE_PEERS = 1_024;
+const keyCache = new WeakMap<Uint8Array, Map<string, Uint8Array>>();
+
+function cachedKey(secretKey: Uint8Array, kind: "v2" | "v3", peerHex: string, derive: () => Uint8Array): Uint8Array {
+  let peers = keyCache.get(secretKey);
+  if (!peers) keyCache.set(secretKey, (peers = new Map()));
+  const k = `${kind}:${peerHex}`;
+  let key = peers.get(k);
+  if (!key) {
+    if (peers.size >= KEY_CACHE_PEERS * 2) peers.clear();
+    key = derive();
+    peers.set(k, key);
+  }
+  return key;
+}
+
+/** §5.1-5.2: SHA-256 of the ECDH x-coordinate, the peer's x-only key lifted to even y; cached per peer. */
 export function legacyV2Key(secretKey: Uint8Array, peerPubkeyHex: string): Uint8Array {
-  const shared = secp256k1.getSharedSecret(secretKey, hexToBytes("02" + peerPubkeyHex));
-  return sha256(shared.subarray(1, 33));
+  return cachedKey(secretKey, "v2", peerPubkeyHex, () => {
+    const shared = secp256k1.getSharedSecret(secretKey, hexToBytes("02" + peerPubkeyHex));
+    return sha256(shared.subarray(1, 33));
+  });
+}
+
+/** The NIP-44 v2 conversation key with a peer (version 3), cached per peer like the v2 key. */
+export function conversationKey(secretKey: Uint8Array, peerPubkeyHex: string): Uint8Array {
+  return cachedKey(secretKey, "v3", peerPubkeyHex, () => getConversationKey(secretKey, peerPubkeyHex));
 }
 
 /** Version 2 envelope (AES-256-GCM). For tests and compatibility only: clients send version 3. */
@@ -111,7 +139,7 @@ export function sealLegacyV2(signedInner: SealableInner, secretKey: Uint8Array):
 }
 
 function decryptV3(ciphertext: string, mySecret: Uint8Array, fromHex: string): string {
-  return nip44Decrypt(ciphertext, getConversationKey(mySecret, fromHex));
+  return nip44Decrypt(ciphertext, conversationKey(mySecret, fromHex));
 }
 
 function decryptV2(ciphertext: string, mySecret: Uint8Array, fromHex: string): string {

@@ -1,10 +1,11 @@
 // WebRTC roles for a direct channel (seed 003 sections 6.3 and 13.1): "perfect negotiation",
 // where both ends may offer at once and the polite end yields. The role comes from a
-// lexicographic comparison of the two ends' keys: the users' public keys (hex) between two
-// users, the device ids between two devices of one user (13.1).
+// lexicographic comparison of the two ends' keys: the users' ids between two users, the device
+// ids between two devices of one user (13.1). Seed 2: a user id or key is the npub unless hex is
+// stated, and 13.1 states none, so two users compare their npubs (the bech32 strings; the order
+// differs from the hex order for about 61% of pairs).
 // Decision: the end with the smaller key is the polite one.
 import * as z from "zod";
-import { npubDecode } from "./keys";
 
 export interface DeviceAddress {
   /** npub of the user. */
@@ -16,7 +17,7 @@ export interface DeviceAddress {
 /** The key an end is compared by on a channel between `local` and `remote`. */
 function roleKeys(local: DeviceAddress, remote: DeviceAddress): [string, string] {
   if (local.userId === remote.userId) return [local.deviceId, remote.deviceId];
-  return [npubDecode(local.userId), npubDecode(remote.userId)];
+  return [local.userId, remote.userId];
 }
 
 /** Whether `local` is the polite end (it rolls back its own offer when offers collide). */

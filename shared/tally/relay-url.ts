@@ -1,8 +1,25 @@
-// Which `relay` tag an auth event may carry (profile decision, docs/tally.md): a ws:, wss:,
-// http: or https: URL whose host (with port) is the host the client connected to, or the host
-// of the relay's configured public URL. The path is not compared: a relay reached through a
-// proxy or under another path is the same relay, and the challenge already binds the event to
-// this one connection.
+// Which `relay` tag an auth event may carry (DESIGN section 4; docs/tally.md): a ws:, wss:, http:
+// or https: URL whose host (with port) is one of the hosts of the relay's PUBLIC_URL setting (a
+// comma-separated list of URLs) when it is set, and then only those; with it unset (local use),
+// the host the client connected to. A Host header is the client's to choose: a relay that trusted
+// it would accept a register signed for another relay and replayed to this one. The path is not
+// compared: a relay reached through a proxy or under another path is the same relay, and the
+// challenge already binds the event to this one connection.
+
+/** The hosts (host[:port], lower case) of a PUBLIC_URL setting; empty when it is unset or blank. */
+export function publicHosts(publicUrl: string | undefined): string[] {
+  const out: string[] = [];
+  for (const raw of (publicUrl ?? "").split(/[\s,]+/)) {
+    if (raw === "") continue;
+    try {
+      out.push(new URL(raw.includes("://") ? raw : `https://${raw}`).host.toLowerCase());
+    } catch {
+      out.push(""); // a malformed entry names no host, but the setting is still set
+    }
+  }
+  return out;
+}
+
 export function relayUrlMatches(tag: string, connectedHost: string, publicUrl?: string): boolean {
   let url: URL;
   try {
@@ -11,13 +28,8 @@ export function relayUrlMatches(tag: string, connectedHost: string, publicUrl?: 
     return false;
   }
   if (!["ws:", "wss:", "http:", "https:"].includes(url.protocol)) return false;
-  const hosts = new Set([connectedHost.toLowerCase()]);
-  if (publicUrl) {
-    try {
-      hosts.add(new URL(publicUrl).host.toLowerCase());
-    } catch {
-      // a malformed PUBLIC_URL setting names no host
-    }
-  }
-  return hosts.has(url.host.toLowerCase());
+  const configured = publicHosts(publicUrl);
+  const hosts = configured.length > 0 ? configured : [connectedHost.toLowerCase()];
+  const host = url.host.toLowerCase();
+  return host !== "" && hosts.includes(host);
 }

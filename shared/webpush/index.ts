@@ -16,7 +16,9 @@ export {
 export {
   URGENCIES,
   WebPushSender,
+  answerForLog,
   classifyPushAnswer,
+  readAtMost,
   parseRetryAfter,
   pushTopicSchema,
   retryDelaySeconds,

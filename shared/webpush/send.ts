@@ -56,21 +56,63 @@ export function parseRetryAfter(value: string | null, nowMs: number): number | u
   return Math.max(0, Math.ceil((at - nowMs) / 1000));
 }
 
+/**
+ * A push service's answer text as the relay may log it: control characters (line breaks, escape
+ * sequences) removed, at most WEBPUSH_LIMITS.max_logged_answer_chars characters.
+ */
+export function answerForLog(text: string): string {
+  // eslint-disable-next-line no-control-regex
+  const clean = text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, " ").trim();
+  const max = WEBPUSH_LIMITS.max_logged_answer_chars;
+  return clean.length > max ? `${clean.slice(0, max)}…` : clean;
+}
+
+/**
+ * Reads at most `max` bytes of a body and cancels the rest (an endless answer costs no more than
+ * that); a body that fails or times out midway gives what was read.
+ */
+export async function readAtMost(body: ReadableStream<Uint8Array> | null, max: number = WEBPUSH_LIMITS.max_answer_bytes): Promise<Uint8Array> {
+  if (!body) return new Uint8Array(0);
+  const reader = body.getReader();
+  const out = new Uint8Array(max);
+  let n = 0;
+  try {
+    while (n < max) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      const take = Math.min(value.byteLength, max - n);
+      out.set(value.subarray(0, take), n);
+      n += take;
+    }
+  } catch {
+    // a reset or the timeout: keep what arrived
+  } finally {
+    reader.cancel().catch(() => {});
+  }
+  return out.slice(0, n);
+}
+
+/**
+ * What one answer means. Only a 4xx that says nothing of the subscription is read (at most
+ * max_answer_bytes, for the log); every other body is cancelled unread. A redirect is never
+ * followed (a push service does not redirect; a URL that does is not one): rejected.
+ */
 export async function classifyPushAnswer(res: Response, nowMs: number): Promise<PushOutcome> {
   const status = res.status;
-  if (status >= 200 && status < 300) return { kind: "delivered", status };
-  if (status === 404 || status === 410) return { kind: "gone", status };
-  if (status === 413) return { kind: "too_large", status };
+  const discard = () => res.body?.cancel().catch(() => {});
+  if (status >= 200 && status < 300) return void discard(), { kind: "delivered", status };
+  if (status === 404 || status === 410) return void discard(), { kind: "gone", status };
+  if (status === 413) return void discard(), { kind: "too_large", status };
   if (status === 429 || status >= 500) {
+    discard();
     return { kind: "retry", status, retryAfterSeconds: parseRetryAfter(res.headers.get("retry-after"), nowMs) };
   }
-  let detail = "";
-  try {
-    detail = (await res.text()).slice(0, 200);
-  } catch {
-    // no body
+  if (status >= 300 && status < 400) {
+    discard();
+    return { kind: "rejected", status, detail: "a redirect (not followed)" };
   }
-  return { kind: "rejected", status, detail };
+  const text = new TextDecoder().decode(await readAtMost(res.body));
+  return { kind: "rejected", status, detail: answerForLog(text) };
 }
 
 export interface RetryPolicy {
@@ -97,6 +139,8 @@ export interface WebPushSenderOptions {
   subject: string;
   fetch: FetchLike;
   now?: () => number;
+  /** Milliseconds one push may take; WEBPUSH_LIMITS.send_timeout_seconds when absent. */
+  timeoutMs?: number;
 }
 
 /** One application server: encrypts, signs (VAPID, cached per origin) and posts push messages. */
@@ -104,9 +148,11 @@ export class WebPushSender {
   private readonly signer: VapidSigner;
   private readonly fetchFn: FetchLike;
   private readonly now: () => number;
+  private readonly timeoutMs: number;
 
   constructor(opts: WebPushSenderOptions) {
     this.now = opts.now ?? Date.now;
+    this.timeoutMs = opts.timeoutMs ?? WEBPUSH_LIMITS.send_timeout_seconds * 1000;
     this.signer = new VapidSigner(opts.keys, opts.subject, this.now);
     this.fetchFn = opts.fetch;
   }
@@ -139,14 +185,18 @@ export class WebPushSender {
     return { url: target.endpoint, init: { method: "POST", headers, body: body as BodyInit | undefined } };
   }
 
-  /** Sends one message and says what to do next; never throws for a network failure (retry). */
+  /**
+   * Sends one message and says what to do next; never throws for a network failure (retry).
+   * Redirects are not followed, and the request and its answer get send_timeout_seconds.
+   */
   async send(target: PushTarget, payload: Uint8Array, opts: PushOptions): Promise<PushOutcome> {
     const { url, init } = this.buildRequest(target, payload, opts);
+    const signal = AbortSignal.timeout(this.timeoutMs);
     let res: Response;
     try {
-      res = await this.fetchFn(url, init);
+      res = await this.fetchFn(url, { ...init, redirect: "manual", signal });
     } catch (err) {
-      return { kind: "retry", status: 0, error: String(err).slice(0, 200) };
+      return { kind: "retry", status: 0, error: answerForLog(String(err)) };
     }
     return classifyPushAnswer(res, this.now());
   }

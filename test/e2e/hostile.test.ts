@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { startRelay, type RelayProcess } from "../helpers/relay-process";
+import { relayTarget, startRelay, type RelayProcess } from "../helpers/relay-process";
 import { TestSocket } from "../helpers/socket";
 import { newUser } from "../helpers/tally";
 import { bytesToHex, randomBytes } from "../../shared/encoding";
@@ -13,9 +13,10 @@ import { newP256Key } from "../../shared/minca/es256";
 import { roomKeys } from "../../shared/passnote/room";
 
 let relay: RelayProcess;
+const ADMIN_TOKEN = "admin-token-of-this-test";
 
 beforeAll(async () => {
-  relay = await startRelay();
+  relay = await startRelay({ env: { ADMIN_TOKEN } });
 });
 
 afterAll(async () => {
@@ -66,7 +67,7 @@ describe("DESIGN 3: nothing is stored for free (a relay process and its data dir
         fetch(`${relay.url}/minca/v1/host/accounts/${did}`),
         fetch(`${relay.url}/minca/v1/spaces/${space}/versions`),
       ]);
-      expect(answers.map((r) => r.status)).toEqual([200, 404, 404, 404]);
+      expect(answers.map((r) => r.status)).toEqual([200, 404, 401, 404]);
       await Promise.all(answers.map((r) => r.arrayBuffer()));
       // upgrades that never authenticate, closed by the client
       for (const path of [`/tally/v1/${newUser().npub}`, `/passnote/v2/${roomKeys(randomBytes(32)).roomId}`, `/minca/v1/rooms/${codeRoom(codeSecret(newCode()))}`]) {
@@ -85,5 +86,33 @@ describe("DESIGN 3: nothing is stored for free (a relay process and its data dir
       expect({ path, ...f }).toEqual({ path, bytes: expect.any(Number), wal: 0 });
       expect(f.bytes).toBeLessThanOrEqual(4096);
     }
+  });
+});
+
+describe("self-hosted settings and files", () => {
+  it("ADMIN_TOKEN set in the environment of npm start protects /status, /status.json and /metrics", async () => {
+    for (const path of ["/status", "/status.json", "/metrics"]) {
+      const open = await fetch(`${relay.url}${path}`);
+      await open.arrayBuffer();
+      expect(open.status).toBe(401);
+      const wrong = await fetch(`${relay.url}${path}`, { headers: { authorization: "Bearer wrong" } });
+      await wrong.arrayBuffer();
+      expect(wrong.status).toBe(401);
+      const ok = await fetch(`${relay.url}${path}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+      await ok.arrayBuffer();
+      expect(ok.status).toBe(200);
+    }
+  });
+
+  it.skipIf(relayTarget() === "wrangler")("the data directory is the relay user's only (0700) and its files are not readable by others", async () => {
+    // something stored, so that files exist
+    const t = bytesToHex(randomBytes(16));
+    expect((await fetch(`${relay.url}/minca/v1/mailbox/${t}`, { method: "POST", body: "x" })).status).toBe(201);
+    expect(statSync(relay.dataDir).mode & 0o777).toBe(0o700);
+    const walk = (dir: string): string[] =>
+      readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? [join(dir, e.name), ...walk(join(dir, e.name))] : [join(dir, e.name)]));
+    const all = walk(relay.dataDir);
+    expect(all.length).toBeGreaterThan(0);
+    for (const p of all) expect({ p, other: statSync(p).mode & 0o077 }).toEqual({ p, other: 0 });
   });
 });

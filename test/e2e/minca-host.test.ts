@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HostConnection, makeSpace, newAccount, withNote, writeVersion, type MincaAccount } from "../../clients/minca/host";
 import { base64urlEncode, utf8Encode } from "../../shared/encoding";
 import { linkTopic, passBody, passKey } from "../../shared/minca/carry";
-import { newSpace, type Space } from "../../shared/minca/space";
+import { newSpace, readSeedOf, type Space } from "../../shared/minca/space";
+import { readProofHeaders } from "../../shared/minca/read-proof";
 import { versionId } from "../../shared/minca/version";
 import { startRelay, type RelayProcess } from "../helpers/relay-process";
 
@@ -96,6 +97,57 @@ describe("issue 9: a device connects the host and passes two spaces; members wri
   });
 });
 
+describe("issue 16: a stranger, a revoked key and a records-only program, each refused with its documented reason", () => {
+  it("a stranger account's pass takeover (its own read key, at = 2^53-1) locks no member out; its versions are not_founder", async () => {
+    const club = newSpace({ founders: [alice.root.did, bob.root.did], visibility: "private" });
+    expect(await host.pass(club)).toMatchObject({ accepted: true });
+    const mallory = await newAccount();
+    const malloryHost = new HostConnection(mallory, relay.url);
+    await malloryHost.connect(0);
+    const madeUp = new Uint8Array(32).fill(3);
+    const { readKeyDid } = await import("../../shared/minca/space");
+    const takeover = await writeVersion(mallory, malloryHost.carry!, {
+      collection: "sys.pass",
+      key: passKey(club.id),
+      body: passBody({ constitution: club.constitution, key: madeUp }, readKeyDid(readSeedOf(madeUp))),
+      at: Number.MAX_SAFE_INTEGER,
+    });
+    expect(await malloryHost.post(malloryHost.carry!.id, [takeover])).toMatchObject([{ accepted: true }]);
+    // the members read and write on
+    const b = await writeVersion(bob, club, { collection: "std.message", key: "m", body: { text: "still ours" } });
+    expect(await new HostConnection(bob, relay.url).post(club.id, [b])).toMatchObject([{ accepted: true, seq: 1 }]);
+    expect((await host.fetchLog(club)).items.map((i) => i.version.id)).toEqual([b.id]);
+    // and the stranger writes nothing into the space
+    const forged = await writeVersion(mallory, { ...club, key: madeUp }, { collection: "std.message", key: "x", body: {} });
+    expect(await malloryHost.post(club.id, [forged])).toMatchObject([{ accepted: false, reason: "not_founder" }]);
+    expect(await malloryHost.close()).toMatchObject({ accepted: true }); // so the story's end finds nothing of alice's
+  });
+
+  it("a revoked key's writes are refused with revoked, in a carried space and in the carry space", async () => {
+    const board = newSpace({ founders: [alice.root.did], visibility: "public" });
+    expect(await host.pass(board)).toMatchObject({ accepted: true });
+    const app = await withNote(alice, "/");
+    const appHost = new HostConnection(app, relay.url);
+    appHost.carry = host.carry;
+    expect(await appHost.post(board.id, [await writeVersion(app, board, { collection: "std.post", key: "1", body: {} })])).toMatchObject([{ accepted: true, seq: 1 }]);
+    expect(await host.revoke(app.session.did)).toMatchObject({ accepted: true });
+    expect(await appHost.post(board.id, [await writeVersion(app, board, { collection: "std.post", key: "2", body: {} })])).toMatchObject([{ accepted: false, reason: "revoked" }]);
+    expect(await appHost.pass(newSpace({ founders: [alice.root.did], visibility: "public" }))).toMatchObject({ accepted: false, reason: "revoked" });
+    expect(await appHost.close()).toMatchObject({ accepted: false, reason: "revoked" });
+    expect((await host.fetchLog(board)).items).toHaveLength(1);
+  });
+
+  it("a records-only program writing the account registry is refused with not_account_write", async () => {
+    const registry = newSpace({ founders: [alice.root.did], visibility: "private" });
+    expect(await host.pass(registry, undefined, { own: true })).toMatchObject({ accepted: true });
+    const program = await withNote(alice, "/record");
+    const joined = await writeVersion(program, registry, { collection: "sys.joined", key: `space:${priv.id}`, body: { v: 1 } });
+    expect(await new HostConnection(program, relay.url).post(registry.id, [joined])).toMatchObject([{ accepted: false, reason: "not_account_write" }]);
+    const device = await writeVersion(alice, registry, { collection: "sys.joined", key: `space:${priv.id}`, body: { v: 1 } });
+    expect(await host.post(registry.id, [device])).toMatchObject([{ accepted: true, seq: 1 }]);
+  });
+});
+
 describe("seed §4.2: links", () => {
   it("a mailbox fetch's first page carries the account's 64 most recently written live links with seq 0; expired ones never", async () => {
     const now = Math.floor(Date.now() / 1000);
@@ -144,7 +196,7 @@ describe("seed §4.2: carry:closed", () => {
   it("the host forgets everything it held for the account: no stored row in the objects' storage, and the status answers 410", async () => {
     const ids = [priv.id, pub.id, host.carry!.id];
     expect(await host.close()).toMatchObject({ accepted: true });
-    const res = await fetch(`${relay.url}/minca/v1/host/accounts/${alice.root.did}`);
+    const res = await fetch(`${relay.url}/minca/v1/host/accounts/${alice.root.did}`, { headers: readProofHeaders(readSeedOf(host.carry!.key!), host.carry!.id) });
     expect(res.status).toBe(410);
     expect(((await res.json()) as any).error.code).toBe("carry_closed");
     expect((await fetch(`${relay.url}/minca/v1/spaces/${pub.id}/versions`)).status).toBe(404);

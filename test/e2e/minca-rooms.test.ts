@@ -2,7 +2,7 @@
 // list over real WebSockets, and the `connect` command and an account home as two separate
 // clients meeting through `wrangler dev`.
 import { spawn, execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { beforeAll, describe, expect, inject, it } from "vitest";
@@ -42,17 +42,17 @@ describe("the room endpoint on the running relay", () => {
   });
 });
 
+const systemNode = process.env.CLI_NODE ?? (["/usr/bin/node", "/usr/local/bin/node"].find((p) => existsSync(p)) ?? process.execPath);
+
 describe("npm run connect: a program and its home, two clients, through wrangler dev", () => {
   beforeAll(() => {
-    execFileSync(join(root, "node_modules/.bin/esbuild"), [
-      "clients/minca/connect-cli.ts", "--bundle", "--platform=node", "--format=esm", "--target=node20",
-      "--outfile=dist/connect.mjs", "--log-level=warning",
-    ], { cwd: root });
+    execFileSync(process.execPath, ["scripts/build-sdk.ts", "--cli"], { cwd: root });
   });
 
   it("the program ends holding a grant that verifies, after the check the home shows is typed", async () => {
     const out = join(mkdtempSync(join(tmpdir(), "minca-connect-")), "grant.json");
-    const child = spawn(process.execPath, [join(root, "dist/connect.mjs"), "home.example", "--relay", relay, "--name", "e2e terminal", "--out", out], {
+    // The system's Node when there is one (Node 20 on the README's machine: no global WebSocket).
+    const child = spawn(systemNode, [join(root, "dist/sdk/connect.mjs"), "home.example", "--relay", relay, "--name", "e2e terminal", "--out", out], {
       cwd: root,
       stdio: ["pipe", "pipe", "pipe"],
     });

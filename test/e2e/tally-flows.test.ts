@@ -3,7 +3,7 @@
 import { afterEach, describe, expect, inject, it } from "vitest";
 import type { TallyClient, InnerMessage } from "../../clients/tally/index";
 import { connectInMemory, memoryStore } from "../../clients/tally/index";
-import { device, newUser, twoDevices } from "../helpers/tally";
+import { device, exchange, newUser, twoDevices } from "../helpers/tally";
 import { sleep, waitFor } from "../helpers/wait";
 
 const relay = inject("relayUrl");
@@ -221,6 +221,7 @@ describe("seed 003 section 13: multi-device", () => {
     // (each of bob's devices also hears of the other: only alice's introductions count here)
     b1.on("peer_connect", (u, d) => void (u === alice.npub && b1Seen.push(`${u}/${d}`)));
     b2.on("peer_connect", (u, d) => void (u === alice.npub && b2Seen.push(`${u}/${d}`)));
+    await exchange(a, bob.npub);
     a.connectPeer(bob.npub);
     await waitFor(() => aSeen.length === 2 && b1Seen.length === 1 && b2Seen.length === 1, { what: "introductions" });
     expect(aSeen.sort()).toEqual([`${bob.npub}/${b1.deviceId}`, `${bob.npub}/${b2.deviceId}`].sort());

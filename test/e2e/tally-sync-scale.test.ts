@@ -7,7 +7,7 @@ import { memoryStore, type InnerMessage, type TallyClient, type TallyStore } fro
 import { innerToLedgerEntry, type LedgerEntry } from "../../shared/tally/entry";
 import { SYNC_DATA, SYNC_HELLO, SYNC_LIMITS } from "../../shared/tally/ledger";
 import { signInner } from "../../shared/tally/proof";
-import { device, newUser, type User } from "../helpers/tally";
+import { device, exchange, newUser, type User } from "../helpers/tally";
 import { waitFor } from "../helpers/wait";
 
 const relay = inject("relayUrl");
@@ -62,7 +62,7 @@ describe("12.5/13.6 equal ledgers", () => {
       signed(alice, bob, "acc", "friend_accept", at(1)),
       signed(bob, alice, "acc-b", "friend_accept", at(2)),
     ];
-    for (let i = 0; i < 9_997; i++) {
+    for (let i = 0; i < 9_996; i++) {
       const [from, to] = i % 2 ? [alice, bob] : [bob, alice];
       shared.push({ id: `e${i}`, type: "note", from_user_id: from.npub, to_user_id: to.npub, originated_at: at(10 + i), timestamp: at(10 + i), payload: { i } });
     }
@@ -81,6 +81,9 @@ describe("12.5/13.6 equal ledgers", () => {
       aT = syncTraffic(c);
       c.on("message", (m) => void marks.push(`a got ${m.type}`));
     });
+    // The relay introduces users only after an envelope exchange (their earlier history, here one
+    // message, the 10,000th entry of both ledgers).
+    await exchange(a, bob.npub);
     // Both ends say what they hold: every one of the 10,000 keys, in two messages each.
     await waitFor(() => aT.hello === 2 && bT.hello === 2, { what: "both hellos", timeout: 30_000 });
     await a.idle();
@@ -134,14 +137,15 @@ describe("12.4-12.7 recovery in order and in full", () => {
     ];
     const bStore = memoryStore();
     await fill(bStore, entries);
-    await dev(bob, { store: bStore });
+    const b = await dev(bob, { store: bStore });
     const applied: string[] = [];
     let t!: ReturnType<typeof syncTraffic>;
     const wiped = await dev(alice, { store: memoryStore() }, (c) => {
       t = syncTraffic(c);
-      c.on("message", (m) => void applied.push(m.id));
+      c.on("message", (m, via) => void (via === "sync" && applied.push(m.id)));
     });
-    await waitFor(async () => (await wiped.store.listLedger()).length === 5, { what: "recovered ledger", timeout: 30_000 });
+    await exchange(b, alice.npub); // the relay introduces users that exchanged envelopes
+    await waitFor(async () => (await wiped.store.listLedger()).length === 6, { what: "recovered ledger", timeout: 30_000 });
     expect([...t.parts.values()].some((n) => n > 1)).toBe(true); // the answer came in several parts
     expect(applied).toEqual(["req", "note-mid", "tx", "note-late"]);
     const tx = (await wiped.store.listLedger()).find((e) => e.id === "tx")!;
@@ -163,10 +167,11 @@ describe("12.4-12.7 recovery in order and in full", () => {
       t = syncTraffic(c);
       c.on("message", (m) => void got.push(m.type));
     });
+    await exchange(b, alice.npub); // the relay introduces users that exchanged envelopes
     await waitFor(() => t.data > 0, { what: "first part", timeout: 30_000 });
     const live = await b.send(alice.npub, "live", { during: "sync" });
     await waitFor(() => got.includes("live"), { what: "the application message during sync", timeout: 30_000 });
-    await waitFor(async () => (await wiped.store.listLedger()).length === 43, { what: "all recovered", timeout: 60_000 });
+    await waitFor(async () => (await wiped.store.listLedger()).length === 44, { what: "all recovered", timeout: 60_000 });
     expect(await wiped.store.hasLedger(bob.npub, live)).toBe(true);
     // No answer set through the relay was larger than the window; it took several rounds.
     expect(Math.max(...t.parts.values())).toBeLessThanOrEqual(SYNC_LIMITS.relay_window_parts);
@@ -182,6 +187,7 @@ describe("12.8 the allowance and the relay connection", () => {
     const a = await dev(alice, {}, (c) => c.on("peer_dropped", (u) => void dropped.push(u)));
     const connected = new Promise<void>((r) => a.on("peer_connect", (u) => u === mallory.npub && r()));
     const m = await dev(mallory);
+    await exchange(m, alice.npub);
     m.connectPeer(alice.npub);
     await connected;
     let closed = 0;

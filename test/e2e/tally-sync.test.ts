@@ -2,7 +2,7 @@
 // every sync message travels as an envelope.
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { connectInMemory, memoryStore, type InnerMessage, type TallyClient } from "../../clients/tally/index";
-import { device, newUser, type User } from "../helpers/tally";
+import { device, exchange, newUser, type User } from "../helpers/tally";
 import { waitFor } from "../helpers/wait";
 
 const relay = inject("relayUrl");
@@ -78,8 +78,12 @@ describe("seed 003 section 12: ledger recovery", () => {
     const alice = newUser();
     const mallory = newUser();
     const dropped: string[] = [];
-    const a = await dev(alice, { sync: { ...FAST, allowanceMs: 800 } }, (c) => c.on("peer_dropped", (u) => void dropped.push(u)));
+    const a = await dev(alice, { sync: { ...FAST, allowanceMs: 800 } }, (c) => {
+      c.on("peer_dropped", (u) => void dropped.push(u));
+      c.on("message", () => "ignored"); // the app ignores strangers' messages: no ledger entry
+    });
     const m = await dev(mallory);
+    await exchange(m, alice.npub);
     m.connectPeer(alice.npub);
     await waitFor(() => dropped.includes(mallory.npub), { what: "peer_dropped", timeout: 5_000 });
     expect(a.sync.isFriend(mallory.npub)).toBe(false);

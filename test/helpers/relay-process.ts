@@ -65,7 +65,7 @@ const root = new URL("../../", import.meta.url).pathname;
  */
 export const TEST_PUSH_ALLOW = "http://127.0.0.1";
 
-function command(target: RelayTarget, port: number, dataDir: string, runtimeDir: string): { cmd: string; args: string[] } {
+function command(target: RelayTarget, port: number, dataDir: string, runtimeDir: string, pushAllow: string): { cmd: string; args: string[] } {
   if (target === "wrangler") {
     return {
       cmd: join(root, "node_modules/.bin/wrangler"),
@@ -84,7 +84,7 @@ function command(target: RelayTarget, port: number, dataDir: string, runtimeDir:
         "warn",
         // The tests' push services on loopback pass DESIGN section 7's endpoint rule only by name.
         "--var",
-        `PUSH_ENDPOINT_ALLOW:${TEST_PUSH_ALLOW}`,
+        `PUSH_ENDPOINT_ALLOW:${pushAllow}`,
       ],
     };
   }
@@ -117,7 +117,7 @@ export async function startRelay(opts: StartOptions = {}): Promise<RelayProcess>
   const port = opts.port ?? (await freePort());
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), "relay-data-"));
   const runtimeDir = mkdtempSync(join(tmpdir(), "relay-run-"));
-  const { cmd, args } = command(target, port, dataDir, runtimeDir);
+  const { cmd, args } = command(target, port, dataDir, runtimeDir, opts.env?.PUSH_ENDPOINT_ALLOW ?? TEST_PUSH_ALLOW);
   let out = "";
   const child: ChildProcess = spawn(cmd, args, {
     cwd: root,

@@ -35,6 +35,15 @@ export async function device(
   return client;
 }
 
+/**
+ * An envelope exchange between two users (a message and its receipt), which the relay requires
+ * before it answers connect_peer between them (docs/tally.md, "Signaling").
+ */
+export async function exchange(from: TallyClient, to: string): Promise<void> {
+  const id = await from.send(to, "hello", {});
+  await new Promise<void>((resolve) => from.on("receipt", (m) => void (m === id && resolve())));
+}
+
 /** Two devices of one user. */
 export async function twoDevices(relayUrl: string, user: User = newUser()) {
   const a = await device(relayUrl, user);

@@ -116,7 +116,7 @@ describe("DESIGN 3: nothing is stored for free", () => {
   it("a GET of an unknown hosted account and GETs and POSTs of an unknown space store nothing", async () => {
     const did = (await newP256Key()).did;
     const account = env.MINCA_ACCOUNT.get(env.MINCA_ACCOUNT.idFromName(did));
-    expect((await SELF.fetch(`${BASE}/minca/v1/host/accounts/${did}`)).status).toBe(404);
+    expect((await SELF.fetch(`${BASE}/minca/v1/host/accounts/${did}`)).status).toBe(401);
     expect(await held(account)).toEqual(NOTHING);
     const id = spaceId();
     const space = env.MINCA_SPACE.get(env.MINCA_SPACE.idFromName(id));

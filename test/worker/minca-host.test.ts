@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import { HostConnection, makeSpace, newAccount, withNote, writeVersion } from "../../clients/minca/host";
 import { linkTopic, passBody, passKey } from "../../shared/minca/carry";
 import { utf8Encode } from "../../shared/encoding";
+import { readSeedOf } from "../../shared/minca/space";
 import { MINCA_HOST_LIMITS } from "../../shared/limits";
 import type { MincaAccount } from "../../durable-objects/minca-account";
 
@@ -55,7 +56,87 @@ describe("DESIGN 8.3: the host's identity and connecting it", () => {
     expect(await ok.json()).toEqual({ account: acct.root.did, carry_space: grant.carry.space });
     expect((await post(grant)).status).toBe(201); // connecting again keeps what it holds
     expect(await host.status()).toMatchObject({ account: acct.root.did, carry_space: grant.carry.space, spaces: 0 });
-    expect((await SELF.fetch(`${RELAY}/minca/v1/host/accounts/${(await newAccount()).root.did}`)).status).toBe(404);
+  });
+
+  it("DESIGN 8.3: an account's status answers only a request proven with its carry space's read key — 401 without, 403 with a wrong one or for an account the host does not carry, nothing about the account", async () => {
+    const { acct, host } = await connected();
+    const url = `${RELAY}/minca/v1/host/accounts/${acct.root.did}`;
+    const none = await SELF.fetch(url);
+    expect(none.status).toBe(401);
+    expect(((await none.json()) as any).error.code).toBe("read_proof_required");
+    const { readProofHeaders } = await import("../../shared/minca/read-proof");
+    const other = makeSpace(acct, "private");
+    const wrong = await SELF.fetch(url, { headers: readProofHeaders(readSeedOf(other.key!), host.carry!.id) });
+    expect(wrong.status).toBe(403);
+    const wrongBody = await wrong.text();
+    expect(wrongBody).not.toContain(host.carry!.id);
+    // a proof for an account the host does not know answers exactly as a wrong one
+    const stranger = await newAccount();
+    const unknown = await SELF.fetch(`${RELAY}/minca/v1/host/accounts/${stranger.root.did}`, { headers: readProofHeaders(readSeedOf(other.key!), other.id) });
+    expect(unknown.status).toBe(403);
+    expect(await unknown.text()).toBe(wrongBody.replace(acct.root.did, stranger.root.did));
+    expect(await host.status()).toMatchObject({ account: acct.root.did, carry_space: host.carry!.id });
+  });
+
+  it("DESIGN 8.3: a binding is proven only by a version under the account's /account/write authority in its carry space; an unproven one expires after unproven_binding_seconds and leaves nothing", async () => {
+    const acct = await newAccount();
+    const squatter = new HostConnection(acct, RELAY, { fetch: fetchSelf });
+    await squatter.connect(0);
+    // meanwhile another grant may replace it (the account's real one)
+    const real = new HostConnection(acct, RELAY, { fetch: fetchSelf });
+    expect(await real.connect(1)).toMatchObject({ carry_space: real.carry!.id });
+    const stub = accountStub(acct.root.did);
+    const alarm = await runInDurableObject(stub, (_i, st) => st.storage.getAlarm());
+    expect(alarm).toBeGreaterThan(Date.now() + (MINCA_HOST_LIMITS.unproven_binding_seconds - 60) * 1000);
+    // an hour on, nothing arrived: the binding expires, and the objects keep nothing
+    await runInDurableObject(stub, (_i, st) => st.storage.sql.exec("UPDATE meta SET value = ? WHERE key = 'bound_at'", String(Date.now() - MINCA_HOST_LIMITS.unproven_binding_seconds * 1000 - 1)));
+    await runDurableObjectAlarm(stub);
+    const tables = (s: DurableObjectStub) => runInDurableObject(s, (_i, st) => st.storage.sql.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_%' ESCAPE '\\' AND name NOT LIKE 'sqlite%'").toArray());
+    expect(await tables(stub)).toEqual([]);
+    expect(await rows(spaceStub(real.carry!.id), ["log", "carriers", "meta"])).toEqual({ log: 0, carriers: 0, meta: 0 });
+    await expect(real.status()).rejects.toMatchObject({ status: 403 });
+    // proven once the account writes: then no grant replaces it and it never expires
+    await real.connect(1);
+    expect(await real.pass(makeSpace(acct, "public"))).toMatchObject({ accepted: true });
+    await runInDurableObject(stub, (_i, st) => st.storage.sql.exec("UPDATE meta SET value = ? WHERE key = 'bound_at'", "0"));
+    await runDurableObjectAlarm(stub);
+    expect(await real.status()).toMatchObject({ spaces: 1 });
+    await expect(squatter.connect(0)).rejects.toMatchObject({ status: 409 });
+  });
+});
+
+describe("admission (MINCA_HOST_ADMISSION)", () => {
+  const post = async (settings: Record<string, string>, grant: unknown, headers: Record<string, string> = {}) => {
+    const { default: worker } = await import("../../workers/index");
+    const { createExecutionContext, waitOnExecutionContext } = await import("cloudflare:test");
+    const ctx = createExecutionContext();
+    const res = await worker.fetch(new Request(`${RELAY}/minca/v1/host/accounts`, { method: "POST", body: JSON.stringify(grant), headers }), { ...env, ...settings }, ctx);
+    await waitOnExecutionContext(ctx);
+    return res;
+  };
+
+  it("the CarryGrant POST admits as the operator set: allowlist only its dids, token only with its Bearer token; a refused grant stores nothing", async () => {
+    const listed = await newAccount();
+    const other = await newAccount();
+    const grantOf = async (a: typeof listed) => new HostConnection(a, RELAY, { fetch: fetchSelf }).grant();
+    const allow = { MINCA_HOST_ADMISSION: "allowlist", MINCA_HOST_ALLOWLIST: `did:key:zDnaeNobody,${listed.root.did}` };
+    const refused = await post(allow, await grantOf(other));
+    expect(refused.status).toBe(403);
+    expect(((await refused.json()) as any).error.code).toBe("not_admitted");
+    expect((await post(allow, await grantOf(listed))).status).toBe(201);
+    const token = { MINCA_HOST_ADMISSION: "token", MINCA_HOST_ADMISSION_TOKEN: "handed-out" };
+    const none = await post(token, await grantOf(other));
+    expect(none.status).toBe(401);
+    expect(((await none.json()) as any).error.code).toBe("admission_required");
+    expect((await post(token, await grantOf(other), { authorization: "Bearer wrong" })).status).toBe(403);
+    const stub = accountStub(other.root.did);
+    expect(await runInDurableObject(stub, (_i, st) => st.storage.sql.exec("SELECT name FROM sqlite_master WHERE name = 'meta'").toArray())).toEqual([]);
+    expect((await post(token, await grantOf(other), { authorization: "Bearer handed-out" })).status).toBe(201);
+    // the information document says which
+    const { default: worker } = await import("../../workers/index");
+    const { createExecutionContext } = await import("cloudflare:test");
+    const doc = (await (await worker.fetch(new Request(`${RELAY}/`, { headers: { accept: "application/json" } }), { ...env, ...token }, createExecutionContext())).json()) as any;
+    expect(doc.protocols.minca.host.admission).toBe("token");
   });
 });
 
@@ -353,7 +434,7 @@ describe("seed §4.2: links and carry:closed", () => {
     for (const id of [p.id, q.id, host.carry!.id]) expect(await rows(spaceStub(id), ["log", "carriers", "meta"])).toEqual({ log: 0, carriers: 0, meta: 0 });
     expect(await rows(accountStub(acct.root.did), ["passes", "links", "usage"])).toEqual({ passes: 0, links: 0, usage: 0 });
     const meta = await runInDurableObject(accountStub(acct.root.did), (_i, state) => state.storage.sql.exec<{ key: string }>("SELECT key FROM meta ORDER BY key").toArray().map((r) => r.key));
-    expect(meta).toEqual(["closed_at", "closed_space"]);
+    expect(meta).toEqual(["closed_at", "closed_read_key", "closed_space"]);
     await expect(host.status()).rejects.toMatchObject({ status: 410, code: "carry_closed" });
     await expect(host.connect()).rejects.toMatchObject({ status: 410 });
     // connecting it again derives a new carry space (gen 1)

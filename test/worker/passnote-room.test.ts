@@ -4,7 +4,7 @@ import { SELF, env, evictDurableObject, runInDurableObject } from "cloudflare:te
 import { describe, expect, it } from "vitest";
 import { roomKeys, signJoin, joinPeerFrame, BROADCAST, type RoomKeys } from "../../shared/passnote/room";
 import { randomBytes } from "../../shared/encoding";
-import { COMMON_LIMITS, PASSNOTE_LIMITS } from "../../shared/limits";
+import { CLOSE_CODES, COMMON_LIMITS, PASSNOTE_LIMITS } from "../../shared/limits";
 import { TestSocket } from "../helpers/socket";
 import type { PassnoteRoom } from "../../durable-objects/passnote-room";
 import { waitFor } from "../helpers/wait";
@@ -207,14 +207,42 @@ describe("DESIGN 3 and 5: bounds and errors on a sync room socket", () => {
     expect(await s.closed).toBe(1009);
   });
 
-  it("per-peer rate limit: a peer that floods binary frames past the burst gets rate_limited and its excess is dropped", async () => {
+  it("per-peer rate limit: a peer that floods binary frames past the burst gets rate_limited, and 20 refusals close it with 4029", async () => {
     const keys = group();
     const a = await joined(keys);
     const b = await joined(keys);
     const sent = COMMON_LIMITS.rate_burst * 2;
-    for (let i = 0; i < sent; i++) a.s.ws.send(joinPeerFrame(b.peer, bytes(i & 0xff)));
+    const stub = env.PASSNOTE_ROOM.get(env.PASSNOTE_ROOM.idFromName(keys.roomId));
+    await runInDurableObject(stub, async (room: PassnoteRoom, state) => {
+      const ws = state.getWebSockets().find((w) => (w.deserializeAttachment() as { peer?: string }).peer === a.peer)!;
+      for (let i = 0; i < sent; i++) await room.webSocketMessage(ws, joinPeerFrame(b.peer, bytes(i & 0xff)).slice().buffer);
+    });
     expect((await a.s.next("error")).code).toBe("rate_limited");
+    expect(await a.s.closed).toBe(CLOSE_CODES.rate_limited);
     await waitFor(() => b.s.binary.length >= COMMON_LIMITS.rate_burst);
     expect(b.s.binary.length).toBeLessThan(sent);
+  });
+
+  it("a rate-limited frame is answered with rate_limited and retry_after_ms, never dropped silently: one answer per refused frame", async () => {
+    const keys = group();
+    const a = await joined(keys);
+    const b = await joined(keys);
+    // Fewer refusals than rate_limited_before_close, so the socket stays open. The frames are fed
+    // to the object in one run (the bucket barely refills, however loaded the machine is).
+    const sent = COMMON_LIMITS.rate_burst + COMMON_LIMITS.rate_limited_before_close - 1;
+    const stub = env.PASSNOTE_ROOM.get(env.PASSNOTE_ROOM.idFromName(keys.roomId));
+    await runInDurableObject(stub, async (room: PassnoteRoom, state) => {
+      const ws = state.getWebSockets().find((w) => (w.deserializeAttachment() as { peer?: string }).peer === a.peer)!;
+      for (let i = 0; i < sent; i++) await room.webSocketMessage(ws, joinPeerFrame(b.peer, bytes(i & 0xff)).slice().buffer);
+    });
+    const errors = () => a.s.ofType("error") as Array<{ code: string; retry_after_ms?: number }>;
+    await waitFor(() => b.s.binary.length + errors().length === sent);
+    expect(errors().length).toBeGreaterThan(0);
+    for (const e of errors()) {
+      expect(e.code).toBe("rate_limited");
+      expect(Number.isInteger(e.retry_after_ms) && e.retry_after_ms! > 0).toBe(true);
+      expect(e.retry_after_ms).toBeLessThanOrEqual(Math.ceil(1000 / COMMON_LIMITS.rate_messages_per_second));
+    }
+    expect(a.s.closeCode).toBeUndefined();
   });
 });

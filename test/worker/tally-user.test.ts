@@ -68,7 +68,9 @@ describe("Tally user object in workerd", () => {
     a.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(alice, bob, "after-hibernation") });
     expect((await a.next("queued")).status).toBe("delivered");
     expect((await b.next("peer_envelope")).id).toBe("after-hibernation");
-    // Signaling still names the same device.
+    // Signaling still names the same device (after an exchange both ways, which connect_peer asks for).
+    b.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(bob, alice, "back") });
+    await b.next("queued");
     a.send({ type: "connect_peer", peer_user_id: bob.npub });
     expect((await a.next("peer_connect")).peer_device_id).toBe(deviceId);
   });
@@ -138,6 +140,51 @@ describe("Tally user object in workerd", () => {
     expect(s.ofType("error")[0].code).toBe("auth_failed");
   });
 
+  it(`the relay closes a registered socket silent past ${TALLY_LIMITS.idle_timeout_seconds} s (idle bound) with 4408; a socket heard from stays`, async () => {
+    const bob = newUser();
+    const quiet = await register(bob);
+    const busy = await register(bob);
+    const quietId = quiet.ofType("registered")[0].device_id;
+    const stub = stubOf(bob);
+    // The quiet socket was last heard from past the bound; the busy one pings now.
+    await runInDurableObject(stub, (o, state) => {
+      for (const ws of state.getWebSockets()) {
+        const att = ws.deserializeAttachment();
+        if (att.deviceId === quietId) (o as unknown as { setAttachment(w: WebSocket, a: unknown): void }).setAttachment(ws, { ...att, seenAt: Date.now() - TALLY_LIMITS.idle_timeout_seconds * 1000 - 1 });
+      }
+    });
+    busy.send({ type: "ping" });
+    await busy.next("pong");
+    await runDurableObjectAlarm(stub);
+    expect(await quiet.closed).toBe(4408);
+    // The other device hears of the departure, and stays.
+    expect((await busy.next("peer_disconnect")).peer_device_id).toBe(quietId);
+    busy.send({ type: "ping" });
+    await busy.next("pong");
+  });
+
+  it("connect_peer is answered only for users with an envelope exchange with the asker (and own devices)", async () => {
+    const alice = newUser();
+    const bob = newUser();
+    const a = await register(alice);
+    const b = await register(bob);
+    a.send({ type: "connect_peer", peer_user_id: bob.npub });
+    // No exchange yet: no answer at all, as if bob were offline; a ping after it comes back first.
+    a.send({ type: "ping" });
+    await a.next("pong");
+    expect(a.ofType("peer_connect")).toEqual([]);
+    a.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(alice, bob, "one-way") });
+    await a.next("queued");
+    a.send({ type: "connect_peer", peer_user_id: bob.npub });
+    a.send({ type: "ping" });
+    await a.next("pong");
+    expect(a.ofType("peer_connect")).toEqual([]); // one way is not an exchange
+    b.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(bob, alice, "reply") });
+    await b.next("queued");
+    a.send({ type: "connect_peer", peer_user_id: bob.npub });
+    expect((await a.next("peer_connect")).peer_user_id).toBe(bob.npub);
+  });
+
   it("migrations are recorded in the object's own SQLite and applied once", async () => {
     const alice = newUser();
     const bob = newUser();
@@ -149,6 +196,6 @@ describe("Tally user object in workerd", () => {
     const names = await runInDurableObject(stub, (_o, state) =>
       state.storage.sql.exec<{ name: string }>("SELECT name FROM _migrations ORDER BY name").toArray().map((r) => r.name),
     );
-    expect(names).toEqual(["0001_init"]);
+    expect(names).toEqual(["0001_init", "0002_contacts"]);
   });
 });

@@ -1,22 +1,28 @@
 // The workerd config is generated from wrangler.toml: these tests read the real wrangler.toml
 // through wrangler's own reader and check that everything in it reaches the config, and that
 // what the generator cannot carry over stops it.
-import { mkdtempSync, mkdirSync, writeFileSync } from "node:fs";
+import { mkdtempSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import {
   ConfigError,
   capnpString,
   durableClasses,
   listBundle,
   moduleTypeOf,
+  OPTIONAL_SECRETS,
   plan,
+  publicWarnings,
+  RUNTIME_BINDING,
   workerdConfig,
   type WranglerConfig,
 } from "../../../scripts/workerd-config";
 
 const root = new URL("../../../", import.meta.url).pathname;
+
+// Importing wrangler takes about 10 s on a loaded two-core machine: once, outside any test's timeout.
+beforeAll(() => import("wrangler"), 120_000);
 
 async function wranglerToml(): Promise<WranglerConfig> {
   const { unstable_readConfig } = await import("wrangler");
@@ -105,6 +111,34 @@ describe("settings and secrets", () => {
     expect(text).toContain('(name = "VAPID_PRIVATE_KEY", fromEnvironment = "VAPID_PRIVATE_KEY")');
     expect(text).not.toContain("very-secret");
     expect(text).toContain('(name = "LIMITS", json = "{\\"a\\":1}")');
+  });
+
+  it("self-hosted secrets: ADMIN_TOKEN, VAPID_PRIVATE_KEY, VAPID_SUBJECT, MINCA_HOST_KEY set in the environment of npm start reach the Worker, never written", () => {
+    const dir = fakeBundle({ "index.js": "" });
+    const env = { ADMIN_TOKEN: "admin-secret", VAPID_SUBJECT: "mailto:ops@relay.example", MINCA_HOST_KEY: "host-secret" };
+    const text = base(dir, { ...cfg, secrets: undefined }, env);
+    for (const k of Object.keys(env)) expect(text).toContain(`(name = "${k}", fromEnvironment = "${k}")`);
+    for (const v of Object.values(env)) expect(text).not.toContain(v);
+    // unset ones are not bound (the relay generates and keeps its keys then)
+    expect(text).not.toContain("VAPID_PRIVATE_KEY");
+  });
+
+  it("the optional secrets are the settings env.d.ts types (one list)", () => {
+    const typed = readFileSync(new URL("../../../env.d.ts", import.meta.url), "utf8");
+    const body = typed.slice(typed.indexOf("interface RelaySettings"), typed.indexOf("declare namespace"));
+    const names = [...body.matchAll(/^\s+([A-Z_]+)\?:/gm)].map((m) => m[1]).filter((n) => n !== RUNTIME_BINDING);
+    expect([...OPTIONAL_SECRETS].sort()).toEqual(names.sort());
+  });
+
+  it("DESIGN 3 and 4: listening beyond loopback without PUBLIC_URL or ADMIN_TOKEN is said loudly at start", () => {
+    expect(publicWarnings("127.0.0.1", {})).toEqual([]);
+    expect(publicWarnings("::1", {})).toEqual([]);
+    const open = publicWarnings("0.0.0.0", { PUBLIC_URL: "" });
+    expect(open).toHaveLength(2);
+    expect(open[0]).toMatch(/PUBLIC_URL/);
+    expect(open[1]).toMatch(/ADMIN_TOKEN/);
+    expect(publicWarnings("0.0.0.0", { PUBLIC_URL: "wss://relay.example", ADMIN_TOKEN: "t" })).toEqual([]);
+    expect(publicWarnings("[::]", { PUBLIC_URL: "wss://relay.example" })).toEqual([expect.stringMatching(/ADMIN_TOKEN/)]);
   });
 
   it("refuses a wrangler.toml that sets the runtime marker itself", () => {

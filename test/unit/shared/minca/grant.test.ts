@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { newP256Key } from "../../../../shared/minca/es256";
-import { checkGrant, checkCodeRequest, codeRequest, grantByCode } from "../../../../shared/minca/grant";
+import { checkGrant, checkCodeRequest, codeRequest, grantByCode, grantDays, MAX_GRANT_DAYS } from "../../../../shared/minca/grant";
 import { signKeyProof } from "../../../../shared/minca/key-proof";
 import { noteNonce, signNote, verifyNote } from "../../../../shared/minca/note";
 
@@ -20,6 +20,17 @@ describe("seed 002 sections 2.5 and 2.6: notes and grant checks", () => {
     expect(grant).toMatchObject({ v: 2, did: account.key.did, name: "Leif", access: "write", scope: "account", expiresAt: 1_790_172_800 });
     expect(grant.note.payload).toMatchObject({ aud: program.did, iss: account.key.did, sub: account.key.did, cmd: "/record", pol: [] });
     expect((await checkGrant(grant, { audience: program.did, recordsOnly: true })).ok).toBe(true);
+  });
+
+  it("seed §2.5 step 4: a grant's lifetime is within the home's bounds — NaN, infinite, zero or negative days are refused; huge or tiny ones are clamped to [1 hour, 365 days]", async () => {
+    const { account, req } = await setup();
+    for (const days of [Number.NaN, -1, 0, Number.POSITIVE_INFINITY, -Number.MAX_VALUE]) {
+      expect(grantDays(days), String(days)).toBeNull();
+      await expect(grantByCode(account, req, { days, now: 1_790_000_000 })).rejects.toBeInstanceOf(RangeError);
+    }
+    expect(grantDays(undefined)).toBe(7);
+    expect((await grantByCode(account, req, { days: 1e9, now: 1_790_000_000 })).expiresAt).toBe(1_790_000_000 + MAX_GRANT_DAYS * 86_400);
+    expect((await grantByCode(account, req, { days: 1e-9, now: 1_790_000_000 })).expiresAt).toBe(1_790_000_000 + 3_600);
   });
 
   it("the home checks the proof against its own origin, and never grants its own key", async () => {

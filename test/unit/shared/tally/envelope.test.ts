@@ -5,6 +5,8 @@ import { secp256k1 } from "@noble/curves/secp256k1.js";
 import { hex } from "@scure/base";
 import {
   ENVELOPE_VERSION,
+  conversationKey,
+  legacyV2Key,
   openEnvelope,
   peerEnvelopeSchema,
   sealEnvelope,
@@ -327,5 +329,17 @@ describe("openEnvelope never throws (fuzz)", () => {
     expect(openEnvelope(hostile, bob.sk).ok).toBe(false);
     expect(openEnvelope(env, new Uint8Array(32)).ok).toBe(false);
     expect(openEnvelope(env, "nope" as unknown as Uint8Array).ok).toBe(false);
+  });
+});
+
+describe("§5.2 key cache", () => {
+  it("5.2 cache the v2 ECDH key per peer: the derived key is computed once per peer and reused", () => {
+    const me = generateSecretKey();
+    const [p1, p2] = [generateSecretKey(), generateSecretKey()].map(getPublicKeyHex);
+    const first = legacyV2Key(me, p1);
+    expect(legacyV2Key(me, p1)).toBe(first); // the same cached bytes, no second scalar multiplication
+    expect(legacyV2Key(me, p2)).not.toBe(first);
+    expect(legacyV2Key(generateSecretKey(), p1)).not.toBe(first); // per secret key too
+    expect(conversationKey(me, p1)).toBe(conversationKey(me, p1));
   });
 });

@@ -15,11 +15,22 @@ describe("polite / impolite by lexicographic key order", () => {
   });
 
   it("between two users the device ids do not matter; the key order does", () => {
-    const [x, y] = [generateSecretKey(), generateSecretKey()].map(getPublicKeyHex).sort();
-    const small = { userId: npubEncode(x), deviceId: "ffffffffffffffff" };
-    const big = { userId: npubEncode(y), deviceId: "0000000000000000" };
+    const [x, y] = [user(), user()].sort();
+    const small = { userId: x, deviceId: "ffffffffffffffff" };
+    const big = { userId: y, deviceId: "0000000000000000" };
     expect(isPolite(small, big)).toBe(true);
     expect(isPolite(big, small)).toBe(false);
+  });
+
+  it("polite/impolite by the npub comparison (seed 2: keys are npubs unless hex is stated), also where the hex order differs", () => {
+    let differing = 0;
+    for (let i = 0; i < 200; i++) {
+      const [hx, hy] = [generateSecretKey(), generateSecretKey()].map(getPublicKeyHex);
+      const [nx, ny] = [npubEncode(hx), npubEncode(hy)];
+      if (hx < hy !== nx < ny) differing++;
+      expect(isPolite({ userId: nx, deviceId: "00000000000000aa" }, { userId: ny, deviceId: "00000000000000bb" })).toBe(nx < ny);
+    }
+    expect(differing).toBeGreaterThan(0); // the two orders do differ (about 61% of pairs)
   });
 
   it("between two devices of one user the device ids decide (13.1)", () => {

@@ -2,7 +2,9 @@ import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import {
   WebPushSender,
+  answerForLog,
   classifyPushAnswer,
+  readAtMost,
   parseRetryAfter,
   pushTopicSchema,
   retryDelaySeconds,
@@ -11,6 +13,7 @@ import {
 import { generateVapidKeys } from "../../../../shared/webpush/vapid";
 import { pushSubscriptionSchema } from "../../../../shared/webpush/subscription";
 import { utf8Encode } from "../../../../shared/encoding";
+import { WEBPUSH_LIMITS } from "../../../../shared/limits";
 import { nodeDecrypt, nodeSubscription, nodeVerifyVapid } from "../../../helpers/webpush-node";
 
 function senderWith(answer: (url: string, init: RequestInit) => Response | Promise<Response>) {
@@ -73,6 +76,50 @@ describe("RFC 8030 push message requests", () => {
       throw new TypeError("connection refused");
     });
     expect((await sender.send(nodeSubscription("https://push.example/abc"), utf8Encode("x"), { ttl: 1 })).kind).toBe("retry");
+  });
+
+  it("DESIGN section 7: a redirect is never followed: fetch is asked not to, and a 3xx answer is rejected, not retried", async () => {
+    const { sender, calls } = senderWith(() => new Response(null, { status: 307, headers: { location: "https://relay.example/minca/v1/mailbox/x" } }));
+    const out = await sender.send(nodeSubscription("https://push.example/abc"), utf8Encode("x"), { ttl: 1 });
+    expect(out).toEqual({ kind: "rejected", status: 307, detail: "a redirect (not followed)" });
+    expect(calls[0].init.redirect).toBe("manual");
+  });
+
+  it("DESIGN section 7: at most max_answer_bytes of an endless error answer are read, then the rest is cancelled", async () => {
+    let pulled = 0;
+    let cancelled = false;
+    const endless = new ReadableStream<Uint8Array>({
+      pull(c) {
+        pulled += 1024;
+        c.enqueue(new Uint8Array(1024).fill(0x61));
+      },
+      cancel() {
+        cancelled = true;
+      },
+    });
+    const out = await classifyPushAnswer(new Response(endless, { status: 400 }), 0);
+    expect(out.kind).toBe("rejected");
+    expect(pulled).toBeLessThanOrEqual(WEBPUSH_LIMITS.max_answer_bytes + 2 * 1024);
+    expect(cancelled).toBe(true);
+    expect(await readAtMost(new Response("x".repeat(10_000)).body)).toHaveLength(WEBPUSH_LIMITS.max_answer_bytes);
+  });
+
+  it("DESIGN section 7: a push that takes longer than the timeout is given up and retried", async () => {
+    const fetch: FetchLike = (_url, init) =>
+      new Promise((_resolve, reject) => init.signal?.addEventListener("abort", () => reject(init.signal?.reason)));
+    const sender = new WebPushSender({ keys: generateVapidKeys(), subject: "mailto:ops@example.com", fetch, timeoutMs: 20 });
+    expect((await sender.send(nodeSubscription("https://push.example/abc"), utf8Encode("x"), { ttl: 1 })).kind).toBe("retry");
+    expect(WEBPUSH_LIMITS.send_timeout_seconds).toBe(10);
+  });
+
+  it("a push service's answer text is logged bounded and without control characters", async () => {
+    const nasty = `bad\r\n{"level":"info","msg":"forged"}\u001b[31m${"z".repeat(5_000)}`;
+    const out = await classifyPushAnswer(new Response(nasty, { status: 400 }), 0);
+    const detail = out.kind === "rejected" ? out.detail : "";
+    expect(detail).not.toMatch(/[\u0000-\u001f]/);
+    expect(detail.length).toBeLessThanOrEqual(WEBPUSH_LIMITS.max_logged_answer_chars + 1);
+    expect(detail.startsWith('bad {"level"')).toBe(true);
+    expect(answerForLog("a\u2028b\tc")).toBe("a b c");
   });
 
   it("backoff doubles from the base up to its cap; never sooner than Retry-After (itself bounded)", () => {

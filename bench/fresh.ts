@@ -1,0 +1,67 @@
+// Figures that need servers of their own, started for the measurement: memory per idle
+// connection on a freshly started server (nothing else has run there, so no memory freed by
+// earlier load is reused), and the cold start of an evicted object (the server restarted on the
+// same storage, so every object is out of memory and is started by the message that reaches it).
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startRelay } from "../test/helpers/relay-process";
+import { newUser, opaqueEnvelope } from "../test/helpers/tally";
+import { startBareDo, type Server } from "./baselines/start";
+import { treeRssKb } from "./cpu";
+import { connect, idleMemory, percentile } from "./tally";
+
+export type FreshTarget = "relay" | "bare";
+
+function start(t: FreshTarget, dir: string): Promise<Server> {
+  return t === "relay" ? startRelay({ target: "workerd", dataDir: dir }) : startBareDo({ dir });
+}
+
+/** kB of resident memory per idle registered connection, on a server started for it. */
+export async function freshIdleMemory(t: FreshTarget, o: { count: number; idleMs: number }): Promise<number> {
+  const dir = mkdtempSync(join(tmpdir(), `bench-fresh-${t}-`));
+  const s = await start(t, dir);
+  try {
+    // One connection first, so the isolate's code is loaded and compiled before "before" is read.
+    const c = await connect(s.url, newUser());
+    await c.close();
+    return (await idleMemory(s.url, () => treeRssKb(s.pid), o)).kbPerConnection;
+  } finally {
+    await s.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Cold start: `count` recipients register once (their objects are made, and keep their user),
+ * the server restarts on the same storage, a sender connects, and sends one envelope to each
+ * recipient in turn (offline: stored), each reaching an object that is not in memory. ms from
+ * sending to the relay's `queued` answer.
+ */
+export async function coldStart(t: FreshTarget, o: { count: number }): Promise<{ p50: number; p99: number }> {
+  const dir = mkdtempSync(join(tmpdir(), `bench-cold-${t}-`));
+  const recipients = Array.from({ length: o.count }, newUser);
+  let s = await start(t, dir);
+  try {
+    for (const r of recipients) await (await connect(s.url, r)).close();
+    await s.stop();
+    s = await start(t, dir);
+    const sender = newUser();
+    const a = await connect(s.url, sender);
+    const ms: number[] = [];
+    for (const [k, r] of recipients.entries()) {
+      const t0 = performance.now();
+      await new Promise<void>((resolve, reject) => {
+        a.on("queued", (q) => (q.id === `c${k}` ? (q.status === "stored" ? resolve() : reject(new Error(`cold start answered ${q.status}`))) : undefined));
+        a.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(sender, r, `c${k}`) });
+      });
+      ms.push(performance.now() - t0);
+    }
+    await a.close();
+    ms.sort((x, y) => x - y);
+    return { p50: percentile(ms, 50), p99: percentile(ms, 99) };
+  } finally {
+    await s.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

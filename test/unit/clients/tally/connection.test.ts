@@ -1,0 +1,71 @@
+// The client's relay connection (clients/tally/connection.ts): pings and a missed pong, the
+// reconnect backoff with jitter, and which closes end the retries. The half-open relay here is a
+// real WebSocket server that registers the client and then never answers a ping.
+import { afterEach, describe, expect, it } from "vitest";
+import { WebSocketServer, type WebSocket as WsSocket } from "ws";
+import { TallyClient, CLIENT_LIMITS } from "../../../../clients/tally/index";
+import { isFatalClose, reconnectDelay } from "../../../../clients/tally/connection";
+import { CLOSE_CODES } from "../../../../shared/limits";
+import { newUser } from "../../../helpers/tally";
+import { waitFor } from "../../../helpers/wait";
+
+const servers: WebSocketServer[] = [];
+const clients: TallyClient[] = [];
+afterEach(() => {
+  for (const c of clients.splice(0)) c.close();
+  for (const s of servers.splice(0)) s.close();
+});
+
+/** A relay that registers anyone and answers nothing after that (a half-open connection, as far as pings go). */
+async function silentRelay(): Promise<{ url: string; connections: WsSocket[]; pings: number[] }> {
+  const wss = new WebSocketServer({ port: 0, host: "127.0.0.1" });
+  servers.push(wss);
+  await new Promise<void>((r) => wss.on("listening", () => r()));
+  const connections: WsSocket[] = [];
+  const pings: number[] = [];
+  wss.on("connection", (ws) => {
+    const n = connections.push(ws) - 1;
+    pings[n] = 0;
+    ws.send(JSON.stringify({ type: "challenge", challenge: "ab".repeat(32) }));
+    ws.on("message", (data) => {
+      const msg = JSON.parse(String(data));
+      if (msg.type === "register") {
+        ws.send(JSON.stringify({ type: "registered", user_id: msg.user_id, device_id: "0123456789abcdef", queued: 0 }));
+        ws.send(JSON.stringify({ type: "queue_drained" }));
+      }
+      if (msg.type === "ping") pings[n]++;
+    });
+  });
+  const { port } = wss.address() as { port: number };
+  return { url: `ws://127.0.0.1:${port}`, connections, pings };
+}
+
+describe("the relay connection", () => {
+  it("the SDK pings on an interval and reconnects on a missed pong", async () => {
+    const relay = await silentRelay();
+    const closes: number[] = [];
+    const c = new TallyClient({ relayUrl: relay.url, secretKey: newUser().secretKey, store: "memory", pingIntervalMs: 50, pongTimeoutMs: 100 });
+    clients.push(c);
+    c.on("close", (code) => void closes.push(code));
+    await c.connect();
+    await waitFor(() => relay.connections.length >= 2, { what: "a second connection after the missed pong" });
+    expect(relay.pings[0]).toBeGreaterThanOrEqual(1);
+    expect(closes[0]).toBe(4000);
+  });
+
+  it("jitter on every reconnect backoff: delays spread over the upper half of an exponential, capped", () => {
+    expect(reconnectDelay(0, () => 0)).toBe(CLIENT_LIMITS.reconnect_first_ms / 2);
+    expect(reconnectDelay(0, () => 1)).toBe(CLIENT_LIMITS.reconnect_first_ms);
+    expect(reconnectDelay(3, () => 0.5)).toBe(Math.round(CLIENT_LIMITS.reconnect_first_ms * 8 * 0.75));
+    expect(reconnectDelay(30, () => 1)).toBe(CLIENT_LIMITS.reconnect_max_ms);
+    const spread = new Set(Array.from({ length: 50 }, () => reconnectDelay(4)));
+    expect(spread.size).toBeGreaterThan(10); // two clients rarely come back at the same moment
+  });
+
+  it("close 1008 too_many_devices is retried; only 4001 authentication refused ends the retries", () => {
+    expect(isFatalClose(CLOSE_CODES.policy)).toBe(false);
+    expect(isFatalClose(CLOSE_CODES.going_away)).toBe(false);
+    expect(isFatalClose(CLOSE_CODES.idle_timeout)).toBe(false);
+    expect(isFatalClose(CLOSE_CODES.auth_failed)).toBe(true);
+  });
+});
