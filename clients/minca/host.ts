@@ -30,9 +30,27 @@ export async function newAccount(cmd = "/"): Promise<MincaAccount> {
   return { root, accountKey: randomBytes(32), session, note: await sessionNote(root, session.did, cmd) };
 }
 
-/** A note from the account's root to a session key, on the whole account (seed §1.2). */
-export async function sessionNote(root: P256Key, audience: string, cmd = "/", sub = root.did, pol: unknown[] = []): Promise<Note> {
-  return signNote(root, { iss: root.did, aud: audience, sub, cmd, pol, exp: null, nonce: noteNonce() });
+/** How long a session note lives (seed §1.2: "exp": now + ttl; one root signature an hour). */
+export const SESSION_TTL_SECONDS = 3_600;
+/** A session note is renewed when less than this is left of it (seed §1.2: before it runs out). */
+export const SESSION_RENEW_BEFORE_SECONDS = 600;
+
+/** A note from the account's root to a session key, on the whole account (seed §1.2), for SESSION_TTL_SECONDS. */
+export async function sessionNote(root: P256Key, audience: string, cmd = "/", sub = root.did, pol: unknown[] = [], now = Math.floor(Date.now() / 1000)): Promise<Note> {
+  return signNote(root, { iss: root.did, aud: audience, sub, cmd, pol, exp: now + SESSION_TTL_SECONDS, nonce: noteNonce() });
+}
+
+/**
+ * Renews the account's session note when it runs out within SESSION_RENEW_BEFORE_SECONDS (seed
+ * §1.2): a new note from the root to the same session key, with the same terms. True when renewed.
+ * (Records are judged with no time, so a version under a note since expired still stands; a live
+ * check is what the renewal is for.)
+ */
+export async function renewSession(account: MincaAccount, now = Math.floor(Date.now() / 1000)): Promise<boolean> {
+  const p = account.note.payload;
+  if (p.exp !== null && p.exp - now > SESSION_RENEW_BEFORE_SECONDS) return false;
+  account.note = await sessionNote(account.root, account.session.did, p.cmd, p.sub, p.pol, now);
+  return true;
 }
 
 /** A session under another note of the same account (a records-only app, say). */
@@ -54,8 +72,9 @@ export interface WriteInput {
   at?: number;
 }
 
-/** A signed version of a record in `space` (sealed when the space is private). */
-export function writeVersion(account: MincaAccount, space: Space, w: WriteInput): Promise<Version> {
+/** A signed version of a record in `space` (sealed when the space is private), under a current session note. */
+export async function writeVersion(account: MincaAccount, space: Space, w: WriteInput): Promise<Version> {
+  await renewSession(account);
   return buildVersion({
     space: space.id,
     author: account.session,
