@@ -1,0 +1,21 @@
+// What a Chromium test page gets of the Tally client (bundled by `bundleTallyHarness` and added to
+// the page as a script): a client with a WebRTC mesh, and a log of what they did.
+import { TallyClient } from "../../clients/tally/index";
+import { DirectMesh, type DirectState } from "../../clients/tally/webrtc";
+import { hexToBytes } from "../../shared/encoding";
+
+export interface HarnessLog {
+  states: Array<[user: string, device: string, state: DirectState]>;
+  sync: Array<[type: string, via: string, from: string]>;
+  dropped: string[];
+}
+
+export async function start(relayUrl: string, secretHex: string, allowanceMs = 15_000) {
+  const client = new TallyClient({ relayUrl, secretKey: hexToBytes(secretHex), store: "memory", sync: { allowanceMs } });
+  const log: HarnessLog = { states: [], sync: [], dropped: [] };
+  client.on("sync_message", (m, via) => void log.sync.push([m.type, via, m.from_user_id]));
+  client.on("peer_dropped", (u) => void log.dropped.push(u));
+  const mesh = new DirectMesh(client, { onState: (u, d, s) => void log.states.push([u, d, s]) });
+  await client.connect();
+  return { client, mesh, log };
+}
