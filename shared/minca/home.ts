@@ -5,6 +5,7 @@
 import { base64urlDecode, base64urlEncode } from "../encoding";
 import { channelKeys, keepsCommitment, newPoint, open, seal, type ChannelKeys, type Point } from "./channel";
 import { codeRoom, codeSecret, readCode } from "./code";
+import { connectionsOf, HomeConnections } from "./connections";
 import { checkCodeRequest, codeRequest, grantByCode, grantDays, type Account, type CodeRequest, type Grant } from "./grant";
 import { askBodySchema, CODE_TYPES, doneBodySchema, helloSchema, MAX_SHOWN_NAME_CHARS, pointSchema, SEQ } from "./messages";
 import type { JoinRoom, RoomEvent, RoomTransport } from "./transport";
@@ -52,8 +53,14 @@ export interface HomeOptions {
   join: JoinRoom;
   /** The person's approval, given what the home shows. */
   approve: (shown: AskShown) => Promise<Decision>;
-  /** Whether another connection of a different kind already holds this key (seed §2.5). */
+  /** Whether another connection of a different kind already holds this key (seed §2.5), besides what `connections` holds. */
   heldElsewhere?: (did: string) => boolean;
+  /**
+   * The connections the home remembers (seed §2.10): the one it grants is added, and its refusals
+   * (its own session key, a key another kind of connection holds) read it. Default: one
+   * in-memory store per account object (connectionsOf), so the refusals always run.
+   */
+  connections?: HomeConnections;
   /** How long to wait for a code:hello before saying nobody waits on the link any more. Default 30 s. */
   helloTimeoutMs?: number;
   /** How long to wait for code:done after the grant. Default 15 minutes. */
@@ -108,6 +115,10 @@ export class HomeExchange {
     this.end({ status: "closed", reason: "closed by the home" });
   }
 
+  private connections(): HomeConnections {
+    return this.opts.connections ?? connectionsOf(this.opts.account);
+  }
+
   // ---- the machine ----------------------------------------------------------------------------
 
   private async handle(e: RoomEvent): Promise<void> {
@@ -149,11 +160,14 @@ export class HomeExchange {
         this.setState("asked");
         this.sendSealed(CODE_TYPES.heard, SEQ.heard, {});
         const req = codeRequest(ask.data);
-        const checked = await checkCodeRequest(req, {
-          origin: this.opts.origin,
-          sessionDid: this.opts.sessionDid,
-          heldElsewhere: this.opts.heldElsewhere,
-        });
+        const connections = this.connections();
+        const own = [this.opts.sessionDid, connections.sessionDid, this.opts.account.key.did];
+        const checked = own.includes(req.audience)
+          ? { ok: false as const, reason: "the audience is the home's own key" }
+          : await checkCodeRequest(req, {
+              origin: this.opts.origin,
+              heldElsewhere: (d) => connections.heldElsewhere(d, "code") || (this.opts.heldElsewhere?.(d) ?? false),
+            });
         if (!checked.ok) return this.deny(checked.reason);
         const shown: AskShown = { name: ask.data.name.slice(0, MAX_SHOWN_NAME_CHARS), did: req.audience, check: this.keys!.check };
         this.opts.onEvent?.({ kind: "ask", shown });
@@ -164,6 +178,7 @@ export class HomeExchange {
         const make = this.opts.makeGrant ?? ((a, r, days) => grantByCode(a, r, { days }));
         const grant = await make(this.opts.account, req, decision.days);
         this.granted = grant;
+        connections.remember({ audience: req.audience, kind: "code", origin: this.opts.origin });
         this.sendSealed(CODE_TYPES.answer, SEQ.answer, { grant });
         this.setState("answered");
         this.arm(this.opts.doneTimeoutMs ?? 15 * 60_000, () =>
