@@ -13,6 +13,7 @@ import type { Constitution } from "../shared/minca/space";
 import { checkVersion, outsideOf, rootOf, type Version, type VersionRefusal } from "../shared/minca/version";
 import type { Arrival } from "../shared/minca/wake";
 import { log } from "../shared/log";
+import type { MincaAccount } from "./minca-account";
 
 /** What an RPC call answers: a value, or the HTTP error the Worker turns it into. */
 export type HostResult<T> = { ok: true; value: T } | { ok: false; status: number; code: ErrorCode; message: string };
@@ -256,7 +257,15 @@ export class MincaSpace extends DurableObject<Env> {
     let closed = false;
     let revokedNow: string[] = [];
     if (carryOf !== null) {
-      const applied = await this.account(carryOf).applyCarry(space, fresh.map((f) => f.version), opts);
+      let applied: Awaited<ReturnType<MincaAccount["applyCarry"]>>;
+      try {
+        applied = await this.account(carryOf).applyCarry(space, fresh.map((f) => f.version), opts);
+      } catch (err) {
+        // Nothing of the request is logged; records applied before the failure are applied again,
+        // to the same effect, when the request is sent again (docs/hosting.md).
+        log.error("minca space: the account could not apply its carry records", { err });
+        return fail(503, "unavailable", "the host could not apply these records now: nothing was stored; send them again");
+      }
       closed = applied.closed;
       revokedNow = applied.revoked;
       for (const [i, verdict] of applied.verdicts.entries()) if (verdict !== null) refuse(fresh[i], verdict.reason, verdict.detail);

@@ -10,6 +10,8 @@ export const COMMON_LIMITS = {
   rate_burst: 400,
   /** rate_limited errors on one socket (within a minute) before it is closed with 4029. */
   rate_limited_before_close: 20,
+  /** Nesting depth (arrays and objects) of JSON a client sends over HTTP; deeper is 400, checked on the raw text before parsing. */
+  max_json_depth: 64,
 } as const;
 
 export const TALLY_LIMITS = {
@@ -25,6 +27,8 @@ export const TALLY_LIMITS = {
   queue_max_bytes: 16 * 1024 * 1024,
   /** Stored envelopes per recipient from one sender; that sender's oldest is evicted when full. */
   queue_max_per_sender: 200,
+  /** Stored bytes per recipient from one sender; that sender's oldest are evicted when over (a quarter of the queue). */
+  queue_max_bytes_per_sender: 4 * 1024 * 1024,
   /** Days a stored envelope is kept before it expires. */
   queue_ttl_days: 30,
   /** Devices (sockets) one user may have registered at once. */

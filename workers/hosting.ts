@@ -4,6 +4,7 @@ import type { Context, Hono } from "hono";
 import { cors } from "hono/cors";
 import type { HostResult } from "../durable-objects/minca-space";
 import { hostIdentity } from "../durable-objects/relay-keys";
+import { parseClientJson } from "../shared/client-json";
 import { utf8Decode } from "../shared/encoding";
 import { MINCA_HOST_LIMITS } from "../shared/limits";
 import { admissionOf, admit } from "../shared/minca/admission";
@@ -45,14 +46,16 @@ export function mountHosting(app: Hono<{ Bindings: Env }>): void {
   app.post(`${HOST_PATH}/accounts`, async (c) => {
     const body = await readBounded(c.req.raw, MINCA_HOST_LIMITS.max_grant_bytes);
     if (body === null) return httpError(c, 413, "too_large", `a CarryGrant is at most ${MINCA_HOST_LIMITS.max_grant_bytes} bytes`);
-    let json: unknown;
+    let text: string;
     try {
-      json = JSON.parse(utf8Decode(body));
+      text = utf8Decode(body);
     } catch {
-      return httpError(c, 400, "invalid_grant", "the body must be a CarryGrant's JSON");
+      return httpError(c, 400, "invalid_grant", "the body is not UTF-8");
     }
+    const json = parseClientJson(text);
+    if (!json.ok) return httpError(c, 400, "invalid_grant", `the body must be a CarryGrant's JSON: ${json.reason}`);
     const host = await hostIdentity(c.env);
-    const checked = checkCarryGrant(json, host.did);
+    const checked = checkCarryGrant(json.value, host.did);
     if (!checked.ok) return httpError(c, 400, "invalid_grant", checked.reason);
     // Admission (the operator's MINCA_HOST_ADMISSION) before anything is stored.
     const admitted = admit(admissionOf(c.env), checked.start.account, c.req.header("authorization") ?? null);

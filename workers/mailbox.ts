@@ -3,6 +3,8 @@
 import type { Context, Hono } from "hono";
 import { cors } from "hono/cors";
 import type { MailboxResult } from "../durable-objects/minca-mailbox";
+import { parseClientJson } from "../shared/client-json";
+import { utf8Decode } from "../shared/encoding";
 import { MAILBOX_LIMITS } from "../shared/limits";
 import { pageQuerySchema, postQuerySchema, receiverIdSchema, resolveUntil } from "../shared/mailbox/messages";
 import { isTopic } from "../shared/mailbox/topic";
@@ -119,13 +121,15 @@ export function mountMailbox(app: Hono<{ Bindings: Env }>): void {
     const topic = c.req.param("topic");
     const body = await readBounded(c.req.raw, MAILBOX_LIMITS.max_receiver_body_bytes);
     if (body === null) return httpError(c, 413, "too_large", `a subscription is at most ${MAILBOX_LIMITS.max_receiver_body_bytes} bytes`);
-    let json: unknown;
+    let text: string;
     try {
-      json = JSON.parse(new TextDecoder().decode(body));
+      text = utf8Decode(body);
     } catch {
-      return httpError(c, 400, "invalid_subscription", "the body must be a PushSubscription's JSON");
+      return httpError(c, 400, "invalid_subscription", "the body is not UTF-8");
     }
-    const sub = pushSubscriptionSchema.safeParse(json);
+    const json = parseClientJson(text);
+    if (!json.ok) return httpError(c, 400, "invalid_subscription", `the body must be a PushSubscription's JSON: ${json.reason}`);
+    const sub = pushSubscriptionSchema.safeParse(json.value);
     if (!sub.success) return httpError(c, 400, "invalid_subscription", firstIssue(sub.error));
     // DESIGN section 7: where the relay will send pushes (https, a public name, not itself).
     const rule = checkPushEndpoint(sub.data.endpoint, endpointPolicy(c.env, new URL(c.req.url).host));

@@ -184,6 +184,15 @@ export type CarryRecord =
  * is the constitution's readKey or the pass's own.
  */
 export function readCarryRecord(v: Version, bodyKey: Uint8Array): CarryRecord {
+  // Client input: whatever is wrong with it is a refusal, never a throw in the middle of a batch.
+  try {
+    return readCarryRecordOrThrow(v, bodyKey);
+  } catch {
+    return { kind: "refused", reason: "unreadable_record", detail: "the record cannot be read" };
+  }
+}
+
+function readCarryRecordOrThrow(v: Version, bodyKey: Uint8Array): CarryRecord {
   const deleted = v.deleted === true;
   const body = deleted ? null : versionBody(v, bodyKey);
   const unreadable = (what: string): CarryRecord => ({ kind: "refused", reason: "unreadable_record", detail: what });
@@ -234,7 +243,12 @@ export function readCarryRecord(v: Version, bodyKey: Uint8Array): CarryRecord {
       if (deleted) return { kind: "link_deleted", key: v.key };
       const l = linkBodySchema.safeParse(body);
       if (!l.success) return unreadable("a link is { v: 1, blob, until }");
-      const blob = base64urlDecode(l.data.blob);
+      let blob: Uint8Array;
+      try {
+        blob = base64urlDecode(l.data.blob);
+      } catch {
+        return unreadable("a link's blob is not base64url (a length of 4k+1 characters never is)");
+      }
       return { kind: "link", key: v.key, blob, topic: linkTopic(blob), until: l.data.until, at: v.at };
     }
     case WAKE: {

@@ -1,6 +1,7 @@
 // View-only invites (DESIGN 8.1): base64url(UTF-8(JCS({ v: 1, space, constitution, key? }))), the
 // key present for a private space, never a role secret.
 import * as z from "zod";
+import { parseClientJson } from "../client-json";
 import { base64urlDecode, base64urlEncode, utf8Decode, utf8Encode } from "../encoding";
 import { isMincaId } from "./id";
 import { canonicalize } from "./jcs";
@@ -32,15 +33,23 @@ export type InviteRead = { ok: true; invite: Invite } | { ok: false; reason: str
 /** Reads an invite: its shape, and that the constitution hashes to the space it names. */
 export function decodeInvite(s: unknown): InviteRead {
   if (typeof s !== "string" || s.length > INVITE_MAX_CHARS) return { ok: false, reason: "not an invite" };
-  let json: unknown;
+  let text: string;
   try {
-    json = JSON.parse(utf8Decode(base64urlDecode(s)));
+    text = utf8Decode(base64urlDecode(s));
   } catch {
-    return { ok: false, reason: "the invite is not base64url JSON" };
+    return { ok: false, reason: "the invite is not base64url of UTF-8" };
   }
-  const r = inviteSchema.safeParse(json);
+  const json = parseClientJson(text);
+  if (!json.ok) return { ok: false, reason: `the invite is not JSON: ${json.reason}` };
+  const r = inviteSchema.safeParse(json.value);
   if (!r.success) return { ok: false, reason: "the invite is malformed" };
-  if (spaceId(r.data.constitution) !== r.data.space) return { ok: false, reason: "the constitution does not hash to the invite's space" };
+  let id: string;
+  try {
+    id = spaceId(r.data.constitution);
+  } catch {
+    return { ok: false, reason: "the constitution has no canonical form" };
+  }
+  if (id !== r.data.space) return { ok: false, reason: "the constitution does not hash to the invite's space" };
   const invite: Invite = { space: r.data.space, constitution: r.data.constitution };
   if (r.data.key !== undefined) {
     const key = base64urlDecode(r.data.key);

@@ -7,6 +7,7 @@ import { ed25519 } from "@noble/curves/ed25519.js";
 import { hkdf } from "@noble/hashes/hkdf.js";
 import { sha256 } from "@noble/hashes/sha2.js";
 import * as z from "zod";
+import { parseClientJson } from "../client-json";
 import { concatBytes, randomBytes, base64urlEncode, utf8Decode, utf8Encode } from "../encoding";
 import { MINCA_HOST_LIMITS } from "../limits";
 import { ed25519DidKey, isEd25519DidKey, isP256DidKey } from "./did-key";
@@ -65,11 +66,14 @@ export function sealBody(bodyKey: Uint8Array, body: unknown): Uint8Array {
 /** The body a sealed box holds; null when it does not open under this key or is not JSON. */
 export function openBody(bodyKey: Uint8Array, sealed: Uint8Array): unknown | null {
   if (sealed.length < NONCE_BYTES + 16) return null;
+  let text: string;
   try {
-    return JSON.parse(utf8Decode(xchacha20poly1305(bodyKey, sealed.subarray(0, NONCE_BYTES)).decrypt(sealed.subarray(NONCE_BYTES))));
+    text = utf8Decode(xchacha20poly1305(bodyKey, sealed.subarray(0, NONCE_BYTES)).decrypt(sealed.subarray(NONCE_BYTES)));
   } catch {
     return null;
   }
+  const json = parseClientJson(text);
+  return json.ok ? json.value : null;
 }
 
 export interface Space {
