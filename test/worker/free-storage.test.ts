@@ -13,6 +13,7 @@ import { bytesToHex, randomBytes } from "../../shared/encoding";
 import { newUser, opaqueEnvelope } from "../helpers/tally";
 import { TestSocket } from "../helpers/socket";
 import type { TallyUser } from "../../durable-objects/tally-user";
+import { MIGRATIONS } from "../../migrations/index";
 
 const BASE = "http://relay.test";
 
@@ -71,7 +72,7 @@ describe("DESIGN 3: nothing is stored for free", () => {
       migrations: state.storage.sql.exec<{ name: string }>("SELECT name FROM _migrations").toArray().map((r) => r.name),
       user: state.storage.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'user_hex'").one().value,
     }));
-    expect(after).toEqual({ migrations: ["0001_init"], user: bob.hex });
+    expect(after).toEqual({ migrations: MIGRATIONS.TallyUser.map((m) => m.name), user: bob.hex });
   });
 
   it("a Passnote room stores nothing, for sockets that never join and for peers that do", async () => {
