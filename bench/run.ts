@@ -10,9 +10,10 @@
 // counts each server's whole process tree. Reconciliation is pure and runs in this process.
 //
 //   npm run bench                  full run; writes bench/results/baselines.md, baselines.svg, reconcile.md
-//   npm run bench -- --big         also reconciliation of 10^6 records with 1 difference (half a minute, 1.6 GB more)
+//   npm run bench -- --big         also reconciliation of 10^6 records with 1 and 100 differences (minutes, 1.6 GB more)
 //   npm run bench -- --wrangler    also the relay under wrangler dev, as a column of its own
 //   npm run bench -- --only tally  only the figures whose name contains "tally" (quick profiling)
+//   npm run bench -- --only reconcil  only reconciliation (no servers started); still writes reconcile.md
 //   npm run bench -- --smoke       a few seconds, one round, nothing written (part of npm test)
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -78,6 +79,8 @@ const median = (xs: number[] | undefined) => {
 };
 
 const wanted = (name: string) => !values.only || name.includes(values.only);
+/** `--only reconcil` (any start of "reconciliation"): no server figure is wanted, none is started. */
+const onlyReconcile = !!values.only && values.only.length >= 5 && "reconciliation".startsWith(values.only);
 
 /** Runs `work` against a server, also recording the server's CPU (whole process tree) per unit. */
 async function withCpu<T>(s: Server, work: () => Promise<T>): Promise<{ result: T; cpuMs: number }> {
@@ -185,14 +188,22 @@ function table(): string {
   ].join("\n");
 }
 
+/** recon1 and recon2 side by side, one row per dataset. */
 function reconcileTable(rs: ReconcileResult[]): string {
+  const n = (x: number) => x.toLocaleString("en-US");
+  const rows: string[] = [];
+  for (const r1 of rs.filter((r) => r.capability === "recon1")) {
+    const r2 = rs.find((r) => r.capability === "recon2" && r.n === r1.n && r.d === r1.d);
+    if (!r2) continue;
+    const both = (f: (r: ReconcileResult) => string) => `${f(r1)} / ${f(r2)}`;
+    rows.push(
+      `| ${n(r1.n)} | ${n(r1.d)} | ${both((r) => `${r.roundTrips} (${r.flights})`)} | ${both((r) => n(r.bytesPerSide))} | ${n(r1.shipAllBytesPerSide)} | ${both((r) => (r.bytesPerSide / r.shipAllBytesPerSide).toFixed(4))} | ${both((r) => n(r.recordsShipped))} | ${both((r) => fmt(r.ms))} |`,
+    );
+  }
   return [
-    "| records N | differences d | round trips | bytes per side | shipping everything, bytes per side | reconciliation ÷ shipping everything | records shipped (both sides) | time (ms, both sides in one process) |",
+    "| records N | differences d | round trips (flights), recon1 / recon2 | bytes per side, recon1 / recon2 | shipping everything, bytes per side | ÷ shipping everything, recon1 / recon2 | records shipped (both sides), recon1 / recon2 | time (ms, both sides in one process), recon1 / recon2 |",
     "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
-    ...rs.map(
-      (r) =>
-        `| ${r.n.toLocaleString("en-US")} | ${r.d.toLocaleString("en-US")} | ${r.roundTrips} | ${r.bytesPerSide.toLocaleString("en-US")} | ${r.shipAllBytesPerSide.toLocaleString("en-US")} | ${(r.bytesPerSide / r.shipAllBytesPerSide).toFixed(3)} | ${r.recordsShipped.toLocaleString("en-US")} | ${fmt(r.ms)} |`,
-    ),
+    ...rows,
   ].join("\n");
 }
 
@@ -203,7 +214,8 @@ async function start(t: Target): Promise<Server> {
 }
 
 async function main() {
-  buildWorker();
+  if (onlyReconcile) targets.length = 0;
+  else buildWorker();
   const servers = {} as Record<Target, Server>;
   try {
     for (const t of targets) servers[t] = await start(t);
@@ -246,16 +258,33 @@ async function main() {
     record("bundle: the browser client, gzip", "kB", false, "relay", b.webGzip / 1000);
   }
   const out = table();
-  console.log(out);
+  if (!onlyReconcile) console.log(out);
 
   const recon: ReconcileResult[] = [];
   if (wanted("reconcil")) {
     const ns = smoke ? [1_000] : [1_000, 10_000, 100_000];
     const ds = smoke ? [1, 10] : [1, 10, 100, 1_000];
-    for (const n of ns) for (const d of ds) recon.push(reconcileRun(n, d));
-    // negentropy's published case: 10^6 items, 1 difference (half a minute, 1.6 GB in this process).
-    if (values.big) recon.push(reconcileRun(1_000_000, 1));
+    for (const n of ns) for (const d of ds) for (const cap of ["recon1", "recon2"] as const) recon.push(reconcileRun(n, d, cap));
+    // negentropy's published case, 10^6 items with 1 difference, and 100 (minutes, 1.6 GB in this process).
+    if (values.big) for (const d of [1, 100]) for (const cap of ["recon1", "recon2"] as const) recon.push(reconcileRun(1_000_000, d, cap));
     console.log(`\n${reconcileTable(recon)}`);
+  }
+
+  if (!smoke && recon.length) {
+    const dir = join(import.meta.dirname, "results");
+    mkdirSync(dir, { recursive: true });
+    const args = process.argv.slice(2).join(" ");
+    writeFileSync(
+      join(dir, "reconcile.md"),
+      `# Range reconciliation, recon1 and recon2, against shipping everything\n\nMeasured by \`npm run bench${args ? ` -- ${args}` : ""}\` on ` +
+        `${new Date().toISOString().slice(0, 10)}, ${cpus().length} cores (${cpus()[0]?.model.trim()}), Node ${process.version}. ` +
+        `Both capabilities run on the same datasets (bench/reconcile.ts): two stores of N records, d of them different ` +
+        `(half on each side, half edits, half new records). Bytes are encoded frames plus their seal (nonce and tag), ` +
+        `reconcile and delta messages together; per side is the larger side's. A flight is one side's turn (its deltas ` +
+        `and its reply together), the opening probe the first; a round trip is two flights. A last flight of deltas ` +
+        `only counts (the exchange is over when they arrive), so recon1 may show one more round trip than the count of reconcile ` +
+        `messages alone gave before.\n\n${reconcileTable(recon)}\n`,
+    );
   }
 
   if (!smoke && !values.only) {
@@ -280,13 +309,6 @@ async function main() {
       join(dir, "baselines.svg"),
       barChart(`The relay against (a) bare DO and (b) Node + ws, ${date} (above 1: the relay does better)`, ["relay vs (a) bare DO on workerd", "relay vs (b) Node + ws"], rows),
     );
-    if (recon.length) {
-      writeFileSync(
-        join(dir, "reconcile.md"),
-        `# Range reconciliation against shipping everything\n\nMeasured by \`${cmd}\` on ${date}, ${machine}. ` +
-          `Bytes are encoded frames plus their seal (nonce and tag), reconcile and delta messages together.\n\n${reconcileTable(recon)}\n`,
-      );
-    }
     process.stderr.write(`written to bench/results/\n`);
   }
 }

@@ -305,6 +305,9 @@ export class MincaAccount extends DurableObject<Env> {
       case "link": {
         const held = this.sql.exec<{ at: number; topic: string }>("SELECT at, topic FROM links WHERE key = ?", rec.key).toArray()[0];
         if (!newer(held, rec.at)) return null;
+        if (!(await this.mailbox(rec.topic).linkAccount(rec.topic, account))) {
+          return { reason: "too_many_link_accounts", detail: `a mailbox topic serves the links of at most ${MINCA_HOST_LIMITS.max_link_accounts_per_topic} accounts` };
+        }
         this.sql.exec(
           `INSERT INTO links (key, topic, blob, until, at, written, author) VALUES (?, ?, ?, ?, ?, (SELECT COALESCE(MAX(written), 0) + 1 FROM links), ?)
            ON CONFLICT (key) DO UPDATE SET topic = excluded.topic, blob = excluded.blob, until = excluded.until, at = excluded.at, written = excluded.written, author = excluded.author`,
@@ -315,7 +318,7 @@ export class MincaAccount extends DurableObject<Env> {
           rec.at,
           v.author,
         );
-        await this.mailbox(rec.topic).linkAccount(rec.topic, account);
+
         if (held && held.topic !== rec.topic) await this.unlinkIfNone(held.topic);
         await this.evictLinks();
         await this.schedule();

@@ -11,7 +11,7 @@ import { StatsReporter } from "./relay-stats";
 import { MIGRATIONS } from "../migrations/index";
 import type { ErrorCode } from "../shared/errors";
 import { bytesToHex, randomBytes } from "../shared/encoding";
-import { MAILBOX_LIMITS } from "../shared/limits";
+import { MAILBOX_LIMITS, MINCA_HOST_LIMITS } from "../shared/limits";
 import { TokenBucket } from "../shared/rate-limit";
 import { buildPage, wakeBody, type Page, type PageQuery, type StoredItem } from "../shared/mailbox/messages";
 import { wakePushTopic } from "../shared/mailbox/topic";
@@ -180,10 +180,15 @@ export class MincaMailbox extends DurableObject<Env> {
   // ---- a Minca host's links (DESIGN 8.4) ------------------------------------------------------
 
   /** `account` (a carried account) holds a live link of this topic. */
-  linkAccount(topic: string, account: string): void {
+  linkAccount(topic: string, account: string): boolean {
     this.remember(topic);
     this.schema.ensure();
-    this.sql.exec("INSERT OR IGNORE INTO link_accounts (account) VALUES (?)", account);
+    // Every fetch of the topic asks each linked account: at most max_link_accounts_per_topic of them.
+    const known = this.sql.exec("SELECT 1 FROM link_accounts WHERE account = ?", account).toArray().length > 0;
+    if (known) return true;
+    if (this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM link_accounts").one().n >= MINCA_HOST_LIMITS.max_link_accounts_per_topic) return false;
+    this.sql.exec("INSERT INTO link_accounts (account) VALUES (?)", account);
+    return true;
   }
 
   /** `account` holds no live link of this topic any more. */

@@ -139,6 +139,8 @@ export class MincaRoom extends RelayObject<Env, MincaRoomAttachment> {
       this.sendError(ws, "room_expired", "this room has expired");
       return this.close(ws, CLOSE_CODES.room_expired, "room expired");
     }
+    // From here to the admission, no await: two joins running alongside cannot both pass the
+    // checks (one did in twice, or a ninth peer). The alarm is scheduled after.
     const others = this.peers(ws);
     if (others.some((p) => p.att.did === msg.did)) {
       this.sendError(ws, "did_in_room", "a peer with this did is already in the room");
@@ -148,6 +150,7 @@ export class MincaRoom extends RelayObject<Env, MincaRoomAttachment> {
       this.sendError(ws, "room_full", `at most ${MINCA_ROOM_LIMITS.max_peers} peers per room`);
       return this.close(ws, CLOSE_CODES.policy, "room full");
     }
+    let firstExpiry: number | undefined;
     if (!this.row()) {
       const { expiresAt, refusesUntil } = roomTimes(now);
       this.schema.ensure();
@@ -158,11 +161,12 @@ export class MincaRoom extends RelayObject<Env, MincaRoomAttachment> {
         expiresAt,
         refusesUntil,
       );
-      await this.scheduleAlarm(expiresAt);
+      firstExpiry = expiresAt;
     }
     this.setAttachment(ws, { ...att, authed: true, did: msg.did, challenge: "" });
     this.send(ws, { type: "welcome", peers: others.map((p) => p.att.did) });
     for (const p of others) this.send(p.ws, { type: "peer", did: msg.did });
+    if (firstExpiry !== undefined) await this.scheduleAlarm(firstExpiry);
   }
 
   /** Every other type is a network message: relayed, with `from` set here, payload untouched. */

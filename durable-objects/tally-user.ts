@@ -376,38 +376,67 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
         expires,
       );
       // The bounds. Each delete runs only once its bound is passed (below it, it deletes nothing),
-      // so that a store within bounds costs two counts, not three scans of the queue.
-      // One sender's share: its own oldest go first.
-      const mine = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM queue WHERE from_hex = ?", fromHex).one().n;
-      if (mine > TALLY_LIMITS.queue_max_per_sender) {
+      // so that a store within bounds costs two aggregate reads, not scans that write.
+      // One sender's share, by count and by bytes: its own oldest go first.
+      const mine = this.sql
+        .exec<{ n: number; total: number }>("SELECT COUNT(*) AS n, TOTAL(bytes) AS total FROM queue WHERE from_hex = ?", fromHex)
+        .one();
+      if (mine.n > TALLY_LIMITS.queue_max_per_sender) {
         this.sql.exec(
           `DELETE FROM queue WHERE seq IN (SELECT seq FROM queue WHERE from_hex = ? ORDER BY seq DESC LIMIT -1 OFFSET ?)`,
           fromHex,
           TALLY_LIMITS.queue_max_per_sender,
         );
       }
-      // The whole queue: oldest first, by count, then by bytes (deleting by count only lowers the total).
-      const all = this.sql.exec<{ n: number; total: number }>("SELECT COUNT(*) AS n, TOTAL(bytes) AS total FROM queue").one();
-      if (all.n > TALLY_LIMITS.queue_max_envelopes) {
-        this.sql.exec(
-          `DELETE FROM queue WHERE seq IN (SELECT seq FROM queue ORDER BY seq DESC LIMIT -1 OFFSET ?)`,
-          TALLY_LIMITS.queue_max_envelopes,
-        );
-      }
-      if (all.total > TALLY_LIMITS.queue_max_bytes) {
+      if (mine.total > TALLY_LIMITS.queue_max_bytes_per_sender) {
         this.sql.exec(
           `DELETE FROM queue WHERE seq IN (
-             SELECT seq FROM (SELECT seq, SUM(bytes) OVER (ORDER BY seq DESC) AS total FROM queue) WHERE total > ?)`,
-          TALLY_LIMITS.queue_max_bytes,
+             SELECT seq FROM (SELECT seq, SUM(bytes) OVER (ORDER BY seq DESC) AS newer FROM queue WHERE from_hex = ?) WHERE newer > ?)`,
+          fromHex,
+          TALLY_LIMITS.queue_max_bytes_per_sender,
         );
       }
+      this.evictLargestSharers();
     });
+    // Evicted at once (its sender was the largest sharer of a full queue): it was not stored.
+    if (this.sql.exec("SELECT 1 FROM queue WHERE from_hex = ? AND id = ?", fromHex, id).toArray().length === 0) return null;
     void this.scheduleAlarm(expires);
     return body;
   }
 
   // Any statement that can write (a DELETE that matches nothing too) opens a write transaction,
   // and the socket's output then waits for its commit: deletes that are usually no-ops look first.
+
+  /**
+   * The whole queue, by count and by bytes: while it is over a bound, the largest sharer (the
+   * sender holding the most envelopes, or bytes; on a tie, the one whose oldest is oldest) loses
+   * its oldest envelopes, as many as the excess. No sender can evict what others stored while it
+   * holds more than they do (DESIGN section 3).
+   */
+  private evictLargestSharers(): void {
+    for (;;) {
+      const all = this.sql.exec<{ n: number; total: number }>("SELECT COUNT(*) AS n, TOTAL(bytes) AS total FROM queue").one();
+      const overCount = all.n - TALLY_LIMITS.queue_max_envelopes;
+      const overBytes = all.total - TALLY_LIMITS.queue_max_bytes;
+      if (overCount <= 0 && overBytes <= 0) return;
+      const byBytes = overBytes > 0;
+      const top = this.sql
+        .exec<{ from_hex: string }>(
+          `SELECT from_hex FROM queue GROUP BY from_hex ORDER BY ${byBytes ? "TOTAL(bytes)" : "COUNT(*)"} DESC, MIN(seq) LIMIT 1`,
+        )
+        .one().from_hex;
+      if (byBytes) {
+        this.sql.exec(
+          `DELETE FROM queue WHERE seq IN (
+             SELECT seq FROM (SELECT seq, SUM(bytes) OVER (ORDER BY seq) - bytes AS older FROM queue WHERE from_hex = ?) WHERE older < ?)`,
+          top,
+          overBytes,
+        );
+      } else {
+        this.sql.exec("DELETE FROM queue WHERE seq IN (SELECT seq FROM queue WHERE from_hex = ? ORDER BY seq LIMIT ?)", top, overCount);
+      }
+    }
+  }
 
   private purgeExpired(now: number): void {
     if (!this.schema.exists) return;

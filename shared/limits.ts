@@ -27,6 +27,8 @@ export const TALLY_LIMITS = {
   queue_max_bytes: 16 * 1024 * 1024,
   /** Stored envelopes per recipient from one sender; that sender's oldest is evicted when full. */
   queue_max_per_sender: 200,
+  /** Stored bytes per recipient from one sender; that sender's oldest are evicted when over (a quarter of the queue). */
+  queue_max_bytes_per_sender: 4 * 1024 * 1024,
   /** Days a stored envelope is kept before it expires. */
   queue_ttl_days: 30,
   /** Devices (sockets) one user may have registered at once. */
@@ -225,6 +227,8 @@ export const MINCA_HOST_LIMITS = {
   max_account_bytes: 268_435_456,
   /** sys.link records kept per account (the carry space's live links). */
   max_links_per_account: 256,
+  /** Accounts whose links one mailbox topic serves; a link past it is refused with too_many_link_accounts. */
+  max_link_accounts_per_topic: 16,
   /** Links per account a mailbox fetch is answered with: the most recently written. */
   links_served_per_account: 64,
   /** Seconds a read proof's Minca-Time may differ from the host's clock. */

@@ -39,10 +39,22 @@ export class PassnotePeer {
       leave: (p) => this.engine.peerLeft(p),
       frame: (from, frame) => void this.engine.receive(from, frame),
       close: () => this.engine.close(),
+      // A frame refused by the relay: once it allows messages again, repair by anti-entropy.
+      refused: (ms) => this.scheduleRepair(ms),
     });
     // Attached to a transport that is already in (a restart on a live connection): every peer
     // present is met afresh, with this instance's new inst token.
     if (transport.self !== undefined) for (const p of transport.peers()) this.engine.peerJoined(p);
+  }
+
+  private repairTimer: ReturnType<typeof setTimeout> | undefined;
+
+  private scheduleRepair(afterMs: number): void {
+    if (this.repairTimer) return; // one repair covers every refusal until it runs
+    this.repairTimer = setTimeout(() => {
+      this.repairTimer = undefined;
+      this.engine.repair();
+    }, afterMs);
   }
 
   get store(): MemoryStore {
@@ -78,6 +90,7 @@ export class PassnotePeer {
 
   /** Stops this instance without closing the transport (as a database instance closing). */
   detach(): void {
+    clearTimeout(this.repairTimer);
     this.unsubscribe();
     this.engine.close();
   }

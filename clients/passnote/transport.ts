@@ -11,6 +11,11 @@ export interface TransportEvents {
   leave: (peer: string) => void;
   /** One frame from a peer, byte-exact, in the order that peer sent it. */
   frame: (from: string, frame: Uint8Array) => void;
+  /**
+   * The relay refused a message (rate_limited) and asked to wait this long; the transport paces
+   * itself and does not resend (it cannot know which frame): the peer repairs by anti-entropy.
+   */
+  refused: (retryAfterMs: number) => void;
   /** The transport is gone (closed locally or by the other end). */
   close: (code: number, reason: string) => void;
 }

@@ -75,14 +75,22 @@ export interface Page {
  */
 export function buildPage(rows: StoredItem[], after: number, limit: number, oldestSeq: number | null, links: StoredItem[] = []): Page {
   const items: PageItem[] = [];
-  const linkItems: PageItem[] =
-    after === 0 ? links.map((l) => ({ seq: 0, at: l.at, until: l.until, blob: base64urlEncode(l.blob) })) : [];
   let bytes = 0;
   for (const r of rows) {
     if (items.length >= limit) break;
     if (items.length > 0 && bytes + r.blob.length > MAILBOX_LIMITS.page_max_bytes) break;
     bytes += r.blob.length;
     items.push({ seq: r.seq, at: r.at, until: r.until, blob: base64urlEncode(r.blob) });
+  }
+  // A host's links (first page only) count against the page's byte bound too, after the
+  // mailbox's own items: a link that would pass it is left out, never one of the items.
+  const linkItems: PageItem[] = [];
+  if (after === 0) {
+    for (const l of links) {
+      if (bytes + l.blob.length > MAILBOX_LIMITS.page_max_bytes) continue;
+      bytes += l.blob.length;
+      linkItems.push({ seq: 0, at: l.at, until: l.until, blob: base64urlEncode(l.blob) });
+    }
   }
   const next = items.length ? items[items.length - 1].seq : after;
   return { items: [...linkItems, ...items], next, more: rows.length > items.length, oldest_seq: oldestSeq };

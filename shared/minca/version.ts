@@ -145,6 +145,7 @@ export const VERSION_REFUSALS = [
   "revoked",
   "too_many_revocations",
   "too_many_carriers",
+  "too_many_link_accounts",
 ] as const;
 export type VersionRefusal = (typeof VERSION_REFUSALS)[number];
 

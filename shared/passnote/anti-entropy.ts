@@ -20,7 +20,10 @@ export function onHello(core: EngineCore, peer: string, state: PeerState, m: Mes
     .collectionNames()
     .filter((c) => core.inScope(c, ch))
     .map((collection) => ({ collection, watermark: core.store.watermark(collection) }));
-  void core.send(peer, { type: "state", watermarks: watermarks.slice(0, L.state_max_collections) }, ch);
+  // Every collection is named: several state messages when there are more than one may carry.
+  for (let i = 0; i === 0 || i < watermarks.length; i += L.state_max_collections) {
+    void core.send(peer, { type: "state", watermarks: watermarks.slice(i, i + L.state_max_collections) }, ch);
+  }
 }
 
 export function onState(core: EngineCore, peer: string, state: PeerState, m: MessageOf<"state">, ch: Channel): void {

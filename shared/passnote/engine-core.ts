@@ -80,6 +80,8 @@ export interface PeerState {
   inbound: Promise<void>;
   tokens: InstTokens;
   replied: boolean;
+  /** A handshake without an inst token arrived from this peer. */
+  tokenless?: boolean;
   version?: number;
   caps: Set<string>;
   incompatible: boolean;

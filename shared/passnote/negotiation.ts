@@ -12,7 +12,12 @@ import type { MessageOf } from "./wire";
 
 export function onHandshake(core: EngineCore, peer: string, state: PeerState, h: MessageOf<"handshake">): void {
   const token = instToken(h);
-  if (token !== undefined && state.tokens.observe(token) === "restart") {
+  // Any token not seen before from a peer that already spoke means a restart (seed): also the
+  // first token after token-less handshakes.
+  const verdict = token === undefined ? undefined : state.tokens.observe(token);
+  const restart = verdict === "restart" || (verdict === "first" && state.tokenless);
+  if (token === undefined) state.tokenless = true;
+  if (restart) {
     // The peer restarted: drop its session, negotiated version and pending work, renegotiate.
     const tokens = state.tokens;
     state.window.close();

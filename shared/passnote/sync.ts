@@ -159,6 +159,18 @@ export class SyncEngine {
     }
   }
 
+  /**
+   * Anti-entropy after a loss the transport reported (a refused frame: the relay does not say
+   * which): every agreed peer gets forceSync's hello and poke, so reconciliation re-ships whatever
+   * the lost frame carried; a peer not agreed yet gets our handshake again.
+   */
+  repair(): void {
+    for (const [peer, s] of this.core.peers) {
+      if (s.version === undefined && !s.incompatible) void this.core.send(peer, this.core.handshake());
+    }
+    this.forceSync();
+  }
+
   /** Identity mode: peers with an open session (the only ones that get user data). */
   sessionPeers(): string[] {
     return [...this.core.peers].filter(([, s]) => s.session).map(([p]) => p);

@@ -265,7 +265,7 @@ describe("envelopes (seed 6.2, 6.4, 8.2)", () => {
     b.close();
   });
 
-  it("6.4 a full queue evicts its oldest envelope", async () => {
+  it("6.4 a full queue evicts the largest sharer's oldest envelope (DESIGN 3: no sender evicts what others stored)", async () => {
     const bob = newUser();
     const senders = Array.from({ length: Math.ceil((TALLY_LIMITS.queue_max_envelopes + 5) / TALLY_LIMITS.queue_max_per_sender) }, newUser);
     const sockets = await Promise.all(senders.map((u) => rawRegistered(relay, u)));
@@ -284,7 +284,11 @@ describe("envelopes (seed 6.2, 6.4, 8.2)", () => {
     await b.next("queue_drained", 30_000);
     const ids = b.ofType("peer_envelope").map((e) => e.id);
     expect(ids.length).toBe(TALLY_LIMITS.queue_max_envelopes);
-    expect(ids[0]).toBe("e00005"); // e00000..e00004 were evicted
+    // Each eviction takes the oldest of the sender holding the most (on a tie, the one whose oldest
+    // is oldest): the first five senders, equal sharers, lose their oldest in turn; the last keeps all.
+    const sent = Array.from({ length: total }, (_, i) => `e${String(i).padStart(5, "0")}`);
+    const evicted = sent.filter((id) => !ids.includes(id));
+    expect(evicted).toEqual([0, 1, 2, 3, 4].map((k) => `e${String(k * per).padStart(5, "0")}`));
     expect(ids.at(-1)).toBe(`e${String(total - 1).padStart(5, "0")}`);
     for (const s of [...sockets, b]) s.close();
   });

@@ -198,3 +198,19 @@ describe("12.8 the allowance and the relay connection", () => {
     expect(a.sync.mayConnect(mallory.npub)).toBe(false);
   });
 });
+
+describe("13.5/13.8 relay or channel, per device", () => {
+  it("relay-or-channel chosen per device, failed sends counted: an own device whose channel fails gets the broadcast by the relay", async () => {
+    const alice = newUser();
+    const bob = newUser();
+    const a1 = await dev(alice);
+    const a2 = await dev(alice);
+    const a3 = await dev(alice);
+    await waitFor(() => a1.ownDevices.size === 2, { what: "own devices" });
+    // a1 has a working channel to a2, and one to a3 whose sends fail.
+    a1.addDirectChannel(alice.npub, { send: (f) => void a2.handleDirectFrame(f, alice.npub) }, a2.deviceId);
+    a1.addDirectChannel(alice.npub, { send: () => { throw new Error("closing"); } }, a3.deviceId);
+    const id = await a1.send(bob.npub, "note", { n: 1 });
+    await waitFor(async () => (await a2.store.hasLedger(alice.npub, id)) && (await a3.store.hasLedger(alice.npub, id)), { what: "both own devices" });
+  });
+});

@@ -62,6 +62,21 @@ async function until<T>(what: string, fn: () => Promise<T | undefined | false>, 
   }
 }
 
+describe.skipIf(!chromiumPath)("the client's store in Chromium", () => {
+  it("default persistent store: in a browser a client with no store keeps its outbox in IndexedDB", async () => {
+    const page = await chrome.context.newPage();
+    await page.goto(`${relay}/healthz`);
+    await page.addScriptTag({ content: harness });
+    const r = await page.evaluate(
+      ([sk, peer]) => (window as any).tallyHarness.defaultStoreRoundTrip(sk, peer),
+      [bytesToHex(newUser().secretKey), newUser().npub] as const,
+    );
+    expect(r.seen).toEqual([r.sent]);
+    expect(r.kind).toBe("IndexedDbKeyValue");
+    await page.close();
+  });
+});
+
 describe.skipIf(!chromiumPath)("WebRTC direct channels in Chromium", () => {
   it("12.8 allowance expiry closes every connection to the unknown peer in every state: a WebRTC connection still negotiating is closed", async () => {
     const alice = newUser();

@@ -19,3 +19,12 @@ export async function start(relayUrl: string, secretHex: string, allowanceMs = 1
   await client.connect();
   return { client, mesh, log };
 }
+
+/** The default store in a browser: a client with no store, its outbox seen again by a second client. */
+export async function defaultStoreRoundTrip(secretHex: string, peerNpub: string): Promise<{ sent: string; seen: string[]; kind: string }> {
+  const sk = hexToBytes(secretHex);
+  const first = new TallyClient({ relayUrl: "ws://unused", secretKey: sk });
+  const sent = await first.send(peerNpub, "note", { n: 1 });
+  const second = new TallyClient({ relayUrl: "ws://unused", secretKey: sk });
+  return { sent, seen: (await second.store.listOutbox()).map((i) => i.id), kind: (second.store as unknown as { kv: object }).kv.constructor.name };
+}

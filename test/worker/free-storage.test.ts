@@ -63,7 +63,8 @@ describe("DESIGN 3: nothing is stored for free", () => {
     await s.next("queue_drained");
     s.close();
     await s.closed;
-    expect(await held(stub)).toEqual(NOTHING);
+    // no table (the idle bound of a registered device may leave its alarm until it fires: an authenticated user's)
+    expect((await held(stub)).tables).toEqual([]);
     expect(await stub.deliver(bob.hex, JSON.stringify(opaqueEnvelope(alice, bob, "kept")), alice.hex, "kept")).toBe("stored");
     await evictDurableObject(stub);
     const after = await runInDurableObject(stub, (_o, state) => ({

@@ -423,6 +423,20 @@ describe("seed §4.2: links and carry:closed", () => {
     expect(await runInDurableObject(env.MINCA_MAILBOX.get(env.MINCA_MAILBOX.idFromName(topic)), (_i, st) => st.storage.sql.exec("SELECT * FROM link_accounts").toArray())).toEqual([]);
   });
 
+  it("a mailbox topic serves the links of at most max_link_accounts_per_topic accounts: a link past it is refused (too_many_link_accounts)", async () => {
+    const { host } = await connected();
+    const blob = utf8Encode(`shared ${Math.random()}`);
+    const topic = linkTopic(blob);
+    const other = await connected();
+    expect(await other.host.link("link:x", blob, Math.floor(Date.now() / 1000) + 600)).toMatchObject({ accepted: true });
+    await runInDurableObject(env.MINCA_MAILBOX.get(env.MINCA_MAILBOX.idFromName(topic)), (_i, st) => {
+      for (let i = 1; i < MINCA_HOST_LIMITS.max_link_accounts_per_topic; i++) st.storage.sql.exec("INSERT INTO link_accounts (account) VALUES (?)", `did:key:filler${i}`);
+    });
+    expect(await host.link("link:y", blob, Math.floor(Date.now() / 1000) + 600)).toMatchObject({ accepted: false, reason: "too_many_link_accounts" });
+    expect(await host.status()).toMatchObject({ links: 0 });
+    expect(await other.host.link("link:x", blob, Math.floor(Date.now() / 1000) + 700)).toMatchObject({ accepted: true }); // one already there writes on
+  });
+
   it("carry:closed: the host forgets every row it held for the account and the status answers 410", async () => {
     const { acct, host } = await connected();
     const p = makeSpace(acct, "private");

@@ -142,6 +142,22 @@ describe("the code-channel room Durable Object (DESIGN section 6)", () => {
     for (const p of peers) p.s.close();
   });
 
+  it("concurrent joins: one did is admitted once, and never more than 8 peers (checked and admitted with no await between)", async () => {
+    const room = newRoom();
+    const key = await newP256Key();
+    const twins = await Promise.all([connect(room), connect(room), connect(room)]);
+    const twinJoins = await Promise.all(twins.map(async (s) => makeJoin(key, room, (await s.next("challenge")).challenge)));
+    twinJoins.forEach((j, i) => twins[i].send(j));
+    const outcomes = await Promise.all(twins.map((s) => Promise.race([s.next("welcome").then(() => "welcome"), s.closed.then(() => "closed")])));
+    expect(outcomes.filter((o) => o === "welcome")).toHaveLength(1);
+    const crowd = await Promise.all(Array.from({ length: 12 }, () => connect(room)));
+    const keys = await Promise.all(crowd.map(() => newP256Key()));
+    const joins = await Promise.all(crowd.map(async (s, i) => makeJoin(keys[i], room, (await s.next("challenge")).challenge)));
+    joins.forEach((j, i) => crowd[i].send(j));
+    const results = await Promise.all(crowd.map((s) => Promise.race([s.next("welcome").then(() => "welcome"), s.closed.then(() => "closed")])));
+    expect(results.filter((o) => o === "welcome")).toHaveLength(MINCA_ROOM_LIMITS.max_peers - 1);
+  });
+
   it("an object evicted between two messages loses nothing: peers, their dids and their counts", async () => {
     const room = newRoom();
     const a = await joined(room);

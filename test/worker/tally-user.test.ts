@@ -111,22 +111,65 @@ describe("Tally user object in workerd", () => {
     expect(b.ofType("peer_envelope").map((e) => e.id)).toEqual(ids);
   });
 
-  it(`a queue holds at most ${TALLY_LIMITS.queue_max_bytes} bytes: the oldest envelopes go first`, async () => {
+  const queueRows = (stub: DurableObjectStub<TallyUser>) =>
+    runInDurableObject(stub, (_o, state) =>
+      state.storage.sql.exec<{ from_hex: string; id: string; bytes: number }>("SELECT from_hex, id, bytes FROM queue ORDER BY seq").toArray(),
+    );
+
+  it(`one sender evicts no one: a sender's share of a queue is at most ${TALLY_LIMITS.queue_max_bytes_per_sender} bytes (its own oldest go), and others' envelopes stay`, async () => {
     const alice = newUser();
+    const carol = newUser();
+    const bob = newUser();
+    const stub = stubOf(bob);
+    for (const id of ["c1", "c2", "c3"]) expect(await stub.deliver(bob.hex, JSON.stringify(opaqueEnvelope(carol, bob, id)), carol.hex, id)).toBe("stored");
+    const pad = "x".repeat(TALLY_LIMITS.max_envelope_bytes - 1_000);
+    const total = Math.ceil(TALLY_LIMITS.queue_max_bytes / pad.length) + 3; // enough to fill the whole queue alone
+    for (let i = 0; i < total; i++) {
+      const raw = JSON.stringify(opaqueEnvelope(alice, bob, `a${i}`, { pad }));
+      expect(await stub.deliver(bob.hex, raw, alice.hex, `a${i}`)).toBe("stored");
+    }
+    const rows = await queueRows(stub);
+    expect(rows.filter((r) => r.from_hex === carol.hex).map((r) => r.id)).toEqual(["c1", "c2", "c3"]);
+    const mine = rows.filter((r) => r.from_hex === alice.hex);
+    expect(mine.reduce((n, r) => n + r.bytes, 0)).toBeLessThanOrEqual(TALLY_LIMITS.queue_max_bytes_per_sender);
+    const kept = Math.floor(TALLY_LIMITS.queue_max_bytes_per_sender / mine[0].bytes);
+    expect(mine.map((r) => r.id)).toEqual(Array.from({ length: kept }, (_, k) => `a${total - kept + k}`));
+  });
+
+  it(`a full queue (${TALLY_LIMITS.queue_max_bytes} bytes) evicts the largest sharer's oldest first, not the oldest of all`, async () => {
     const bob = newUser();
     const stub = stubOf(bob);
     const pad = "x".repeat(TALLY_LIMITS.max_envelope_bytes - 1_000);
-    const total = Math.ceil(TALLY_LIMITS.queue_max_bytes / pad.length) + 3;
-    for (let i = 0; i < total; i++) {
-      const raw = JSON.stringify(opaqueEnvelope(alice, bob, `m${i}`, { pad }));
-      expect(await stub.deliver(bob.hex, raw, alice.hex, `m${i}`)).toBe("stored");
+    const big = [newUser(), newUser(), newUser(), newUser()];
+    let per = 0;
+    for (const [k, u] of big.entries()) {
+      // each fills its share, just under the per-sender bound
+      for (let i = 0; ; i++) {
+        const raw = JSON.stringify(opaqueEnvelope(u, bob, `s${k}-${i}`, { pad }));
+        if ((i + 1) * (raw.length + 40) > TALLY_LIMITS.queue_max_bytes_per_sender) break;
+        expect(await stub.deliver(bob.hex, raw, u.hex, `s${k}-${i}`)).toBe("stored");
+        per = Math.max(per, i + 1);
+      }
     }
-    const rows = await runInDurableObject(stub, (_o, state) =>
-      state.storage.sql.exec<{ id: string; bytes: number }>("SELECT id, bytes FROM queue ORDER BY seq").toArray(),
-    );
-    const kept = Math.floor(TALLY_LIMITS.queue_max_bytes / rows[0].bytes);
-    expect(rows.map((r) => r.id)).toEqual(Array.from({ length: kept }, (_, k) => `m${total - kept + k}`));
+    // The four shares leave the queue just under its bound; a small sender then tips it over.
+    const carol = newUser();
+    let before = await queueRows(stub);
+    let c = 0;
+    while (before.length === 4 * per && c < 10) {
+      const raw = JSON.stringify(opaqueEnvelope(carol, bob, `c${c}`, { pad: pad.slice(0, 60_000) }));
+      expect(await stub.deliver(bob.hex, raw, carol.hex, `c${c++}`)).toBe("stored");
+      before = (await queueRows(stub)).filter((r) => r.from_hex !== carol.hex);
+      if (before.length < 4 * per) break;
+    }
+    before = await queueRows(stub);
+    const rows = before;
     expect(rows.reduce((n, r) => n + r.bytes, 0)).toBeLessThanOrEqual(TALLY_LIMITS.queue_max_bytes);
+    // carol (the smallest sharer, and the newest) keeps everything; the first of the largest sharers lost its oldest
+    expect(rows.filter((r) => r.from_hex === carol.hex)).toHaveLength(c);
+    const first = rows.filter((r) => r.from_hex === big[0].hex).map((r) => r.id);
+    expect(first.length).toBeLessThan(per);
+    expect(first.at(-1)).toBe(`s0-${per - 1}`);
+    expect(rows.some((r) => r.id === "s0-0")).toBe(false);
   });
 
   it("a socket that does not register within 10 s is closed with 4001 by the auth timer", async () => {

@@ -78,6 +78,17 @@ describe("DESIGN section 7: pages", () => {
     expect(p).toMatchObject({ next: 4, more: true, oldest_seq: 3 });
   });
 
+  it("a host's links count against the page's byte bound, after the mailbox's own items: a link that would pass it is left out, never an item", () => {
+    const big = (seq: number, n: number) => ({ seq, at: 1, until: 2, blob: new Uint8Array(n) });
+    const max = MAILBOX_LIMITS.page_max_bytes;
+    const links = [big(0, max / 4), big(0, max / 4), big(0, max / 4)];
+    const p = buildPage([big(1, max / 2)], 0, 10, 1, links);
+    expect(p.items.map((i) => i.seq)).toEqual([0, 0, 1]); // two of the three links fit beside the item
+    expect(p.items.reduce((n, i) => n + Math.floor((i.blob.length * 3) / 4), 0)).toBeLessThanOrEqual(max);
+    // with no items of its own, links alone fill at most the bound
+    expect(buildPage([], 0, 10, null, [...links, ...links]).items).toHaveLength(4);
+  });
+
   it("an empty page keeps `after` as next, and oldest_seq shows a retention gap", () => {
     expect(buildPage([], 9, 10, null)).toEqual({ items: [], next: 9, more: false, oldest_seq: null });
     expect(buildPage([item(40)], 0, 10, 40).oldest_seq).toBe(40);
