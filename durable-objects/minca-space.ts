@@ -8,6 +8,7 @@ import { LazySchema } from "./schema";
 import { MIGRATIONS } from "../migrations/index";
 import type { ErrorCode } from "../shared/errors";
 import { MINCA_HOST_LIMITS } from "../shared/limits";
+import { ClientBuckets } from "../shared/rate-limit";
 import { checkReadProof } from "../shared/minca/read-proof";
 import type { Constitution } from "../shared/minca/space";
 import { checkVersion, outsideOf, rootOf, type Version, type VersionRefusal } from "../shared/minca/version";
@@ -16,7 +17,7 @@ import { log } from "../shared/log";
 import type { MincaAccount } from "./minca-account";
 
 /** What an RPC call answers: a value, or the HTTP error the Worker turns it into. */
-export type HostResult<T> = { ok: true; value: T } | { ok: false; status: number; code: ErrorCode; message: string };
+export type HostResult<T> = { ok: true; value: T } | { ok: false; status: number; code: ErrorCode; message: string; retryAfterSeconds?: number };
 
 export type VersionResult = { id: string; accepted: true; seq: number } | { id?: string; accepted: false; reason: VersionRefusal; detail: string };
 
@@ -73,6 +74,11 @@ export class MincaSpace extends DurableObject<Env> {
   /** Made when an account first carries the space: a GET or POST of an unknown space stores nothing. */
   private readonly schema: LazySchema;
   private readonly waiters = new Set<() => void>();
+  /** Per-client rates (in memory: an evicted object only forgives an idle client). */
+  private readonly buckets = new ClientBuckets({
+    write: { burst: MINCA_HOST_LIMITS.write_versions_burst, perSecond: MINCA_HOST_LIMITS.write_versions_per_second },
+    read: { burst: MINCA_HOST_LIMITS.read_burst, perSecond: MINCA_HOST_LIMITS.read_per_second },
+  });
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -173,11 +179,15 @@ export class MincaSpace extends DurableObject<Env> {
   // ---- the log (called by the Worker) -------------------------------------------------------
 
   /** Runs each version through the gates and appends the accepted ones (DESIGN 8.2, 8.4). */
-  async append(space: string, arrived: Arrived[], opts: { requestHost?: string } = {}): Promise<HostResult<{ results: VersionResult[] }>> {
+  async append(space: string, arrived: Arrived[], opts: { requestHost?: string; client?: string } = {}): Promise<HostResult<{ results: VersionResult[] }>> {
     const constitution = this.constitutionOf(space);
     const carryOf = this.meta("carry_of");
     const carriers = this.carriers();
     if (!constitution || (carryOf === null && carriers.length === 0)) return fail(404, "not_found", "this host does not carry that space");
+    // Cheapest first: carried at all (above), then the client's rate, counted in versions (each a
+    // signature to verify), before any signature.
+    const limited = this.limited("write", opts.client ?? "", arrived.length);
+    if (limited) return limited;
     // The account's own spaces (DESIGN 8.4): its carry space, and a space a carrier's pass says is its own.
     const ownMachinery = carryOf !== null || carriers.some((c) => c.own);
     const results: VersionResult[] = [];
@@ -333,11 +343,15 @@ export class MincaSpace extends DurableObject<Env> {
     space: string,
     q: LogQuery,
     proof: { authorization: string | null; time: string | null },
+    client = "",
   ): Promise<HostResult<LogPage>> {
     const constitution = this.constitutionOf(space);
     if (!constitution || (this.meta("carry_of") === null && this.carriers().length === 0)) {
       return fail(404, "not_found", "this host does not carry that space");
     }
+    // Before the read proof's signature, and for every read (a long-poll included).
+    const limited = this.limited("read", client);
+    if (limited) return limited;
     if (constitution.visibility === "private") {
       const verdict = checkReadProof(proof, space, this.readKeys(constitution), Math.floor(Date.now() / 1000));
       if (verdict === "missing") return fail(401, "read_proof_required", "a private space's log is answered only to its read key (Authorization: MincaRead)");
@@ -361,6 +375,14 @@ export class MincaSpace extends DurableObject<Env> {
   }
 
   // ---- internals ------------------------------------------------------------------------------
+
+  /** The client's rate on this space (DESIGN section 3's client address): a 429 with Retry-After when over. */
+  private limited(kind: "read" | "write", client: string, n = 1): HostResult<never> | null {
+    const wait = this.buckets.take(kind, client, n);
+    if (wait === null) return null;
+    const what = kind === "write" ? `${MINCA_HOST_LIMITS.write_versions_per_second} versions` : `${MINCA_HOST_LIMITS.read_per_second} reads`;
+    return { ok: false, status: 429, code: "rate_limited", message: `too many ${kind}s on this space (about ${what} a second); retry later`, retryAfterSeconds: wait };
+  }
 
   /**
    * Who may read (DESIGN 8.4, the pass rule): a carry space's own read key; else the read key of

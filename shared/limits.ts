@@ -239,6 +239,14 @@ export const MINCA_HOST_LIMITS = {
   page_max_bytes: 1_048_576,
   /** Longest long-poll `wait` on a space's log, in seconds. */
   max_wait_seconds: 25,
+  /** Token bucket per client and space for POST .../versions, counted in versions (each is a signature to verify): burst. */
+  write_versions_burst: 200,
+  /** Token bucket per client and space for POST .../versions, in versions: sustained per second. */
+  write_versions_per_second: 20,
+  /** Token bucket per client and space for GET .../versions (a read proof to verify; a long-poll): burst. */
+  read_burst: 100,
+  /** Token bucket per client and space for GET .../versions: sustained per second. */
+  read_per_second: 10,
   /** Bytes of a CarryGrant body. */
   max_grant_bytes: 16_384,
   /** Seconds a binding (a CarryGrant taken) waits for the account's first version in its carry space; then it expires. */

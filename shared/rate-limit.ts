@@ -42,3 +42,37 @@ export class TokenBucket {
     return this.tokens >= n ? 0 : Math.ceil(((n - this.tokens) / this.perSecond) * 1000);
   }
 }
+
+/** Token-bucket rates of one kind of request: burst and sustained per second. */
+export interface Rate {
+  burst: number;
+  perSecond: number;
+}
+
+/**
+ * Token buckets per client and kind of request, held in memory (an evicted object forgets them,
+ * which only forgives an idle client). Past `maxClients` keys every bucket is dropped at once, so
+ * many addresses cost bounded memory.
+ */
+export class ClientBuckets<K extends string> {
+  private readonly buckets = new Map<string, TokenBucket>();
+
+  constructor(
+    private readonly rates: Record<K, Rate>,
+    private readonly maxClients = 10_000,
+  ) {}
+
+  /** Takes `n` tokens of `kind` for `client`: null when granted, else the seconds to wait (at least 1). */
+  take(kind: K, client: string, n = 1, now = Date.now()): number | null {
+    const key = `${kind}:${client}`;
+    let bucket = this.buckets.get(key);
+    if (!bucket) {
+      if (this.buckets.size >= this.maxClients) this.buckets.clear();
+      const r = this.rates[kind];
+      bucket = new TokenBucket(r.burst, r.perSecond, now);
+      this.buckets.set(key, bucket);
+    }
+    if (bucket.take(now, n)) return null;
+    return Math.max(1, Math.ceil(bucket.retryAfterMs(n) / 1000));
+  }
+}

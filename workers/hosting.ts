@@ -14,6 +14,7 @@ import { logQuerySchema, readVersionsBody } from "../shared/minca/host-wire";
 import { isMincaId } from "../shared/minca/id";
 import { TIME_HEADER } from "../shared/minca/read-proof";
 import { httpError, methodNotAllowed } from "./app";
+import { clientAddress } from "./client-address";
 import { firstIssue, readBounded } from "./mailbox";
 
 type C = Context<{ Bindings: Env }>;
@@ -23,7 +24,10 @@ export const SPACES_PATH = "/minca/v1/spaces";
 const noStore = { "Cache-Control": "no-store" };
 
 function answer<T>(c: C, r: HostResult<T>, status = 200): Response {
-  if (!r.ok) return httpError(c, r.status, r.code, r.message);
+  if (!r.ok) {
+    if (r.retryAfterSeconds !== undefined) c.header("Retry-After", String(r.retryAfterSeconds));
+    return httpError(c, r.status, r.code, r.message);
+  }
   return c.json(r.value as object, status as 200, noStore);
 }
 
@@ -38,6 +42,7 @@ export function mountHosting(app: Hono<{ Bindings: Env }>): void {
         origin: "*",
         allowMethods: ["GET", "POST", "OPTIONS"],
         allowHeaders: ["Content-Type", "Authorization", TIME_HEADER],
+        exposeHeaders: ["Retry-After"],
         maxAge: 86_400,
       }),
     );
@@ -89,7 +94,7 @@ export function mountHosting(app: Hono<{ Bindings: Env }>): void {
     if (!read.ok) return httpError(c, 400, "invalid_versions", read.reason);
     // The host a sys.receiver's endpoint must not name (DESIGN section 7), besides PUBLIC_URL's.
     const requestHost = new URL(c.req.url).host;
-    return answer(c, await space(c, id).append(id, read.versions, { requestHost }));
+    return answer(c, await space(c, id).append(id, read.versions, { requestHost, client: clientAddress(c.req.raw.headers, c.env) }));
   });
 
   app.get(`${SPACES_PATH}/:id/versions`, async (c) => {
@@ -97,7 +102,7 @@ export function mountHosting(app: Hono<{ Bindings: Env }>): void {
     const q = logQuerySchema.safeParse(c.req.query());
     if (!q.success) return httpError(c, 400, "invalid_query", firstIssue(q.error));
     const proof = { authorization: c.req.header("authorization") ?? null, time: c.req.header(TIME_HEADER) ?? null };
-    return answer(c, await space(c, id).page(id, q.data, proof));
+    return answer(c, await space(c, id).page(id, q.data, proof, clientAddress(c.req.raw.headers, c.env)));
   });
 
   app.all(`${HOST_PATH}/accounts`, (c) => methodNotAllowed(c, ["POST"]));
