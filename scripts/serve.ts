@@ -37,7 +37,8 @@ Runs the relay on workerd, with its Durable Objects' SQLite files in a local fol
   --help
 
 Every [vars] entry of wrangler.toml can be overridden by an environment variable of the same name;
-the secrets ADMIN_TOKEN, VAPID_PRIVATE_KEY, VAPID_SUBJECT, MINCA_HOST_KEY (and MINCA_HOST_NAME), and
+the secrets ADMIN_TOKEN, VAPID_PRIVATE_KEY, VAPID_SUBJECT, MINCA_HOST_KEY (and MINCA_HOST_NAME),
+MINCA_HOST_ADMISSION_TOKEN, and
 any listed under [secrets] required, are read from the environment by workerd at start.`;
 
 interface Settings {
