@@ -286,7 +286,13 @@ describe("seed 001 identity mode: session frames", () => {
     b.peer.engine.on("dropped", (_p, why) => void dropped.push(why));
     a.peer.put("notes", "k1", 1);
     await waitFor(() => b.peer.get("notes", "k1") === 1, { what: "k1" });
-    const captured = a.sent.filter(([to, f]) => to === b.t.self && f[0] === KIND_RATCHET).at(-1)![1];
+    // Capture only once every session frame alice sent has reached bob (and been handled), so the
+    // one replayed below is one bob already opened, not one still on its way.
+    const ratchetedTo = () => a.sent.filter(([to, f]) => to === b.t.self && f[0] === KIND_RATCHET);
+    const ratchetedFrom = () => b.received.filter(([from, f]) => from === a.t.self && f[0] === KIND_RATCHET).length;
+    await waitFor(() => ratchetedFrom() === ratchetedTo().length, { what: "alice's session frames delivered" });
+    await sleep(20);
+    const captured = ratchetedTo().at(-1)![1];
     const deltasBefore = b.peer.engine.received.frames.delta;
     await b.peer.engine.receive(a.t.self!, captured);
     expect(dropped).toEqual(["stale"]);
