@@ -5,6 +5,7 @@ import { MAILBOX_LIMITS } from "../../shared/limits";
 import { isTopic } from "../../shared/mailbox/topic";
 import type { Page } from "../../shared/mailbox/messages";
 import { relayBase } from "../relay-url";
+import { parseRetryAfter } from "../../shared/retry-after";
 
 export interface MailboxItem {
   seq: number;
@@ -170,12 +171,7 @@ const FOLLOW_MAX_DELAY_MS = 30_000;
 
 /** Retry-After (RFC 9110 section 10.2.3): delay-seconds, or an HTTP date; undefined when neither. */
 export function retryAfterSeconds(value: string | null, nowMs = Date.now()): number | undefined {
-  if (value === null) return undefined;
-  const v = value.trim();
-  if (/^\d+$/.test(v)) return Number(v);
-  const at = Date.parse(v);
-  if (Number.isNaN(at)) return undefined;
-  return Math.max(0, Math.ceil((at - nowMs) / 1000));
+  return parseRetryAfter(value, nowMs);
 }
 
 /** Waits `ms`, or less when the signal aborts first. */

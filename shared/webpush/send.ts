@@ -5,6 +5,9 @@ import { WEBPUSH_LIMITS } from "../limits";
 import { encryptPushMessage } from "./encrypt";
 import { subscriptionKeys } from "./subscription";
 import { VapidSigner, type VapidKeys } from "./vapid";
+import { parseRetryAfter } from "../retry-after";
+
+export { parseRetryAfter };
 
 export type FetchLike = (url: string, init: RequestInit) => Promise<Response>;
 
@@ -45,16 +48,6 @@ export type PushOutcome =
   | { kind: "too_large"; status: number }
   | { kind: "retry"; status: number; retryAfterSeconds?: number; error?: string }
   | { kind: "rejected"; status: number; detail: string };
-
-/** Retry-After as delta-seconds or an HTTP date (RFC 9110 §10.2.3); undefined when absent or unreadable. */
-export function parseRetryAfter(value: string | null, nowMs: number): number | undefined {
-  if (value === null) return undefined;
-  const v = value.trim();
-  if (/^\d+$/.test(v)) return Number(v);
-  const at = Date.parse(v);
-  if (Number.isNaN(at)) return undefined;
-  return Math.max(0, Math.ceil((at - nowMs) / 1000));
-}
 
 /**
  * A push service's answer text as the relay may log it: control characters (line breaks, escape
