@@ -321,7 +321,11 @@ export class TallyClient implements SyncHost, DirectHost {
     const signed = signInner(inner, this.secretKey);
     const envelope = sealEnvelope(signed, this.secretKey);
     const now = Date.now();
-    const item: OutboxItem = { id: inner.id, to_user_id: to, envelope, created_at: now, attempts: 0, last_attempt_at: 0 };
+    // Claimed for this session before it is stored, and its backoff counted from now, so neither
+    // the flush that follows a registration nor the retry timer sends it a second time while this
+    // call is still on its way to the relay.
+    const item: OutboxItem = { id: inner.id, to_user_id: to, envelope, created_at: now, attempts: 0, last_attempt_at: now };
+    this.outbox.claim(item.id);
     await this.store.putOutbox(item);
     await this.appendLedger(innerToLedgerEntry(signed, new Date(now)));
     const paths = opts.paths ?? "auto";

@@ -31,6 +31,11 @@ export class OutboxRetry {
     this.queuedThisSession.clear();
   }
 
+  /** A message being handed to the relay by its sender right now: not flushed again in this session. */
+  claim(id: string): void {
+    this.queuedThisSession.add(id);
+  }
+
   async tryQueue(item: OutboxItem): Promise<boolean> {
     if (!this.toRelay(item)) return false;
     this.queuedThisSession.add(item.id);

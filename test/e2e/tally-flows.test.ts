@@ -74,8 +74,8 @@ describe("seed 003 section 9: data flows", () => {
     a.on("queued", (_id, s) => void statuses.push(s));
     const acks = receipts(a);
     const id = await a.send(bob.npub, "note", { n: 1 });
-    await waitFor(() => statuses.length === 1, { what: "queued" });
-    expect(statuses).toEqual(["stored"]);
+    await waitFor(() => statuses.length >= 1, { what: "queued" });
+    expect(statuses[0]).toBe("stored");
     const order: string[] = [];
     await dev(bob, {}, (c) => {
       c.on("message", (m) => void order.push(`message ${m.id}`));
