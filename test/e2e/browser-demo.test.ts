@@ -126,7 +126,9 @@ describe.skipIf(!chromiumPath)("the status page in Chromium", () => {
     for (;;) {
       now = (await (await fetch(`${relay}/status.json`)).json()) as StatsSnapshot;
       const deliveries = sum(now.per_minute.deliveries.by_protocol.tally) - sum(before.per_minute.deliveries.by_protocol.tally);
-      if (now.connections.tally - before.connections.tally >= 2 && deliveries >= 4) break;
+      // At least the demo's two pages (a shared relay may still count sockets of earlier files
+      // that close later, so the figure is not compared with the one taken before).
+      if (now.connections.tally >= 2 && deliveries >= 4) break;
       if (Date.now() > deadline) throw new Error(`counts did not arrive: ${JSON.stringify(now.connections)}, ${deliveries} deliveries`);
       await new Promise((r) => setTimeout(r, 200));
     }
