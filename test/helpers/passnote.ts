@@ -7,7 +7,7 @@ import { randomBytes } from "../../shared/encoding";
 import type { Transport } from "../../clients/passnote/transport";
 import { waitFor } from "./wait";
 import { deviceIdOf, devicePublicKey, foundGroup, newDeviceKey, type DeviceIdentity } from "../../shared/passnote/roster";
-import { KIND_RATCHET, openPlain } from "../../shared/passnote/seal";
+import { KIND_RATCHET, openFrame, openPlain } from "../../shared/passnote/seal";
 import { decodeMessage, type Message } from "../../shared/passnote/wire";
 
 // Datasets live apart from vitest, so that bench/ can use them too.
@@ -141,6 +141,18 @@ export function tapSends(t: Transport): Array<[string, Uint8Array]> {
   const send = t.send.bind(t);
   t.send = (to, frame) => {
     sent.push([to, frame.slice()]);
+    return send(to, frame);
+  };
+  return sent;
+}
+
+/** Wraps a transport so that every frame it sends is recorded, opened under the passphrase key and decoded. */
+export function tapped(t: Transport, key: Uint8Array): Message[] {
+  const sent: Message[] = [];
+  const send = t.send.bind(t);
+  t.send = (to, frame) => {
+    const m = decodeMessage(openFrame(key, frame) ?? new Uint8Array(0));
+    if (m) sent.push(m);
     return send(to, frame);
   };
   return sent;

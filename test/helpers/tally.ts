@@ -73,3 +73,19 @@ export function opaqueEnvelope(from: User, to: User, id: string, extra: Record<s
     ...extra,
   };
 }
+
+/**
+ * Two clients (alice's and bob's) joined by a direct channel each way that only records frames:
+ * a test hands them over with handleDirectFrame, one at a time.
+ */
+export function directPair() {
+  const alice = newUser();
+  const bob = newUser();
+  const a = new TallyClient({ relayUrl: "ws://unused", secretKey: alice.secretKey, store: memoryStore() });
+  const b = new TallyClient({ relayUrl: "ws://unused", secretKey: bob.secretKey, store: memoryStore() });
+  const aToB: string[] = [];
+  const bToA: string[] = [];
+  a.addDirectChannel(b.npub, { send: (f) => void aToB.push(f) });
+  b.addDirectChannel(a.npub, { send: (f) => void bToA.push(f) });
+  return { alice, bob, a, b, aToB, bToA };
+}

@@ -4,23 +4,12 @@ import { describe, expect, it } from "vitest";
 import { MemoryBus } from "../../../../clients/passnote/memory-bus";
 import { PassnotePeer, type PassnotePeerOptions } from "../../../../clients/passnote/peer";
 import type { Transport } from "../../../../clients/passnote/transport";
-import { sealFrame, openFrame } from "../../../../shared/passnote/seal";
-import { decodeMessage, encodeMessage, type Message } from "../../../../shared/passnote/wire";
+import { sealFrame } from "../../../../shared/passnote/seal";
+import { encodeMessage, type Message } from "../../../../shared/passnote/wire";
 import { formatHlc } from "../../../../shared/passnote/hlc";
-import { fillDifferent, groupKey, sameRecords } from "../../../helpers/passnote";
+import { fillDifferent, groupKey, sameRecords, tapped } from "../../../helpers/passnote";
 import { waitFor, sleep } from "../../../helpers/wait";
 
-/** Wraps a transport so that every frame it sends is recorded, opened and decoded. */
-function tapped(t: Transport, key: Uint8Array) {
-  const sent: Message[] = [];
-  const send = t.send.bind(t);
-  t.send = (to, frame) => {
-    const m = decodeMessage(openFrame(key, frame) ?? new Uint8Array(0));
-    if (m) sent.push(m);
-    return send(to, frame);
-  };
-  return sent;
-}
 
 async function pair(opts: { a?: Partial<PassnotePeerOptions>; b?: Partial<PassnotePeerOptions>; key?: Uint8Array } = {}) {
   const bus = new MemoryBus();

@@ -4,28 +4,16 @@
 import { describe, expect, it } from "vitest";
 import { MemoryBus } from "../../../../clients/passnote/memory-bus";
 import { PassnotePeer, type PassnotePeerOptions } from "../../../../clients/passnote/peer";
-import type { Transport } from "../../../../clients/passnote/transport";
 import { bytesToHex } from "../../../../shared/encoding";
 import { formatHlc } from "../../../../shared/passnote/hlc";
 import { MemoryStore } from "../../../../shared/passnote/records";
 import { ROSTER_COLLECTION } from "../../../../shared/passnote/roster";
 import { openingProbe2 } from "../../../../shared/passnote/reconcile2";
-import { openFrame, sealFrame, sealPlain } from "../../../../shared/passnote/seal";
-import { decodeMessage, encodeMessage, type Message } from "../../../../shared/passnote/wire";
-import { collectionsNamed, fillDifferent, groupKey, newGroup, pubOf, sameRecords, tapSends, viewReceived } from "../../../helpers/passnote";
+import { sealFrame, sealPlain } from "../../../../shared/passnote/seal";
+import { encodeMessage, type Message } from "../../../../shared/passnote/wire";
+import { collectionsNamed, fillDifferent, groupKey, newGroup, pubOf, sameRecords, tapSends, tapped, viewReceived } from "../../../helpers/passnote";
 import { sleep, waitFor } from "../../../helpers/wait";
 
-/** Every message a transport sends, opened under the passphrase key and decoded. */
-function tapped(t: Transport, key: Uint8Array): Message[] {
-  const sent: Message[] = [];
-  const send = t.send.bind(t);
-  t.send = (to, frame) => {
-    const m = decodeMessage(openFrame(key, frame) ?? new Uint8Array(0));
-    if (m) sent.push(m);
-    return send(to, frame);
-  };
-  return sent;
-}
 
 /**
  * Two passphrase-mode peers over one bus. The peer with the lower transport id (the one that

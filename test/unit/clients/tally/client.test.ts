@@ -3,20 +3,13 @@ import { describe, expect, it } from "vitest";
 import { TallyClient, memoryStore, type InnerMessage } from "../../../../clients/tally/index";
 import { sealEnvelope, sealLegacyV2 } from "../../../../shared/tally/envelope";
 import { signInner } from "../../../../shared/tally/proof";
-import { newUser } from "../../../helpers/tally";
+import { directPair, newUser } from "../../../helpers/tally";
 
 function pair() {
-  const alice = newUser();
-  const bob = newUser();
-  const a = new TallyClient({ relayUrl: "ws://unused", secretKey: alice.secretKey, store: memoryStore() });
-  const b = new TallyClient({ relayUrl: "ws://unused", secretKey: bob.secretKey, store: memoryStore() });
-  const aToB: string[] = [];
-  const bToA: string[] = [];
-  a.addDirectChannel(b.npub, { send: (f) => void aToB.push(f) });
-  b.addDirectChannel(a.npub, { send: (f) => void bToA.push(f) });
+  const p = directPair();
   const got: InnerMessage[] = [];
-  b.on("message", (m) => void got.push(m));
-  return { alice, bob, a, b, aToB, bToA, got };
+  p.b.on("message", (m) => void got.push(m));
+  return { ...p, got };
 }
 
 const parse = (f: string) => JSON.parse(f);

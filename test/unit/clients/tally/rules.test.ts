@@ -7,20 +7,10 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { CLIENT_LIMITS, IGNORED, TallyClient, connectInMemory, memoryStore, type InnerMessage } from "../../../../clients/tally/index";
 import { OutboxRetry } from "../../../../clients/tally/outbox";
-import { newUser } from "../../../helpers/tally";
+import { directPair, newUser } from "../../../helpers/tally";
 import { waitFor } from "../../../helpers/wait";
 
-function pair() {
-  const alice = newUser();
-  const bob = newUser();
-  const a = new TallyClient({ relayUrl: "ws://unused", secretKey: alice.secretKey, store: memoryStore() });
-  const b = new TallyClient({ relayUrl: "ws://unused", secretKey: bob.secretKey, store: memoryStore() });
-  const aToB: string[] = [];
-  const bToA: string[] = [];
-  a.addDirectChannel(b.npub, { send: (f) => void aToB.push(f) });
-  b.addDirectChannel(a.npub, { send: (f) => void bToA.push(f) });
-  return { alice, bob, a, b, aToB, bToA };
-}
+const pair = directPair;
 
 /** The receipt results in frames b sent back to a. */
 async function receiptResults(a: TallyClient, frames: string[]): Promise<unknown[]> {
