@@ -7,7 +7,7 @@
 //   or socket that stores nothing leaves no storage behind), recording migrations in its SQLite;
 // - accepts hibernatable WebSockets, keeps per-socket state in the socket attachment;
 // - answers {"type":"ping"} with {"type":"pong"} without waking the object;
-// - bounds frame size (close 1009), rate-limits per socket (rate_limited, then close 4029);
+// - bounds frame size (close 1009) and JSON nesting (invalid_message, common.max_json_depth), rate-limits per socket (rate_limited, then close 4029);
 // - parses a frame, validates it against its handler's zod schema and dispatches by `type`,
 //   answering invalid_message / unknown_type and keeping the connection open;
 // - closes sockets that have not authenticated within the timeout with 4001 (by an in-memory
@@ -27,6 +27,7 @@ import { noteIdle } from "./live";
 import { StatsReporter } from "./relay-stats";
 import type { StatsGauges, StatsProtocol } from "../shared/stats";
 import { log } from "../shared/log";
+import { jsonNestsDeeper } from "../shared/client-json";
 
 /** What every socket's attachment holds; objects extend it. */
 export interface BaseAttachment {
@@ -247,6 +248,9 @@ export abstract class RelayObject<Env, A extends BaseAttachment> extends Durable
     }
     if (utf8Length(message, this.options.maxFrameBytes) > this.options.maxFrameBytes) {
       return this.close(ws, CLOSE_CODES.too_large, "frame too large");
+    }
+    if (jsonNestsDeeper(message, COMMON_LIMITS.max_json_depth)) {
+      return this.sendError(ws, "invalid_message", `frame nests deeper than ${COMMON_LIMITS.max_json_depth} levels`);
     }
     let parsed: unknown;
     try {

@@ -10,7 +10,7 @@ export const COMMON_LIMITS = {
   rate_burst: 400,
   /** rate_limited errors on one socket (within a minute) before it is closed with 4029. */
   rate_limited_before_close: 20,
-  /** Nesting depth (arrays and objects) of JSON a client sends over HTTP; deeper is 400, checked on the raw text before parsing. */
+  /** Nesting depth (arrays and objects) of JSON a client sends, over HTTP (deeper is 400) and in WebSocket text frames (deeper is invalid_message), checked on the raw text before parsing. */
   max_json_depth: 64,
 } as const;
 
