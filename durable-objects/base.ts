@@ -7,7 +7,8 @@
 //   or socket that stores nothing leaves no storage behind), recording migrations in its SQLite;
 // - accepts hibernatable WebSockets, keeps per-socket state in the socket attachment;
 // - answers {"type":"ping"} with {"type":"pong"} without waking the object;
-// - bounds frame size (close 1009) and JSON nesting (invalid_message, common.max_json_depth), rate-limits per socket (rate_limited, then close 4029);
+// - bounds frame size (close 1009) and JSON nesting (invalid_message, common.max_json_depth),
+//   rate-limits per socket (rate_limited, then close 4029);
 // - parses a frame, validates it against its handler's zod schema and dispatches by `type`,
 //   answering invalid_message / unknown_type and keeping the connection open;
 // - closes sockets that have not authenticated within the timeout with 4001 (by an in-memory
