@@ -10,6 +10,7 @@ import { LazySchema } from "./schema";
 import { AccountStore } from "./account-store";
 import { AccountRecords, type CarryVerdict } from "./account-records";
 import { AccountPushes } from "./account-pushes";
+import { StorageLease } from "./storage-lease";
 import type { HostResult } from "./minca-space";
 import { MIGRATIONS } from "../migrations/index";
 import type { ErrorCode } from "../shared/errors";
@@ -54,6 +55,8 @@ export class MincaAccount extends DurableObject<Env> {
   private readonly ownAccount: OwnName;
   private readonly records: AccountRecords;
   private readonly pushes: AccountPushes;
+  /** The account's share of the host-wide total (storage.host_bytes): what its usage rows add up to, leased from the relay's ledger. */
+  private readonly lease: StorageLease;
   /** The fetch wakes go out with (tests may replace it). */
   pushFetch: FetchLike = (url, init) => fetch(url, init);
 
@@ -69,6 +72,7 @@ export class MincaAccount extends DurableObject<Env> {
       mailbox: (topic) => this.mailbox(topic),
       schedule: () => this.schedule(),
     });
+    this.lease = new StorageLease(ctx, env, "host", this.schema, () => this.usedBytes());
     this.pushes = new AccountPushes(this.store, env, (url, init) => this.pushFetch(url, init));
   }
 
@@ -161,12 +165,15 @@ export class MincaAccount extends DurableObject<Env> {
     if (carry === null || this.liveCarry(Date.now()) !== null) return;
     await this.space(carry).forget();
     if (this.meta("closed_space") === null) {
+      await this.lease.releaseAll();
       await this.ctx.storage.deleteAll();
       this.schema.forget();
       this.ownAccount.reset();
+      this.lease.forget();
       return;
     }
     this.sql.exec("DELETE FROM meta WHERE key IN ('carry_space', 'carry_key', 'bound_at', 'claimed', 'name')");
+    this.lease.changed();
   }
 
   // ---- the carry space's records (called by the carry space's MincaSpace) ---------------------
@@ -214,6 +221,7 @@ export class MincaAccount extends DurableObject<Env> {
       this.setMeta("claimed", "1");
       verdicts.push(null);
     }
+    this.lease.changed(); // a deleted pass takes its space's usage with it
     return { verdicts, closed: false, revoked };
   }
 
@@ -231,6 +239,7 @@ export class MincaAccount extends DurableObject<Env> {
     const bodyKey = carry === null ? null : this.carryBodyKey(carry);
     if (carry === null || bodyKey === null) return;
     await this.records.recount(carry, bodyKey, revoked);
+    this.lease.changed();
   }
 
   private carryBodyKey(space: string): Uint8Array | null {
@@ -243,28 +252,43 @@ export class MincaAccount extends DurableObject<Env> {
 
   /**
    * Charges `versions` and `bytes` written to `space` to this account when its carried spaces'
-   * total bound leaves room for them: the check and the write in one step, with no await
-   * between, so concurrent requests never take the account past its quota. False when over.
+   * total bound leaves room for them, and the account's lease of the host-wide total
+   * (storage.host_bytes, docs/hosting.md "Quotas") covers them: each check and the write in one
+   * step, with no await between, so concurrent requests never take the account or the host past
+   * its bound. Over the lease, the lease is extended once and the checks run again.
+   * `account_full` or `host_full` when refused.
    */
-  reserve(space: string, versions: number, bytes: number): boolean {
-    if (!this.schema.exists) return bytes <= MINCA_HOST_LIMITS.max_account_bytes; // not carrying: nothing to count
-    const used = this.sql.exec<{ b: number }>("SELECT COALESCE(SUM(bytes), 0) AS b FROM usage").one().b;
-    if (used + bytes > MINCA_HOST_LIMITS.max_account_bytes) return false;
-    if (this.meta("carry_space") === null) return true; // not carrying (closed meanwhile): nothing to count
-    this.sql.exec(
-      `INSERT INTO usage (space, versions, bytes) VALUES (?, ?, ?)
-       ON CONFLICT (space) DO UPDATE SET versions = versions + excluded.versions, bytes = bytes + excluded.bytes`,
-      space,
-      versions,
-      bytes,
-    );
-    return true;
+  async reserve(space: string, versions: number, bytes: number): Promise<"ok" | "account_full" | "host_full"> {
+    if (!this.schema.exists) return bytes <= MINCA_HOST_LIMITS.max_account_bytes ? "ok" : "account_full"; // not carrying: nothing to count
+    for (let attempt = 0; ; attempt++) {
+      const used = this.usedBytes();
+      if (used + bytes > MINCA_HOST_LIMITS.max_account_bytes) return "account_full";
+      if (this.meta("carry_space") === null) return "ok"; // not carrying (closed meanwhile): nothing to count
+      if (this.lease.covers(used + bytes)) {
+        this.sql.exec(
+          `INSERT INTO usage (space, versions, bytes) VALUES (?, ?, ?)
+           ON CONFLICT (space) DO UPDATE SET versions = versions + excluded.versions, bytes = bytes + excluded.bytes`,
+          space,
+          versions,
+          bytes,
+        );
+        this.lease.ahead(used + bytes);
+        return "ok";
+      }
+      if (attempt > 0 || !(await this.lease.extend(used + bytes))) return "host_full";
+    }
   }
 
   /** Gives back what reserve() charged for versions that were not kept. */
   refund(space: string, versions: number, bytes: number): void {
     if (!this.schema.exists) return;
     this.sql.exec("UPDATE usage SET versions = MAX(0, versions - ?), bytes = MAX(0, bytes - ?) WHERE space = ?", versions, bytes, space);
+    this.lease.changed();
+  }
+
+  private usedBytes(): number {
+    if (!this.schema.exists) return 0;
+    return this.sql.exec<{ b: number }>("SELECT COALESCE(SUM(bytes), 0) AS b FROM usage").one().b;
   }
 
   // ---- links (called by MincaMailbox) ---------------------------------------------------------
@@ -324,6 +348,7 @@ export class MincaAccount extends DurableObject<Env> {
     for (const { topic } of this.sql.exec<{ topic: string }>("SELECT DISTINCT topic FROM links").toArray()) {
       await this.mailbox(topic).unlinkAccount(topic, account);
     }
+    await this.lease.releaseAll();
     this.ctx.storage.transactionSync(() => {
       for (const t of ["passes", "links", "usage", "wakes", "receivers", "pushes", "revoked", "meta"]) this.sql.exec(`DELETE FROM ${t}`);
       this.ownAccount.reset();

@@ -8,6 +8,7 @@ import { LazySchema } from "./schema";
 import { OwnName } from "./own-name";
 import { relayPushSender } from "./relay-keys";
 import { StatsReporter } from "./relay-stats";
+import { OverLease, StorageLease, withinLease } from "./storage-lease";
 import { MIGRATIONS } from "../migrations/index";
 import type { ErrorCode } from "../shared/errors";
 import { bytesToHex, randomBytes } from "../shared/encoding";
@@ -60,12 +61,15 @@ export class MincaMailbox extends DurableObject<Env> {
   /** Counts for the status page: items held, items posted (messages), items and wakes handed out (deliveries). */
   private readonly stats: StatsReporter;
   private readonly ownTopic: OwnName;
+  /** This topic's share of the relay-wide mailbox total (docs/hostile.md, "Relay-wide totals"). */
+  private readonly lease: StorageLease;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
     this.schema = new LazySchema(ctx.storage, MIGRATIONS.MincaMailbox);
     this.ownTopic = new OwnName(this.schema, "topic");
+    this.lease = new StorageLease(ctx, env, "mailbox", this.schema, () => this.heldBytes());
     this.stats = new StatsReporter(ctx, env, "minca", () => ({
       mailbox_items: this.schema.exists ? this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM items").one().n : 0,
     }));
@@ -73,28 +77,47 @@ export class MincaMailbox extends DurableObject<Env> {
 
   // ---- RPC ------------------------------------------------------------------------------------
 
-  /** Stores one item (until already resolved by shared/mailbox) and answers its seq. */
+  /**
+   * Stores one item (until already resolved by shared/mailbox) and answers its seq. What the
+   * topic then holds is charged against its lease of the relay-wide mailbox total in the same
+   * transaction as the write (docs/hostile.md, "Relay-wide totals"): over the lease, nothing is
+   * kept, the lease is extended once, and a total with no room answers 507 storage_full.
+   */
   async post(topic: string, blob: Uint8Array, until: number, client: string): Promise<MailboxResult<{ seq: number; until: number }>> {
     this.remember(topic);
     const limited = this.limit("write", client);
     if (limited) return limited;
-    const now = Date.now();
-    this.schema.ensure();
-    const seq = this.ctx.storage.transactionSync(() => {
-      this.sweep(now);
-      const s = this.sql
-        .exec<{ seq: number }>(
-          "INSERT INTO items (at, until, bytes, blob) VALUES (?, ?, ?, ?) RETURNING seq",
-          nowSeconds(now),
-          until,
-          blob.length,
-          toArrayBuffer(blob),
-        )
-        .one().seq;
-      this.evictOverBounds();
-      this.sql.exec("INSERT INTO deliveries (receiver_id, seq, attempts, next_at) SELECT id, ?, 0, ? FROM receivers", s, now);
-      return s;
-    });
+    // A topic that holds nothing yet leases before it makes its schema: a refusal stores nothing.
+    let need = this.schema.exists ? 0 : blob.length;
+    let stored: { seq: number; total: number } | null = null;
+    for (let attempt = 0; stored === null; attempt++) {
+      if (need > 0 && (attempt > 1 || !(await this.lease.extend(need)))) {
+        return { ok: false, status: 507, code: "storage_full", message: `the relay's mailboxes hold all they may (storage.mailbox_bytes); nothing was stored` };
+      }
+      const now = Date.now();
+      this.schema.ensure();
+      const r = withinLease(this.ctx.storage, () => {
+        this.sweep(now);
+        const s = this.sql
+          .exec<{ seq: number }>(
+            "INSERT INTO items (at, until, bytes, blob) VALUES (?, ?, ?, ?) RETURNING seq",
+            nowSeconds(now),
+            until,
+            blob.length,
+            toArrayBuffer(blob),
+          )
+          .one().seq;
+        this.evictOverBounds();
+        const total = this.heldBytes();
+        if (!this.lease.covers(total)) throw new OverLease(total); // rolled back: nothing kept
+        this.sql.exec("INSERT INTO deliveries (receiver_id, seq, attempts, next_at) SELECT id, ?, 0, ? FROM receivers", s, now);
+        return { seq: s, total };
+      });
+      if (r instanceof OverLease) need = r.total;
+      else stored = r;
+    }
+    this.lease.ahead(stored.total);
+    const seq = stored.seq;
     for (const wake of this.waiters) wake();
     this.waiters.clear();
     this.stats.count("messages");
@@ -227,6 +250,7 @@ export class MincaMailbox extends DurableObject<Env> {
     const now = Date.now();
     this.sweep(now);
     this.stats.changed();
+    this.lease.changed();
     const due = this.sql
       .exec<DueRow>(
         `SELECT d.receiver_id, d.seq, d.attempts, r.endpoint, r.p256dh, r.auth
@@ -395,6 +419,11 @@ export class MincaMailbox extends DurableObject<Env> {
     const now = nowSeconds(nowMs);
     this.sql.exec("DELETE FROM deliveries WHERE seq IN (SELECT seq FROM items WHERE until <= ?)", now);
     this.sql.exec("DELETE FROM items WHERE until <= ?", now);
+  }
+
+  /** Blob bytes the topic holds. */
+  private heldBytes(): number {
+    return this.sql.exec<{ b: number }>("SELECT TOTAL(bytes) AS b FROM items").one().b;
   }
 
   /** Evicts the oldest items while the topic holds more than its count or byte bound. */

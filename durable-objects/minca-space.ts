@@ -249,14 +249,19 @@ export class MincaSpace extends DurableObject<Env> {
       const bytes = group.reduce((b, f) => b + f.bytes, 0);
       const candidates = root !== "" ? [root] : carrying;
       let payer: string | null = null;
+      let hostFull = false;
       for (const account of candidates) {
-        if (await this.account(account).reserve(space, n, bytes)) {
+        const charge = await this.account(account).reserve(space, n, bytes);
+        if (charge === "ok") {
           payer = account;
           break;
         }
+        if (charge === "host_full") hostFull = true;
       }
       if (payer === null) {
         await refundAll();
+        // The host-wide total (docs/hosting.md, "Quotas"): no account has room because the host has none.
+        if (hostFull) return fail(507, "storage_full", "this host holds all it may for the accounts it carries (storage.host_bytes): nothing was stored");
         return fail(507, "quota_exceeded", `an account's carried spaces hold at most ${MINCA_HOST_LIMITS.max_account_bytes} bytes`);
       }
       charged.push({ account: payer, versions: n, bytes });

@@ -9,8 +9,12 @@ import { LazySchema } from "./schema";
 import { MIGRATIONS } from "../migrations/index";
 import { STATS_LIMITS } from "../shared/limits";
 import { bytesToHex, utf8Encode } from "../shared/encoding";
+import { STORAGE_KINDS, storageTotals } from "../shared/storage";
 import {
   buildSnapshot,
+  emptyStorage,
+  storageReportSchema,
+  type StorageReport,
   minuteOf,
   statsReportSchema,
   type GaugeRow,
@@ -27,6 +31,16 @@ export const RELAY_STATS_NAME = "relay";
 
 interface StatsEnv {
   RELAY_STATS?: DurableObjectNamespace<RelayStats>;
+  STORAGE_TALLY_BYTES?: string;
+  STORAGE_MAILBOX_BYTES?: string;
+  STORAGE_HOST_BYTES?: string;
+}
+
+interface StorageRow extends Record<string, SqlStorageValue> {
+  kind: string;
+  reserved_bytes: number;
+  holders: number;
+  total_bytes: number;
 }
 
 export class RelayStats extends DurableObject<StatsEnv> {
@@ -80,9 +94,43 @@ export class RelayStats extends DurableObject<StatsEnv> {
     return true;
   }
 
+  /** RPC: the storage ledger's figures (relay-ledger.ts); false (and nothing kept) when they are not. */
+  async storage(input: unknown): Promise<boolean> {
+    const parsed = storageReportSchema.safeParse(input);
+    if (!parsed.success) return false;
+    this.schema.ensure();
+    const now = Date.now();
+    this.ctx.storage.transactionSync(() => {
+      for (const kind of STORAGE_KINDS) {
+        const k = parsed.data[kind];
+        this.sql.exec(
+          `INSERT INTO storage (kind, reserved_bytes, holders, total_bytes, updated_at) VALUES (?, ?, ?, ?, ?)
+           ON CONFLICT (kind) DO UPDATE SET reserved_bytes = excluded.reserved_bytes, holders = excluded.holders,
+             total_bytes = excluded.total_bytes, updated_at = excluded.updated_at`,
+          kind,
+          k.reserved_bytes,
+          k.holders,
+          k.total_bytes,
+          now,
+        );
+      }
+    });
+    return true;
+  }
+
+  /** Per kind, what the ledger last reported; before any report, nothing reserved of the totals in force. */
+  private storageFigures(): StorageReport {
+    const out = emptyStorage(storageTotals(this.env));
+    if (!this.schema.exists) return out;
+    for (const r of this.sql.exec<StorageRow>("SELECT kind, reserved_bytes, holders, total_bytes FROM storage").toArray()) {
+      if ((STORAGE_KINDS as readonly string[]).includes(r.kind)) out[r.kind as keyof StorageReport] = { reserved_bytes: r.reserved_bytes, holders: r.holders, total_bytes: r.total_bytes };
+    }
+    return out;
+  }
+
   /** RPC: the counts for the status page. */
   async snapshot(): Promise<StatsSnapshot> {
-    if (!this.schema.exists) return buildSnapshot([], [], Date.now());
+    if (!this.schema.exists) return buildSnapshot([], [], Date.now(), this.storageFigures());
     const gauges = this.sql
       .exec<GaugeRow & Record<string, SqlStorageValue>>(
         `SELECT protocol, SUM(connections) AS connections, SUM(envelopes_stored) AS envelopes_stored,
@@ -91,7 +139,7 @@ export class RelayStats extends DurableObject<StatsEnv> {
       )
       .toArray();
     const minutes = this.sql.exec<MinuteRow & Record<string, SqlStorageValue>>("SELECT minute, protocol, metric, n FROM minutes").toArray();
-    return buildSnapshot(gauges, minutes, Date.now());
+    return buildSnapshot(gauges, minutes, Date.now(), this.storageFigures());
   }
 }
 

@@ -23,6 +23,7 @@ import {
 } from "../shared/tally/messages";
 import { relayUrlMatches } from "../shared/tally/relay-url";
 import { log } from "../shared/log";
+import { OverLease, StorageLease, withinLease } from "./storage-lease";
 
 export interface TallyAttachment extends BaseAttachment {
   challenge: string;
@@ -45,12 +46,18 @@ const IDLE_MS = TALLY_LIMITS.idle_timeout_seconds * 1000;
 
 type Stub = DurableObjectStub<TallyUser>;
 
+/**
+ * What a recipient's object did with an envelope: a `queued` status, or `storage_full` when it
+ * would have been stored but the relay-wide total of stored envelopes has no room (docs/hostile.md).
+ */
+export type Delivery = QueuedStatus | "storage_full";
+
 /** An envelope waiting in the outbox for the RPC to its recipient's object. */
 interface Outgoing {
   raw: string;
   fromHex: string;
   id: string;
-  resolve: (status: QueuedStatus) => void;
+  resolve: (status: Delivery) => void;
   reject: (err: unknown) => void;
 }
 
@@ -65,6 +72,13 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
       beforeAuth: "ignore",
       protocol: "tally",
     });
+  }
+
+  /** This user's share of the relay-wide total of stored envelopes (storage.tally_bytes). */
+  private readonly lease = new StorageLease(this.ctx, this.env, "tally", this.schema, () => this.queuedBytes());
+
+  private queuedBytes(): number {
+    return this.sql.exec<{ total: number }>("SELECT TOTAL(bytes) AS total FROM queue").one().total;
   }
 
   protected statsGauges() {
@@ -161,6 +175,7 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
         if (!this.schema.exists) return;
         this.sql.exec("DELETE FROM queue WHERE from_hex = ? AND id = ?", npubDecode(msg.from_user_id), msg.id);
         this.stats.changed();
+        this.lease.changed();
       },
     }),
     connect_peer: route({
@@ -229,7 +244,10 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
     this.stats.count("deliveries", n);
     this.send(ws, { type: "queue_drained" });
     // Without acks the seed's rule holds: removed after a successful push.
-    if (!next.acks && pushed > 0) this.sql.exec("DELETE FROM queue WHERE seq <= ?", pushed);
+    if (!next.acks && pushed > 0) {
+      this.sql.exec("DELETE FROM queue WHERE seq <= ?", pushed);
+      this.lease.changed();
+    }
 
     // Own devices meet each other (13.1).
     const npub = this.userNpub();
@@ -266,7 +284,7 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
       return this.sendError(ws, "forbidden_sender", "from_user_id is not the registered user", env.id);
     }
     const toHex = npubDecode(env.to_user_id);
-    let status: QueuedStatus;
+    let status: Delivery;
     if (toHex === me) {
       // Self-addressed (13.8): to the sender's other online devices only, never stored.
       let n = 0;
@@ -276,6 +294,9 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
     } else {
       this.noteContact(toHex, "sent");
       status = await this.deliverTo(toHex, raw, fromHex, env.id);
+    }
+    if (status === "storage_full") {
+      return this.sendError(ws, "storage_full", "the relay holds all the envelopes it may (storage.tally_bytes): not stored; send it again later", env.id);
     }
     this.send(ws, { type: "queued", id: env.id, to_user_id: env.to_user_id, status });
   }
@@ -289,7 +310,7 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
   private readonly outbox = new Map<string, Outgoing[]>();
 
   /** Hands an envelope to its recipient's object; resolves with what that object did with it. */
-  private deliverTo(toHex: string, raw: string, fromHex: string, id: string): Promise<QueuedStatus> {
+  private deliverTo(toHex: string, raw: string, fromHex: string, id: string): Promise<Delivery> {
     return new Promise((resolve, reject) => {
       const waiting = this.outbox.get(toHex);
       const item = { raw, fromHex, id, resolve, reject };
@@ -316,26 +337,48 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
     }
   }
 
-  /** RPC: envelopes for this user from another user's object, in order; null where one failed. */
-  async deliverAll(toHex: string, envelopes: Array<[raw: string, fromHex: string, id: string]>): Promise<Array<QueuedStatus | null>> {
-    return envelopes.map(([raw, fromHex, id]) => {
+  /**
+   * RPC: envelopes for this user from another user's object, in order; null where one failed.
+   * Only an envelope whose storing outgrows this user's lease waits (for the ledger), and the
+   * ones after it wait with it, so they stay in order.
+   */
+  async deliverAll(toHex: string, envelopes: Array<[raw: string, fromHex: string, id: string]>): Promise<Array<Delivery | null>> {
+    const out: Array<Delivery | null> = [];
+    for (const [raw, fromHex, id] of envelopes) {
       try {
-        return this.deliverOne(toHex, raw, fromHex, id);
+        const now = this.deliverOne(toHex, raw, fromHex, id);
+        out.push(now instanceof OverLease ? await this.deliverWithRoom(toHex, raw, fromHex, id, now) : now);
       } catch (err) {
         log.error("delivery failed", { err });
-        return null;
+        out.push(null);
       }
-    });
+    }
+    return out;
   }
 
   /** RPC: an envelope for this user, from another user's object. */
-  async deliver(toHex: string, raw: string, fromHex: string, id: string): Promise<QueuedStatus> {
-    return this.deliverOne(toHex, raw, fromHex, id);
+  async deliver(toHex: string, raw: string, fromHex: string, id: string): Promise<Delivery> {
+    const now = this.deliverOne(toHex, raw, fromHex, id);
+    return now instanceof OverLease ? this.deliverWithRoom(toHex, raw, fromHex, id, now) : now;
   }
 
-  private deliverOne(toHex: string, raw: string, fromHex: string, id: string): QueuedStatus {
+  /** Storing outgrew the lease: extend it once, then deliver again (a total with no room: storage_full). */
+  private async deliverWithRoom(toHex: string, raw: string, fromHex: string, id: string, over: OverLease): Promise<Delivery> {
+    if (!(await this.lease.extend(over.total))) return "storage_full";
+    const again = this.deliverOne(toHex, raw, fromHex, id);
+    return again instanceof OverLease ? "storage_full" : again;
+  }
+
+  /** Delivers (and stores) one envelope now; an OverLease, with nothing stored or sent, when storing it outgrows the lease. */
+  private deliverOne(toHex: string, raw: string, fromHex: string, id: string): QueuedStatus | OverLease {
     this.remember(toHex);
-    this.noteContact(fromHex, "received");
+    const status = this.deliverNow(raw, fromHex, id);
+    // A refused envelope leaves nothing behind, not even the contact it would have made.
+    if (!(status instanceof OverLease)) this.noteContact(fromHex, "received");
+    return status;
+  }
+
+  private deliverNow(raw: string, fromHex: string, id: string): QueuedStatus | OverLease {
     const devices = this.devices();
     if (devices.length > 0 && !devices.some((d) => d.att.acks)) {
       let n = 0;
@@ -345,6 +388,7 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
     }
     // Offline, or an acking device is online: store first, then push the stored form.
     const stored = this.store(raw, fromHex, id);
+    if (stored instanceof OverLease) return stored;
     this.stats.changed();
     if (devices.length === 0) return stored ? "stored" : "not_stored";
     let n = 0;
@@ -353,19 +397,25 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
     return n > 0 ? "delivered" : stored ? "stored" : "not_stored";
   }
 
-  /** Stores an envelope (idempotent by (from, id)) and applies the bounds; returns the stored form. */
-  private store(raw: string, fromHex: string, id: string): string | null {
+  /**
+   * Stores an envelope (idempotent by (from, id)) and applies the bounds; returns the stored
+   * form. What the queue then holds is charged against the user's lease of the relay-wide total
+   * in the same transaction: past the lease, nothing is kept and an OverLease says how much the
+   * queue would hold (a user that holds nothing yet makes no schema before it has a lease).
+   */
+  private store(raw: string, fromHex: string, id: string): string | null | OverLease {
+    const now = Date.now();
+    const body = storedEnvelope(raw, new Date(now));
+    const bytes = utf8ByteLength(body);
+    if (bytes > TALLY_LIMITS.queue_max_bytes) return null;
+    if (!this.schema.exists && !this.lease.covers(bytes)) return new OverLease(bytes);
     this.schema.ensure();
     const existing = this.sql
       .exec<{ body: string }>("SELECT body FROM queue WHERE from_hex = ? AND id = ?", fromHex, id)
       .toArray()[0];
     if (existing) return existing.body;
-    const now = Date.now();
-    const body = storedEnvelope(raw, new Date(now));
-    const bytes = utf8ByteLength(body);
-    if (bytes > TALLY_LIMITS.queue_max_bytes) return null;
     const expires = now + TALLY_LIMITS.queue_ttl_days * DAY_MS;
-    this.ctx.storage.transactionSync(() => {
+    const total = withinLease(this.ctx.storage, () => {
       this.sql.exec(
         "INSERT INTO queue (from_hex, id, body, bytes, queued_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
         fromHex,
@@ -396,8 +446,13 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
           TALLY_LIMITS.queue_max_bytes_per_sender,
         );
       }
-      this.evictLargestSharers();
+      const held = this.evictLargestSharers();
+      // The relay-wide total (docs/hostile.md): the user's lease covers what its queue now holds.
+      if (!this.lease.covers(held)) throw new OverLease(held);
+      return held;
     });
+    if (total instanceof OverLease) return total;
+    this.lease.ahead(total);
     // Evicted at once (its sender was the largest sharer of a full queue): it was not stored.
     if (this.sql.exec("SELECT 1 FROM queue WHERE from_hex = ? AND id = ?", fromHex, id).toArray().length === 0) return null;
     void this.scheduleAlarm(expires);
@@ -411,14 +466,14 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
    * The whole queue, by count and by bytes: while it is over a bound, the largest sharer (the
    * sender holding the most envelopes, or bytes; on a tie, the one whose oldest is oldest) loses
    * its oldest envelopes, as many as the excess. No sender can evict what others stored while it
-   * holds more than they do (DESIGN section 3).
+   * holds more than they do (DESIGN section 3). Answers the bytes the queue then holds.
    */
-  private evictLargestSharers(): void {
+  private evictLargestSharers(): number {
     for (;;) {
       const all = this.sql.exec<{ n: number; total: number }>("SELECT COUNT(*) AS n, TOTAL(bytes) AS total FROM queue").one();
       const overCount = all.n - TALLY_LIMITS.queue_max_envelopes;
       const overBytes = all.total - TALLY_LIMITS.queue_max_bytes;
-      if (overCount <= 0 && overBytes <= 0) return;
+      if (overCount <= 0 && overBytes <= 0) return all.total;
       const byBytes = overBytes > 0;
       const top = this.sql
         .exec<{ from_hex: string }>(
@@ -442,6 +497,7 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
     if (!this.schema.exists) return;
     if (this.sql.exec("SELECT 1 FROM queue WHERE expires_at <= ? LIMIT 1", now).toArray().length === 0) return;
     this.sql.exec("DELETE FROM queue WHERE expires_at <= ?", now);
+    this.lease.changed();
   }
 
   protected async onAlarm(now: number): Promise<number | null> {

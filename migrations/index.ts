@@ -12,6 +12,8 @@ import mincaSpace0001 from "./MincaSpace/0001_init.sql";
 import relayStats0001 from "./RelayStats/0001_init.sql";
 import mincaAccount0002 from "./MincaAccount/0002_revocations.sql";
 import mincaSpace0002 from "./MincaSpace/0002_own.sql";
+import relayStats0002 from "./RelayStats/0002_storage.sql";
+import relayLedger0001 from "./RelayLedger/0001_init.sql";
 
 export interface Migration {
   name: string;
@@ -38,7 +40,11 @@ export const MIGRATIONS = {
     { name: "0001_init", sql: mincaSpace0001 },
     { name: "0002_own", sql: mincaSpace0002 },
   ],
-  RelayStats: [{ name: "0001_init", sql: relayStats0001 }],
+  RelayStats: [
+    { name: "0001_init", sql: relayStats0001 },
+    { name: "0002_storage", sql: relayStats0002 },
+  ],
+  RelayLedger: [{ name: "0001_init", sql: relayLedger0001 }],
 } satisfies Record<string, Migration[]>;
 
 export type MigratedClass = keyof typeof MIGRATIONS;

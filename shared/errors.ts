@@ -14,6 +14,8 @@ export const ERROR_CODES = [
   "upgrade_required",
   "bad_request",
   "unavailable",
+  /** A relay-wide storage total (limits.storage) is reached: nothing more of that kind is stored until some is freed. */
+  "storage_full",
   // tally
   "forbidden_sender",
   "envelope_too_large",

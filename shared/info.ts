@@ -1,5 +1,6 @@
 // The relay information document (GET / with Accept: application/json), from one source.
 import { LIMITS } from "./limits";
+import type { StorageTotals } from "./storage";
 
 export const SOFTWARE = "edge-relay";
 export const VERSION = "0.1.0";
@@ -12,6 +13,8 @@ export interface InfoOptions {
   host?: { did: string; name: string } | null;
   /** Who may connect the host (MINCA_HOST_ADMISSION): open, allowlist, token, or closed when the setting is invalid. */
   hostAdmission?: string;
+  /** The relay-wide storage totals in force (STORAGE_*_BYTES); limits.storage's defaults when absent. */
+  storage?: StorageTotals;
 }
 
 export function relayInfo(opts: InfoOptions) {
@@ -65,6 +68,9 @@ export function relayInfo(opts: InfoOptions) {
         },
       },
     },
-    limits: LIMITS,
+    // The relay-wide totals as set (limits.storage holds their defaults until then).
+    limits: opts.storage
+      ? { ...LIMITS, storage: { ...LIMITS.storage, tally_bytes: opts.storage.tally, mailbox_bytes: opts.storage.mailbox, host_bytes: opts.storage.host } }
+      : LIMITS,
   };
 }

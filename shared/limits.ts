@@ -276,6 +276,25 @@ export const MINCA_WAKE_LIMITS = {
   push_retry_after_max_seconds: 86_400,
 } as const;
 
+/**
+ * Relay-wide totals per stored kind (DESIGN section 3, "Nothing is stored for free";
+ * docs/hostile.md, "Relay-wide totals"): the defaults of the settings STORAGE_TALLY_BYTES,
+ * STORAGE_MAILBOX_BYTES and STORAGE_HOST_BYTES (the information document shows the values in force).
+ * Objects that store reserve bytes from the one RelayLedger object in leases.
+ */
+export const STORAGE_LIMITS = {
+  /** Bytes of stored envelopes across every Tally queue of the relay; past it an envelope that would be stored is refused with storage_full. */
+  tally_bytes: 2 * 1024 * 1024 * 1024,
+  /** Bytes of item blobs across every Minca mailbox of the relay; past it a POST is refused with 507 storage_full. */
+  mailbox_bytes: 1024 * 1024 * 1024,
+  /** Bytes of versions across every account the Minca host carries for (the host-wide total); past it 507 storage_full. */
+  host_bytes: 8 * 1024 * 1024 * 1024,
+  /** Smallest lease an object asks the ledger for beyond what it needs now. */
+  lease_min_bytes: 65_536,
+  /** Largest lease an object asks for beyond what it needs now (a lease grows with what the object holds, up to this). */
+  lease_max_bytes: 1_048_576,
+} as const;
+
 export const STATS_LIMITS = {
   /** Longest a count waits in its object before it is sent to the stats object (the status page's staleness), ms. */
   flush_interval_ms: 2_000,
@@ -292,6 +311,7 @@ export const LIMITS = {
   webpush: WEBPUSH_LIMITS,
   minca_host: MINCA_HOST_LIMITS,
   minca_wake: MINCA_WAKE_LIMITS,
+  storage: STORAGE_LIMITS,
   stats: STATS_LIMITS,
 } as const;
 

@@ -2,6 +2,7 @@
 // The relay keeps per-minute counts, not running totals, so every series is a gauge: the current
 // values, and each counter's count in the last complete minute and over the whole window.
 import { STATS_COUNTERS, STATS_PROTOCOLS, type StatsSnapshot } from "./stats";
+import { STORAGE_KINDS } from "./storage";
 
 export const METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 const PREFIX = "edge_relay_";
@@ -16,6 +17,8 @@ export function renderMetrics(s: StatsSnapshot): string {
   gauge("envelopes_stored", "Tally envelopes waiting for an offline device.", [[{}, s.envelopes_stored]]);
   gauge("rooms_open", "Rooms with at least one socket.", (["passnote", "minca"] as const).map((p) => [{ protocol: p }, s.rooms_open[p]]));
   gauge("mailbox_items", "Minca mailbox items held.", [[{}, s.mailbox_items]]);
+  gauge("storage_reserved_bytes", "Bytes leased from the relay-wide total, per stored kind.", STORAGE_KINDS.map((k) => [{ kind: k }, s.storage[k].reserved_bytes]));
+  gauge("storage_total_bytes", "The relay-wide total in force, per stored kind.", STORAGE_KINDS.map((k) => [{ kind: k }, s.storage[k].total_bytes]));
   // The newest minute is still filling: the last complete one is the one before it.
   const lastComplete = s.window_minutes - 2;
   for (const c of STATS_COUNTERS) {

@@ -1,6 +1,9 @@
 // The operator's status page (GET /status): the snapshot as HTML, its per-minute series drawn as
 // inline SVG bar charts, no script and no external assets. Counts only.
 import { STATS_COUNTERS, STATS_PROTOCOLS, type StatsCounter, type StatsSnapshot } from "./stats";
+import { STORAGE_KINDS, type StorageKind } from "./storage";
+
+const STORAGE_TITLES: Record<StorageKind, string> = { tally: "Tally queues", mailbox: "Mailboxes", host: "Hosted accounts" };
 
 const COLORS: Record<(typeof STATS_PROTOCOLS)[number], string> = { tally: "#2f5bd3", passnote: "#17935a", minca: "#d9822b" };
 
@@ -27,6 +30,11 @@ export function renderStatusPage(s: StatsSnapshot, opts: StatusPageOptions): str
     tile("Rooms open", s.rooms_open.passnote + s.rooms_open.minca, `passnote ${s.rooms_open.passnote} · minca ${s.rooms_open.minca}`, "rooms_open"),
     tile("Mailbox items", s.mailbox_items, "Minca mailboxes", "mailbox_items"),
   ].join("");
+  const storage = STORAGE_KINDS.map((k) => {
+    const f = s.storage[k];
+    const pct = f.total_bytes > 0 ? Math.min(100, Math.round((f.reserved_bytes / f.total_bytes) * 100)) : 100;
+    return `<div class="tile" data-testid="storage-${k}" data-reserved="${f.reserved_bytes}" data-total="${f.total_bytes}"><div class="k">${STORAGE_TITLES[k]} storage</div><div class="v">${pct}%</div><div class="d">${bytesText(f.reserved_bytes)} reserved of ${bytesText(f.total_bytes)} · ${f.holders} objects</div></div>`;
+  }).join("");
   const charts = STATS_COUNTERS.map((c) => chart(c, s)).join("");
   const banner = opts.open
     ? `<p class="banner" data-testid="open-banner">No admin token is configured: this page is open to anyone who can reach the relay. Set the Worker secret <code>ADMIN_TOKEN</code> to require <code>Authorization: Bearer &lt;token&gt;</code>.</p>`
@@ -53,6 +61,7 @@ svg text{font-size:10px;fill:#6b7488}
 <p class="sub">${escapeHtml(opts.name)} · ${escapeHtml(s.at)} · counts only, reaching this page within ${s.flush_interval_ms / 1000} s of happening · reloads every ${STATUS_REFRESH_SECONDS} s · <a href="/status.json">JSON</a></p>
 ${banner}
 <div class="tiles">${tiles}</div>
+<div class="tiles storage">${storage}</div>
 <div class="legend">${STATS_PROTOCOLS.map((p) => `<span><i style="background:${COLORS[p]}"></i>${p}</span>`).join("")}</div>
 <div class="charts">${charts}</div>
 </body></html>`;
@@ -92,6 +101,18 @@ function chart(metric: StatsCounter, s: StatsSnapshot): string {
   const total = sum(series.total);
   return `<figure data-testid="chart-${metric}" data-total="${total}"><figcaption>${TITLES[metric]} <span>· ${total} in the last hour</span></figcaption>
 <svg viewBox="0 0 ${w} ${h}" width="100%" role="img" aria-label="${TITLES[metric]}">${grid}${bars.join("")}${ticks}</svg></figure>`;
+}
+
+/** Bytes in binary units, one decimal. */
+function bytesText(n: number): string {
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let v = n;
+  let u = 0;
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u++;
+  }
+  return `${u === 0 ? v : v.toFixed(1)} ${units[u]}`;
 }
 
 function niceMax(v: number): number {

@@ -3,6 +3,7 @@
 // snapshot carries a user id, topic, room id or any other name.
 import * as z from "zod";
 import { STATS_LIMITS } from "./limits";
+import { STORAGE_KINDS, type StorageKind } from "./storage";
 
 export const STATS_PROTOCOLS = ["tally", "passnote", "minca"] as const;
 export type StatsProtocol = (typeof STATS_PROTOCOLS)[number];
@@ -29,6 +30,21 @@ export const statsReportSchema = z.strictObject({
 });
 export type StatsReport = z.infer<typeof statsReportSchema>;
 
+/** Per stored kind: the bytes leased across the relay (what its total is checked against), by how many objects, and the total in force. */
+export type StorageReport = Record<StorageKind, { reserved_bytes: number; holders: number; total_bytes: number }>;
+
+export const storageReportSchema = z.strictObject(
+  Object.fromEntries(STORAGE_KINDS.map((k) => [k, z.strictObject({ reserved_bytes: count, holders: count, total_bytes: count })])) as Record<
+    StorageKind,
+    z.ZodObject<{ reserved_bytes: typeof count; holders: typeof count; total_bytes: typeof count }>
+  >,
+);
+
+/** A storage report before the ledger sent any: nothing reserved, the totals in force. */
+export function emptyStorage(totals: Record<StorageKind, number>): StorageReport {
+  return Object.fromEntries(STORAGE_KINDS.map((k) => [k, { reserved_bytes: 0, holders: 0, total_bytes: totals[k] }])) as StorageReport;
+}
+
 /** Minutes since the epoch. */
 export function minuteOf(ms: number): number {
   return Math.floor(ms / 60_000);
@@ -46,6 +62,8 @@ export interface StatsSnapshot {
   envelopes_stored: number;
   rooms_open: Record<"passnote" | "minca", number>;
   mailbox_items: number;
+  /** Per stored kind (docs/hostile.md, "Relay-wide totals"): bytes reserved of the relay-wide total. */
+  storage: StorageReport;
   /** Per minute over the window, oldest first: all protocols together, and by protocol. */
   per_minute: Record<StatsCounter, { total: number[]; by_protocol: Record<StatsProtocol, number[]> }>;
 }
@@ -66,7 +84,7 @@ export interface MinuteRow {
 }
 
 /** Builds the snapshot from the stats object's rows: gauge sums by protocol, and counter rows. */
-export function buildSnapshot(gauges: GaugeRow[], minutes: MinuteRow[], nowMs: number): StatsSnapshot {
+export function buildSnapshot(gauges: GaugeRow[], minutes: MinuteRow[], nowMs: number, storage: StorageReport = emptyStorage({ tally: 0, mailbox: 0, host: 0 })): StatsSnapshot {
   const window = STATS_LIMITS.window_minutes;
   const last = minuteOf(nowMs);
   const first = last - window + 1;
@@ -101,6 +119,7 @@ export function buildSnapshot(gauges: GaugeRow[], minutes: MinuteRow[], nowMs: n
     envelopes_stored: envelopes,
     rooms_open: rooms,
     mailbox_items: items,
+    storage,
     per_minute: per,
   };
 }

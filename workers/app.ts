@@ -4,6 +4,7 @@ import { admissionOf } from "../shared/minca/admission";
 import { Hono, type Context } from "hono";
 import { httpErrorBody, type ErrorCode } from "../shared/errors";
 import { relayInfo } from "../shared/info";
+import { storageTotals } from "../shared/storage";
 import { isNpub, npubDecode } from "../shared/tally/keys";
 import { RELAY_HOST_HEADER, TALLY_USER_HEADER } from "../durable-objects/tally-user";
 import { MINCA_ROOM_HEADER } from "../durable-objects/minca-room";
@@ -52,7 +53,7 @@ app.get("/", async (c) => {
   // Browser apps on other origins read the VAPID key and limits from it (it holds nothing private).
   c.header("Access-Control-Allow-Origin", "*");
   c.header("Vary", "Accept");
-  const info = relayInfo({ name: c.env.RELAY_NAME ?? "edge-relay", vapidPublicKey: await vapidPublicKey(c.env), host: await mincaHost(c.env), hostAdmission: admissionOf(c.env).mode });
+  const info = relayInfo({ name: c.env.RELAY_NAME ?? "edge-relay", vapidPublicKey: await vapidPublicKey(c.env), host: await mincaHost(c.env), hostAdmission: admissionOf(c.env).mode, storage: storageTotals(c.env) });
   const accept = c.req.header("accept") ?? "";
   if (accept.includes("application/json") || !accept.includes("text/html")) return c.json(info);
   return c.html(

@@ -10,6 +10,7 @@ export { MincaSpace } from "../durable-objects/minca-space";
 export { RelayAdmin } from "./admin";
 export { RelayStats } from "../durable-objects/relay-stats";
 export { PushGate } from "../durable-objects/push-gate";
+export { RelayLedger } from "../durable-objects/relay-ledger";
 import { app } from "./app";
 
 export default app;

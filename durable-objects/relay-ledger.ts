@@ -1,0 +1,134 @@
+// The relay's storage ledger (DESIGN section 3, "Nothing is stored for free"; docs/hostile.md,
+// "Relay-wide totals"): one RelayLedger object per relay holds, per stored kind (Tally queues,
+// mailboxes, hosted accounts), the bytes leased to each object that stores, and grants a lease
+// only while the kind's total (STORAGE_*_BYTES) has room. Objects ask for a lease only when what
+// they hold outgrows the one they have (storage-lease.ts), so no message waits on this object
+// but the one that crosses a lease, and a request that stores nothing never reaches it: its
+// schema is made by the first lease. Its figures reach the status page through the stats object.
+import { DurableObject } from "cloudflare:workers";
+import { LazySchema } from "./schema";
+import { relayStats } from "./relay-stats";
+import { MIGRATIONS } from "../migrations/index";
+import { STATS_LIMITS } from "../shared/limits";
+import { grantLease, STORAGE_KINDS, storageTotals, type StorageKind, type StorageTotals } from "../shared/storage";
+import type { StorageReport } from "../shared/stats";
+import { log } from "../shared/log";
+
+/** The one ledger's name. */
+export const RELAY_LEDGER_NAME = "relay";
+
+export class RelayLedger extends DurableObject<Env> {
+  private readonly sql: SqlStorage;
+  private readonly schema: LazySchema;
+  /** Each kind's total in force (the settings; tests may replace it). */
+  totals: StorageTotals;
+  private reportScheduled = false;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.sql = ctx.storage.sql;
+    this.schema = new LazySchema(ctx.storage, MIGRATIONS.RelayLedger);
+    const { invalid, ...totals } = storageTotals(env);
+    if (invalid.length > 0) log.warn("storage: settings that are not byte counts were ignored (their defaults hold)", { settings: invalid });
+    this.totals = totals;
+  }
+
+  /**
+   * RPC: `holder` must hold `need` bytes of `kind` (and would like `want`). Its lease becomes
+   * `want`, or as much as the total leaves when that covers `need`; refused (its lease unchanged)
+   * when the total has no room for `need`. Absolute amounts, so asking twice changes nothing more.
+   */
+  async claim(kind: StorageKind, holder: string, need: number, want: number): Promise<{ ok: boolean; granted: number }> {
+    if (!isKind(kind) || !(need >= 0) || !(want >= need)) return { ok: false, granted: 0 };
+    const held = this.held(kind, holder);
+    if (need <= held) return { ok: true, granted: held };
+    const sum = this.sum(kind);
+    const granted = grantLease(sum - held, this.totals[kind], need, want);
+    if (granted === null) return { ok: false, granted: held };
+    this.set(kind, holder, held, granted);
+    return { ok: true, granted };
+  }
+
+  /** RPC: `holder` gives back what it holds of `kind` beyond `keep` bytes (0: all of it). Its new lease. */
+  async release(kind: StorageKind, holder: string, keep: number): Promise<number> {
+    if (!isKind(kind) || !(keep >= 0)) return 0;
+    const held = this.held(kind, holder);
+    if (keep >= held) return held;
+    this.set(kind, holder, held, keep);
+    return keep;
+  }
+
+  /** RPC: per kind, the bytes leased across the relay, the objects holding them, and the total. */
+  async snapshot(): Promise<StorageReport> {
+    return this.report();
+  }
+
+  /** Sends the figures to the stats object now (the timer calls it; tests may too). */
+  async flushStats(): Promise<void> {
+    this.reportScheduled = false;
+    try {
+      await relayStats(this.env).storage(this.report());
+    } catch (err) {
+      log.warn("storage: ledger report failed; sent with the next change", { err });
+    }
+  }
+
+  private report(): StorageReport {
+    const rows = this.schema.exists ? this.sql.exec<{ kind: string; bytes: number; holders: number }>("SELECT kind, bytes, holders FROM totals").toArray() : [];
+    const out = {} as StorageReport;
+    for (const kind of STORAGE_KINDS) {
+      const r = rows.find((x) => x.kind === kind);
+      out[kind] = { reserved_bytes: r?.bytes ?? 0, holders: r?.holders ?? 0, total_bytes: this.totals[kind] };
+    }
+    return out;
+  }
+
+  private held(kind: StorageKind, holder: string): number {
+    if (!this.schema.exists) return 0;
+    return this.sql.exec<{ bytes: number }>("SELECT bytes FROM leases WHERE kind = ? AND holder = ?", kind, holder).toArray()[0]?.bytes ?? 0;
+  }
+
+  private sum(kind: StorageKind): number {
+    if (!this.schema.exists) return 0;
+    return this.sql.exec<{ bytes: number }>("SELECT bytes FROM totals WHERE kind = ?", kind).toArray()[0]?.bytes ?? 0;
+  }
+
+  /** The holder's lease goes from `held` to `bytes`, and the kind's sum with it, in one step. */
+  private set(kind: StorageKind, holder: string, held: number, bytes: number): void {
+    this.schema.ensure();
+    this.ctx.storage.transactionSync(() => {
+      const holders = (held > 0 ? -1 : 0) + (bytes > 0 ? 1 : 0);
+      if (bytes > 0) {
+        this.sql.exec(
+          "INSERT INTO leases (kind, holder, bytes, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (kind, holder) DO UPDATE SET bytes = excluded.bytes, updated_at = excluded.updated_at",
+          kind,
+          holder,
+          bytes,
+          Date.now(),
+        );
+      } else {
+        this.sql.exec("DELETE FROM leases WHERE kind = ? AND holder = ?", kind, holder);
+      }
+      this.sql.exec(
+        `INSERT INTO totals (kind, bytes, holders) VALUES (?, ?, ?)
+         ON CONFLICT (kind) DO UPDATE SET bytes = bytes + excluded.bytes, holders = holders + excluded.holders`,
+        kind,
+        bytes - held,
+        holders,
+      );
+    });
+    if (!this.reportScheduled) {
+      this.reportScheduled = true;
+      this.ctx.waitUntil(new Promise<void>((resolve) => setTimeout(() => void this.flushStats().finally(resolve), STATS_LIMITS.flush_interval_ms)));
+    }
+  }
+}
+
+function isKind(k: string): k is StorageKind {
+  return (STORAGE_KINDS as readonly string[]).includes(k);
+}
+
+/** The ledger of a relay. */
+export function relayLedger(env: { RELAY_LEDGER: DurableObjectNamespace<RelayLedger> }): DurableObjectStub<RelayLedger> {
+  return env.RELAY_LEDGER.get(env.RELAY_LEDGER.idFromName(RELAY_LEDGER_NAME));
+}

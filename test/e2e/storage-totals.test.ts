@@ -1,0 +1,43 @@
+// Relay-wide storage totals set through their settings (issue 15; docs/hostile.md, "Relay-wide
+// totals"), against a relay process of its own started with tiny totals: the information
+// document shows them, a second topic's store is refused with the documented error once the first
+// holds the total, and /status.json shows what is reserved of each.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startRelay, type RelayProcess } from "../helpers/relay-process";
+import { waitFor } from "../helpers/wait";
+import { STORAGE_LIMITS } from "../../shared/limits";
+
+let relay: RelayProcess;
+
+beforeAll(async () => {
+  relay = await startRelay({ env: { STORAGE_MAILBOX_BYTES: "96KiB", STORAGE_TALLY_BYTES: "1MiB", STORAGE_HOST_BYTES: "not a size" } });
+});
+
+afterAll(async () => {
+  await relay?.stop();
+});
+
+const topic = (name: string) => `${relay.url}/minca/v1/mailbox/storage-e2e-${name}-${Date.now()}`;
+
+describe("relay-wide storage totals, set through STORAGE_*_BYTES", () => {
+  it("the information document shows the totals in force (an invalid setting keeps its default)", async () => {
+    const doc = (await (await fetch(`${relay.url}/`, { headers: { accept: "application/json" } })).json()) as any;
+    expect(doc.limits.storage).toMatchObject({ mailbox_bytes: 96 * 1024, tally_bytes: 1024 * 1024, host_bytes: STORAGE_LIMITS.host_bytes });
+  });
+
+  it("storage.mailbox_bytes: once one topic holds the relay's total, a second topic's POST within its own quota is refused 507 storage_full; /status.json shows the total reached", async () => {
+    const first = topic("first");
+    for (let i = 0; i < 2; i++) expect((await fetch(first, { method: "POST", body: "a".repeat(40_000) })).status).toBe(201);
+    const refused = await fetch(topic("second"), { method: "POST", body: "b".repeat(30_000) });
+    expect(refused.status).toBe(507);
+    expect(((await refused.json()) as any).error).toMatchObject({ code: "storage_full" });
+    const status = await waitFor(async () => {
+      const s = (await (await fetch(`${relay.url}/status.json`)).json()) as any;
+      return s.storage.mailbox.reserved_bytes > 0 ? s : null;
+    });
+    expect(status.storage.mailbox).toMatchObject({ total_bytes: 96 * 1024, holders: 1 });
+    expect(status.storage.mailbox.reserved_bytes).toBeGreaterThanOrEqual(80_000);
+    expect(status.storage.mailbox.reserved_bytes).toBeLessThanOrEqual(96 * 1024);
+    expect(status.storage.tally).toMatchObject({ reserved_bytes: 0, total_bytes: 1024 * 1024 });
+  });
+});
