@@ -7,6 +7,7 @@ import type { Transport } from "../../../../clients/passnote/transport";
 import { openFrame, sealFrame } from "../../../../shared/passnote/seal";
 import { decodeMessage, encodeMessage, type Message } from "../../../../shared/passnote/wire";
 import { formatHlc } from "../../../../shared/passnote/hlc";
+import { MemoryStore } from "../../../../shared/passnote/records";
 import { fillDifferent, groupKey, sameRecords, tapped } from "../../../helpers/passnote";
 import { waitFor, sleep } from "../../../helpers/wait";
 
@@ -210,6 +211,49 @@ describe("seed 001: sync", () => {
     await waitFor(() => sameRecords(a.store, b.store), { what: "convergence" });
     expect(a.engine.sent.frames.reconcile ?? 0).toBeGreaterThan(0);
     expect(a.store.size("notes")).toBe(2010);
+  });
+
+  it("without recon1 the fallback converges: records older than the peer's watermark that it lacks are shipped, both ways", async () => {
+    // Interleaved clocks: each side holds records older than the other's highest HLC that the other lacks.
+    const rec = (key: string, wall: number, node: string) => ({ key, value: `${key}@${wall}`, is_deleted: false, hlc: formatHlc({ wall, counter: 0, node }) });
+    const sa = new MemoryStore();
+    const sb = new MemoryStore();
+    for (let i = 0; i < 300; i++) {
+      sa.merge("notes", rec(`a${i}`, 1_000 + 20 * i, "alice"));
+      sb.merge("notes", rec(`b${i}`, 1_010 + 20 * i, "bob"));
+      if (i % 3 === 0) for (const st of [sa, sb]) st.merge("notes", rec(`shared${i}`, 1_005 + 20 * i, "carol"));
+    }
+    sb.merge("diary", rec("only-bob", 5, "bob")); // and a collection only one side holds
+    expect(sa.watermark("notes") < sb.watermark("notes")).toBe(true);
+    const { a, b } = await pair({ a: { store: sa }, b: { store: sb, recon: false } });
+    await waitFor(() => sameRecords(a.store, b.store) && a.store.size("notes") === 700 && a.get("diary", "only-bob") !== undefined, { what: "fallback convergence" });
+    expect(a.engine.sent.frames.reconcile ?? 0).toBe(0);
+    expect(b.engine.sent.frames.reconcile ?? 0).toBe(0);
+  });
+
+  it("without recon1, after the full pass a pass ships what changed since (an old record from a third peer), and a refusal brings a full pass", async () => {
+    const { a, b, sentA } = await pair({ b: { recon: false } });
+    for (let i = 0; i < 50; i++) a.put("notes", `k${i}`, i);
+    await waitFor(() => b.store.size("notes") === 50, { what: "first sync" });
+    const shippedByA = () => sentA.filter((m) => m.type === "delta").reduce((n, m) => n + (m as { records: unknown[] }).records.length, 0);
+    const round = async (done: () => boolean) => {
+      a.forceSync();
+      b.forceSync();
+      await waitFor(done, { what: "a round" });
+      await sleep(50);
+      await Promise.all([a.engine.idle(), b.engine.idle()]);
+    };
+    await round(() => true); // settles whatever the first passes left to say
+    // An old record, older than bob's watermark, that alice learnt from elsewhere (not a local write).
+    a.store.merge("notes", { key: "from-carol", value: 1, is_deleted: false, hlc: formatHlc({ wall: 5, counter: 0, node: "carol" }) });
+    let before = shippedByA();
+    await round(() => b.get("notes", "from-carol") === 1);
+    expect(shippedByA() - before).toBe(1); // the change alone, not all 51
+    // A refused frame: the next pass is a full one (whatever it carried is re-shipped).
+    before = shippedByA();
+    a.engine.repair();
+    await round(() => shippedByA() - before >= 51);
+    expect(shippedByA() - before).toBe(51);
   });
 
   it("without recon1 the peers fall back to shipping records newer than the watermark", async () => {
