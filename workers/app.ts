@@ -78,6 +78,7 @@ app.get(OPENAPI_PATH, (c) => {
 });
 
 app.get("/healthz", (c) => c.text("ok"));
+for (const path of ["/", OPENAPI_PATH, "/healthz"]) app.all(path, (c) => methodNotAllowed(c, ["GET"]));
 
 /**
  * A WebSocket endpoint whose last path segment (its one parameter) names one Durable Object: the key is checked
@@ -91,10 +92,11 @@ function socketRoute(
 ): void {
   const param = path.slice(path.lastIndexOf(":") + 1);
   app.all(path, async (c) => {
-    if (c.req.method !== "GET") return methodNotAllowed(c, ["GET"], " with Upgrade: websocket");
+    // HEAD is GET without the body (RFC 9110 section 9.3.2): never an upgrade, so 426 (after the key check).
+    if (c.req.method !== "GET" && c.req.method !== "HEAD") return methodNotAllowed(c, ["GET"], " with Upgrade: websocket");
     const key = c.req.param(param) ?? "";
     if (!check.valid(key)) return httpError(c, 400, "bad_request", check.invalid);
-    if (!isUpgrade(c.req.raw)) return httpError(c, 426, "upgrade_required", "this endpoint speaks WebSocket");
+    if (!isUpgrade(c.req.raw) || c.req.method === "HEAD") return httpError(c, 426, "upgrade_required", "this endpoint speaks WebSocket");
     const { binding, name, headers } = target(c.env, key, new URL(c.req.url));
     const h = new Headers(c.req.raw.headers);
     for (const [k, v] of Object.entries(headers)) h.set(k, v);

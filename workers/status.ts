@@ -6,7 +6,7 @@ import { relayStats } from "../durable-objects/relay-stats";
 import { tokenMatches, type StatusAnswer } from "../shared/stats";
 import { renderStatusPage } from "../shared/stats-page";
 import { METRICS_CONTENT_TYPE, renderMetrics } from "../shared/metrics";
-import { httpError } from "./app";
+import { httpError, methodNotAllowed } from "./app";
 
 type C = Context<{ Bindings: Env }>;
 
@@ -40,4 +40,5 @@ export function mountStatus(app: Hono<{ Bindings: Env }>): void {
     const snapshot = await relayStats(c.env).snapshot();
     return c.html(renderStatusPage(snapshot, { name: c.env.RELAY_NAME ?? "edge-relay", open: !c.env.ADMIN_TOKEN }));
   });
+  for (const path of ["/status.json", "/metrics", "/status"]) app.all(path, (c) => methodNotAllowed(c, ["GET"]));
 }
