@@ -10,6 +10,8 @@ export const COMMON_LIMITS = {
   rate_burst: 400,
   /** rate_limited errors on one socket (within a minute) before it is closed with 4029. */
   rate_limited_before_close: 20,
+  /** Sockets one object keeps open unauthenticated (not yet registered / joined), below every object's cap of authenticated ones; one more closes the oldest of them with 4001. */
+  max_unauthenticated_sockets_per_object: 8,
   /** Nesting depth (arrays and objects) of JSON a client sends, over HTTP (deeper is 400) and in WebSocket text frames (deeper is invalid_message), checked on the raw text before parsing. */
   max_json_depth: 64,
 } as const;
