@@ -14,7 +14,7 @@
 // - closes sockets that have not authenticated within the timeout with 4001 (by an in-memory
 //   timer, re-armed whenever the object starts: no alarm is stored for a socket that keeps nothing);
 // - keeps at most common.max_unauthenticated_sockets_per_object sockets unauthenticated, closing
-//   the oldest of them with 4001 when one more arrives (parked sockets never crowd out devices);
+//   the oldest of them with 1013 when one more arrives (parked sockets never crowd out devices);
 // - answers close frames;
 // - counts connections, messages and errors for the operator's status page, the same way for
 //   every object (StatsReporter: batched in memory, sent off the message path).
@@ -339,7 +339,8 @@ export abstract class RelayObject<Env, A extends BaseAttachment> extends Durable
 
   /**
    * Before one more unauthenticated socket is accepted: while the cap is reached, the oldest
-   * unauthenticated socket is told auth_failed and closed with 4001. Authenticated sockets are
+   * unauthenticated socket is told rate_limited and closed with 1013 (try again later: not 4001,
+   * after which clients do not come back, since a real device may be crowded out too). Authenticated sockets are
    * never touched, so a flood of sockets that never authenticate (npubs and room ids are public)
    * cannot keep a real device out; a real device authenticates within a round trip, long before
    * the cap's worth of newer sockets arrives.
@@ -356,8 +357,9 @@ export abstract class RelayObject<Env, A extends BaseAttachment> extends Durable
     parked.sort((a, b) => a.openedAt - b.openedAt);
     for (const { ws } of parked.slice(0, parked.length - cap + 1)) {
       this.crowdedOut.add(ws);
-      this.sendError(ws, "auth_failed", "too many unauthenticated connections; this one was the oldest");
-      this.close(ws, CLOSE_CODES.auth_failed, "too many unauthenticated connections");
+      this.stats.count("errors");
+      this.send(ws, rateLimitedError("too many unauthenticated connections; this one was the oldest: reconnect and authenticate at once", 1000));
+      this.close(ws, CLOSE_CODES.try_again_later, "too many unauthenticated connections");
     }
     this.stats.changed();
   }

@@ -1,6 +1,6 @@
 // DESIGN section 3 and issue 15, "Parked sockets": npubs and room ids are public, so anyone can
 // open sockets to an object that never authenticate. An object keeps at most
-// common.max_unauthenticated_sockets_per_object of them; one more closes the oldest with 4001, and
+// common.max_unauthenticated_sockets_per_object of them; one more closes the oldest with 1013, and
 // a real device still registers / joins.
 import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
@@ -65,10 +65,10 @@ const endpoints: Endpoint[] = [
 describe("common.max_unauthenticated_sockets_per_object: parked sockets never crowd out a real device", () => {
   const cap = COMMON_LIMITS.max_unauthenticated_sockets_per_object;
   for (const e of endpoints) {
-    it(`${e.name}: ${cap} + 1 sockets that never authenticate close the oldest with 4001; the others stay; a real device still authenticates`, async () => {
+    it(`${e.name}: ${cap} + 1 sockets that never authenticate close the oldest with 1013 (try again later); the others stay; a real device still authenticates`, async () => {
       const path = e.path();
       const parked: TestSocket[] = [];
-      const crowdedOut = (s: TestSocket) => s.ofType("error").some((m) => m.code === "auth_failed" && /too many unauthenticated/.test(m.message));
+      const crowdedOut = (s: TestSocket) => s.ofType("error").some((m) => m.code === "rate_limited" && /too many unauthenticated/.test(m.message));
       for (let i = 0; i < cap + 1; i++) {
         const s = await open(path);
         await s.next("challenge");
@@ -94,8 +94,8 @@ describe("common.max_unauthenticated_sockets_per_object: parked sockets never cr
       real.send({ type: "ping" });
       await real.next("pong");
       expect(real.ofType("error")).toEqual([]);
-      // the close itself: 4001
-      expect(await parked[0].closed).toBe(CLOSE_CODES.auth_failed);
+      // the close itself: 1013, after which clients reconnect (4001 would make them give up)
+      expect(await parked[0].closed).toBe(CLOSE_CODES.try_again_later);
       for (const s of [real, ...parked]) if (s.closeCode === undefined) s.close();
     });
   }
