@@ -1,40 +1,27 @@
 // One account a Minca host carries for (DESIGN 8.3-8.5, seed 002 §4.2-4.3): its carry space and
 // the key that opens it, the spaces its passes name, its links, and the bytes it uses. The carry
 // space's records drive it: the carry space's object hands over each accepted version, this
-// object reads it with shared/minca/carry and keeps what it says. carry:closed empties every
-// table but the tombstone. An alarm sweeps expired links.
+// object reads it with shared/minca/carry and keeps what it says (account-records.ts). Wakes
+// become pushes in account-pushes.ts. carry:closed empties every table but the tombstone. An
+// alarm expires an unproven binding, sweeps expired links and sends the pushes due.
 import { DurableObject } from "cloudflare:workers";
 import { OwnName } from "./own-name";
 import { LazySchema } from "./schema";
+import { AccountStore } from "./account-store";
+import { AccountRecords, type CarryVerdict } from "./account-records";
+import { AccountPushes } from "./account-pushes";
 import type { HostResult } from "./minca-space";
 import { MIGRATIONS } from "../migrations/index";
 import type { ErrorCode } from "../shared/errors";
 import { base64urlDecode, base64urlEncode } from "../shared/encoding";
-import { MINCA_HOST_LIMITS, MINCA_WAKE_LIMITS } from "../shared/limits";
-import { LINK, PASS, readCarryRecord, RECEIVER, WAKE, type CarryRecord, type CarryStart, type WakeBody } from "../shared/minca/carry";
-import { wakeMatches, wakePayload, wakeTopic, type Arrival } from "../shared/minca/wake";
-import { checkPushEndpoint, endpointPolicy } from "../shared/webpush/endpoint";
-import { retryDelaySeconds, WebPushSender, type FetchLike, type PushOutcome } from "../shared/webpush/send";
-import { relayPushSender } from "./relay-keys";
-import { admitPushes } from "./push-gate";
+import { MINCA_HOST_LIMITS } from "../shared/limits";
+import { readCarryRecord, type CarryStart } from "../shared/minca/carry";
+import type { Arrival } from "../shared/minca/wake";
+import type { FetchLike } from "../shared/webpush/send";
 import { bodyKeyOf, readKeyDid, readSeedOf } from "../shared/minca/space";
 import { bindingExpiry, bindingHolds, checkStatusProof } from "../shared/minca/binding";
-import type { Version, VersionRefusal } from "../shared/minca/version";
-import { log } from "../shared/log";
-
-export interface AccountStatus {
-  account: string;
-  name: string | null;
-  carry_space: string;
-  spaces: number;
-  links: number;
-  wakes: number;
-  receivers: number;
-  versions: number;
-  bytes: number;
-}
-
-export type CarryVerdict = { reason: VersionRefusal; detail: string } | null;
+import type { Version } from "../shared/minca/version";
+import type { AccountStatus, CarryStarted } from "../shared/minca/host-wire";
 
 interface LinkRow extends Record<string, SqlStorageValue> {
   key: string;
@@ -48,31 +35,30 @@ const fail = (status: number, code: ErrorCode, message: string): HostResult<neve
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
-interface PushRow extends Record<string, SqlStorageValue> {
-  id: number;
-  receiver: string;
-  endpoint: string;
-  payload: ArrayBuffer;
-  topic: string;
-  attempts: number;
-  p256dh: string;
-  auth: string;
-}
-
 export class MincaAccount extends DurableObject<Env> {
   private readonly sql: SqlStorage;
   /** Made when the account is first carried: a GET of an unknown account stores nothing. */
   private readonly schema: LazySchema;
+  private readonly store: AccountStore;
   private readonly ownAccount: OwnName;
+  private readonly records: AccountRecords;
+  private readonly pushes: AccountPushes;
   /** The fetch wakes go out with (tests may replace it). */
   pushFetch: FetchLike = (url, init) => fetch(url, init);
-  private sender: WebPushSender | undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
     this.schema = new LazySchema(ctx.storage, MIGRATIONS.MincaAccount);
+    this.store = new AccountStore(ctx, this.schema);
     this.ownAccount = new OwnName(this.schema, "account");
+    this.records = new AccountRecords(this.store, {
+      env,
+      space: (id) => this.space(id),
+      mailbox: (topic) => this.mailbox(topic),
+      schedule: () => this.schedule(),
+    });
+    this.pushes = new AccountPushes(this.store, env, (url, init) => this.pushFetch(url, init));
   }
 
   // ---- connecting (POST /minca/v1/host/accounts) ----------------------------------------------
@@ -84,7 +70,7 @@ export class MincaAccount extends DurableObject<Env> {
    * unproven (DESIGN 8.3: no version under the account's /account/write authority arrived in it),
    * so a grant anyone can post never takes over an account in use: else 409.
    */
-  async startCarrying(start: CarryStart): Promise<HostResult<{ account: string; carry_space: string }>> {
+  async startCarrying(start: CarryStart): Promise<HostResult<CarryStarted>> {
     this.remember(start.account);
     if (this.meta("closed_space") === start.carrySpace) return fail(410, "carry_closed", "the account closed this carry space (carry:closed)");
     const current = this.liveCarry(Date.now());
@@ -190,7 +176,7 @@ export class MincaAccount extends DurableObject<Env> {
     }
     for (const v of versions) {
       // A key revoked earlier in this batch writes nothing after it (DESIGN 8.4).
-      if (this.isRevoked(v.author)) {
+      if (this.records.isRevoked(v.author)) {
         verdicts.push({ reason: "revoked", detail: "the account revoked the key that signed this version" });
         continue;
       }
@@ -200,14 +186,14 @@ export class MincaAccount extends DurableObject<Env> {
         return { verdicts: [...verdicts, ...versions.slice(verdicts.length).map(() => null)], closed: true, revoked: [] };
       }
       if (rec.kind === "revoke") {
-        const verdict = this.revoke(rec.revoked);
+        const verdict = this.records.revoke(rec.revoked);
         if (verdict) {
           verdicts.push(verdict);
           continue;
         }
         revoked.push(rec.revoked);
       } else {
-        const verdict = await this.keep(rec, v, { ...opts, current: false });
+        const verdict = await this.records.keep(rec, v, { ...opts, current: false });
         if (verdict) {
           verdicts.push(verdict);
           continue;
@@ -222,197 +208,18 @@ export class MincaAccount extends DurableObject<Env> {
 
   /** The keys among `authors` the account revoked (DESIGN 8.4). */
   revokedAmong(authors: string[]): string[] {
-    return authors.filter((a) => this.isRevoked(a));
+    return authors.filter((a) => this.records.isRevoked(a));
   }
 
   /**
-   * After revokes were stored: what each revoked key wrote in the carry space stops counting.
-   * Each record it touched is set again from its latest version signed by no revoked key, or
-   * dropped when there is none. What was stored stays in the log.
+   * After revokes were stored: what each revoked key wrote in the carry space stops counting
+   * (account-records.ts). What was stored stays in the log.
    */
   async recount(revoked: string[]): Promise<void> {
     const carry = this.meta("carry_space");
     const bodyKey = carry === null ? null : this.carryBodyKey(carry);
     if (carry === null || bodyKey === null) return;
-    const all = this.sql.exec<{ did: string }>("SELECT did FROM revoked").toArray().map((r) => r.did);
-    for (const did of revoked) {
-      for (const h of await this.space(carry).history(did, all)) {
-        if (h.version === null) {
-          await this.drop(h.collection, h.key);
-          continue;
-        }
-        const v = JSON.parse(h.version) as Version;
-        const rec = readCarryRecord(v, bodyKey);
-        if (rec.kind === "closed" || rec.kind === "revoke" || rec.kind === "refused") continue;
-        if ((await this.keep(rec, v, { current: true })) !== null) await this.drop(h.collection, h.key);
-      }
-    }
-  }
-
-  /** A revoke, kept for good (a deleted or rewritten revoke record takes nothing back). */
-  private revoke(did: string): CarryVerdict {
-    if (this.isRevoked(did)) return null;
-    if (this.count("revoked") >= MINCA_HOST_LIMITS.max_revocations_per_account) {
-      return { reason: "too_many_revocations", detail: `a host keeps at most ${MINCA_HOST_LIMITS.max_revocations_per_account} revoked keys per account` };
-    }
-    this.sql.exec("INSERT INTO revoked (did, at) VALUES (?, ?)", did, Date.now());
-    return null;
-  }
-
-  private isRevoked(did: string): boolean {
-    if (!this.schema.exists) return false;
-    return this.sql.exec("SELECT 1 FROM revoked WHERE did = ?", did).toArray().length > 0;
-  }
-
-  /**
-   * Keeps what one carry-space record says, with the key that signed it. Per key, the version
-   * with the greater `at` wins (the account's own writers only); with `current` (a recount after
-   * a revoke), this version is the one that counts now, whatever its `at`.
-   */
-  private async keep(rec: CarryRecord, v: Version, opts: { requestHost?: string; current: boolean }): Promise<CarryVerdict> {
-    const account = this.meta("account")!;
-    const newer = (held: { at: number } | undefined, at: number) => opts.current || !held || at >= held.at;
-    switch (rec.kind) {
-      case "refused":
-        return { reason: rec.reason, detail: rec.detail };
-      case "pass": {
-        const held = this.sql.exec<{ at: number }>("SELECT at FROM passes WHERE space = ?", rec.space).toArray()[0];
-        if (!held && this.count("passes") >= MINCA_HOST_LIMITS.max_spaces_per_account) {
-          return { reason: "too_many_spaces", detail: `a host carries at most ${MINCA_HOST_LIMITS.max_spaces_per_account} spaces per account` };
-        }
-        if (!newer(held, rec.at)) return null;
-        if (!(await this.space(rec.space).carry(rec.space, account, rec.constitution, rec.readKey ?? null, rec.at, rec.own))) {
-          return { reason: "too_many_carriers", detail: `a host lets at most ${MINCA_HOST_LIMITS.max_carriers_per_space} accounts carry one space` };
-        }
-        this.sql.exec(
-          `INSERT INTO passes (space, key, at, visibility, read_key, author, own) VALUES (?, ?, ?, ?, ?, ?, ?)
-           ON CONFLICT (space) DO UPDATE SET at = excluded.at, read_key = excluded.read_key, author = excluded.author, own = excluded.own`,
-          rec.space,
-          v.key,
-          rec.at,
-          rec.constitution.visibility,
-          rec.readKey ?? null,
-          v.author,
-          rec.own ? 1 : 0,
-        );
-        return null;
-      }
-      case "pass_deleted": {
-        const held = this.sql.exec<{ at: number }>("SELECT at FROM passes WHERE key = ?", rec.key).toArray()[0];
-        if (held && newer(held, v.at)) await this.drop(PASS, rec.key);
-        return null;
-      }
-      case "link": {
-        const held = this.sql.exec<{ at: number; topic: string }>("SELECT at, topic FROM links WHERE key = ?", rec.key).toArray()[0];
-        if (!newer(held, rec.at)) return null;
-        if (!(await this.mailbox(rec.topic).linkAccount(rec.topic, account))) {
-          return { reason: "too_many_link_accounts", detail: `a mailbox topic serves the links of at most ${MINCA_HOST_LIMITS.max_link_accounts_per_topic} accounts` };
-        }
-        this.sql.exec(
-          `INSERT INTO links (key, topic, blob, until, at, written, author) VALUES (?, ?, ?, ?, ?, (SELECT COALESCE(MAX(written), 0) + 1 FROM links), ?)
-           ON CONFLICT (key) DO UPDATE SET topic = excluded.topic, blob = excluded.blob, until = excluded.until, at = excluded.at, written = excluded.written, author = excluded.author`,
-          rec.key,
-          rec.topic,
-          toArrayBuffer(rec.blob),
-          rec.until,
-          rec.at,
-          v.author,
-        );
-
-        if (held && held.topic !== rec.topic) await this.unlinkIfNone(held.topic);
-        await this.evictLinks();
-        await this.schedule();
-        return null;
-      }
-      case "link_deleted": {
-        const held = this.sql.exec<{ at: number }>("SELECT at FROM links WHERE key = ?", rec.key).toArray()[0];
-        if (held && newer(held, v.at)) await this.drop(LINK, rec.key);
-        return null;
-      }
-      case "wake": {
-        const held = this.sql.exec<{ at: number }>("SELECT at FROM wakes WHERE key = ?", rec.key).toArray()[0];
-        if (!held && this.count("wakes") >= MINCA_WAKE_LIMITS.max_wakes_per_account) {
-          return { reason: "too_many_wakes", detail: `a host keeps at most ${MINCA_WAKE_LIMITS.max_wakes_per_account} wakes per account` };
-        }
-        if (newer(held, v.at)) {
-          this.sql.exec(
-            "INSERT INTO wakes (key, at, body, author) VALUES (?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET at = excluded.at, body = excluded.body, author = excluded.author",
-            rec.key,
-            v.at,
-            JSON.stringify(rec.wake),
-            v.author,
-          );
-        }
-        return null;
-      }
-      case "wake_deleted": {
-        const held = this.sql.exec<{ at: number }>("SELECT at FROM wakes WHERE key = ?", rec.key).toArray()[0];
-        if (held && newer(held, v.at)) await this.drop(WAKE, rec.key);
-        return null;
-      }
-      case "receiver": {
-        const endpoint = rec.receiver.push.endpoint;
-        // DESIGN section 7's endpoint rule: a receiver the relay may not push to does not count, and
-        // its version is refused (a recount sets again one that was accepted).
-        const rule = opts.current ? ({ ok: true } as const) : checkPushEndpoint(endpoint, endpointPolicy(this.env, opts.requestHost));
-        if (!rule.ok) return { reason: "invalid_receiver", detail: rule.reason };
-        const held = this.sql.exec<{ at: number }>("SELECT at FROM receivers WHERE key = ?", rec.key).toArray()[0];
-        if (!held && this.count("receivers") >= MINCA_WAKE_LIMITS.max_receivers_per_account) {
-          return { reason: "too_many_receivers", detail: `a host keeps at most ${MINCA_WAKE_LIMITS.max_receivers_per_account} receivers per account` };
-        }
-        if (newer(held, v.at)) {
-          // Written again: a receiver its push service had said was gone is pushed to again.
-          this.sql.exec(
-            `INSERT INTO receivers (key, at, device, endpoint, p256dh, auth, gone, author) VALUES (?, ?, ?, ?, ?, ?, 0, ?)
-             ON CONFLICT (key) DO UPDATE SET at = excluded.at, device = excluded.device, endpoint = excluded.endpoint,
-               p256dh = excluded.p256dh, auth = excluded.auth, gone = 0, author = excluded.author`,
-            rec.key,
-            v.at,
-            rec.receiver.device,
-            endpoint,
-            rec.receiver.push.keys.p256dh,
-            rec.receiver.push.keys.auth,
-            v.author,
-          );
-        }
-        return null;
-      }
-      case "receiver_deleted": {
-        const held = this.sql.exec<{ at: number }>("SELECT at FROM receivers WHERE key = ?", rec.key).toArray()[0];
-        if (held && newer(held, v.at)) await this.drop(RECEIVER, rec.key);
-        return null;
-      }
-      default:
-        return null;
-    }
-  }
-
-  /** The record `collection`/`key` no longer counts: what the host kept for it goes. */
-  private async drop(collection: string, key: string): Promise<void> {
-    const account = this.meta("account")!;
-    switch (collection) {
-      case PASS: {
-        const held = this.sql.exec<{ space: string }>("SELECT space FROM passes WHERE key = ?", key).toArray()[0];
-        if (!held) return;
-        this.sql.exec("DELETE FROM passes WHERE space = ?", held.space);
-        this.sql.exec("DELETE FROM usage WHERE space = ?", held.space);
-        await this.space(held.space).uncarry(account);
-        return;
-      }
-      case LINK: {
-        const held = this.sql.exec<{ topic: string }>("SELECT topic FROM links WHERE key = ?", key).toArray()[0];
-        if (!held) return;
-        this.sql.exec("DELETE FROM links WHERE key = ?", key);
-        await this.unlinkIfNone(held.topic);
-        return;
-      }
-      case WAKE:
-        this.sql.exec("DELETE FROM wakes WHERE key = ?", key);
-        return;
-      case RECEIVER:
-        if (this.sql.exec("DELETE FROM receivers WHERE key = ?", key).rowsWritten > 0) this.sql.exec("DELETE FROM pushes WHERE receiver = ?", key);
-        return;
-    }
+    await this.records.recount(carry, bodyKey, revoked);
   }
 
   private carryBodyKey(space: string): Uint8Array | null {
@@ -480,30 +287,7 @@ export class MincaAccount extends DurableObject<Env> {
   async arrived(_space: string, arrivals: Array<{ arrival: Arrival; raw: string }>): Promise<void> {
     const account = this.meta("account");
     if (account === null || this.meta("carry_space") === null) return;
-    const wakes = this.sql.exec<{ body: string }>("SELECT body FROM wakes").toArray().map((r) => JSON.parse(r.body) as WakeBody);
-    if (wakes.length === 0) return;
-    const receivers = this.sql.exec<{ key: string; endpoint: string }>("SELECT key, endpoint FROM receivers WHERE gone = 0").toArray();
-    if (receivers.length === 0) return;
-    const now = Date.now();
-    let queued = 0;
-    this.ctx.storage.transactionSync(() => {
-      for (const { arrival, raw } of arrivals) {
-        if (!wakes.some((w) => wakeMatches(w, arrival, account))) continue;
-        const payload = toArrayBuffer(wakePayload(raw, arrival));
-        const topic = wakeTopic(arrival.id);
-        for (const r of receivers) {
-          this.sql.exec("INSERT INTO pushes (receiver, endpoint, payload, topic, next_at) VALUES (?, ?, ?, ?, ?)", r.key, r.endpoint, payload, topic, now);
-          queued++;
-        }
-      }
-      if (queued > 0) {
-        this.sql.exec(
-          "DELETE FROM pushes WHERE id IN (SELECT id FROM pushes ORDER BY id DESC LIMIT -1 OFFSET ?)",
-          MINCA_WAKE_LIMITS.max_pending_pushes,
-        );
-      }
-    });
-    if (queued > 0) await this.schedule();
+    if (this.pushes.queue(account, arrivals) > 0) await this.schedule();
   }
 
   // ---- alarm: expired links, pushes due -------------------------------------------------------
@@ -512,112 +296,9 @@ export class MincaAccount extends DurableObject<Env> {
     if (!this.schema.exists) return;
     await this.expireBinding();
     if (!this.schema.exists) return;
-    const expired = this.sql.exec<{ key: string; topic: string }>("SELECT key, topic FROM links WHERE until <= ?", nowSeconds()).toArray();
-    this.sql.exec("DELETE FROM links WHERE until <= ?", nowSeconds());
-    for (const topic of new Set(expired.map((e) => e.topic))) await this.unlinkIfNone(topic);
-    await this.sendDue();
+    await this.records.expireLinks();
+    await this.pushes.sendDue();
     await this.schedule();
-  }
-
-  /** Sends the pushes due, within this minute's budget (pushes_per_minute). */
-  private async sendDue(): Promise<void> {
-    const now = Date.now();
-    const minute = Math.floor(now / 60_000);
-    const sent = this.meta("push_minute") === String(minute) ? Number(this.meta("push_count") ?? 0) : 0;
-    const budget = MINCA_WAKE_LIMITS.pushes_per_minute - sent;
-    if (budget <= 0) return;
-    const due = this.sql
-      .exec<PushRow>(
-        `SELECT p.id, p.receiver, p.endpoint, p.payload, p.topic, p.attempts, r.p256dh, r.auth
-           FROM pushes p JOIN receivers r ON r.key = p.receiver AND r.endpoint = p.endpoint AND r.gone = 0
-          WHERE p.next_at <= ? ORDER BY p.next_at, p.id LIMIT ?`,
-        now,
-        budget,
-      )
-      .toArray();
-    // pushes to receivers removed, replaced or gone meanwhile
-    this.sql.exec(
-      `DELETE FROM pushes WHERE NOT EXISTS (
-         SELECT 1 FROM receivers r WHERE r.key = pushes.receiver AND r.endpoint = pushes.endpoint AND r.gone = 0)`,
-    );
-    if (due.length === 0) return;
-    this.setMeta("push_minute", String(minute));
-    this.setMeta("push_count", String(sent + due.length));
-    let sender: WebPushSender;
-    try {
-      sender = await this.pushSender();
-    } catch (err) {
-      log.error("minca account: no VAPID keys, wakes wait", { err });
-      return;
-    }
-    // DESIGN section 7 again: a receiver the rule does not allow (written before it, or under a
-    // PUSH_ENDPOINT_ALLOW since removed) does not count: it is not pushed to until written again.
-    const policy = endpointPolicy(this.env);
-    const allowed = due.filter((p) => {
-      if (checkPushEndpoint(p.endpoint, policy).ok) return true;
-      this.sql.exec("UPDATE receivers SET gone = 1 WHERE key = ? AND endpoint = ?", p.receiver, p.endpoint);
-      this.sql.exec("DELETE FROM pushes WHERE receiver = ? AND endpoint = ?", p.receiver, p.endpoint);
-      return false;
-    });
-    // A push that crashed the relay as often as it may be tried is not tried again.
-    const live = allowed.filter((p) => p.attempts < MINCA_WAKE_LIMITS.push_max_attempts || void this.sql.exec("DELETE FROM pushes WHERE id = ?", p.id));
-    // The relay-wide rate per push-service origin: what is over it waits, costing no try.
-    const { go, wait } = await admitPushes(this.env, live, (p) => p.endpoint, MINCA_WAKE_LIMITS.push_retry_base_seconds * 1000);
-    for (const { item, at } of wait) this.sql.exec("UPDATE pushes SET next_at = ? WHERE id = ?", at, item.id);
-    // Each try is counted, and its retry time set, before it is made (a send that takes the relay
-    // down cannot be retried forever by the alarm after each restart).
-    for (const p of go) {
-      this.sql.exec("UPDATE pushes SET attempts = ?, next_at = ? WHERE id = ?", p.attempts + 1, Date.now() + this.retryDelay(p.attempts + 1, undefined) * 1000, p.id);
-    }
-    await Promise.all(
-      go.map(async (p) => {
-        let outcome: PushOutcome;
-        try {
-          outcome = await sender.send({ endpoint: p.endpoint, keys: { p256dh: p.p256dh, auth: p.auth } }, new Uint8Array(p.payload), {
-            ttl: MINCA_WAKE_LIMITS.push_ttl_seconds,
-            urgency: "normal",
-            topic: p.topic,
-          });
-        } catch (err) {
-          log.error("minca account: a wake could not be built", { err });
-          return void this.sql.exec("DELETE FROM pushes WHERE id = ?", p.id);
-        }
-        this.settle(p, outcome);
-      }),
-    );
-  }
-
-  /** Acts on a push service's answer as the Web Push sender says (RFC 8030 §5, DESIGN 8.5). */
-  private settle(p: PushRow, outcome: PushOutcome): void {
-    if (outcome.kind === "retry") {
-      const attempts = p.attempts + 1;
-      if (attempts < MINCA_WAKE_LIMITS.push_max_attempts) {
-        const delay = this.retryDelay(attempts, outcome.retryAfterSeconds);
-        this.sql.exec("UPDATE pushes SET attempts = ?, next_at = ? WHERE id = ?", attempts, Date.now() + delay * 1000, p.id);
-        return;
-      }
-      log.warn(`minca account: a wake was dropped after ${attempts} tries (last ${outcome.status})`);
-    } else if (outcome.kind === "gone") {
-      // Deletes nothing of the account's records: the receiver is not pushed to until it is written again.
-      this.sql.exec("UPDATE receivers SET gone = 1 WHERE key = ? AND endpoint = ?", p.receiver, p.endpoint);
-      this.sql.exec("DELETE FROM pushes WHERE receiver = ? AND endpoint = ?", p.receiver, p.endpoint);
-    } else if (outcome.kind === "rejected") {
-      log.error("minca account: a push service refused a wake", { origin: originOf(p.endpoint), status: outcome.status, answer: outcome.detail });
-    }
-    this.sql.exec("DELETE FROM pushes WHERE id = ?", p.id);
-  }
-
-  private retryDelay(attempts: number, retryAfterSeconds: number | undefined): number {
-    return retryDelaySeconds(attempts, retryAfterSeconds, {
-      baseSeconds: MINCA_WAKE_LIMITS.push_retry_base_seconds,
-      maxSeconds: MINCA_WAKE_LIMITS.push_retry_max_seconds,
-      retryAfterMaxSeconds: MINCA_WAKE_LIMITS.push_retry_after_max_seconds,
-    });
-  }
-
-  private async pushSender(): Promise<WebPushSender> {
-    this.sender ??= await relayPushSender(this.env, (url, init) => this.pushFetch(url, init));
-    return this.sender;
   }
 
   // ---- internals ------------------------------------------------------------------------------
@@ -643,28 +324,10 @@ export class MincaAccount extends DurableObject<Env> {
     await this.ctx.storage.deleteAlarm();
   }
 
-  /** Keeps at most max_links_per_account links: the least recently written go first. */
-  private async evictLinks(): Promise<void> {
-    const over = this.sql
-      .exec<{ key: string; topic: string }>("SELECT key, topic FROM links ORDER BY written DESC LIMIT -1 OFFSET ?", MINCA_HOST_LIMITS.max_links_per_account)
-      .toArray();
-    for (const o of over) this.sql.exec("DELETE FROM links WHERE key = ?", o.key);
-    for (const topic of new Set(over.map((o) => o.topic))) await this.unlinkIfNone(topic);
-  }
-
-  private async unlinkIfNone(topic: string): Promise<void> {
-    const left = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM links WHERE topic = ?", topic).one().n;
-    if (left === 0) await this.mailbox(topic).unlinkAccount(topic, this.meta("account")!);
-  }
-
   /** The alarm fires at the next link expiry or the next push due (the next minute when this one's budget is spent). */
   private async schedule(): Promise<void> {
     const until = this.sql.exec<{ t: number | null }>("SELECT MIN(until) AS t FROM links").one().t;
-    let push = this.sql.exec<{ t: number | null }>("SELECT MIN(next_at) AS t FROM pushes").one().t;
-    const minute = Math.floor(Date.now() / 60_000);
-    if (push !== null && this.meta("push_minute") === String(minute) && Number(this.meta("push_count")) >= MINCA_WAKE_LIMITS.pushes_per_minute) {
-      push = Math.max(push, (minute + 1) * 60_000);
-    }
+    const push = this.pushes.nextDue();
     const boundAt = this.meta("bound_at");
     const binding = boundAt === null || this.meta("carry_space") === null ? null : bindingExpiry({ boundAt: Number(boundAt), proven: this.proven() });
     const times = [until === null ? null : until * 1000, push, binding].filter((t): t is number => t !== null);
@@ -673,8 +336,7 @@ export class MincaAccount extends DurableObject<Env> {
   }
 
   private count(table: string): number {
-    if (!this.schema.exists) return 0;
-    return this.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table}`).one().n;
+    return this.store.count(table);
   }
 
   private remember(account: string): void {
@@ -690,25 +352,10 @@ export class MincaAccount extends DurableObject<Env> {
   }
 
   private meta(key: string): string | null {
-    if (!this.schema.exists) return null;
-    return this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = ?", key).toArray()[0]?.value ?? null;
+    return this.store.meta(key);
   }
 
   private setMeta(key: string, value: string): void {
-    this.schema.ensure();
-    this.sql.exec("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", key, value);
+    this.store.setMeta(key, value);
   }
 }
-
-function originOf(endpoint: string): string {
-  try {
-    return new URL(endpoint).origin;
-  } catch {
-    return "?";
-  }
-}
-
-function toArrayBuffer(b: Uint8Array): ArrayBuffer {
-  return b.slice().buffer as ArrayBuffer;
-}
-

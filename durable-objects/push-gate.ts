@@ -7,6 +7,7 @@ import { DurableObject } from "cloudflare:workers";
 import { WEBPUSH_LIMITS } from "../shared/limits";
 import { log } from "../shared/log";
 import { TokenBucket } from "../shared/rate-limit";
+import { endpointOrigin } from "../shared/webpush/endpoint";
 
 export class PushGate extends DurableObject<Env> {
   private bucket: TokenBucket | undefined;
@@ -18,14 +19,6 @@ export class PushGate extends DurableObject<Env> {
     let granted = 0;
     while (granted < n && this.bucket.take(now)) granted++;
     return { granted, retryAfterMs: granted < n ? Math.max(1_000, this.bucket.retryAfterMs()) : 0 };
-  }
-}
-
-function originOf(endpoint: string): string {
-  try {
-    return new URL(endpoint).origin;
-  } catch {
-    return "null";
   }
 }
 
@@ -42,7 +35,7 @@ export async function admitPushes<T>(
 ): Promise<{ go: T[]; wait: Array<{ item: T; at: number }> }> {
   const byOrigin = new Map<string, T[]>();
   for (const item of items) {
-    const o = originOf(endpointOf(item));
+    const o = endpointOrigin(endpointOf(item));
     byOrigin.set(o, [...(byOrigin.get(o) ?? []), item]);
   }
   const go: T[] = [];

@@ -99,9 +99,9 @@ export const PASSNOTE_LIMITS = {
   recon2_max_bytes: 262_144,
   /** Collections named in one state message. */
   state_max_collections: 1_024,
-  /** Wire versions listed in one handshake. */
+  /** Wire versions kept from one handshake; the excess is ignored, not the handshake. */
   handshake_max_versions: 16,
-  /** Capabilities listed in one handshake. */
+  /** Capabilities kept from one handshake (a name over max_name_bytes is skipped); the excess is ignored. */
   handshake_max_capabilities: 32,
   /** Identity mode: milliseconds between two re-send-your-hello requests to one peer (the rate limit). */
   rehello_interval_ms: 5_000,

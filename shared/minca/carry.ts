@@ -276,3 +276,15 @@ export function passBody(space: { constitution: Constitution; key?: Uint8Array }
   if (own) body.own = true;
   return body;
 }
+
+// ---- which version of a record counts (DESIGN 8.4-8.5) -----------------------------------------
+
+/**
+ * Whether a version written at `at` replaces what the host holds for its record key: per key,
+ * the version with the greater `at` wins (ties go to the later arrival; the account's own writers
+ * only). With `current` (a recount after a revoke), the version is the one that counts now,
+ * whatever its `at`.
+ */
+export function supersedes(held: { at: number } | undefined, at: number, current: boolean): boolean {
+  return current || !held || at >= held.at;
+}

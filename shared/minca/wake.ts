@@ -7,6 +7,7 @@ import { base64urlEncode, utf8Encode } from "../encoding";
 import { MINCA_WAKE_LIMITS } from "../limits";
 import type { WakeBody } from "./carry";
 import type { Outside } from "./version";
+import type { RetryPolicy } from "../webpush/send";
 
 /** What a host knows of an arrived version when it matches: its outside and its note's root. */
 export interface Arrival extends Outside {
@@ -35,3 +36,10 @@ export function wakePayload(raw: string, a: Outside): Uint8Array {
 export function wakeTopic(versionId: string): string {
   return base64urlEncode(sha256(utf8Encode(versionId)).subarray(0, 24));
 }
+
+/** How a wake's push is retried (DESIGN 8.5): backoff from push_retry_base_seconds, Retry-After honoured within its bound. */
+export const WAKE_RETRY: RetryPolicy = {
+  baseSeconds: MINCA_WAKE_LIMITS.push_retry_base_seconds,
+  maxSeconds: MINCA_WAKE_LIMITS.push_retry_max_seconds,
+  retryAfterMaxSeconds: MINCA_WAKE_LIMITS.push_retry_after_max_seconds,
+};

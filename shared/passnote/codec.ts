@@ -169,11 +169,22 @@ export class Reader {
     return this.raw(n);
   }
 
+  /** Skips n bytes unread. */
+  skip(n: number): void {
+    if (n > this.remaining) throw new DecodeError("truncated");
+    this.pos += n;
+  }
+
   string(maxBytes = Number.MAX_SAFE_INTEGER): string {
+    return this.utf8(this.varint(maxBytes));
+  }
+
+  /** The next n bytes as UTF-8, exactly (a leading U+FEFF is part of the string). */
+  utf8(n: number): string {
+    const b = this.raw(n);
     try {
-      return utf8DecodeExact(this.bytes(maxBytes)); // a leading U+FEFF is part of the string
-    } catch (e) {
-      if (e instanceof DecodeError) throw e;
+      return utf8DecodeExact(b);
+    } catch {
       throw new DecodeError("invalid utf-8");
     }
   }

@@ -14,6 +14,7 @@
 //   4 poke           (empty)
 //   5 ratchet-hello  from: str, to: str, device: str, keyTag: bytes, ephemeral: 32 bytes, sig: 64 bytes
 //   6 handshake      n× version: varint, n× capability: str, deviceKey: bytes (empty without identity)
+//                    (past 16 versions, 32 capabilities or a capability over 1,024 bytes: the excess is ignored)
 //   7 reconcile      collection: str, n× probe (n ≤ 64), n× request
 //                    probe = start: varint, end: varint, depth: byte, count: varint, fingerprint: 16 bytes
 //                    request = start: varint, end: varint       (ranges are [start, end) in HLC wall ms)
@@ -193,12 +194,22 @@ function readBody(type: number, r: Reader): Message {
         signature: r.raw(64),
       };
     case MESSAGE_TAG.handshake: {
-      const nv = r.count(L.handshake_max_versions);
+      // The excess is ignored, not the handshake (seed: unknown capabilities are ignored): counts
+      // are bounded only by the bytes left; the first 16 versions and the first 32 capabilities of
+      // at most 1,024 bytes are kept, and a longer capability is skipped over unread.
+      const nv = r.count(Number.MAX_SAFE_INTEGER);
       const versions = [];
-      for (let i = 0; i < nv; i++) versions.push(r.varint(255));
-      const nc = r.count(L.handshake_max_capabilities);
+      for (let i = 0; i < nv; i++) {
+        const v = r.varint(255);
+        if (versions.length < L.handshake_max_versions) versions.push(v);
+      }
+      const nc = r.count(Number.MAX_SAFE_INTEGER);
       const capabilities = [];
-      for (let i = 0; i < nc; i++) capabilities.push(name(r));
+      for (let i = 0; i < nc; i++) {
+        const n = r.varint();
+        if (n > L.max_name_bytes || capabilities.length >= L.handshake_max_capabilities) r.skip(n);
+        else capabilities.push(r.utf8(n));
+      }
       const deviceKey = r.bytes(64);
       return { type: "handshake", versions, capabilities, deviceKey };
     }

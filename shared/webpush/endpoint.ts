@@ -202,3 +202,12 @@ export function endpointPolicy(settings: EndpointSettings, requestHost?: string)
   if (requestHost) ownHosts.push(...hostsOf(requestHost));
   return { allow: parseEndpointAllow(settings.PUSH_ENDPOINT_ALLOW).allow, ownHosts };
 }
+
+/** The origin of a push endpoint, for the per-origin gate and for logs ("null" when it is no URL). */
+export function endpointOrigin(endpoint: string): string {
+  try {
+    return new URL(endpoint).origin;
+  } catch {
+    return "null";
+  }
+}

@@ -4,8 +4,8 @@ import { describe, expect, it } from "vitest";
 import { MemoryBus } from "../../../../clients/passnote/memory-bus";
 import { PassnotePeer, type PassnotePeerOptions } from "../../../../clients/passnote/peer";
 import type { Transport } from "../../../../clients/passnote/transport";
-import { sealFrame } from "../../../../shared/passnote/seal";
-import { encodeMessage, type Message } from "../../../../shared/passnote/wire";
+import { openFrame, sealFrame } from "../../../../shared/passnote/seal";
+import { decodeMessage, encodeMessage, type Message } from "../../../../shared/passnote/wire";
 import { formatHlc } from "../../../../shared/passnote/hlc";
 import { fillDifferent, groupKey, sameRecords, tapped } from "../../../helpers/passnote";
 import { waitFor, sleep } from "../../../helpers/wait";
@@ -35,6 +35,36 @@ describe("seed 001: connection handshake", () => {
     expect(count(sentB)).toBeLessThanOrEqual(2);
     const hs = sentA.find((m) => m.type === "handshake")!;
     expect(hs).toMatchObject({ versions: [2], capabilities: ["recon1", expect.stringMatching(/^inst:[0-9a-f]{16}$/)] });
+  });
+
+  it("unknown capabilities are ignored, so is the excess: 40 capabilities, 20 versions and a 2,000-byte capability still agree", async () => {
+    const bus = new MemoryBus();
+    const key = groupKey();
+    const ta = await bus.connect();
+    const tb = await bus.connect();
+    const sentB = tapped(tb, key); // what bob puts on the wire, swollen
+    // bob's handshakes go out swollen past every bound: the rest of its frames are untouched.
+    const send = tb.send.bind(tb);
+    tb.send = (to, frame) => {
+      const m = decodeMessage(openFrame(key, frame) ?? new Uint8Array(0));
+      if (m?.type !== "handshake") return send(to, frame);
+      const swollen: Message = {
+        ...m,
+        versions: [...m.versions, ...Array.from({ length: 20 - m.versions.length }, (_, i) => 100 + i)],
+        capabilities: ["x".repeat(2000), ...m.capabilities, ...Array.from({ length: 39 - m.capabilities.length }, (_, i) => `future-${i}`)],
+      };
+      return send(to, sealFrame(key, encodeMessage(swollen)));
+    };
+    const a = new PassnotePeer({ transport: ta, key, node: "alice" });
+    const b = new PassnotePeer({ transport: tb, key, node: "bob" });
+    b.put("notes", "n1", "from bob");
+    await waitFor(() => agreed(a, tb) && agreed(b, ta) && a.get("notes", "n1") === "from bob", { what: "agreement and sync" });
+    const hs = sentB.find((m) => m.type === "handshake") as Extract<Message, { type: "handshake" }>;
+    expect(hs.versions).toHaveLength(16); // what alice read of bob's 20
+    expect(hs.capabilities).toHaveLength(32); // of 40: the 2,000-byte one skipped, 32 of the other 39 kept
+    expect(hs.capabilities.slice(0, 2)).toEqual(["recon1", expect.stringMatching(/^inst:/)]);
+    expect(a.engine.peerInfo(tb.self!)?.version).toBe(2);
+    expect(a.engine.peerInfo(tb.self!)?.incompatible).toBe(false);
   });
 
   it("no common version raises PeerIncompatible and ends the exchange: no hello, no records", async () => {

@@ -1,6 +1,7 @@
 // Seed 001 "Connection handshake": version negotiation and inst tokens.
 import { describe, expect, it } from "vitest";
 import { InstTokens, instToken, makeHandshake, negotiateVersion } from "../../../../shared/passnote/handshake";
+import { decodeMessage, encodeMessage } from "../../../../shared/passnote/wire";
 
 describe("seed 001: version negotiation", () => {
   it("sync starts on the highest common version; no overlap is PeerIncompatible (null)", () => {
@@ -14,6 +15,31 @@ describe("seed 001: version negotiation", () => {
     expect(h.capabilities).toEqual(["recon1", "inst:0123456789abcdef"]);
     expect(instToken({ ...h, capabilities: ["future-thing", "inst:0123456789abcdef"] })).toBe("0123456789abcdef");
     expect(instToken({ ...h, capabilities: ["inst:xyz", "recon1"] })).toBeUndefined();
+  });
+});
+
+describe("seed 001: the excess of a handshake is ignored, not the handshake", () => {
+  it("past 16 versions, 32 capabilities or a capability over 1,024 bytes, the rest still decodes", () => {
+    const versions = Array.from({ length: 20 }, (_, i) => i + 1);
+    const long = "c".repeat(2000);
+    const capabilities = ["recon1", long, ...Array.from({ length: 39 }, (_, i) => `cap-${i}`)];
+    const m = decodeMessage(encodeMessage({ type: "handshake", versions, capabilities, deviceKey: new Uint8Array(32).fill(7) }));
+    expect(m).toEqual({
+      type: "handshake",
+      versions: versions.slice(0, 16),
+      capabilities: ["recon1", ...capabilities.slice(2, 33)],
+      deviceKey: new Uint8Array(32).fill(7),
+    });
+    // At the bounds exactly nothing is lost; a capability of exactly 1,024 bytes is kept.
+    const edge = ["d".repeat(1024), ...Array.from({ length: 31 }, (_, i) => `e-${i}`)];
+    expect(decodeMessage(encodeMessage({ type: "handshake", versions: versions.slice(0, 16), capabilities: edge, deviceKey: new Uint8Array(0) }))).toMatchObject({ capabilities: edge });
+  });
+
+  it("counts are still bounded by the bytes left: a count beyond them is malformed", () => {
+    const frame = encodeMessage({ type: "handshake", versions: [2], capabilities: [], deviceKey: new Uint8Array(0) });
+    const lying = frame.slice();
+    lying[3] = 0x7f; // 127 versions claimed, 4 bytes left
+    expect(decodeMessage(lying)).toBeNull();
   });
 });
 
