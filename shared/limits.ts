@@ -10,6 +10,8 @@ export const COMMON_LIMITS = {
   rate_burst: 400,
   /** rate_limited errors on one socket (within a minute) before it is closed with 4029. */
   rate_limited_before_close: 20,
+  /** Sockets one object keeps open unauthenticated (not yet registered / joined), below every object's cap of authenticated ones; one more closes the oldest of them with 1013 (try again later). */
+  max_unauthenticated_sockets_per_object: 8,
   /** Nesting depth (arrays and objects) of JSON a client sends, over HTTP (deeper is 400) and in WebSocket text frames (deeper is invalid_message), checked on the raw text before parsing. */
   max_json_depth: 64,
 } as const;
@@ -303,6 +305,8 @@ export const CLOSE_CODES = {
   too_large: 1009,
   /** The socket failed on the relay's side (webSocketError). */
   internal_error: 1011,
+  /** Crowded out: the object had its fill of unauthenticated sockets and this was the oldest; reconnect with backoff. */
+  try_again_later: 1013,
   auth_failed: 4001,
   room_expired: 4008,
   /** A registered socket stayed silent past the idle bound (a half-open connection); reconnect. */
