@@ -59,9 +59,14 @@ export function onDelta(core: EngineCore, peer: string, m: MessageOf<"delta">): 
   const limit = core.clock.physical() + (core.opts.maxClockDriftMs ?? L.max_clock_drift_ms);
   const roster = !!core.identity && m.collection === ROSTER_COLLECTION;
   const changed: WireRecord[] = [];
+  // The clock bound's document rule (profile): a document is one key of the collection, and a
+  // record carries the whole document. A record too far ahead is refused together with every other
+  // record of its key in this delta (the rest of its document), and nothing else: the other keys
+  // of the delta merge. Anti-entropy offers it again later (the reference peer's periodic pass).
+  const refusedKeys = new Set(m.records.filter((r) => hlcWall(r.hlc) > limit).map((r) => r.key));
   for (const r of m.records) {
-    if (hlcWall(r.hlc) > limit) {
-      core.emit("refused", m.collection, r, peer); // refused with its document; offered again later
+    if (refusedKeys.has(r.key)) {
+      core.emit("refused", m.collection, r, peer);
       continue;
     }
     // Anyone holding the roster key can send roster records: only the owner's signature counts.

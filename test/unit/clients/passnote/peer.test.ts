@@ -1,6 +1,6 @@
 // The reference peer over the in-memory bus: seed 001's handshake, inst tokens, sealing under the
 // passphrase key, deltas, the clock bound, flow control and reconciliation, end to end in memory.
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { MemoryBus } from "../../../../clients/passnote/memory-bus";
 import { PassnotePeer, type PassnotePeerOptions } from "../../../../clients/passnote/peer";
 import type { Transport } from "../../../../clients/passnote/transport";
@@ -8,6 +8,7 @@ import { openFrame, sealFrame } from "../../../../shared/passnote/seal";
 import { decodeMessage, encodeMessage, type Message } from "../../../../shared/passnote/wire";
 import { formatHlc } from "../../../../shared/passnote/hlc";
 import { MemoryStore } from "../../../../shared/passnote/records";
+import { PASSNOTE_LIMITS } from "../../../../shared/limits";
 import { fillDifferent, groupKey, sameRecords, tapped } from "../../../helpers/passnote";
 import { waitFor, sleep } from "../../../helpers/wait";
 
@@ -170,6 +171,61 @@ describe("seed 001: deltas and the clock bound", () => {
     expect(a.get("notes", "soon")).toBe(1);
     expect(a.get("notes", "future")).toBeUndefined();
     expect(refused).toEqual(["future"]);
+  });
+});
+
+describe("seed 001: the clock bound's document rule and periodic anti-entropy (issue 18)", () => {
+  it("clock bound, document rule: a refused record takes the rest of its document (its key's other records in the delta) with it, and nothing else", async () => {
+    const { a, b, ta, tb, key } = await pair();
+    await waitFor(() => agreed(a, tb) && agreed(b, ta), { what: "agreement" });
+    const refused: string[] = [];
+    a.engine.on("refused", (_c, r) => void refused.push(`${r.key}@${r.hlc.slice(0, 15)}`));
+    const now = Date.now();
+    const hlc = (ms: number) => formatHlc({ wall: ms, counter: 0, node: "b" });
+    const records = [
+      { key: "doc", value: "old version", is_deleted: false, hlc: hlc(now - 1000) },
+      { key: "doc", value: "future version", is_deleted: false, hlc: hlc(now + 11 * 60_000) },
+      { key: "other", value: 3, is_deleted: false, hlc: hlc(now) },
+    ];
+    await a.engine.receive(tb.self!, sealFrame(key, encodeMessage({ type: "delta", collection: "notes", records })));
+    expect(a.get("notes", "doc")).toBeUndefined(); // neither version of the document
+    expect(a.get("notes", "other")).toBe(3); // the rest of the delta merges
+    expect(refused).toEqual([`doc@${records[0].hlc.slice(0, 15)}`, `doc@${records[1].hlc.slice(0, 15)}`]);
+  });
+
+  it("periodic anti-entropy: a record the clock bound refused returns once the receiver's clock allows it, without a reconnect or forceSync", async () => {
+    let bobAhead = 0;
+    const { a, b } = await pair({
+      a: { now: () => Date.now() + 20 * 60_000, antiEntropyIntervalMs: 100 }, // alice's clock runs 20 minutes fast
+      b: { now: () => Date.now() + bobAhead, antiEntropyIntervalMs: 100 },
+    });
+    const refused: string[] = [];
+    b.engine.on("refused", (_c, r) => void refused.push(r.key));
+    await waitFor(() => b.engine.agreedPeers().length === 1 && a.engine.agreedPeers().length === 1, { what: "agreement" });
+    a.put("notes", "from-the-future", 1);
+    await waitFor(() => refused.length > 0, { what: "the clock bound refuses it" });
+    await sleep(250); // passes run; the record is still refused
+    expect(b.get("notes", "from-the-future")).toBeUndefined();
+    bobAhead = 20 * 60_000; // bob's clock catches up
+    await waitFor(() => b.get("notes", "from-the-future") === 1, { what: "the next periodic pass" });
+    a.detach();
+    b.detach();
+  });
+
+  it("periodic anti-entropy runs every anti_entropy_interval_ms (5 minutes) by default, and 0 turns it off", async () => {
+    const bus = new MemoryBus();
+    const spy = vi.spyOn(globalThis, "setInterval");
+    try {
+      const p1 = new PassnotePeer({ transport: await bus.connect(), key: groupKey(), node: "x" });
+      expect(spy.mock.calls.map((c) => c[1])).toEqual([PASSNOTE_LIMITS.anti_entropy_interval_ms]);
+      expect(PASSNOTE_LIMITS.anti_entropy_interval_ms).toBe(300_000);
+      const p2 = new PassnotePeer({ transport: await bus.connect(), key: groupKey(), node: "y", antiEntropyIntervalMs: 0 });
+      expect(spy).toHaveBeenCalledTimes(1);
+      p1.detach();
+      p2.detach();
+    } finally {
+      spy.mockRestore();
+    }
   });
 });
 
