@@ -13,6 +13,8 @@
 //   answering invalid_message / unknown_type and keeping the connection open;
 // - closes sockets that have not authenticated within the timeout with 4001 (by an in-memory
 //   timer, re-armed whenever the object starts: no alarm is stored for a socket that keeps nothing);
+// - keeps at most common.max_unauthenticated_sockets_per_object sockets unauthenticated, closing
+//   the oldest of them with 1013 when one more arrives (parked sockets never crowd out devices);
 // - answers close frames;
 // - counts connections, messages and errors for the operator's status page, the same way for
 //   every object (StatsReporter: batched in memory, sent off the message path).
@@ -149,6 +151,7 @@ export abstract class RelayObject<Env, A extends BaseAttachment> extends Durable
   protected async accept(att: A, tags: string[] = []): Promise<Response> {
     const pair = new WebSocketPair();
     const [client, server] = [pair[0], pair[1]];
+    if (!att.authed) this.makeRoomForUnauthenticated();
     this.ctx.acceptWebSocket(server, tags);
     this.setAttachment(server, att);
     this.stats.count("connections_opened");
@@ -334,7 +337,36 @@ export abstract class RelayObject<Env, A extends BaseAttachment> extends Durable
 
   // ---- internals -----------------------------------------------------------------------------
 
+  /**
+   * Before one more unauthenticated socket is accepted: while the cap is reached, the oldest
+   * unauthenticated socket is told rate_limited and closed with 1013 (try again later: not 4001,
+   * after which clients do not come back, since a real device may be crowded out too). Authenticated sockets are
+   * never touched, so a flood of sockets that never authenticate (npubs and room ids are public)
+   * cannot keep a real device out; a real device authenticates within a round trip, long before
+   * the cap's worth of newer sockets arrives.
+   */
+  private makeRoomForUnauthenticated(): void {
+    const cap = COMMON_LIMITS.max_unauthenticated_sockets_per_object;
+    const parked: Array<{ ws: WebSocket; openedAt: number }> = [];
+    for (const ws of this.ctx.getWebSockets()) {
+      if (ws.readyState !== WebSocket.OPEN || this.crowdedOut.has(ws)) continue;
+      const att = this.attachment(ws) as A | null;
+      if (att && !att.authed) parked.push({ ws, openedAt: att.openedAt });
+    }
+    if (parked.length < cap) return;
+    parked.sort((a, b) => a.openedAt - b.openedAt);
+    for (const { ws } of parked.slice(0, parked.length - cap + 1)) {
+      this.crowdedOut.add(ws);
+      this.stats.count("errors");
+      this.send(ws, rateLimitedError("too many unauthenticated connections; this one was the oldest: reconnect and authenticate at once", 1000));
+      this.close(ws, CLOSE_CODES.try_again_later, "too many unauthenticated connections");
+    }
+    this.stats.changed();
+  }
+
   private closedSockets = new WeakSet<WebSocket>();
+  /** Unauthenticated sockets closed to make room, whose close the client has not answered yet. */
+  private readonly crowdedOut = new WeakSet<WebSocket>();
 
   /**
    * The auth timeout is an in-memory timer, not an alarm: an alarm is stored, and a socket that

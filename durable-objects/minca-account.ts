@@ -22,18 +22,7 @@ import type { FetchLike } from "../shared/webpush/send";
 import { bodyKeyOf, readKeyDid, readSeedOf } from "../shared/minca/space";
 import { bindingExpiry, bindingHolds, checkStatusProof } from "../shared/minca/binding";
 import type { Version } from "../shared/minca/version";
-
-export interface AccountStatus {
-  account: string;
-  name: string | null;
-  carry_space: string;
-  spaces: number;
-  links: number;
-  wakes: number;
-  receivers: number;
-  versions: number;
-  bytes: number;
-}
+import type { AccountStatus, CarryStarted } from "../shared/minca/host-wire";
 
 interface LinkRow extends Record<string, SqlStorageValue> {
   key: string;
@@ -85,7 +74,7 @@ export class MincaAccount extends DurableObject<Env> {
    * unproven (DESIGN 8.3: no version under the account's /account/write authority arrived in it),
    * so a grant anyone can post never takes over an account in use: else 409.
    */
-  async startCarrying(start: CarryStart): Promise<HostResult<{ account: string; carry_space: string }>> {
+  async startCarrying(start: CarryStart): Promise<HostResult<CarryStarted>> {
     this.remember(start.account);
     if (this.meta("closed_space") === start.carrySpace) return fail(410, "carry_closed", "the account closed this carry space (carry:closed)");
     const current = this.liveCarry(Date.now());

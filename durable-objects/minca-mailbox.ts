@@ -14,7 +14,7 @@ import type { ErrorCode } from "../shared/errors";
 import { bytesToHex, randomBytes } from "../shared/encoding";
 import { MAILBOX_LIMITS, MINCA_HOST_LIMITS } from "../shared/limits";
 import { TokenBucket } from "../shared/rate-limit";
-import { buildPage, wakeBody, type Page, type PageQuery, type StoredItem } from "../shared/mailbox/messages";
+import { buildPage, wakeBody, type Page, type PageQuery, type Posted, type ReceiverAdded, type StoredItem } from "../shared/mailbox/messages";
 import { wakePushTopic } from "../shared/mailbox/topic";
 import { retryDelaySeconds, WebPushSender, type FetchLike, type PushOutcome } from "../shared/webpush/send";
 import type { PushSubscriptionJSON } from "../shared/webpush/subscription";
@@ -83,7 +83,7 @@ export class MincaMailbox extends DurableObject<Env> {
    * transaction as the write (docs/hostile.md, "Relay-wide totals"): over the lease, nothing is
    * kept, the lease is extended once, and a total with no room answers 507 storage_full.
    */
-  async post(topic: string, blob: Uint8Array, until: number, client: string): Promise<MailboxResult<{ seq: number; until: number }>> {
+  async post(topic: string, blob: Uint8Array, until: number, client: string): Promise<MailboxResult<Posted>> {
     this.remember(topic);
     const limited = this.limit("write", client);
     if (limited) return limited;
@@ -158,7 +158,7 @@ export class MincaMailbox extends DurableObject<Env> {
    * registering twice); with other keys it is refused (409 receiver_exists): only the client that
    * registered it holds its id, and only it may replace it, by deleting it first (docs/mailbox.md).
    */
-  async addReceiver(topic: string, sub: PushSubscriptionJSON, client: string): Promise<MailboxResult<{ id: string }>> {
+  async addReceiver(topic: string, sub: PushSubscriptionJSON, client: string): Promise<MailboxResult<ReceiverAdded>> {
     this.remember(topic);
     const limited = this.limit("write", client);
     if (limited) return limited;

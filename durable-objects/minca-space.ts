@@ -13,25 +13,18 @@ import { checkReadProof } from "../shared/minca/read-proof";
 import type { Constitution } from "../shared/minca/space";
 import { checkVersion, outsideOf, rootOf, type Version, type VersionRefusal } from "../shared/minca/version";
 import type { Arrival } from "../shared/minca/wake";
+import type { Appended, LogPage, VersionResult } from "../shared/minca/host-wire";
 import { log } from "../shared/log";
 import type { MincaAccount } from "./minca-account";
 
 /** What an RPC call answers: a value, or the HTTP error the Worker turns it into. */
 export type HostResult<T> = { ok: true; value: T } | { ok: false; status: number; code: ErrorCode; message: string; retryAfterSeconds?: number };
 
-export type VersionResult = { id: string; accepted: true; seq: number } | { id?: string; accepted: false; reason: VersionRefusal; detail: string };
 
 export interface LogQuery {
   after: number;
   limit: number;
   wait: number;
-}
-
-export interface LogPage {
-  items: Array<{ seq: number; version: unknown }>;
-  next: number;
-  more: boolean;
-  oldest_seq: number | null;
 }
 
 /** A version as it arrived: its raw JSON text and its parsed value. */
@@ -179,7 +172,7 @@ export class MincaSpace extends DurableObject<Env> {
   // ---- the log (called by the Worker) -------------------------------------------------------
 
   /** Runs each version through the gates and appends the accepted ones (DESIGN 8.2, 8.4). */
-  async append(space: string, arrived: Arrived[], opts: { requestHost?: string; client?: string } = {}): Promise<HostResult<{ results: VersionResult[] }>> {
+  async append(space: string, arrived: Arrived[], opts: { requestHost?: string; client?: string } = {}): Promise<HostResult<Appended>> {
     const constitution = this.constitutionOf(space);
     const carryOf = this.meta("carry_of");
     const carriers = this.carriers();

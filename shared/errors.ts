@@ -1,5 +1,6 @@
 // The one way errors travel: over HTTP as {"error":{"code","message"}}, over WebSockets as
 // {"type":"error","code","message","id"?}. Codes are snake_case and listed here, once.
+import * as z from "zod";
 
 export const ERROR_CODES = [
   // common (DESIGN section 3)
@@ -69,9 +70,14 @@ export function rateLimitedError(message: string, retryAfterMs: number): SocketE
   return { type: "error", code: "rate_limited", message, retry_after_ms: Math.max(1, Math.ceil(retryAfterMs)) };
 }
 
-export interface HttpErrorBody {
-  error: { code: ErrorCode; message: string };
-}
+/** Every HTTP error answer's body (the OpenAPI document's ErrorBody, shared/openapi.ts). */
+export const httpErrorBodySchema = z.object({
+  error: z.object({
+    code: z.enum(ERROR_CODES).describe("snake_case; a client meets codes newer than its own list and treats them as failures"),
+    message: z.string().describe("for people: what was wrong, never a secret"),
+  }),
+});
+export type HttpErrorBody = z.infer<typeof httpErrorBodySchema>;
 
 export function httpErrorBody(code: ErrorCode, message: string): HttpErrorBody {
   return { error: { code, message } };

@@ -1,4 +1,6 @@
-// The relay information document (GET / with Accept: application/json), from one source.
+// The relay information document (GET / with Accept: application/json), from one source: its
+// schema (the OpenAPI document's RelayInfo, shared/openapi.ts) and the function that builds it.
+import * as z from "zod";
 import { LIMITS } from "./limits";
 import type { StorageTotals } from "./storage";
 
@@ -17,7 +19,63 @@ export interface InfoOptions {
   storage?: StorageTotals;
 }
 
-export function relayInfo(opts: InfoOptions) {
+/** Every limit group, each limit by name (every bound is a number). */
+const limitsSchema = z.object(
+  Object.fromEntries(Object.entries(LIMITS).map(([group, limits]) => [group, z.object(Object.fromEntries(Object.keys(limits).map((name) => [name, z.number()])))])),
+);
+
+const did = z.string().describe("did:key");
+
+export const relayInfoSchema = z.object({
+  name: z.string(),
+  software: z.literal(SOFTWARE),
+  version: z.string(),
+  protocols: z.object({
+    tally: z.object({
+      endpoint: z.string(),
+      seed: z.string(),
+      auth: z.object({ event_kind: z.number().int(), tags: z.array(z.string()), max_skew_seconds: z.number() }),
+      acks: z.boolean(),
+      queue_policy: z.string(),
+    }),
+    passnote: z.object({
+      endpoint: z.string(),
+      seed: z.string(),
+      room_id: z.string(),
+      auth: z.object({ challenge_bytes: z.number().int(), signature: z.string() }),
+      peer_id_bytes: z.number().int(),
+      broadcast_peer: z.string(),
+    }),
+    minca: z.object({
+      rooms: z.object({
+        endpoint: z.string(),
+        seed: z.string(),
+        room: z.string(),
+        join: z.object({ signature: z.string(), statement: z.string(), did: z.string() }),
+        limits: z.string(),
+      }),
+      mailbox: z.object({ endpoint: z.string(), receivers: z.string(), item: z.string(), seed: z.string(), cors: z.string() }),
+      push: z.object({
+        vapid_public_key: z.string().nullable().describe("base64url of the 65-byte P-256 key; null when the relay has none"),
+        content_encoding: z.literal("aes128gcm"),
+      }),
+      host: z.object({
+        did: did.nullable(),
+        name: z.string().nullable(),
+        accounts: z.string(),
+        admission: z.string().describe("open, allowlist, token, or closed when the setting is invalid"),
+        versions: z.string(),
+        seed: z.string(),
+        limits: z.string(),
+      }),
+    }),
+  }),
+  limits: limitsSchema,
+});
+/** The document as built; its limits are LIMITS itself (the schema knows their names and types). */
+export type RelayInfo = Omit<z.infer<typeof relayInfoSchema>, "limits"> & { limits: typeof LIMITS };
+
+export function relayInfo(opts: InfoOptions): RelayInfo {
   return {
     name: opts.name,
     software: SOFTWARE,

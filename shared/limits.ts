@@ -10,6 +10,8 @@ export const COMMON_LIMITS = {
   rate_burst: 400,
   /** rate_limited errors on one socket (within a minute) before it is closed with 4029. */
   rate_limited_before_close: 20,
+  /** Sockets one object keeps open unauthenticated (not yet registered / joined), below every object's cap of authenticated ones; one more closes the oldest of them with 1013 (try again later). */
+  max_unauthenticated_sockets_per_object: 8,
   /** Nesting depth (arrays and objects) of JSON a client sends, over HTTP (deeper is 400) and in WebSocket text frames (deeper is invalid_message), checked on the raw text before parsing. */
   max_json_depth: 64,
 } as const;
@@ -67,6 +69,11 @@ export const PASSNOTE_LIMITS = {
   record_max_bytes: 1_040_384,
   /** Milliseconds a delta record's HLC may run ahead of the receiver's clock (maxClockDrift). */
   max_clock_drift_ms: 600_000,
+  /**
+   * The reference peer runs anti-entropy (forceSync) this often with every agreed peer, so a record
+   * the clock bound refused (or any frame lost) is offered again without a reconnect.
+   */
+  anti_entropy_interval_ms: 300_000,
   /** Reconciliation: a mismatch with at most this many records on either side is a leaf. */
   recon_leaf_records: 32,
   /** Reconciliation: probes this deep are leaves whatever their size. */
@@ -323,6 +330,8 @@ export const CLOSE_CODES = {
   too_large: 1009,
   /** The socket failed on the relay's side (webSocketError). */
   internal_error: 1011,
+  /** Crowded out: the object had its fill of unauthenticated sockets and this was the oldest; reconnect with backoff. */
+  try_again_later: 1013,
   auth_failed: 4001,
   room_expired: 4008,
   /** A registered socket stayed silent past the idle bound (a half-open connection); reconnect. */

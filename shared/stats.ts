@@ -50,23 +50,27 @@ export function minuteOf(ms: number): number {
   return Math.floor(ms / 60_000);
 }
 
-export interface StatsSnapshot {
-  /** ISO time the snapshot was taken. */
-  at: string;
-  /** The newest minute of every series (minutes since the epoch); series run oldest first. */
-  minute: number;
-  window_minutes: number;
-  /** Longest a count waits in its object before it reaches the stats object, ms. */
-  flush_interval_ms: number;
-  connections: Record<StatsProtocol, number>;
-  envelopes_stored: number;
-  rooms_open: Record<"passnote" | "minca", number>;
-  mailbox_items: number;
-  /** Per stored kind (docs/hostile.md, "Relay-wide totals"): bytes reserved of the relay-wide total. */
-  storage: StorageReport;
-  /** Per minute over the window, oldest first: all protocols together, and by protocol. */
-  per_minute: Record<StatsCounter, { total: number[]; by_protocol: Record<StatsProtocol, number[]> }>;
-}
+const byProtocol = <T extends z.ZodType>(v: T) => z.object({ tally: v, passnote: v, minca: v });
+const series = z.array(count).describe("per minute over the window, oldest first");
+
+/** What GET /status.json answers, besides `open` (statusAnswerSchema). */
+export const statsSnapshotSchema = z.object({
+  at: z.string().describe("ISO time the snapshot was taken"),
+  minute: z.number().int().describe("the newest minute of every series (minutes since the epoch); series run oldest first"),
+  window_minutes: z.number().int(),
+  flush_interval_ms: z.number().int().describe("longest a count waits in its object before it reaches the stats object"),
+  connections: byProtocol(count),
+  envelopes_stored: count,
+  rooms_open: z.object({ passnote: count, minca: count }),
+  mailbox_items: count,
+  storage: storageReportSchema.describe("per stored kind (docs/hostile.md, Relay-wide totals): bytes reserved of the relay-wide total, the objects holding them, and the total in force"),
+  per_minute: z.object(Object.fromEntries(STATS_COUNTERS.map((c) => [c, z.object({ total: series, by_protocol: byProtocol(series) })])) as Record<StatsCounter, z.ZodObject<{ total: typeof series; by_protocol: ReturnType<typeof byProtocol<typeof series>> }>>),
+});
+export type StatsSnapshot = z.infer<typeof statsSnapshotSchema>;
+
+/** 200 to GET /status.json: the snapshot, and whether the page is open (no ADMIN_TOKEN set). */
+export const statusAnswerSchema = statsSnapshotSchema.extend({ open: z.boolean() });
+export type StatusAnswer = z.infer<typeof statusAnswerSchema>;
 
 export interface GaugeRow {
   protocol: string;

@@ -5,6 +5,7 @@ import { Hono, type Context } from "hono";
 import { httpErrorBody, type ErrorCode } from "../shared/errors";
 import { relayInfo } from "../shared/info";
 import { storageTotals } from "../shared/storage";
+import { OPENAPI_PATH, openApiDocument } from "../shared/openapi";
 import { isNpub, npubDecode } from "../shared/tally/keys";
 import { RELAY_HOST_HEADER, TALLY_USER_HEADER } from "../durable-objects/tally-user";
 import { MINCA_ROOM_HEADER } from "../durable-objects/minca-room";
@@ -49,9 +50,14 @@ function isUpgrade(req: Request): boolean {
   return req.headers.get("upgrade")?.toLowerCase() === "websocket";
 }
 
-app.get("/", async (c) => {
-  // Browser apps on other origins read the VAPID key and limits from it (it holds nothing private).
+/** Documents that browser apps on any origin read (they hold nothing private). */
+function anyOrigin(c: Context): void {
   c.header("Access-Control-Allow-Origin", "*");
+}
+
+app.get("/", async (c) => {
+  // Browser apps on other origins read the VAPID key and limits from it.
+  anyOrigin(c);
   c.header("Vary", "Accept");
   const info = relayInfo({ name: c.env.RELAY_NAME ?? "edge-relay", vapidPublicKey: await vapidPublicKey(c.env), host: await mincaHost(c.env), hostAdmission: admissionOf(c.env).mode, storage: storageTotals(c.env) });
   const accept = c.req.header("accept") ?? "";
@@ -64,10 +70,19 @@ app.get("/", async (c) => {
   );
 });
 
+// The HTTPS endpoints as OpenAPI 3.1 (shared/openapi.ts): the same for every request, built once.
+let openApi: object | undefined;
+app.get(OPENAPI_PATH, (c) => {
+  anyOrigin(c);
+  openApi ??= openApiDocument();
+  return c.json(openApi);
+});
+
 app.get("/healthz", (c) => c.text("ok"));
+for (const path of ["/", OPENAPI_PATH, "/healthz"]) app.all(path, (c) => methodNotAllowed(c, ["GET"]));
 
 /**
- * A WebSocket endpoint whose last path segment names one Durable Object: the key is checked
+ * A WebSocket endpoint whose last path segment (its one parameter) names one Durable Object: the key is checked
  * (400), the method (405) and the upgrade (426), then the request goes to the object with the
  * headers that tell it who it is (a cold-started object does not know its own name).
  */
@@ -76,11 +91,13 @@ function socketRoute(
   check: { valid: (key: string) => boolean; invalid: string },
   target: (env: Env, key: string, url: URL) => { binding: SocketBinding; name: string; headers: Record<string, string> },
 ): void {
+  const param = path.slice(path.lastIndexOf(":") + 1);
   app.all(path, async (c) => {
-    if (c.req.method !== "GET") return methodNotAllowed(c, ["GET"], " with Upgrade: websocket");
-    const key = c.req.param("key") ?? "";
+    // HEAD is GET without the body (RFC 9110 section 9.3.2): never an upgrade, so 426 (after the key check).
+    if (c.req.method !== "GET" && c.req.method !== "HEAD") return methodNotAllowed(c, ["GET"], " with Upgrade: websocket");
+    const key = c.req.param(param) ?? "";
     if (!check.valid(key)) return httpError(c, 400, "bad_request", check.invalid);
-    if (!isUpgrade(c.req.raw)) return httpError(c, 426, "upgrade_required", "this endpoint speaks WebSocket");
+    if (!isUpgrade(c.req.raw) || c.req.method === "HEAD") return httpError(c, 426, "upgrade_required", "this endpoint speaks WebSocket");
     const { binding, name, headers } = target(c.env, key, new URL(c.req.url));
     const h = new Headers(c.req.raw.headers);
     for (const [k, v] of Object.entries(headers)) h.set(k, v);
@@ -107,18 +124,18 @@ export async function upgradeTo(c: Context<{ Bindings: Env }>, binding: SocketBi
   return res;
 }
 
-socketRoute("/tally/v1/:key", { valid: isNpub, invalid: "the path must end in a valid npub" }, (_env, npub, url) => {
+socketRoute("/tally/v1/:npub", { valid: isNpub, invalid: "the path must end in a valid npub" }, (_env, npub, url) => {
   const hex = npubDecode(npub);
   return { binding: "TALLY_USER", name: hex, headers: { [TALLY_USER_HEADER]: hex, [RELAY_HOST_HEADER]: url.host } };
 });
 
-socketRoute("/passnote/v2/:key", { valid: isRoomId, invalid: "the path must end in a room id: base64url of 32 bytes" }, (_env, room) => ({
+socketRoute("/passnote/v2/:room", { valid: isRoomId, invalid: "the path must end in a room id: base64url of 32 bytes" }, (_env, room) => ({
   binding: "PASSNOTE_ROOM",
   name: room,
   headers: { [PASSNOTE_ROOM_HEADER]: room },
 }));
 
-socketRoute("/minca/v1/rooms/:key", { valid: isMincaRoomId, invalid: "the room must match ^b[a-z2-7]{52}$" }, (_env, room) => ({
+socketRoute("/minca/v1/rooms/:room", { valid: isMincaRoomId, invalid: "the room must match ^b[a-z2-7]{52}$" }, (_env, room) => ({
   binding: "MINCA_ROOM",
   name: room,
   headers: { [MINCA_ROOM_HEADER]: room },

@@ -149,6 +149,7 @@ export function mountMailbox(app: Hono<{ Bindings: Env }>): void {
   });
 
   app.all(`${MAILBOX_PATH}/:topic`, (c) => methodNotAllowed(c, ["GET", "POST"]));
+  app.all(`${MAILBOX_PATH}/:topic/items/:seq{[0-9]{1,15}}`, (c) => methodNotAllowed(c, ["GET"]));
   app.all(`${MAILBOX_PATH}/:topic/receivers`, (c) => methodNotAllowed(c, ["POST"]));
   app.all(`${MAILBOX_PATH}/:topic/receivers/:id`, (c) => methodNotAllowed(c, ["DELETE"]));
 }

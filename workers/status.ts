@@ -3,10 +3,10 @@
 // the one RelayStats object; rendering is shared/stats-page.ts.
 import type { Context, Hono } from "hono";
 import { relayStats } from "../durable-objects/relay-stats";
-import { tokenMatches } from "../shared/stats";
+import { tokenMatches, type StatusAnswer } from "../shared/stats";
 import { renderStatusPage } from "../shared/stats-page";
 import { METRICS_CONTENT_TYPE, renderMetrics } from "../shared/metrics";
-import { httpError } from "./app";
+import { httpError, methodNotAllowed } from "./app";
 
 type C = Context<{ Bindings: Env }>;
 
@@ -24,7 +24,7 @@ export function mountStatus(app: Hono<{ Bindings: Env }>): void {
     const no = refused(c);
     if (no) return no;
     c.header("Cache-Control", "no-store");
-    return c.json({ open: !c.env.ADMIN_TOKEN, ...(await relayStats(c.env).snapshot()) });
+    return c.json({ open: !c.env.ADMIN_TOKEN, ...(await relayStats(c.env).snapshot()) } satisfies StatusAnswer);
   });
   app.get("/metrics", async (c) => {
     const no = refused(c);
@@ -40,4 +40,5 @@ export function mountStatus(app: Hono<{ Bindings: Env }>): void {
     const snapshot = await relayStats(c.env).snapshot();
     return c.html(renderStatusPage(snapshot, { name: c.env.RELAY_NAME ?? "edge-relay", open: !c.env.ADMIN_TOKEN }));
   });
+  for (const path of ["/status.json", "/metrics", "/status"]) app.all(path, (c) => methodNotAllowed(c, ["GET"]));
 }

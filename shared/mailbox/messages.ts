@@ -52,19 +52,29 @@ export interface StoredItem {
   blob: Uint8Array;
 }
 
-export interface PageItem {
-  seq: number;
-  at: number;
-  until: number;
-  blob: string;
-}
+const seconds = z.number().int().nonnegative().describe("unix seconds");
+const seq = z.number().int().nonnegative();
 
-export interface Page {
-  items: PageItem[];
-  next: number;
-  more: boolean;
-  oldest_seq: number | null;
-}
+/** 201 to POST: the item's seq and the `until` it is kept to. */
+export const postedSchema = z.object({ seq: seq.positive(), until: seconds });
+export type Posted = z.infer<typeof postedSchema>;
+
+export const pageItemSchema = z.object({
+  seq: seq.describe("0 for a host's link (first page only)"),
+  at: seconds.describe("when it was stored"),
+  until: seconds,
+  blob: z.string().describe("base64url of the item as posted"),
+});
+export type PageItem = z.infer<typeof pageItemSchema>;
+
+/** 200 to GET: a page, oldest first. */
+export const pageSchema = z.object({
+  items: z.array(pageItemSchema),
+  next: seq.describe("the `after` of the next page"),
+  more: z.boolean(),
+  oldest_seq: seq.nullable().describe("the oldest item still held; null when none is"),
+});
+export type Page = z.infer<typeof pageSchema>;
 
 /**
  * A page from the live items after `after`, oldest first (`rows` may hold one more than
@@ -110,3 +120,7 @@ export type Wake = z.infer<typeof wakeSchema>;
 
 /** Receiver ids: 16 hex characters. */
 export const receiverIdSchema = z.string().regex(/^[0-9a-f]{16}$/, "receiver id must be 16 hex characters");
+
+/** 201 to POST .../receivers: the receiver's id (the same id again for the same subscription). */
+export const receiverAddedSchema = z.object({ id: receiverIdSchema });
+export type ReceiverAdded = z.infer<typeof receiverAddedSchema>;

@@ -1,11 +1,14 @@
 // The HTTP wire of a Minca host (DESIGN 8.3-8.4): reading a POST .../versions body into the
-// versions as they arrived (raw text kept, so each is stored exactly as sent), and the log's
-// query parameters.
+// versions as they arrived (raw text kept, so each is stored exactly as sent), the log's query
+// parameters, and the schemas of the host's answers (the Durable Objects build them, the
+// OpenAPI document in shared/openapi.ts publishes them).
+import * as z from "zod";
 import { parseClientJson } from "../client-json";
 import { utf8Encode } from "../encoding";
 import { rawElements } from "../json-raw";
 import { MINCA_HOST_LIMITS } from "../limits";
 import { pageQuerySchemaFor } from "../mailbox/messages";
+import { VERSION_REFUSALS, versionSchema } from "./version";
 
 /** GET .../versions?after=&limit=&wait= (all optional): the mailbox's page shape, the host's bounds. */
 export const logQuerySchema = pageQuerySchemaFor(MINCA_HOST_LIMITS);
@@ -29,3 +32,48 @@ export function readVersionsBody(text: string): { ok: true; versions: ArrivedVer
   if (!raws || raws.length !== parsed.length) return { ok: false, reason: "the body is not a plain JSON array" };
   return { ok: true, versions: parsed.map((value, i) => ({ raw: raws[i], value, bytes: utf8Encode(raws[i]).length })) };
 }
+
+const did = z.string().describe("the account's P-256 did:key");
+const mincaId = z.string().regex(/^b[a-z2-7]{52}$/);
+const count = z.number().int().nonnegative();
+
+/** POST /minca/v1/spaces/<id>/versions: a JSON array of versions (each one checked on its own). */
+export const versionsBodySchema = z.array(versionSchema).min(1).max(MINCA_HOST_LIMITS.max_versions_per_request);
+
+/** 201 to POST /minca/v1/host/accounts: the host carries the account. */
+export const carryStartedSchema = z.object({ account: did, carry_space: mincaId });
+export type CarryStarted = z.infer<typeof carryStartedSchema>;
+
+/** 200 to GET /minca/v1/host/accounts/<did>: what the host holds for the account. */
+export const accountStatusSchema = z.object({
+  account: did,
+  name: z.string().nullable(),
+  carry_space: mincaId,
+  spaces: count,
+  links: count,
+  wakes: count,
+  receivers: count,
+  versions: count,
+  bytes: count,
+});
+export type AccountStatus = z.infer<typeof accountStatusSchema>;
+
+/** One version's fate in a POST .../versions answer, in the order sent. */
+export const versionResultSchema = z.union([
+  z.object({ id: mincaId, accepted: z.literal(true), seq: count.positive() }),
+  z.object({ id: z.string().optional(), accepted: z.literal(false), reason: z.enum(VERSION_REFUSALS), detail: z.string() }),
+]);
+export type VersionResult = z.infer<typeof versionResultSchema>;
+
+/** 200 to POST .../versions. */
+export const appendedSchema = z.object({ results: z.array(versionResultSchema) });
+export type Appended = z.infer<typeof appendedSchema>;
+
+/** 200 to GET .../versions: a page of the space's log, oldest first (the mailbox's page shape). */
+export const logPageSchema = z.object({
+  items: z.array(z.object({ seq: count.positive(), version: z.unknown().describe("the version exactly as it was posted") })),
+  next: count,
+  more: z.boolean(),
+  oldest_seq: count.nullable(),
+});
+export type LogPage = z.infer<typeof logPageSchema>;

@@ -7,7 +7,7 @@
 // for it with poke (forceSync).
 import { CAP_RECON, CAP_RECON2, instToken, negotiateVersion } from "./handshake";
 import type { EngineCore, PeerState } from "./engine-core";
-import { sendRatchetHello } from "./sessions";
+import { forgetEphemerals, sendRatchetHello } from "./sessions";
 import type { MessageOf } from "./wire";
 
 export function onHandshake(core: EngineCore, peer: string, state: PeerState, h: MessageOf<"handshake">): void {
@@ -21,6 +21,7 @@ export function onHandshake(core: EngineCore, peer: string, state: PeerState, h:
     // The peer restarted: drop its session, negotiated version and pending work, renegotiate.
     const tokens = state.tokens;
     state.window.close();
+    forgetEphemerals(state); // the old connection's unused ephemeral secret is wiped
     state = { ...core.fresh(peer), tokens, inbound: state.inbound };
     core.peers.set(peer, state);
     core.emit("restarted", peer);

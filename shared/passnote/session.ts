@@ -43,6 +43,13 @@ export interface Ephemeral {
   secret?: Uint8Array;
 }
 
+/** Wipes an ephemeral's secret (fill(0)) and forgets it: it is never used after this. */
+export function wipeEphemeral(e: Ephemeral | undefined): void {
+  if (!e?.secret) return;
+  e.secret.fill(0);
+  e.secret = undefined;
+}
+
 export function newEphemeral(): Ephemeral {
   const { secretKey, publicKey } = x25519.keygen();
   return { pub: publicKey, secret: secretKey };

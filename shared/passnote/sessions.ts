@@ -6,7 +6,7 @@
 import { PASSNOTE_LIMITS as L } from "../limits";
 import { bytesToHex, equalBytes } from "../encoding";
 import type { EngineCore, PeerState } from "./engine-core";
-import { newEphemeral, openSession, signRatchetHello, verifyRatchetHello, type Ephemeral, type RatchetHello } from "./session";
+import { newEphemeral, openSession, signRatchetHello, verifyRatchetHello, wipeEphemeral, type Ephemeral, type RatchetHello } from "./session";
 
 /** Sends a ratchet-hello with a fresh ephemeral key (dropping any session with the peer). */
 export function sendRatchetHello(core: EngineCore, peer: string, state: PeerState): void {
@@ -15,6 +15,7 @@ export function sendRatchetHello(core: EngineCore, peer: string, state: PeerStat
   if (!id || self === undefined) return;
   state.session = undefined;
   dropAnswering(state);
+  wipeEphemeral(state.mine); // superseded: an unused secret is wiped, never just dropped
   state.mine = newEphemeral();
   const hello = signRatchetHello(id.deviceKey, { from: self, to: peer, device: id.deviceId, keyTag: id.keyTag, ephemeral: state.mine.pub });
   void core.send(peer, hello, "plain");
@@ -58,12 +59,15 @@ export function onRatchetHello(core: EngineCore, peer: string, state: PeerState,
   state.seenEphemerals.push(eph);
   if (state.seenEphemerals.length > L.ratchet_hellos_remembered) state.seenEphemerals.shift();
   state.held = undefined;
-  if (pending) state.mine = pending;
+  if (pending && pending !== state.mine) {
+    wipeEphemeral(state.mine);
+    state.mine = pending;
+  }
   if (answer) {
     state.lastAnswer = now;
     sendRatchetHello(core, peer, state);
     // Kept (a copy of the secret) for one rehello interval, for the peer's answer to this answer.
-    if (state.mine?.secret) state.answering = { mine: { pub: state.mine.pub, secret: state.mine.secret.slice() }, at: now };
+    if (state.mine?.secret) keepAnswering(core, state, { pub: state.mine.pub, secret: state.mine.secret.slice() }, now);
   }
   if (!state.mine?.secret) return;
   const session = openSession({ groupKey: core.identity!.group.groupKey, mine: state.mine, theirs: h.ephemeral, selfId: core.opts.selfId()!, peerId: peer });
@@ -101,13 +105,36 @@ function takeAnswering(core: EngineCore, state: PeerState, now: number): Ephemer
   if (!a) return undefined;
   state.answering = undefined;
   if (now - a.at < rehelloInterval(core)) return a.mine;
-  a.mine.secret?.fill(0);
+  wipeEphemeral(a.mine);
   return undefined;
 }
 
+/**
+ * Keeps the key of this side's answer for one rehello interval, then wipes it: a timer, so an
+ * answer nobody answers does not leave its secret in memory until the next hello.
+ */
+function keepAnswering(core: EngineCore, state: PeerState, mine: Ephemeral, at: number): void {
+  const answering = { mine, at };
+  state.answering = answering;
+  const timer = setTimeout(() => {
+    wipeEphemeral(mine);
+    if (state.answering === answering) state.answering = undefined;
+  }, rehelloInterval(core));
+  (timer as { unref?: () => void }).unref?.();
+}
+
 function dropAnswering(state: PeerState): void {
-  state.answering?.mine.secret?.fill(0);
+  wipeEphemeral(state.answering?.mine);
   state.answering = undefined;
+}
+
+/**
+ * Everything held for a peer is being dropped (the peer left, restarted, or the engine stopped):
+ * its unused ephemeral secrets are wiped, not left to the garbage collector.
+ */
+export function forgetEphemerals(state: PeerState): void {
+  wipeEphemeral(state.mine);
+  dropAnswering(state);
 }
 
 function rehelloInterval(core: EngineCore): number {
@@ -117,13 +144,16 @@ function rehelloInterval(core: EngineCore): number {
 /** The roster changed: end sessions with devices no longer listed as members, re-check held hellos. */
 export function rosterChanged(core: EngineCore): void {
   for (const [peer, s] of core.peers) {
-    if (s.session && s.peerDevice) {
+    if (s.peerDevice && (s.session || s.mine || s.answering)) {
       const entry = core.rosterEntry(s.peerDevice);
       if (!entry || entry.revoked) {
+        // A revoked device's hellos are refused from now on, so this side's keys for it are of no
+        // further use: wiped, whether a session was open or a fresh hello was waiting for an answer.
+        const had = !!s.session;
         s.session = undefined;
+        forgetEphemerals(s);
         s.mine = undefined;
-        dropAnswering(s);
-        core.emit("sessionEnded", peer, s.peerDevice);
+        if (had) core.emit("sessionEnded", peer, s.peerDevice);
       }
     }
     if (s.held) {

@@ -26,7 +26,7 @@ import { onHandshake } from "./negotiation";
 import { checkLocalWrite, type MemoryStore } from "./records";
 import { ROSTER_COLLECTION, signRosterRecord, type RosterEntry } from "./roster";
 import { KIND_PLAIN, KIND_RATCHET, openFrame, openPlain } from "./seal";
-import { onRatchetHello, requestRehello, rosterChanged } from "./sessions";
+import { forgetEphemerals, onRatchetHello, requestRehello, rosterChanged } from "./sessions";
 import { decodeMessage, type Message, type WireRecord } from "./wire";
 
 export type { Channel, DropReason, SyncEngineOptions, SyncEvents, TrafficStats } from "./engine-core";
@@ -90,7 +90,10 @@ export class SyncEngine {
 
   /** A transport peer was lost: drop everything held for it. */
   peerLeft(peer: string): void {
-    this.core.peers.get(peer)?.window.close();
+    const state = this.core.peers.get(peer);
+    if (!state) return;
+    state.window.close();
+    forgetEphemerals(state); // an unused ephemeral secret is wiped, not just dropped
     this.core.peers.delete(peer);
   }
 
@@ -166,6 +169,7 @@ export class SyncEngine {
    */
   repair(): void {
     for (const [peer, s] of this.core.peers) {
+      s.shipped.clear(); // without recon1: the lost frame may have carried records, so a full pass
       if (s.version === undefined && !s.incompatible) void this.core.send(peer, this.core.handshake());
     }
     this.forceSync();

@@ -1,7 +1,7 @@
 // Minca code-channel rooms against the running relay: the room contract and seed 002 section 3's
 // list over real WebSockets, and the `connect` command and an account home as two separate
 // clients meeting through `wrangler dev`.
-import { spawn, execFileSync } from "node:child_process";
+import { spawn, spawnSync, execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -47,6 +47,18 @@ const systemNode = process.env.CLI_NODE ?? (["/usr/bin/node", "/usr/local/bin/no
 describe("npm run connect: a program and its home, two clients, through wrangler dev", () => {
   beforeAll(() => {
     execFileSync(process.execPath, ["scripts/build-sdk.ts", "--cli"], { cwd: root });
+  });
+
+  it("the built CLI exits 2 on bad usage (no arguments, a mistyped flag, a flag missing its value) and 0 on --help", () => {
+    const run = (...args: string[]) => spawnSync(systemNode, [join(root, "dist/sdk/connect.mjs"), ...args], { cwd: root, encoding: "utf8", timeout: 20_000, env: { ...process.env, MINCA_RELAY: "" } });
+    for (const args of [[], ["home.example", "--relay", relay, "--bogus"], ["--relay", "--name", "x", "home.example"], ["home.example", "--relay"]]) {
+      const r = run(...args);
+      expect(r.status, args.join(" ")).toBe(2);
+      expect(r.stderr, args.join(" ")).toContain("usage: minca-connect");
+    }
+    const help = run("--help");
+    expect(help.status).toBe(0);
+    expect(help.stdout).toContain("usage: minca-connect");
   });
 
   it("the program ends holding a grant that verifies, after the check the home shows is typed", async () => {

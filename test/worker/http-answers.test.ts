@@ -1,5 +1,5 @@
 // What browsers and HTTP clients see of the Worker's plain HTTP answers: CORS on the information
-// document, `Allow` on every 405.
+// document and the OpenAPI document, `Allow` on every 405.
 import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 
@@ -11,6 +11,13 @@ describe("HTTP answers", () => {
       expect(res.headers.get("access-control-allow-origin")).toBe("*");
       expect(res.headers.get("vary")).toContain("Accept");
     }
+  });
+
+  it("GET /openapi.json answers any origin (Access-Control-Allow-Origin: *), as JSON", async () => {
+    const res = await SELF.fetch("http://relay.test/openapi.json", { headers: { origin: "https://app.example" } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("access-control-allow-origin")).toBe("*");
+    expect(((await res.json()) as { openapi: string }).openapi).toBe("3.1.0");
   });
 
   it("a 405 names the methods the path takes in Allow", async () => {

@@ -8,7 +8,9 @@ import { bytesToHex, randomBytes } from "../../../../shared/encoding";
 import { formatHlc } from "../../../../shared/passnote/hlc";
 import { ROSTER_COLLECTION, keyTagOf, signRosterRecord, type DeviceIdentity } from "../../../../shared/passnote/roster";
 import { KIND_PLAIN, KIND_RATCHET, openPlain, sealPlain } from "../../../../shared/passnote/seal";
-import { newEphemeral, signRatchetHello } from "../../../../shared/passnote/session";
+import { newEphemeral, openSession, signRatchetHello } from "../../../../shared/passnote/session";
+import { requestRehello, sendRatchetHello } from "../../../../shared/passnote/sessions";
+import { makeHandshake } from "../../../../shared/passnote/handshake";
 import { decodeMessage, encodeMessage, type Message } from "../../../../shared/passnote/wire";
 import { collectionsNamed, idOf, newGroup, pubOf, recorder, tapSends, viewReceived } from "../../../helpers/passnote";
 import { sleep, waitFor } from "../../../helpers/wait";
@@ -210,6 +212,83 @@ describe("seed 001 identity mode: ratchet-hello", () => {
     const again = await twoMembers();
     const next = plainOf(again.owner.group.rosterKey, again.a.sent).find((m) => m.type === "ratchet-hello")!;
     expect(bytesToHex((next as any).ephemeral)).not.toBe(bytesToHex((hellos[0] as any).ephemeral));
+  });
+});
+
+describe("seed 001 identity mode: unused ephemeral secrets are wiped on every drop path", () => {
+  const stateOf = (x: Member, y: Member) => x.peer.engine.core.peers.get(y.t.self!)!;
+  /** x offers y a fresh hello (as a re-send request does) and returns its secret's buffer, unused. */
+  const freshSecret = (x: Member, y: Member) => {
+    sendRatchetHello(x.peer.engine.core, y.t.self!, stateOf(x, y));
+    const secret = stateOf(x, y).mine!.secret!;
+    expect(secret.some((b) => b !== 0)).toBe(true);
+    return secret;
+  };
+  const wiped = (b: Uint8Array) => b.every((x) => x === 0);
+
+  /** A pair with a session where bob has stopped: nothing answers alice's hellos any more. */
+  async function aliceAlone(opts: Partial<PassnotePeerOptions> = {}) {
+    const pair = await twoMembers(opts);
+    pair.b.peer.detach();
+    return pair;
+  }
+
+  it("a hello superseded by a newer one: the older secret is wiped", async () => {
+    const { a, b } = await aliceAlone();
+    const first = freshSecret(a, b);
+    const second = freshSecret(a, b);
+    expect(wiped(first)).toBe(true);
+    expect(wiped(second)).toBe(false);
+  });
+
+  it("the peer leaves, or the engine stops: the secret is wiped", async () => {
+    const { a, b } = await aliceAlone();
+    const secret = freshSecret(a, b);
+    a.peer.engine.peerLeft(b.t.self!);
+    expect(wiped(secret)).toBe(true);
+    const again = await aliceAlone();
+    const s2 = freshSecret(again.a, again.b);
+    again.a.peer.detach();
+    expect(wiped(s2)).toBe(true);
+  });
+
+  it("the peer restarts (a new inst token): the old connection's secret is wiped", async () => {
+    const { owner, a, b } = await aliceAlone();
+    const secret = freshSecret(a, b);
+    const restarted: string[] = [];
+    a.peer.engine.on("restarted", (p) => void restarted.push(p));
+    await a.peer.engine.receive(b.t.self!, sealPlain(owner.group.rosterKey, encodeMessage(makeHandshake({ inst: "00000000000000ff" }))));
+    expect(restarted).toEqual([b.t.self]);
+    expect(wiped(secret)).toBe(true);
+  });
+
+  it("the peer's device is revoked while a hello waits for its answer: the secret is wiped", async () => {
+    const { a, b, bob } = await aliceAlone();
+    const secret = freshSecret(a, b);
+    a.peer.revoke(idOf(bob));
+    expect(wiped(secret)).toBe(true);
+  });
+
+  it("an answer's kept key is wiped when its rehello interval is over, even if no hello comes", async () => {
+    const { a, b } = await twoMembers({ rehelloIntervalMs: 300 });
+    const kept: Uint8Array[] = [];
+    // At alice's new session her answer's key is kept (a copy of the secret) for the interval.
+    a.peer.engine.on("session", () => void kept.push(stateOf(a, b).answering!.mine.secret!));
+    requestRehello(b.peer.engine.core, a.t.self!, stateOf(b, a)); // bob asks alice to re-send her hello
+    await waitFor(() => kept.length === 1 && hasSession(b, a), { what: "alice answers, bob re-keys" });
+    expect(wiped(kept[0])).toBe(false);
+    await sleep(450);
+    expect(kept).toHaveLength(1); // no hello came to pair with it
+    expect(wiped(kept[0])).toBe(true);
+    expect(stateOf(a, b).answering).toBeUndefined();
+  });
+
+  it("a degenerate peer key fails the session: the secret is wiped all the same", () => {
+    const mine = newEphemeral();
+    const secret = mine.secret!;
+    expect(openSession({ groupKey: randomBytes(32), mine, theirs: new Uint8Array(32), selfId: "1", peerId: "2" })).toBeNull();
+    expect(wiped(secret)).toBe(true);
+    expect(mine.secret).toBeUndefined();
   });
 });
 
