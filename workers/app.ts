@@ -13,6 +13,7 @@ import { isDraining, noteLive } from "../durable-objects/live";
 import { PASSNOTE_ROOM_HEADER } from "../durable-objects/passnote-room";
 import { CLIENT_HEADER } from "../durable-objects/base";
 import { clientAddress } from "./client-address";
+import { drainBody } from "./body";
 import { isRoomId } from "../shared/passnote/room";
 import { mountMailbox } from "./mailbox";
 import { mountHosting } from "./hosting";
@@ -45,6 +46,8 @@ export function methodNotAllowed(c: Context, methods: Array<"GET" | "POST" | "DE
 app.use(async (c, next) => {
   c.set("requestId", c.req.header("cf-ray") ?? crypto.randomUUID());
   await next();
+  // A body no route read (a GET with a body) is drained before the answer goes, so it arrives whole.
+  await drainBody(c.req.raw);
 });
 
 function isUpgrade(req: Request): boolean {
