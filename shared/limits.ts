@@ -69,6 +69,11 @@ export const PASSNOTE_LIMITS = {
   record_max_bytes: 1_040_384,
   /** Milliseconds a delta record's HLC may run ahead of the receiver's clock (maxClockDrift). */
   max_clock_drift_ms: 600_000,
+  /**
+   * The reference peer runs anti-entropy (forceSync) this often with every agreed peer, so a record
+   * the clock bound refused (or any frame lost) is offered again without a reconnect.
+   */
+  anti_entropy_interval_ms: 300_000,
   /** Reconciliation: a mismatch with at most this many records on either side is a leaf. */
   recon_leaf_records: 32,
   /** Reconciliation: probes this deep are leaves whatever their size. */

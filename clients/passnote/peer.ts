@@ -4,6 +4,7 @@
 // the roster key, user data in ratchet sessions); passphrase-only mode is chosen by giving `key`
 // instead. The protocol is shared/passnote/sync.ts; this file binds it to a transport.
 import { bytesToHex, randomBytes } from "../../shared/encoding";
+import { PASSNOTE_LIMITS } from "../../shared/limits";
 import type { Value } from "../../shared/passnote/codec";
 import { MemoryStore } from "../../shared/passnote/records";
 import { SyncEngine, type SyncEngineOptions } from "../../shared/passnote/sync";
@@ -12,6 +13,12 @@ import type { Transport } from "./transport";
 
 export interface PassnotePeerOptions extends Partial<Omit<SyncEngineOptions, "transmit" | "selfId">> {
   transport: Transport;
+  /**
+   * Periodic anti-entropy: forceSync with every agreed peer this often (default
+   * anti_entropy_interval_ms, 5 minutes; 0 turns it off), so a record the clock bound refused
+   * returns without a reconnect.
+   */
+  antiEntropyIntervalMs?: number;
   // One of the two (identity wins if both are given):
   //   identity  identity mode (the default): the group's credentials and this device's Ed25519 key;
   //   key       passphrase-only mode: the 32-byte passphrase key is the only membership.
@@ -24,7 +31,7 @@ export class PassnotePeer {
   private readonly unsubscribe: () => void;
 
   constructor(opts: PassnotePeerOptions) {
-    const { transport, ...rest } = opts;
+    const { transport, antiEntropyIntervalMs, ...rest } = opts;
     this.transport = transport;
     this.engine = new SyncEngine({
       node: rest.node ?? `n${bytesToHex(randomBytes(6))}`,
@@ -45,7 +52,14 @@ export class PassnotePeer {
     // Attached to a transport that is already in (a restart on a live connection): every peer
     // present is met afresh, with this instance's new inst token.
     if (transport.self !== undefined) for (const p of transport.peers()) this.engine.peerJoined(p);
+    const every = antiEntropyIntervalMs ?? PASSNOTE_LIMITS.anti_entropy_interval_ms;
+    if (every > 0) {
+      this.antiEntropyTimer = setInterval(() => this.engine.forceSync(), every);
+      (this.antiEntropyTimer as { unref?: () => void }).unref?.();
+    }
   }
+
+  private antiEntropyTimer: ReturnType<typeof setInterval> | undefined;
 
   private repairTimer: ReturnType<typeof setTimeout> | undefined;
 
@@ -91,6 +105,7 @@ export class PassnotePeer {
   /** Stops this instance without closing the transport (as a database instance closing). */
   detach(): void {
     clearTimeout(this.repairTimer);
+    clearInterval(this.antiEntropyTimer);
     this.unsubscribe();
     this.engine.close();
   }

@@ -1,9 +1,9 @@
 // Anti-entropy as the engine runs it (seed 001, "Messages", "Clock bound", "Reconciliation
 // exchange"): hello asks for state; the receiver of state probes every collection either side
-// named (recon2 when both sides offer it, else recon1 on both sides) or, without recon1, ships the
-// records newer than the peer's watermark; delta merges under the clock bound (and, for the
-// roster, the owner's signature); reconcile answers probes (reconcile.ts), reconcile2 recon2's
-// ranges (reconcile2.ts); poke asks for a hello.
+// named (recon2 when both sides offer it, else recon1 on both sides) or, without recon1, ships
+// what the peer may lack (a full pass first and when in doubt, then what changed since); delta
+// merges under the clock bound (and, for the roster, the owner's signature); reconcile answers
+// probes (reconcile.ts), reconcile2 recon2's ranges (reconcile2.ts); poke asks for a hello.
 import { PASSNOTE_LIMITS as L } from "../limits";
 import type { Channel, EngineCore, PeerState } from "./engine-core";
 import { hlcWall } from "./hlc";
@@ -35,17 +35,38 @@ export function onState(core: EngineCore, peer: string, state: PeerState, m: Mes
   for (const collection of names) {
     if (recon2) void core.send(peer, openingProbe2(core.store, collection), ch);
     else if (recon) void core.send(peer, openingProbe(core.store, collection), ch);
-    else void core.sendDelta(peer, collection, core.store.newerThan(collection, theirs.get(collection) ?? ""), ch);
+    else void core.sendDelta(peer, collection, fallbackShipment(core, state, collection, theirs.get(collection) ?? ""), ch);
   }
+}
+
+/**
+ * Without recon1 (issue 18): what to ship the peer of one collection. The peer's watermark alone
+ * misses older records it lacks (one learnt from a third peer, or written offline with an older
+ * clock), so the first pass on a connection is a full one (every record), and so is any pass in
+ * doubt: the peer says it holds nothing, or a frame was refused since (repair() forgets the
+ * marks). After a full pass, a pass ships what this store took in since the last one (local
+ * arrival order, whatever the HLC) and what is newer than the peer's watermark (a record its clock
+ * bound refused).
+ */
+function fallbackShipment(core: EngineCore, state: PeerState, collection: string, watermark: string): WireRecord[] {
+  const since = state.shipped.get(collection);
+  state.shipped.set(collection, core.store.sequence);
+  if (since === undefined || watermark === "") return core.store.all(collection);
+  return core.store.changedSince(collection, since, watermark);
 }
 
 export function onDelta(core: EngineCore, peer: string, m: MessageOf<"delta">): void {
   const limit = core.clock.physical() + (core.opts.maxClockDriftMs ?? L.max_clock_drift_ms);
   const roster = !!core.identity && m.collection === ROSTER_COLLECTION;
   const changed: WireRecord[] = [];
+  // The clock bound's document rule (profile): a document is one key of the collection, and a
+  // record carries the whole document. A record too far ahead is refused together with every other
+  // record of its key in this delta (the rest of its document), and nothing else: the other keys
+  // of the delta merge. Anti-entropy offers it again later (the reference peer's periodic pass).
+  const refusedKeys = new Set(m.records.filter((r) => hlcWall(r.hlc) > limit).map((r) => r.key));
   for (const r of m.records) {
-    if (hlcWall(r.hlc) > limit) {
-      core.emit("refused", m.collection, r, peer); // refused with its document; offered again later
+    if (refusedKeys.has(r.key)) {
+      core.emit("refused", m.collection, r, peer);
       continue;
     }
     // Anyone holding the roster key can send roster records: only the owner's signature counts.

@@ -86,6 +86,11 @@ export interface PeerState {
   caps: Set<string>;
   incompatible: boolean;
   node?: string;
+  /**
+   * Without recon1: per collection, the store's sequence number up to which every record was
+   * shipped to this peer on this connection (no entry: never, so the next pass is a full one).
+   */
+  shipped: Map<string, number>;
   // ---- identity mode ----
   /** This side's ephemeral key for the connection; its secret is wiped once the session exists. */
   mine?: Ephemeral;
@@ -165,6 +170,7 @@ export class EngineCore {
       replied: false,
       caps: new Set(),
       incompatible: false,
+      shipped: new Map(),
       seenEphemerals: [],
       lastRehello: -Infinity,
       lastAnswer: -Infinity,

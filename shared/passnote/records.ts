@@ -38,6 +38,8 @@ export interface Entry {
   record: WireRecord;
   wall: number;
   fp: Uint8Array;
+  /** The store's sequence number when this record was stored: local arrival order, not HLC order. */
+  seq: number;
 }
 
 /** One collection: records by key, and an index by HLC wall time for range queries. */
@@ -49,8 +51,8 @@ class Collection {
   private orderedDirty = false;
   watermark = "";
 
-  put(record: WireRecord): void {
-    this.byKey.set(record.key, { record, wall: hlcWall(record.hlc), fp: recordFingerprint(record.key, record.hlc) });
+  put(record: WireRecord, seq: number): void {
+    this.byKey.set(record.key, { record, wall: hlcWall(record.hlc), fp: recordFingerprint(record.key, record.hlc), seq });
     if (compareHlc(record.hlc, this.watermark) > 0) this.watermark = record.hlc;
     this.dirty = true;
     this.orderedDirty = true;
@@ -115,6 +117,12 @@ export function wins(incoming: WireRecord, current: WireRecord | undefined): boo
 /** An in-memory record store (the reference peer's; an app would back it with its database). */
 export class MemoryStore {
   private readonly collections = new Map<string, Collection>();
+  private seq = 0;
+
+  /** The sequence number of the last record stored (0 when none): every merge that changes the store takes the next one. */
+  get sequence(): number {
+    return this.seq;
+  }
 
   private col(name: string): Collection {
     let c = this.collections.get(name);
@@ -142,7 +150,7 @@ export class MemoryStore {
   merge(collection: string, record: WireRecord): boolean {
     const c = this.col(collection);
     if (!wins(record, c.byKey.get(record.key)?.record)) return false;
-    c.put(record);
+    c.put(record, ++this.seq);
     return true;
   }
 
@@ -175,6 +183,18 @@ export class MemoryStore {
   /** Records newer than a watermark (the fallback sync without recon1). */
   newerThan(collection: string, watermark: string): WireRecord[] {
     return this.all(collection).filter((r) => compareHlc(r.hlc, watermark) > 0);
+  }
+
+  /**
+   * The fallback's incremental pass: records stored after sequence number `seq` (whatever their
+   * HLC: an old record learnt from a third peer included) or newer than the peer's watermark.
+   */
+  changedSince(collection: string, seq: number, watermark: string): WireRecord[] {
+    const out: WireRecord[] = [];
+    for (const e of this.collections.get(collection)?.byKey.values() ?? []) {
+      if (e.seq > seq || compareHlc(e.record.hlc, watermark) > 0) out.push(e.record);
+    }
+    return out;
   }
 }
 

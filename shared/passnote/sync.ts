@@ -169,6 +169,7 @@ export class SyncEngine {
    */
   repair(): void {
     for (const [peer, s] of this.core.peers) {
+      s.shipped.clear(); // without recon1: the lost frame may have carried records, so a full pass
       if (s.version === undefined && !s.incompatible) void this.core.send(peer, this.core.handshake());
     }
     this.forceSync();

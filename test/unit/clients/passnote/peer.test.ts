@@ -1,12 +1,14 @@
 // The reference peer over the in-memory bus: seed 001's handshake, inst tokens, sealing under the
 // passphrase key, deltas, the clock bound, flow control and reconciliation, end to end in memory.
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { MemoryBus } from "../../../../clients/passnote/memory-bus";
 import { PassnotePeer, type PassnotePeerOptions } from "../../../../clients/passnote/peer";
 import type { Transport } from "../../../../clients/passnote/transport";
 import { openFrame, sealFrame } from "../../../../shared/passnote/seal";
 import { decodeMessage, encodeMessage, type Message } from "../../../../shared/passnote/wire";
 import { formatHlc } from "../../../../shared/passnote/hlc";
+import { MemoryStore } from "../../../../shared/passnote/records";
+import { PASSNOTE_LIMITS } from "../../../../shared/limits";
 import { fillDifferent, groupKey, sameRecords, tapped } from "../../../helpers/passnote";
 import { waitFor, sleep } from "../../../helpers/wait";
 
@@ -172,6 +174,61 @@ describe("seed 001: deltas and the clock bound", () => {
   });
 });
 
+describe("seed 001: the clock bound's document rule and periodic anti-entropy (issue 18)", () => {
+  it("clock bound, document rule: a refused record takes the rest of its document (its key's other records in the delta) with it, and nothing else", async () => {
+    const { a, b, ta, tb, key } = await pair();
+    await waitFor(() => agreed(a, tb) && agreed(b, ta), { what: "agreement" });
+    const refused: string[] = [];
+    a.engine.on("refused", (_c, r) => void refused.push(`${r.key}@${r.hlc.slice(0, 15)}`));
+    const now = Date.now();
+    const hlc = (ms: number) => formatHlc({ wall: ms, counter: 0, node: "b" });
+    const records = [
+      { key: "doc", value: "old version", is_deleted: false, hlc: hlc(now - 1000) },
+      { key: "doc", value: "future version", is_deleted: false, hlc: hlc(now + 11 * 60_000) },
+      { key: "other", value: 3, is_deleted: false, hlc: hlc(now) },
+    ];
+    await a.engine.receive(tb.self!, sealFrame(key, encodeMessage({ type: "delta", collection: "notes", records })));
+    expect(a.get("notes", "doc")).toBeUndefined(); // neither version of the document
+    expect(a.get("notes", "other")).toBe(3); // the rest of the delta merges
+    expect(refused).toEqual([`doc@${records[0].hlc.slice(0, 15)}`, `doc@${records[1].hlc.slice(0, 15)}`]);
+  });
+
+  it("periodic anti-entropy: a record the clock bound refused returns once the receiver's clock allows it, without a reconnect or forceSync", async () => {
+    let bobAhead = 0;
+    const { a, b } = await pair({
+      a: { now: () => Date.now() + 20 * 60_000, antiEntropyIntervalMs: 100 }, // alice's clock runs 20 minutes fast
+      b: { now: () => Date.now() + bobAhead, antiEntropyIntervalMs: 100 },
+    });
+    const refused: string[] = [];
+    b.engine.on("refused", (_c, r) => void refused.push(r.key));
+    await waitFor(() => b.engine.agreedPeers().length === 1 && a.engine.agreedPeers().length === 1, { what: "agreement" });
+    a.put("notes", "from-the-future", 1);
+    await waitFor(() => refused.length > 0, { what: "the clock bound refuses it" });
+    await sleep(250); // passes run; the record is still refused
+    expect(b.get("notes", "from-the-future")).toBeUndefined();
+    bobAhead = 20 * 60_000; // bob's clock catches up
+    await waitFor(() => b.get("notes", "from-the-future") === 1, { what: "the next periodic pass" });
+    a.detach();
+    b.detach();
+  });
+
+  it("periodic anti-entropy runs every anti_entropy_interval_ms (5 minutes) by default, and 0 turns it off", async () => {
+    const bus = new MemoryBus();
+    const spy = vi.spyOn(globalThis, "setInterval");
+    try {
+      const p1 = new PassnotePeer({ transport: await bus.connect(), key: groupKey(), node: "x" });
+      expect(spy.mock.calls.map((c) => c[1])).toEqual([PASSNOTE_LIMITS.anti_entropy_interval_ms]);
+      expect(PASSNOTE_LIMITS.anti_entropy_interval_ms).toBe(300_000);
+      const p2 = new PassnotePeer({ transport: await bus.connect(), key: groupKey(), node: "y", antiEntropyIntervalMs: 0 });
+      expect(spy).toHaveBeenCalledTimes(1);
+      p1.detach();
+      p2.detach();
+    } finally {
+      spy.mockRestore();
+    }
+  });
+});
+
 describe("seed 001: flow control and inbound order", () => {
   it("at most 16 frames are in flight to one peer, and they leave in order", async () => {
     const { a, b, ta, tb } = await pair();
@@ -210,6 +267,49 @@ describe("seed 001: sync", () => {
     await waitFor(() => sameRecords(a.store, b.store), { what: "convergence" });
     expect(a.engine.sent.frames.reconcile ?? 0).toBeGreaterThan(0);
     expect(a.store.size("notes")).toBe(2010);
+  });
+
+  it("without recon1 the fallback converges: records older than the peer's watermark that it lacks are shipped, both ways", async () => {
+    // Interleaved clocks: each side holds records older than the other's highest HLC that the other lacks.
+    const rec = (key: string, wall: number, node: string) => ({ key, value: `${key}@${wall}`, is_deleted: false, hlc: formatHlc({ wall, counter: 0, node }) });
+    const sa = new MemoryStore();
+    const sb = new MemoryStore();
+    for (let i = 0; i < 300; i++) {
+      sa.merge("notes", rec(`a${i}`, 1_000 + 20 * i, "alice"));
+      sb.merge("notes", rec(`b${i}`, 1_010 + 20 * i, "bob"));
+      if (i % 3 === 0) for (const st of [sa, sb]) st.merge("notes", rec(`shared${i}`, 1_005 + 20 * i, "carol"));
+    }
+    sb.merge("diary", rec("only-bob", 5, "bob")); // and a collection only one side holds
+    expect(sa.watermark("notes") < sb.watermark("notes")).toBe(true);
+    const { a, b } = await pair({ a: { store: sa }, b: { store: sb, recon: false } });
+    await waitFor(() => sameRecords(a.store, b.store) && a.store.size("notes") === 700 && a.get("diary", "only-bob") !== undefined, { what: "fallback convergence" });
+    expect(a.engine.sent.frames.reconcile ?? 0).toBe(0);
+    expect(b.engine.sent.frames.reconcile ?? 0).toBe(0);
+  });
+
+  it("without recon1, after the full pass a pass ships what changed since (an old record from a third peer), and a refusal brings a full pass", async () => {
+    const { a, b, sentA } = await pair({ b: { recon: false } });
+    for (let i = 0; i < 50; i++) a.put("notes", `k${i}`, i);
+    await waitFor(() => b.store.size("notes") === 50, { what: "first sync" });
+    const shippedByA = () => sentA.filter((m) => m.type === "delta").reduce((n, m) => n + (m as { records: unknown[] }).records.length, 0);
+    const round = async (done: () => boolean) => {
+      a.forceSync();
+      b.forceSync();
+      await waitFor(done, { what: "a round" });
+      await sleep(50);
+      await Promise.all([a.engine.idle(), b.engine.idle()]);
+    };
+    await round(() => true); // settles whatever the first passes left to say
+    // An old record, older than bob's watermark, that alice learnt from elsewhere (not a local write).
+    a.store.merge("notes", { key: "from-carol", value: 1, is_deleted: false, hlc: formatHlc({ wall: 5, counter: 0, node: "carol" }) });
+    let before = shippedByA();
+    await round(() => b.get("notes", "from-carol") === 1);
+    expect(shippedByA() - before).toBe(1); // the change alone, not all 51
+    // A refused frame: the next pass is a full one (whatever it carried is re-shipped).
+    before = shippedByA();
+    a.engine.repair();
+    await round(() => shippedByA() - before >= 51);
+    expect(shippedByA() - before).toBe(51);
   });
 
   it("without recon1 the peers fall back to shipping records newer than the watermark", async () => {
