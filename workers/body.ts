@@ -5,6 +5,7 @@
 // body over its bound, or one nobody read, is read to its end and thrown away, up to
 // common.max_drained_body_bytes; only past that does the relay stop reading.
 import { COMMON_LIMITS } from "../shared/limits";
+import { concatBytes } from "../shared/encoding";
 
 /** The body, or null when it is longer than `max` (the rest is drained, not kept). */
 export async function readBounded(req: Request, max: number): Promise<Uint8Array | null> {
@@ -27,13 +28,7 @@ export async function readBounded(req: Request, max: number): Promise<Uint8Array
     }
     chunks.push(value);
   }
-  const out = new Uint8Array(n);
-  let o = 0;
-  for (const ch of chunks) {
-    out.set(ch, o);
-    o += ch.byteLength;
-  }
-  return out;
+  return concatBytes(...chunks);
 }
 
 /** Reads and discards a body nobody read (a GET with a body), within common.max_drained_body_bytes. */

@@ -9,6 +9,7 @@ import { roomKeys } from "../../shared/passnote/room";
 import { randomBytes } from "../../shared/encoding";
 import { newUser } from "../helpers/tally";
 import { TestSocket } from "../helpers/socket";
+import { openSocket } from "../helpers/worker-socket";
 import { waitFor } from "../helpers/wait";
 
 let n = 0;
@@ -18,13 +19,7 @@ function upgrade(path: string, address: string): Promise<Response> {
   return SELF.fetch(`http://relay.test${path}`, { headers: { Upgrade: "websocket", "cf-connecting-ip": address } });
 }
 
-async function open(path: string, address: string): Promise<TestSocket> {
-  const res = await upgrade(path, address);
-  expect(res.status).toBe(101);
-  const ws = res.webSocket!;
-  ws.accept();
-  return new TestSocket(ws as unknown as WebSocket);
-}
+const open = (path: string, address: string) => openSocket(path, { "cf-connecting-ip": address });
 
 /** Sends unanswered-before-auth frames (not the auto-answered ping) until the socket is closed with 4029. */
 async function floodUntilClosed(s: TestSocket): Promise<void> {
