@@ -42,6 +42,12 @@ import { jsonNestsDeeper } from "../shared/client-json";
  */
 export const CLIENT_HEADER = "x-relay-client";
 
+/**
+ * Set on a 101 answer that carries only a refusal (an error frame, then a close, on a socket no
+ * object keeps): the Worker does not note the object as holding a live socket for it.
+ */
+export const REFUSED_HEADER = "x-relay-refused";
+
 /** The client an upgrade came from (the Worker's CLIENT_HEADER), or "shared" when it cannot be told. */
 export function clientOf(request: Request): string {
   return request.headers.get(CLIENT_HEADER)?.slice(0, 64) || "shared";

@@ -11,7 +11,7 @@ import { MINCA_ROOM_HEADER } from "../durable-objects/minca-room";
 import { isRoomId as isMincaRoomId } from "../shared/minca/code";
 import { isDraining, noteLive } from "../durable-objects/live";
 import { PASSNOTE_ROOM_HEADER } from "../durable-objects/passnote-room";
-import { CLIENT_HEADER } from "../durable-objects/base";
+import { CLIENT_HEADER, REFUSED_HEADER } from "../durable-objects/base";
 import { clientAddress } from "./client-address";
 import { drainBody } from "./body";
 import { isRoomId } from "../shared/passnote/room";
@@ -125,7 +125,8 @@ export async function upgradeTo(c: Context<{ Bindings: Env }>, binding: SocketBi
   }
   const res = await c.env[binding].get(id).fetch(req);
   // Only objects that accepted a socket are noted: refused upgrades leave nothing behind.
-  if (tracking && res.status === 101) noteLive(id.toString(), binding);
+  // A refusal travels as a 101 too (an error frame, then a close, on a socket no object keeps).
+  if (tracking && res.status === 101 && !res.headers.has(REFUSED_HEADER)) noteLive(id.toString(), binding);
   return res;
 }
 
