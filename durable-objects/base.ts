@@ -8,7 +8,9 @@
 // - accepts hibernatable WebSockets, keeps per-socket state in the socket attachment;
 // - answers {"type":"ping"} with {"type":"pong"} without waking the object;
 // - bounds frame size (close 1009) and JSON nesting (invalid_message, common.max_json_depth),
-//   rate-limits per socket (rate_limited, then close 4029);
+//   rate-limits per socket (rate_limited, then close 4029), and per client across reconnects:
+//   new sockets per client (HTTP 429), and a reconnecting client's socket takes over its last
+//   socket's bucket and refusals, so a reconnect does not reset the limit;
 // - parses a frame, validates it against its handler's zod schema and dispatches by `type`,
 //   answering invalid_message / unknown_type and keeping the connection open;
 // - closes sockets that have not authenticated within the timeout with 4001 (by an in-memory
@@ -24,7 +26,8 @@ import { rateLimitedError, socketError, type ErrorCode } from "../shared/errors"
 import { CLOSE_CODES, COMMON_LIMITS } from "../shared/limits";
 import type { Migration } from "../migrations/index";
 import { LazySchema } from "./schema";
-import { TokenBucket } from "../shared/rate-limit";
+import { ClientSocketRates, TokenBucket } from "../shared/rate-limit";
+import { httpErrorBody } from "../shared/errors";
 import { utf8ByteLength } from "../shared/encoding";
 import { noteIdle } from "./live";
 import { StatsReporter } from "./relay-stats";
@@ -32,8 +35,28 @@ import type { StatsGauges, StatsProtocol } from "../shared/stats";
 import { log } from "../shared/log";
 import { jsonNestsDeeper } from "../shared/client-json";
 
+/**
+ * The header the Worker sets on every upgrade it hands an object: the client's address as far as
+ * it can be trusted (workers/client-address.ts), which the per-client bounds key on. The Worker
+ * always overwrites it, so a client cannot choose it.
+ */
+export const CLIENT_HEADER = "x-relay-client";
+
+/**
+ * Set on a 101 answer that carries only a refusal (an error frame, then a close, on a socket no
+ * object keeps): the Worker does not note the object as holding a live socket for it.
+ */
+export const REFUSED_HEADER = "x-relay-refused";
+
+/** The client an upgrade came from (the Worker's CLIENT_HEADER), or "shared" when it cannot be told. */
+export function clientOf(request: Request): string {
+  return request.headers.get(CLIENT_HEADER)?.slice(0, 64) || "shared";
+}
+
 /** What every socket's attachment holds; objects extend it. */
 export interface BaseAttachment {
+  /** The client it came from (clientOf): its rate state outlives the socket, for the client's next one. */
+  client?: string;
   /** Milliseconds since the epoch when the socket was accepted. */
   openedAt: number;
   /** Whether the socket has authenticated (registered / joined). */
@@ -83,6 +106,11 @@ export abstract class RelayObject<Env, A extends BaseAttachment> extends Durable
   private readonly options: RelayObjectOptions;
   /** In-memory rate state. Losing it on eviction is harmless: an evicted socket was idle, its bucket full. */
   private readonly buckets = new WeakMap<WebSocket, TokenBucket>();
+  /** Per-client bounds that a reconnect does not reset (in memory, like the buckets). */
+  private readonly clientRates = new ClientSocketRates(
+    { burst: COMMON_LIMITS.client_connect_burst, perSecond: COMMON_LIMITS.client_connects_per_second },
+    COMMON_LIMITS.clients_remembered_per_object,
+  );
   /**
    * Each socket's attachment as last serialized, so that a message does not deserialize every
    * socket's: attachments change only through setAttachment (always a new object, never mutated in
@@ -149,6 +177,16 @@ export abstract class RelayObject<Env, A extends BaseAttachment> extends Durable
 
   /** Accepts a WebSocket upgrade with its initial attachment and returns the 101 response. */
   protected async accept(att: A, tags: string[] = []): Promise<Response> {
+    if (att.client !== undefined) {
+      const wait = this.clientRates.connect(att.client);
+      if (wait !== null) {
+        this.stats.count("errors");
+        return Response.json(httpErrorBody("rate_limited", `too many new connections from this client; retry in ${wait} s`), {
+          status: 429,
+          headers: { "retry-after": String(wait) },
+        });
+      }
+    }
     const pair = new WebSocketPair();
     const [client, server] = [pair[0], pair[1]];
     if (!att.authed) this.makeRoomForUnauthenticated();
@@ -412,6 +450,8 @@ export abstract class RelayObject<Env, A extends BaseAttachment> extends Durable
     this.stats.changed();
     const att = this.attachment(ws);
     if (att && !att.authed) this.rearmAuthTimer();
+    const bucket = this.buckets.get(ws);
+    if (att?.client !== undefined && bucket) this.clientRates.leave(att.client, bucket);
     if (att) await this.onClose(ws, att);
     if (!this.ctx.getWebSockets().some((s) => s !== ws && s.readyState === WebSocket.OPEN)) {
       noteIdle(this.ctx.id.toString());
@@ -430,7 +470,9 @@ export abstract class RelayObject<Env, A extends BaseAttachment> extends Durable
   private admit(ws: WebSocket): boolean {
     let bucket = this.buckets.get(ws);
     if (!bucket) {
-      bucket = new TokenBucket(COMMON_LIMITS.rate_burst, COMMON_LIMITS.rate_messages_per_second);
+      const client = this.attachment(ws)?.client;
+      bucket = (client !== undefined ? this.clientRates.resume(client) : undefined) ??
+        new TokenBucket(COMMON_LIMITS.rate_burst, COMMON_LIMITS.rate_messages_per_second);
       this.buckets.set(ws, bucket);
     }
     const now = Date.now();

@@ -4,7 +4,7 @@
 // The room lives 15 minutes from its first join, then closes every socket with 4008 and refuses
 // joins for 24 hours; an alarm does both, and once the tombstone lapses the object deletes
 // everything it stored. Decisions about bytes are in shared/minca/room.ts.
-import { RelayObject, type BaseAttachment, type Route } from "./base";
+import { RelayObject, REFUSED_HEADER, clientOf, type BaseAttachment, type Route } from "./base";
 import type * as z from "zod";
 import { MIGRATIONS } from "../migrations/index";
 import { CLOSE_CODES, MINCA_ROOM_LIMITS } from "../shared/limits";
@@ -111,7 +111,7 @@ export class MincaRoom extends RelayObject<Env, MincaRoomAttachment> {
     if (this.ctx.getWebSockets().length >= MINCA_ROOM_LIMITS.max_sockets) {
       return refusal("room_full", `at most ${MINCA_ROOM_LIMITS.max_sockets} sockets per room`, CLOSE_CODES.policy);
     }
-    return this.accept({ openedAt: now, authed: false, room, challenge: newChallenge(), sent: 0 });
+    return this.accept({ openedAt: now, authed: false, client: clientOf(request), room, challenge: newChallenge(), sent: 0 });
   }
 
   protected onConnect(ws: WebSocket, att: MincaRoomAttachment): void {
@@ -232,5 +232,5 @@ function refusal(code: "room_expired" | "room_full", message: string, closeCode:
   server.accept();
   server.send(JSON.stringify(socketError(code, message)));
   server.close(closeCode, code === "room_full" ? "room full" : "room expired");
-  return new Response(null, { status: 101, webSocket: client });
+  return new Response(null, { status: 101, webSocket: client, headers: { [REFUSED_HEADER]: code } });
 }

@@ -3,7 +3,7 @@
 // per sender. The relay never looks inside a frame; the join proof is checked in shared/passnote.
 import type * as z from "zod";
 import { OwnName } from "./own-name";
-import { RelayObject, type BaseAttachment, type Route } from "./base";
+import { RelayObject, clientOf, type BaseAttachment, type Route } from "./base";
 import { MIGRATIONS } from "../migrations/index";
 import { CLOSE_CODES, PASSNOTE_LIMITS } from "../shared/limits";
 import { base64urlEncode, bytesToHex, hexToBytes, randomBytes } from "../shared/encoding";
@@ -50,7 +50,7 @@ export class PassnoteRoom extends RelayObject<Env, PassnoteAttachment> {
     const own = this.ownRoom;
     if (own.get() !== null && own.get() !== room) return new Response("room mismatch", { status: 500 });
     own.claim(room);
-    return this.accept({ openedAt: Date.now(), authed: false, challenge: base64urlEncode(randomBytes(32)), room });
+    return this.accept({ openedAt: Date.now(), authed: false, client: clientOf(request), challenge: base64urlEncode(randomBytes(32)), room });
   }
 
   protected onConnect(ws: WebSocket, att: PassnoteAttachment): void {

@@ -3,7 +3,7 @@
 // sections 6, 8, 9 and 13). Decisions about bytes live in shared/tally; this file holds state.
 import type * as z from "zod";
 import { OwnName } from "./own-name";
-import { RelayObject, type BaseAttachment, type Route } from "./base";
+import { RelayObject, clientOf, type BaseAttachment, type Route } from "./base";
 import { MIGRATIONS } from "../migrations/index";
 import { CLOSE_CODES, TALLY_LIMITS } from "../shared/limits";
 import { bytesToHex, randomBytes, utf8ByteLength } from "../shared/encoding";
@@ -134,6 +134,7 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
     return this.accept({
       openedAt: Date.now(),
       authed: false,
+      client: clientOf(request),
       challenge: bytesToHex(randomBytes(32)),
       user: hex,
       host: request.headers.get(RELAY_HOST_HEADER) ?? new URL(request.url).host,

@@ -6,6 +6,8 @@ import type { StorageTotals } from "./storage";
 
 export const SOFTWARE = "edge-relay";
 export const VERSION = "0.1.0";
+/** Where the relay publishes its HTTPS endpoints as OpenAPI 3.1 (shared/openapi.ts). */
+export const OPENAPI_PATH = "/openapi.json";
 
 export interface InfoOptions {
   name: string;
@@ -30,6 +32,7 @@ export const relayInfoSchema = z.object({
   name: z.string(),
   software: z.literal(SOFTWARE),
   version: z.string(),
+  openapi: z.literal(OPENAPI_PATH).describe("the HTTPS endpoints as an OpenAPI 3.1 document"),
   protocols: z.object({
     tally: z.object({
       endpoint: z.string(),
@@ -80,6 +83,7 @@ export function relayInfo(opts: InfoOptions): RelayInfo {
     name: opts.name,
     software: SOFTWARE,
     version: VERSION,
+    openapi: OPENAPI_PATH,
     protocols: {
       tally: {
         endpoint: "/tally/v1/<npub>",

@@ -12,6 +12,14 @@ export const COMMON_LIMITS = {
   rate_limited_before_close: 20,
   /** Sockets one object keeps open unauthenticated (not yet registered / joined), below every object's cap of authenticated ones; one more closes the oldest of them with 1013 (try again later). */
   max_unauthenticated_sockets_per_object: 8,
+  /** New sockets one client (address, DESIGN section 3) may open to one object: burst, then this many per second; more are answered HTTP 429 with Retry-After. */
+  client_connect_burst: 64,
+  /** New sockets one client may open to one object per second, sustained (past the burst). */
+  client_connects_per_second: 4,
+  /** Clients per object whose last socket's rate state (bucket and rate_limited count) a reconnect takes over; the oldest are forgotten. */
+  clients_remembered_per_object: 1_024,
+  /** Bytes of a request body the relay reads and throws away when the body is over its bound or on a route that takes none, so that the answer (413, or the route's) arrives whole; past this it stops reading. */
+  max_drained_body_bytes: 16 * 1024 * 1024,
   /** Nesting depth (arrays and objects) of JSON a client sends, over HTTP (deeper is 400) and in WebSocket text frames (deeper is invalid_message), checked on the raw text before parsing. */
   max_json_depth: 64,
 } as const;

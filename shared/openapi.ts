@@ -5,7 +5,7 @@
 // their upgrade; their messages are under docs/schemas/ (scripts/schemas.ts).
 import * as z from "zod";
 import { httpErrorBodySchema } from "./errors";
-import { relayInfoSchema, SOFTWARE, VERSION } from "./info";
+import { OPENAPI_PATH, relayInfoSchema, SOFTWARE, VERSION } from "./info";
 import { MAILBOX_LIMITS, MINCA_HOST_LIMITS } from "./limits";
 import { pageQuerySchema, pageSchema, postedSchema, postQuerySchema, receiverAddedSchema, receiverIdSchema } from "./mailbox/messages";
 import { topicSchema } from "./mailbox/topic";
@@ -15,7 +15,7 @@ import { READ_SCHEME, TIME_HEADER } from "./minca/read-proof";
 import { statusAnswerSchema } from "./stats";
 import { pushSubscriptionSchema } from "./webpush/subscription";
 
-export const OPENAPI_PATH = "/openapi.json";
+export { OPENAPI_PATH };
 
 /** Answers, as the relay sends them (zod's output side). */
 const ANSWERS = {

@@ -76,3 +76,50 @@ export class ClientBuckets<K extends string> {
     return Math.max(1, Math.ceil(bucket.retryAfterMs(n) / 1000));
   }
 }
+
+/**
+ * Per-client bounds of one object's sockets that a reconnect does not reset (DESIGN section 3):
+ * a token bucket on new sockets per client, and the message bucket (with its count of refusals)
+ * of a client's socket that closed, which that client's next socket takes over. Held in memory:
+ * an evicted object forgets them, which only forgives a client that was idle long enough for its
+ * buckets to refill anyway. At most `maxClients` clients of each kind are remembered (the oldest
+ * are forgotten first).
+ */
+export class ClientSocketRates {
+  private readonly connects = new Map<string, TokenBucket>();
+  private readonly left = new Map<string, TokenBucket>();
+
+  constructor(
+    private readonly connectRate: Rate,
+    private readonly maxClients: number,
+  ) {}
+
+  /** One more socket from `client`: null when admitted, else the seconds to wait (at least 1). */
+  connect(client: string, now = Date.now()): number | null {
+    let bucket = this.connects.get(client);
+    if (!bucket) {
+      bucket = new TokenBucket(this.connectRate.burst, this.connectRate.perSecond, now);
+      remember(this.connects, client, bucket, this.maxClients);
+    }
+    if (bucket.take(now)) return null;
+    return Math.max(1, Math.ceil(bucket.retryAfterMs(1) / 1000));
+  }
+
+  /** A socket of `client` closed with its message bucket as it was. */
+  leave(client: string, messages: TokenBucket): void {
+    remember(this.left, client, messages, this.maxClients);
+  }
+
+  /** The message bucket of `client`'s last closed socket, taken over (once) by its new socket. */
+  resume(client: string): TokenBucket | undefined {
+    const b = this.left.get(client);
+    if (b) this.left.delete(client);
+    return b;
+  }
+}
+
+function remember(map: Map<string, TokenBucket>, key: string, value: TokenBucket, max: number): void {
+  map.delete(key);
+  if (map.size >= max) map.delete(map.keys().next().value as string);
+  map.set(key, value);
+}

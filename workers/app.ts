@@ -12,6 +12,9 @@ import { MINCA_ROOM_HEADER } from "../durable-objects/minca-room";
 import { isRoomId as isMincaRoomId } from "../shared/minca/code";
 import { isDraining, noteLive } from "../durable-objects/live";
 import { PASSNOTE_ROOM_HEADER } from "../durable-objects/passnote-room";
+import { CLIENT_HEADER, REFUSED_HEADER } from "../durable-objects/base";
+import { clientAddress } from "./client-address";
+import { drainBody } from "./body";
 import { isRoomId } from "../shared/passnote/room";
 import { mountMailbox } from "./mailbox";
 import { mountHosting } from "./hosting";
@@ -44,6 +47,8 @@ export function methodNotAllowed(c: Context, methods: Array<"GET" | "POST" | "DE
 app.use(async (c, next) => {
   c.set("requestId", c.req.header("cf-ray") ?? crypto.randomUUID());
   await next();
+  // A body no route read (a GET with a body) is drained before the answer goes, so it arrives whole.
+  await drainBody(c.req.raw);
 });
 
 function isUpgrade(req: Request): boolean {
@@ -101,6 +106,7 @@ function socketRoute(
     const { binding, name, headers } = target(c.env, key, new URL(c.req.url));
     const h = new Headers(c.req.raw.headers);
     for (const [k, v] of Object.entries(headers)) h.set(k, v);
+    h.set(CLIENT_HEADER, clientAddress(c.req.raw.headers, c.env));
     return upgradeTo(c, binding, c.env[binding].idFromName(name), new Request(c.req.raw, { headers: h }));
   });
 }
@@ -120,7 +126,8 @@ export async function upgradeTo(c: Context<{ Bindings: Env }>, binding: SocketBi
   }
   const res = await c.env[binding].get(id).fetch(req);
   // Only objects that accepted a socket are noted: refused upgrades leave nothing behind.
-  if (tracking && res.status === 101) noteLive(id.toString(), binding);
+  // A refusal travels as a 101 too (an error frame, then a close, on a socket no object keeps).
+  if (tracking && res.status === 101 && !res.headers.has(REFUSED_HEADER)) noteLive(id.toString(), binding);
   return res;
 }
 

@@ -15,7 +15,8 @@ import { isMincaId } from "../shared/minca/id";
 import { TIME_HEADER } from "../shared/minca/read-proof";
 import { httpError, methodNotAllowed } from "./app";
 import { clientAddress } from "./client-address";
-import { firstIssue, readBounded } from "./mailbox";
+import { firstIssue } from "./mailbox";
+import { readBounded } from "./body";
 
 type C = Context<{ Bindings: Env }>;
 

@@ -12,6 +12,7 @@ import { checkPushEndpoint, endpointPolicy } from "../shared/webpush/endpoint";
 import { pushSubscriptionSchema } from "../shared/webpush/subscription";
 import { httpError, methodNotAllowed } from "./app";
 import { clientAddress } from "./client-address";
+import { readBounded } from "./body";
 
 type C = Context<{ Bindings: Env }>;
 
@@ -34,33 +35,6 @@ function failed(c: C, r: Extract<MailboxResult<unknown>, { ok: false }>): Respon
 export function firstIssue(e: { issues: Array<{ message: string; path: PropertyKey[] }> }): string {
   const i = e.issues[0];
   return i ? `${i.path.length ? `${i.path.map(String).join(".")}: ` : ""}${i.message}` : "invalid";
-}
-
-/** The body, or null when it is longer than `max` (read no further than that). */
-export async function readBounded(req: Request, max: number): Promise<Uint8Array | null> {
-  const declared = req.headers.get("content-length");
-  if (declared !== null && Number(declared) > max) return null;
-  if (!req.body) return new Uint8Array(0);
-  const reader = req.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let n = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    n += value.byteLength;
-    if (n > max) {
-      await reader.cancel().catch(() => {});
-      return null;
-    }
-    chunks.push(value);
-  }
-  const out = new Uint8Array(n);
-  let o = 0;
-  for (const ch of chunks) {
-    out.set(ch, o);
-    o += ch.byteLength;
-  }
-  return out;
 }
 
 const noStore = { "Cache-Control": "no-store" };

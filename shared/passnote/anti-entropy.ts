@@ -21,18 +21,32 @@ export function onHello(core: EngineCore, peer: string, state: PeerState, m: Mes
     .filter((c) => core.inScope(c, ch))
     .map((collection) => ({ collection, watermark: core.store.watermark(collection) }));
   // Every collection is named: several state messages when there are more than one may carry.
-  for (let i = 0; i === 0 || i < watermarks.length; i += L.state_max_collections) {
-    void core.send(peer, { type: "state", watermarks: watermarks.slice(i, i + L.state_max_collections) }, ch);
+  // The last one always holds fewer than state_max_collections (an empty one if need be), so the
+  // receiver knows where the series ends (a full one means "more follow").
+  for (let i = 0; ; i += L.state_max_collections) {
+    const part = watermarks.slice(i, i + L.state_max_collections);
+    void core.send(peer, { type: "state", watermarks: part }, ch);
+    if (part.length < L.state_max_collections) break;
   }
 }
 
 export function onState(core: EngineCore, peer: string, state: PeerState, m: MessageOf<"state">, ch: Channel): void {
   // User-collection entries in a plain state are ignored, like any user content in a plain frame.
   const theirs = new Map(m.watermarks.filter((w) => core.inScope(w.collection, ch)).map((w) => [w.collection, w.watermark]));
-  const names = new Set([...core.store.collectionNames().filter((c) => core.inScope(c, ch)), ...theirs.keys()]);
+  // A state split over several messages is one series: the first message of a series probes what
+  // it names and this side's own collections, a later one only what it names that was not probed
+  // yet in the series. A message of exactly state_max_collections means more follow; the series
+  // also ends when this side sends a new hello in the channel (the answer starts a new one).
+  const series = state.stateSeries.get(ch);
+  const probed = series ?? new Set<string>();
+  const names = series ? [...theirs.keys()] : [...new Set([...core.store.collectionNames().filter((c) => core.inScope(c, ch)), ...theirs.keys()])];
+  if (m.watermarks.length >= L.state_max_collections) state.stateSeries.set(ch, probed);
+  else state.stateSeries.delete(ch);
   const recon = usesRecon(core, state);
   const recon2 = usesRecon2(core, state);
   for (const collection of names) {
+    if (probed.has(collection)) continue;
+    probed.add(collection);
     if (recon2) void core.send(peer, openingProbe2(core.store, collection), ch);
     else if (recon) void core.send(peer, openingProbe(core.store, collection), ch);
     else void core.sendDelta(peer, collection, fallbackShipment(core, state, collection, theirs.get(collection) ?? ""), ch);

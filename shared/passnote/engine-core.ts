@@ -91,6 +91,8 @@ export interface PeerState {
    * shipped to this peer on this connection (no entry: never, so the next pass is a full one).
    */
   shipped: Map<string, number>;
+  /** Per channel, the collections probed by the state series in progress (a state of exactly state_max_collections: more follow). */
+  stateSeries: Map<Channel, Set<string>>;
   // ---- identity mode ----
   /** This side's ephemeral key for the connection; its secret is wiped once the session exists. */
   mine?: Ephemeral;
@@ -171,6 +173,7 @@ export class EngineCore {
       caps: new Set(),
       incompatible: false,
       shipped: new Map(),
+      stateSeries: new Map(),
       seenEphemerals: [],
       lastRehello: -Infinity,
       lastAnswer: -Infinity,
@@ -219,6 +222,7 @@ export class EngineCore {
     else if (ch === "plain") sealed = sealPlain(this.identity!.group.rosterKey, frame);
     else if (state.session) sealed = state.session.seal(frame); // the counter is taken in queue order
     else return Promise.resolve();
+    if (m.type === "hello") state.stateSeries.delete(ch); // its answer starts a new state series
     this.sent.frames[m.type] = (this.sent.frames[m.type] ?? 0) + 1;
     this.sent.bytes += sealed.length;
     return state.window.push(sealed).catch(() => undefined);

@@ -11,7 +11,7 @@ import { fillDifferent, groupKey, sameRecords } from "../helpers/passnote";
 import { waitFor } from "../helpers/wait";
 
 const relay = inject("relayUrl");
-const COMMON = Number(process.env.PN_COMMON ?? 2_000);
+const COMMON = Number(process.env.PN_COMMON ?? 100_000);
 const wsUrl = relay.replace(/^http/, "ws");
 const open: Array<{ close(): void }> = [];
 afterEach(() => {
@@ -31,14 +31,12 @@ function watchCloses(t: RelayTransport): number[] {
 }
 
 describe("issue 18: steady over a real relay", () => {
-  it("a large dataset (PN_COMMON records, 2,000 by default) with 1,000 scattered differences plus a burst of 2,000 writes to distinct collections converge: no socket closed by the relay, no frame refused", async () => {
+  it("a large dataset (100,000 records; PN_COMMON) with 1,000 scattered differences plus a burst of 2,000 writes to distinct collections converge: no socket closed by the relay, no frame refused", async () => {
     const key = groupKey();
     const t0 = performance.now();
     const aStore = new MemoryStore();
     const bStore = new MemoryStore();
-    // The issue asks for 100,000 records; at that size the two peers in this one test process stalled
-    // (about 5 deliveries a second to b after the burst, see docs/passnote.md), so the suite runs
-    // 2,000 and PN_COMMON=100000 runs the full size.
+    // 100,000 records as the issue asks (PN_COMMON sets another size for a quicker local run).
     fillDifferent(aStore, bStore, { common: COMMON, differences: 1_000 });
     const filled = performance.now();
     const ta = await transport(key);
@@ -52,7 +50,7 @@ describe("issue 18: steady over a real relay", () => {
     await waitFor(() => b.store.collectionNames().length === 2_001, { timeout: 120_000, what: "the burst arrives" });
     const done = performance.now();
     for (let i = 0; i < 2_000; i += 97) expect(b.get(`burst-${i}`, "k")).toBe(i);
-    expect(ta.errors).toEqual([]); // nothing refused (so nothing to resend)
+    expect(ta.errors).toEqual([]); // nothing refused (so nothing left unresent)
     expect(tb.errors).toEqual([]);
     expect(closes).toEqual([[], []]); // no socket closed by the relay
     expect([ta.connections, tb.connections]).toEqual([1, 1]);

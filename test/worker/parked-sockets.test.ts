@@ -2,7 +2,6 @@
 // open sockets to an object that never authenticate. An object keeps at most
 // common.max_unauthenticated_sockets_per_object of them; one more closes the oldest with 1013, and
 // a real device still registers / joins.
-import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { randomBytes } from "../../shared/encoding";
 import { CLOSE_CODES, COMMON_LIMITS } from "../../shared/limits";
@@ -13,15 +12,10 @@ import { makeJoin } from "../../shared/minca/room";
 import { makeAuthEvent } from "../../shared/tally/auth";
 import { newUser } from "../helpers/tally";
 import { TestSocket } from "../helpers/socket";
+import { openSocket } from "../helpers/worker-socket";
 import { waitFor } from "../helpers/wait";
 
-async function open(path: string): Promise<TestSocket> {
-  const res = await SELF.fetch(`http://relay.test${path}`, { headers: { Upgrade: "websocket" } });
-  expect(res.status).toBe(101);
-  const ws = res.webSocket!;
-  ws.accept();
-  return new TestSocket(ws as unknown as WebSocket);
-}
+const open = (path: string) => openSocket(path);
 
 interface Endpoint {
   name: string;

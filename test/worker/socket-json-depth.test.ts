@@ -1,22 +1,15 @@
 // DESIGN section 3, every input bounded: a WebSocket text frame whose JSON nests deeper than
 // common.max_json_depth is answered invalid_message before it is parsed, on every text endpoint
 // (the check is the Durable Object base's), and the socket stays open.
-import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { randomBytes } from "../../shared/encoding";
 import { COMMON_LIMITS } from "../../shared/limits";
 import { roomKeys } from "../../shared/passnote/room";
 import { codeRoom, codeSecret, newCode } from "../../shared/minca/code";
 import { newUser } from "../helpers/tally";
-import { TestSocket } from "../helpers/socket";
+import { openSocket } from "../helpers/worker-socket";
 
-async function open(path: string): Promise<TestSocket> {
-  const res = await SELF.fetch(`http://relay.test${path}`, { headers: { Upgrade: "websocket" } });
-  expect(res.status).toBe(101);
-  const ws = res.webSocket!;
-  ws.accept();
-  return new TestSocket(ws as unknown as WebSocket);
-}
+const open = (path: string) => openSocket(path);
 
 /** A ping frame (not the exact auto-answered text) carrying a value nested `depth` levels. */
 const nested = (depth: number) => `{"type":"ping","pad":${"[".repeat(depth - 1)}${"]".repeat(depth - 1)}}`;

@@ -33,6 +33,7 @@ describe("openApiDocument", () => {
   it("RelayInfo: what relayInfo() builds is valid, with every limit by name; a missing limit is not", () => {
     const info = JSON.parse(JSON.stringify(relayInfo({ name: "r", vapidPublicKey: null, host: null })));
     expect(component("RelayInfo").safeParse(info).success).toBe(true);
+    expect(info.openapi).toBe("/openapi.json");
     delete info.limits.mailbox.max_body_bytes;
     expect(component("RelayInfo").safeParse(info).success).toBe(false);
   });

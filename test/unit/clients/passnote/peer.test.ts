@@ -174,6 +174,52 @@ describe("seed 001: deltas and the clock bound", () => {
   });
 });
 
+describe("state over several messages (issue 18)", () => {
+  const rec = (key: string) => ({ key, value: 1, is_deleted: false, hlc: formatHlc({ wall: 1_000, counter: 0, node: "x" }) });
+  const openingProbes = (sent: Message[]) =>
+    sent.filter((m) => m.type === "reconcile" && m.probes.length === 1 && m.probes[0].depth === 0 && m.requests.length === 0).map((m) => (m as { collection: string }).collection);
+
+  it("a state split over several messages is one series: every collection is probed once, its own ones included", async () => {
+    const sa = new MemoryStore();
+    const sb = new MemoryStore();
+    for (let i = 0; i < 1_100; i++) sa.merge(`c${i}`, rec("k"));
+    for (let i = 0; i < 30; i++) sb.merge(`b${i}`, rec("k"));
+    for (let i = 0; i < 10; i++) sb.merge(`c${i}`, rec("other"));
+    const { a, b, sentA, sentB } = await pair({ a: { store: sa }, b: { store: sb } });
+    await waitFor(() => a.store.collectionNames().length === 1_130 && b.store.collectionNames().length === 1_130, { what: "every collection both ways" });
+    for (const sent of [sentA, sentB]) {
+      const probes = openingProbes(sent);
+      expect(probes.length).toBe(new Set(probes).size); // no collection probed twice
+    }
+    // Now both hold 1,130 collections: each side's state is 1,024 + 106, and each side probes each
+    // of the 1,130 once (before, the second message probed its own 1,130 again).
+    await sleep(50);
+    sentA.length = 0;
+    sentB.length = 0;
+    a.forceSync(); // hello (bob answers state) and poke (bob sends hello, alice answers state)
+    await waitFor(() => openingProbes(sentA).length >= 1_130 && openingProbes(sentB).length >= 1_130, { what: "both rounds" });
+    await sleep(100);
+    const sizes = [...sentA, ...sentB].filter((m) => m.type === "state").map((m) => (m as { watermarks: unknown[] }).watermarks.length);
+    expect(sizes.sort((x, y) => x - y)).toEqual([106, 106, 1_024, 1_024]);
+    for (const sent of [sentA, sentB]) {
+      const probes = openingProbes(sent);
+      expect(probes.length).toBe(1_130);
+      expect(new Set(probes).size).toBe(1_130);
+    }
+  });
+
+  it("a state of exactly state_max_collections is followed by an empty one, so the series ends", async () => {
+    const sa = new MemoryStore();
+    for (let i = 0; i < PASSNOTE_LIMITS.state_max_collections; i++) sa.merge(`c${i}`, rec("k"));
+    const { a, b, sentA } = await pair({ a: { store: sa } });
+    await waitFor(() => a.engine.agreedPeers().length === 1 && b.engine.agreedPeers().length === 1, { what: "agreement" });
+    b.forceSync(); // bob asks alice for her state
+    await waitFor(() => b.store.collectionNames().length === 1_024, { what: "every collection" });
+    const sizes = sentA.filter((m) => m.type === "state").map((m) => (m as { watermarks: unknown[] }).watermarks.length);
+    expect(sizes.slice(0, 2)).toEqual([1_024, 0]);
+  });
+});
+
 describe("seed 001: the clock bound's document rule and periodic anti-entropy (issue 18)", () => {
   it("clock bound, document rule: a refused record takes the rest of its document (its key's other records in the delta) with it, and nothing else", async () => {
     const { a, b, ta, tb, key } = await pair();

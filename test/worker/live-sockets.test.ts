@@ -1,0 +1,53 @@
+// Issue 15, "refused upgrades leave entries in the self-hosted live-socket map": a self-hosted relay
+// notes which objects hold open sockets (durable-objects/live.ts) to close them on shutdown; an
+// upgrade the object refuses (a 101 carrying only an error and a close, as an expired Minca room
+// answers) must not be noted, or the map grows with every refusal and never shrinks.
+import { env, runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import type { Context } from "hono";
+import { upgradeTo } from "../../workers/app";
+import { liveCount, takeLive } from "../../durable-objects/live";
+import { MINCA_ROOM_HEADER } from "../../durable-objects/minca-room";
+import { codeRoom, codeSecret, newCode } from "../../shared/minca/code";
+import { newP256Key } from "../../shared/minca/es256";
+import { makeJoin } from "../../shared/minca/room";
+import { TestSocket } from "../helpers/socket";
+
+/** The Worker's routing as a self-hosted relay runs it (RELAY_RUNTIME = "workerd": sockets are tracked). */
+const selfHosted = { env: { ...env, RELAY_RUNTIME: "workerd" }, header: () => {} } as unknown as Context<{ Bindings: Env }>;
+
+function upgrade(room: string): Promise<Response> {
+  const req = new Request(`http://relay.test/minca/v1/rooms/${room}`, { headers: { Upgrade: "websocket", [MINCA_ROOM_HEADER]: room } });
+  return upgradeTo(selfHosted, "MINCA_ROOM", env.MINCA_ROOM.idFromName(room), req);
+}
+
+describe("the self-hosted live-socket map", () => {
+  it("notes an object that accepted a socket, and not one whose 101 only carried a refusal (an expired room)", async () => {
+    takeLive();
+    const room = codeRoom(codeSecret(newCode()));
+    const res = await upgrade(room);
+    expect(res.status).toBe(101);
+    res.webSocket!.accept();
+    const s = new TestSocket(res.webSocket as unknown as WebSocket);
+    const { challenge } = await s.next("challenge");
+    s.send(await makeJoin(await newP256Key(), room, challenge));
+    await s.next("welcome");
+    expect(liveCount()).toBe(1);
+    s.close();
+    await s.closed;
+    takeLive();
+
+    // the room's life ends: it refuses every join for its tombstone
+    await runInDurableObject(env.MINCA_ROOM.get(env.MINCA_ROOM.idFromName(room)), (_o, state) => {
+      state.storage.sql.exec("UPDATE room SET expires_at = ?", Date.now() - 1);
+    });
+    for (let i = 0; i < 3; i++) {
+      const refused = await upgrade(room);
+      expect(refused.status).toBe(101);
+      refused.webSocket!.accept();
+      const r = new TestSocket(refused.webSocket as unknown as WebSocket);
+      expect((await r.next("error")).code).toBe("room_expired");
+    }
+    expect(liveCount()).toBe(0);
+  });
+});
