@@ -72,6 +72,17 @@ describe("relay-wide storage totals (issue 15)", () => {
     expect((await SELF.fetch(`${MAILBOX}/${second}`, { method: "POST", body: "y".repeat(20_000) })).status).toBe(201);
   });
 
+  it("storage.mailbox_bytes: concurrent first stores of many topics never take the relay past its total (each lease is checked and granted in one step)", async () => {
+    const before = await roomFor("mailbox", 50_000);
+    const answers = await Promise.all(Array.from({ length: 10 }, () => SELF.fetch(`${MAILBOX}/${newTopic()}`, { method: "POST", body: "c".repeat(20_000) })));
+    const accepted = answers.filter((r) => r.status === 201).length;
+    expect(accepted).toBeGreaterThanOrEqual(1);
+    expect(accepted * 20_000).toBeLessThanOrEqual(50_000);
+    expect(answers.every((r) => r.status === 201 || r.status === 507)).toBe(true);
+    expect((await reserved("mailbox")) - before).toBeLessThanOrEqual(50_000);
+    await resetTotals();
+  });
+
   it("storage.mailbox_bytes: what a topic no longer holds goes back to the ledger (an expired item's bytes)", async () => {
     await resetTotals();
     const topic = newTopic();
