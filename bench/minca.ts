@@ -79,12 +79,20 @@ export async function hostingSetup(url: string, o: { batches: number; perBatch?:
   return { space, batches };
 }
 
-/** Appends every batch (one POST each, one after another); versions appended per second. */
+/**
+ * The header the bench's relay is started to trust as the client's address (TRUSTED_PROXY_HEADER).
+ * 500 versions to one space from one client pass its write bucket (MINCA_HOST_LIMITS
+ * write_versions_burst, then write_versions_per_second): each batch speaks as its own client.
+ */
+export const BENCH_CLIENT_HEADER = "x-bench-client";
+
+/** Appends every batch (one POST each, one after another, each from its own client address); versions appended per second. */
 export async function hostingAppends(url: string, s: HostingSetup): Promise<{ versions: number; perSecond: number }> {
   let n = 0;
   const t0 = performance.now();
-  for (const batch of s.batches) {
-    const res = await ok(await fetch(`${url}/minca/v1/spaces/${s.space.id}/versions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(batch) }), 200);
+  for (const [b, batch] of s.batches.entries()) {
+    const headers = { "content-type": "application/json", [BENCH_CLIENT_HEADER]: `10.0.0.${b + 1}` };
+    const res = await ok(await fetch(`${url}/minca/v1/spaces/${s.space.id}/versions`, { method: "POST", headers, body: JSON.stringify(batch) }), 200);
     const { results } = (await res.json()) as { results: Array<{ accepted: boolean; reason?: string }> };
     const refused = results.find((r) => !r.accepted);
     if (refused) throw new Error(`version refused: ${refused.reason}`);
