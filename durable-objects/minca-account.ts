@@ -89,7 +89,10 @@ export class MincaAccount extends DurableObject<Env> {
     await this.space(start.carrySpace).openCarry(start.carrySpace, start.account, start.constitution);
     this.schema.ensure();
     this.ctx.storage.transactionSync(() => {
-      this.sql.exec("DELETE FROM meta WHERE key IN ('closed_at', 'closed_space', 'closed_read_key', 'claimed', 'name')");
+      // A tombstone stays until the new binding is proven (prove()): a grant anyone may post
+      // must not clear it, or the closed carry space could be connected again once that
+      // binding expired.
+      this.sql.exec("DELETE FROM meta WHERE key IN ('claimed', 'name')");
       this.setMeta("carry_space", start.carrySpace);
       this.setMeta("carry_key", base64urlEncode(start.key));
       this.setMeta("bound_at", String(Date.now()));
@@ -148,12 +151,27 @@ export class MincaAccount extends DurableObject<Env> {
     return this.meta("claimed") !== null || this.meta("bound_at") === null; // bound before bindings expired: proven
   }
 
-  /** An unproven binding expired: its carry space goes, and the account's object keeps nothing but a tombstone it had. */
+  /**
+   * Binding proven (DESIGN 8.3): a version under the account's /account/write authority arrived
+   * in its carry space. The tombstone of an earlier carry:closed goes with the first proof.
+   */
+  private prove(): void {
+    if (this.meta("claimed") !== null) return;
+    this.sql.exec("DELETE FROM meta WHERE key IN ('closed_at', 'closed_space', 'closed_read_key')");
+    this.setMeta("claimed", "1");
+  }
+
+  /**
+   * An unproven binding expired: its carry space goes, and the account's object keeps nothing,
+   * or only the tombstone of an earlier carry:closed (the binding never proven, it is still the
+   * account's last word).
+   */
   private async expireBinding(): Promise<void> {
     const carry = this.meta("carry_space");
     if (carry === null || this.liveCarry(Date.now()) !== null) return;
     await this.space(carry).forget();
-    if (this.meta("closed_space") === null) {
+    const closedAt = this.meta("closed_at");
+    if (closedAt === null) {
       await this.lease.releaseAll();
       await this.ctx.storage.deleteAll();
       this.schema.forget();
@@ -161,8 +179,8 @@ export class MincaAccount extends DurableObject<Env> {
       this.lease.forget();
       return;
     }
-    this.sql.exec("DELETE FROM meta WHERE key IN ('carry_space', 'carry_key', 'bound_at', 'claimed', 'name')");
-    this.lease.changed();
+    await this.lease.releaseAll();
+    this.keepOnlyTombstone({ at: closedAt, space: this.meta("closed_space"), readKey: this.meta("closed_read_key") });
   }
 
   // ---- the carry space's records (called by the carry space's MincaSpace) ---------------------
@@ -206,8 +224,7 @@ export class MincaAccount extends DurableObject<Env> {
           continue;
         }
       }
-      // Binding proven (DESIGN 8.3): a version under the account's /account/write authority arrived.
-      this.setMeta("claimed", "1");
+      this.prove();
       verdicts.push(null);
     }
     this.lease.changed(); // a deleted pass takes its space's usage with it
@@ -338,15 +355,20 @@ export class MincaAccount extends DurableObject<Env> {
       await this.mailbox(topic).unlinkAccount(topic, account);
     }
     await this.lease.releaseAll();
+    this.keepOnlyTombstone({ at: String(Date.now()), space: carry, readKey });
+    await this.ctx.storage.deleteAlarm();
+  }
+
+  /** Empties every table but the tombstone's three rows (docs/hosting.md, "The tombstone"). */
+  private keepOnlyTombstone(t: { at: string; space: string | null; readKey: string | null }): void {
     this.ctx.storage.transactionSync(() => {
-      for (const t of ["passes", "links", "usage", "wakes", "receivers", "pushes", "revoked", "meta"]) this.sql.exec(`DELETE FROM ${t}`);
+      for (const table of ["passes", "links", "usage", "wakes", "receivers", "pushes", "revoked", "meta"]) this.sql.exec(`DELETE FROM ${table}`);
       this.ownAccount.reset();
       this.sql.exec("DELETE FROM sqlite_sequence");
-      this.setMeta("closed_at", String(Date.now()));
-      if (carry !== null) this.setMeta("closed_space", carry);
-      if (readKey !== null) this.setMeta("closed_read_key", readKey);
+      this.setMeta("closed_at", t.at);
+      if (t.space !== null) this.setMeta("closed_space", t.space);
+      if (t.readKey !== null) this.setMeta("closed_read_key", t.readKey);
     });
-    await this.ctx.storage.deleteAlarm();
   }
 
   /** The alarm fires at the next link expiry or the next push due (the next minute when this one's budget is spent). */

@@ -456,6 +456,32 @@ describe("seed §4.2: links and carry:closed", () => {
     expect(await host.connect(1)).toMatchObject({ account: acct.root.did });
     expect(await host.status()).toMatchObject({ spaces: 0 });
   });
+
+  it("the tombstone outlives an unproven binding: a grant anyone may post after carry:closed does not clear it, and once that binding expires the closed carry space is still refused (410)", async () => {
+    const { acct, host } = await connected();
+    await host.pass(makeSpace(acct, "public"));
+    expect(await host.close()).toMatchObject({ accepted: true });
+    const stub = accountStub(acct.root.did);
+    const metaKeys = () => runInDurableObject(stub, (_i, st) => st.storage.sql.exec<{ key: string }>("SELECT key FROM meta ORDER BY key").toArray().map((r) => r.key));
+    // a grant for another carry space (anyone may post one: it is not signed), never written in
+    const squatter = new HostConnection(acct, RELAY, { fetch: fetchSelf });
+    await squatter.connect(1);
+    await expect(host.connect(0)).rejects.toMatchObject({ status: 410, code: "carry_closed" });
+    // an hour on, nothing arrived: the binding expires and only the tombstone is left
+    await runInDurableObject(stub, (_i, st) => st.storage.sql.exec("UPDATE meta SET value = ? WHERE key = 'bound_at'", String(Date.now() - MINCA_HOST_LIMITS.unproven_binding_seconds * 1000 - 1)));
+    await runDurableObjectAlarm(stub);
+    expect(await metaKeys()).toEqual(["closed_at", "closed_read_key", "closed_space"]);
+    expect(await rows(stub, ["passes", "links", "usage", "wakes", "receivers", "pushes", "revoked"])).toEqual({ passes: 0, links: 0, usage: 0, wakes: 0, receivers: 0, pushes: 0, revoked: 0 });
+    expect(await runInDurableObject(stub, (_i, st) => st.storage.getAlarm())).toBeNull();
+    await expect(host.connect(0)).rejects.toMatchObject({ status: 410, code: "carry_closed" });
+    await expect(host.status()).rejects.toMatchObject({ status: 410 });
+    // a new carry space the account writes in is proven: that clears the tombstone
+    const next = new HostConnection(acct, RELAY, { fetch: fetchSelf });
+    await next.connect(2);
+    expect(await next.pass(makeSpace(acct, "public"))).toMatchObject({ accepted: true });
+    expect((await metaKeys()).filter((k) => k.startsWith("closed_"))).toEqual([]);
+    expect(await next.status()).toMatchObject({ spaces: 1 });
+  });
 });
 
 describe("DESIGN 8.5: wakes and receivers", () => {
