@@ -350,7 +350,9 @@ export abstract class RelayObject<Env, A extends BaseAttachment> extends Durable
 
   /**
    * Closes with 4001 every socket that has not authenticated within the timeout; returns how many.
-   * The auth timer calls it; so may tests (the timeout is not waited out in tests).
+   * The auth timer calls it; so may tests (the timeout is not waited out in tests). A client that
+   * never sent a frame keeps its TCP connection about 10 s past this close: a runtime fault no
+   * Worker can avoid (docs/hostile.md, "The TCP connection after an auth-timeout close").
    */
   closeUnauthenticated(now: number = Date.now()): number {
     const timeout = this.authTimeoutMs();
