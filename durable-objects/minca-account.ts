@@ -65,6 +65,11 @@ export class MincaAccount extends DurableObject<Env> {
     this.pushes = new AccountPushes(this.store, env, (url, init) => this.pushFetch(url, init));
   }
 
+  /** RPC, the ledger's audit (storage-lease.ts): the lease this object recorded, in bytes. Reads only. */
+  leaseHeld(): number {
+    return this.lease.bytes;
+  }
+
   // ---- connecting (POST /minca/v1/host/accounts) ----------------------------------------------
 
   /**

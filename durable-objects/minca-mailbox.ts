@@ -77,6 +77,11 @@ export class MincaMailbox extends DurableObject<Env> {
 
   // ---- RPC ------------------------------------------------------------------------------------
 
+  /** RPC, the ledger's audit (storage-lease.ts): the lease this object recorded, in bytes. Reads only. */
+  leaseHeld(): number {
+    return this.lease.bytes;
+  }
+
   /**
    * Stores one item (until already resolved by shared/mailbox) and answers its seq. What the
    * topic then holds is charged against its lease of the relay-wide mailbox total in the same

@@ -5,11 +5,14 @@
 // they hold outgrows the one they have (storage-lease.ts), so no message waits on this object
 // but the one that crosses a lease, and a request that stores nothing never reaches it: its
 // schema is made by the first lease. Its figures reach the status page through the stats object.
+// Its alarm audits leases that have not changed for a day (storage.lease_audit_age_seconds): it
+// asks each holder what it recorded and takes back what the holder does not hold, so a grant
+// whose holder ended before recording it, or a give-back that never arrived, is not lost for good.
 import { DurableObject } from "cloudflare:workers";
 import { LazySchema } from "./schema";
 import { relayStats } from "./relay-stats";
 import { MIGRATIONS } from "../migrations/index";
-import { STATS_LIMITS } from "../shared/limits";
+import { STATS_LIMITS, STORAGE_LIMITS } from "../shared/limits";
 import { grantLease, STORAGE_KINDS, storageTotals, type StorageKind, type StorageTotals } from "../shared/storage";
 import type { StorageReport } from "../shared/stats";
 import { log } from "../shared/log";
@@ -23,6 +26,8 @@ export class RelayLedger extends DurableObject<Env> {
   /** Each kind's total in force (the settings; tests may replace it). */
   totals: StorageTotals;
   private reportScheduled = false;
+  /** Whether this instance made sure the audit's alarm is set (once per instance, after its first change). */
+  private auditArmed = false;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -63,6 +68,45 @@ export class RelayLedger extends DurableObject<Env> {
     return this.report();
   }
 
+  /**
+   * The audit: each lease unchanged for lease_audit_age_seconds (oldest first, a batch at a time)
+   * is checked with its holder. What the holder recorded is what it can give back; the ledger's
+   * lease goes down to it when it counts more. A lease that changed while its holder was asked is
+   * left (a claim in flight: the holder records it next). The ledger never lowers a lease below
+   * what its holder recorded, so the total is never counted too low.
+   */
+  async alarm(): Promise<void> {
+    if (!this.schema.exists) return;
+    const now = Date.now();
+    const due = this.sql
+      .exec<{ kind: string; holder: string; bytes: number; updated_at: number }>(
+        "SELECT kind, holder, bytes, updated_at FROM leases WHERE updated_at <= ? ORDER BY updated_at LIMIT ?",
+        now - STORAGE_LIMITS.lease_audit_age_seconds * 1000,
+        STORAGE_LIMITS.lease_audit_batch,
+      )
+      .toArray();
+    let taken = 0;
+    for (const row of due) {
+      if (!isKind(row.kind)) continue;
+      let recorded: number;
+      try {
+        recorded = await leaseHolder(this.env, row.kind, row.holder).leaseHeld();
+      } catch (err) {
+        log.warn("storage: a lease's holder could not be asked; asked again at the next audit", { kind: row.kind, err });
+        this.touch(row.kind, row.holder, row.updated_at);
+        continue;
+      }
+      const held = this.sql.exec<{ bytes: number; updated_at: number }>("SELECT bytes, updated_at FROM leases WHERE kind = ? AND holder = ?", row.kind, row.holder).toArray()[0];
+      if (!held || held.updated_at !== row.updated_at) continue; // changed meanwhile: not stale
+      if (recorded >= 0 && recorded < held.bytes) {
+        this.set(row.kind, row.holder, held.bytes, recorded);
+        taken += held.bytes - recorded;
+      } else this.touch(row.kind, row.holder, row.updated_at);
+    }
+    if (taken > 0) log.info("storage: the audit took back leases their holders did not record", { bytes: taken });
+    await this.scheduleAudit(due.length === STORAGE_LIMITS.lease_audit_batch ? Date.now() + 1000 : null);
+  }
+
   /** Sends the figures to the stats object now (the timer calls it; tests may too). */
   async flushStats(): Promise<void> {
     this.reportScheduled = false;
@@ -81,6 +125,22 @@ export class RelayLedger extends DurableObject<Env> {
       out[kind] = { reserved_bytes: r?.bytes ?? 0, holders: r?.holders ?? 0, total_bytes: this.totals[kind] };
     }
     return out;
+  }
+
+  /** A lease checked and found right: its clock starts again (only when nothing changed it meanwhile). */
+  private touch(kind: StorageKind, holder: string, was: number): void {
+    this.sql.exec("UPDATE leases SET updated_at = ? WHERE kind = ? AND holder = ? AND updated_at = ?", Date.now(), kind, holder, was);
+  }
+
+  /**
+   * The alarm: at `at` when given (the next batch), else when the oldest lease comes of audit age;
+   * none while no lease is held. `onlyIfUnset`: after a change, arms it only when none is set.
+   */
+  private async scheduleAudit(at: number | null, onlyIfUnset = false): Promise<void> {
+    if (onlyIfUnset && (await this.ctx.storage.getAlarm()) !== null) return;
+    const oldest = this.sql.exec<{ t: number | null }>("SELECT MIN(updated_at) AS t FROM leases").one().t;
+    if (oldest === null) return void (await this.ctx.storage.deleteAlarm());
+    await this.ctx.storage.setAlarm(at ?? oldest + STORAGE_LIMITS.lease_audit_age_seconds * 1000);
   }
 
   private held(kind: StorageKind, holder: string): number {
@@ -117,6 +177,10 @@ export class RelayLedger extends DurableObject<Env> {
         holders,
       );
     });
+    if (!this.auditArmed) {
+      this.auditArmed = true;
+      this.ctx.waitUntil(this.scheduleAudit(null, true));
+    }
     if (!this.reportScheduled) {
       this.reportScheduled = true;
       this.ctx.waitUntil(new Promise<void>((resolve) => setTimeout(() => void this.flushStats().finally(resolve), STATS_LIMITS.flush_interval_ms)));
@@ -126,6 +190,17 @@ export class RelayLedger extends DurableObject<Env> {
 
 function isKind(k: string): k is StorageKind {
   return (STORAGE_KINDS as readonly string[]).includes(k);
+}
+
+/** What the ledger asks a lease's holder (TallyUser, MincaMailbox, MincaAccount). */
+interface LeaseHolder {
+  leaseHeld(): number;
+}
+
+/** The object holding a lease of `kind`, from its id (the ledger's `holder`). */
+function leaseHolder(env: Env, kind: StorageKind, holder: string): { leaseHeld(): Promise<number> } {
+  const ns = { tally: env.TALLY_USER, mailbox: env.MINCA_MAILBOX, host: env.MINCA_ACCOUNT }[kind] as unknown as DurableObjectNamespace<LeaseHolder & Rpc.DurableObjectBranded>;
+  return ns.get(ns.idFromString(holder)) as unknown as { leaseHeld(): Promise<number> };
 }
 
 /** The ledger of a relay. */

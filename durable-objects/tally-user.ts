@@ -77,6 +77,11 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
   /** This user's share of the relay-wide total of stored envelopes (storage.tally_bytes). */
   private readonly lease = new StorageLease(this.ctx, this.env, "tally", this.schema, () => this.queuedBytes());
 
+  /** RPC, the ledger's audit (storage-lease.ts): the lease this object recorded, in bytes. Reads only. */
+  leaseHeld(): number {
+    return this.lease.bytes;
+  }
+
   private queuedBytes(): number {
     return this.sql.exec<{ total: number }>("SELECT TOTAL(bytes) AS total FROM queue").one().total;
   }

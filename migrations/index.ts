@@ -14,6 +14,7 @@ import mincaAccount0002 from "./MincaAccount/0002_revocations.sql";
 import mincaSpace0002 from "./MincaSpace/0002_own.sql";
 import relayStats0002 from "./RelayStats/0002_storage.sql";
 import relayLedger0001 from "./RelayLedger/0001_init.sql";
+import relayLedger0002 from "./RelayLedger/0002_audit.sql";
 
 export interface Migration {
   name: string;
@@ -44,7 +45,10 @@ export const MIGRATIONS = {
     { name: "0001_init", sql: relayStats0001 },
     { name: "0002_storage", sql: relayStats0002 },
   ],
-  RelayLedger: [{ name: "0001_init", sql: relayLedger0001 }],
+  RelayLedger: [
+    { name: "0001_init", sql: relayLedger0001 },
+    { name: "0002_audit", sql: relayLedger0002 },
+  ],
 } satisfies Record<string, Migration[]>;
 
 export type MigratedClass = keyof typeof MIGRATIONS;

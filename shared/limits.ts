@@ -308,6 +308,13 @@ export const STORAGE_LIMITS = {
   lease_min_bytes: 65_536,
   /** Largest lease an object asks for beyond what it needs now (a lease grows with what the object holds, up to this). */
   lease_max_bytes: 1_048_576,
+  /**
+   * Seconds a lease stays unchanged before the ledger asks its holder what it recorded: what the
+   * holder does not hold (a grant it never recorded, a give-back that did not arrive) goes back.
+   */
+  lease_audit_age_seconds: 86_400,
+  /** Leases the ledger checks with its holders per alarm (the next batch follows a second later). */
+  lease_audit_batch: 64,
 } as const;
 
 export const STATS_LIMITS = {

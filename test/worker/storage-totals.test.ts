@@ -95,6 +95,34 @@ describe("relay-wide storage totals (issue 15)", () => {
     await waitFor(async () => (await reserved("mailbox")) <= before, { timeout: 8_000 });
   });
 
+  it("storage.lease_audit_age_seconds: a lease its holder never recorded goes back at the ledger's audit; a lease its holder holds stays; asking stores nothing", async () => {
+    await resetTotals();
+    const topic = newTopic();
+    expect((await SELF.fetch(`${MAILBOX}/${topic}`, { method: "POST", body: "k".repeat(20_000) })).status).toBe(201);
+    const kept = env.MINCA_MAILBOX.idFromName(topic).toString();
+    // a holder that ended between the ledger's grant and its own write: the ledger counts a lease the object never recorded
+    const lostStub = env.MINCA_MAILBOX.get(env.MINCA_MAILBOX.idFromName(newTopic()));
+    const lost = lostStub.id.toString();
+    expect(await ledger().claim("mailbox", lost, 40_000, 50_000)).toEqual({ ok: true, granted: 50_000 });
+    const before = await reserved("mailbox");
+    const lease = (holder: string) =>
+      runInDurableObject(ledger(), (_i, st) => st.storage.sql.exec<{ bytes: number; updated_at: number }>("SELECT bytes, updated_at FROM leases WHERE kind = 'mailbox' AND holder = ?", holder).toArray()[0]);
+    const keptBefore = await lease(kept);
+    // the ledger's alarm is set, no later than the oldest lease's audit
+    const alarm = await runInDurableObject(ledger(), (_i, st) => st.storage.getAlarm());
+    expect(alarm).not.toBeNull();
+    expect(alarm!).toBeLessThanOrEqual(Date.now() + STORAGE_LIMITS.lease_audit_age_seconds * 1000);
+    // a day on: every lease is of audit age; the audit runs batch by batch
+    await runInDurableObject(ledger(), (_i, st) => st.storage.sql.exec("UPDATE leases SET updated_at = updated_at - ?", STORAGE_LIMITS.lease_audit_age_seconds * 1000 + 1));
+    for (let i = 0; i < 10 && (await lease(lost)) !== undefined; i++) await runDurableObjectAlarm(ledger());
+    expect(await lease(lost)).toBeUndefined();
+    expect(await reserved("mailbox")).toBe(before - 50_000);
+    const keptAfter = await lease(kept);
+    expect(keptAfter.bytes).toBe(keptBefore.bytes);
+    expect(keptAfter.updated_at).toBeGreaterThan(Date.now() - 60_000); // checked: its clock starts again
+    expect(await tables(lostStub)).toEqual([]); // the holder asked kept nothing
+  });
+
   it("storage.tally_bytes: with the relay's queues at their total, an envelope for a second offline user is refused storage_full within its own queue bound, and leaves no storage", async () => {
     const alice = newUser();
     const bob = newUser();
