@@ -1,6 +1,7 @@
-// One Tally user: that user's devices (sockets), the queue of envelopes addressed to the user,
-// and the introductions that decide who hears peer_disconnect (DESIGN section 4, seed 003
-// sections 6, 8, 9 and 13). Decisions about bytes live in shared/tally; this file holds state.
+// One Tally user: that user's devices (sockets), the queue of envelopes addressed to the user
+// (kept by tally-queue.ts), and the introductions that decide who hears peer_disconnect (DESIGN
+// section 4, seed 003 sections 6, 8, 9 and 13). Decisions about bytes live in shared/tally; this
+// file holds state.
 import type * as z from "zod";
 import { OwnName } from "./own-name";
 import { RelayObject, clientOf, type BaseAttachment, type Route } from "./base";
@@ -17,13 +18,14 @@ import {
   queuePeerEnvelopeSchema,
   registerSchema,
   signalFrame,
-  storedEnvelope,
   webrtcSignalSchema,
   type QueuedStatus,
 } from "../shared/tally/messages";
 import { relayUrlMatches } from "../shared/tally/relay-url";
 import { log } from "../shared/log";
-import { OverLease, StorageLease, withinLease } from "./storage-lease";
+import { OverLease } from "./storage-lease";
+import { TallyQueue } from "./tally-queue";
+import { TallyContacts } from "./tally-contacts";
 
 export interface TallyAttachment extends BaseAttachment {
   challenge: string;
@@ -41,7 +43,6 @@ export interface TallyAttachment extends BaseAttachment {
 export const TALLY_USER_HEADER = "x-tally-user";
 export const RELAY_HOST_HEADER = "x-relay-host";
 
-const DAY_MS = 86_400_000;
 const IDLE_MS = TALLY_LIMITS.idle_timeout_seconds * 1000;
 
 type Stub = DurableObjectStub<TallyUser>;
@@ -74,21 +75,18 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
     });
   }
 
-  /** This user's share of the relay-wide total of stored envelopes (storage.tally_bytes). */
-  private readonly lease = new StorageLease(this.ctx, this.env, "tally", this.schema, () => this.queuedBytes());
+  /** The envelopes stored for this user, and its lease of the relay-wide total (storage.tally_bytes). */
+  private readonly queue = new TallyQueue(this.ctx, this.env, this.schema);
+  /** Whom this user exchanged envelopes with, and which of its devices met whose. */
+  private readonly contacts = new TallyContacts(this.ctx, this.schema);
 
   /** RPC, the ledger's audit (storage-lease.ts): the lease this object recorded, in bytes. Reads only. */
   leaseHeld(): number {
-    return this.lease.bytes;
-  }
-
-  private queuedBytes(): number {
-    return this.sql.exec<{ total: number }>("SELECT TOTAL(bytes) AS total FROM queue").one().total;
+    return this.queue.lease.bytes;
   }
 
   protected statsGauges() {
-    if (!this.schema.exists) return { envelopes_stored: 0 };
-    return { envelopes_stored: this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM queue").one().n };
+    return { envelopes_stored: this.queue.count() };
   }
 
   // ---- identity -----------------------------------------------------------------------------
@@ -179,9 +177,8 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
       schema: ackSchema,
       handle(this: TallyUser, _ws, msg) {
         if (!this.schema.exists) return;
-        this.sql.exec("DELETE FROM queue WHERE from_hex = ? AND id = ?", npubDecode(msg.from_user_id), msg.id);
+        this.queue.ack(npubDecode(msg.from_user_id), msg.id);
         this.stats.changed();
-        this.lease.changed();
       },
     }),
     connect_peer: route({
@@ -232,13 +229,11 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
     const next: TallyAttachment = { ...att, authed: true, deviceId, acks: msg.acks === true, challenge: "", seenAt: Date.now() };
     this.setAttachment(ws, next);
     await this.scheduleAlarm(Date.now() + IDLE_MS);
-    this.pruneIntroductions();
+    this.contacts.pruneIntroductions(this.devices().map((d) => d.att.deviceId));
 
     // registered, the stored envelopes oldest first, queue_drained (seed 6.2 step 2).
-    this.purgeExpired(Date.now());
-    const rows = this.schema.exists
-      ? this.sql.exec<{ seq: number; body: string }>("SELECT seq, body FROM queue ORDER BY seq").toArray()
-      : [];
+    this.queue.purgeExpired(Date.now());
+    const rows = this.queue.pending();
     this.send(ws, { type: "registered", user_id: this.userNpub(), device_id: deviceId, queued: rows.length });
     let pushed = 0;
     let n = 0;
@@ -250,10 +245,7 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
     this.stats.count("deliveries", n);
     this.send(ws, { type: "queue_drained" });
     // Without acks the seed's rule holds: removed after a successful push.
-    if (!next.acks && pushed > 0) {
-      this.sql.exec("DELETE FROM queue WHERE seq <= ?", pushed);
-      this.lease.changed();
-    }
+    if (!next.acks && pushed > 0) this.queue.removeThrough(pushed);
 
     // Own devices meet each other (13.1).
     const npub = this.userNpub();
@@ -298,7 +290,7 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
       this.stats.count("deliveries", n);
       status = n > 0 ? "delivered" : "not_stored";
     } else {
-      this.noteContact(toHex, "sent");
+      this.contacts.noteContact(toHex, "sent");
       status = await this.deliverTo(toHex, raw, fromHex, env.id);
     }
     if (status === "storage_full") {
@@ -370,7 +362,7 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
 
   /** Storing outgrew the lease: extend it once, then deliver again (a total with no room: storage_full). */
   private async deliverWithRoom(toHex: string, raw: string, fromHex: string, id: string, over: OverLease): Promise<Delivery> {
-    if (!(await this.lease.extend(over.total))) return "storage_full";
+    if (!(await this.queue.lease.extend(over.total))) return "storage_full";
     const again = this.deliverOne(toHex, raw, fromHex, id);
     return again instanceof OverLease ? "storage_full" : again;
   }
@@ -380,7 +372,7 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
     this.remember(toHex);
     const status = this.deliverNow(raw, fromHex, id);
     // A refused envelope leaves nothing behind, not even the contact it would have made.
-    if (!(status instanceof OverLease)) this.noteContact(fromHex, "received");
+    if (!(status instanceof OverLease)) this.contacts.noteContact(fromHex, "received");
     return status;
   }
 
@@ -404,115 +396,19 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
   }
 
   /**
-   * Stores an envelope (idempotent by (from, id)) and applies the bounds; returns the stored
-   * form. What the queue then holds is charged against the user's lease of the relay-wide total
-   * in the same transaction: past the lease, nothing is kept and an OverLease says how much the
-   * queue would hold (a user that holds nothing yet makes no schema before it has a lease).
+   * Stores an envelope (tally-queue.ts) and wakes the object when it expires; the stored form, or
+   * null when it was not kept, or an OverLease when storing it outgrows the lease.
    */
   private store(raw: string, fromHex: string, id: string): string | null | OverLease {
-    const now = Date.now();
-    const body = storedEnvelope(raw, new Date(now));
-    const bytes = utf8ByteLength(body);
-    if (bytes > TALLY_LIMITS.queue_max_bytes) return null;
-    if (!this.schema.exists && !this.lease.covers(bytes)) return new OverLease(bytes);
-    this.schema.ensure();
-    const existing = this.sql
-      .exec<{ body: string }>("SELECT body FROM queue WHERE from_hex = ? AND id = ?", fromHex, id)
-      .toArray()[0];
-    if (existing) return existing.body;
-    const expires = now + TALLY_LIMITS.queue_ttl_days * DAY_MS;
-    const total = withinLease(this.ctx.storage, () => {
-      this.sql.exec(
-        "INSERT INTO queue (from_hex, id, body, bytes, queued_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
-        fromHex,
-        id,
-        body,
-        bytes,
-        now,
-        expires,
-      );
-      // The bounds. Each delete runs only once its bound is passed (below it, it deletes nothing),
-      // so that a store within bounds costs two aggregate reads, not scans that write.
-      // One sender's share, by count and by bytes: its own oldest go first.
-      const mine = this.sql
-        .exec<{ n: number; total: number }>("SELECT COUNT(*) AS n, TOTAL(bytes) AS total FROM queue WHERE from_hex = ?", fromHex)
-        .one();
-      if (mine.n > TALLY_LIMITS.queue_max_per_sender) {
-        this.sql.exec(
-          `DELETE FROM queue WHERE seq IN (SELECT seq FROM queue WHERE from_hex = ? ORDER BY seq DESC LIMIT -1 OFFSET ?)`,
-          fromHex,
-          TALLY_LIMITS.queue_max_per_sender,
-        );
-      }
-      if (mine.total > TALLY_LIMITS.queue_max_bytes_per_sender) {
-        this.sql.exec(
-          `DELETE FROM queue WHERE seq IN (
-             SELECT seq FROM (SELECT seq, SUM(bytes) OVER (ORDER BY seq DESC) AS newer FROM queue WHERE from_hex = ?) WHERE newer > ?)`,
-          fromHex,
-          TALLY_LIMITS.queue_max_bytes_per_sender,
-        );
-      }
-      const held = this.evictLargestSharers();
-      // The relay-wide total (docs/hostile.md): the user's lease covers what its queue now holds.
-      if (!this.lease.covers(held)) throw new OverLease(held);
-      return held;
-    });
-    if (total instanceof OverLease) return total;
-    this.lease.ahead(total);
-    // Evicted at once (its sender was the largest sharer of a full queue): it was not stored.
-    if (this.sql.exec("SELECT 1 FROM queue WHERE from_hex = ? AND id = ?", fromHex, id).toArray().length === 0) return null;
-    void this.scheduleAlarm(expires);
-    return body;
-  }
-
-  // Any statement that can write (a DELETE that matches nothing too) opens a write transaction,
-  // and the socket's output then waits for its commit: deletes that are usually no-ops look first.
-
-  /**
-   * The whole queue, by count and by bytes: while it is over a bound, the largest sharer (the
-   * sender holding the most envelopes, or bytes; on a tie, the one whose oldest is oldest) loses
-   * its oldest envelopes, as many as the excess. No sender can evict what others stored while it
-   * holds more than they do (DESIGN section 3). Answers the bytes the queue then holds.
-   */
-  private evictLargestSharers(): number {
-    for (;;) {
-      const all = this.sql.exec<{ n: number; total: number }>("SELECT COUNT(*) AS n, TOTAL(bytes) AS total FROM queue").one();
-      const overCount = all.n - TALLY_LIMITS.queue_max_envelopes;
-      const overBytes = all.total - TALLY_LIMITS.queue_max_bytes;
-      if (overCount <= 0 && overBytes <= 0) return all.total;
-      const byBytes = overBytes > 0;
-      const top = this.sql
-        .exec<{ from_hex: string }>(
-          `SELECT from_hex FROM queue GROUP BY from_hex ORDER BY ${byBytes ? "TOTAL(bytes)" : "COUNT(*)"} DESC, MIN(seq) LIMIT 1`,
-        )
-        .one().from_hex;
-      if (byBytes) {
-        this.sql.exec(
-          `DELETE FROM queue WHERE seq IN (
-             SELECT seq FROM (SELECT seq, SUM(bytes) OVER (ORDER BY seq) - bytes AS older FROM queue WHERE from_hex = ?) WHERE older < ?)`,
-          top,
-          overBytes,
-        );
-      } else {
-        this.sql.exec("DELETE FROM queue WHERE seq IN (SELECT seq FROM queue WHERE from_hex = ? ORDER BY seq LIMIT ?)", top, overCount);
-      }
-    }
-  }
-
-  private purgeExpired(now: number): void {
-    if (!this.schema.exists) return;
-    if (this.sql.exec("SELECT 1 FROM queue WHERE expires_at <= ? LIMIT 1", now).toArray().length === 0) return;
-    this.sql.exec("DELETE FROM queue WHERE expires_at <= ?", now);
-    this.lease.changed();
+    const kept = this.queue.store(raw, fromHex, id, Date.now());
+    if (kept === null || kept instanceof OverLease) return kept;
+    if (kept.expires !== null) void this.scheduleAlarm(kept.expires);
+    return kept.body;
   }
 
   protected async onAlarm(now: number): Promise<number | null> {
-    let next: number | null = null;
-    if (this.schema.exists) {
-      this.purgeExpired(now);
-      const row = this.sql.exec<{ next: number | null }>("SELECT MIN(expires_at) AS next FROM queue").toArray()[0];
-      next = row?.next ?? null;
-    }
+    this.queue.purgeExpired(now);
+    let next = this.queue.nextExpiry();
     if (await this.closeIdle(now)) next = Math.min(next ?? Infinity, now + IDLE_MS);
     return next;
   }
@@ -565,54 +461,13 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
     }
     // Presence only to users with an envelope exchange (decision in docs/tally.md): otherwise no
     // answer, as if the user were offline.
-    if (!this.isContact(peerHex)) return;
+    if (!this.contacts.isContact(peerHex)) return;
     const theirDevices = await this.stubFor(peerHex).introduce(peerHex, me, myDevice);
     const peerNpub = npubEncode(peerHex);
     for (const d of theirDevices) {
-      this.addIntroduction(myDevice, peerHex, d);
+      this.contacts.addIntroduction(myDevice, peerHex, d);
       this.send(ws, { type: "peer_connect", peer_user_id: peerNpub, peer_device_id: d });
     }
-  }
-
-  // ---- contacts: who exchanged envelopes with this user ----------------------------------------
-
-  private contacts: Map<string, { sent: boolean; received: boolean }> | undefined;
-
-  private contactMap(): Map<string, { sent: boolean; received: boolean }> {
-    if (!this.contacts) {
-      this.contacts = new Map();
-      if (!this.schema.exists) return this.contacts;
-      for (const r of this.sql.exec<{ peer_hex: string; sent: number; received: number }>("SELECT peer_hex, sent, received FROM contacts")) {
-        this.contacts.set(r.peer_hex, { sent: r.sent === 1, received: r.received === 1 });
-      }
-    }
-    return this.contacts;
-  }
-
-  /** Notes that this user sent an envelope to, or received one from, `peerHex` (written once per flag). */
-  private noteContact(peerHex: string, how: "sent" | "received"): void {
-    const map = this.contactMap();
-    const c = map.get(peerHex) ?? { sent: false, received: false };
-    if (c[how]) return;
-    c[how] = true;
-    map.set(peerHex, c);
-    this.schema.ensure(); // a contact is kept like a stored envelope (bounded per user)
-    this.sql.exec(
-      `INSERT INTO contacts (peer_hex, ${how}, at) VALUES (?, 1, ?) ON CONFLICT (peer_hex) DO UPDATE SET ${how} = 1, at = excluded.at`,
-      peerHex,
-      Date.now(),
-    );
-    if (map.size > TALLY_LIMITS.max_contacts_per_user) {
-      const old = this.sql.exec<{ peer_hex: string }>("SELECT peer_hex FROM contacts ORDER BY at LIMIT 1").one().peer_hex;
-      this.sql.exec("DELETE FROM contacts WHERE peer_hex = ?", old);
-      map.delete(old);
-    }
-  }
-
-  /** An envelope exchange: this user both sent to and received from `peerHex`. */
-  private isContact(peerHex: string): boolean {
-    const c = this.contactMap().get(peerHex);
-    return c !== undefined && c.sent && c.received;
   }
 
   /** RPC: another user's device asks to meet this user's devices; returns their device ids. */
@@ -621,34 +476,11 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
     const fromNpub = npubEncode(fromHex);
     const ids: string[] = [];
     for (const d of this.devices()) {
-      this.addIntroduction(d.att.deviceId, fromHex, fromDevice);
+      this.contacts.addIntroduction(d.att.deviceId, fromHex, fromDevice);
       this.send(d.ws, { type: "peer_connect", peer_user_id: fromNpub, peer_device_id: fromDevice });
       ids.push(d.att.deviceId);
     }
     return ids;
-  }
-
-  private addIntroduction(deviceId: string, peerHex: string, peerDevice: string): void {
-    this.schema.ensure(); // kept only for a registered device, while it is online
-    const count = this.sql
-      .exec<{ n: number }>("SELECT COUNT(*) AS n FROM introductions WHERE device_id = ?", deviceId)
-      .one().n;
-    if (count >= TALLY_LIMITS.max_introductions_per_device) return;
-    this.sql.exec(
-      "INSERT OR IGNORE INTO introductions (device_id, peer_hex, peer_device) VALUES (?, ?, ?)",
-      deviceId,
-      peerHex,
-      peerDevice,
-    );
-  }
-
-  /** Forgets introductions of devices that are no longer connected (after a restart, say). */
-  private pruneIntroductions(): void {
-    if (!this.schema.exists) return;
-    const live = this.devices().map((d) => d.att.deviceId);
-    const stale = `FROM introductions WHERE device_id NOT IN (${live.map(() => "?").join(",") || "''"})`;
-    if (this.sql.exec(`SELECT 1 ${stale} LIMIT 1`, ...live).toArray().length === 0) return;
-    this.sql.exec(`DELETE ${stale}`, ...live);
   }
 
   private async webrtcSignal(
@@ -701,16 +533,7 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
     for (const other of this.devices(gone)) {
       this.send(other.ws, { type: "peer_disconnect", peer_user_id: myNpub, peer_device_id: gone });
     }
-    if (!this.schema.exists) return;
-    const rows = this.sql
-      .exec<{ peer_hex: string; peer_device: string }>(
-        "SELECT peer_hex, peer_device FROM introductions WHERE device_id = ?",
-        gone,
-      )
-      .toArray();
-    if (rows.length > 0) this.sql.exec("DELETE FROM introductions WHERE device_id = ?", gone);
-    const byPeer = new Map<string, string[]>();
-    for (const r of rows) byPeer.set(r.peer_hex, [...(byPeer.get(r.peer_hex) ?? []), r.peer_device]);
+    const byPeer = this.contacts.takeIntroductions(gone);
     await Promise.allSettled(
       [...byPeer].map(([peerHex, devices]) => this.stubFor(peerHex).peerGone(peerHex, me, gone, devices)),
     );
@@ -721,12 +544,7 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
     this.remember(toHex);
     const fromNpub = npubEncode(fromHex);
     for (const id of toDevices) {
-      if (this.schema.exists) this.sql.exec(
-        "DELETE FROM introductions WHERE device_id = ? AND peer_hex = ? AND peer_device = ?",
-        id,
-        fromHex,
-        fromDevice,
-      );
+      this.contacts.forgetIntroduction(id, fromHex, fromDevice);
       const ws = this.device(id);
       if (ws) this.send(ws, { type: "peer_disconnect", peer_user_id: fromNpub, peer_device_id: fromDevice });
     }
@@ -736,7 +554,6 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
 
   /** RPC: how many envelopes are stored for this user. */
   async queuedCount(): Promise<number> {
-    if (!this.schema.exists) return 0;
-    return this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM queue").one().n;
+    return this.queue.count();
   }
 }
