@@ -2,8 +2,8 @@
 // queues one push per live receiver (the `pushes` table), and the account's alarm sends what is
 // due within the per-minute budget, through the relay-wide gate per push-service origin, acting
 // on each push service's answer (RFC 8030 §5). Each try is counted before it is made.
+import { toArrayBuffer } from "../shared/encoding";
 import type { AccountStore } from "./account-store";
-import { toArrayBuffer } from "./account-store";
 import { relayPushSender } from "./relay-keys";
 import { admitPushes } from "./push-gate";
 import { MINCA_WAKE_LIMITS } from "../shared/limits";

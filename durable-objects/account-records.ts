@@ -2,8 +2,8 @@
 // (through the carried spaces' objects), links (through the mailbox topics they serve), wakes,
 // receivers and revoked keys, each set, replaced or dropped as shared/minca/carry reads them, and
 // set again after a revoke from the latest version no revoked key signed.
+import { toArrayBuffer } from "../shared/encoding";
 import type { AccountStore } from "./account-store";
-import { toArrayBuffer } from "./account-store";
 import type { MincaMailbox } from "./minca-mailbox";
 import type { MincaSpace } from "./minca-space";
 import type { VersionRefusal, Version } from "../shared/minca/version";

@@ -29,7 +29,3 @@ export class AccountStore {
     return this.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table}`).one().n;
   }
 }
-
-export function toArrayBuffer(b: Uint8Array): ArrayBuffer {
-  return b.slice().buffer as ArrayBuffer;
-}

@@ -2,25 +2,23 @@
 // the push receivers woken by each new item, and the wakes still to send. HTTP-only: the Worker
 // validates the request with shared/mailbox and calls these methods over RPC. An item is in
 // SQLite before post() returns, so the 201 only leaves once it is stored; wakes are written in
-// the same transaction and sent afterwards by the alarm, so pushing never delays the 201.
+// the same transaction and sent afterwards by the alarm (mailbox-wakes.ts), so pushing never
+// delays the 201.
 import { DurableObject } from "cloudflare:workers";
 import { LazySchema } from "./schema";
 import { OwnName } from "./own-name";
-import { relayPushSender } from "./relay-keys";
 import { StatsReporter } from "./relay-stats";
 import { OverLease, StorageLease, withinLease } from "./storage-lease";
 import { MIGRATIONS } from "../migrations/index";
 import type { ErrorCode } from "../shared/errors";
-import { bytesToHex, randomBytes } from "../shared/encoding";
+import { bytesToHex, randomBytes, toArrayBuffer } from "../shared/encoding";
+import { MailboxWakes } from "./mailbox-wakes";
 import { MAILBOX_LIMITS, MINCA_HOST_LIMITS } from "../shared/limits";
 import { TokenBucket } from "../shared/rate-limit";
-import { buildPage, wakeBody, type Page, type PageQuery, type Posted, type ReceiverAdded, type StoredItem } from "../shared/mailbox/messages";
-import { wakePushTopic } from "../shared/mailbox/topic";
-import { retryDelaySeconds, WebPushSender, type FetchLike, type PushOutcome } from "../shared/webpush/send";
+import { buildPage, type Page, type PageQuery, type Posted, type ReceiverAdded, type StoredItem } from "../shared/mailbox/messages";
+import type { FetchLike } from "../shared/webpush/send";
 import type { PushSubscriptionJSON } from "../shared/webpush/subscription";
 import { log } from "../shared/log";
-import { admitPushes } from "./push-gate";
-import { checkPushEndpoint, endpointPolicy } from "../shared/webpush/endpoint";
 
 /** What an RPC call answers: a value, or the HTTP error the Worker turns it into. */
 export type MailboxResult<T> =
@@ -36,15 +34,6 @@ interface ItemRow extends Record<string, SqlStorageValue> {
   blob: ArrayBuffer;
 }
 
-interface DueRow extends Record<string, SqlStorageValue> {
-  receiver_id: string;
-  seq: number;
-  attempts: number;
-  endpoint: string;
-  p256dh: string;
-  auth: string;
-}
-
 const nowSeconds = (ms = Date.now()) => Math.floor(ms / 1000);
 
 export class MincaMailbox extends DurableObject<Env> {
@@ -57,7 +46,8 @@ export class MincaMailbox extends DurableObject<Env> {
   private readonly waiters = new Set<() => void>();
   /** The fetch wakes go out with (tests may replace it). */
   pushFetch: FetchLike = (url, init) => fetch(url, init);
-  private sender: WebPushSender | undefined;
+  /** The wakes still to send, and sending them. */
+  private readonly wakes: MailboxWakes;
   /** Counts for the status page: items held, items posted (messages), items and wakes handed out (deliveries). */
   private readonly stats: StatsReporter;
   private readonly ownTopic: OwnName;
@@ -73,6 +63,7 @@ export class MincaMailbox extends DurableObject<Env> {
     this.stats = new StatsReporter(ctx, env, "minca", () => ({
       mailbox_items: this.schema.exists ? this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM items").one().n : 0,
     }));
+    this.wakes = new MailboxWakes(ctx, env, this.stats, (url, init) => this.pushFetch(url, init));
   }
 
   // ---- RPC ------------------------------------------------------------------------------------
@@ -200,7 +191,7 @@ export class MincaMailbox extends DurableObject<Env> {
     this.remember(topic);
     const limited = this.limit("write", client);
     if (limited) return limited;
-    const gone = this.forgetReceiver(id);
+    const gone = this.schema.exists && this.wakes.forgetReceiver(id);
     if (!gone) return { ok: false, status: 404, code: "not_found", message: "no such receiver" };
     return { ok: true, value: null };
   }
@@ -256,143 +247,11 @@ export class MincaMailbox extends DurableObject<Env> {
     this.sweep(now);
     this.stats.changed();
     this.lease.changed();
-    const due = this.sql
-      .exec<DueRow>(
-        `SELECT d.receiver_id, d.seq, d.attempts, r.endpoint, r.p256dh, r.auth
-           FROM deliveries d JOIN receivers r ON r.id = d.receiver_id
-          WHERE d.next_at <= ? ORDER BY d.next_at, d.seq LIMIT ?`,
-        now,
-        MAILBOX_LIMITS.push_batch,
-      )
-      .toArray();
-    if (due.length > 0) await this.sendWakes(due);
+    await this.wakes.sendDue(this.topic(), now);
     await this.scheduleAlarm();
   }
 
-  private async sendWakes(due: DueRow[]): Promise<void> {
-    const topic = this.topic();
-    let sender: WebPushSender;
-    try {
-      sender = await this.pushSender();
-    } catch (err) {
-      log.error("mailbox: no VAPID keys, wakes wait", { err });
-      const later = Date.now() + MAILBOX_LIMITS.push_retry_base_seconds * 1000;
-      for (const d of due) this.sql.exec("UPDATE deliveries SET next_at = ? WHERE receiver_id = ? AND seq = ?", later, d.receiver_id, d.seq);
-      return;
-    }
-    // DESIGN section 7 again: a receiver the rule does not allow (stored before it, or under a
-    // PUSH_ENDPOINT_ALLOW since removed) is forgotten, not pushed to.
-    const policy = endpointPolicy(this.env);
-    const allowed = due.filter((d) => {
-      if (checkPushEndpoint(d.endpoint, policy).ok) return true;
-      log.warn("mailbox: a receiver's endpoint fails the push-endpoint rule; forgotten", { origin: origin(d.endpoint) });
-      this.forgetReceiver(d.receiver_id);
-      return false;
-    });
-    // A delivery that crashed the relay as often as it may be tried is not tried again.
-    const live = allowed.filter((d) => d.attempts < MAILBOX_LIMITS.push_max_attempts || void this.dropDelivery(d));
-    // The relay-wide rate per push-service origin: what is over it waits, costing no try.
-    const { go, wait } = await admitPushes(this.env, live, (d) => d.endpoint, MAILBOX_LIMITS.push_retry_base_seconds * 1000);
-    for (const { item: d, at } of wait) this.sql.exec("UPDATE deliveries SET next_at = ? WHERE receiver_id = ? AND seq = ?", at, d.receiver_id, d.seq);
-    // Each try is counted, and its retry time set, before it is made: a send that takes the
-    // relay down with it (and the alarm that retries it after a restart) is bounded by push_max_attempts.
-    for (const d of go) {
-      this.sql.exec(
-        "UPDATE deliveries SET attempts = ?, next_at = ? WHERE receiver_id = ? AND seq = ?",
-        d.attempts + 1,
-        Date.now() + this.retryDelay(d.attempts + 1, undefined) * 1000,
-        d.receiver_id,
-        d.seq,
-      );
-    }
-    await Promise.all(
-      go.map(async (d) => {
-        const item = this.sql
-          .exec<ItemRow>("SELECT seq, at, until, blob FROM items WHERE seq = ? AND until > ?", d.seq, nowSeconds())
-          .toArray()[0];
-        if (!item || topic === null) return this.dropDelivery(d);
-        let outcome: PushOutcome;
-        try {
-          outcome = await sender.send(
-            { endpoint: d.endpoint, keys: { p256dh: d.p256dh, auth: d.auth } },
-            wakeBody(topic, d.seq, new Uint8Array(item.blob)),
-            { ttl: Math.max(0, item.until - nowSeconds()), urgency: "normal", topic: wakePushTopic(topic) },
-          );
-        } catch (err) {
-          // Keys are checked when a receiver registers, so this is corrupt state: retrying cannot help.
-          log.error("mailbox: wake could not be built", { err });
-          return this.dropDelivery(d);
-        }
-        this.settle(d, outcome);
-      }),
-    );
-  }
-
-  /** Acts on a push service's answer (DESIGN section 7; RFC 8030 §5, RFC 8292 §4). */
-  private settle(d: DueRow, outcome: PushOutcome): void {
-    switch (outcome.kind) {
-      case "delivered":
-        this.stats.count("deliveries");
-        return this.dropDelivery(d);
-      case "gone":
-        // Only the receiver we sent to: one re-registered under another endpoint stays.
-        this.ctx.storage.transactionSync(() => {
-          const hit = this.sql.exec("DELETE FROM receivers WHERE id = ? AND endpoint = ?", d.receiver_id, d.endpoint).rowsWritten;
-          if (hit > 0) this.sql.exec("DELETE FROM deliveries WHERE receiver_id = ?", d.receiver_id);
-          else this.dropDelivery(d);
-        });
-        return;
-      case "too_large":
-        log.warn(`mailbox: push service refused a wake as too large (413) at ${origin(d.endpoint)}`);
-        return this.dropDelivery(d);
-      case "rejected":
-        log.error("mailbox: push service refused a wake (configuration error)", { origin: origin(d.endpoint), status: outcome.status, answer: outcome.detail });
-        return this.dropDelivery(d);
-      case "retry": {
-        const attempts = d.attempts + 1;
-        if (attempts >= MAILBOX_LIMITS.push_max_attempts) {
-          log.warn(`mailbox: wake to ${origin(d.endpoint)} dropped after ${attempts} tries (last ${outcome.status})`);
-          return this.dropDelivery(d);
-        }
-        const delay = this.retryDelay(attempts, outcome.retryAfterSeconds);
-        this.sql.exec(
-          "UPDATE deliveries SET attempts = ?, next_at = ? WHERE receiver_id = ? AND seq = ?",
-          attempts,
-          Date.now() + delay * 1000,
-          d.receiver_id,
-          d.seq,
-        );
-        return;
-      }
-    }
-  }
-
   // ---- internals ------------------------------------------------------------------------------
-
-  private retryDelay(attempts: number, retryAfterSeconds: number | undefined): number {
-    return retryDelaySeconds(attempts, retryAfterSeconds, {
-      baseSeconds: MAILBOX_LIMITS.push_retry_base_seconds,
-      maxSeconds: MAILBOX_LIMITS.push_retry_max_seconds,
-      retryAfterMaxSeconds: MAILBOX_LIMITS.push_retry_after_max_seconds,
-    });
-  }
-
-  private async pushSender(): Promise<WebPushSender> {
-    this.sender ??= await relayPushSender(this.env, (url, init) => this.pushFetch(url, init));
-    return this.sender;
-  }
-
-  private dropDelivery(d: { receiver_id: string; seq: number }): void {
-    this.sql.exec("DELETE FROM deliveries WHERE receiver_id = ? AND seq = ?", d.receiver_id, d.seq);
-  }
-
-  private forgetReceiver(id: string): boolean {
-    if (!this.schema.exists) return false;
-    return this.ctx.storage.transactionSync(() => {
-      this.sql.exec("DELETE FROM deliveries WHERE receiver_id = ?", id);
-      return this.sql.exec("DELETE FROM receivers WHERE id = ?", id).rowsWritten > 0;
-    });
-  }
 
   /** The topic this object serves, kept on first use (a cold start is addressed by id alone). */
   private remember(topic: string): void {
@@ -475,7 +334,7 @@ export class MincaMailbox extends DurableObject<Env> {
   /** The alarm fires at the next expiry or the next wake due, whichever is first. */
   private async scheduleAlarm(): Promise<void> {
     const nextUntil = this.sql.exec<{ t: number | null }>("SELECT MIN(until) AS t FROM items").one().t;
-    const nextWake = this.sql.exec<{ t: number | null }>("SELECT MIN(next_at) AS t FROM deliveries").one().t;
+    const nextWake = this.wakes.nextDue();
     const times = [nextUntil === null ? null : nextUntil * 1000, nextWake].filter((t): t is number => t !== null);
     if (times.length === 0) return void (await this.ctx.storage.deleteAlarm());
     const at = Math.min(...times);
@@ -487,18 +346,4 @@ export class MincaMailbox extends DurableObject<Env> {
 /** Two base64url keys are the same key (browsers may add padding). */
 function sameKey(a: string, b: string): boolean {
   return a.replace(/=+$/, "") === b.replace(/=+$/, "");
-}
-
-function origin(endpoint: string): string {
-  try {
-    return new URL(endpoint).origin;
-  } catch {
-    return "?";
-  }
-}
-
-function toArrayBuffer(b: Uint8Array): ArrayBuffer {
-  return b.byteOffset === 0 && b.byteLength === b.buffer.byteLength && b.buffer instanceof ArrayBuffer
-    ? b.buffer
-    : (b.slice().buffer as ArrayBuffer);
 }

@@ -141,3 +141,8 @@ export function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
   for (let i = 0; i < a.length; i++) d |= a[i] ^ b[i];
   return d === 0;
 }
+
+/** The bytes as an ArrayBuffer of exactly their length (SQLite BLOB values): no copy when `b` spans its whole buffer. */
+export function toArrayBuffer(b: Uint8Array): ArrayBuffer {
+  return b.byteOffset === 0 && b.byteLength === b.buffer.byteLength && b.buffer instanceof ArrayBuffer ? b.buffer : (b.slice().buffer as ArrayBuffer);
+}
