@@ -125,9 +125,12 @@ async function measure(t: Target, s: Server): Promise<void> {
   }
   if (t !== "node" && wanted("minca")) {
     // (b) has no mailbox or hosting routes: these compare the relay with (a) only.
-    const wake = await mailboxWake(s.url, { rounds: SIZES.wakes });
+    const wake = await mailboxWake(s.url, { rounds: SIZES.wakes, topic: "fresh" });
     record("minca mailbox: POST to long-poll answer, p50", "ms", false, t, wake.p50);
     record("minca mailbox: POST to long-poll answer, p99", "ms", false, t, wake.p99);
+    const inUse = await mailboxWake(s.url, { rounds: SIZES.wakes, topic: "in use" });
+    record("minca mailbox: POST to long-poll answer on a topic in use, p50", "ms", false, t, inUse.p50);
+    record("minca mailbox: POST to long-poll answer on a topic in use, p99", "ms", false, t, inUse.p99);
     const one = await withCpu(s, () => mailboxPosts(s.url, { topics: 1, perTopic: SIZES.topicPosts, inFlight: SIZES.inFlight }));
     record(`minca mailbox: POSTs on one topic, ${SIZES.inFlight} in flight`, "POSTs/s", true, t, one.result.perSecond);
     const many = await withCpu(s, () => mailboxPosts(s.url, { topics: SIZES.topics, perTopic: SIZES.perTopic, inFlight: SIZES.inFlight }));
