@@ -21,7 +21,7 @@ export class Obj extends DurableObject {
     const pair = new WebSocketPair();
     if (new URL(req.url).searchParams.get("hibernate") === "no") pair[1].accept();
     else this.ctx.acceptWebSocket(pair[1]);
-    setTimeout(() => pair[1].close(4001, "timeout"), 300);
+    if (new URL(req.url).searchParams.get("closer") !== "client") setTimeout(() => pair[1].close(4001, "timeout"), 300);
     return new Response(null, { status: 101, webSocket: pair[0] });
   }
   webSocketClose(ws, code, reason) { try { ws.close(code, reason); } catch {} }
@@ -49,7 +49,11 @@ interface Timing {
   tcpEnd: number | null;
 }
 
-/** One raw WebSocket client: optionally sends `first` after the upgrade, answers the close frame, times both ends. */
+/**
+ * One raw WebSocket client: optionally sends `first` after the upgrade (the string "close": a
+ * close frame 300 ms after the upgrade, the client closing first), answers the server's close
+ * frame, times both ends.
+ */
 function run(port: number, query: string, first: string | null, giveUp = 30_000): Promise<Timing> {
   return new Promise((resolve) => {
     const t0 = Date.now();
@@ -73,7 +77,8 @@ function run(port: number, query: string, first: string | null, giveUp = 30_000)
         if (i < 0) return;
         upgraded = true;
         buf = buf.subarray(i + 4);
-        if (first !== null) s.write(mask(1, Buffer.from(first)));
+        if (first === "close") setTimeout(() => s.write(mask(8, Buffer.from([0x0f, 0xa1]))), 300); // 4001
+        else if (first !== null) s.write(mask(1, Buffer.from(first)));
       }
       while (buf.length >= 2) {
         const op = buf[0] & 15;
@@ -83,7 +88,7 @@ function run(port: number, query: string, first: string | null, giveUp = 30_000)
         buf = buf.subarray(2 + len);
         if (op === 8) {
           out.closeFrame = Date.now() - t0;
-          s.write(mask(8, payload.subarray(0, 2)));
+          if (first !== "close") s.write(mask(8, payload.subarray(0, 2)));
         }
       }
     });
@@ -130,6 +135,7 @@ try {
     ["hibernatable, the client sent one text frame first", "hibernate=yes", "hello"],
     ["hibernatable, the client sent the auto-response ping first", "hibernate=yes", "ping"],
     ["accept() (not hibernatable), the client never sent a frame", "hibernate=no", null],
+    ["hibernatable, the client closes first, never having sent a frame", "hibernate=yes&closer=client", "close"],
   ];
   const results = await Promise.all(cases.map(([, q, first]) => run(port, q, first)));
   let lingers = false;
