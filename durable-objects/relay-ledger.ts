@@ -20,6 +20,9 @@ import { log } from "../shared/log";
 /** The one ledger's name. */
 export const RELAY_LEDGER_NAME = "relay";
 
+/** How long after a full batch of the audit (storage.lease_audit_batch) the next one runs, ms. */
+const AUDIT_NEXT_BATCH_MS = 1_000;
+
 export class RelayLedger extends DurableObject<Env> {
   private readonly sql: SqlStorage;
   private readonly schema: LazySchema;
@@ -104,7 +107,7 @@ export class RelayLedger extends DurableObject<Env> {
       } else this.touch(row.kind, row.holder, row.updated_at);
     }
     if (taken > 0) log.info("storage: the audit took back leases their holders did not record", { bytes: taken });
-    await this.scheduleAudit(due.length === STORAGE_LIMITS.lease_audit_batch ? Date.now() + 1000 : null);
+    await this.scheduleAudit(due.length === STORAGE_LIMITS.lease_audit_batch ? Date.now() + AUDIT_NEXT_BATCH_MS : null);
   }
 
   /** Sends the figures to the stats object now (the timer calls it; tests may too). */
