@@ -26,8 +26,8 @@ export class Obj extends DurableObject {
   }
   webSocketClose(ws, code, reason) { try { ws.close(code, reason); } catch {} }
 }
-export default { fetch: (req, env) => env.OBJ.get(env.OBJ.idFromName(randomName(req))).fetch(req) };
-function randomName(req) { return new URL(req.url).searchParams.get("n"); }
+export default { fetch: (req, env) => env.OBJ.get(env.OBJ.idFromName(nameOf(req))).fetch(req) };
+function nameOf(req) { return new URL(req.url).searchParams.get("n"); }
 `;
 
 const config = (port: number, dir: string) => `using Workerd = import "/workerd/workerd.capnp";
