@@ -3,7 +3,8 @@
 // (docs/hostile.md, "The TCP connection after an auth-timeout close".) Not the relay: a Durable
 // Object of a dozen lines under the same workerd binary, so a new workerd release can be checked
 // in a few seconds. Each case opens one raw socket, lets the object close it with 4001 after
-// 300 ms, answers the close frame as RFC 6455 asks, and times the close frame and the TCP end.
+// 300 ms (or, in the last case, closes first itself), answers the close frame as RFC 6455 asks,
+// and times the close frame and the TCP end.
 // Runs under plain Node 22 (type stripping): erasable TypeScript only.
 import { spawn } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
@@ -148,7 +149,7 @@ try {
   }
   console.log(
     lingers
-      ? "\nThis workerd keeps a silent client's connection after the close (the kj WebSocketPipe fault in docs/hostile.md)."
+      ? "\nThis workerd keeps a silent client's connection after the close (the two runtime faults in docs/upstream/kj-websocket-pipe-close.md)."
       : "\nThis workerd ends a silent client's connection at the close: the note in docs/hostile.md can go.",
   );
 } finally {
