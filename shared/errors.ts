@@ -70,6 +70,33 @@ export function rateLimitedError(message: string, retryAfterMs: number): SocketE
   return { type: "error", code: "rate_limited", message, retry_after_ms: Math.max(1, Math.ceil(retryAfterMs)) };
 }
 
+/**
+ * The `error` frame as every protocol's client reads it (one schema for Tally, Passnote rooms,
+ * Minca rooms and the SDKs). Read leniently: `code` is any string, since a newer relay may send a
+ * code this client does not know yet; the relay itself only sends ERROR_CODES.
+ */
+export const errorFrameSchema = z.object({
+  type: z.literal("error"),
+  code: z.string(),
+  message: z.string(),
+  id: z.string().optional(),
+  /** rate_limited: milliseconds to wait before the next message is accepted. */
+  retry_after_ms: z.number().int().nonnegative().optional(),
+});
+export type ErrorFrame = z.infer<typeof errorFrameSchema>;
+
+/**
+ * The one way a failed zod parse becomes a message for people: the first issue, with where it is.
+ * `prefix` names the object the path is inside (`envelope` gives `at envelope.ciphertext`).
+ */
+export function formatIssue(error: { issues: ReadonlyArray<{ message: string; path: ReadonlyArray<PropertyKey> }> }, prefix?: string): string {
+  const issue = error.issues[0];
+  if (!issue) return "invalid";
+  const path = issue.path.map(String).join(".");
+  const where = path ? ` at ${prefix ? `${prefix}.` : ""}${path}` : "";
+  return `${issue.message}${where}`;
+}
+
 /** Every HTTP error answer's body (the OpenAPI document's ErrorBody, shared/openapi.ts). */
 export const httpErrorBodySchema = z.object({
   error: z.object({
