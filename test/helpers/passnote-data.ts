@@ -1,6 +1,8 @@
 // Passnote datasets with a known number of differences, for tests and bench/reconcile.ts (this
 // module imports nothing from vitest, so it runs outside the test runner too).
 import { formatHlc } from "../../shared/passnote/hlc";
+import { sha256 } from "@noble/hashes/sha2.js";
+import { bytesToHex, utf8Encode } from "../../shared/encoding";
 import type { PassnoteStore } from "../../shared/passnote/records";
 
 export interface Dataset {
@@ -37,4 +39,13 @@ export function sameRecords(a: PassnoteStore, b: PassnoteStore, collection = "no
   const sa = a.summary(collection);
   const sb = b.summary(collection);
   return sa.count === sb.count && sa.fingerprint.every((x, i) => x === sb.fingerprint[i]);
+}
+
+/** A digest of a collection's records (key, HLC, value), order-independent: equal on two stores that hold the same. */
+export function digest(store: PassnoteStore, collection = "notes"): string {
+  const lines = store
+    .all(collection)
+    .map((r) => `${r.key}\u0000${r.hlc}\u0000${JSON.stringify(r.value)}`)
+    .sort();
+  return bytesToHex(sha256(utf8Encode(lines.join("\n"))));
 }
