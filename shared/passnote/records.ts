@@ -120,7 +120,7 @@ export function wins(incoming: WireRecord, current: WireRecord | undefined): boo
 export type StoredKeys = { identity: DeviceIdentity } | { key: Uint8Array };
 
 /**
- * What the Passnote peer keeps in its database, one store per open database instance (seed 001:
+ * What the Passnote peer keeps in its database, one store per open database instance (the Passnote protocol:
  * "a random token minted per open database instance"). Reads are synchronous (a store holds an
  * index of its records in memory, loaded on open); a write is one document (one record of one
  * collection), stored whole or not at all, and merged last-writer-wins by HLC in the database
