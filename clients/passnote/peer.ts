@@ -29,6 +29,9 @@ export interface PassnotePeerOptions extends Partial<Omit<SyncEngineOptions, "tr
   // One of the two (identity wins if both are given):
   //   identity  identity mode (the default): the group's credentials and this device's Ed25519 key;
   //   key       passphrase-only mode: the 32-byte passphrase key is the only membership.
+  // Neither, when `store` holds the device's keys from an earlier run.
+  // store: the open database instance (a PassnoteStore; default: a new MemoryStore). The peer uses
+  //   its inst token, moves its clock past the store's, and keeps the given keys in it.
 }
 
 

@@ -34,8 +34,15 @@ export function encodeKeys(k: StoredKeys): Uint8Array {
   return utf8Encode(JSON.stringify(o));
 }
 
+/** The keys a database held; throws a plain Error when the bytes are not keys this SDK wrote. */
 export function decodeKeys(bytes: Uint8Array): StoredKeys {
-  const parsed = keysSchema.safeParse(JSON.parse(utf8Decode(bytes)));
+  let json: unknown;
+  try {
+    json = JSON.parse(utf8Decode(bytes));
+  } catch {
+    json = undefined;
+  }
+  const parsed = keysSchema.safeParse(json);
   if (!parsed.success) throw new Error("the database's keys are not readable: not written by this SDK");
   const o = parsed.data;
   const d = base64urlDecode;
