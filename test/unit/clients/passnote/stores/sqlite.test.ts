@@ -1,7 +1,7 @@
 import { mkdtempSync, readFileSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { PassnotePeer } from "../../../../../clients/passnote/peer";
 import { MemoryBus } from "../../../../../clients/passnote/memory-bus";
 import { SqliteStore } from "../../../../../clients/passnote/stores/sqlite";
@@ -61,5 +61,19 @@ describe("SQLite store: keys and the peer on reopen", () => {
     // Another device's keys on this database are refused.
     await expect(SqliteStore.open(path("peer")).then(async (store) => new PassnotePeer({ transport: await bus.connect(), identity: foundGroup(), store }))).rejects.toThrow(/another device's keys/);
     expect(bytesToHex(identity.deviceKey)).toHaveLength(64);
+  });
+});
+
+describe("SQLite store: where node:sqlite is missing", () => {
+  it("open() says what it needs (Node 20 has no node:sqlite)", async () => {
+    const spy = vi.spyOn(process, "getBuiltinModule").mockImplementation(((name: string) => {
+      if (name === "node:sqlite") throw new Error("No such built-in module: node:sqlite");
+      return undefined;
+    }) as typeof process.getBuiltinModule);
+    try {
+      await expect(SqliteStore.open(path("none"))).rejects.toThrow(/needs node:sqlite, built into Node 22\.13/);
+    } finally {
+      spy.mockRestore();
+    }
   });
 });
