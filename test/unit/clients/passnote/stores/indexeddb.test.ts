@@ -2,7 +2,7 @@
 // loopback origin by request interception: a secure context, with IndexedDB and WebCrypto).
 import { build } from "esbuild";
 import type { Page } from "playwright-core";
-import { afterAll, beforeAll, describe } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chromiumPath, launchChromium, NO_CHROMIUM_MESSAGE, type Chromium } from "../../../../helpers/chromium";
 import { storeContract, type StoreInstance } from "../../../../helpers/passnote-store-contract";
 
@@ -43,4 +43,11 @@ describe.skipIf(!chromiumPath)(`IndexedDB under Chromium${chromiumPath ? "" : ` 
     open: async (name) => remote(await page.evaluate((n) => (window as any).storeHarness.open(n), name)),
     rawContains: (name, hex) => page.evaluate(([n, h]) => (window as any).storeHarness.rawContains(n, h), [name, hex] as const),
   }));
+});
+
+describe.skipIf(!chromiumPath)("IndexedDB under Chromium: the peer on reopen", () => {
+  it("the peer restores everything it needs on open: records, its keys, and a clock past every HLC it held", async () => {
+    const r = await page.evaluate((n) => (window as any).storeHarness.peerRestart(n), `peer-${Date.now()}`);
+    expect(r).toEqual({ value: { text: "kept" }, sameDevice: true, owner: true, newInst: true, clockPassed: true });
+  });
 });
