@@ -30,6 +30,9 @@ export interface SqliteStoreOptions {
   durability?: "normal" | "full";
 }
 
+/** How long a write waits for another process that holds the database's write lock. */
+export const SQLITE_BUSY_TIMEOUT_MS = 5_000;
+
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS records (
   collection TEXT NOT NULL,
@@ -81,7 +84,7 @@ export class SqliteStore extends DatabaseStore {
     if (path !== ":memory:") fs.closeSync(fs.openSync(path, "a", 0o600)); // created readable by its owner only
     const db = new DatabaseSync(path);
     try {
-      db.exec(`PRAGMA busy_timeout = 5000; PRAGMA journal_mode = WAL; PRAGMA synchronous = ${opts.durability === "full" ? "FULL" : "NORMAL"};`);
+      db.exec(`PRAGMA busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}; PRAGMA journal_mode = WAL; PRAGMA synchronous = ${opts.durability === "full" ? "FULL" : "NORMAL"};`);
       db.exec(SCHEMA);
       const seal = opts.keys === undefined || opts.keys === "plain" ? plainKeySeal : wrappingKeySeal(opts.keys.wrappingKey);
       const store = new SqliteStore(db, seal);

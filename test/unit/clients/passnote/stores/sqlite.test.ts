@@ -8,6 +8,7 @@ import { SqliteStore } from "../../../../../clients/passnote/stores/sqlite";
 import { base64urlEncode, bytesToHex, hexToBytes } from "../../../../../shared/encoding";
 import { foundGroup } from "../../../../../shared/passnote/roster";
 import { storeContract } from "../../../../helpers/passnote-store-contract";
+import { waitFor } from "../../../../helpers/wait";
 import { instanceOf } from "../../../../helpers/passnote-store-harness";
 
 const dir = mkdtempSync(join(tmpdir(), "passnote-sqlite-"));
@@ -75,5 +76,28 @@ describe("SQLite store: where node:sqlite is missing", () => {
     } finally {
       spy.mockRestore();
     }
+  });
+});
+
+describe("SQLite store: two instances of one database, two peers", () => {
+  it("inst: two processes (or tabs) on one database are two instances with their own tokens; they sync as peers and the database keeps every write", async () => {
+    const identity = foundGroup();
+    const bus = new MemoryBus();
+    const first = new PassnotePeer({ transport: await bus.connect(), identity, store: await SqliteStore.open(path("shared")) });
+    // The second instance opens the database the first one already wrote its keys to.
+    await first.flushed();
+    const second = new PassnotePeer({ transport: await bus.connect(), store: await SqliteStore.open(path("shared")) });
+    expect(second.engine.inst).not.toBe(first.engine.inst);
+    expect(second.engine.node).not.toBe(first.engine.node); // no two writes under one HLC
+    first.put("notes", "from-first", 1);
+    second.put("notes", "from-second", 2);
+    await waitFor(() => first.get("notes", "from-second") === 2 && second.get("notes", "from-first") === 1, { what: "the instances sync" });
+    for (const p of [first, second]) {
+      p.close();
+      await p.store.close();
+    }
+    const reopened = await SqliteStore.open(path("shared"));
+    expect(reopened.all("notes").map((r) => r.key).sort()).toEqual(["from-first", "from-second"]);
+    await reopened.close();
   });
 });
