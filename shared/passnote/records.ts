@@ -53,8 +53,8 @@ class Collection {
   private orderedDirty = false;
   watermark = "";
 
-  put(record: WireRecord, seq: number): void {
-    this.byKey.set(record.key, { record, wall: hlcWall(record.hlc), fp: recordFingerprint(record.key, record.hlc), seq });
+  put(record: WireRecord, seq: number, fp: Uint8Array): void {
+    this.byKey.set(record.key, { record, wall: hlcWall(record.hlc), fp, seq });
     if (compareHlc(record.hlc, this.watermark) > 0) this.watermark = record.hlc;
     this.dirty = true;
     this.orderedDirty = true;
@@ -199,9 +199,17 @@ export class MemoryStore implements PassnoteStore {
 
   /** Last-writer-wins merge; true when the record changed the store. Idempotent. */
   merge(collection: string, record: WireRecord): boolean {
+    return this.mergeWith(collection, record);
+  }
+
+  /**
+   * merge() with the record's fingerprint when the caller has it (a database store computes it
+   * once, keeps it beside the record, and gives it back on reopen).
+   */
+  protected mergeWith(collection: string, record: WireRecord, fp?: Uint8Array): boolean {
     const c = this.col(collection);
     if (!wins(record, c.byKey.get(record.key)?.record)) return false;
-    c.put(record, ++this.seq);
+    c.put(record, ++this.seq, fp?.length === FINGERPRINT_BYTES ? fp : recordFingerprint(record.key, record.hlc));
     if (compareHlc(record.hlc, this.highest) > 0) this.highest = record.hlc;
     return true;
   }

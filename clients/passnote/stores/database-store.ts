@@ -5,11 +5,14 @@
 // HLC), which is what keeps two instances on one database from losing each other's writes: each
 // holds its own index, and the database holds the winner of every document.
 import { encodeValue, decodeValue } from "../../../shared/passnote/codec";
-import { MemoryStore, wins, type StoredKeys } from "../../../shared/passnote/records";
+import { MemoryStore, recordFingerprint, wins, type StoredKeys } from "../../../shared/passnote/records";
 import type { WireRecord } from "../../../shared/passnote/wire";
 import { encodeKeys, type KeySeal } from "./keys";
 
-/** One record as a database row: the value in the wire's tagged encoding. */
+/**
+ * One record as a database row: the value in the wire's tagged encoding, and the record's
+ * fingerprint (reconciliation's share of it), kept so that a reopen does not hash every record.
+ */
 export interface RecordRow {
   collection: string;
   key: string;
@@ -17,10 +20,11 @@ export interface RecordRow {
   deleted: number;
   crdt_type: string | null;
   value: Uint8Array;
+  fp: Uint8Array;
 }
 
-export function toRow(collection: string, r: WireRecord): RecordRow {
-  return { collection, key: r.key, hlc: r.hlc, deleted: r.is_deleted ? 1 : 0, crdt_type: r.crdt_type ?? null, value: encodeValue(r.value) };
+export function toRow(collection: string, r: WireRecord, fp = recordFingerprint(r.key, r.hlc)): RecordRow {
+  return { collection, key: r.key, hlc: r.hlc, deleted: r.is_deleted ? 1 : 0, crdt_type: r.crdt_type ?? null, value: encodeValue(r.value), fp };
 }
 
 export function fromRow(row: RecordRow): WireRecord {
@@ -37,7 +41,7 @@ export abstract class DatabaseStore extends MemoryStore {
   }
 
   /** Puts one whole record into the database, kept only if its HLC beats the stored one. Throws when refused. */
-  protected abstract persist(collection: string, record: WireRecord): void;
+  protected abstract persist(row: RecordRow): void;
   /** Puts the sealed keys into the database. */
   protected abstract persistKeys(sealed: Uint8Array): Promise<void> | void;
   /** Resolves when the writes handed to persist() so far are durable. */
@@ -45,13 +49,14 @@ export abstract class DatabaseStore extends MemoryStore {
 
   override merge(collection: string, record: WireRecord): boolean {
     if (!wins(record, this.get(collection, record.key))) return false;
-    this.persist(collection, record);
-    return super.merge(collection, record);
+    const row = toRow(collection, record);
+    this.persist(row);
+    return this.mergeWith(collection, record, row.fp);
   }
 
   /** Adds a record read from the database to the index (no write). */
-  protected restore(collection: string, record: WireRecord): void {
-    super.merge(collection, record);
+  protected restore(row: RecordRow): void {
+    this.mergeWith(row.collection, fromRow(row), row.fp);
   }
 
   /** Adds keys read from the database (no write). */

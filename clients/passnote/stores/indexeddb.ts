@@ -14,8 +14,7 @@
 // and keeps in the database as the key object itself (structured clone), which scripts can use
 // but never read out; or, with `keys: { wrappingKey }`, under a key derived from a passphrase
 // (XChaCha20-Poly1305), so that a copy of the profile alone does not open them.
-import type { WireRecord } from "../../../shared/passnote/wire";
-import { DatabaseStore, fromRow, toRow, type RecordRow } from "./database-store";
+import { DatabaseStore, type RecordRow } from "./database-store";
 import { cryptoKeySeal, decodeKeys, wrappingKeySeal, type KeySeal } from "./keys";
 
 export interface IndexedDbStoreOptions {
@@ -96,14 +95,14 @@ export class IndexedDbStore extends DatabaseStore {
   private async load(): Promise<void> {
     const tx = this.db.transaction([RECORDS, META], "readonly");
     const [rows, keys] = await Promise.all([request(tx.objectStore(RECORDS).getAll()), request(tx.objectStore(META).get("keys"))]);
-    for (const row of rows as RecordRow[]) this.restore(row.collection, fromRow(row));
+    for (const row of rows as RecordRow[]) this.restore(row);
     if (keys) this.restoreKeys(decodeKeys(await this.keySeal.open(keys as Uint8Array)));
   }
 
-  protected persist(collection: string, record: WireRecord): void {
+  protected persist(row: RecordRow): void {
     if (this.failure) throw this.failure; // a failed transaction: refuse further writes, loudly
     if (this.queue.length === 0) queueMicrotask(() => this.commit());
-    this.queue.push(toRow(collection, record));
+    this.queue.push(row);
   }
 
   /** One readwrite transaction for the turn's writes, each merged last-writer-wins against the stored record. */

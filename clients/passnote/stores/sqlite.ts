@@ -10,8 +10,7 @@
 // open one file (SQLite's own locking; a busy database is waited for up to 5 s): each is its own
 // instance with its own inst token, and neither loses the other's writes (the upsert keeps the
 // greater HLC).
-import type { WireRecord } from "../../../shared/passnote/wire";
-import { DatabaseStore, fromRow, toRow, type RecordRow } from "./database-store";
+import { DatabaseStore, type RecordRow } from "./database-store";
 import { decodeKeys, plainKeySeal, wrappingKeySeal, type KeySeal } from "./keys";
 
 type Sqlite = typeof import("node:sqlite");
@@ -41,6 +40,7 @@ CREATE TABLE IF NOT EXISTS records (
   deleted INTEGER NOT NULL,
   crdt_type TEXT,
   value BLOB NOT NULL,
+  fp BLOB NOT NULL,
   PRIMARY KEY (collection, key)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;
@@ -70,8 +70,8 @@ export class SqliteStore extends DatabaseStore {
   ) {
     super(keySeal);
     this.upsert = db.prepare(
-      `INSERT INTO records (collection, key, hlc, deleted, crdt_type, value) VALUES (?, ?, ?, ?, ?, ?)
-       ON CONFLICT (collection, key) DO UPDATE SET hlc = excluded.hlc, deleted = excluded.deleted, crdt_type = excluded.crdt_type, value = excluded.value
+      `INSERT INTO records (collection, key, hlc, deleted, crdt_type, value, fp) VALUES (?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (collection, key) DO UPDATE SET hlc = excluded.hlc, deleted = excluded.deleted, crdt_type = excluded.crdt_type, value = excluded.value, fp = excluded.fp
        WHERE excluded.hlc > records.hlc`,
     );
     this.putMeta = db.prepare("INSERT OR REPLACE INTO meta (name, value) VALUES (?, ?)");
@@ -97,16 +97,22 @@ export class SqliteStore extends DatabaseStore {
   }
 
   private async load(): Promise<void> {
-    for (const row of this.db.prepare("SELECT collection, key, hlc, deleted, crdt_type, value FROM records").iterate() as Iterable<RecordRow>) {
-      this.restore(row.collection, fromRow(row));
+    const select = this.db.prepare("SELECT collection, key, hlc, deleted, crdt_type, value, fp FROM records");
+    // Rows as arrays where this Node can (22.16+): less to build per row than objects.
+    if (typeof (select as { setReturnArrays?: unknown }).setReturnArrays === "function") {
+      (select as unknown as { setReturnArrays(on: boolean): void }).setReturnArrays(true);
+      for (const a of select.iterate() as unknown as Iterable<[string, string, string, number, string | null, Uint8Array, Uint8Array]>) {
+        this.restore({ collection: a[0], key: a[1], hlc: a[2], deleted: a[3], crdt_type: a[4], value: a[5], fp: a[6] });
+      }
+    } else {
+      for (const row of select.iterate() as Iterable<RecordRow>) this.restore(row);
     }
     const keys = this.db.prepare("SELECT value FROM meta WHERE name = 'keys'").get() as { value: Uint8Array } | undefined;
     if (keys) this.restoreKeys(decodeKeys(await this.keySeal.open(keys.value)));
   }
 
-  protected persist(collection: string, record: WireRecord): void {
-    const r = toRow(collection, record);
-    this.upsert.run(r.collection, r.key, r.hlc, r.deleted, r.crdt_type, r.value);
+  protected persist(r: RecordRow): void {
+    this.upsert.run(r.collection, r.key, r.hlc, r.deleted, r.crdt_type, r.value, r.fp);
   }
 
   protected persistKeys(sealed: Uint8Array): void {
