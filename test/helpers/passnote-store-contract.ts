@@ -117,6 +117,20 @@ export function storeContract(name: string, make: () => StoreHarness): void {
       await c.close();
     });
 
+    it.runIf(make().persistent)("a write the database cannot take is never acknowledged: merge throws or flushed() rejects", async () => {
+      const h = make();
+      const s = await h.open(db());
+      await s.close();
+      const outcome = await s
+        .merge("notes", [rec("late", 1, hlc(1_000))])
+        .then(() => s.flushed())
+        .then(
+          () => "acknowledged",
+          () => "refused",
+        );
+      expect(outcome).toBe("refused");
+    });
+
     it.runIf(!!make().rawContains)("the device keys are not in the database in the clear", async () => {
       const h = make();
       const name = db();
