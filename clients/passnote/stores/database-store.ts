@@ -68,6 +68,7 @@ export abstract class DatabaseStore extends MemoryStore {
     super.saveKeys(keys);
     const plain = encodeKeys(keys);
     this.keyWrites = this.keyWrites.then(async () => this.persistKeys(await this.keySeal.seal(plain)));
+    this.keyWrites.catch(() => undefined); // reported through flushed(), never as an unhandled rejection
   }
 
   override async flushed(): Promise<void> {
