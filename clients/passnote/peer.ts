@@ -12,6 +12,7 @@
 import { bytesToHex, equalBytes, randomBytes } from "../../shared/encoding";
 import { PASSNOTE_LIMITS } from "../../shared/limits";
 import type { Value } from "../../shared/passnote/codec";
+import { newInstToken } from "../../shared/passnote/handshake";
 import { MemoryStore, type PassnoteStore, type StoredKeys } from "../../shared/passnote/records";
 import type { DeviceIdentity } from "../../shared/passnote/roster";
 import { SyncEngine, type SyncEngineOptions } from "../../shared/passnote/sync";
@@ -47,7 +48,7 @@ export class PassnotePeer {
     const keys = keysFor(store, rest.identity, rest.key);
     this.engine = new SyncEngine({
       node: rest.node ?? `n${bytesToHex(randomBytes(6))}`,
-      inst: store.inst,
+      inst: instFor(store),
       ...rest,
       ...keys,
       store,
@@ -158,4 +159,18 @@ function sameKeys(a: StoredKeys, b: StoredKeys): boolean {
   if ("key" in a || "key" in b) return "key" in a && "key" in b && equalBytes(a.key, b.key);
   const [x, y] = [a.identity, b.identity];
   return equalBytes(x.deviceKey, y.deviceKey) && equalBytes(x.group.rosterKey, y.group.rosterKey) && equalBytes(x.group.groupKey, y.group.groupKey) && equalBytes(x.group.owner, y.group.owner);
+}
+
+/** Stores a peer has already run on. */
+const used = new WeakSet<PassnoteStore>();
+
+/**
+ * The inst token of a new peer: its store instance's, the first time; a fresh one for a peer
+ * started again on an instance another peer already ran on (that engine's state is gone, so the
+ * other peers must see a restart too).
+ */
+function instFor(store: PassnoteStore): string {
+  if (used.has(store)) return newInstToken();
+  used.add(store);
+  return store.inst;
 }

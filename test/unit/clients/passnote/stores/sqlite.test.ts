@@ -101,3 +101,18 @@ describe("SQLite store: two instances of one database, two peers", () => {
     await reopened.close();
   });
 });
+
+describe("inst tokens and peers", () => {
+  it("inst: a new peer on a store instance another peer already ran on is a restart to the others (a new token)", async () => {
+    const bus = new MemoryBus();
+    const store = await SqliteStore.open(path("rerun"));
+    const key = new Uint8Array(32).fill(5);
+    const first = new PassnotePeer({ transport: await bus.connect(), store, key });
+    expect(first.engine.inst).toBe(store.inst);
+    first.detach();
+    const again = new PassnotePeer({ transport: first.transport, store });
+    expect(again.engine.inst).not.toBe(first.engine.inst);
+    again.close();
+    await store.close();
+  });
+});
