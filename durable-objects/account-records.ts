@@ -4,7 +4,7 @@
 // set again after a revoke from the latest version no revoked key signed.
 import { toArrayBuffer } from "../shared/encoding";
 import type { AccountStore } from "./account-store";
-import type { MincaMailbox } from "./minca-mailbox";
+import type { MincaMailbox } from "./mailbox/minca-mailbox";
 import type { MincaSpace } from "./minca-space";
 import type { VersionRefusal, Version } from "../shared/minca/version";
 import { MINCA_HOST_LIMITS, MINCA_WAKE_LIMITS } from "../shared/limits";

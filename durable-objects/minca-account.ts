@@ -6,11 +6,11 @@
 // alarm expires an unproven binding, sweeps expired links and sends the pushes due.
 import { DurableObject } from "cloudflare:workers";
 import { OwnName } from "./own-name";
-import { LazySchema } from "./schema";
+import { LazySchema } from "./base/schema";
 import { AccountStore } from "./account-store";
 import { AccountRecords, type CarryVerdict } from "./account-records";
 import { AccountPushes } from "./account-pushes";
-import { StorageLease } from "./storage-lease";
+import { StorageLease } from "./relay/storage-lease";
 import type { HostResult } from "./minca-space";
 import { MIGRATIONS } from "../migrations/index";
 import type { ErrorCode } from "../shared/errors";

@@ -2,7 +2,7 @@
 // the call to the topic's Durable Object. No state and no protocol decisions here.
 import type { Context, Hono } from "hono";
 import { cors } from "hono/cors";
-import type { MailboxResult } from "../durable-objects/minca-mailbox";
+import type { MailboxResult } from "../durable-objects/mailbox/minca-mailbox";
 import { parseClientJson } from "../shared/client-json";
 import { utf8Decode } from "../shared/encoding";
 import { MAILBOX_LIMITS } from "../shared/limits";

@@ -12,7 +12,7 @@ import { makeJoin } from "../../shared/minca/room";
 import { bytesToHex, randomBytes } from "../../shared/encoding";
 import { newUser, opaqueEnvelope } from "../helpers/tally";
 import { TestSocket } from "../helpers/socket";
-import type { TallyUser } from "../../durable-objects/tally-user";
+import type { TallyUser } from "../../durable-objects/tally/tally-user";
 import { MIGRATIONS } from "../../migrations/index";
 
 const BASE = "http://relay.test";

@@ -6,12 +6,12 @@
 // ledger object (what STORAGE_*_BYTES set at start; the e2e layer sets them through the setting).
 import { SELF, env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { relayLedger, type RelayLedger } from "../../durable-objects/relay-ledger";
+import { relayLedger, type RelayLedger } from "../../durable-objects/relay/relay-ledger";
 import { STORAGE_LIMITS, MAILBOX_LIMITS, TALLY_LIMITS, MINCA_HOST_LIMITS } from "../../shared/limits";
 import type { StorageKind } from "../../shared/storage";
 import { newUser, opaqueEnvelope, type User } from "../helpers/tally";
 import { HostConnection, makeSpace, newAccount, writeVersion } from "../../clients/minca/host";
-import type { TallyUser } from "../../durable-objects/tally-user";
+import type { TallyUser } from "../../durable-objects/tally/tally-user";
 import { waitFor } from "../helpers/wait";
 
 const RELAY = "http://relay.test";

@@ -7,7 +7,7 @@ import { TALLY_LIMITS } from "../../shared/limits";
 import { newUser, opaqueEnvelope, type User } from "../helpers/tally";
 import { TestSocket } from "../helpers/socket";
 import { waitFor } from "../helpers/wait";
-import type { TallyUser } from "../../durable-objects/tally-user";
+import type { TallyUser } from "../../durable-objects/tally/tally-user";
 
 const RELAY = "ws://relay.test";
 

@@ -4,12 +4,12 @@
 // The room lives 15 minutes from its first join, then closes every socket with 4008 and refuses
 // joins for 24 hours; an alarm does both, and once the tombstone lapses the object deletes
 // everything it stored. Decisions about bytes are in shared/minca/room.ts.
-import { RelayObject, REFUSED_HEADER, clientOf, type BaseAttachment, type Route } from "./base";
+import { RelayObject, REFUSED_HEADER, clientOf, type BaseAttachment, type Route } from "../base/socket-object";
 import type * as z from "zod";
-import { MIGRATIONS } from "../migrations/index";
-import { CLOSE_CODES, MINCA_ROOM_LIMITS } from "../shared/limits";
-import { socketError } from "../shared/errors";
-import { rawMember } from "../shared/json-raw";
+import { MIGRATIONS } from "../../migrations/index";
+import { CLOSE_CODES, MINCA_ROOM_LIMITS } from "../../shared/limits";
+import { socketError } from "../../shared/errors";
+import { rawMember } from "../../shared/json-raw";
 import {
   checkJoin,
   deliveredFrame,
@@ -18,7 +18,7 @@ import {
   newChallenge,
   outgoingSchema,
   roomTimes,
-} from "../shared/minca/room";
+} from "../../shared/minca/room";
 
 export interface MincaRoomAttachment extends BaseAttachment {
   room: string;

@@ -8,7 +8,7 @@
 // The migrations of the class are still recorded in the object's own `_migrations` table and
 // applied in order: all of them when the schema is first made, and the ones not yet applied when
 // an instance first looks at a schema made by an earlier version of the code.
-import type { Migration } from "../migrations/index";
+import type { Migration } from "../../migrations/index";
 
 /** Applies the migrations not yet recorded in `_migrations`, in order, each in its own transaction. */
 export function applyMigrations(storage: DurableObjectStorage, migrations: readonly Migration[]): void {

@@ -9,13 +9,13 @@
 // asks each holder what it recorded and takes back what the holder does not hold, so a grant
 // whose holder ended before recording it, or a give-back that never arrived, is not lost for good.
 import { DurableObject } from "cloudflare:workers";
-import { LazySchema } from "./schema";
+import { LazySchema } from "../base/schema";
 import { relayStats } from "./relay-stats";
-import { MIGRATIONS } from "../migrations/index";
-import { STATS_LIMITS, STORAGE_LIMITS } from "../shared/limits";
-import { grantLease, STORAGE_KINDS, storageTotals, type StorageKind, type StorageTotals } from "../shared/storage";
-import type { StorageReport } from "../shared/stats";
-import { log } from "../shared/log";
+import { MIGRATIONS } from "../../migrations/index";
+import { STATS_LIMITS, STORAGE_LIMITS } from "../../shared/limits";
+import { grantLease, STORAGE_KINDS, storageTotals, type StorageKind, type StorageTotals } from "../../shared/storage";
+import type { StorageReport } from "../../shared/stats";
+import { log } from "../../shared/log";
 
 /** The one ledger's name. */
 export const RELAY_LEDGER_NAME = "relay";

@@ -5,20 +5,20 @@
 // the same transaction and sent afterwards by the alarm (mailbox-wakes.ts), so pushing never
 // delays the 201.
 import { DurableObject } from "cloudflare:workers";
-import { LazySchema } from "./schema";
-import { OwnName } from "./own-name";
-import { StatsReporter } from "./relay-stats";
-import { OverLease, StorageLease, withinLease } from "./storage-lease";
-import { MIGRATIONS } from "../migrations/index";
-import type { ErrorCode } from "../shared/errors";
-import { bytesToHex, randomBytes, toArrayBuffer } from "../shared/encoding";
+import { LazySchema } from "../base/schema";
+import { OwnName } from "../own-name";
+import { StatsReporter } from "../relay/relay-stats";
+import { OverLease, StorageLease, withinLease } from "../relay/storage-lease";
+import { MIGRATIONS } from "../../migrations/index";
+import type { ErrorCode } from "../../shared/errors";
+import { bytesToHex, randomBytes, toArrayBuffer } from "../../shared/encoding";
 import { MailboxWakes } from "./mailbox-wakes";
-import { MAILBOX_LIMITS, MINCA_HOST_LIMITS } from "../shared/limits";
-import { TokenBucket } from "../shared/rate-limit";
-import { buildPage, type Page, type PageQuery, type Posted, type ReceiverAdded, type StoredItem } from "../shared/mailbox/messages";
-import type { FetchLike } from "../shared/webpush/send";
-import type { PushSubscriptionJSON } from "../shared/webpush/subscription";
-import { log } from "../shared/log";
+import { MAILBOX_LIMITS, MINCA_HOST_LIMITS } from "../../shared/limits";
+import { TokenBucket } from "../../shared/rate-limit";
+import { buildPage, type Page, type PageQuery, type Posted, type ReceiverAdded, type StoredItem } from "../../shared/mailbox/messages";
+import type { FetchLike } from "../../shared/webpush/send";
+import type { PushSubscriptionJSON } from "../../shared/webpush/subscription";
+import { log } from "../../shared/log";
 
 /** What an RPC call answers: a value, or the HTTP error the Worker turns it into. */
 export type MailboxResult<T> =

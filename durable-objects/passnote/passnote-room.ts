@@ -2,13 +2,13 @@
 // room key, and the routing of their binary frames by 8-byte peer id, byte-exact and in order
 // per sender. The relay never looks inside a frame; the join proof is checked in shared/passnote.
 import type * as z from "zod";
-import { OwnName } from "./own-name";
-import { RelayObject, clientOf, type BaseAttachment, type Route } from "./base";
-import { MIGRATIONS } from "../migrations/index";
-import { CLOSE_CODES, PASSNOTE_LIMITS } from "../shared/limits";
-import { base64urlEncode, bytesToHex, hexToBytes, randomBytes } from "../shared/encoding";
-import { joinSchema } from "../shared/passnote/messages";
-import { BROADCAST, PEER_ID_BYTES, isBroadcastFrame, restampPeerFrame, verifyJoin } from "../shared/passnote/room";
+import { OwnName } from "../own-name";
+import { RelayObject, clientOf, type BaseAttachment, type Route } from "../base/socket-object";
+import { MIGRATIONS } from "../../migrations/index";
+import { CLOSE_CODES, PASSNOTE_LIMITS } from "../../shared/limits";
+import { base64urlEncode, bytesToHex, hexToBytes, randomBytes } from "../../shared/encoding";
+import { joinSchema } from "../../shared/passnote/messages";
+import { BROADCAST, PEER_ID_BYTES, isBroadcastFrame, restampPeerFrame, verifyJoin } from "../../shared/passnote/room";
 
 export interface PassnoteAttachment extends BaseAttachment {
   /** base64url of the 32 challenge bytes; emptied once joined. */

@@ -6,11 +6,11 @@
 // back what it no longer needs at most every flush interval (changed()) or all of it before it
 // deletes its storage (releaseAll()). The lease is kept in the object's `meta` table, so an
 // evicted object knows what it holds. Ledger calls run one at a time.
-import type { LazySchema } from "./schema";
+import type { LazySchema } from "../base/schema";
 import { relayLedger, type RelayLedger } from "./relay-ledger";
-import { STATS_LIMITS } from "../shared/limits";
-import { leaseBlock, leaseKeep, leaseRequest, type StorageKind } from "../shared/storage";
-import { log } from "../shared/log";
+import { STATS_LIMITS } from "../../shared/limits";
+import { leaseBlock, leaseKeep, leaseRequest, type StorageKind } from "../../shared/storage";
+import { log } from "../../shared/log";
 
 const META_KEY = "lease_bytes";
 

@@ -3,15 +3,15 @@
 // section 4, seed 003 sections 6, 8, 9 and 13). Decisions about bytes live in shared/tally; this
 // file holds state.
 import type * as z from "zod";
-import { OwnName } from "./own-name";
-import { RelayObject, clientOf, type BaseAttachment, type Route } from "./base";
-import { MIGRATIONS } from "../migrations/index";
-import { CLOSE_CODES, TALLY_LIMITS } from "../shared/limits";
-import { bytesToHex, randomBytes, utf8ByteLength } from "../shared/encoding";
-import { rawMember } from "../shared/json-raw";
-import { checkAuthEvent } from "../shared/tally/auth";
-import { npubDecode, npubEncode } from "../shared/tally/keys";
-import { peerEnvelopeSchema } from "../shared/tally/envelope";
+import { OwnName } from "../own-name";
+import { RelayObject, clientOf, type BaseAttachment, type Route } from "../base/socket-object";
+import { MIGRATIONS } from "../../migrations/index";
+import { CLOSE_CODES, TALLY_LIMITS } from "../../shared/limits";
+import { bytesToHex, randomBytes, utf8ByteLength } from "../../shared/encoding";
+import { rawMember } from "../../shared/json-raw";
+import { checkAuthEvent } from "../../shared/tally/auth";
+import { npubDecode, npubEncode } from "../../shared/tally/keys";
+import { peerEnvelopeSchema } from "../../shared/tally/envelope";
 import {
   ackSchema,
   connectPeerSchema,
@@ -20,10 +20,10 @@ import {
   signalFrame,
   webrtcSignalSchema,
   type QueuedStatus,
-} from "../shared/tally/messages";
-import { relayUrlMatches } from "../shared/tally/relay-url";
-import { log } from "../shared/log";
-import { OverLease } from "./storage-lease";
+} from "../../shared/tally/messages";
+import { relayUrlMatches } from "../../shared/tally/relay-url";
+import { log } from "../../shared/log";
+import { OverLease } from "../relay/storage-lease";
 import { TallyQueue } from "./tally-queue";
 import { TallyContacts } from "./tally-contacts";
 

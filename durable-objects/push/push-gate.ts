@@ -4,10 +4,10 @@
 // Push asks the gate of each origin before a batch, so no number of mailboxes or accounts can
 // turn the relay into an amplifier toward one third party.
 import { DurableObject } from "cloudflare:workers";
-import { WEBPUSH_LIMITS } from "../shared/limits";
-import { log } from "../shared/log";
-import { TokenBucket } from "../shared/rate-limit";
-import { endpointOrigin } from "../shared/webpush/endpoint";
+import { WEBPUSH_LIMITS } from "../../shared/limits";
+import { log } from "../../shared/log";
+import { TokenBucket } from "../../shared/rate-limit";
+import { endpointOrigin } from "../../shared/webpush/endpoint";
 
 export class PushGate extends DurableObject<Env> {
   private bucket: TokenBucket | undefined;

@@ -22,18 +22,18 @@
 //   every object (StatsReporter: batched in memory, sent off the message path).
 import { DurableObject } from "cloudflare:workers";
 import type * as z from "zod";
-import { rateLimitedError, socketError, type ErrorCode } from "../shared/errors";
-import { CLOSE_CODES, COMMON_LIMITS } from "../shared/limits";
-import type { Migration } from "../migrations/index";
+import { rateLimitedError, socketError, type ErrorCode } from "../../shared/errors";
+import { CLOSE_CODES, COMMON_LIMITS } from "../../shared/limits";
+import type { Migration } from "../../migrations/index";
 import { LazySchema } from "./schema";
-import { ClientSocketRates, TokenBucket } from "../shared/rate-limit";
-import { httpErrorBody } from "../shared/errors";
-import { utf8ByteLength } from "../shared/encoding";
+import { ClientSocketRates, TokenBucket } from "../../shared/rate-limit";
+import { httpErrorBody } from "../../shared/errors";
+import { utf8ByteLength } from "../../shared/encoding";
 import { noteIdle } from "./live";
-import { StatsReporter } from "./relay-stats";
-import type { StatsGauges, StatsProtocol } from "../shared/stats";
-import { log } from "../shared/log";
-import { jsonNestsDeeper } from "../shared/client-json";
+import { StatsReporter } from "../relay/relay-stats";
+import type { StatsGauges, StatsProtocol } from "../../shared/stats";
+import { log } from "../../shared/log";
+import { jsonNestsDeeper } from "../../shared/client-json";
 
 /**
  * The header the Worker sets on every upgrade it hands an object: the client's address as far as

@@ -4,11 +4,11 @@
 // queue_ttl_days, and charged against the user's lease of the relay-wide total (storage.tally_bytes)
 // in the same transaction as each store. The `queue` table's only writer; TallyUser (tally-user.ts)
 // holds the sockets and decides when to store, push and delete.
-import { TALLY_LIMITS } from "../shared/limits";
-import { utf8ByteLength } from "../shared/encoding";
-import { storedEnvelope } from "../shared/tally/messages";
-import type { LazySchema } from "./schema";
-import { OverLease, StorageLease, withinLease } from "./storage-lease";
+import { TALLY_LIMITS } from "../../shared/limits";
+import { utf8ByteLength } from "../../shared/encoding";
+import { storedEnvelope } from "../../shared/tally/messages";
+import type { LazySchema } from "../base/schema";
+import { OverLease, StorageLease, withinLease } from "../relay/storage-lease";
 
 const DAY_MS = 86_400_000;
 

@@ -5,11 +5,11 @@
 // off the message path. A failed report keeps its counts for the next one.
 import { DurableObject } from "cloudflare:workers";
 import { sha256 } from "@noble/hashes/sha2.js";
-import { LazySchema } from "./schema";
-import { MIGRATIONS } from "../migrations/index";
-import { STATS_LIMITS } from "../shared/limits";
-import { bytesToHex, utf8Encode } from "../shared/encoding";
-import { STORAGE_KINDS, storageTotals } from "../shared/storage";
+import { LazySchema } from "../base/schema";
+import { MIGRATIONS } from "../../migrations/index";
+import { STATS_LIMITS } from "../../shared/limits";
+import { bytesToHex, utf8Encode } from "../../shared/encoding";
+import { STORAGE_KINDS, storageTotals } from "../../shared/storage";
 import {
   buildSnapshot,
   emptyStorage,
@@ -23,8 +23,8 @@ import {
   type StatsGauges,
   type StatsProtocol,
   type StatsSnapshot,
-} from "../shared/stats";
-import { log } from "../shared/log";
+} from "../../shared/stats";
+import { log } from "../../shared/log";
 
 /** The one stats object's name. */
 export const RELAY_STATS_NAME = "relay";

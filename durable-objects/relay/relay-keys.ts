@@ -2,12 +2,12 @@
 // that `wrangler dev` and self-hosting work with no set-up (the local default). One object,
 // named RELAY_KEYS_NAME; it holds state only: the key material is made by shared/.
 import { DurableObject } from "cloudflare:workers";
-import { WebPushSender, type FetchLike } from "../shared/webpush/send";
-import { LazySchema } from "./schema";
-import { MIGRATIONS } from "../migrations/index";
-import { base64urlEncode } from "../shared/encoding";
-import { generateVapidKeys, vapidKeysFromPrivate, type VapidKeys } from "../shared/webpush/vapid";
-import { generateHostKey, hostDid } from "../shared/minca/host-identity";
+import { WebPushSender, type FetchLike } from "../../shared/webpush/send";
+import { LazySchema } from "../base/schema";
+import { MIGRATIONS } from "../../migrations/index";
+import { base64urlEncode } from "../../shared/encoding";
+import { generateVapidKeys, vapidKeysFromPrivate, type VapidKeys } from "../../shared/webpush/vapid";
+import { generateHostKey, hostDid } from "../../shared/minca/host-identity";
 
 export const RELAY_KEYS_NAME = "relay-keys";
 

@@ -3,15 +3,15 @@
 // relay-wide gate per push-service origin, acting on each push service's answer (RFC 8030 §5,
 // RFC 8292 §4). Each try is counted, and its retry time set, before it is made, so a send that
 // takes the relay down with it is bounded by push_max_attempts across restarts.
-import { relayPushSender } from "./relay-keys";
-import { admitPushes } from "./push-gate";
-import type { StatsReporter } from "./relay-stats";
-import { MAILBOX_LIMITS } from "../shared/limits";
-import { wakeBody } from "../shared/mailbox/messages";
-import { wakePushTopic } from "../shared/mailbox/topic";
-import { checkPushEndpoint, endpointOrigin, endpointPolicy } from "../shared/webpush/endpoint";
-import { retryDelaySeconds, WebPushSender, type FetchLike, type PushOutcome } from "../shared/webpush/send";
-import { log } from "../shared/log";
+import { relayPushSender } from "../relay/relay-keys";
+import { admitPushes } from "../push/push-gate";
+import type { StatsReporter } from "../relay/relay-stats";
+import { MAILBOX_LIMITS } from "../../shared/limits";
+import { wakeBody } from "../../shared/mailbox/messages";
+import { wakePushTopic } from "../../shared/mailbox/topic";
+import { checkPushEndpoint, endpointOrigin, endpointPolicy } from "../../shared/webpush/endpoint";
+import { retryDelaySeconds, WebPushSender, type FetchLike, type PushOutcome } from "../../shared/webpush/send";
+import { log } from "../../shared/log";
 
 interface DueRow extends Record<string, SqlStorageValue> {
   receiver_id: string;
