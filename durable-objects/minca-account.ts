@@ -357,7 +357,7 @@ export class MincaAccount extends DurableObject<Env> {
     const readKey = key === null ? null : readKeyDid(readSeedOf(base64urlDecode(key)));
     for (const { space } of this.sql.exec<{ space: string }>("SELECT space FROM passes").toArray()) await this.space(space).uncarry(account);
     for (const { topic } of this.sql.exec<{ topic: string }>("SELECT DISTINCT topic FROM links").toArray()) {
-      await this.mailbox(topic).unlinkAccount(topic, account);
+      await this.mailbox(topic).unlinkAccount(account);
     }
     await this.lease.releaseAll();
     this.keepOnlyTombstone({ at: String(Date.now()), space: carry, readKey });

@@ -56,6 +56,11 @@ export class LazySchema {
     for (const f of this.onCreate.splice(0)) f();
   }
 
+  /** Runs `f` when this instance makes the schema (never when it existed before). */
+  onMake(f: () => void): void {
+    this.onCreate.push(f);
+  }
+
   /** Runs `f` when the schema is made (what was kept in memory until something was stored). */
   whenCreated(f: () => void): void {
     if (this.present) f();

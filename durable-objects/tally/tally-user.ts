@@ -3,8 +3,8 @@
 // section 4, seed 003 sections 6, 8, 9 and 13). Decisions about bytes live in shared/tally; this
 // file holds state.
 import type * as z from "zod";
-import { OwnName } from "../own-name";
-import { RelayObject, clientOf, type BaseAttachment, type Route } from "../base/socket-object";
+import { SocketObject, clientOf, type BaseAttachment, type Route } from "../base/socket-object";
+import { RELAY_HOST_HEADER } from "../base/client-header";
 import { MIGRATIONS } from "../../migrations/index";
 import { CLOSE_CODES, TALLY_LIMITS } from "../../shared/limits";
 import { bytesToHex, randomBytes, utf8ByteLength } from "../../shared/encoding";
@@ -17,20 +17,19 @@ import {
   connectPeerSchema,
   queuePeerEnvelopeSchema,
   registerSchema,
-  signalFrame,
   webrtcSignalSchema,
-  type QueuedStatus,
 } from "../../shared/tally/messages";
 import { relayUrlMatches } from "../../shared/tally/relay-url";
 import { log } from "../../shared/log";
-import { OverLease } from "../relay/storage-lease";
 import { TallyQueue } from "./tally-queue";
 import { TallyContacts } from "./tally-contacts";
+import { EnvelopeBatcher, type Delivery, type EnvelopeCall } from "./envelope-batcher";
+import { TallySignaling, type PeerUser } from "./tally-signaling";
+
+export type { Delivery } from "./envelope-batcher";
 
 export interface TallyAttachment extends BaseAttachment {
   challenge: string;
-  /** This object's user (64 hex): the name it was addressed by, kept here until something is stored. */
-  user?: string;
   /** Host the client connected to, for the auth event's relay tag. */
   host: string;
   deviceId?: string;
@@ -39,36 +38,18 @@ export interface TallyAttachment extends BaseAttachment {
   seenAt?: number;
 }
 
-/** Header by which the Worker tells the object whose it is (it stores it; a cold start does not). */
-export const TALLY_USER_HEADER = "x-tally-user";
-export const RELAY_HOST_HEADER = "x-relay-host";
-
 const IDLE_MS = TALLY_LIMITS.idle_timeout_seconds * 1000;
 
 type Stub = DurableObjectStub<TallyUser>;
 
-/**
- * What a recipient's object did with an envelope: a `queued` status, or `storage_full` when it
- * would have been stored but the relay-wide total of stored envelopes has no room (docs/hostile.md).
- */
-export type Delivery = QueuedStatus | "storage_full";
-
-/** An envelope waiting in the outbox for the RPC to its recipient's object. */
-interface Outgoing {
-  raw: string;
-  fromHex: string;
-  id: string;
-  resolve: (status: Delivery) => void;
-  reject: (err: unknown) => void;
-}
-
 /** One route of this object, typed with its attachment. */
 const route = <S extends z.ZodType>(r: Route<TallyUser, TallyAttachment, S>) => r;
 
-export class TallyUser extends RelayObject<Env, TallyAttachment> {
+export class TallyUser extends SocketObject<Env, TallyAttachment> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env, {
       migrations: MIGRATIONS.TallyUser,
+      nameKey: "user_hex",
       maxFrameBytes: TALLY_LIMITS.max_frame_bytes,
       beforeAuth: "ignore",
       protocol: "tally",
@@ -79,41 +60,40 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
   private readonly queue = new TallyQueue(this.ctx, this.env, this.schema);
   /** Whom this user exchanged envelopes with, and which of its devices met whose. */
   private readonly contacts = new TallyContacts(this.ctx, this.schema);
+  /** Envelopes on their way to other users' objects, in batches. */
+  private readonly batcher = new EnvelopeBatcher((toHex, batch) => this.stubFor(toHex).deliverAll(batch));
+  private readonly signaling = new TallySignaling(
+    {
+      me: () => this.userHex(),
+      devices: (except) => this.devices(except).map((d) => ({ ws: d.ws, deviceId: d.att.deviceId })),
+      send: (ws, msg) => this.send(ws, msg),
+      sendRaw: (ws, data) => this.sendRaw(ws, data),
+      sendError: (ws, code, message) => this.sendError(ws, code, message),
+      peer: (hex) => this.peer(hex),
+    },
+    this.contacts,
+  );
 
   /** RPC, the ledger's audit (storage-lease.ts): the lease this object recorded, in bytes. Reads only. */
   leaseHeld(): number {
     return this.queue.lease.bytes;
   }
 
-  protected statsGauges() {
+  protected socketGauges() {
     return { envelopes_stored: this.queue.count() };
   }
 
   // ---- identity -----------------------------------------------------------------------------
 
-  /** This object's user (64 hex), kept in its own storage. */
-  private readonly user = new OwnName(this.schema, "user_hex");
-
-  private userHex(): string | null {
-    if (this.user.get() === null) {
-      // Nothing stored yet, and a new instance: the name is in the sockets' attachments.
-      for (const ws of this.ctx.getWebSockets()) {
-        const hex = this.attachment(ws)?.user;
-        if (hex) {
-          this.remember(hex);
-          return hex;
-        }
-      }
-    }
-    return this.user.get();
-  }
-
-  private remember(hex: string): void {
-    this.user.claim(hex);
+  /** This object's user (64 hex): the name it is addressed by. */
+  private userHex(): string {
+    const hex = this.name;
+    if (hex === null) throw new Error("a Tally user object addressed without its user");
+    return hex;
   }
 
   private userNpub(): string {
-    return npubEncode(this.userHex()!);
+    return npubEncode(this.userHex());
   }
 
   /** Object ids of the users this one talks to (idFromName hashes), bounded: emptied when full. */
@@ -128,18 +108,19 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
     return this.env.TALLY_USER.get(id);
   }
 
+  private peer(hex: string): PeerUser {
+    return this.stubFor(hex) as unknown as PeerUser;
+  }
+
   // ---- connections --------------------------------------------------------------------------
 
   async fetch(request: Request): Promise<Response> {
-    const hex = request.headers.get(TALLY_USER_HEADER);
-    if (!hex || !/^[0-9a-f]{64}$/.test(hex)) return new Response("missing user", { status: 400 });
-    this.remember(hex);
+    if (!/^[0-9a-f]{64}$/.test(this.name ?? "")) return new Response("not a Tally user's object", { status: 400 });
     return this.accept({
       openedAt: Date.now(),
       authed: false,
       client: clientOf(request),
       challenge: bytesToHex(randomBytes(32)),
-      user: hex,
       host: request.headers.get(RELAY_HOST_HEADER) ?? new URL(request.url).host,
     });
   }
@@ -153,10 +134,6 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
       ws: WebSocket;
       att: TallyAttachment & { deviceId: string };
     }>;
-  }
-
-  private device(deviceId: string): WebSocket | undefined {
-    return this.devices().find((d) => d.att.deviceId === deviceId)?.ws;
   }
 
   protected routes = {
@@ -190,7 +167,7 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
     webrtc_signal: route({
       schema: webrtcSignalSchema,
       handle(this: TallyUser, ws, msg, att) {
-        return this.webrtcSignal(ws, msg.peer_user_id, msg.peer_device_id, msg.signal, att);
+        return this.signaling.webrtcSignal(ws, msg.peer_user_id, msg.peer_device_id, msg.signal, att.deviceId!);
       },
     }),
   };
@@ -201,7 +178,7 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
     att: TallyAttachment,
   ): Promise<void> {
     if (att.authed) return this.sendError(ws, "already_registered", "this connection is already registered");
-    const me = this.userHex()!;
+    const me = this.userHex();
     let claimed: string;
     try {
       claimed = npubDecode(msg.user_id);
@@ -228,7 +205,7 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
     const deviceId = bytesToHex(randomBytes(8));
     const next: TallyAttachment = { ...att, authed: true, deviceId, acks: msg.acks === true, challenge: "", seenAt: Date.now() };
     this.setAttachment(ws, next);
-    await this.scheduleAlarm(Date.now() + IDLE_MS);
+    await this.wakeAt(Date.now() + IDLE_MS);
     this.contacts.pruneIntroductions(this.devices().map((d) => d.att.deviceId));
 
     // registered, the stored envelopes oldest first, queue_drained (seed 6.2 step 2).
@@ -248,11 +225,7 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
     if (!next.acks && pushed > 0) this.queue.removeThrough(pushed);
 
     // Own devices meet each other (13.1).
-    const npub = this.userNpub();
-    for (const other of online) {
-      this.send(ws, { type: "peer_connect", peer_user_id: npub, peer_device_id: other.att.deviceId });
-      this.send(other.ws, { type: "peer_connect", peer_user_id: npub, peer_device_id: deviceId });
-    }
+    this.signaling.registered(ws, deviceId, online.map((d) => ({ ws: d.ws, deviceId: d.att.deviceId })));
   }
 
   // ---- envelopes ----------------------------------------------------------------------------
@@ -276,7 +249,7 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
     if (bytes > TALLY_LIMITS.max_envelope_bytes) {
       return this.sendError(ws, "envelope_too_large", `envelope is ${bytes} bytes; at most ${TALLY_LIMITS.max_envelope_bytes}`, env.id);
     }
-    const me = this.userHex()!;
+    const me = this.userHex();
     const fromHex = npubDecode(env.from_user_id);
     if (fromHex !== me) {
       return this.sendError(ws, "forbidden_sender", "from_user_id is not the registered user", env.id);
@@ -291,7 +264,7 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
       status = n > 0 ? "delivered" : "not_stored";
     } else {
       this.contacts.noteContact(toHex, "sent");
-      status = await this.deliverTo(toHex, raw, fromHex, env.id);
+      status = await this.batcher.deliver(toHex, raw, fromHex, env.id);
     }
     if (status === "storage_full") {
       return this.sendError(ws, "storage_full", "the relay holds all the envelopes it may (storage.tally_bytes): not stored; send it again later", env.id);
@@ -300,52 +273,15 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
   }
 
   /**
-   * Envelopes on their way to other users' objects, by recipient: while one RPC to a recipient's
-   * object is in flight, the envelopes that follow for it wait and go together in the next one.
-   * One RPC per batch instead of one per envelope, and envelopes from this user to that one
-   * arrive in the order they were sent.
-   */
-  private readonly outbox = new Map<string, Outgoing[]>();
-
-  /** Hands an envelope to its recipient's object; resolves with what that object did with it. */
-  private deliverTo(toHex: string, raw: string, fromHex: string, id: string): Promise<Delivery> {
-    return new Promise((resolve, reject) => {
-      const waiting = this.outbox.get(toHex);
-      const item = { raw, fromHex, id, resolve, reject };
-      if (waiting) return void waiting.push(item); // a batch is in flight: go with the next one
-      this.outbox.set(toHex, [item]);
-      void this.sendOutbox(toHex);
-    });
-  }
-
-  private async sendOutbox(toHex: string): Promise<void> {
-    for (;;) {
-      const queue = this.outbox.get(toHex)!;
-      if (queue.length === 0) return void this.outbox.delete(toHex);
-      const batch = queue.splice(0, TALLY_LIMITS.rpc_batch_envelopes);
-      try {
-        const statuses = await this.stubFor(toHex).deliverAll(
-          toHex,
-          batch.map((e) => [e.raw, e.fromHex, e.id] as [string, string, string]),
-        );
-        batch.forEach((e, k) => (statuses[k] ? e.resolve(statuses[k]) : e.reject(new Error(`delivery of ${e.id} failed`))));
-      } catch (err) {
-        for (const e of batch) e.reject(err);
-      }
-    }
-  }
-
-  /**
    * RPC: envelopes for this user from another user's object, in order; null where one failed.
    * Only an envelope whose storing outgrows this user's lease waits (for the ledger), and the
    * ones after it wait with it, so they stay in order.
    */
-  async deliverAll(toHex: string, envelopes: Array<[raw: string, fromHex: string, id: string]>): Promise<Array<Delivery | null>> {
+  async deliverAll(envelopes: EnvelopeCall[]): Promise<Array<Delivery | null>> {
     const out: Array<Delivery | null> = [];
     for (const [raw, fromHex, id] of envelopes) {
       try {
-        const now = this.deliverOne(toHex, raw, fromHex, id);
-        out.push(now instanceof OverLease ? await this.deliverWithRoom(toHex, raw, fromHex, id, now) : now);
+        out.push(await this.deliver(raw, fromHex, id));
       } catch (err) {
         log.error("delivery failed", { err });
         out.push(null);
@@ -354,55 +290,54 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
     return out;
   }
 
-  /** RPC: an envelope for this user, from another user's object. */
-  async deliver(toHex: string, raw: string, fromHex: string, id: string): Promise<Delivery> {
-    const now = this.deliverOne(toHex, raw, fromHex, id);
-    return now instanceof OverLease ? this.deliverWithRoom(toHex, raw, fromHex, id, now) : now;
-  }
-
-  /** Storing outgrew the lease: extend it once, then deliver again (a total with no room: storage_full). */
-  private async deliverWithRoom(toHex: string, raw: string, fromHex: string, id: string, over: OverLease): Promise<Delivery> {
-    if (!(await this.queue.lease.extend(over.total))) return "storage_full";
-    const again = this.deliverOne(toHex, raw, fromHex, id);
-    return again instanceof OverLease ? "storage_full" : again;
-  }
-
-  /** Delivers (and stores) one envelope now; an OverLease, with nothing stored or sent, when storing it outgrows the lease. */
-  private deliverOne(toHex: string, raw: string, fromHex: string, id: string): QueuedStatus | OverLease {
-    this.remember(toHex);
-    const status = this.deliverNow(raw, fromHex, id);
-    // A refused envelope leaves nothing behind, not even the contact it would have made.
-    if (!(status instanceof OverLease)) this.contacts.noteContact(fromHex, "received");
-    return status;
-  }
-
-  private deliverNow(raw: string, fromHex: string, id: string): QueuedStatus | OverLease {
+  /**
+   * Delivers one envelope for this user (seed 6.2): pushed at once to the online devices that do
+   * not ack; stored first when no device is online or one acks, then pushed in its stored form.
+   * When the relay-wide total has no room to store it, the online devices still get it as it
+   * arrived (step 1: deliver to online devices): "delivered" if one took it, else storage_full.
+   */
+  private async deliver(raw: string, fromHex: string, id: string): Promise<Delivery> {
     const devices = this.devices();
     if (devices.length > 0 && !devices.some((d) => d.att.acks)) {
-      let n = 0;
-      for (const d of devices) if (this.sendRaw(d.ws, raw)) n++;
-      this.stats.count("deliveries", n);
-      if (n > 0) return "delivered";
+      const n = this.push(devices, raw);
+      if (n > 0) return this.delivered("delivered", fromHex);
     }
     // Offline, or an acking device is online: store first, then push the stored form.
-    const stored = this.store(raw, fromHex, id);
-    if (stored instanceof OverLease) return stored;
+    const stored = await this.store(raw, fromHex, id);
+    const online = this.devices();
+    if (stored === "storage_full") {
+      // Not stored: a device that does not ack takes it as it is, and so does an acking one (it
+      // acks an envelope the relay does not hold: nothing to delete).
+      return this.push(online, raw) > 0 ? this.delivered("delivered", fromHex) : "storage_full";
+    }
     this.stats.changed();
-    if (devices.length === 0) return stored ? "stored" : "not_stored";
+    if (online.length === 0) return this.delivered(stored ? "stored" : "not_stored", fromHex);
+    const n = this.push(online, stored ?? raw);
+    return this.delivered(n > 0 ? "delivered" : stored ? "stored" : "not_stored", fromHex);
+  }
+
+  /** Sends one envelope to each device; how many took it. */
+  private push(devices: Array<{ ws: WebSocket }>, raw: string): number {
     let n = 0;
-    for (const d of devices) if (this.sendRaw(d.ws, stored ?? raw)) n++;
+    for (const d of devices) if (this.sendRaw(d.ws, raw)) n++;
     this.stats.count("deliveries", n);
-    return n > 0 ? "delivered" : stored ? "stored" : "not_stored";
+    return n;
+  }
+
+  /** An envelope was handed on or kept: its sender is a contact (a refused one leaves nothing behind). */
+  private delivered(status: Delivery, fromHex: string): Delivery {
+    this.contacts.noteContact(fromHex, "received");
+    return status;
   }
 
   /**
    * Stores an envelope (tally-queue.ts) and wakes the object when it expires; the stored form, or
-   * null when it was not kept, or an OverLease when storing it outgrows the lease.
+   * null when it was not kept, or "storage_full".
    */
-  private store(raw: string, fromHex: string, id: string): string | null | OverLease {
-    const kept = this.queue.store(raw, fromHex, id, Date.now());
-    if (kept === null || kept instanceof OverLease) return kept;
-    if (kept.expires !== null) void this.scheduleAlarm(kept.expires);
+  private async store(raw: string, fromHex: string, id: string): Promise<string | null | "storage_full"> {
+    const kept = await this.queue.store(raw, fromHex, id, Date.now());
+    if (kept === null || kept === "storage_full") return kept;
+    if (kept.expires !== null) void this.wakeAt(kept.expires);
     return kept.body;
   }
 
@@ -446,108 +381,29 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
     return remaining;
   }
 
-  // ---- signaling ----------------------------------------------------------------------------
+  // ---- signaling (tally-signaling.ts) -------------------------------------------------------
 
-  private async connectPeer(ws: WebSocket, peerHex: string, att: TallyAttachment): Promise<void> {
-    const me = this.userHex()!;
-    const myNpub = this.userNpub();
-    const myDevice = att.deviceId!;
-    if (peerHex === me) {
-      for (const other of this.devices(myDevice)) {
-        this.send(ws, { type: "peer_connect", peer_user_id: myNpub, peer_device_id: other.att.deviceId });
-        this.send(other.ws, { type: "peer_connect", peer_user_id: myNpub, peer_device_id: myDevice });
-      }
-      return;
-    }
-    // Presence only to users with an envelope exchange (decision in docs/tally.md): otherwise no
-    // answer, as if the user were offline.
-    if (!this.contacts.isContact(peerHex)) return;
-    const theirDevices = await this.stubFor(peerHex).introduce(peerHex, me, myDevice);
-    const peerNpub = npubEncode(peerHex);
-    for (const d of theirDevices) {
-      this.contacts.addIntroduction(myDevice, peerHex, d);
-      this.send(ws, { type: "peer_connect", peer_user_id: peerNpub, peer_device_id: d });
-    }
+  private connectPeer(ws: WebSocket, peerHex: string, att: TallyAttachment): Promise<void> {
+    return this.signaling.connectPeer(ws, peerHex, att.deviceId!);
   }
 
   /** RPC: another user's device asks to meet this user's devices; returns their device ids. */
-  async introduce(toHex: string, fromHex: string, fromDevice: string): Promise<string[]> {
-    this.remember(toHex);
-    const fromNpub = npubEncode(fromHex);
-    const ids: string[] = [];
-    for (const d of this.devices()) {
-      this.contacts.addIntroduction(d.att.deviceId, fromHex, fromDevice);
-      this.send(d.ws, { type: "peer_connect", peer_user_id: fromNpub, peer_device_id: fromDevice });
-      ids.push(d.att.deviceId);
-    }
-    return ids;
-  }
-
-  private async webrtcSignal(
-    ws: WebSocket,
-    peerNpub: string,
-    peerDevice: string | undefined,
-    signal: unknown,
-    att: TallyAttachment,
-  ): Promise<void> {
-    const json = JSON.stringify(signal);
-    const bytes = utf8ByteLength(json);
-    if (bytes > TALLY_LIMITS.max_signal_bytes) {
-      return this.sendError(ws, "signal_too_large", `signal is ${bytes} bytes; at most ${TALLY_LIMITS.max_signal_bytes}`);
-    }
-    const me = this.userHex()!;
-    const peerHex = npubDecode(peerNpub);
-    const ok =
-      peerHex === me
-        ? this.deliverSignal(me, me, att.deviceId!, peerDevice, json)
-        : await this.stubFor(peerHex).signal(peerHex, me, att.deviceId!, peerDevice ?? null, json);
-    if (!ok) this.sendError(ws, "peer_unavailable", "no such online device of that user");
+  async introduce(fromHex: string, fromDevice: string): Promise<string[]> {
+    return this.signaling.introduce(fromHex, fromDevice);
   }
 
   /** RPC: a webrtc_signal for one of this user's devices. */
-  async signal(toHex: string, fromHex: string, fromDevice: string, toDevice: string | null, json: string): Promise<boolean> {
-    this.remember(toHex);
-    return this.deliverSignal(toHex, fromHex, fromDevice, toDevice ?? undefined, json);
+  async signal(fromHex: string, fromDevice: string, toDevice: string | null, json: string): Promise<boolean> {
+    return this.signaling.deliverSignal(fromHex, fromDevice, toDevice ?? undefined, json);
   }
-
-  private deliverSignal(meHex: string, fromHex: string, fromDevice: string, toDevice: string | undefined, json: string): boolean {
-    let target: WebSocket | undefined;
-    if (toDevice !== undefined) target = this.device(toDevice);
-    else {
-      // Without a device id: the peer's only device, if it has exactly one (other than the sender).
-      const candidates = this.devices(meHex === fromHex ? fromDevice : undefined);
-      if (candidates.length === 1) target = candidates[0].ws;
-    }
-    if (!target || (meHex === fromHex && toDevice === fromDevice)) return false;
-    const frame = signalFrame(npubEncode(fromHex), fromDevice, json);
-    return this.sendRaw(target, frame);
-  }
-
-  // ---- departures ---------------------------------------------------------------------------
 
   protected async onClose(_ws: WebSocket, att: TallyAttachment): Promise<void> {
-    if (!att.authed || !att.deviceId) return;
-    const me = this.userHex()!;
-    const myNpub = npubEncode(me);
-    const gone = att.deviceId;
-    for (const other of this.devices(gone)) {
-      this.send(other.ws, { type: "peer_disconnect", peer_user_id: myNpub, peer_device_id: gone });
-    }
-    const byPeer = this.contacts.takeIntroductions(gone);
-    await Promise.allSettled(
-      [...byPeer].map(([peerHex, devices]) => this.stubFor(peerHex).peerGone(peerHex, me, gone, devices)),
-    );
+    if (att.authed && att.deviceId) await this.signaling.left(att.deviceId);
   }
 
   /** RPC: a device of another user that was introduced to some of ours has gone. */
-  async peerGone(toHex: string, fromHex: string, fromDevice: string, toDevices: string[]): Promise<void> {
-    this.remember(toHex);
-    const fromNpub = npubEncode(fromHex);
-    for (const id of toDevices) {
-      this.contacts.forgetIntroduction(id, fromHex, fromDevice);
-      const ws = this.device(id);
-      if (ws) this.send(ws, { type: "peer_disconnect", peer_user_id: fromNpub, peer_device_id: fromDevice });
-    }
+  async peerGone(fromHex: string, fromDevice: string, toDevices: string[]): Promise<void> {
+    this.signaling.peerGone(fromHex, fromDevice, toDevices);
   }
 
   // ---- inspection (tests and the status page) -------------------------------------------------

@@ -13,6 +13,7 @@ import { newUser, opaqueEnvelope, type User } from "../helpers/tally";
 import { HostConnection, makeSpace, newAccount, writeVersion } from "../../clients/minca/host";
 import type { TallyUser } from "../../durable-objects/tally/tally-user";
 import { waitFor } from "../helpers/wait";
+import { deliver } from "../helpers/tally-user";
 
 const RELAY = "http://relay.test";
 const MAILBOX = `${RELAY}/minca/v1/mailbox`;
@@ -129,12 +130,12 @@ describe("relay-wide storage totals (issue 15)", () => {
     const carol = newUser();
     await roomFor("tally", 40_000);
     const pad = "p".repeat(30_000);
-    expect(await tallyStub(bob).deliver(bob.hex, JSON.stringify(opaqueEnvelope(alice, bob, "b1", { pad })), alice.hex, "b1")).toBe("stored");
+    expect(await deliver(tallyStub(bob), JSON.stringify(opaqueEnvelope(alice, bob, "b1", { pad })), alice.hex, "b1")).toBe("stored");
     expect(30_000).toBeLessThan(TALLY_LIMITS.queue_max_bytes);
-    expect(await tallyStub(carol).deliver(carol.hex, JSON.stringify(opaqueEnvelope(alice, carol, "c1", { pad })), alice.hex, "c1")).toBe("storage_full");
+    expect(await deliver(tallyStub(carol), JSON.stringify(opaqueEnvelope(alice, carol, "c1", { pad })), alice.hex, "c1")).toBe("storage_full");
     expect(await tables(tallyStub(carol))).toEqual([]);
     await resetTotals();
-    expect(await tallyStub(carol).deliver(carol.hex, JSON.stringify(opaqueEnvelope(alice, carol, "c1", { pad })), alice.hex, "c1")).toBe("stored");
+    expect(await deliver(tallyStub(carol), JSON.stringify(opaqueEnvelope(alice, carol, "c1", { pad })), alice.hex, "c1")).toBe("stored");
   });
 
   it("storage.tally_bytes: the sender is answered with the documented error storage_full, carrying the envelope's id", async () => {
