@@ -15,7 +15,6 @@ import { PushOutbox } from "../push/push-outbox";
 import { relayOutboxDeps } from "../push/relay-outbox";
 import { MAILBOX_LIMITS, MINCA_HOST_LIMITS } from "../../shared/limits";
 import { buildPage, type Page, type PageQuery, type Posted, type ReceiverAdded, type StoredItem } from "../../shared/mailbox/messages";
-import type { FetchLike } from "../../shared/webpush/send";
 import type { PushSubscriptionJSON } from "../../shared/webpush/subscription";
 import { log } from "../../shared/log";
 
@@ -36,8 +35,6 @@ const nowSeconds = (ms = Date.now()) => Math.floor(ms / 1000);
 export class MincaMailbox extends StoredObject<Env, Limited> {
   /** Long-polls waiting for the next item. */
   private readonly waiters = new Waiters();
-  /** The fetch wakes go out with (tests may replace it). */
-  pushFetch: FetchLike = (url, init) => fetch(url, init);
   /** The wakes still to send (the `deliveries` table). */
   private readonly wakes: MailboxWakes;
   /** Sending them. */
@@ -59,6 +56,11 @@ export class MincaMailbox extends StoredObject<Env, Limited> {
     this.lease = new StorageLease(ctx, env, "mailbox", this.schema, () => this.heldBytes());
     this.wakes = new MailboxWakes(ctx.storage, () => this.name);
     this.outbox = new PushOutbox(this.wakes, MAILBOX_WAKE_RULES, relayOutboxDeps(env, (url, init) => this.pushFetch(url, init), () => this.stats.count("deliveries")));
+  }
+
+  /** What wakes go out with: the runtime's fetch (the worker tests' subclass answers for a push service). */
+  protected pushFetch(url: string, init: RequestInit): Promise<Response> {
+    return fetch(url, init);
   }
 
   protected statsGauges() {
@@ -210,12 +212,6 @@ export class MincaMailbox extends StoredObject<Env, Limited> {
       }
     }
     return out;
-  }
-
-  /** Receivers by id and endpoint (for tests and operators). */
-  receivers(): Array<{ id: string; endpoint: string }> {
-    if (!this.schema.exists) return [];
-    return this.sql.exec<{ id: string; endpoint: string }>("SELECT id, endpoint FROM receivers ORDER BY created_at").toArray();
   }
 
   // ---- alarm: expiry sweep and wakes ----------------------------------------------------------

@@ -118,9 +118,4 @@ export class PassnoteRoom extends SocketObject<Env, PassnoteAttachment> {
     if (!att.authed || !att.peer) return;
     for (const o of this.peers(att.peer)) this.send(o.ws, { type: "leave", peer: att.peer });
   }
-
-  /** RPC (tests, status): the peer ids in the room. */
-  async peerIds(): Promise<string[]> {
-    return this.peers().map((p) => p.att.peer);
-  }
 }

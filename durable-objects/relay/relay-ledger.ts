@@ -24,8 +24,8 @@ export const RELAY_LEDGER_NAME = "relay";
 const AUDIT_NEXT_BATCH_MS = 1_000;
 
 export class RelayLedger extends StoredObject<Env> {
-  /** Each kind's total in force (the settings; tests may replace it). */
-  totals: StorageTotals;
+  /** Each kind's total in force (the settings). */
+  protected totals: StorageTotals;
   /** Sends the figures to the stats object, at most every flush interval. */
   private readonly reportLater: Debounced;
   /** Whether this instance made sure the audit's alarm is set (once per instance, after its first change). */

@@ -405,11 +405,4 @@ export class TallyUser extends SocketObject<Env, TallyAttachment> {
   async peerGone(fromHex: string, fromDevice: string, toDevices: string[]): Promise<void> {
     this.signaling.peerGone(fromHex, fromDevice, toDevices);
   }
-
-  // ---- inspection (tests and the status page) -------------------------------------------------
-
-  /** RPC: how many envelopes are stored for this user. */
-  async queuedCount(): Promise<number> {
-    return this.queue.count();
-  }
 }

@@ -184,7 +184,10 @@ describe("DESIGN 5: binary frames routed by 8-byte peer id", () => {
     a.s.ws.send(joinPeerFrame(b.peer, bytes(42)));
     await waitFor(() => b.s.binary.length === 1);
     expect(b.s.binary[0]).toEqual(joinPeerFrame(a.peer, bytes(42)));
-    expect((await stub.peerIds()).sort()).toEqual([a.peer, b.peer].sort());
+    const peerIds = await runInDurableObject(stub, (_room, state) =>
+      state.getWebSockets().flatMap((ws) => (ws.deserializeAttachment() as { peer?: string } | null)?.peer ?? []),
+    );
+    expect(peerIds.sort()).toEqual([a.peer, b.peer].sort());
     a.s.close();
     expect(await b.s.next("leave")).toEqual({ type: "leave", peer: a.peer });
   });

@@ -6,7 +6,8 @@
 // ledger object (what STORAGE_*_BYTES set at start; the e2e layer sets them through the setting).
 import { SELF, env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { relayLedger, type RelayLedger } from "../../durable-objects/relay/relay-ledger";
+import { relayLedger } from "../../durable-objects/relay/relay-ledger";
+import type { TestRelayLedger as RelayLedger } from "./test-objects";
 import { STORAGE_LIMITS, MAILBOX_LIMITS, TALLY_LIMITS, MINCA_HOST_LIMITS } from "../../shared/limits";
 import type { StorageKind } from "../../shared/storage";
 import { newUser, opaqueEnvelope, type User } from "../helpers/tally";
@@ -20,7 +21,7 @@ const MAILBOX = `${RELAY}/minca/v1/mailbox`;
 const fetchSelf = ((input: RequestInfo | URL, init?: RequestInit) => SELF.fetch(input as string, init)) as typeof fetch;
 let n = 0;
 const newTopic = () => `storage-total-topic-${Date.now()}-${++n}`;
-const ledger = () => relayLedger(env) as DurableObjectStub<RelayLedger>;
+const ledger = () => relayLedger(env) as unknown as DurableObjectStub<RelayLedger>;
 const tallyStub = (u: User) => env.TALLY_USER.get(env.TALLY_USER.idFromName(u.hex)) as DurableObjectStub<TallyUser>;
 const tables = (stub: DurableObjectStub) =>
   runInDurableObject(stub, (_i, st) =>
@@ -31,14 +32,14 @@ const tables = (stub: DurableObjectStub) =>
 async function roomFor(kind: StorageKind, room: number): Promise<number> {
   return runInDurableObject(ledger(), async (inst: RelayLedger) => {
     const leased = (await inst.snapshot())[kind].reserved_bytes;
-    inst.totals = { tally: STORAGE_LIMITS.tally_bytes, mailbox: STORAGE_LIMITS.mailbox_bytes, host: STORAGE_LIMITS.host_bytes, [kind]: leased + room };
+    inst.useTotals({ tally: STORAGE_LIMITS.tally_bytes, mailbox: STORAGE_LIMITS.mailbox_bytes, host: STORAGE_LIMITS.host_bytes, [kind]: leased + room });
     return leased;
   });
 }
 const reserved = async (kind: StorageKind) => (await ledger().snapshot())[kind].reserved_bytes;
 const resetTotals = () =>
   runInDurableObject(ledger(), (inst: RelayLedger) => {
-    inst.totals = { tally: STORAGE_LIMITS.tally_bytes, mailbox: STORAGE_LIMITS.mailbox_bytes, host: STORAGE_LIMITS.host_bytes };
+    inst.useTotals({ tally: STORAGE_LIMITS.tally_bytes, mailbox: STORAGE_LIMITS.mailbox_bytes, host: STORAGE_LIMITS.host_bytes });
   });
 
 describe("relay-wide storage totals (issue 15)", () => {
