@@ -4,7 +4,7 @@
 // set again after a revoke from the latest version no revoked key signed.
 import { toArrayBuffer } from "../shared/encoding";
 import type { AccountStore } from "./account-store";
-import type { MincaMailbox } from "./minca-mailbox";
+import type { MincaMailbox } from "./mailbox/minca-mailbox";
 import type { MincaSpace } from "./minca-space";
 import type { VersionRefusal, Version } from "../shared/minca/version";
 import { MINCA_HOST_LIMITS, MINCA_WAKE_LIMITS } from "../shared/limits";
@@ -120,7 +120,7 @@ export class AccountRecords {
       case "link": {
         const held = this.sql.exec<{ at: number; topic: string }>("SELECT at, topic FROM links WHERE key = ?", rec.key).toArray()[0];
         if (!newer(held, rec.at)) return null;
-        if (!(await this.peers.mailbox(rec.topic).linkAccount(rec.topic, account))) {
+        if (!(await this.peers.mailbox(rec.topic).linkAccount(account))) {
           return { reason: "too_many_link_accounts", detail: `a mailbox topic serves the links of at most ${MINCA_HOST_LIMITS.max_link_accounts_per_topic} accounts` };
         }
         this.sql.exec(
@@ -250,6 +250,6 @@ export class AccountRecords {
 
   private async unlinkIfNone(topic: string): Promise<void> {
     const left = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM links WHERE topic = ?", topic).one().n;
-    if (left === 0) await this.peers.mailbox(topic).unlinkAccount(topic, this.account());
+    if (left === 0) await this.peers.mailbox(topic).unlinkAccount(this.account());
   }
 }

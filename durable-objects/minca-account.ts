@@ -6,11 +6,11 @@
 // alarm expires an unproven binding, sweeps expired links and sends the pushes due.
 import { DurableObject } from "cloudflare:workers";
 import { OwnName } from "./own-name";
-import { LazySchema } from "./schema";
+import { LazySchema } from "./base/schema";
 import { AccountStore } from "./account-store";
 import { AccountRecords, type CarryVerdict } from "./account-records";
 import { AccountPushes } from "./account-pushes";
-import { StorageLease } from "./storage-lease";
+import { StorageLease } from "./relay/storage-lease";
 import type { HostResult } from "./minca-space";
 import { MIGRATIONS } from "../migrations/index";
 import type { ErrorCode } from "../shared/errors";
@@ -357,7 +357,7 @@ export class MincaAccount extends DurableObject<Env> {
     const readKey = key === null ? null : readKeyDid(readSeedOf(base64urlDecode(key)));
     for (const { space } of this.sql.exec<{ space: string }>("SELECT space FROM passes").toArray()) await this.space(space).uncarry(account);
     for (const { topic } of this.sql.exec<{ topic: string }>("SELECT DISTINCT topic FROM links").toArray()) {
-      await this.mailbox(topic).unlinkAccount(topic, account);
+      await this.mailbox(topic).unlinkAccount(account);
     }
     await this.lease.releaseAll();
     this.keepOnlyTombstone({ at: String(Date.now()), space: carry, readKey });
