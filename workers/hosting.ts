@@ -2,7 +2,7 @@
 // to the account's or the space's Durable Object. No state and no protocol decisions here.
 import type { Context, Hono } from "hono";
 import { cors } from "hono/cors";
-import type { HostResult } from "../durable-objects/minca-space";
+import type { HostResult } from "../durable-objects/minca-host/minca-space";
 import { hostIdentity } from "../durable-objects/relay-keys";
 import { parseClientJson } from "../shared/client-json";
 import { utf8Decode } from "../shared/encoding";

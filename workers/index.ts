@@ -4,8 +4,8 @@ export { PassnoteRoom } from "../durable-objects/passnote-room";
 export { MincaRoom } from "../durable-objects/minca-room";
 export { MincaMailbox } from "../durable-objects/minca-mailbox";
 export { RelayKeys } from "../durable-objects/relay-keys";
-export { MincaAccount } from "../durable-objects/minca-account";
-export { MincaSpace } from "../durable-objects/minca-space";
+export { MincaAccount } from "../durable-objects/minca-host/minca-account";
+export { MincaSpace } from "../durable-objects/minca-host/minca-space";
 // Reached only through the self-hosted relay's loopback admin socket (workers/admin.ts).
 export { RelayAdmin } from "./admin";
 export { RelayStats } from "../durable-objects/relay-stats";

@@ -8,7 +8,7 @@ import { linkTopic, passBody, passKey } from "../../shared/minca/carry";
 import { utf8Encode } from "../../shared/encoding";
 import { readSeedOf } from "../../shared/minca/space";
 import { MINCA_HOST_LIMITS } from "../../shared/limits";
-import type { MincaAccount } from "../../durable-objects/minca-account";
+import type { MincaAccount } from "../../durable-objects/minca-host/minca-account";
 import { waitFor } from "../helpers/wait";
 
 const RELAY = "http://relay.test";

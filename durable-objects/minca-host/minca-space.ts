@@ -4,17 +4,17 @@
 // what a carry-space record means, read proofs) is made in shared/minca; this object stores
 // what they accept. A version is in SQLite before the answer leaves.
 import { DurableObject } from "cloudflare:workers";
-import { LazySchema } from "./schema";
-import { MIGRATIONS } from "../migrations/index";
-import type { ErrorCode } from "../shared/errors";
-import { MINCA_HOST_LIMITS } from "../shared/limits";
-import { ClientBuckets } from "../shared/rate-limit";
-import { checkReadProof } from "../shared/minca/read-proof";
-import type { Constitution } from "../shared/minca/space";
-import { checkVersion, outsideOf, rootOf, type Version, type VersionRefusal } from "../shared/minca/version";
-import type { Arrival } from "../shared/minca/wake";
-import type { Appended, LogPage, VersionResult } from "../shared/minca/host-wire";
-import { log } from "../shared/log";
+import { LazySchema } from "../schema";
+import { MIGRATIONS } from "../../migrations/index";
+import type { ErrorCode } from "../../shared/errors";
+import { MINCA_HOST_LIMITS } from "../../shared/limits";
+import { ClientBuckets } from "../../shared/rate-limit";
+import { checkReadProof } from "../../shared/minca/read-proof";
+import type { Constitution } from "../../shared/minca/space";
+import { checkVersion, outsideOf, rootOf, type Version, type VersionRefusal } from "../../shared/minca/version";
+import type { Arrival } from "../../shared/minca/wake";
+import type { Appended, LogPage, VersionResult } from "../../shared/minca/host-wire";
+import { log } from "../../shared/log";
 import type { MincaAccount } from "./minca-account";
 
 /** What an RPC call answers: a value, or the HTTP error the Worker turns it into. */

@@ -5,24 +5,24 @@
 // become pushes in account-pushes.ts. carry:closed empties every table but the tombstone. An
 // alarm expires an unproven binding, sweeps expired links and sends the pushes due.
 import { DurableObject } from "cloudflare:workers";
-import { OwnName } from "./own-name";
-import { LazySchema } from "./schema";
+import { OwnName } from "../own-name";
+import { LazySchema } from "../schema";
 import { AccountStore } from "./account-store";
 import { AccountRecords, type CarryVerdict } from "./account-records";
 import { AccountPushes } from "./account-pushes";
-import { StorageLease } from "./storage-lease";
+import { StorageLease } from "../storage-lease";
 import type { HostResult } from "./minca-space";
-import { MIGRATIONS } from "../migrations/index";
-import type { ErrorCode } from "../shared/errors";
-import { base64urlDecode, base64urlEncode } from "../shared/encoding";
-import { MINCA_HOST_LIMITS } from "../shared/limits";
-import { readCarryRecord, type CarryStart } from "../shared/minca/carry";
-import type { Arrival } from "../shared/minca/wake";
-import type { FetchLike } from "../shared/webpush/send";
-import { bodyKeyOf, readKeyDid, readSeedOf } from "../shared/minca/space";
-import { bindingExpiry, bindingHolds, checkStatusProof } from "../shared/minca/binding";
-import type { Version } from "../shared/minca/version";
-import type { AccountStatus, CarryStarted } from "../shared/minca/host-wire";
+import { MIGRATIONS } from "../../migrations/index";
+import type { ErrorCode } from "../../shared/errors";
+import { base64urlDecode, base64urlEncode } from "../../shared/encoding";
+import { MINCA_HOST_LIMITS } from "../../shared/limits";
+import { readCarryRecord, type CarryStart } from "../../shared/minca/carry";
+import type { Arrival } from "../../shared/minca/wake";
+import type { FetchLike } from "../../shared/webpush/send";
+import { bodyKeyOf, readKeyDid, readSeedOf } from "../../shared/minca/space";
+import { bindingExpiry, bindingHolds, checkStatusProof } from "../../shared/minca/binding";
+import type { Version } from "../../shared/minca/version";
+import type { AccountStatus, CarryStarted } from "../../shared/minca/host-wire";
 
 interface LinkRow extends Record<string, SqlStorageValue> {
   key: string;

@@ -2,14 +2,14 @@
 // (through the carried spaces' objects), links (through the mailbox topics they serve), wakes,
 // receivers and revoked keys, each set, replaced or dropped as shared/minca/carry reads them, and
 // set again after a revoke from the latest version no revoked key signed.
-import { toArrayBuffer } from "../shared/encoding";
+import { toArrayBuffer } from "../../shared/encoding";
 import type { AccountStore } from "./account-store";
-import type { MincaMailbox } from "./minca-mailbox";
+import type { MincaMailbox } from "../minca-mailbox";
 import type { MincaSpace } from "./minca-space";
-import type { VersionRefusal, Version } from "../shared/minca/version";
-import { MINCA_HOST_LIMITS, MINCA_WAKE_LIMITS } from "../shared/limits";
-import { LINK, PASS, readCarryRecord, RECEIVER, supersedes, WAKE, type CarryRecord } from "../shared/minca/carry";
-import { checkPushEndpoint, endpointPolicy } from "../shared/webpush/endpoint";
+import type { VersionRefusal, Version } from "../../shared/minca/version";
+import { MINCA_HOST_LIMITS, MINCA_WAKE_LIMITS } from "../../shared/limits";
+import { LINK, PASS, readCarryRecord, RECEIVER, supersedes, WAKE, type CarryRecord } from "../../shared/minca/carry";
+import { checkPushEndpoint, endpointPolicy } from "../../shared/webpush/endpoint";
 
 /** Why a carry-space version was refused, or null when it was taken. */
 export type CarryVerdict = { reason: VersionRefusal; detail: string } | null;
