@@ -4,8 +4,7 @@
 // set again after a revoke from the latest version no revoked key signed.
 import { toArrayBuffer } from "../../shared/encoding";
 import type { AccountStore } from "./account-store";
-import type { MincaMailbox } from "../minca-mailbox";
-import type { MincaSpace } from "./minca-space";
+import type { MailboxStub, SpaceStub } from "./peers";
 import type { VersionRefusal, Version } from "../../shared/minca/version";
 import { MINCA_HOST_LIMITS, MINCA_WAKE_LIMITS } from "../../shared/limits";
 import { LINK, PASS, readCarryRecord, RECEIVER, supersedes, WAKE, type CarryRecord } from "../../shared/minca/carry";
@@ -17,8 +16,8 @@ export type CarryVerdict = { reason: VersionRefusal; detail: string } | null;
 /** What the records reach beyond the account's own tables. */
 export interface AccountPeers {
   env: Env;
-  space(id: string): DurableObjectStub<MincaSpace>;
-  mailbox(topic: string): DurableObjectStub<MincaMailbox>;
+  space(id: string): SpaceStub;
+  mailbox(topic: string): MailboxStub;
   /** Sets the account's alarm again (a link's expiry changed). */
   schedule(): Promise<void>;
 }
@@ -96,7 +95,7 @@ export class AccountRecords {
           return { reason: "too_many_spaces", detail: `a host carries at most ${MINCA_HOST_LIMITS.max_spaces_per_account} spaces per account` };
         }
         if (!newer(held, rec.at)) return null;
-        if (!(await this.peers.space(rec.space).carry(rec.space, account, rec.constitution, rec.readKey ?? null, rec.at, rec.own))) {
+        if (!(await this.peers.space(rec.space).carry(account, rec.constitution, rec.readKey ?? null, rec.at, rec.own))) {
           return { reason: "too_many_carriers", detail: `a host lets at most ${MINCA_HOST_LIMITS.max_carriers_per_space} accounts carry one space` };
         }
         this.sql.exec(

@@ -11,9 +11,9 @@ import { AccountStore } from "./account-store";
 import { AccountRecords, type CarryVerdict } from "./account-records";
 import { AccountPushes } from "./account-pushes";
 import { StorageLease } from "../storage-lease";
-import type { HostResult } from "./minca-space";
+import { fail, type HostResult } from "./result";
+import { mailboxOf, spaceOf } from "./peers";
 import { MIGRATIONS } from "../../migrations/index";
-import type { ErrorCode } from "../../shared/errors";
 import { base64urlDecode, base64urlEncode } from "../../shared/encoding";
 import { MINCA_HOST_LIMITS } from "../../shared/limits";
 import { readCarryRecord, type CarryStart } from "../../shared/minca/carry";
@@ -32,7 +32,6 @@ interface LinkRow extends Record<string, SqlStorageValue> {
   at: number;
 }
 
-const fail = (status: number, code: ErrorCode, message: string): HostResult<never> => ({ ok: false, status, code, message });
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
@@ -91,7 +90,7 @@ export class MincaAccount extends DurableObject<Env> {
     if (current !== null && this.proven()) return fail(409, "carry_space_conflict", "this host already carries the account through another carry space");
     const stale = this.meta("carry_space");
     if (stale !== null) await this.space(stale).forget();
-    await this.space(start.carrySpace).openCarry(start.carrySpace, start.account, start.constitution);
+    await this.space(start.carrySpace).openCarry(start.account, start.constitution);
     this.schema.ensure();
     this.ctx.storage.transactionSync(() => {
       // A tombstone stays until the new binding is proven (prove()): a grant anyone may post
@@ -112,7 +111,7 @@ export class MincaAccount extends DurableObject<Env> {
    * proven with its carry space's read key (DESIGN 8.3): none 401; a wrong one, or any for an
    * account the host does not carry for, 403; the closed carry space's key: 410.
    */
-  async status(account: string, proof: { authorization: string | null; time: string | null }): Promise<HostResult<AccountStatus>> {
+  async status(proof: { authorization: string | null; time: string | null }): Promise<HostResult<AccountStatus>> {
     const now = Date.now();
     // The object is named by the account's did: what it holds is that account's.
     const carry = this.liveCarry(now);
@@ -132,7 +131,7 @@ export class MincaAccount extends DurableObject<Env> {
     return {
       ok: true,
       value: {
-        account,
+        account: this.name(),
         name: this.meta("name"),
         carry_space: carry,
         spaces: this.count("passes"),
@@ -395,12 +394,19 @@ export class MincaAccount extends DurableObject<Env> {
     this.ownAccount.claim(account);
   }
 
+  /** The account's did: the name the object was addressed by (the runtime gives it), else the one it kept. */
+  private name(): string {
+    const did = this.ctx.id.name ?? this.ownAccount.get();
+    if (did === undefined || did === null) throw new Error("an account object addressed by no name");
+    return did;
+  }
+
   private space(id: string) {
-    return this.env.MINCA_SPACE.get(this.env.MINCA_SPACE.idFromName(id));
+    return spaceOf(this.env, id);
   }
 
   private mailbox(topic: string) {
-    return this.env.MINCA_MAILBOX.get(this.env.MINCA_MAILBOX.idFromName(topic));
+    return mailboxOf(this.env, topic);
   }
 
   private meta(key: string): string | null {

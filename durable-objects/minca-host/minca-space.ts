@@ -6,20 +6,32 @@
 import { DurableObject } from "cloudflare:workers";
 import { LazySchema } from "../schema";
 import { MIGRATIONS } from "../../migrations/index";
-import type { ErrorCode } from "../../shared/errors";
 import { MINCA_HOST_LIMITS } from "../../shared/limits";
 import { ClientBuckets } from "../../shared/rate-limit";
 import { checkReadProof } from "../../shared/minca/read-proof";
 import type { Constitution } from "../../shared/minca/space";
-import { checkVersion, outsideOf, rootOf, type Version, type VersionRefusal } from "../../shared/minca/version";
+import { checkVersion, outsideOf, rootOf, type VersionCheck, type VersionRefusal } from "../../shared/minca/version";
 import type { Arrival } from "../../shared/minca/wake";
-import type { Appended, LogPage, VersionResult } from "../../shared/minca/host-wire";
+import type { Appended, LogPage } from "../../shared/minca/host-wire";
+import {
+  afterWrite,
+  answerOf,
+  authorsByRoot,
+  freshOf,
+  planArrivals,
+  refundsOf,
+  refuseIn,
+  refuseRevoked,
+  sharesOf,
+  storedOf,
+  withPayers,
+  type AppendPlan,
+  type FreshEntry,
+  type Share,
+} from "../../shared/minca/append-plan";
 import { log } from "../../shared/log";
-import type { MincaAccount } from "./minca-account";
-
-/** What an RPC call answers: a value, or the HTTP error the Worker turns it into. */
-export type HostResult<T> = { ok: true; value: T } | { ok: false; status: number; code: ErrorCode; message: string; retryAfterSeconds?: number };
-
+import { fail, type HostResult } from "./result";
+import { accountOf } from "./peers";
 
 export interface LogQuery {
   after: number;
@@ -34,24 +46,24 @@ export interface Arrived {
   bytes: number;
 }
 
-interface Fresh {
-  index: number;
-  version: Version;
-  raw: string;
-  bytes: number;
-  /** The account its bytes are charged to. */
-  payer: string | null;
+/** What the append pipeline knows of the space. */
+interface Carried {
+  id: string;
+  constitution: Constitution;
+  /** The account whose carry space this is, or null. */
+  carryOf: string | null;
+  /** The accounts carrying it (the carry space: its account). */
+  carrying: string[];
+  ownMachinery: boolean;
 }
 
-function groupBy<T>(items: T[], key: (t: T) => string): Map<string, T[]> {
-  const out = new Map<string, T[]>();
-  for (const t of items) {
-    const k = key(t);
-    const g = out.get(k);
-    if (g) g.push(t);
-    else out.set(k, [t]);
-  }
-  return out;
+/** Each share of the request's bytes and the account it was charged to. */
+type Charged = Array<{ account: string; share: Share }>;
+
+/** What the account's carry records did (the carry space only). */
+interface CarryOutcome {
+  closed: boolean;
+  revoked: string[];
 }
 
 interface LogRow extends Record<string, SqlStorageValue> {
@@ -59,8 +71,6 @@ interface LogRow extends Record<string, SqlStorageValue> {
   bytes: number;
   version: string;
 }
-
-const fail = (status: number, code: ErrorCode, message: string): HostResult<never> => ({ ok: false, status, code, message });
 
 export class MincaSpace extends DurableObject<Env> {
   private readonly sql: SqlStorage;
@@ -82,10 +92,10 @@ export class MincaSpace extends DurableObject<Env> {
   // ---- carrying (called by MincaAccount) -------------------------------------------------------
 
   /** This space is `account`'s carry space (its own machinery). */
-  openCarry(space: string, account: string, constitution: Constitution): void {
+  openCarry(account: string, constitution: Constitution): void {
     this.schema.ensure();
     this.ctx.storage.transactionSync(() => {
-      this.setMeta("space", space);
+      this.setMeta("space", this.id);
       this.setMeta("constitution", JSON.stringify(constitution));
       this.setMeta("carry_of", account);
     });
@@ -97,12 +107,12 @@ export class MincaSpace extends DurableObject<Env> {
    * no account's pass displaces another's. False (nothing kept) when the space already has
    * max_carriers_per_space other carriers.
    */
-  carry(space: string, account: string, constitution: Constitution, readKey: string | null, at: number, own = false): boolean {
+  carry(account: string, constitution: Constitution, readKey: string | null, at: number, own = false): boolean {
     this.schema.ensure();
     return this.ctx.storage.transactionSync(() => {
       const known = this.sql.exec("SELECT 1 FROM carriers WHERE account = ?", account).toArray().length > 0;
       if (!known && this.carriers().length >= MINCA_HOST_LIMITS.max_carriers_per_space) return false;
-      this.setMeta("space", space);
+      this.setMeta("space", this.id);
       if (this.meta("constitution") === null) this.setMeta("constitution", JSON.stringify(constitution));
       this.sql.exec(
         `INSERT INTO carriers (account, at, read_key, own) VALUES (?, ?, ?, ?)
@@ -171,80 +181,87 @@ export class MincaSpace extends DurableObject<Env> {
 
   // ---- the log (called by the Worker) -------------------------------------------------------
 
-  /** Runs each version through the gates and appends the accepted ones (DESIGN 8.2, 8.4). */
-  async append(space: string, arrived: Arrived[], opts: { requestHost?: string; client?: string } = {}): Promise<HostResult<Appended>> {
-    const constitution = this.constitutionOf(space);
-    const carryOf = this.meta("carry_of");
-    const carriers = this.carriers();
-    if (!constitution || (carryOf === null && carriers.length === 0)) return fail(404, "not_found", "this host does not carry that space");
+  /**
+   * Runs each version through the gates and appends the accepted ones (the profile's "Carried
+   * spaces"), as named steps over one plan (shared/minca/append-plan.ts; docs/hosting.md, "A
+   * version's way"): checks and dedup, revocation, quota, the carry space's records, the write,
+   * then what follows it (refunds, waiters, wakes).
+   */
+  async append(arrived: Arrived[], opts: { requestHost?: string; client?: string } = {}): Promise<HostResult<Appended>> {
+    const here = this.carried();
+    if (here === null) return fail(404, "not_found", "this host does not carry that space");
     // Cheapest first: carried at all (above), then the client's rate, counted in versions (each a
     // signature to verify), before any signature.
     const limited = this.limited("write", opts.client ?? "", arrived.length);
     if (limited) return limited;
-    // The account's own spaces (DESIGN 8.4): its carry space, and a space a carrier's pass says is its own.
-    const ownMachinery = carryOf !== null || carriers.some((c) => c.own);
-    const results: VersionResult[] = [];
-    let fresh: Fresh[] = [];
-    const first = new Map<string, number>();
-    for (const [index, a] of arrived.entries()) {
-      const r = await checkVersion(a.value, { space, constitution, ownMachinery }, a.bytes, a.raw);
-      if (!r.ok) {
-        results.push({ ...(r.id ? { id: r.id } : {}), accepted: false, reason: r.reason, detail: r.detail });
-        continue;
-      }
-      const held = this.sql.exec<{ seq: number }>("SELECT seq FROM log WHERE id = ?", r.version.id).toArray()[0];
-      if (held) {
-        results.push({ id: r.version.id, accepted: true, seq: held.seq });
-        continue;
-      }
-      if (first.has(r.version.id)) {
-        results.push({ id: r.version.id, accepted: true, seq: -1 }); // filled in below
-        continue;
-      }
-      first.set(r.version.id, index);
-      results.push({ id: r.version.id, accepted: true, seq: 0 });
-      fresh.push({ index, version: r.version, raw: a.raw, bytes: a.bytes, payer: null });
+    let plan = await this.checkStep(here, arrived);
+    plan = await this.revocationStep(here, plan);
+    if (freshOf(plan).length === 0) return this.answer(plan);
+    if (this.overSpaceBound(freshOf(plan).map((f) => f.entry))) return this.spaceFull();
+    const quota = await this.quotaStep(here, plan);
+    if (!quota.ok) return quota.error;
+    plan = quota.plan;
+    const carry = await this.carryRecordsStep(here, plan, opts);
+    if (!carry.ok) {
+      await this.refundAll(quota.charged);
+      return carry.error;
     }
-    const refuse = (f: Fresh, reason: VersionRefusal, detail: string) => {
-      results[f.index] = { id: f.version.id, accepted: false, reason, detail };
-    };
-    const finish = () => {
-      // A version repeated within the request gets its first copy's answer.
-      for (const [i, r] of results.entries()) {
-        if (r.accepted && r.seq === -1) results[i] = { ...results[first.get(r.id)!] };
-      }
-      return { ok: true as const, value: { results } };
-    };
-
-    // Revocations (DESIGN 8.4): a version signed by a key its root account revoked is refused in
-    // every space the host carries for that account.
-    const carrying = carryOf !== null ? [carryOf] : carriers.map((c) => c.account);
-    for (const [root, group] of groupBy(fresh, (f) => rootOf(f.version))) {
-      if (!carrying.includes(root)) continue;
-      const revoked = new Set(await this.account(root).revokedAmong([...new Set(group.map((f) => f.version.author))]));
-      for (const f of group) if (revoked.has(f.version.author)) refuse(f, "revoked", "the account revoked the key that signed this version");
+    plan = carry.plan;
+    const written = this.writeStep(plan);
+    if (written === null) {
+      await this.refundAll(quota.charged);
+      return this.spaceFull();
     }
-    fresh = fresh.filter((f) => results[f.index].accepted);
-    if (fresh.length === 0) return finish();
+    plan = written;
+    await this.refund(refundsOf(quota.charged, plan));
+    await this.afterWriteStep(here, plan, carry.outcome);
+    return this.answer(plan);
+  }
 
-    // Bounds: this space's, then the accounts' (DESIGN 8.4). Each version is charged to one
-    // account: its root's when that account carries the space here (what an account writes is
-    // its share), else the first carrier with room. An account at its quota is refused only its
-    // own share. Each account checks and charges in one step; nothing of the request is stored
-    // when over, and what was charged is given back.
-    if (this.overSpaceBound(fresh)) return this.spaceFull();
-    const charged: Array<{ account: string; versions: number; bytes: number }> = [];
-    const refundAll = async (which = charged) => {
-      for (const c of which) await this.account(c.account).refund(space, c.versions, c.bytes);
+  /** What the space is to the append pipeline: its id, constitution, and who carries it; null when not carried. */
+  private carried(): Carried | null {
+    const constitution = this.constitution();
+    const carryOf = this.meta("carry_of");
+    const carriers = this.carriers();
+    if (!constitution || (carryOf === null && carriers.length === 0)) return null;
+    return {
+      id: this.id,
+      constitution,
+      carryOf,
+      carrying: carryOf !== null ? [carryOf] : carriers.map((c) => c.account),
+      // The account's own spaces: its carry space, and a space a carrier's pass says is its own.
+      ownMachinery: carryOf !== null || carriers.some((c) => c.own),
     };
-    for (const [root, group] of groupBy(fresh, (f) => (carrying.includes(rootOf(f.version)) ? rootOf(f.version) : ""))) {
-      const n = group.length;
-      const bytes = group.reduce((b, f) => b + f.bytes, 0);
-      const candidates = root !== "" ? [root] : carrying;
+  }
+
+  /** Step 1, checks and dedup: the gates (shared/minca/version.ts), then whether the log holds each already. */
+  private async checkStep(here: Carried, arrived: Arrived[]): Promise<AppendPlan> {
+    const checks: VersionCheck[] = [];
+    for (const a of arrived) checks.push(await checkVersion(a.value, { space: here.id, constitution: here.constitution, ownMachinery: here.ownMachinery }, a.bytes, a.raw));
+    return planArrivals(checks, arrived, (id) => this.sql.exec<{ seq: number }>("SELECT seq FROM log WHERE id = ?", id).toArray()[0]?.seq);
+  }
+
+  /** Step 2, revocation: a version signed by a key its root account revoked is refused in every space the host carries for it. */
+  private async revocationStep(here: Carried, plan: AppendPlan): Promise<AppendPlan> {
+    const revoked = new Map<string, string[]>();
+    for (const [root, authors] of authorsByRoot(plan, here.carrying)) revoked.set(root, await accountOf(this.env, root).revokedAmong(authors));
+    return refuseRevoked(plan, revoked);
+  }
+
+  /**
+   * Step 3, quota: this space's bound (checked before), then the accounts'. Each share is charged
+   * to the first of its candidates with room; an account at its quota is refused only its own
+   * share. Each account checks and charges in one step; when a share finds no payer nothing of
+   * the request is stored and what was charged is given back.
+   */
+  private async quotaStep(here: Carried, plan: AppendPlan): Promise<{ ok: true; plan: AppendPlan; charged: Charged } | { ok: false; error: HostResult<never> }> {
+    const shares = sharesOf(plan, here.carrying);
+    const charged: Charged = [];
+    for (const share of shares) {
       let payer: string | null = null;
       let hostFull = false;
-      for (const account of candidates) {
-        const charge = await this.account(account).reserve(space, n, bytes);
+      for (const account of share.candidates) {
+        const charge = await accountOf(this.env, account).reserve(here.id, share.versions, share.bytes);
         if (charge === "ok") {
           payer = account;
           break;
@@ -252,69 +269,90 @@ export class MincaSpace extends DurableObject<Env> {
         if (charge === "host_full") hostFull = true;
       }
       if (payer === null) {
-        await refundAll();
+        await this.refundAll(charged);
         // The host-wide total (docs/hosting.md, "Quotas"): no account has room because the host has none.
-        if (hostFull) return fail(507, "storage_full", "this host holds all it may for the accounts it carries (storage.host_bytes): nothing was stored");
-        return fail(507, "quota_exceeded", `an account's carried spaces hold at most ${MINCA_HOST_LIMITS.max_account_bytes} bytes`);
+        if (hostFull) return { ok: false, error: fail(507, "storage_full", "this host holds all it may for the accounts it carries (storage.host_bytes): nothing was stored") };
+        return { ok: false, error: fail(507, "quota_exceeded", `an account's carried spaces hold at most ${MINCA_HOST_LIMITS.max_account_bytes} bytes`) };
       }
-      charged.push({ account: payer, versions: n, bytes });
-      for (const f of group) f.payer = payer;
+      charged.push({ account: payer, share });
     }
-
-    // In the carry space, the account's records drive the host: it judges passes and applies them first.
-    let closed = false;
-    let revokedNow: string[] = [];
-    if (carryOf !== null) {
-      let applied: Awaited<ReturnType<MincaAccount["applyCarry"]>>;
-      try {
-        applied = await this.account(carryOf).applyCarry(space, fresh.map((f) => f.version), opts);
-      } catch (err) {
-        // Nothing of the request is logged; records applied before the failure are applied again,
-        // to the same effect, when the request is sent again (docs/hosting.md).
-        log.error("minca space: the account could not apply its carry records", { err });
-        return fail(503, "unavailable", "the host could not apply these records now: nothing was stored; send them again");
-      }
-      closed = applied.closed;
-      revokedNow = applied.revoked;
-      for (const [i, verdict] of applied.verdicts.entries()) if (verdict !== null) refuse(fresh[i], verdict.reason, verdict.detail);
-    }
-    const stored = fresh.filter((f) => results[f.index].accepted);
-    // The space's bound again and the writes in one step (no await between them); a request
-    // running alongside may have stored the same version meanwhile: it keeps its first seq.
-    const written = this.ctx.storage.transactionSync(() => {
-      if (this.overSpaceBound(stored)) return null;
-      return stored.map((f) => {
-        const seq = this.sql.exec<{ seq: number }>("INSERT INTO log (id, bytes, version) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING seq", f.version.id, f.bytes, f.raw).toArray()[0]?.seq;
-        return seq === undefined ? { seq: this.sql.exec<{ seq: number }>("SELECT seq FROM log WHERE id = ?", f.version.id).one().seq, isNew: false } : { seq, isNew: true };
-      });
-    });
-    if (written === null) {
-      await refundAll();
-      return this.spaceFull();
-    }
-    stored.forEach((f, i) => (results[f.index] = { id: f.version.id, accepted: true, seq: written[i].seq }));
-    // Charged but not kept here (refused by the account, or stored meanwhile by another request): given back.
-    const keptIds = new Set(stored.filter((_f, i) => written[i].isNew).map((f) => f.version.id));
-    const notKept = fresh.filter((f) => !keptIds.has(f.version.id));
-    await refundAll([...groupBy(notKept, (f) => f.payer!)].map(([account, g]) => ({ account, versions: g.length, bytes: g.reduce((b, f) => b + f.bytes, 0) })));
-    if (closed) {
-      // carry:closed: the account forgot everything; its carry space's log goes too.
-      this.forget();
-      return finish();
-    }
-    if (revokedNow.length > 0) await this.account(carryOf!).recount(revokedNow);
-    const added = stored.filter((f) => keptIds.has(f.version.id));
-    if (added.length > 0) {
-      for (const w of this.waiters) w();
-      this.waiters.clear();
-      // Pushing never delays accepting: the accounts hear of the new versions after the answer.
-      const arrivals = added.map((f) => ({ arrival: { ...outsideOf(f.version), root: rootOf(f.version) }, raw: f.raw }));
-      if (carryOf === null) this.ctx.waitUntil(this.arrived(space, carrying, arrivals));
-    }
-    return finish();
+    return { ok: true, plan: withPayers(plan, shares, charged.map((c) => c.account)), charged };
   }
 
-  private overSpaceBound(add: Fresh[]): boolean {
+  /** Step 4, carry records: in the carry space, the account reads its records and keeps what they say, refusing some. */
+  private async carryRecordsStep(
+    here: Carried,
+    plan: AppendPlan,
+    opts: { requestHost?: string },
+  ): Promise<{ ok: true; plan: AppendPlan; outcome: CarryOutcome } | { ok: false; error: HostResult<never> }> {
+    if (here.carryOf === null) return { ok: true, plan, outcome: { closed: false, revoked: [] } };
+    const fresh = freshOf(plan);
+    let applied: Awaited<ReturnType<ReturnType<typeof accountOf>["applyCarry"]>>;
+    try {
+      applied = await accountOf(this.env, here.carryOf).applyCarry(here.id, fresh.map((f) => f.entry.version), opts);
+    } catch (err) {
+      // Nothing of the request is logged; records applied before the failure are applied again,
+      // to the same effect, when the request is sent again (docs/hosting.md).
+      log.error("minca space: the account could not apply its carry records", { err });
+      return { ok: false, error: fail(503, "unavailable", "the host could not apply these records now: nothing was stored; send them again") };
+    }
+    const refusals = new Map<number, { reason: VersionRefusal; detail: string }>();
+    applied.verdicts.forEach((verdict, k) => {
+      if (verdict !== null) refusals.set(fresh[k].index, verdict);
+    });
+    return { ok: true, plan: refuseIn(plan, refusals), outcome: { closed: applied.closed, revoked: applied.revoked } };
+  }
+
+  /**
+   * Step 5, the write: the space's bound again and the writes in one step (no await between
+   * them); a request running alongside may have stored the same version meanwhile: it keeps its
+   * first seq. Null when the space's bound would be passed (nothing written).
+   */
+  private writeStep(plan: AppendPlan): AppendPlan | null {
+    const fresh = freshOf(plan);
+    return this.ctx.storage.transactionSync(() => {
+      if (this.overSpaceBound(fresh.map((f) => f.entry))) return null;
+      const written = new Map<number, { seq: number; added: boolean }>();
+      for (const { index, entry } of fresh) {
+        const seq = this.sql.exec<{ seq: number }>("INSERT INTO log (id, bytes, version) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING seq", entry.version.id, entry.bytes, entry.raw).toArray()[0]?.seq;
+        written.set(index, seq === undefined ? { seq: this.sql.exec<{ seq: number }>("SELECT seq FROM log WHERE id = ?", entry.version.id).one().seq, added: false } : { seq, added: true });
+      }
+      return afterWrite(plan, written);
+    });
+  }
+
+  /** Step 6, after the write: carry:closed and revokes take effect, waiters wake, and the carrying accounts hear of the new versions. */
+  private async afterWriteStep(here: Carried, plan: AppendPlan, outcome: CarryOutcome): Promise<void> {
+    if (outcome.closed) {
+      // carry:closed: the account forgot everything; its carry space's log goes too.
+      this.forget();
+      return;
+    }
+    if (outcome.revoked.length > 0) await accountOf(this.env, here.carryOf!).recount(outcome.revoked);
+    const added = storedOf(plan);
+    if (added.length === 0) return;
+    for (const w of this.waiters) w();
+    this.waiters.clear();
+    // Pushing never delays accepting: the accounts hear of the new versions after the answer.
+    const arrivals = added.map((e) => ({ arrival: { ...outsideOf(e.version), root: rootOf(e.version) }, raw: e.raw }));
+    if (here.carryOf === null) this.ctx.waitUntil(this.arrived(here.id, here.carrying, arrivals));
+  }
+
+  private answer(plan: AppendPlan): HostResult<Appended> {
+    return { ok: true, value: { results: answerOf(plan) } };
+  }
+
+  /** Gives back what was charged and not kept. */
+  private async refund(refunds: Array<{ account: string; versions: number; bytes: number }>): Promise<void> {
+    for (const r of refunds) if (r.versions > 0) await accountOf(this.env, r.account).refund(this.id, r.versions, r.bytes);
+  }
+
+  /** Gives back every charge: nothing of the request was stored. */
+  private refundAll(charged: Charged): Promise<void> {
+    return this.refund(charged.map((c) => ({ account: c.account, versions: c.share.versions, bytes: c.share.bytes })));
+  }
+
+  private overSpaceBound(add: FreshEntry[]): boolean {
     const held = this.usage();
     const bytes = add.reduce((n, f) => n + f.bytes, 0);
     return held.versions + add.length > MINCA_HOST_LIMITS.max_space_versions || held.bytes + bytes > MINCA_HOST_LIMITS.max_space_bytes;
@@ -329,7 +367,7 @@ export class MincaSpace extends DurableObject<Env> {
     await scheduler.wait(0);
     for (const account of accounts) {
       try {
-        await this.account(account).arrived(space, arrivals);
+        await accountOf(this.env, account).arrived(space, arrivals);
       } catch (err) {
         log.error("minca space: telling an account of new versions failed", { err });
       }
@@ -338,15 +376,13 @@ export class MincaSpace extends DurableObject<Env> {
 
   /** A page of the log; a private space's only to a request proven with its read key. */
   async page(
-    space: string,
     q: LogQuery,
     proof: { authorization: string | null; time: string | null },
     client = "",
   ): Promise<HostResult<LogPage>> {
-    const constitution = this.constitutionOf(space);
-    if (!constitution || (this.meta("carry_of") === null && this.carriers().length === 0)) {
-      return fail(404, "not_found", "this host does not carry that space");
-    }
+    const here = this.carried();
+    if (here === null) return fail(404, "not_found", "this host does not carry that space");
+    const { id: space, constitution } = here;
     // Before the read proof's signature, and for every read (a long-poll included).
     const limited = this.limited("read", client);
     if (limited) return limited;
@@ -412,15 +448,19 @@ export class MincaSpace extends DurableObject<Env> {
     return this.sql.exec<{ account: string; own: number }>("SELECT account, own FROM carriers ORDER BY account").toArray().map((r) => ({ account: r.account, own: r.own === 1 }));
   }
 
-  private constitutionOf(space: string): Constitution | null {
-    const known = this.meta("space");
-    if (known !== null && known !== space) throw new Error(`space ${known} addressed as ${space}`);
-    const c = this.meta("constitution");
-    return c === null ? null : (JSON.parse(c) as Constitution);
+  /**
+   * The space's id: the name the object was addressed by (the runtime gives it), else the one it
+   * stored when first carried.
+   */
+  private get id(): string {
+    const id = this.ctx.id.name ?? this.meta("space");
+    if (id === undefined || id === null) throw new Error("a space object addressed by no name");
+    return id;
   }
 
-  private account(did: string) {
-    return this.env.MINCA_ACCOUNT.get(this.env.MINCA_ACCOUNT.idFromName(did));
+  private constitution(): Constitution | null {
+    const c = this.meta("constitution");
+    return c === null ? null : (JSON.parse(c) as Constitution);
   }
 
   private meta(key: string): string | null {
