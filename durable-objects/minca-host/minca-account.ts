@@ -175,7 +175,7 @@ export class MincaAccount extends DurableObject<Env> {
     if (carry === null || this.liveCarry(Date.now()) !== null) return;
     await this.space(carry).forget();
     const closedAt = this.meta("closed_at");
-    if (closedAt === null) {
+    if (closedAt === null && this.count("revoked") === 0) {
       await this.lease.releaseAll();
       await this.ctx.storage.deleteAll();
       this.schema.forget();
@@ -193,8 +193,8 @@ export class MincaAccount extends DurableObject<Env> {
    * Reads each accepted version of the carry space (in order) and keeps what it says: one verdict
    * per version, null when it is taken (a refused one is not stored in the log either).
    * `closed` once carry:closed was read: everything is forgotten, and the rest is moot.
-   * `revoked`: the keys this batch revoked; once the versions are in the log, the space calls
-   * recount() with them.
+   * `revoked`: the keys this batch revoked with a cutoff; once the versions are in the log, the
+   * space calls recount() with them.
    */
   async applyCarry(space: string, versions: Version[], opts: { requestHost?: string } = {}): Promise<{ verdicts: CarryVerdict[]; closed: boolean; revoked: string[] }> {
     const verdicts: CarryVerdict[] = [];
@@ -215,12 +215,7 @@ export class MincaAccount extends DurableObject<Env> {
         return { verdicts: [...verdicts, ...versions.slice(verdicts.length).map(() => null)], closed: true, revoked: [] };
       }
       if (rec.kind === "revoke") {
-        const verdict = this.records.revoke(rec.revoked);
-        if (verdict) {
-          verdicts.push(verdict);
-          continue;
-        }
-        revoked.push(rec.revoked);
+        if (this.records.revoke(rec.revoked, rec.cutoff) !== null) revoked.push(rec.revoked);
       } else {
         const verdict = await this.records.keep(rec, v, { ...opts, current: false });
         if (verdict) {
@@ -241,8 +236,8 @@ export class MincaAccount extends DurableObject<Env> {
   }
 
   /**
-   * After revokes were stored: what each revoked key wrote in the carry space stops counting
-   * (account-records.ts). What was stored stays in the log.
+   * After revokes with a cutoff were stored: what each key wrote in the carry space after its
+   * cutoff stops counting (account-records.ts). What was stored stays in the log.
    */
   async recount(revoked: string[]): Promise<void> {
     const carry = this.meta("carry_space");
@@ -296,6 +291,40 @@ export class MincaAccount extends DurableObject<Env> {
     this.lease.changed();
   }
 
+  /**
+   * Another account stopped carrying `space`, which this account still carries: the bytes it was
+   * charged for the space are charged here now (every stored byte to exactly one carrying
+   * account). Taken over whatever the quota: the bytes are already stored.
+   */
+  async adopt(space: string, versions: number, bytes: number): Promise<boolean> {
+    if (!this.schema.exists || this.meta("carry_space") === null) return false;
+    this.sql.exec(
+      `INSERT INTO usage (space, versions, bytes) VALUES (?, ?, ?)
+       ON CONFLICT (space) DO UPDATE SET versions = versions + excluded.versions, bytes = bytes + excluded.bytes`,
+      space,
+      versions,
+      bytes,
+    );
+    await this.lease.extend(this.usedBytes());
+    return true;
+  }
+
+  /**
+   * The account lost its carrier slot in `space` to a member proving the constitution's read key
+   * (the profile's carrier slots): it no longer carries the space, and the bytes it was charged
+   * for it go with it to the space, which hands them to an account that still carries it.
+   */
+  lostSlot(space: string): { versions: number; bytes: number } {
+    if (!this.schema.exists) return { versions: 0, bytes: 0 };
+    const usage = this.sql.exec<{ versions: number; bytes: number }>("SELECT versions, bytes FROM usage WHERE space = ?", space).toArray()[0] ?? { versions: 0, bytes: 0 };
+    this.ctx.storage.transactionSync(() => {
+      this.sql.exec("DELETE FROM passes WHERE space = ?", space);
+      this.sql.exec("DELETE FROM usage WHERE space = ?", space);
+    });
+    this.lease.changed();
+    return usage;
+  }
+
   private usedBytes(): number {
     if (!this.schema.exists) return 0;
     return this.sql.exec<{ b: number }>("SELECT COALESCE(SUM(bytes), 0) AS b FROM usage").one().b;
@@ -309,17 +338,25 @@ export class MincaAccount extends DurableObject<Env> {
    */
   linksFor(topic: string): Array<{ blob: Uint8Array; until: number; at: number }> {
     if (!this.schema.exists) return [];
-    return this.sql
+    const rows = this.sql
       .exec<LinkRow>(
         `SELECT key, topic, blob, until, at FROM (
            SELECT * FROM links WHERE until > ? ORDER BY written DESC LIMIT ?)
-         WHERE topic = ? ORDER BY written`,
+         WHERE topic = ? ORDER BY written DESC`,
         nowSeconds(),
         MINCA_HOST_LIMITS.links_served_per_account,
         topic,
       )
-      .toArray()
-      .map((r) => ({ blob: new Uint8Array(r.blob), until: r.until, at: Math.floor(r.at / 1000) }));
+      .toArray();
+    // Bounded in bytes: one GET loads at most link_bytes_served_per_account from each linked account.
+    const out: Array<{ blob: Uint8Array; until: number; at: number }> = [];
+    let bytes = 0;
+    for (const r of rows) {
+      if (bytes + r.blob.byteLength > MINCA_HOST_LIMITS.link_bytes_served_per_account) continue;
+      bytes += r.blob.byteLength;
+      out.push({ blob: new Uint8Array(r.blob), until: r.until, at: Math.floor(r.at / 1000) });
+    }
+    return out.reverse();
   }
 
   // ---- wakes (DESIGN 8.5) ---------------------------------------------------------------------
@@ -354,7 +391,11 @@ export class MincaAccount extends DurableObject<Env> {
     const carry = this.meta("carry_space");
     const key = this.meta("carry_key");
     const readKey = key === null ? null : readKeyDid(readSeedOf(base64urlDecode(key)));
-    for (const { space } of this.sql.exec<{ space: string }>("SELECT space FROM passes").toArray()) await this.space(space).uncarry(account);
+    const carried = this.sql.exec<{ space: string; versions: number | null; bytes: number | null }>(
+      "SELECT passes.space AS space, usage.versions AS versions, usage.bytes AS bytes FROM passes LEFT JOIN usage ON usage.space = passes.space",
+    ).toArray();
+    // Each carried space hands what the account was charged for it to an account that still carries it.
+    for (const c of carried) await this.space(c.space).uncarry(account, { versions: c.versions ?? 0, bytes: c.bytes ?? 0 }, { keepLast: false });
     for (const { topic } of this.sql.exec<{ topic: string }>("SELECT DISTINCT topic FROM links").toArray()) {
       await this.mailbox(topic).unlinkAccount(topic, account);
     }
@@ -363,13 +404,17 @@ export class MincaAccount extends DurableObject<Env> {
     await this.ctx.storage.deleteAlarm();
   }
 
-  /** Empties every table but the tombstone's three rows (docs/hosting.md, "The tombstone"). */
-  private keepOnlyTombstone(t: { at: string; space: string | null; readKey: string | null }): void {
+  /**
+   * Empties every table but the tombstone: its three meta rows and the account's revoked keys
+   * (docs/hosting.md, "The tombstone"), so a key revoked once stays revoked at this host across
+   * carry:closed and a new CarryGrant.
+   */
+  private keepOnlyTombstone(t: { at: string | null; space: string | null; readKey: string | null }): void {
     this.ctx.storage.transactionSync(() => {
-      for (const table of ["passes", "links", "usage", "wakes", "receivers", "pushes", "revoked", "meta"]) this.sql.exec(`DELETE FROM ${table}`);
+      for (const table of ["passes", "links", "usage", "wakes", "receivers", "pushes", "latest", "meta"]) this.sql.exec(`DELETE FROM ${table}`);
       this.ownAccount.reset();
       this.sql.exec("DELETE FROM sqlite_sequence");
-      this.setMeta("closed_at", t.at);
+      if (t.at !== null) this.setMeta("closed_at", t.at);
       if (t.space !== null) this.setMeta("closed_space", t.space);
       if (t.readKey !== null) this.setMeta("closed_read_key", t.readKey);
     });

@@ -104,39 +104,60 @@ export class MincaSpace extends DurableObject<Env> {
   /**
    * `account` carries this space under its current pass, proving `readKey` (private spaces), the
    * space one of the account's own when `own`. The account decides which of its passes is current;
-   * no account's pass displaces another's. False (nothing kept) when the space already has
-   * max_carriers_per_space other carriers.
+   * no account's pass displaces another's. Carrier slots (the profile's "Carried spaces"): past
+   * max_carriers_per_space, a pass proven with the constitution's own read key takes the slot of
+   * the most recently added carrier that is not (which hears it has lost it, and whose bytes here
+   * move to another carrier); such a pass is never refused a slot. False (nothing kept) for any
+   * other pass when the slots are full.
    */
-  carry(account: string, constitution: Constitution, readKey: string | null, at: number, own = false): boolean {
+  async carry(account: string, constitution: Constitution, readKey: string | null, at: number, own = false): Promise<boolean> {
     this.schema.ensure();
-    return this.ctx.storage.transactionSync(() => {
+    const taken = this.ctx.storage.transactionSync((): { ok: boolean; evicted: string | null } => {
       const known = this.sql.exec("SELECT 1 FROM carriers WHERE account = ?", account).toArray().length > 0;
-      if (!known && this.carriers().length >= MINCA_HOST_LIMITS.max_carriers_per_space) return false;
+      let evicted: string | null = null;
+      if (!known && this.carriers().length >= MINCA_HOST_LIMITS.max_carriers_per_space) {
+        const own = this.constitution() ?? constitution;
+        const member = own.visibility === "private" && own.readKey !== undefined && readKey === own.readKey;
+        if (!member) return { ok: false, evicted: null };
+        evicted =
+          this.sql
+            .exec<{ account: string }>("SELECT account FROM carriers WHERE read_key IS NOT ? ORDER BY added DESC, rowid DESC LIMIT 1", own.readKey)
+            .toArray()[0]?.account ?? null;
+        if (evicted !== null) this.sql.exec("DELETE FROM carriers WHERE account = ?", evicted);
+      }
       this.setMeta("space", this.id);
       if (this.meta("constitution") === null) this.setMeta("constitution", JSON.stringify(constitution));
       this.sql.exec(
-        `INSERT INTO carriers (account, at, read_key, own) VALUES (?, ?, ?, ?)
+        `INSERT INTO carriers (account, at, read_key, own, added) VALUES (?, ?, ?, ?, (SELECT COALESCE(MAX(added), 0) + 1 FROM carriers))
          ON CONFLICT (account) DO UPDATE SET at = excluded.at, read_key = excluded.read_key, own = excluded.own`,
         account,
         at,
         readKey,
         own ? 1 : 0,
       );
-      return true;
+      return { ok: true, evicted };
     });
+    if (taken.evicted !== null) {
+      const usage = await accountOf(this.env, taken.evicted).lostSlot(this.id);
+      await this.handOver(usage, [taken.evicted, account]);
+    }
+    return taken.ok;
   }
 
   /**
-   * A carry space's records of the keys `of` touched (DESIGN 8.4, revocations): for each
-   * (collection, key) a version signed by `of` wrote, the latest version of it (by `at`, then
-   * seq) signed by none of `revoked`, or null when there is none.
+   * A carry space's records of the keys `of` wrote after `cutoff` (the profile's revocations):
+   * for each (collection, key) such a version wrote, the latest version of it (by `at`, then
+   * version id) that still counts — signed by no key in `revoked` after that key's cutoff — or
+   * null when there is none.
    */
-  history(of: string, revoked: string[]): Array<{ collection: string; key: string; version: string | null }> {
+  history(of: string, cutoff: number, revoked: Array<{ did: string; cutoff: number | null }>): Array<{ collection: string; key: string; version: string | null }> {
     if (this.meta("carry_of") === null) return [];
     const touched = this.sql
       .exec<{ c: string; k: string }>(
-        "SELECT DISTINCT json_extract(version, '$.collection') AS c, json_extract(version, '$.key') AS k FROM log WHERE json_extract(version, '$.author') = ?",
+        `SELECT DISTINCT json_extract(version, '$.collection') AS c, json_extract(version, '$.key') AS k FROM log
+          WHERE json_extract(version, '$.author') = ? AND json_extract(version, '$.at') > ?`,
         of,
+        cutoff,
       )
       .toArray();
     return touched.map(({ c, k }) => {
@@ -144,8 +165,12 @@ export class MincaSpace extends DurableObject<Env> {
         .exec<{ version: string }>(
           `SELECT version FROM log
             WHERE json_extract(version, '$.collection') = ? AND json_extract(version, '$.key') = ?
-              AND json_extract(version, '$.author') NOT IN (SELECT value FROM json_each(?))
-            ORDER BY json_extract(version, '$.at') DESC, seq DESC LIMIT 1`,
+              AND NOT EXISTS (
+                SELECT 1 FROM json_each(?) AS r
+                 WHERE json_extract(r.value, '$.did') = json_extract(log.version, '$.author')
+                   AND json_extract(r.value, '$.cutoff') IS NOT NULL
+                   AND json_extract(log.version, '$.at') > json_extract(r.value, '$.cutoff'))
+            ORDER BY json_extract(version, '$.at') DESC, id DESC LIMIT 1`,
           c,
           k,
           JSON.stringify(revoked),
@@ -155,12 +180,32 @@ export class MincaSpace extends DurableObject<Env> {
     });
   }
 
-  /** `account` no longer carries this space; with no carrier left, the space is forgotten. */
-  uncarry(account: string): void {
-    if (!this.schema.exists) return;
+  /**
+   * `account` no longer carries this space; `usage` is what it was charged for the space. With
+   * other carriers left, the bytes move to one of them (every stored byte is charged to exactly
+   * one carrying account); with none, the space is forgotten — unless `keepLast` (a revoke never
+   * drops a log): then the account keeps carrying it, "kept".
+   */
+  async uncarry(account: string, usage: { versions: number; bytes: number }, opts: { keepLast: boolean }): Promise<"kept" | "gone"> {
+    if (!this.schema.exists) return "gone";
+    const others = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM carriers WHERE account != ?", account).one().n;
+    if (others === 0 && this.meta("carry_of") === null) {
+      if (opts.keepLast) return "kept";
+      this.forget();
+      return "gone";
+    }
     this.sql.exec("DELETE FROM carriers WHERE account = ?", account);
-    const left = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM carriers").one().n;
-    if (left === 0 && this.meta("carry_of") === null) this.forget();
+    await this.handOver(usage, [account]);
+    return "gone";
+  }
+
+  /** Charges `usage` to the longest-standing carrier not in `besides` that takes it. */
+  private async handOver(usage: { versions: number; bytes: number }, besides: string[]): Promise<void> {
+    if (usage.versions === 0 && usage.bytes === 0) return;
+    const heirs = this.sql
+      .exec<{ account: string }>("SELECT account FROM carriers WHERE account NOT IN (SELECT value FROM json_each(?)) ORDER BY added, rowid", JSON.stringify(besides))
+      .toArray();
+    for (const { account } of heirs) if (await accountOf(this.env, account).adopt(this.id, usage.versions, usage.bytes)) return;
   }
 
   /** Deletes every row this space holds. */
