@@ -98,12 +98,19 @@ export function buildPage(rows: StoredItem[], after: number, limit: number, olde
   // account serves at most link_bytes_served_per_account).
   const linkItems: PageItem[] = [];
   if (after === 0) {
-    const seen = new Set<string>();
+    // (A topic is computed from its blob, so the links of one topic are one blob: served once,
+    // until the last of them expires.)
+    const seen = new Map<string, PageItem>();
     for (const l of links) {
       const blob = base64urlEncode(l.blob);
-      if (seen.has(blob)) continue;
-      seen.add(blob);
-      linkItems.push({ seq: 0, at: l.at, until: l.until, blob });
+      const held = seen.get(blob);
+      if (held) {
+        held.until = Math.max(held.until, l.until);
+        continue;
+      }
+      const item = { seq: 0, at: l.at, until: l.until, blob };
+      seen.set(blob, item);
+      linkItems.push(item);
     }
   }
   const next = items.length ? items[items.length - 1].seq : after;
