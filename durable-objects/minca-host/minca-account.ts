@@ -10,7 +10,8 @@ import { LazySchema } from "../schema";
 import { AccountStore } from "./account-store";
 import { AccountRecords, type CarryVerdict } from "./account-records";
 import { AccountPushes } from "./account-pushes";
-import { StorageLease } from "../storage-lease";
+import type { StorageLease } from "../storage-lease";
+import { AccountUsage } from "./account-usage";
 import { fail, type HostResult } from "./result";
 import { mailboxOf, spaceOf } from "./peers";
 import { MIGRATIONS } from "../../migrations/index";
@@ -45,6 +46,7 @@ export class MincaAccount extends DurableObject<Env> {
   private readonly pushes: AccountPushes;
   /** The account's share of the host-wide total (storage.host_bytes): what its usage rows add up to, leased from the relay's ledger. */
   private readonly lease: StorageLease;
+  private readonly usage: AccountUsage;
   /** The fetch wakes go out with (tests may replace it). */
   pushFetch: FetchLike = (url, init) => fetch(url, init);
 
@@ -60,7 +62,8 @@ export class MincaAccount extends DurableObject<Env> {
       mailbox: (topic) => this.mailbox(topic),
       schedule: () => this.schedule(),
     });
-    this.lease = new StorageLease(ctx, env, "host", this.schema, () => this.usedBytes());
+    this.usage = new AccountUsage(this.store, env);
+    this.lease = this.usage.lease;
     this.pushes = new AccountPushes(this.store, env, (url, init) => this.pushFetch(url, init));
   }
 
@@ -253,81 +256,22 @@ export class MincaAccount extends DurableObject<Env> {
     return bodyKeyOf(base64urlDecode(keyB64));
   }
 
-  // ---- bounds (called by MincaSpace) ----------------------------------------------------------
+  // ---- bounds (called by MincaSpace; account-usage.ts) ----------------------------------------
 
-  /**
-   * Charges `versions` and `bytes` written to `space` to this account when its carried spaces'
-   * total bound leaves room for them, and the account's lease of the host-wide total
-   * (storage.host_bytes, docs/hosting.md "Quotas") covers them: each check and the write in one
-   * step, with no await between, so concurrent requests never take the account or the host past
-   * its bound. Over the lease, the lease is extended once and the checks run again.
-   * `account_full` or `host_full` when refused.
-   */
-  async reserve(space: string, versions: number, bytes: number): Promise<"ok" | "account_full" | "host_full"> {
-    if (!this.schema.exists) return bytes <= MINCA_HOST_LIMITS.max_account_bytes ? "ok" : "account_full"; // not carrying: nothing to count
-    for (let attempt = 0; ; attempt++) {
-      const used = this.usedBytes();
-      if (used + bytes > MINCA_HOST_LIMITS.max_account_bytes) return "account_full";
-      if (this.meta("carry_space") === null) return "ok"; // not carrying (closed meanwhile): nothing to count
-      if (this.lease.covers(used + bytes)) {
-        this.sql.exec(
-          `INSERT INTO usage (space, versions, bytes) VALUES (?, ?, ?)
-           ON CONFLICT (space) DO UPDATE SET versions = versions + excluded.versions, bytes = bytes + excluded.bytes`,
-          space,
-          versions,
-          bytes,
-        );
-        this.lease.ahead(used + bytes);
-        return "ok";
-      }
-      if (attempt > 0 || !(await this.lease.extend(used + bytes))) return "host_full";
-    }
+  reserve(space: string, versions: number, bytes: number): Promise<"ok" | "account_full" | "host_full"> {
+    return this.usage.reserve(space, versions, bytes);
   }
 
-  /** Gives back what reserve() charged for versions that were not kept. */
   refund(space: string, versions: number, bytes: number): void {
-    if (!this.schema.exists) return;
-    this.sql.exec("UPDATE usage SET versions = MAX(0, versions - ?), bytes = MAX(0, bytes - ?) WHERE space = ?", versions, bytes, space);
-    this.lease.changed();
+    this.usage.refund(space, versions, bytes);
   }
 
-  /**
-   * Another account stopped carrying `space`, which this account still carries: the bytes it was
-   * charged for the space are charged here now (every stored byte to exactly one carrying
-   * account). Taken over whatever the quota: the bytes are already stored.
-   */
-  async adopt(space: string, versions: number, bytes: number): Promise<boolean> {
-    if (!this.schema.exists || this.meta("carry_space") === null) return false;
-    this.sql.exec(
-      `INSERT INTO usage (space, versions, bytes) VALUES (?, ?, ?)
-       ON CONFLICT (space) DO UPDATE SET versions = versions + excluded.versions, bytes = bytes + excluded.bytes`,
-      space,
-      versions,
-      bytes,
-    );
-    await this.lease.extend(this.usedBytes());
-    return true;
+  adopt(space: string, versions: number, bytes: number): Promise<boolean> {
+    return this.usage.adopt(space, versions, bytes);
   }
 
-  /**
-   * The account lost its carrier slot in `space` to a member proving the constitution's read key
-   * (the profile's carrier slots): it no longer carries the space, and the bytes it was charged
-   * for it go with it to the space, which hands them to an account that still carries it.
-   */
   lostSlot(space: string): { versions: number; bytes: number } {
-    if (!this.schema.exists) return { versions: 0, bytes: 0 };
-    const usage = this.sql.exec<{ versions: number; bytes: number }>("SELECT versions, bytes FROM usage WHERE space = ?", space).toArray()[0] ?? { versions: 0, bytes: 0 };
-    this.ctx.storage.transactionSync(() => {
-      this.sql.exec("DELETE FROM passes WHERE space = ?", space);
-      this.sql.exec("DELETE FROM usage WHERE space = ?", space);
-    });
-    this.lease.changed();
-    return usage;
-  }
-
-  private usedBytes(): number {
-    if (!this.schema.exists) return 0;
-    return this.sql.exec<{ b: number }>("SELECT COALESCE(SUM(bytes), 0) AS b FROM usage").one().b;
+    return this.usage.lostSlot(space);
   }
 
   // ---- links (called by MincaMailbox) ---------------------------------------------------------

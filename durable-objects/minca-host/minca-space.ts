@@ -12,39 +12,15 @@ import { checkReadProof } from "../../shared/minca/read-proof";
 import type { Constitution } from "../../shared/minca/space";
 import { checkVersion, outsideOf, rootOf, type VersionCheck, type VersionRefusal } from "../../shared/minca/version";
 import type { Arrival } from "../../shared/minca/wake";
-import type { Appended, LogPage } from "../../shared/minca/host-wire";
-import {
-  afterWrite,
-  answerOf,
-  authorsByRoot,
-  freshOf,
-  planArrivals,
-  refundsOf,
-  refuseIn,
-  refuseRevoked,
-  sharesOf,
-  storedOf,
-  withPayers,
-  type AppendPlan,
-  type FreshEntry,
-  type Share,
-} from "../../shared/minca/append-plan";
+import type { Appended, ArrivedVersion, LogPage } from "../../shared/minca/host-wire";
+import type { PageQuery } from "../../shared/mailbox/messages";
+import * as plans from "../../shared/minca/append-plan";
+import type { AppendPlan, FreshEntry, Share } from "../../shared/minca/append-plan";
 import { log } from "../../shared/log";
 import { fail, type HostResult } from "./result";
 import { accountOf } from "./peers";
-
-export interface LogQuery {
-  after: number;
-  limit: number;
-  wait: number;
-}
-
-/** A version as it arrived: its raw JSON text and its parsed value. */
-export interface Arrived {
-  raw: string;
-  value: unknown;
-  bytes: number;
-}
+import { SpaceLog } from "./space-log";
+import { slotFor } from "../../shared/minca/carrier-slots";
 
 /** What the append pipeline knows of the space. */
 interface Carried {
@@ -66,16 +42,11 @@ interface CarryOutcome {
   revoked: string[];
 }
 
-interface LogRow extends Record<string, SqlStorageValue> {
-  seq: number;
-  bytes: number;
-  version: string;
-}
-
 export class MincaSpace extends DurableObject<Env> {
   private readonly sql: SqlStorage;
   /** Made when an account first carries the space: a GET or POST of an unknown space stores nothing. */
   private readonly schema: LazySchema;
+  private readonly log: SpaceLog;
   private readonly waiters = new Set<() => void>();
   /** Per-client rates (in memory: an evicted object only forgives an idle client). */
   private readonly buckets = new ClientBuckets({
@@ -87,6 +58,7 @@ export class MincaSpace extends DurableObject<Env> {
     super(ctx, env);
     this.sql = ctx.storage.sql;
     this.schema = new LazySchema(ctx.storage, MIGRATIONS.MincaSpace);
+    this.log = new SpaceLog(this.sql);
   }
 
   // ---- carrying (called by MincaAccount) -------------------------------------------------------
@@ -113,18 +85,16 @@ export class MincaSpace extends DurableObject<Env> {
   async carry(account: string, constitution: Constitution, readKey: string | null, at: number, own = false): Promise<boolean> {
     this.schema.ensure();
     const taken = this.ctx.storage.transactionSync((): { ok: boolean; evicted: string | null } => {
-      const known = this.sql.exec("SELECT 1 FROM carriers WHERE account = ?", account).toArray().length > 0;
-      let evicted: string | null = null;
-      if (!known && this.carriers().length >= MINCA_HOST_LIMITS.max_carriers_per_space) {
-        const own = this.constitution() ?? constitution;
-        const member = own.visibility === "private" && own.readKey !== undefined && readKey === own.readKey;
-        if (!member) return { ok: false, evicted: null };
-        evicted =
-          this.sql
-            .exec<{ account: string }>("SELECT account FROM carriers WHERE read_key IS NOT ? ORDER BY added DESC, rowid DESC LIMIT 1", own.readKey)
-            .toArray()[0]?.account ?? null;
-        if (evicted !== null) this.sql.exec("DELETE FROM carriers WHERE account = ?", evicted);
-      }
+      const held = this.sql.exec<{ account: string; read_key: string | null; added: number }>("SELECT account, read_key, added FROM carriers").toArray();
+      const slot = slotFor(
+        held.map((c) => ({ account: c.account, readKey: c.read_key, added: c.added })),
+        account,
+        readKey,
+        this.constitution() ?? constitution,
+      );
+      if (!slot.ok) return { ok: false, evicted: null };
+      if (slot.evict !== null) this.sql.exec("DELETE FROM carriers WHERE account = ?", slot.evict);
+      const evicted = slot.evict;
       this.setMeta("space", this.id);
       if (this.meta("constitution") === null) this.setMeta("constitution", JSON.stringify(constitution));
       this.sql.exec(
@@ -152,32 +122,7 @@ export class MincaSpace extends DurableObject<Env> {
    */
   history(of: string, cutoff: number, revoked: Array<{ did: string; cutoff: number | null }>): Array<{ collection: string; key: string; version: string | null }> {
     if (this.meta("carry_of") === null) return [];
-    const touched = this.sql
-      .exec<{ c: string; k: string }>(
-        `SELECT DISTINCT json_extract(version, '$.collection') AS c, json_extract(version, '$.key') AS k FROM log
-          WHERE json_extract(version, '$.author') = ? AND json_extract(version, '$.at') > ?`,
-        of,
-        cutoff,
-      )
-      .toArray();
-    return touched.map(({ c, k }) => {
-      const row = this.sql
-        .exec<{ version: string }>(
-          `SELECT version FROM log
-            WHERE json_extract(version, '$.collection') = ? AND json_extract(version, '$.key') = ?
-              AND NOT EXISTS (
-                SELECT 1 FROM json_each(?) AS r
-                 WHERE json_extract(r.value, '$.did') = json_extract(log.version, '$.author')
-                   AND json_extract(r.value, '$.cutoff') IS NOT NULL
-                   AND json_extract(log.version, '$.at') > json_extract(r.value, '$.cutoff'))
-            ORDER BY json_extract(version, '$.at') DESC, id DESC LIMIT 1`,
-          c,
-          k,
-          JSON.stringify(revoked),
-        )
-        .toArray()[0];
-      return { collection: c, key: k, version: row?.version ?? null };
-    });
+    return this.log.history(of, cutoff, revoked);
   }
 
   /**
@@ -221,7 +166,7 @@ export class MincaSpace extends DurableObject<Env> {
   /** Versions and bytes held (for an account's status). */
   usage(): { versions: number; bytes: number } {
     if (!this.schema.exists) return { versions: 0, bytes: 0 };
-    return this.sql.exec<{ versions: number; bytes: number }>("SELECT COUNT(*) AS versions, COALESCE(SUM(bytes), 0) AS bytes FROM log").one();
+    return this.log.usage();
   }
 
   // ---- the log (called by the Worker) -------------------------------------------------------
@@ -232,7 +177,7 @@ export class MincaSpace extends DurableObject<Env> {
    * version's way"): checks and dedup, revocation, quota, the carry space's records, the write,
    * then what follows it (refunds, waiters, wakes).
    */
-  async append(arrived: Arrived[], opts: { requestHost?: string; client?: string } = {}): Promise<HostResult<Appended>> {
+  async append(arrived: ArrivedVersion[], opts: { requestHost?: string; client?: string } = {}): Promise<HostResult<Appended>> {
     const here = this.carried();
     if (here === null) return fail(404, "not_found", "this host does not carry that space");
     // Cheapest first: carried at all (above), then the client's rate, counted in versions (each a
@@ -241,8 +186,8 @@ export class MincaSpace extends DurableObject<Env> {
     if (limited) return limited;
     let plan = await this.checkStep(here, arrived);
     plan = await this.revocationStep(here, plan);
-    if (freshOf(plan).length === 0) return this.answer(plan);
-    if (this.overSpaceBound(freshOf(plan).map((f) => f.entry))) return this.spaceFull();
+    if (plans.freshOf(plan).length === 0) return this.answer(plan);
+    if (this.overSpaceBound(plans.freshOf(plan).map((f) => f.entry))) return this.spaceFull();
     const quota = await this.quotaStep(here, plan);
     if (!quota.ok) return quota.error;
     plan = quota.plan;
@@ -258,7 +203,7 @@ export class MincaSpace extends DurableObject<Env> {
       return this.spaceFull();
     }
     plan = written;
-    await this.refund(refundsOf(quota.charged, plan));
+    await this.refund(plans.refundsOf(quota.charged, plan));
     await this.afterWriteStep(here, plan, carry.outcome);
     return this.answer(plan);
   }
@@ -280,17 +225,17 @@ export class MincaSpace extends DurableObject<Env> {
   }
 
   /** Step 1, checks and dedup: the gates (shared/minca/version.ts), then whether the log holds each already. */
-  private async checkStep(here: Carried, arrived: Arrived[]): Promise<AppendPlan> {
+  private async checkStep(here: Carried, arrived: ArrivedVersion[]): Promise<AppendPlan> {
     const checks: VersionCheck[] = [];
     for (const a of arrived) checks.push(await checkVersion(a.value, { space: here.id, constitution: here.constitution, ownMachinery: here.ownMachinery }, a.bytes, a.raw));
-    return planArrivals(checks, arrived, (id) => this.sql.exec<{ seq: number }>("SELECT seq FROM log WHERE id = ?", id).toArray()[0]?.seq);
+    return plans.planArrivals(checks, arrived, (id) => this.log.seqOf(id));
   }
 
   /** Step 2, revocation: a version signed by a key its root account revoked is refused in every space the host carries for it. */
   private async revocationStep(here: Carried, plan: AppendPlan): Promise<AppendPlan> {
     const revoked = new Map<string, string[]>();
-    for (const [root, authors] of authorsByRoot(plan, here.carrying)) revoked.set(root, await accountOf(this.env, root).revokedAmong(authors));
-    return refuseRevoked(plan, revoked);
+    for (const [root, authors] of plans.authorsByRoot(plan, here.carrying)) revoked.set(root, await accountOf(this.env, root).revokedAmong(authors));
+    return plans.refuseRevoked(plan, revoked);
   }
 
   /**
@@ -300,7 +245,7 @@ export class MincaSpace extends DurableObject<Env> {
    * the request is stored and what was charged is given back.
    */
   private async quotaStep(here: Carried, plan: AppendPlan): Promise<{ ok: true; plan: AppendPlan; charged: Charged } | { ok: false; error: HostResult<never> }> {
-    const shares = sharesOf(plan, here.carrying);
+    const shares = plans.sharesOf(plan, here.carrying);
     const charged: Charged = [];
     for (const share of shares) {
       let payer: string | null = null;
@@ -321,7 +266,7 @@ export class MincaSpace extends DurableObject<Env> {
       }
       charged.push({ account: payer, share });
     }
-    return { ok: true, plan: withPayers(plan, shares, charged.map((c) => c.account)), charged };
+    return { ok: true, plan: plans.withPayers(plan, shares, charged.map((c) => c.account)), charged };
   }
 
   /** Step 4, carry records: in the carry space, the account reads its records and keeps what they say, refusing some. */
@@ -331,7 +276,7 @@ export class MincaSpace extends DurableObject<Env> {
     opts: { requestHost?: string },
   ): Promise<{ ok: true; plan: AppendPlan; outcome: CarryOutcome } | { ok: false; error: HostResult<never> }> {
     if (here.carryOf === null) return { ok: true, plan, outcome: { closed: false, revoked: [] } };
-    const fresh = freshOf(plan);
+    const fresh = plans.freshOf(plan);
     let applied: Awaited<ReturnType<ReturnType<typeof accountOf>["applyCarry"]>>;
     try {
       applied = await accountOf(this.env, here.carryOf).applyCarry(here.id, fresh.map((f) => f.entry.version), opts);
@@ -345,7 +290,7 @@ export class MincaSpace extends DurableObject<Env> {
     applied.verdicts.forEach((verdict, k) => {
       if (verdict !== null) refusals.set(fresh[k].index, verdict);
     });
-    return { ok: true, plan: refuseIn(plan, refusals), outcome: { closed: applied.closed, revoked: applied.revoked } };
+    return { ok: true, plan: plans.refuseIn(plan, refusals), outcome: { closed: applied.closed, revoked: applied.revoked } };
   }
 
   /**
@@ -354,15 +299,12 @@ export class MincaSpace extends DurableObject<Env> {
    * first seq. Null when the space's bound would be passed (nothing written).
    */
   private writeStep(plan: AppendPlan): AppendPlan | null {
-    const fresh = freshOf(plan);
+    const fresh = plans.freshOf(plan);
     return this.ctx.storage.transactionSync(() => {
       if (this.overSpaceBound(fresh.map((f) => f.entry))) return null;
       const written = new Map<number, { seq: number; added: boolean }>();
-      for (const { index, entry } of fresh) {
-        const seq = this.sql.exec<{ seq: number }>("INSERT INTO log (id, bytes, version) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING seq", entry.version.id, entry.bytes, entry.raw).toArray()[0]?.seq;
-        written.set(index, seq === undefined ? { seq: this.sql.exec<{ seq: number }>("SELECT seq FROM log WHERE id = ?", entry.version.id).one().seq, added: false } : { seq, added: true });
-      }
-      return afterWrite(plan, written);
+      for (const { index, entry } of fresh) written.set(index, this.log.insert(entry.version.id, entry.bytes, entry.raw));
+      return plans.afterWrite(plan, written);
     });
   }
 
@@ -374,7 +316,7 @@ export class MincaSpace extends DurableObject<Env> {
       return;
     }
     if (outcome.revoked.length > 0) await accountOf(this.env, here.carryOf!).recount(outcome.revoked);
-    const added = storedOf(plan);
+    const added = plans.storedOf(plan);
     if (added.length === 0) return;
     for (const w of this.waiters) w();
     this.waiters.clear();
@@ -384,7 +326,7 @@ export class MincaSpace extends DurableObject<Env> {
   }
 
   private answer(plan: AppendPlan): HostResult<Appended> {
-    return { ok: true, value: { results: answerOf(plan) } };
+    return { ok: true, value: { results: plans.answerOf(plan) } };
   }
 
   /** Gives back what was charged and not kept. */
@@ -421,7 +363,7 @@ export class MincaSpace extends DurableObject<Env> {
 
   /** A page of the log; a private space's only to a request proven with its read key. */
   async page(
-    q: LogQuery,
+    q: PageQuery,
     proof: { authorization: string | null; time: string | null },
     client = "",
   ): Promise<HostResult<LogPage>> {
@@ -438,7 +380,7 @@ export class MincaSpace extends DurableObject<Env> {
     }
     const deadline = Date.now() + q.wait * 1000;
     for (;;) {
-      const page = this.readPage(q.after, q.limit);
+      const page = this.log.page(q.after, q.limit);
       const left = deadline - Date.now();
       if (page.items.length > 0 || left <= 0) return { ok: true, value: page };
       await new Promise<void>((resolve) => {
@@ -455,7 +397,7 @@ export class MincaSpace extends DurableObject<Env> {
 
   // ---- internals ------------------------------------------------------------------------------
 
-  /** The client's rate on this space (DESIGN section 3's client address): a 429 with Retry-After when over. */
+  /** The client's rate on this space (per client address): a 429 with Retry-After when over. */
   private limited(kind: "read" | "write", client: string, n = 1): HostResult<never> | null {
     const wait = this.buckets.take(kind, client, n);
     if (wait === null) return null;
@@ -464,7 +406,7 @@ export class MincaSpace extends DurableObject<Env> {
   }
 
   /**
-   * Who may read (DESIGN 8.4, the pass rule): a carry space's own read key; else the read key of
+   * Who may read (the profile's pass rule): a carry space's own read key; else the read key of
    * every carrying account's current pass. A proof under any of them reads: no account's pass
    * displaces another's, and no field a writer chooses (such as `at`) decides between accounts.
    */
@@ -472,20 +414,6 @@ export class MincaSpace extends DurableObject<Env> {
     if (this.meta("carry_of") !== null) return [constitution.readKey!];
     const keys = this.sql.exec<{ k: string }>("SELECT DISTINCT COALESCE(read_key, ?) AS k FROM carriers", constitution.readKey ?? "").toArray();
     return keys.map((r) => r.k).filter((k) => k !== "");
-  }
-
-  private readPage(after: number, limit: number): LogPage {
-    const rows = this.sql.exec<LogRow>("SELECT seq, bytes, version FROM log WHERE seq > ? ORDER BY seq LIMIT ?", after, limit + 1).toArray();
-    const items: LogPage["items"] = [];
-    let bytes = 0;
-    for (const r of rows) {
-      if (items.length >= limit) break;
-      if (items.length > 0 && bytes + r.bytes > MINCA_HOST_LIMITS.page_max_bytes) break;
-      bytes += r.bytes;
-      items.push({ seq: r.seq, version: JSON.parse(r.version) });
-    }
-    const oldest = this.sql.exec<{ s: number | null }>("SELECT MIN(seq) AS s FROM log").one().s;
-    return { items, next: items.length ? items[items.length - 1].seq : after, more: rows.length > items.length, oldest_seq: oldest };
   }
 
   private carriers(): Array<{ account: string; own: boolean }> {
