@@ -3,7 +3,7 @@
 import type { Context, Hono } from "hono";
 import { cors } from "hono/cors";
 import type { HostResult } from "../durable-objects/minca-host/result";
-import { hostIdentity } from "../durable-objects/relay-keys";
+import { hostIdentity } from "../durable-objects/relay/relay-keys";
 import { parseClientJson } from "../shared/client-json";
 import { utf8Decode } from "../shared/encoding";
 import { MINCA_HOST_LIMITS } from "../shared/limits";

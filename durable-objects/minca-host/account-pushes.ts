@@ -4,8 +4,8 @@
 // on each push service's answer (RFC 8030 §5). Each try is counted before it is made.
 import { toArrayBuffer } from "../../shared/encoding";
 import type { AccountStore } from "./account-store";
-import { relayPushSender } from "../relay-keys";
-import { admitPushes } from "../push-gate";
+import { relayPushSender } from "../relay/relay-keys";
+import { admitPushes } from "../push/push-gate";
 import { MINCA_WAKE_LIMITS } from "../../shared/limits";
 import type { WakeBody } from "../../shared/minca/carry";
 import { WAKE_RETRY, wakeMatches, wakePayload, wakeTopic, type Arrival } from "../../shared/minca/wake";

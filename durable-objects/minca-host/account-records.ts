@@ -151,7 +151,7 @@ export class AccountRecords {
         return null;
       case "link": {
         const held = this.sql.exec<{ at: number; topic: string }>("SELECT at, topic FROM links WHERE key = ?", rec.key).toArray()[0];
-        if (!(await this.peers.mailbox(rec.topic).linkAccount(rec.topic, account))) {
+        if (!(await this.peers.mailbox(rec.topic).linkAccount(account))) {
           return { reason: "too_many_link_accounts", detail: `a mailbox topic serves the links of at most ${MINCA_HOST_LIMITS.max_link_accounts_per_topic} accounts` };
         }
         this.sql.exec(
@@ -281,6 +281,6 @@ export class AccountRecords {
 
   private async unlinkIfNone(topic: string): Promise<void> {
     const left = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM links WHERE topic = ?", topic).one().n;
-    if (left === 0) await this.peers.mailbox(topic).unlinkAccount(topic, this.account());
+    if (left === 0) await this.peers.mailbox(topic).unlinkAccount(this.account());
   }
 }

@@ -4,7 +4,7 @@
 // account when one stops carrying a space others still carry (every stored byte is charged to
 // exactly one carrying account).
 import { MINCA_HOST_LIMITS } from "../../shared/limits";
-import { StorageLease } from "../storage-lease";
+import { StorageLease } from "../relay/storage-lease";
 import type { AccountStore } from "./account-store";
 
 export class AccountUsage {

@@ -6,11 +6,11 @@
 // alarm expires an unproven binding, sweeps expired links and sends the pushes due.
 import { DurableObject } from "cloudflare:workers";
 import { OwnName } from "../own-name";
-import { LazySchema } from "../schema";
+import { LazySchema } from "../base/schema";
 import { AccountStore } from "./account-store";
 import { AccountRecords, type CarryVerdict } from "./account-records";
 import { AccountPushes } from "./account-pushes";
-import type { StorageLease } from "../storage-lease";
+import type { StorageLease } from "../relay/storage-lease";
 import { AccountUsage } from "./account-usage";
 import { fail, type HostResult } from "./result";
 import { mailboxOf, spaceOf } from "./peers";
@@ -341,7 +341,7 @@ export class MincaAccount extends DurableObject<Env> {
     // Each carried space hands what the account was charged for it to an account that still carries it.
     for (const c of carried) await this.space(c.space).uncarry(account, { versions: c.versions ?? 0, bytes: c.bytes ?? 0 }, { keepLast: false });
     for (const { topic } of this.sql.exec<{ topic: string }>("SELECT DISTINCT topic FROM links").toArray()) {
-      await this.mailbox(topic).unlinkAccount(topic, account);
+      await this.mailbox(topic).unlinkAccount(account);
     }
     await this.lease.releaseAll();
     this.keepOnlyTombstone({ at: String(Date.now()), space: carry, readKey });

@@ -4,7 +4,7 @@
 // what a carry-space record means, read proofs) is made in shared/minca; this object stores
 // what they accept. A version is in SQLite before the answer leaves.
 import { DurableObject } from "cloudflare:workers";
-import { LazySchema } from "../schema";
+import { LazySchema } from "../base/schema";
 import { MIGRATIONS } from "../../migrations/index";
 import { MINCA_HOST_LIMITS } from "../../shared/limits";
 import { ClientBuckets } from "../../shared/rate-limit";

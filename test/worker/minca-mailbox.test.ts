@@ -4,7 +4,7 @@
 import { SELF, env, evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { p256 } from "@noble/curves/nist.js";
-import type { MincaMailbox } from "../../durable-objects/minca-mailbox";
+import type { MincaMailbox } from "../../durable-objects/mailbox/minca-mailbox";
 import { MAILBOX_LIMITS } from "../../shared/limits";
 import { base64urlDecode, base64urlEncode, randomBytes } from "../../shared/encoding";
 import { decryptPushMessage } from "../../shared/webpush/encrypt";

@@ -6,7 +6,7 @@ import { roomKeys, signJoin, joinPeerFrame, BROADCAST, type RoomKeys } from "../
 import { randomBytes } from "../../shared/encoding";
 import { CLOSE_CODES, COMMON_LIMITS, PASSNOTE_LIMITS } from "../../shared/limits";
 import { TestSocket } from "../helpers/socket";
-import type { PassnoteRoom } from "../../durable-objects/passnote-room";
+import type { PassnoteRoom } from "../../durable-objects/passnote/passnote-room";
 import { waitFor } from "../helpers/wait";
 
 const base = "http://relay.test";

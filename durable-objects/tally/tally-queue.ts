@@ -4,11 +4,11 @@
 // queue_ttl_days, and charged against the user's lease of the relay-wide total (storage.tally_bytes)
 // in the same transaction as each store. The `queue` table's only writer; TallyUser (tally-user.ts)
 // holds the sockets and decides when to store, push and delete.
-import { TALLY_LIMITS } from "../shared/limits";
-import { utf8ByteLength } from "../shared/encoding";
-import { storedEnvelope } from "../shared/tally/messages";
-import type { LazySchema } from "./schema";
-import { OverLease, StorageLease, withinLease } from "./storage-lease";
+import { TALLY_LIMITS } from "../../shared/limits";
+import { utf8ByteLength } from "../../shared/encoding";
+import { storedEnvelope } from "../../shared/tally/messages";
+import type { LazySchema } from "../base/schema";
+import { StorageLease } from "../relay/storage-lease";
 
 const DAY_MS = 86_400_000;
 
@@ -46,23 +46,21 @@ export class TallyQueue {
 
   /**
    * Stores an envelope (idempotent by (from, id)) and applies the bounds; answers the stored form
-   * and when it expires, or null when it was not kept (larger than the whole queue, or evicted at
-   * once as the largest sharer's oldest). What the queue then holds is charged against the lease
-   * in the same transaction: past the lease, nothing is kept and an OverLease says how much the
-   * queue would hold (a user that holds nothing yet makes no schema before it has a lease).
+   * and when it expires (null when it was stored before), or null when it was not kept (larger
+   * than the whole queue, or evicted at once as the largest sharer's oldest), or "storage_full"
+   * when the relay-wide total has no room for it (nothing kept; the lease, storage-lease.ts,
+   * charges what the queue then holds in the same transaction as the write).
    */
-  store(raw: string, fromHex: string, id: string, now: number): { body: string; expires: number | null } | null | OverLease {
+  async store(raw: string, fromHex: string, id: string, now: number): Promise<{ body: string; expires: number | null } | null | "storage_full"> {
     const body = storedEnvelope(raw, new Date(now));
     const bytes = utf8ByteLength(body);
     if (bytes > TALLY_LIMITS.queue_max_bytes) return null;
-    if (!this.schema.exists && !this.lease.covers(bytes)) return new OverLease(bytes);
-    this.schema.ensure();
-    const existing = this.sql
-      .exec<{ body: string }>("SELECT body FROM queue WHERE from_hex = ? AND id = ?", fromHex, id)
-      .toArray()[0];
-    if (existing) return { body: existing.body, expires: null };
-    const expires = now + TALLY_LIMITS.queue_ttl_days * DAY_MS;
-    const total = withinLease(this.ctx.storage, () => {
+    const r = await this.lease.store<{ body: string; expires: number | null } | null>(bytes, () => {
+      const existing = this.sql
+        .exec<{ body: string }>("SELECT body FROM queue WHERE from_hex = ? AND id = ?", fromHex, id)
+        .toArray()[0];
+      if (existing) return { value: { body: existing.body, expires: null } };
+      const expires = now + TALLY_LIMITS.queue_ttl_days * DAY_MS;
       this.sql.exec(
         "INSERT INTO queue (from_hex, id, body, bytes, queued_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
         fromHex,
@@ -93,29 +91,24 @@ export class TallyQueue {
           TALLY_LIMITS.queue_max_bytes_per_sender,
         );
       }
+      // What the queue then holds is what the user's lease of the relay-wide total must cover.
       const held = this.evictLargestSharers();
-      // The relay-wide total (docs/hostile.md): the user's lease covers what its queue now holds.
-      if (!this.lease.covers(held)) throw new OverLease(held);
-      return held;
+      // Evicted at once (its sender was the largest sharer of a full queue): it was not stored.
+      const kept = this.sql.exec("SELECT 1 FROM queue WHERE from_hex = ? AND id = ?", fromHex, id).toArray().length > 0;
+      return { value: kept ? { body, expires } : null, held };
     });
-    if (total instanceof OverLease) return total;
-    this.lease.ahead(total);
-    // Evicted at once (its sender was the largest sharer of a full queue): it was not stored.
-    if (this.sql.exec("SELECT 1 FROM queue WHERE from_hex = ? AND id = ?", fromHex, id).toArray().length === 0) return null;
-    return { body, expires };
+    return r.stored ? r.value : "storage_full";
   }
 
   /** An acking device took one envelope (seed 6.3): it goes. */
   ack(fromHex: string, id: string): void {
     if (!this.schema.exists) return;
-    this.sql.exec("DELETE FROM queue WHERE from_hex = ? AND id = ?", fromHex, id);
-    this.lease.changed();
+    this.lease.free(() => this.sql.exec("DELETE FROM queue WHERE from_hex = ? AND id = ?", fromHex, id));
   }
 
   /** Pushed to a device that does not ack: every envelope up to `seq` goes (seed 6.2). */
   removeThrough(seq: number): void {
-    this.sql.exec("DELETE FROM queue WHERE seq <= ?", seq);
-    this.lease.changed();
+    this.lease.free(() => this.sql.exec("DELETE FROM queue WHERE seq <= ?", seq));
   }
 
   // Any statement that can write (a DELETE that matches nothing too) opens a write transaction,
@@ -125,8 +118,7 @@ export class TallyQueue {
   purgeExpired(now: number): void {
     if (!this.schema.exists) return;
     if (this.sql.exec("SELECT 1 FROM queue WHERE expires_at <= ? LIMIT 1", now).toArray().length === 0) return;
-    this.sql.exec("DELETE FROM queue WHERE expires_at <= ?", now);
-    this.lease.changed();
+    this.lease.free(() => this.sql.exec("DELETE FROM queue WHERE expires_at <= ?", now));
   }
 
   /** When the next stored envelope expires (ms), or null. */

@@ -1,23 +1,27 @@
 // An object's lease of bytes from the relay's storage ledger (relay-ledger.ts; docs/hostile.md,
-// "Relay-wide totals"). The object charges what it keeps against the lease itself, in the same
-// synchronous step as the write (covers()), so the check and the charge have no await between
-// them; it asks the ledger only when what it holds would outgrow the lease (extend(), about once
-// per lease block), tops the lease up ahead of need off the message path (ahead()), and gives
-// back what it no longer needs at most every flush interval (changed()) or all of it before it
-// deletes its storage (releaseAll()). The lease is kept in the object's `meta` table, so an
-// evicted object knows what it holds. Ledger calls run one at a time.
-import type { LazySchema } from "./schema";
+// "Relay-wide totals"). A holder uses two calls:
+// - `store(bytes, write)`: runs `write` in one transaction and charges what the object then holds
+//   against the lease in the same synchronous step (no await between the check and the charge).
+//   Past the lease the write is rolled back, the ledger is asked once for more, and the write runs
+//   again; a total with no room answers `{ stored: false }` (the holder answers storage_full).
+//   After a write the lease is topped up ahead of need, off the request path.
+// - `free(remove)`: runs a delete; within the flush interval what the lease no longer needs goes
+//   back to the ledger.
+// and `releaseAll()` before it deletes its whole storage. The lease is kept in the object's `meta`
+// table, so an evicted object knows what it holds. Ledger calls run one at a time.
+import type { LazySchema } from "../base/schema";
+import { Debounced } from "../base/debounced";
 import { relayLedger, type RelayLedger } from "./relay-ledger";
-import { STATS_LIMITS } from "../shared/limits";
-import { leaseBlock, leaseKeep, leaseRequest, type StorageKind } from "../shared/storage";
-import { log } from "../shared/log";
+import { STATS_LIMITS } from "../../shared/limits";
+import { leaseBlock, leaseKeep, leaseRequest, type StorageKind } from "../../shared/storage";
+import { log } from "../../shared/log";
 
 const META_KEY = "lease_bytes";
 
 export class StorageLease {
   private granted: number | undefined;
   private chain: Promise<unknown> = Promise.resolve();
-  private settleScheduled = false;
+  private readonly giveBack: Debounced;
   private toppingUp = false;
 
   constructor(
@@ -27,7 +31,45 @@ export class StorageLease {
     private readonly schema: LazySchema,
     /** The bytes of this kind the object holds now. */
     private readonly used: () => number,
-  ) {}
+  ) {
+    this.giveBack = new Debounced(ctx, STATS_LIMITS.flush_interval_ms, () => this.settle());
+  }
+
+  /**
+   * Stores through the lease: `write` runs in one transaction (made after the schema, so a refusal
+   * keeps nothing) and answers its value and the bytes of this kind the object then holds (`held`
+   * undefined: it wrote nothing, e.g. a refusal of its own). `bytes` is what the write adds: an
+   * object that holds nothing yet asks the ledger for it before it makes its schema. Past the
+   * lease the transaction is rolled back, the ledger is asked once for a lease that covers it, and
+   * `write` runs again; still past it, or the ledger has no room: `{ stored: false }`.
+   */
+  async store<T>(bytes: number, write: () => { value: T; held?: number }): Promise<{ stored: true; value: T } | { stored: false }> {
+    if (!this.schema.exists && !this.covers(bytes) && !(await this.extend(bytes))) return { stored: false };
+    for (let attempt = 0; ; attempt++) {
+      this.schema.ensure();
+      let out: { value: T; held?: number };
+      try {
+        out = this.ctx.storage.transactionSync(() => {
+          const r = write();
+          if (r.held !== undefined && !this.covers(r.held)) throw new OverLease(r.held); // rolled back: nothing kept
+          return r;
+        });
+      } catch (err) {
+        if (!(err instanceof OverLease)) throw err;
+        if (attempt > 0 || !(await this.extend(err.total))) return { stored: false };
+        continue;
+      }
+      if (out.held !== undefined) this.ahead(out.held);
+      return { stored: true, value: out.value };
+    }
+  }
+
+  /** Runs `remove` (a delete of what the lease covers): what the lease no longer needs goes back soon. */
+  free<T>(remove: () => T): T {
+    const r = remove();
+    this.changed();
+    return r;
+  }
 
   /** Bytes leased to this object. */
   get bytes(): number {
@@ -39,7 +81,7 @@ export class StorageLease {
     return this.granted;
   }
 
-  /** Whether holding `total` bytes stays within the lease (synchronous: check and write in one step). */
+  /** Whether holding `total` bytes stays within the lease (synchronous: check and write in one step). Holders use store(). */
   covers(total: number): boolean {
     return total <= this.bytes;
   }
@@ -78,18 +120,10 @@ export class StorageLease {
     );
   }
 
-  /** What the object holds went down: within the flush interval, what the lease no longer needs goes back. */
+  /** What the object holds went down: within the flush interval, what the lease no longer needs goes back. Holders use free(). */
   changed(): void {
-    if (this.settleScheduled || this.bytes === 0) return;
-    this.settleScheduled = true;
-    this.ctx.waitUntil(
-      new Promise<void>((resolve) =>
-        setTimeout(() => {
-          this.settleScheduled = false;
-          void this.settle().finally(resolve);
-        }, STATS_LIMITS.flush_interval_ms),
-      ),
-    );
+    if (this.bytes === 0) return;
+    this.giveBack.schedule();
   }
 
   /** Gives back what leaseKeep() says the lease no longer needs (the lease shrinks here first, then at the ledger). */
@@ -150,18 +184,8 @@ export class StorageLease {
 }
 
 /** Thrown inside a write's transaction when what the object would hold passes its lease: the write is rolled back. */
-export class OverLease extends Error {
+class OverLease extends Error {
   constructor(readonly total: number) {
     super(`over the storage lease (${total} bytes)`);
-  }
-}
-
-/** Runs `f` as one transaction; an OverLease it throws rolls it back and is returned instead. */
-export function withinLease<T>(storage: DurableObjectStorage, f: () => T): T | OverLease {
-  try {
-    return storage.transactionSync(f);
-  } catch (err) {
-    if (err instanceof OverLease) return err;
-    throw err;
   }
 }

@@ -3,14 +3,18 @@
 // forgets its bucket, which only forgives an origin that was idle). Every object that sends Web
 // Push asks the gate of each origin before a batch, so no number of mailboxes or accounts can
 // turn the relay into an amplifier toward one third party.
-import { DurableObject } from "cloudflare:workers";
-import { WEBPUSH_LIMITS } from "../shared/limits";
-import { log } from "../shared/log";
-import { TokenBucket } from "../shared/rate-limit";
-import { endpointOrigin } from "../shared/webpush/endpoint";
+import { StoredObject } from "../base/stored-object";
+import { WEBPUSH_LIMITS } from "../../shared/limits";
+import { log } from "../../shared/log";
+import { TokenBucket } from "../../shared/rate-limit";
+import { endpointOrigin } from "../../shared/webpush/endpoint";
 
-export class PushGate extends DurableObject<Env> {
+export class PushGate extends StoredObject<Env> {
   private bucket: TokenBucket | undefined;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env, { migrations: [] });
+  }
 
   /** Grants up to `n` pushes to this origin now; for the rest, the milliseconds until the next token. */
   take(n: number): { granted: number; retryAfterMs: number } {

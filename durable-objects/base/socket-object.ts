@@ -1,10 +1,9 @@
-// The one base every relay Durable Object stands on. It owns the runtime entry points (fetch,
+// The base of every relay object that holds WebSockets, on top of the stored-object base
+// (stored-object.ts: schema, meta, name, alarm, stats). It owns the socket entry points (fetch,
 // webSocketMessage, webSocketClose, webSocketError, alarm) and turns them into a few hooks, so
 // that each object reads as "what this room does": a table of handlers, one per message type.
 //
-// What it does for every object, the one documented way (DESIGN section 3):
-// - makes the class's SQL schema on the first write that keeps something (LazySchema: a request
-//   or socket that stores nothing leaves no storage behind), recording migrations in its SQLite;
+// What it does for every socket object, the one documented way:
 // - accepts hibernatable WebSockets, keeps per-socket state in the socket attachment;
 // - answers {"type":"ping"} with {"type":"pong"} without waking the object;
 // - bounds frame size (close 1009) and JSON nesting (invalid_message, common.max_json_depth),
@@ -13,45 +12,26 @@
 //   socket's bucket and refusals, so a reconnect does not reset the limit;
 // - parses a frame, validates it against its handler's zod schema and dispatches by `type`,
 //   answering invalid_message / unknown_type and keeping the connection open;
-// - closes sockets that have not authenticated within the timeout with 4001 (by an in-memory
-//   timer, re-armed whenever the object starts: no alarm is stored for a socket that keeps nothing);
-// - keeps at most common.max_unauthenticated_sockets_per_object sockets unauthenticated, closing
-//   the oldest of them with 1013 when one more arrives (parked sockets never crowd out devices);
+// - closes sockets that have not authenticated within the timeout with 4001, and keeps at most
+//   common.max_unauthenticated_sockets_per_object of them (unauthenticated.ts);
 // - answers close frames;
 // - counts connections, messages and errors for the operator's status page, the same way for
 //   every object (StatsReporter: batched in memory, sent off the message path).
-import { DurableObject } from "cloudflare:workers";
 import type * as z from "zod";
-import { rateLimitedError, socketError, type ErrorCode } from "../shared/errors";
-import { CLOSE_CODES, COMMON_LIMITS } from "../shared/limits";
-import type { Migration } from "../migrations/index";
-import { LazySchema } from "./schema";
-import { ClientSocketRates, TokenBucket } from "../shared/rate-limit";
-import { httpErrorBody } from "../shared/errors";
-import { utf8ByteLength } from "../shared/encoding";
+import { rateLimitedError, socketError, type ErrorCode } from "../../shared/errors";
+import { CLOSE_CODES, COMMON_LIMITS } from "../../shared/limits";
+import type { Migration } from "../../migrations/index";
+import { ClientSocketRates, TokenBucket } from "../../shared/rate-limit";
+import { httpErrorBody } from "../../shared/errors";
+import { utf8ByteLength } from "../../shared/encoding";
 import { noteIdle } from "./live";
-import { StatsReporter } from "./relay-stats";
-import type { StatsGauges, StatsProtocol } from "../shared/stats";
-import { log } from "../shared/log";
-import { jsonNestsDeeper } from "../shared/client-json";
+import type { StatsGauges, StatsProtocol } from "../../shared/stats";
+import { log } from "../../shared/log";
+import { jsonNestsDeeper } from "../../shared/client-json";
+import { StoredObject } from "./stored-object";
+import { UnauthenticatedSockets } from "./unauthenticated";
 
-/**
- * The header the Worker sets on every upgrade it hands an object: the client's address as far as
- * it can be trusted (workers/client-address.ts), which the per-client bounds key on. The Worker
- * always overwrites it, so a client cannot choose it.
- */
-export const CLIENT_HEADER = "x-relay-client";
-
-/**
- * Set on a 101 answer that carries only a refusal (an error frame, then a close, on a socket no
- * object keeps): the Worker does not note the object as holding a live socket for it.
- */
-export const REFUSED_HEADER = "x-relay-refused";
-
-/** The client an upgrade came from (the Worker's CLIENT_HEADER), or "shared" when it cannot be told. */
-export function clientOf(request: Request): string {
-  return request.headers.get(CLIENT_HEADER)?.slice(0, 64) || "shared";
-}
+export { CLIENT_HEADER, REFUSED_HEADER, clientOf } from "./client-header";
 
 /** What every socket's attachment holds; objects extend it. */
 export interface BaseAttachment {
@@ -78,8 +58,10 @@ export function route<Self, A extends BaseAttachment, S extends z.ZodType>(r: Ro
   return r;
 }
 
-export interface RelayObjectOptions {
+export interface SocketObjectOptions {
   migrations: readonly Migration[];
+  /** The `meta` key under which objects of this class stored their own name before the runtime told it. */
+  nameKey?: string;
   /** Largest text frame (bytes of UTF-8) accepted; larger closes the socket with 1009. */
   maxFrameBytes: number;
   /** Largest binary frame accepted; 0 refuses binary frames with invalid_message. */
@@ -99,11 +81,10 @@ export interface RelayObjectOptions {
 const PING = '{"type":"ping"}';
 const PONG = '{"type":"pong"}';
 
-export abstract class RelayObject<Env, A extends BaseAttachment> extends DurableObject<Env> {
-  protected readonly sql: SqlStorage;
-  /** The schema, made on the first write that keeps something: guard reads with `schema.exists`, writes with `schema.ensure()`. */
-  protected readonly schema: LazySchema;
-  private readonly options: RelayObjectOptions;
+export abstract class SocketObject<Env, A extends BaseAttachment> extends StoredObject<Env> {
+  private readonly options: SocketObjectOptions;
+  /** The sockets that have not authenticated: their timeout and their cap. */
+  private readonly parked: UnauthenticatedSockets;
   /** In-memory rate state. Losing it on eviction is harmless: an evicted socket was idle, its bucket full. */
   private readonly buckets = new WeakMap<WebSocket, TokenBucket>();
   /** Per-client bounds that a reconnect does not reset (in memory, like the buckets). */
@@ -119,26 +100,28 @@ export abstract class RelayObject<Env, A extends BaseAttachment> extends Durable
   private readonly attachments = new WeakMap<WebSocket, A>();
 
   protected abstract readonly routes: Routes<any, A>;
-  /** Counts for the status page; objects add their own (deliveries) with `this.stats.count`. */
-  protected readonly stats: StatsReporter;
 
-  constructor(ctx: DurableObjectState, env: Env, options: RelayObjectOptions) {
-    super(ctx, env);
+  constructor(ctx: DurableObjectState, env: Env, options: SocketObjectOptions) {
+    super(ctx, env, { migrations: options.migrations, protocol: options.protocol, nameKey: options.nameKey });
     this.options = options;
-    this.sql = ctx.storage.sql;
-    this.schema = new LazySchema(ctx.storage, options.migrations);
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(PING, PONG));
-    this.stats = new StatsReporter(ctx, env as object, options.protocol, () => ({
-      connections: ctx.getWebSockets().length,
-      ...this.statsGauges(),
-    }));
+    this.parked = new UnauthenticatedSockets(
+      {
+        unauthenticated: () => this.unauthenticated(),
+        refuse: (ws, frame, code, reason) => {
+          this.send(ws, frame);
+          this.close(ws, code, reason);
+        },
+        refused: (n) => {
+          this.stats.count("errors", n);
+          this.stats.changed();
+        },
+      },
+      (options.authTimeoutSeconds ?? COMMON_LIMITS.auth_timeout_seconds) * 1000,
+    );
     // Woken (after hibernation or eviction) with sockets that have not authenticated: the timer
     // that would close them was lost with the old instance, so arm it again.
-    const now = Date.now();
-    for (const ws of ctx.getWebSockets()) {
-      const att = this.attachment(ws) as A | null;
-      if (att && !att.authed) this.armAuthTimer(att.openedAt + this.authTimeoutMs(), now);
-    }
+    this.parked.rearm(false);
   }
 
   // ---- hooks -------------------------------------------------------------------------------
@@ -164,13 +147,12 @@ export abstract class RelayObject<Env, A extends BaseAttachment> extends Durable
     const id = typeof obj.id === "string" ? obj.id : undefined;
     this.sendError(ws, "unknown_type", `unknown message type: ${obj.type.slice(0, 64)}`, id);
   }
-  /** What this object holds now, for the status page (read when counts are sent). */
-  protected statsGauges(): StatsGauges {
+  /** What this object holds now, for the status page, besides its open sockets. */
+  protected socketGauges(): StatsGauges {
     return {};
   }
-  /** The alarm fired; return the next time (ms) the object needs waking, or null. */
-  protected onAlarm(_now: number): number | null | Promise<number | null> {
-    return null;
+  protected statsGauges(): StatsGauges {
+    return { connections: this.ctx.getWebSockets().length, ...this.socketGauges() };
   }
 
   // ---- helpers for subclasses ----------------------------------------------------------------
@@ -189,11 +171,11 @@ export abstract class RelayObject<Env, A extends BaseAttachment> extends Durable
     }
     const pair = new WebSocketPair();
     const [client, server] = [pair[0], pair[1]];
-    if (!att.authed) this.makeRoomForUnauthenticated();
+    if (!att.authed) this.parked.makeRoom();
     this.ctx.acceptWebSocket(server, tags);
     this.setAttachment(server, att);
     this.stats.count("connections_opened");
-    if (!att.authed) this.armAuthTimer(att.openedAt + this.authTimeoutMs());
+    if (!att.authed) this.parked.accepted(att.openedAt);
     await this.onConnect(server, att);
     return new Response(null, { status: 101, webSocket: client });
   }
@@ -211,7 +193,7 @@ export abstract class RelayObject<Env, A extends BaseAttachment> extends Durable
     const before = this.attachments.get(ws);
     ws.serializeAttachment(att);
     this.attachments.set(ws, att);
-    if (att.authed && before && !before.authed) this.rearmAuthTimer();
+    if (att.authed && before && !before.authed) this.parked.rearm();
   }
 
   /** Open sockets whose attachment passes the filter. */
@@ -252,12 +234,6 @@ export abstract class RelayObject<Env, A extends BaseAttachment> extends Durable
     }
   }
 
-  /** Makes sure the alarm fires at or before `at` (ms since the epoch). */
-  protected async scheduleAlarm(at: number): Promise<void> {
-    const current = await this.ctx.storage.getAlarm();
-    if (current === null || current > at) await this.ctx.storage.setAlarm(at);
-  }
-
   // ---- RPC common to every object ----------------------------------------------------------
 
   /**
@@ -280,7 +256,7 @@ export abstract class RelayObject<Env, A extends BaseAttachment> extends Durable
     const att = this.attachment(ws);
     if (!att) return;
     this.stats.count("messages");
-    if (!this.admit(ws)) return;
+    if (!this.admitMessage(ws)) return;
     if (typeof message !== "string") {
       const max = this.options.maxBinaryBytes ?? 0;
       if (max === 0) return this.sendError(ws, "invalid_message", "binary frames are not accepted on this endpoint");
@@ -342,108 +318,23 @@ export abstract class RelayObject<Env, A extends BaseAttachment> extends Durable
     await this.closed(ws);
   }
 
-  async alarm(): Promise<void> {
-    const next = await this.onAlarm(Date.now());
-    if (next !== null) await this.ctx.storage.setAlarm(next);
-    this.stats.changed();
-  }
-
-  /**
-   * Closes with 4001 every socket that has not authenticated within the timeout; returns how many.
-   * The auth timer calls it; so may tests (the timeout is not waited out in tests). A client that
-   * never sent a frame keeps its TCP connection about 10 s past this close: a runtime fault no
-   * Worker can avoid (docs/hostile.md, "The TCP connection after an auth-timeout close").
-   */
+  /** Closes with 4001 every socket that has not authenticated within the timeout (unauthenticated.ts); returns how many. Tests call it. */
   closeUnauthenticated(now: number = Date.now()): number {
-    const timeout = this.authTimeoutMs();
-    let next = Infinity;
-    let n = 0;
-    for (const ws of this.ctx.getWebSockets()) {
-      if (ws.readyState !== WebSocket.OPEN) continue;
-      const att = this.attachment(ws) as A | null;
-      if (!att || att.authed) continue;
-      const deadline = att.openedAt + timeout;
-      if (deadline <= now) {
-        this.sendError(ws, "auth_failed", "authentication timed out");
-        this.close(ws, CLOSE_CODES.auth_failed, "authentication timed out");
-        n++;
-      } else next = Math.min(next, deadline);
-    }
-    this.disarmAuthTimer();
-    if (next !== Infinity) this.armAuthTimer(next, now);
-    if (n > 0) this.stats.changed();
-    return n;
+    return this.parked.closeExpired(now);
   }
 
   // ---- internals -----------------------------------------------------------------------------
 
-  /**
-   * Before one more unauthenticated socket is accepted: while the cap is reached, the oldest
-   * unauthenticated socket is told rate_limited and closed with 1013 (try again later: not 4001,
-   * after which clients do not come back, since a real device may be crowded out too). Authenticated sockets are
-   * never touched, so a flood of sockets that never authenticate (npubs and room ids are public)
-   * cannot keep a real device out; a real device authenticates within a round trip, long before
-   * the cap's worth of newer sockets arrives.
-   */
-  private makeRoomForUnauthenticated(): void {
-    const cap = COMMON_LIMITS.max_unauthenticated_sockets_per_object;
-    const parked: Array<{ ws: WebSocket; openedAt: number }> = [];
-    for (const ws of this.ctx.getWebSockets()) {
-      if (ws.readyState !== WebSocket.OPEN || this.crowdedOut.has(ws)) continue;
-      const att = this.attachment(ws) as A | null;
-      if (att && !att.authed) parked.push({ ws, openedAt: att.openedAt });
-    }
-    if (parked.length < cap) return;
-    parked.sort((a, b) => a.openedAt - b.openedAt);
-    for (const { ws } of parked.slice(0, parked.length - cap + 1)) {
-      this.crowdedOut.add(ws);
-      this.stats.count("errors");
-      this.send(ws, rateLimitedError("too many unauthenticated connections; this one was the oldest: reconnect and authenticate at once", 1000));
-      this.close(ws, CLOSE_CODES.try_again_later, "too many unauthenticated connections");
-    }
-    this.stats.changed();
-  }
-
   private closedSockets = new WeakSet<WebSocket>();
-  /** Unauthenticated sockets closed to make room, whose close the client has not answered yet. */
-  private readonly crowdedOut = new WeakSet<WebSocket>();
 
-  /**
-   * The auth timeout is an in-memory timer, not an alarm: an alarm is stored, and a socket that
-   * never authenticates must leave nothing behind (docs/hostile.md). A pending timer keeps the
-   * object from hibernating until it fires; if the instance goes anyway, the constructor arms
-   * it again from the sockets' attachments when the object next starts.
-   */
-  private authTimer: ReturnType<typeof setTimeout> | undefined;
-  private authTimerAt = Infinity;
-
-  private disarmAuthTimer(): void {
-    if (this.authTimer !== undefined) clearTimeout(this.authTimer);
-    this.authTimer = undefined;
-    this.authTimerAt = Infinity;
-  }
-
-  /** A socket authenticated or closed: the timer waits for the earliest deadline left, or for none (so the object may hibernate). */
-  private rearmAuthTimer(): void {
-    if (this.authTimer === undefined) return;
-    this.disarmAuthTimer();
-    const timeout = this.authTimeoutMs();
+  private unauthenticated(): Array<{ ws: WebSocket; openedAt: number }> {
+    const out: Array<{ ws: WebSocket; openedAt: number }> = [];
     for (const ws of this.ctx.getWebSockets()) {
       if (ws.readyState !== WebSocket.OPEN) continue;
       const att = this.attachment(ws) as A | null;
-      if (att && !att.authed) this.armAuthTimer(att.openedAt + timeout);
+      if (att && !att.authed) out.push({ ws, openedAt: att.openedAt });
     }
-  }
-
-  private armAuthTimer(at: number, now: number = Date.now()): void {
-    if (at >= this.authTimerAt) return;
-    if (this.authTimer !== undefined) clearTimeout(this.authTimer);
-    this.authTimerAt = at;
-    this.authTimer = setTimeout(() => {
-      this.authTimer = undefined;
-      this.authTimerAt = Infinity;
-      this.closeUnauthenticated();
-    }, Math.max(0, at - now));
+    return out;
   }
 
   private async closed(ws: WebSocket): Promise<void> {
@@ -451,7 +342,7 @@ export abstract class RelayObject<Env, A extends BaseAttachment> extends Durable
     this.closedSockets.add(ws);
     this.stats.changed();
     const att = this.attachment(ws);
-    if (att && !att.authed) this.rearmAuthTimer();
+    if (att && !att.authed) this.parked.rearm();
     const bucket = this.buckets.get(ws);
     if (att?.client !== undefined && bucket) this.clientRates.leave(att.client, bucket);
     if (att) await this.onClose(ws, att);
@@ -464,12 +355,8 @@ export abstract class RelayObject<Env, A extends BaseAttachment> extends Durable
     if (this.options.beforeAuth === "error") this.sendError(ws, "auth_failed", "authenticate first");
   }
 
-  private authTimeoutMs(): number {
-    return (this.options.authTimeoutSeconds ?? COMMON_LIMITS.auth_timeout_seconds) * 1000;
-  }
-
   /** The per-socket rate limit; false when the message is dropped. */
-  private admit(ws: WebSocket): boolean {
+  private admitMessage(ws: WebSocket): boolean {
     let bucket = this.buckets.get(ws);
     if (!bucket) {
       const client = this.attachment(ws)?.client;

@@ -3,8 +3,8 @@
 // gets presence) and the introductions of its online devices to other users' devices (which decide
 // who hears peer_disconnect). The `contacts` and `introductions` tables' only reader and writer;
 // TallyUser (tally-user.ts) sends the frames and makes the calls to other users' objects.
-import { TALLY_LIMITS } from "../shared/limits";
-import type { LazySchema } from "./schema";
+import { TALLY_LIMITS } from "../../shared/limits";
+import type { LazySchema } from "../base/schema";
 
 export class TallyContacts {
   private readonly sql: SqlStorage;

@@ -2,31 +2,27 @@
 // room key, and the routing of their binary frames by 8-byte peer id, byte-exact and in order
 // per sender. The relay never looks inside a frame; the join proof is checked in shared/passnote.
 import type * as z from "zod";
-import { OwnName } from "./own-name";
-import { RelayObject, clientOf, type BaseAttachment, type Route } from "./base";
-import { MIGRATIONS } from "../migrations/index";
-import { CLOSE_CODES, PASSNOTE_LIMITS } from "../shared/limits";
-import { base64urlEncode, bytesToHex, hexToBytes, randomBytes } from "../shared/encoding";
-import { joinSchema } from "../shared/passnote/messages";
-import { BROADCAST, PEER_ID_BYTES, isBroadcastFrame, restampPeerFrame, verifyJoin } from "../shared/passnote/room";
+import { SocketObject, clientOf, type BaseAttachment, type Route } from "../base/socket-object";
+import { MIGRATIONS } from "../../migrations/index";
+import { CLOSE_CODES, PASSNOTE_LIMITS } from "../../shared/limits";
+import { base64urlEncode, bytesToHex, hexToBytes, randomBytes } from "../../shared/encoding";
+import { joinSchema } from "../../shared/passnote/messages";
+import { BROADCAST, PEER_ID_BYTES, isBroadcastFrame, restampPeerFrame, verifyJoin } from "../../shared/passnote/room";
 
 export interface PassnoteAttachment extends BaseAttachment {
   /** base64url of the 32 challenge bytes; emptied once joined. */
   challenge: string;
-  /** The room id (the key joins are verified under), from the Worker's header. */
+  /** The room id (the key joins are verified under): the name the object is addressed by. */
   room: string;
   /** This socket's peer id (16 hex), once joined. */
   peer?: string;
 }
 
-/** Header by which the Worker tells the object which room it is. */
-export const PASSNOTE_ROOM_HEADER = "x-passnote-room";
-
 const route = <S extends z.ZodType>(r: Route<PassnoteRoom, PassnoteAttachment, S>) => r;
 
 type Joined = { ws: WebSocket; att: PassnoteAttachment & { peer: string } };
 
-export class PassnoteRoom extends RelayObject<Env, PassnoteAttachment> {
+export class PassnoteRoom extends SocketObject<Env, PassnoteAttachment> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env, {
       migrations: MIGRATIONS.PassnoteRoom,
@@ -34,22 +30,18 @@ export class PassnoteRoom extends RelayObject<Env, PassnoteAttachment> {
       maxBinaryBytes: PASSNOTE_LIMITS.max_binary_bytes,
       beforeAuth: "error",
       protocol: "passnote",
+      nameKey: "room",
     });
   }
 
-  /** The room id, held in memory: a room stores nothing (its peers live in their sockets). */
-  private readonly ownRoom = new OwnName(this.schema, "room");
-
-  protected statsGauges() {
+  protected socketGauges() {
     return { rooms_open: this.ctx.getWebSockets().length > 0 ? 1 : 0 };
   }
 
   async fetch(request: Request): Promise<Response> {
-    const room = request.headers.get(PASSNOTE_ROOM_HEADER);
-    if (!room) return new Response("missing room", { status: 400 });
-    const own = this.ownRoom;
-    if (own.get() !== null && own.get() !== room) return new Response("room mismatch", { status: 500 });
-    own.claim(room);
+    // A room stores nothing (its peers live in their sockets): its id is the name it is addressed by.
+    const room = this.name;
+    if (!room) return new Response("not a Passnote room's object", { status: 400 });
     return this.accept({ openedAt: Date.now(), authed: false, client: clientOf(request), challenge: base64urlEncode(randomBytes(32)), room });
   }
 

@@ -1,23 +1,19 @@
 // The keeper of keys the relay generates once and keeps when no Worker secret provides them, so
 // that `wrangler dev` and self-hosting work with no set-up (the local default). One object,
 // named RELAY_KEYS_NAME; it holds state only: the key material is made by shared/.
-import { DurableObject } from "cloudflare:workers";
-import { WebPushSender, type FetchLike } from "../shared/webpush/send";
-import { LazySchema } from "./schema";
-import { MIGRATIONS } from "../migrations/index";
-import { base64urlEncode } from "../shared/encoding";
-import { generateVapidKeys, vapidKeysFromPrivate, vapidSubjectFor, type VapidKeys } from "../shared/webpush/vapid";
-import { generateHostKey, hostDid } from "../shared/minca/host-identity";
+import { StoredObject } from "../base/stored-object";
+import { WebPushSender, type FetchLike } from "../../shared/webpush/send";
+import { MIGRATIONS } from "../../migrations/index";
+import { base64urlEncode } from "../../shared/encoding";
+import { generateVapidKeys, vapidKeysFromPrivate, vapidSubjectFor, type VapidKeys } from "../../shared/webpush/vapid";
+import { generateHostKey, hostDid } from "../../shared/minca/host-identity";
 
 export const RELAY_KEYS_NAME = "relay-keys";
 
-export class RelayKeys extends DurableObject<Env> {
-  /** Made when the first key is generated (a key is kept on first use: that is the point). */
-  private readonly schema: LazySchema;
-
+export class RelayKeys extends StoredObject<Env> {
+  /** Its schema is made when the first key is generated (a key is kept on first use: that is the point). */
   constructor(ctx: DurableObjectState, env: Env) {
-    super(ctx, env);
-    this.schema = new LazySchema(ctx.storage, MIGRATIONS.RelayKeys);
+    super(ctx, env, { migrations: MIGRATIONS.RelayKeys });
   }
 
   /** The kept VAPID private key (base64url), generated on first use. */

@@ -4,26 +4,23 @@
 // SQLite before post() returns, so the 201 only leaves once it is stored; wakes are written in
 // the same transaction and sent afterwards by the alarm (mailbox-wakes.ts), so pushing never
 // delays the 201.
-import { DurableObject } from "cloudflare:workers";
-import { LazySchema } from "./schema";
-import { OwnName } from "./own-name";
-import { StatsReporter } from "./relay-stats";
-import { OverLease, StorageLease, withinLease } from "./storage-lease";
-import { MIGRATIONS } from "../migrations/index";
-import type { ErrorCode } from "../shared/errors";
-import { bytesToHex, randomBytes, toArrayBuffer } from "../shared/encoding";
-import { MailboxWakes } from "./mailbox-wakes";
-import { MAILBOX_LIMITS, MINCA_HOST_LIMITS } from "../shared/limits";
-import { TokenBucket } from "../shared/rate-limit";
-import { buildPage, type Page, type PageQuery, type Posted, type ReceiverAdded, type StoredItem } from "../shared/mailbox/messages";
-import type { FetchLike } from "../shared/webpush/send";
-import type { PushSubscriptionJSON } from "../shared/webpush/subscription";
-import { log } from "../shared/log";
+import { StoredObject } from "../base/stored-object";
+import { Waiters } from "../base/waiters";
+import { fail, ok, type ObjectResult } from "../base/result";
+import { StorageLease } from "../relay/storage-lease";
+import { MIGRATIONS } from "../../migrations/index";
+import { bytesToHex, randomBytes, toArrayBuffer } from "../../shared/encoding";
+import { MAILBOX_WAKE_RULES, MailboxWakes, type Wake } from "./mailbox-wakes";
+import { PushOutbox } from "../push/push-outbox";
+import { relayOutboxDeps } from "../push/relay-outbox";
+import { MAILBOX_LIMITS, MINCA_HOST_LIMITS } from "../../shared/limits";
+import { buildPage, type Page, type PageQuery, type Posted, type ReceiverAdded, type StoredItem } from "../../shared/mailbox/messages";
+import type { FetchLike } from "../../shared/webpush/send";
+import type { PushSubscriptionJSON } from "../../shared/webpush/subscription";
+import { log } from "../../shared/log";
 
 /** What an RPC call answers: a value, or the HTTP error the Worker turns it into. */
-export type MailboxResult<T> =
-  | { ok: true; value: T }
-  | { ok: false; status: number; code: ErrorCode; message: string; retryAfterSeconds?: number };
+export type MailboxResult<T> = ObjectResult<T>;
 
 type Limited = "read" | "write";
 
@@ -36,34 +33,36 @@ interface ItemRow extends Record<string, SqlStorageValue> {
 
 const nowSeconds = (ms = Date.now()) => Math.floor(ms / 1000);
 
-export class MincaMailbox extends DurableObject<Env> {
-  private readonly sql: SqlStorage;
-  /** Made on the first write that keeps something (an item, a receiver, a link): a GET stores nothing. */
-  private readonly schema: LazySchema;
-  /** Per-client token buckets; losing them on eviction only forgives an idle client. */
-  private readonly buckets = new Map<string, TokenBucket>();
+export class MincaMailbox extends StoredObject<Env, Limited> {
   /** Long-polls waiting for the next item. */
-  private readonly waiters = new Set<() => void>();
+  private readonly waiters = new Waiters();
   /** The fetch wakes go out with (tests may replace it). */
   pushFetch: FetchLike = (url, init) => fetch(url, init);
-  /** The wakes still to send, and sending them. */
+  /** The wakes still to send (the `deliveries` table). */
   private readonly wakes: MailboxWakes;
-  /** Counts for the status page: items held, items posted (messages), items and wakes handed out (deliveries). */
-  private readonly stats: StatsReporter;
-  private readonly ownTopic: OwnName;
+  /** Sending them. */
+  private readonly outbox: PushOutbox<Wake>;
   /** This topic's share of the relay-wide mailbox total (docs/hostile.md, "Relay-wide totals"). */
   private readonly lease: StorageLease;
 
   constructor(ctx: DurableObjectState, env: Env) {
-    super(ctx, env);
-    this.sql = ctx.storage.sql;
-    this.schema = new LazySchema(ctx.storage, MIGRATIONS.MincaMailbox);
-    this.ownTopic = new OwnName(this.schema, "topic");
+    super(ctx, env, {
+      migrations: MIGRATIONS.MincaMailbox,
+      // Counts for the status page: items held, items posted (messages), items and wakes handed out (deliveries).
+      protocol: "minca",
+      nameKey: "topic",
+      clientRates: {
+        read: { burst: MAILBOX_LIMITS.read_burst, perSecond: MAILBOX_LIMITS.read_per_second },
+        write: { burst: MAILBOX_LIMITS.write_burst, perSecond: MAILBOX_LIMITS.write_per_second },
+      },
+    });
     this.lease = new StorageLease(ctx, env, "mailbox", this.schema, () => this.heldBytes());
-    this.stats = new StatsReporter(ctx, env, "minca", () => ({
-      mailbox_items: this.schema.exists ? this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM items").one().n : 0,
-    }));
-    this.wakes = new MailboxWakes(ctx, env, this.stats, (url, init) => this.pushFetch(url, init));
+    this.wakes = new MailboxWakes(ctx.storage, () => this.name);
+    this.outbox = new PushOutbox(this.wakes, MAILBOX_WAKE_RULES, relayOutboxDeps(env, (url, init) => this.pushFetch(url, init), () => this.stats.count("deliveries")));
+  }
+
+  protected statsGauges() {
+    return { mailbox_items: this.schema.exists ? this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM items").one().n : 0 };
   }
 
   // ---- RPC ------------------------------------------------------------------------------------
@@ -79,74 +78,57 @@ export class MincaMailbox extends DurableObject<Env> {
    * transaction as the write (docs/hostile.md, "Relay-wide totals"): over the lease, nothing is
    * kept, the lease is extended once, and a total with no room answers 507 storage_full.
    */
-  async post(topic: string, blob: Uint8Array, until: number, client: string): Promise<MailboxResult<Posted>> {
-    this.remember(topic);
+  async post(blob: Uint8Array, until: number, client: string): Promise<MailboxResult<Posted>> {
     const limited = this.limit("write", client);
     if (limited) return limited;
-    // A topic that holds nothing yet leases before it makes its schema: a refusal stores nothing.
-    let need = this.schema.exists ? 0 : blob.length;
-    let stored: { seq: number; total: number } | null = null;
-    for (let attempt = 0; stored === null; attempt++) {
-      if (need > 0 && (attempt > 1 || !(await this.lease.extend(need)))) {
-        return { ok: false, status: 507, code: "storage_full", message: `the relay's mailboxes hold all they may (storage.mailbox_bytes); nothing was stored` };
-      }
-      const now = Date.now();
-      this.schema.ensure();
-      const r = withinLease(this.ctx.storage, () => {
-        this.sweep(now);
-        const s = this.sql
-          .exec<{ seq: number }>(
-            "INSERT INTO items (at, until, bytes, blob) VALUES (?, ?, ?, ?) RETURNING seq",
-            nowSeconds(now),
-            until,
-            blob.length,
-            toArrayBuffer(blob),
-          )
-          .one().seq;
-        this.evictOverBounds();
-        const total = this.heldBytes();
-        if (!this.lease.covers(total)) throw new OverLease(total); // rolled back: nothing kept
-        this.sql.exec("INSERT INTO deliveries (receiver_id, seq, attempts, next_at) SELECT id, ?, 0, ? FROM receivers", s, now);
-        return { seq: s, total };
-      });
-      if (r instanceof OverLease) need = r.total;
-      else stored = r;
-    }
-    this.lease.ahead(stored.total);
-    const seq = stored.seq;
-    for (const wake of this.waiters) wake();
-    this.waiters.clear();
+    const now = Date.now();
+    const r = await this.lease.store(blob.length, () => {
+      this.sweep(now);
+      const seq = this.sql
+        .exec<{ seq: number }>(
+          "INSERT INTO items (at, until, bytes, blob) VALUES (?, ?, ?, ?) RETURNING seq",
+          nowSeconds(now),
+          until,
+          blob.length,
+          toArrayBuffer(blob),
+        )
+        .one().seq;
+      this.evictOverBounds();
+      this.sql.exec("INSERT INTO deliveries (receiver_id, seq, attempts, next_at) SELECT id, ?, 0, ? FROM receivers", seq, now);
+      return { value: seq, held: this.heldBytes() };
+    });
+    if (!r.stored) return fail(507, "storage_full", "the relay's mailboxes hold all they may (storage.mailbox_bytes); nothing was stored");
+    this.waiters.wakeAll();
     this.stats.count("messages");
-    await this.scheduleAlarm();
-    return { ok: true, value: { seq, until } };
+    const next = this.nextAlarm();
+    if (next !== null) await this.wakeAt(next);
+    return ok({ seq: r.value, until });
   }
 
   /** A page of live items after `after`; with `wait`, an empty answer is held until one arrives. */
-  async page(topic: string, q: PageQuery, client: string): Promise<MailboxResult<Page>> {
-    this.remember(topic);
+  async page(q: PageQuery, client: string): Promise<MailboxResult<Page>> {
     const limited = this.limit("read", client);
     if (limited) return limited;
     const deadline = Date.now() + q.wait * 1000;
-    const links = q.after === 0 ? await this.hostLinks(topic) : [];
+    const links = q.after === 0 ? await this.hostLinks() : [];
     for (;;) {
       const page = this.readPage(q.after, q.limit, links);
       const left = deadline - Date.now();
       this.stats.count("deliveries", page.items.length);
-      if (page.items.length > 0 || left <= 0) return { ok: true, value: page };
-      await this.nextItem(left);
+      if (page.items.length > 0 || left <= 0) return ok(page);
+      await this.waiters.wait(left);
     }
   }
 
   /** One live item's blob, or null. */
-  async item(topic: string, seq: number, client: string): Promise<MailboxResult<Uint8Array | null>> {
-    this.remember(topic);
+  async item(seq: number, client: string): Promise<MailboxResult<Uint8Array | null>> {
     const limited = this.limit("read", client);
     if (limited) return limited;
-    if (!this.schema.exists) return { ok: true, value: null };
+    if (!this.schema.exists) return ok(null);
     const row = this.sql
       .exec<ItemRow>("SELECT seq, at, until, blob FROM items WHERE seq = ? AND until > ?", seq, nowSeconds())
       .toArray()[0];
-    return { ok: true, value: row ? new Uint8Array(row.blob) : null };
+    return ok(row ? new Uint8Array(row.blob) : null);
   }
 
   /**
@@ -154,8 +136,7 @@ export class MincaMailbox extends DurableObject<Env> {
    * registering twice); with other keys it is refused (409 receiver_exists): only the client that
    * registered it holds its id, and only it may replace it, by deleting it first (docs/mailbox.md).
    */
-  async addReceiver(topic: string, sub: PushSubscriptionJSON, client: string): Promise<MailboxResult<ReceiverAdded>> {
-    this.remember(topic);
+  async addReceiver(sub: PushSubscriptionJSON, client: string): Promise<MailboxResult<ReceiverAdded>> {
     const limited = this.limit("write", client);
     if (limited) return limited;
     this.schema.ensure();
@@ -163,7 +144,7 @@ export class MincaMailbox extends DurableObject<Env> {
       .exec<{ id: string; p256dh: string; auth: string }>("SELECT id, p256dh, auth FROM receivers WHERE endpoint = ?", sub.endpoint)
       .toArray()[0];
     if (known) {
-      if (sameKey(known.p256dh, sub.keys.p256dh) && sameKey(known.auth, sub.keys.auth)) return { ok: true, value: { id: known.id } };
+      if (sameKey(known.p256dh, sub.keys.p256dh) && sameKey(known.auth, sub.keys.auth)) return ok({ id: known.id });
       return {
         ok: false,
         status: 409,
@@ -173,7 +154,7 @@ export class MincaMailbox extends DurableObject<Env> {
     }
     const count = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM receivers").one().n;
     if (count >= MAILBOX_LIMITS.max_receivers) {
-      return { ok: false, status: 409, code: "too_many_receivers", message: `a mailbox has at most ${MAILBOX_LIMITS.max_receivers} receivers` };
+      return fail(409, "too_many_receivers", `a mailbox has at most ${MAILBOX_LIMITS.max_receivers} receivers`);
     }
     const id = bytesToHex(randomBytes(8));
     this.sql.exec(
@@ -184,23 +165,21 @@ export class MincaMailbox extends DurableObject<Env> {
       sub.keys.auth,
       Date.now(),
     );
-    return { ok: true, value: { id } };
+    return ok({ id });
   }
 
-  async removeReceiver(topic: string, id: string, client: string): Promise<MailboxResult<null>> {
-    this.remember(topic);
+  async removeReceiver(id: string, client: string): Promise<MailboxResult<null>> {
     const limited = this.limit("write", client);
     if (limited) return limited;
     const gone = this.schema.exists && this.wakes.forgetReceiver(id);
-    if (!gone) return { ok: false, status: 404, code: "not_found", message: "no such receiver" };
-    return { ok: true, value: null };
+    if (!gone) return fail(404, "not_found", "no such receiver");
+    return ok(null);
   }
 
   // ---- a Minca host's links (DESIGN 8.4) ------------------------------------------------------
 
   /** `account` (a carried account) holds a live link of this topic. */
-  linkAccount(topic: string, account: string): boolean {
-    this.remember(topic);
+  linkAccount(account: string): boolean {
     this.schema.ensure();
     // Every fetch of the topic asks each linked account: at most max_link_accounts_per_topic of them.
     const known = this.sql.exec("SELECT 1 FROM link_accounts WHERE account = ?", account).toArray().length > 0;
@@ -211,15 +190,15 @@ export class MincaMailbox extends DurableObject<Env> {
   }
 
   /** `account` holds no live link of this topic any more. */
-  unlinkAccount(topic: string, account: string): void {
-    this.remember(topic);
+  unlinkAccount(account: string): void {
     if (!this.schema.exists) return;
     this.sql.exec("DELETE FROM link_accounts WHERE account = ?", account);
   }
 
   /** The links of this topic each carrying account serves (its 64 most recently written live ones). */
-  private async hostLinks(topic: string): Promise<StoredItem[]> {
-    if (!this.schema.exists) return [];
+  private async hostLinks(): Promise<StoredItem[]> {
+    const topic = this.name;
+    if (!this.schema.exists || topic === null) return [];
     const accounts = this.sql.exec<{ account: string }>("SELECT account FROM link_accounts ORDER BY account").toArray();
     const out: StoredItem[] = [];
     for (const { account } of accounts) {
@@ -241,41 +220,18 @@ export class MincaMailbox extends DurableObject<Env> {
 
   // ---- alarm: expiry sweep and wakes ----------------------------------------------------------
 
-  async alarm(): Promise<void> {
-    if (!this.schema.exists) return;
-    const now = Date.now();
-    this.sweep(now);
-    this.stats.changed();
-    this.lease.changed();
-    await this.wakes.sendDue(this.topic(), now);
-    await this.scheduleAlarm();
+  protected async onAlarm(now: number): Promise<number | null> {
+    if (!this.schema.exists) return null;
+    this.lease.free(() => this.sweep(now));
+    await this.outbox.sendDue();
+    return this.nextAlarm();
   }
 
   // ---- internals ------------------------------------------------------------------------------
 
-  /** The topic this object serves, kept on first use (a cold start is addressed by id alone). */
-  private remember(topic: string): void {
-    this.ownTopic.claim(topic);
-  }
-
-  private topic(): string | null {
-    return this.ownTopic.get();
-  }
-
   private limit(kind: Limited, client: string): MailboxResult<never> | null {
-    const key = `${kind}:${client}`;
-    let bucket = this.buckets.get(key);
-    if (!bucket) {
-      if (this.buckets.size >= 10_000) this.buckets.clear();
-      bucket =
-        kind === "write"
-          ? new TokenBucket(MAILBOX_LIMITS.write_burst, MAILBOX_LIMITS.write_per_second)
-          : new TokenBucket(MAILBOX_LIMITS.read_burst, MAILBOX_LIMITS.read_per_second);
-      this.buckets.set(key, bucket);
-    }
-    if (bucket.take(Date.now())) return null;
-    const retryAfterSeconds = Math.max(1, Math.ceil(bucket.retryAfterMs() / 1000));
-    return { ok: false, status: 429, code: "rate_limited", message: `too many ${kind}s on this mailbox; retry later`, retryAfterSeconds };
+    const wait = this.admit(kind, client);
+    return wait === null ? null : fail(429, "rate_limited", `too many ${kind}s on this mailbox; retry later`, wait);
   }
 
   /** Deletes expired items (and their unsent wakes). */
@@ -318,28 +274,12 @@ export class MincaMailbox extends DurableObject<Env> {
     return buildPage(rows, after, limit, oldest, links);
   }
 
-  /** Resolves when the next item is stored or after `ms`. */
-  private nextItem(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.waiters.delete(done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.waiters.add(done);
-    });
-  }
-
-  /** The alarm fires at the next expiry or the next wake due, whichever is first. */
-  private async scheduleAlarm(): Promise<void> {
+  /** The next expiry or the next wake due, whichever is first. */
+  private nextAlarm(): number | null {
     const nextUntil = this.sql.exec<{ t: number | null }>("SELECT MIN(until) AS t FROM items").one().t;
     const nextWake = this.wakes.nextDue();
     const times = [nextUntil === null ? null : nextUntil * 1000, nextWake].filter((t): t is number => t !== null);
-    if (times.length === 0) return void (await this.ctx.storage.deleteAlarm());
-    const at = Math.min(...times);
-    const current = await this.ctx.storage.getAlarm();
-    if (current !== at) await this.ctx.storage.setAlarm(at);
+    return times.length === 0 ? null : Math.min(...times);
   }
 }
 

@@ -8,14 +8,14 @@
 // Its alarm audits leases that have not changed for a day (storage.lease_audit_age_seconds): it
 // asks each holder what it recorded and takes back what the holder does not hold, so a grant
 // whose holder ended before recording it, or a give-back that never arrived, is not lost for good.
-import { DurableObject } from "cloudflare:workers";
-import { LazySchema } from "./schema";
+import { StoredObject } from "../base/stored-object";
+import { Debounced } from "../base/debounced";
 import { relayStats } from "./relay-stats";
-import { MIGRATIONS } from "../migrations/index";
-import { STATS_LIMITS, STORAGE_LIMITS } from "../shared/limits";
-import { grantLease, STORAGE_KINDS, storageTotals, type StorageKind, type StorageTotals } from "../shared/storage";
-import type { StorageReport } from "../shared/stats";
-import { log } from "../shared/log";
+import { MIGRATIONS } from "../../migrations/index";
+import { STATS_LIMITS, STORAGE_LIMITS } from "../../shared/limits";
+import { grantLease, STORAGE_KINDS, storageTotals, type StorageKind, type StorageTotals } from "../../shared/storage";
+import type { StorageReport } from "../../shared/stats";
+import { log } from "../../shared/log";
 
 /** The one ledger's name. */
 export const RELAY_LEDGER_NAME = "relay";
@@ -23,19 +23,17 @@ export const RELAY_LEDGER_NAME = "relay";
 /** How long after a full batch of the audit (storage.lease_audit_batch) the next one runs, ms. */
 const AUDIT_NEXT_BATCH_MS = 1_000;
 
-export class RelayLedger extends DurableObject<Env> {
-  private readonly sql: SqlStorage;
-  private readonly schema: LazySchema;
+export class RelayLedger extends StoredObject<Env> {
   /** Each kind's total in force (the settings; tests may replace it). */
   totals: StorageTotals;
-  private reportScheduled = false;
+  /** Sends the figures to the stats object, at most every flush interval. */
+  private readonly reportLater: Debounced;
   /** Whether this instance made sure the audit's alarm is set (once per instance, after its first change). */
   private auditArmed = false;
 
   constructor(ctx: DurableObjectState, env: Env) {
-    super(ctx, env);
-    this.sql = ctx.storage.sql;
-    this.schema = new LazySchema(ctx.storage, MIGRATIONS.RelayLedger);
+    super(ctx, env, { migrations: MIGRATIONS.RelayLedger });
+    this.reportLater = new Debounced(ctx, STATS_LIMITS.flush_interval_ms, () => this.flushStats());
     const { invalid, ...totals } = storageTotals(env);
     if (invalid.length > 0) log.warn("storage: settings that are not byte counts were ignored (their defaults hold)", { settings: invalid });
     this.totals = totals;
@@ -78,9 +76,8 @@ export class RelayLedger extends DurableObject<Env> {
    * left (a claim in flight: the holder records it next). The ledger never lowers a lease below
    * what its holder recorded, so the total is never counted too low.
    */
-  async alarm(): Promise<void> {
-    if (!this.schema.exists) return;
-    const now = Date.now();
+  protected async onAlarm(now: number): Promise<number | null> {
+    if (!this.schema.exists) return null;
     const due = this.sql
       .exec<{ kind: string; holder: string; bytes: number; updated_at: number }>(
         "SELECT kind, holder, bytes, updated_at FROM leases WHERE updated_at <= ? ORDER BY updated_at LIMIT ?",
@@ -107,12 +104,11 @@ export class RelayLedger extends DurableObject<Env> {
       } else this.touch(row.kind, row.holder, row.updated_at);
     }
     if (taken > 0) log.info("storage: the audit took back leases their holders did not record", { bytes: taken });
-    await this.scheduleAudit(due.length === STORAGE_LIMITS.lease_audit_batch ? Date.now() + AUDIT_NEXT_BATCH_MS : null);
+    return due.length === STORAGE_LIMITS.lease_audit_batch ? Date.now() + AUDIT_NEXT_BATCH_MS : this.nextAudit();
   }
 
   /** Sends the figures to the stats object now (the timer calls it; tests may too). */
   async flushStats(): Promise<void> {
-    this.reportScheduled = false;
     try {
       await relayStats(this.env).storage(this.report());
     } catch (err) {
@@ -135,15 +131,10 @@ export class RelayLedger extends DurableObject<Env> {
     this.sql.exec("UPDATE leases SET updated_at = ? WHERE kind = ? AND holder = ? AND updated_at = ?", Date.now(), kind, holder, was);
   }
 
-  /**
-   * The alarm: at `at` when given (the next batch), else when the oldest lease comes of audit age;
-   * none while no lease is held. `onlyIfUnset`: after a change, arms it only when none is set.
-   */
-  private async scheduleAudit(at: number | null, onlyIfUnset = false): Promise<void> {
-    if (onlyIfUnset && (await this.ctx.storage.getAlarm()) !== null) return;
+  /** When the oldest lease comes of audit age; null while no lease is held. */
+  private nextAudit(): number | null {
     const oldest = this.sql.exec<{ t: number | null }>("SELECT MIN(updated_at) AS t FROM leases").one().t;
-    if (oldest === null) return void (await this.ctx.storage.deleteAlarm());
-    await this.ctx.storage.setAlarm(at ?? oldest + STORAGE_LIMITS.lease_audit_age_seconds * 1000);
+    return oldest === null ? null : oldest + STORAGE_LIMITS.lease_audit_age_seconds * 1000;
   }
 
   private held(kind: StorageKind, holder: string): number {
@@ -182,12 +173,10 @@ export class RelayLedger extends DurableObject<Env> {
     });
     if (!this.auditArmed) {
       this.auditArmed = true;
-      this.ctx.waitUntil(this.scheduleAudit(null, true));
+      const at = this.nextAudit();
+      if (at !== null) this.ctx.waitUntil(this.wakeAt(at));
     }
-    if (!this.reportScheduled) {
-      this.reportScheduled = true;
-      this.ctx.waitUntil(new Promise<void>((resolve) => setTimeout(() => void this.flushStats().finally(resolve), STATS_LIMITS.flush_interval_ms)));
-    }
+    this.reportLater.schedule();
   }
 }
 

@@ -8,7 +8,7 @@
 // The migrations of the class are still recorded in the object's own `_migrations` table and
 // applied in order: all of them when the schema is first made, and the ones not yet applied when
 // an instance first looks at a schema made by an earlier version of the code.
-import type { Migration } from "../migrations/index";
+import type { Migration } from "../../migrations/index";
 
 /** Applies the migrations not yet recorded in `_migrations`, in order, each in its own transaction. */
 export function applyMigrations(storage: DurableObjectStorage, migrations: readonly Migration[]): void {
@@ -54,6 +54,11 @@ export class LazySchema {
     this.present = true;
     // Writes between two awaits are committed together, so these land with the caller's write.
     for (const f of this.onCreate.splice(0)) f();
+  }
+
+  /** Runs `f` when this instance makes the schema (never when it existed before). */
+  onMake(f: () => void): void {
+    this.onCreate.push(f);
   }
 
   /** Runs `f` when the schema is made (what was kept in memory until something was stored). */

@@ -1,15 +1,13 @@
 // The operator's counters (docs/browser.md, "The status page"): one RelayStats object per relay,
-// and the StatsReporter every other object keeps. No message ever waits on the stats object: a
+// which the StatsReporter every other object keeps (base/stats-reporter.ts) reports to. No message ever waits on the stats object: a
 // reporter adds to counts in memory and, at most every STATS_LIMITS.flush_interval_ms, sends one
 // report (its per-minute counts and its current values, computed then) by RPC from a timer,
 // off the message path. A failed report keeps its counts for the next one.
-import { DurableObject } from "cloudflare:workers";
-import { sha256 } from "@noble/hashes/sha2.js";
-import { LazySchema } from "./schema";
-import { MIGRATIONS } from "../migrations/index";
-import { STATS_LIMITS } from "../shared/limits";
-import { bytesToHex, utf8Encode } from "../shared/encoding";
-import { STORAGE_KINDS, storageTotals } from "../shared/storage";
+import { StoredObject } from "../base/stored-object";
+import { MIGRATIONS } from "../../migrations/index";
+import { STATS_LIMITS } from "../../shared/limits";
+import { bytesToHex, utf8Encode } from "../../shared/encoding";
+import { STORAGE_KINDS, storageTotals } from "../../shared/storage";
 import {
   buildSnapshot,
   emptyStorage,
@@ -23,11 +21,12 @@ import {
   type StatsGauges,
   type StatsProtocol,
   type StatsSnapshot,
-} from "../shared/stats";
-import { log } from "../shared/log";
+} from "../../shared/stats";
+import { log } from "../../shared/log";
 
-/** The one stats object's name. */
-export const RELAY_STATS_NAME = "relay";
+import { RELAY_STATS_NAME } from "../base/stats-reporter";
+
+export { RELAY_STATS_NAME };
 
 interface StatsEnv {
   RELAY_STATS?: DurableObjectNamespace<RelayStats>;
@@ -43,14 +42,9 @@ interface StorageRow extends Record<string, SqlStorageValue> {
   total_bytes: number;
 }
 
-export class RelayStats extends DurableObject<StatsEnv> {
-  private readonly sql: SqlStorage;
-  private readonly schema: LazySchema;
-
+export class RelayStats extends StoredObject<StatsEnv> {
   constructor(ctx: DurableObjectState, env: StatsEnv) {
-    super(ctx, env);
-    this.sql = ctx.storage.sql;
-    this.schema = new LazySchema(ctx.storage, MIGRATIONS.RelayStats);
+    super(ctx, env, { migrations: MIGRATIONS.RelayStats });
   }
 
   /** RPC: one object's report; false (and nothing kept) when it is not a report of counts. */
@@ -146,91 +140,4 @@ export class RelayStats extends DurableObject<StatsEnv> {
 /** The stats object of a relay. */
 export function relayStats(env: { RELAY_STATS: DurableObjectNamespace<RelayStats> }): DurableObjectStub<RelayStats> {
   return env.RELAY_STATS.get(env.RELAY_STATS.idFromName(RELAY_STATS_NAME));
-}
-
-/**
- * What an object keeps for the stats object: counts in memory, sent at most every flush
- * interval together with the object's current values (`gauges`, read at send time). Without a
- * RELAY_STATS binding, or without a protocol, it counts nothing.
- */
-export class StatsReporter {
-  private readonly pending = new Map<string, number>();
-  private scheduled = false;
-  private reporter: string | undefined;
-
-  constructor(
-    private readonly ctx: DurableObjectState,
-    env: object,
-    private readonly protocol: StatsProtocol | undefined,
-    private readonly gauges: () => StatsGauges,
-  ) {
-    this.ns = protocol ? (env as StatsEnv).RELAY_STATS : undefined;
-  }
-
-  private readonly ns: DurableObjectNamespace<RelayStats> | undefined;
-
-  /**
-   * The current minute's counts, added to `pending` when the minute turns or a report is sent.
-   * Counting is on every message's path: a number added to a field, no key built per call.
-   */
-  private minute = -1;
-  private current: Partial<Record<StatsCounter, number>> = {};
-
-  /** Counts `n` events of `metric` in the current minute. */
-  count(metric: StatsCounter, n = 1): void {
-    if (n <= 0 || !this.ns) return;
-    const minute = minuteOf(Date.now());
-    if (minute !== this.minute) {
-      this.settle();
-      this.minute = minute;
-    }
-    this.current[metric] = (this.current[metric] ?? 0) + n;
-    if (!this.scheduled) this.changed();
-  }
-
-  /** Moves the current minute's counts into `pending`. */
-  private settle(): void {
-    for (const [metric, n] of Object.entries(this.current)) {
-      const key = `${this.minute}:${metric}`;
-      this.pending.set(key, (this.pending.get(key) ?? 0) + n);
-    }
-    this.current = {};
-  }
-
-  /** The object's current values changed (a socket closed, an item expired): report them. */
-  changed(): void {
-    if (this.scheduled || !this.ns) return;
-    this.scheduled = true;
-    this.ctx.waitUntil(new Promise<void>((resolve) => setTimeout(() => void this.flush().finally(resolve), STATS_LIMITS.flush_interval_ms)));
-  }
-
-  /** Sends what is pending now (the timer calls it; tests may too). */
-  async flush(): Promise<void> {
-    this.scheduled = false;
-    const ns = this.ns;
-    if (!ns || !this.protocol) return;
-    this.settle();
-    const oldest = minuteOf(Date.now()) - STATS_LIMITS.window_minutes + 1;
-    const counts: Array<{ minute: number; metric: StatsCounter; n: number }> = [];
-    for (const [key, n] of this.pending) {
-      const [minute, metric] = key.split(":");
-      if (Number(minute) >= oldest) counts.push({ minute: Number(minute), metric: metric as StatsCounter, n });
-    }
-    this.pending.clear();
-    let gauges: StatsGauges;
-    try {
-      gauges = this.gauges();
-    } catch {
-      gauges = {}; // an object that just deleted its storage holds nothing
-    }
-    try {
-      this.reporter ??= bytesToHex(sha256(utf8Encode(`stats:${this.ctx.id.toString()}`))).slice(0, 32);
-      await ns.get(ns.idFromName(RELAY_STATS_NAME)).report({ reporter: this.reporter, protocol: this.protocol, gauges, counts });
-    } catch (err) {
-      // Keep the counts for the next report.
-      for (const c of counts) this.pending.set(`${c.minute}:${c.metric}`, (this.pending.get(`${c.minute}:${c.metric}`) ?? 0) + c.n);
-      log.warn("stats: report failed; kept for the next one", { err });
-      this.changed();
-    }
-  }
 }

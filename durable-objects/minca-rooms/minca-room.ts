@@ -4,12 +4,13 @@
 // The room lives 15 minutes from its first join, then closes every socket with 4008 and refuses
 // joins for 24 hours; an alarm does both, and once the tombstone lapses the object deletes
 // everything it stored. Decisions about bytes are in shared/minca/room.ts.
-import { RelayObject, REFUSED_HEADER, clientOf, type BaseAttachment, type Route } from "./base";
+import { REFUSED_HEADER } from "../base/client-header";
+import { SocketObject, clientOf, type BaseAttachment, type Route } from "../base/socket-object";
 import type * as z from "zod";
-import { MIGRATIONS } from "../migrations/index";
-import { CLOSE_CODES, MINCA_ROOM_LIMITS } from "../shared/limits";
-import { socketError } from "../shared/errors";
-import { rawMember } from "../shared/json-raw";
+import { MIGRATIONS } from "../../migrations/index";
+import { CLOSE_CODES, MINCA_ROOM_LIMITS } from "../../shared/limits";
+import { socketError } from "../../shared/errors";
+import { rawMember } from "../../shared/json-raw";
 import {
   checkJoin,
   deliveredFrame,
@@ -18,7 +19,7 @@ import {
   newChallenge,
   outgoingSchema,
   roomTimes,
-} from "../shared/minca/room";
+} from "../../shared/minca/room";
 
 export interface MincaRoomAttachment extends BaseAttachment {
   room: string;
@@ -28,9 +29,6 @@ export interface MincaRoomAttachment extends BaseAttachment {
   /** Network messages this peer has sent. */
   sent: number;
 }
-
-/** Header by which the Worker tells the object which room it is. */
-export const MINCA_ROOM_HEADER = "x-minca-room";
 
 type RoomRow = {
   room: string;
@@ -42,7 +40,7 @@ type RoomRow = {
 
 const route = <S extends z.ZodType>(r: Route<MincaRoom, MincaRoomAttachment, S>) => r;
 
-export class MincaRoom extends RelayObject<Env, MincaRoomAttachment> {
+export class MincaRoom extends SocketObject<Env, MincaRoomAttachment> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env, {
       migrations: MIGRATIONS.MincaRoom,
@@ -52,7 +50,7 @@ export class MincaRoom extends RelayObject<Env, MincaRoomAttachment> {
     });
   }
 
-  protected statsGauges() {
+  protected socketGauges() {
     return { rooms_open: this.ctx.getWebSockets().length > 0 ? 1 : 0 };
   }
 
@@ -104,8 +102,8 @@ export class MincaRoom extends RelayObject<Env, MincaRoomAttachment> {
   // ---- connections ----------------------------------------------------------------------------
 
   async fetch(request: Request): Promise<Response> {
-    const room = request.headers.get(MINCA_ROOM_HEADER);
-    if (!isRoomId(room)) return new Response("missing room", { status: 400 });
+    const room = this.name;
+    if (!isRoomId(room)) return new Response("not a Minca room's object", { status: 400 });
     const now = Date.now();
     if (await this.refuses(now)) return refusal("room_expired", "this room has expired and refuses joins", CLOSE_CODES.room_expired);
     if (this.ctx.getWebSockets().length >= MINCA_ROOM_LIMITS.max_sockets) {
@@ -166,7 +164,7 @@ export class MincaRoom extends RelayObject<Env, MincaRoomAttachment> {
     this.setAttachment(ws, { ...att, authed: true, did: msg.did, challenge: "" });
     this.send(ws, { type: "welcome", peers: others.map((p) => p.att.did) });
     for (const p of others) this.send(p.ws, { type: "peer", did: msg.did });
-    if (firstExpiry !== undefined) await this.scheduleAlarm(firstExpiry);
+    if (firstExpiry !== undefined) await this.wakeAt(firstExpiry);
   }
 
   /** Every other type is a network message: relayed, with `from` set here, payload untouched. */
