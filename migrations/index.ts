@@ -15,6 +15,8 @@ import mincaSpace0002 from "./MincaSpace/0002_own.sql";
 import relayStats0002 from "./RelayStats/0002_storage.sql";
 import relayLedger0001 from "./RelayLedger/0001_init.sql";
 import relayLedger0002 from "./RelayLedger/0002_audit.sql";
+import mincaAccount0003 from "./MincaAccount/0003_keeping.sql";
+import mincaSpace0003 from "./MincaSpace/0003_slots.sql";
 import mincaRoom0002 from "./MincaRoom/0002_meta.sql";
 import relayKeys0002 from "./RelayKeys/0002_meta.sql";
 import relayStats0003 from "./RelayStats/0003_meta.sql";
@@ -46,10 +48,12 @@ export const MIGRATIONS = {
   MincaAccount: [
     { name: "0001_init", sql: mincaAccount0001 },
     { name: "0002_revocations", sql: mincaAccount0002 },
+    { name: "0003_keeping", sql: mincaAccount0003 },
   ],
   MincaSpace: [
     { name: "0001_init", sql: mincaSpace0001 },
     { name: "0002_own", sql: mincaSpace0002 },
+    { name: "0003_slots", sql: mincaSpace0003 },
   ],
   RelayStats: [
     { name: "0001_init", sql: relayStats0001 },

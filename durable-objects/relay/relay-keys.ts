@@ -5,13 +5,10 @@ import { StoredObject } from "../base/stored-object";
 import { WebPushSender, type FetchLike } from "../../shared/webpush/send";
 import { MIGRATIONS } from "../../migrations/index";
 import { base64urlEncode } from "../../shared/encoding";
-import { generateVapidKeys, vapidKeysFromPrivate, type VapidKeys } from "../../shared/webpush/vapid";
+import { generateVapidKeys, vapidKeysFromPrivate, vapidSubjectFor, type VapidKeys } from "../../shared/webpush/vapid";
 import { generateHostKey, hostDid } from "../../shared/minca/host-identity";
 
 export const RELAY_KEYS_NAME = "relay-keys";
-
-/** VAPID `sub` when VAPID_SUBJECT is not set (fine locally; set a real one for deployment). */
-export const DEFAULT_VAPID_SUBJECT = "mailto:relay@localhost";
 
 export class RelayKeys extends StoredObject<Env> {
   /** Its schema is made when the first key is generated (a key is kept on first use: that is the point). */
@@ -56,7 +53,7 @@ export async function vapidKeys(env: Env): Promise<VapidKeys> {
 }
 
 export function vapidSubject(env: Env): string {
-  return env.VAPID_SUBJECT || DEFAULT_VAPID_SUBJECT;
+  return vapidSubjectFor(env);
 }
 
 /** A Web Push sender signing with the relay's one VAPID key (every sender must use the same). */

@@ -2,7 +2,7 @@
 // (made on the first write that keeps something, DESIGN section 3), the `meta` key/value table,
 // and row counts. The account object, its carry-record keeper (account-records.ts) and its push
 // sender (account-pushes.ts) share one of these.
-import type { LazySchema } from "./base/schema";
+import type { LazySchema } from "../base/schema";
 
 export class AccountStore {
   readonly sql: SqlStorage;

@@ -5,24 +5,25 @@
 // become pushes in account-pushes.ts. carry:closed empties every table but the tombstone. An
 // alarm expires an unproven binding, sweeps expired links and sends the pushes due.
 import { DurableObject } from "cloudflare:workers";
-import { OwnName } from "./own-name";
-import { LazySchema } from "./base/schema";
+import { OwnName } from "../own-name";
+import { LazySchema } from "../base/schema";
 import { AccountStore } from "./account-store";
 import { AccountRecords, type CarryVerdict } from "./account-records";
 import { AccountPushes } from "./account-pushes";
-import { StorageLease } from "./relay/storage-lease";
-import type { HostResult } from "./minca-space";
-import { MIGRATIONS } from "../migrations/index";
-import type { ErrorCode } from "../shared/errors";
-import { base64urlDecode, base64urlEncode } from "../shared/encoding";
-import { MINCA_HOST_LIMITS } from "../shared/limits";
-import { readCarryRecord, type CarryStart } from "../shared/minca/carry";
-import type { Arrival } from "../shared/minca/wake";
-import type { FetchLike } from "../shared/webpush/send";
-import { bodyKeyOf, readKeyDid, readSeedOf } from "../shared/minca/space";
-import { bindingExpiry, bindingHolds, checkStatusProof } from "../shared/minca/binding";
-import type { Version } from "../shared/minca/version";
-import type { AccountStatus, CarryStarted } from "../shared/minca/host-wire";
+import type { StorageLease } from "../relay/storage-lease";
+import { AccountUsage } from "./account-usage";
+import { fail, type HostResult } from "./result";
+import { mailboxOf, spaceOf } from "./peers";
+import { MIGRATIONS } from "../../migrations/index";
+import { base64urlDecode, base64urlEncode } from "../../shared/encoding";
+import { MINCA_HOST_LIMITS } from "../../shared/limits";
+import { readCarryRecord, type CarryStart } from "../../shared/minca/carry";
+import type { Arrival } from "../../shared/minca/wake";
+import type { FetchLike } from "../../shared/webpush/send";
+import { bodyKeyOf, readKeyDid, readSeedOf } from "../../shared/minca/space";
+import { bindingExpiry, bindingHolds, checkStatusProof } from "../../shared/minca/binding";
+import type { Version } from "../../shared/minca/version";
+import type { AccountStatus, CarryStarted } from "../../shared/minca/host-wire";
 
 interface LinkRow extends Record<string, SqlStorageValue> {
   key: string;
@@ -32,7 +33,6 @@ interface LinkRow extends Record<string, SqlStorageValue> {
   at: number;
 }
 
-const fail = (status: number, code: ErrorCode, message: string): HostResult<never> => ({ ok: false, status, code, message });
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
@@ -46,6 +46,7 @@ export class MincaAccount extends DurableObject<Env> {
   private readonly pushes: AccountPushes;
   /** The account's share of the host-wide total (storage.host_bytes): what its usage rows add up to, leased from the relay's ledger. */
   private readonly lease: StorageLease;
+  private readonly usage: AccountUsage;
   /** The fetch wakes go out with (tests may replace it). */
   pushFetch: FetchLike = (url, init) => fetch(url, init);
 
@@ -61,7 +62,8 @@ export class MincaAccount extends DurableObject<Env> {
       mailbox: (topic) => this.mailbox(topic),
       schedule: () => this.schedule(),
     });
-    this.lease = new StorageLease(ctx, env, "host", this.schema, () => this.usedBytes());
+    this.usage = new AccountUsage(this.store, env);
+    this.lease = this.usage.lease;
     this.pushes = new AccountPushes(this.store, env, (url, init) => this.pushFetch(url, init));
   }
 
@@ -91,7 +93,7 @@ export class MincaAccount extends DurableObject<Env> {
     if (current !== null && this.proven()) return fail(409, "carry_space_conflict", "this host already carries the account through another carry space");
     const stale = this.meta("carry_space");
     if (stale !== null) await this.space(stale).forget();
-    await this.space(start.carrySpace).openCarry(start.carrySpace, start.account, start.constitution);
+    await this.space(start.carrySpace).openCarry(start.account, start.constitution);
     this.schema.ensure();
     this.ctx.storage.transactionSync(() => {
       // A tombstone stays until the new binding is proven (prove()): a grant anyone may post
@@ -112,7 +114,7 @@ export class MincaAccount extends DurableObject<Env> {
    * proven with its carry space's read key (DESIGN 8.3): none 401; a wrong one, or any for an
    * account the host does not carry for, 403; the closed carry space's key: 410.
    */
-  async status(account: string, proof: { authorization: string | null; time: string | null }): Promise<HostResult<AccountStatus>> {
+  async status(proof: { authorization: string | null; time: string | null }): Promise<HostResult<AccountStatus>> {
     const now = Date.now();
     // The object is named by the account's did: what it holds is that account's.
     const carry = this.liveCarry(now);
@@ -132,7 +134,7 @@ export class MincaAccount extends DurableObject<Env> {
     return {
       ok: true,
       value: {
-        account,
+        account: this.name(),
         name: this.meta("name"),
         carry_space: carry,
         spaces: this.count("passes"),
@@ -176,7 +178,7 @@ export class MincaAccount extends DurableObject<Env> {
     if (carry === null || this.liveCarry(Date.now()) !== null) return;
     await this.space(carry).forget();
     const closedAt = this.meta("closed_at");
-    if (closedAt === null) {
+    if (closedAt === null && this.count("revoked") === 0) {
       await this.lease.releaseAll();
       await this.ctx.storage.deleteAll();
       this.schema.forget();
@@ -194,8 +196,8 @@ export class MincaAccount extends DurableObject<Env> {
    * Reads each accepted version of the carry space (in order) and keeps what it says: one verdict
    * per version, null when it is taken (a refused one is not stored in the log either).
    * `closed` once carry:closed was read: everything is forgotten, and the rest is moot.
-   * `revoked`: the keys this batch revoked; once the versions are in the log, the space calls
-   * recount() with them.
+   * `revoked`: the keys this batch revoked with a cutoff; once the versions are in the log, the
+   * space calls recount() with them.
    */
   async applyCarry(space: string, versions: Version[], opts: { requestHost?: string } = {}): Promise<{ verdicts: CarryVerdict[]; closed: boolean; revoked: string[] }> {
     const verdicts: CarryVerdict[] = [];
@@ -216,12 +218,7 @@ export class MincaAccount extends DurableObject<Env> {
         return { verdicts: [...verdicts, ...versions.slice(verdicts.length).map(() => null)], closed: true, revoked: [] };
       }
       if (rec.kind === "revoke") {
-        const verdict = this.records.revoke(rec.revoked);
-        if (verdict) {
-          verdicts.push(verdict);
-          continue;
-        }
-        revoked.push(rec.revoked);
+        if (this.records.revoke(rec.revoked, rec.cutoff) !== null) revoked.push(rec.revoked);
       } else {
         const verdict = await this.records.keep(rec, v, { ...opts, current: false });
         if (verdict) {
@@ -242,8 +239,8 @@ export class MincaAccount extends DurableObject<Env> {
   }
 
   /**
-   * After revokes were stored: what each revoked key wrote in the carry space stops counting
-   * (account-records.ts). What was stored stays in the log.
+   * After revokes with a cutoff were stored: what each key wrote in the carry space after its
+   * cutoff stops counting (account-records.ts). What was stored stays in the log.
    */
   async recount(revoked: string[]): Promise<void> {
     const carry = this.meta("carry_space");
@@ -259,47 +256,22 @@ export class MincaAccount extends DurableObject<Env> {
     return bodyKeyOf(base64urlDecode(keyB64));
   }
 
-  // ---- bounds (called by MincaSpace) ----------------------------------------------------------
+  // ---- bounds (called by MincaSpace; account-usage.ts) ----------------------------------------
 
-  /**
-   * Charges `versions` and `bytes` written to `space` to this account when its carried spaces'
-   * total bound leaves room for them, and the account's lease of the host-wide total
-   * (storage.host_bytes, docs/hosting.md "Quotas") covers them: each check and the write in one
-   * step, with no await between, so concurrent requests never take the account or the host past
-   * its bound. Over the lease, the lease is extended once and the checks run again.
-   * `account_full` or `host_full` when refused.
-   */
-  async reserve(space: string, versions: number, bytes: number): Promise<"ok" | "account_full" | "host_full"> {
-    if (!this.schema.exists) return bytes <= MINCA_HOST_LIMITS.max_account_bytes ? "ok" : "account_full"; // not carrying: nothing to count
-    for (let attempt = 0; ; attempt++) {
-      const used = this.usedBytes();
-      if (used + bytes > MINCA_HOST_LIMITS.max_account_bytes) return "account_full";
-      if (this.meta("carry_space") === null) return "ok"; // not carrying (closed meanwhile): nothing to count
-      if (this.lease.covers(used + bytes)) {
-        this.sql.exec(
-          `INSERT INTO usage (space, versions, bytes) VALUES (?, ?, ?)
-           ON CONFLICT (space) DO UPDATE SET versions = versions + excluded.versions, bytes = bytes + excluded.bytes`,
-          space,
-          versions,
-          bytes,
-        );
-        this.lease.ahead(used + bytes);
-        return "ok";
-      }
-      if (attempt > 0 || !(await this.lease.extend(used + bytes))) return "host_full";
-    }
+  reserve(space: string, versions: number, bytes: number): Promise<"ok" | "account_full" | "host_full"> {
+    return this.usage.reserve(space, versions, bytes);
   }
 
-  /** Gives back what reserve() charged for versions that were not kept. */
   refund(space: string, versions: number, bytes: number): void {
-    if (!this.schema.exists) return;
-    this.sql.exec("UPDATE usage SET versions = MAX(0, versions - ?), bytes = MAX(0, bytes - ?) WHERE space = ?", versions, bytes, space);
-    this.lease.changed();
+    this.usage.refund(space, versions, bytes);
   }
 
-  private usedBytes(): number {
-    if (!this.schema.exists) return 0;
-    return this.sql.exec<{ b: number }>("SELECT COALESCE(SUM(bytes), 0) AS b FROM usage").one().b;
+  adopt(space: string, versions: number, bytes: number): Promise<boolean> {
+    return this.usage.adopt(space, versions, bytes);
+  }
+
+  lostSlot(space: string): { versions: number; bytes: number } {
+    return this.usage.lostSlot(space);
   }
 
   // ---- links (called by MincaMailbox) ---------------------------------------------------------
@@ -310,17 +282,25 @@ export class MincaAccount extends DurableObject<Env> {
    */
   linksFor(topic: string): Array<{ blob: Uint8Array; until: number; at: number }> {
     if (!this.schema.exists) return [];
-    return this.sql
+    const rows = this.sql
       .exec<LinkRow>(
         `SELECT key, topic, blob, until, at FROM (
            SELECT * FROM links WHERE until > ? ORDER BY written DESC LIMIT ?)
-         WHERE topic = ? ORDER BY written`,
+         WHERE topic = ? ORDER BY written DESC`,
         nowSeconds(),
         MINCA_HOST_LIMITS.links_served_per_account,
         topic,
       )
-      .toArray()
-      .map((r) => ({ blob: new Uint8Array(r.blob), until: r.until, at: Math.floor(r.at / 1000) }));
+      .toArray();
+    // Bounded in bytes: one GET loads at most link_bytes_served_per_account from each linked account.
+    const out: Array<{ blob: Uint8Array; until: number; at: number }> = [];
+    let bytes = 0;
+    for (const r of rows) {
+      if (bytes + r.blob.byteLength > MINCA_HOST_LIMITS.link_bytes_served_per_account) continue;
+      bytes += r.blob.byteLength;
+      out.push({ blob: new Uint8Array(r.blob), until: r.until, at: Math.floor(r.at / 1000) });
+    }
+    return out.reverse();
   }
 
   // ---- wakes (DESIGN 8.5) ---------------------------------------------------------------------
@@ -355,7 +335,11 @@ export class MincaAccount extends DurableObject<Env> {
     const carry = this.meta("carry_space");
     const key = this.meta("carry_key");
     const readKey = key === null ? null : readKeyDid(readSeedOf(base64urlDecode(key)));
-    for (const { space } of this.sql.exec<{ space: string }>("SELECT space FROM passes").toArray()) await this.space(space).uncarry(account);
+    const carried = this.sql.exec<{ space: string; versions: number | null; bytes: number | null }>(
+      "SELECT passes.space AS space, usage.versions AS versions, usage.bytes AS bytes FROM passes LEFT JOIN usage ON usage.space = passes.space",
+    ).toArray();
+    // Each carried space hands what the account was charged for it to an account that still carries it.
+    for (const c of carried) await this.space(c.space).uncarry(account, { versions: c.versions ?? 0, bytes: c.bytes ?? 0 }, { keepLast: false });
     for (const { topic } of this.sql.exec<{ topic: string }>("SELECT DISTINCT topic FROM links").toArray()) {
       await this.mailbox(topic).unlinkAccount(account);
     }
@@ -364,13 +348,17 @@ export class MincaAccount extends DurableObject<Env> {
     await this.ctx.storage.deleteAlarm();
   }
 
-  /** Empties every table but the tombstone's three rows (docs/hosting.md, "The tombstone"). */
-  private keepOnlyTombstone(t: { at: string; space: string | null; readKey: string | null }): void {
+  /**
+   * Empties every table but the tombstone: its three meta rows and the account's revoked keys
+   * (docs/hosting.md, "The tombstone"), so a key revoked once stays revoked at this host across
+   * carry:closed and a new CarryGrant.
+   */
+  private keepOnlyTombstone(t: { at: string | null; space: string | null; readKey: string | null }): void {
     this.ctx.storage.transactionSync(() => {
-      for (const table of ["passes", "links", "usage", "wakes", "receivers", "pushes", "revoked", "meta"]) this.sql.exec(`DELETE FROM ${table}`);
+      for (const table of ["passes", "links", "usage", "wakes", "receivers", "pushes", "latest", "meta"]) this.sql.exec(`DELETE FROM ${table}`);
       this.ownAccount.reset();
       this.sql.exec("DELETE FROM sqlite_sequence");
-      this.setMeta("closed_at", t.at);
+      if (t.at !== null) this.setMeta("closed_at", t.at);
       if (t.space !== null) this.setMeta("closed_space", t.space);
       if (t.readKey !== null) this.setMeta("closed_read_key", t.readKey);
     });
@@ -395,12 +383,19 @@ export class MincaAccount extends DurableObject<Env> {
     this.ownAccount.claim(account);
   }
 
+  /** The account's did: the name the object was addressed by (the runtime gives it), else the one it kept. */
+  private name(): string {
+    const did = this.ctx.id.name ?? this.ownAccount.get();
+    if (did === undefined || did === null) throw new Error("an account object addressed by no name");
+    return did;
+  }
+
   private space(id: string) {
-    return this.env.MINCA_SPACE.get(this.env.MINCA_SPACE.idFromName(id));
+    return spaceOf(this.env, id);
   }
 
   private mailbox(topic: string) {
-    return this.env.MINCA_MAILBOX.get(this.env.MINCA_MAILBOX.idFromName(topic));
+    return mailboxOf(this.env, topic);
   }
 
   private meta(key: string): string | null {

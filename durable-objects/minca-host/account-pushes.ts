@@ -2,16 +2,16 @@
 // queues one push per live receiver (the `pushes` table), and the account's alarm sends what is
 // due within the per-minute budget, through the relay-wide gate per push-service origin, acting
 // on each push service's answer (RFC 8030 §5). Each try is counted before it is made.
-import { toArrayBuffer } from "../shared/encoding";
+import { toArrayBuffer } from "../../shared/encoding";
 import type { AccountStore } from "./account-store";
-import { relayPushSender } from "./relay/relay-keys";
-import { admitPushes } from "./push/push-gate";
-import { MINCA_WAKE_LIMITS } from "../shared/limits";
-import type { WakeBody } from "../shared/minca/carry";
-import { WAKE_RETRY, wakeMatches, wakePayload, wakeTopic, type Arrival } from "../shared/minca/wake";
-import { checkPushEndpoint, endpointOrigin, endpointPolicy } from "../shared/webpush/endpoint";
-import { retryDelaySeconds, WebPushSender, type FetchLike, type PushOutcome } from "../shared/webpush/send";
-import { log } from "../shared/log";
+import { relayPushSender } from "../relay/relay-keys";
+import { admitPushes } from "../push/push-gate";
+import { MINCA_WAKE_LIMITS } from "../../shared/limits";
+import type { WakeBody } from "../../shared/minca/carry";
+import { WAKE_RETRY, wakeMatches, wakePayload, wakeTopic, type Arrival } from "../../shared/minca/wake";
+import { checkPushEndpoint, endpointOrigin, endpointPolicy } from "../../shared/webpush/endpoint";
+import { retryDelaySeconds, WebPushSender, type FetchLike, type PushOutcome } from "../../shared/webpush/send";
+import { log } from "../../shared/log";
 
 interface PushRow extends Record<string, SqlStorageValue> {
   id: number;
