@@ -79,13 +79,15 @@ describe.skipIf(!canSwitchUser)("the README's systemd recipe on a fresh clone", 
     expect(env.RELAY_DATA_DIR).toBe(`/var/lib/${keys.get("StateDirectory")}`);
     expect(env.RELAY_RUNTIME_DIR).toBe(`/run/${keys.get("RuntimeDirectory")}`);
     Object.assign(env, { RELAY_DATA_DIR: state, RELAY_RUNTIME_DIR: run, RELAY_PORT: String(port), PUBLIC_URL: "" });
-    const [cmd, ...args] = keys.get("ExecStart")!.split(/\s+/).map((w) => w.replaceAll(install, clone));
+    const words = keys.get("ExecStart")!.split(/\s+/).map((w) => w.replaceAll(install, clone));
+    const cmd = words[0]!;
+    const args = words.slice(1);
     expect(args).toContain("--no-build");
 
     let out = "";
     const child = spawn("setpriv", [`--reuid=${NOBODY}`, `--regid=${NOBODY}`, "--clear-groups", "--", cmd, ...args], {
       cwd: keys.get("WorkingDirectory")!.replaceAll(install, clone),
-      env,
+      env: env as NodeJS.ProcessEnv,
       stdio: ["ignore", "pipe", "pipe"],
     });
     child.stdout.on("data", (d) => (out += d));
