@@ -1,7 +1,7 @@
 // The launcher's output: one JSON object per line (`ts`, `level`, `msg`, then fields), the same
 // shape as the Worker's own lines, so `npm start | jq .` parses every line. workerd's output passes
-// through the launcher: a line that is already a JSON object (the Worker's) is written unchanged,
-// any other (workerd's own messages, an uncaught error's trace) is wrapped as
+// through the launcher: a line that is already a JSON object (the Worker's) is written unchanged
+// (with a `ts` put first when it has none), any other (workerd's own messages, an uncaught error's trace) is wrapped as
 // {"ts","level","msg","source":"workerd"}.
 // Runs under plain Node 22 (type stripping): erasable TypeScript only.
 import { createInterface } from "node:readline";
@@ -37,10 +37,16 @@ export function isJsonObjectLine(line: string): boolean {
   }
 }
 
-/** The line as the launcher writes it: unchanged if it is a JSON object, else wrapped. */
+/**
+ * The line as the launcher writes it: a JSON object unchanged (given a `ts` first if it has
+ * none: the time the launcher read it), any other line wrapped.
+ */
 export function passLine(line: string, level: LauncherLevel, source: string): string | null {
   if (line.trim() === "") return null;
-  return isJsonObjectLine(line) ? line.trim() : launcherLine(level, line, { source });
+  if (!isJsonObjectLine(line)) return launcherLine(level, line, { source });
+  const t = line.trim();
+  if (/^\{\s*"ts"\s*:/.test(t) || "ts" in JSON.parse(t)) return t;
+  return t === "{}" ? JSON.stringify({ ts: new Date().toISOString() }) : `{"ts":${JSON.stringify(new Date().toISOString())},${t.slice(1).trimStart()}`;
 }
 
 /** Copies `from` to `to` line by line through passLine; resolves when `from` ends. */

@@ -20,7 +20,7 @@ import { parseArgs } from "node:util";
 import { BUNDLE_DIR, ROOT, buildWorker } from "./build.ts";
 import { pipeLines, say } from "./launcher-log.ts";
 import { EXIT_BAD_SETTING, StartError, badSettingMessage, checkPortFree, checkRuntimeDirFree, getHealthz } from "./preflight.ts";
-import { ConfigError, listBundle, plan, publicWarnings, workerdConfig, type WranglerConfig } from "./workerd-config.ts";
+import { ConfigError, OPTIONAL_SECRETS, listBundle, plan, publicWarnings, workerdConfig, type WranglerConfig } from "./workerd-config.ts";
 
 const HELP = `Usage: npm start -- [options]
 
@@ -44,9 +44,8 @@ as node_modules/.bin/node scripts/serve.ts [options].
   --help
 
 Every [vars] entry of wrangler.toml can be overridden by an environment variable of the same name;
-the secrets ADMIN_TOKEN, VAPID_PRIVATE_KEY, VAPID_SUBJECT, MINCA_HOST_KEY (and MINCA_HOST_NAME),
-MINCA_HOST_ADMISSION_TOKEN, and
-any listed under [secrets] required, are read from the environment by workerd at start.
+the secrets ${OPTIONAL_SECRETS.join(", ")},
+and any listed under [secrets] required, are read from the environment by workerd at start.
 Every setting is checked at start: a wrong one stops the start with a message naming it (exit 2);
 a busy port or a relay already running on the runtime directory stops it too (exit 1).`;
 

@@ -42,10 +42,12 @@ function jsonLines(text: string): Array<Record<string, unknown>> {
 
 // The Worker answers every request with 500 bad_setting while a setting is wrong, once it checks
 // them all at its start; the launcher's side of it is tested below as soon as the Worker does.
-const workerChecksSettings = readdirSync(join(root, "workers"), { recursive: true })
-  .map(String)
-  .filter((f) => f.endsWith(".ts"))
-  .some((f) => readFileSync(join(root, "workers", f), "utf8").includes("bad_setting"));
+const workerChecksSettings = ["workers", "shared"].some((dir) =>
+  readdirSync(join(root, dir), { recursive: true })
+    .map(String)
+    .filter((f) => f.endsWith(".ts"))
+    .some((f) => readFileSync(join(root, dir, f), "utf8").includes("bad_setting")),
+);
 
 describe.skipIf(relayTarget() !== "workerd")("the launcher (npm start)", () => {
   it("a second start on a busy port exits non-zero naming the port and --port, and the running relay still drains (1001)", async () => {
@@ -88,8 +90,8 @@ describe.skipIf(relayTarget() !== "workerd")("the launcher (npm start)", () => {
     await fetch(`${r.url}/no-such-page`);
     expect(await r.stop()).toBe(0);
     const lines = jsonLines(r.output());
-    const launcher = lines.filter((l) => typeof l.ts === "string" && typeof l.level === "string" && typeof l.msg === "string");
-    expect(launcher.map((l) => l.msg)).toEqual(expect.arrayContaining([expect.stringMatching(/^listening on /), "SIGTERM: draining", "stopped"]));
+    for (const l of lines) expect(typeof l.ts === "string" && typeof l.level === "string" && typeof l.msg === "string", JSON.stringify(l)).toBe(true);
+    expect(lines.map((l) => l.msg)).toEqual(expect.arrayContaining([expect.stringMatching(/^listening on /), "SIGTERM: draining", "stopped"]));
     // A bad setting's refusal is JSON too.
     const bad = launch(["--port", "http"]);
     expect(bad.code).toBe(2);

@@ -61,8 +61,12 @@ describe("the launcher's output is JSON lines", () => {
     expect(Number.isNaN(Date.parse(v.ts))).toBe(false);
   });
 
-  it("a JSON line from workerd passes unchanged; any other line is wrapped, blank lines dropped", () => {
-    expect(passLine('{"level":"info","msg":"request"}', "info", "workerd")).toBe('{"level":"info","msg":"request"}');
+  it("a JSON line from workerd passes unchanged (a ts put first when it has none); any other line is wrapped, blank lines dropped", () => {
+    const withTs = '{"ts":"2026-01-01T00:00:00.000Z","level":"info","msg":"request"}';
+    expect(passLine(withTs, "info", "workerd")).toBe(withTs);
+    const given = JSON.parse(passLine('{"level":"info","msg":"request","n":1}', "info", "workerd")!);
+    expect(Object.keys(given)).toEqual(["ts", "level", "msg", "n"]);
+    expect(given).toMatchObject({ level: "info", msg: "request", n: 1 });
     const wrapped = JSON.parse(passLine("workerd/server/server.c++:1: error: boom {", "warn", "workerd")!);
     expect(wrapped).toMatchObject({ level: "warn", msg: "workerd/server/server.c++:1: error: boom {", source: "workerd" });
     expect(JSON.parse(passLine("[1,2]", "info", "workerd")!).msg).toBe("[1,2]");
