@@ -137,7 +137,7 @@ describe("the SDK as an installed package", () => {
   it("the declarations compile without the DOM lib (a Node app: lib es2022, @types/node)", () => {
     writeFileSync(
       join(app, "types-check.ts"),
-      ["tally", "passnote", "minca", "mailbox", "node"].map((e, i) => `import * as m${i} from "edge-relay/${e}";\nexport { m${i} };`).join("\n") + "\n",
+      ["tally", "passnote", "passnote-sqlite", "minca", "mailbox", "node"].map((e, i) => `import * as m${i} from "edge-relay/${e}";\nexport { m${i} };`).join("\n") + "\n",
     );
     for (const lib of [["es2022"]]) {
       writeFileSync(
