@@ -8,7 +8,7 @@
 // Runs under plain Node 22 (type stripping): erasable TypeScript only.
 import { execFileSync } from "node:child_process";
 import { chmodSync, existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
+import { dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 
@@ -49,6 +49,43 @@ export async function buildSdk(): Promise<void> {
   await buildConnectCli();
   execFileSync(process.execPath, [join(ROOT, "node_modules/typescript/bin/tsc"), "-p", join(ROOT, "tsconfig.sdk.json")], { stdio: "inherit" });
   addJsExtensions(join(SDK_DIR, "types"));
+  addWebGlobals(join(SDK_DIR, "types"));
+  writeFileSync(join(SDK_DIR, "webrtc-node.js"), WEBRTC_IN_NODE);
+}
+
+/**
+ * What `import "edge-relay/webrtc"` gives in Node (the `node` export condition): a clear error
+ * instead of Node's "not defined by exports". DirectMesh needs the browser's RTCPeerConnection.
+ */
+export const WEBRTC_IN_NODE = `// edge-relay/webrtc is browser only (the package's "browser" export condition).
+const error = new Error(
+  "edge-relay/webrtc is browser only: DirectMesh needs the browser's RTCPeerConnection. " +
+    "In Node, use edge-relay/tally (the relay carries every message); for a page, bundle with the \\"browser\\" condition (esbuild --platform=browser, Vite, webpack).",
+);
+error.code = "ERR_EDGE_RELAY_BROWSER_ONLY";
+throw error;
+`;
+
+/**
+ * The web platform types the declarations name that a Node app compiled without the DOM lib does
+ * not have (IndexedDB, WebCrypto keys, Web Storage), declared empty; where the full ones exist (the DOM
+ * lib, @types/node, workerd's types) these merge with them. Every entry point's declarations reference it.
+ */
+const WEB_GLOBALS = `// Minimal shapes of web platform types the SDK's declarations name, for apps compiled without
+// the DOM lib (a Node app). With the DOM lib (or workerd's types) they merge with the full ones.
+interface CryptoKey {}
+interface JsonWebKey {}
+interface IDBFactory {}
+interface Storage {}
+`;
+
+function addWebGlobals(typesDir: string): void {
+  writeFileSync(join(typesDir, "web-globals.d.ts"), WEB_GLOBALS);
+  for (const entry of Object.values(SDK_ENTRIES)) {
+    const path = join(typesDir, entry.replace(/\.ts$/, ".d.ts"));
+    const rel = relative(dirname(path), join(typesDir, "web-globals.d.ts")).split(sep).join("/");
+    writeFileSync(path, `/// <reference path="${rel}" />\n${readFileSync(path, "utf8")}`);
+  }
 }
 
 /** The connect CLI, bundled whole (the package's bin, and `npm run connect`). */

@@ -1,5 +1,6 @@
-// `npm start`: the relay in production on one machine. Builds the Worker bundle, generates the
-// workerd configuration from wrangler.toml (scripts/workerd-config.ts), runs `workerd serve` on
+// `npm start`: the relay in production on one machine. Checks its settings and that the port is
+// free (scripts/preflight.ts), builds the pages and the Worker bundle (not with --no-build: then
+// it writes nothing in the checkout), generates the workerd configuration from wrangler.toml (scripts/workerd-config.ts), runs `workerd serve` on
 // it, and shuts it down cleanly on SIGTERM or SIGINT:
 //
 //   1. POST /drain on the loopback admin socket: new WebSocket upgrades are refused (503) and every
@@ -7,20 +8,25 @@
 //   2. SIGTERM to workerd: it stops listening and exits once its last connection has ended;
 //   3. after the grace period, SIGKILL (every write a client was told of is already on disk).
 //
-// Settings: flags, else environment, else the default. `node scripts/serve.ts --help` lists them.
+// Settings: flags, else environment, else the default. `npm start -- --help` lists them. Every
+// line it writes is one JSON object (scripts/launcher-log.ts).
 // Runs under plain Node 22 (type stripping): erasable TypeScript only.
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { BUNDLE_DIR, ROOT, buildWorker } from "./build.ts";
-import { ConfigError, listBundle, plan, publicWarnings, workerdConfig, type WranglerConfig } from "./workerd-config.ts";
+import { pipeLines, say } from "./launcher-log.ts";
+import { EXIT_BAD_SETTING, StartError, badSettingMessage, checkPortFree, checkRuntimeDirFree, getHealthz } from "./preflight.ts";
+import { ConfigError, OPTIONAL_SECRETS, listBundle, plan, publicWarnings, workerdConfig, type WranglerConfig } from "./workerd-config.ts";
 
-const HELP = `Usage: npm start -- [options]     (or: node scripts/serve.ts [options])
+const HELP = `Usage: npm start -- [options]
 
-Runs the relay on workerd, with its Durable Objects' SQLite files in a local folder.
+Runs the relay on workerd, with its Durable Objects' SQLite files in a local folder. npm runs the
+launcher with the project's own Node 22 (the \`node\` devDependency); a service manager runs it
+as node_modules/.bin/node scripts/serve.ts [options].
 
   --host ADDR          listen address          RELAY_HOST            default 127.0.0.1
   --port N             listen port             RELAY_PORT            default 8787
@@ -32,14 +38,16 @@ Runs the relay on workerd, with its Durable Objects' SQLite files in a local fol
   --runtime-dir DIR    generated config, admin socket, pid file
                                                RELAY_RUNTIME_DIR     default dist/run/<port>
   --workerd PATH       the workerd binary      WORKERD               default: the one wrangler ships
-  --no-build           use the bundle in dist/worker as it is
-  --print-config       print the generated workerd config and exit
+  --no-build           start the build in dist/ (npm run build) as it is: writes nothing in the
+                       checkout, so a user that cannot write it can run the relay
+  --print-config       print the generated workerd config and exit (npm run config)
   --help
 
 Every [vars] entry of wrangler.toml can be overridden by an environment variable of the same name;
-the secrets ADMIN_TOKEN, VAPID_PRIVATE_KEY, VAPID_SUBJECT, MINCA_HOST_KEY (and MINCA_HOST_NAME),
-MINCA_HOST_ADMISSION_TOKEN, and
-any listed under [secrets] required, are read from the environment by workerd at start.`;
+the secrets ${OPTIONAL_SECRETS.join(", ")},
+and any listed under [secrets] required, are read from the environment by workerd at start.
+Every setting is checked at start: a wrong one stops the start with a message naming it (exit 2);
+a busy port or a relay already running on the runtime directory stops it too (exit 1).`;
 
 interface Settings {
   host: string;
@@ -51,6 +59,13 @@ interface Settings {
   workerd: string;
   build: boolean;
   printConfig: boolean;
+}
+
+/** A whole number in [min, max] written in decimal digits, or a ConfigError naming the flag and the setting. */
+function intSetting(raw: string, min: number, max: number, what: string): number {
+  const n = /^\d+$/.test(raw.trim()) ? Number(raw.trim()) : NaN;
+  if (!Number.isSafeInteger(n) || n < min || n > max) throw new ConfigError(`${what}: "${raw}" is not a whole number from ${min} to ${max}`);
+  return n;
 }
 
 function settings(argv: string[], env: NodeJS.ProcessEnv): Settings | null {
@@ -71,17 +86,30 @@ function settings(argv: string[], env: NodeJS.ProcessEnv): Settings | null {
     strict: true,
   });
   if (values.help) return null;
-  const port = Number(values.port ?? env.RELAY_PORT ?? 8787);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError(`bad port: ${values.port ?? env.RELAY_PORT}`);
-  const graceSeconds = Number(values.grace ?? env.RELAY_SHUTDOWN_GRACE ?? 30);
-  if (!(graceSeconds >= 0)) throw new ConfigError(`bad grace period: ${values.grace ?? env.RELAY_SHUTDOWN_GRACE}`);
+  const port = intSetting(values.port ?? env.RELAY_PORT ?? "8787", 1, 65535, "the listen port (--port, RELAY_PORT)");
+  const graceRaw = values.grace ?? env.RELAY_SHUTDOWN_GRACE ?? "30";
+  const graceSeconds = /^\d+(\.\d+)?$/.test(graceRaw.trim()) ? Number(graceRaw) : NaN;
+  if (!(graceSeconds >= 0 && graceSeconds <= 86_400)) {
+    throw new ConfigError(`the shutdown grace period (--grace, RELAY_SHUTDOWN_GRACE): "${graceRaw}" is not a number of seconds from 0 to 86400`);
+  }
+  const host = (values.host ?? env.RELAY_HOST ?? "127.0.0.1").trim();
+  if (host === "" || /[\s/]/.test(host)) throw new ConfigError(`the listen address (--host, RELAY_HOST): "${host}" is not an address`);
+  const outbound = (values.outbound ?? env.RELAY_OUTBOUND_ALLOW ?? "public").split(",").map((s) => s.trim()).filter(Boolean);
+  if (outbound.length === 0) throw new ConfigError("where the relay may connect out (--outbound, RELAY_OUTBOUND_ALLOW) is empty: name at least one network class (public) or CIDR");
+  for (const o of outbound) {
+    if (!/^(public|private|local|network|unix|unix-abstract)$/.test(o) && !/^[0-9a-fA-F.:]+\/\d{1,3}$/.test(o)) {
+      throw new ConfigError(`where the relay may connect out (--outbound, RELAY_OUTBOUND_ALLOW): "${o}" is neither a workerd network class (public, private, local, network) nor a CIDR`);
+    }
+  }
+  const dataDir = values.data ?? env.RELAY_DATA_DIR ?? "data";
+  if (dataDir.trim() === "") throw new ConfigError("the data directory (--data, RELAY_DATA_DIR) is empty");
   return {
-    host: values.host ?? env.RELAY_HOST ?? "127.0.0.1",
+    host,
     port,
-    dataDir: resolve(values.data ?? env.RELAY_DATA_DIR ?? "data"),
-    outbound: (values.outbound ?? env.RELAY_OUTBOUND_ALLOW ?? "public").split(",").map((s) => s.trim()).filter(Boolean),
+    dataDir: resolve(dataDir),
+    outbound,
     graceSeconds,
-    runtimeDir: resolve(values["runtime-dir"] ?? env.RELAY_RUNTIME_DIR ?? join(ROOT, "dist", "run", String(port))),
+    runtimeDir: resolve(values["runtime-dir"] || env.RELAY_RUNTIME_DIR || join(ROOT, "dist", "run", String(port))),
     workerd: values.workerd ?? env.WORKERD ?? bundledWorkerd(),
     build: !values["no-build"],
     printConfig: values["print-config"] === true,
@@ -125,27 +153,50 @@ function admin(socketPath: string, method: string, path: string, timeoutMs: numb
   });
 }
 
-const log = (msg: string) => console.log(`[relay] ${msg}`);
+/** Builds the pages (dist/web) and the Worker bundle (dist/worker), as `npm run build` does. */
+function buildAll(): void {
+  const web = spawnSync(process.execPath, [join(ROOT, "web", "build.mjs")], { cwd: ROOT, encoding: "utf8" });
+  if (web.status !== 0) throw new StartError(`the pages could not be built (exit ${web.status}):\n${web.stdout}${web.stderr}`, 1);
+  buildWorker();
+}
+
+/** The prebuilt output `--no-build` starts, or a StartError saying how to make it. */
+function checkBuilt(): void {
+  for (const [path, what] of [
+    [join(BUNDLE_DIR, "index.js"), "the Worker bundle"],
+    [join(ROOT, "dist", "web"), "the pages"],
+  ] as const) {
+    if (!existsSync(path)) {
+      throw new StartError(`--no-build: ${what} (${path}) is missing: run \`npm run build\` first, as a user that can write the checkout`, EXIT_BAD_SETTING);
+    }
+  }
+}
 
 async function main(): Promise<number> {
   let s: Settings | null;
   try {
     s = settings(process.argv.slice(2), process.env);
   } catch (err) {
-    console.error(`${(err as Error).message}\n\n${HELP}`);
-    return 2;
+    if (!(err instanceof ConfigError) && !(err as NodeJS.ErrnoException).code?.startsWith("ERR_PARSE_ARGS")) throw err;
+    say.error(`bad setting: ${(err as Error).message}`, { help: "npm start -- --help" });
+    return EXIT_BAD_SETTING;
   }
   if (!s) {
     console.log(HELP);
     return 0;
   }
-  if (s.build || !existsSync(join(BUNDLE_DIR, "index.js"))) buildWorker();
-  const cfg = await readWranglerConfig();
-
-  mkdirSync(s.runtimeDir, { recursive: true });
   const adminSocket = join(s.runtimeDir, "admin.sock");
   if (adminSocket.length > 100) throw new ConfigError(`the admin socket path is too long for a unix socket: ${adminSocket}; pass a shorter --runtime-dir`);
   const listen = listenAddress(s.host, s.port);
+  if (!s.printConfig) {
+    // Nothing of a relay already running here is touched before these pass.
+    await checkPortFree(s.host, s.port);
+    checkRuntimeDirFree(s.runtimeDir);
+  }
+  if (s.build) buildAll();
+  else checkBuilt();
+  const cfg = await readWranglerConfig();
+
   const text = workerdConfig(cfg, {
     listen,
     dataDir: s.dataDir,
@@ -154,11 +205,13 @@ async function main(): Promise<number> {
     modules: listBundle(BUNDLE_DIR, cfg),
     env: process.env,
     outboundAllow: s.outbound,
+    projectDir: ROOT,
   });
   if (s.printConfig) {
     process.stdout.write(text);
     return 0;
   }
+  mkdirSync(s.runtimeDir, { recursive: true });
   const configPath = join(s.runtimeDir, "workerd.capnp");
   writeFileSync(`${configPath}.tmp`, text);
   renameSync(`${configPath}.tmp`, configPath);
@@ -171,19 +224,22 @@ async function main(): Promise<number> {
 
   const p = plan(cfg, process.env, s.outbound);
   const missing = p.secrets.filter((k) => process.env[k] === undefined);
-  if (missing.length) log(`warning: secrets not set in the environment: ${missing.join(", ")}`);
+  if (missing.length) say.warn(`secrets not set in the environment: ${missing.join(", ")}`);
   const publicUrl = p.vars.find((v) => v.name === "PUBLIC_URL")?.value;
-  for (const w of publicWarnings(s.host, { PUBLIC_URL: publicUrl, ADMIN_TOKEN: process.env.ADMIN_TOKEN })) {
-    console.warn(`[relay] WARNING: ${w}`);
-  }
+  for (const w of publicWarnings(s.host, { PUBLIC_URL: publicUrl, ADMIN_TOKEN: process.env.ADMIN_TOKEN })) say.warn(w);
 
   // Its own process group: a terminal's Ctrl-C reaches this supervisor only, which drains first.
+  // Its output passes through the launcher, so every line of `npm start` is one JSON object.
   const child: ChildProcess = spawn(s.workerd, ["serve", configPath], {
     cwd: s.runtimeDir,
     env: process.env,
-    stdio: ["ignore", "inherit", "inherit"],
+    stdio: ["ignore", "pipe", "pipe"],
     detached: true,
   });
+  const piped = Promise.all([
+    child.stdout ? pipeLines(child.stdout, process.stdout, "info", "workerd") : undefined,
+    child.stderr ? pipeLines(child.stderr, process.stderr, "warn", "workerd") : undefined,
+  ]);
   const pidFile = join(s.runtimeDir, "workerd.pid");
   writeFileSync(pidFile, `${child.pid}\n`);
   const killChild = () => {
@@ -204,29 +260,27 @@ async function main(): Promise<number> {
       resolveExit(exitCode);
     }),
   );
-  child.on("error", (err) => {
-    console.error(`[relay] could not run workerd (${s!.workerd}): ${err.message}`);
-  });
+  child.on("error", (err) => say.error(`could not run workerd (${s!.workerd}): ${err.message}`));
 
   const shutdown = (signal: string) => {
     if (stopping) {
       if (signal === "SIGINT") {
-        log("second interrupt: stopping now");
+        say.warn("second interrupt: stopping now");
         killChild();
       }
       return;
     }
     stopping = (async () => {
-      log(`${signal}: draining`);
+      say.info(`${signal}: draining`);
       try {
         const r = await admin(adminSocket, "POST", "/drain", 5_000);
-        log(`closed ${r.sockets} client socket(s) of ${r.objects} object(s)`);
+        say.info(`closed ${r.sockets} client socket(s) of ${r.objects} object(s)`, { sockets: r.sockets, objects: r.objects });
       } catch (err) {
-        log(`drain failed (${(err as Error).message}); stopping anyway`);
+        say.warn(`drain failed (${(err as Error).message}); stopping anyway`);
       }
       child.kill("SIGTERM");
       const timer = setTimeout(() => {
-        log(`still running after ${s!.graceSeconds} s: killing workerd`);
+        say.warn(`still running after ${s!.graceSeconds} s: killing workerd`);
         killChild();
       }, s!.graceSeconds * 1000);
       await exited;
@@ -244,38 +298,58 @@ async function main(): Promise<number> {
   }, 1_000);
   watchParent.unref();
 
-  // Ready once the admin socket answers (workerd binds every socket before serving).
+  // Ready once the admin socket answers (workerd binds every socket before serving); then one
+  // GET /healthz: the Worker answers 500 bad_setting while a setting is wrong.
   const started = Date.now();
+  let badSetting: string | null = null;
   for (;;) {
     if (exitCode !== null) break;
     try {
       await admin(adminSocket, "GET", "/status", 1_000);
-      log(`listening on http://${listen} (workerd, pid ${child.pid}); data in ${s.dataDir}`);
-      break;
     } catch {
       if (Date.now() - started > 30_000) {
-        log("workerd did not become ready in 30 s");
+        say.error("workerd did not become ready in 30 s");
         killChild();
         break;
       }
       await new Promise((r) => setTimeout(r, 50));
+      continue;
     }
+    try {
+      badSetting = badSettingMessage(await getHealthz(s.host, s.port));
+    } catch (err) {
+      say.warn(`GET /healthz on the relay failed: ${(err as Error).message}`);
+    }
+    if (badSetting === null) say.info(`listening on http://${listen} (workerd, pid ${child.pid}); data in ${s.dataDir}`, { listen, pid: child.pid, data: s.dataDir });
+    break;
+  }
+  if (badSetting !== null && !stopping) {
+    say.error(`bad setting: ${badSetting}`, { help: "npm start -- --help; the settings are listed in the README" });
+    child.kill("SIGTERM");
+    const timer = setTimeout(killChild, 5_000);
+    await exited;
+    clearTimeout(timer);
+    await piped;
+    return EXIT_BAD_SETTING;
   }
 
   const code = await exited;
+  await piped;
   if (stopping) {
     await stopping;
-    log("stopped");
+    say.info("stopped");
     return 0;
   }
-  log(`workerd exited on its own (code ${code})`);
+  say.error(`workerd exited on its own (code ${code})`, { code });
   return code === 0 ? 1 : code;
 }
 
 main().then(
   (code) => process.exit(code),
   (err) => {
-    console.error(err instanceof ConfigError ? `[relay] ${err.message}` : err);
-    process.exit(1);
+    if (err instanceof StartError) say.error(err.message);
+    else if (err instanceof ConfigError) say.error(`bad setting: ${err.message}`);
+    else say.error(`the launcher failed: ${(err as Error)?.message ?? String(err)}`, { stack: (err as Error)?.stack });
+    process.exit(err instanceof StartError ? err.exitCode : err instanceof ConfigError ? EXIT_BAD_SETTING : 1);
   },
 );

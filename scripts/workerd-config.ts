@@ -334,9 +334,9 @@ export function isLoopbackListen(host: string): boolean {
 }
 
 /**
- * What a relay listening on `host` with these settings must say loudly at start (DESIGN sections
- * 3 and 4): beyond loopback, a Tally auth event's relay tag is checked against the Host header the
- * client sends unless PUBLIC_URL is set, and /status is open to anyone unless ADMIN_TOKEN is set.
+ * What a relay listening on `host` with these settings must say loudly at start: beyond loopback,
+ * a Tally auth event's relay tag is checked against the Host header the client sends unless
+ * PUBLIC_URL is set, and /status is open to anyone unless ADMIN_TOKEN is set.
  */
 export function publicWarnings(host: string, settings: { PUBLIC_URL?: unknown; ADMIN_TOKEN?: string }): string[] {
   if (isLoopbackListen(host)) return [];

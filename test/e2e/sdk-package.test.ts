@@ -3,9 +3,9 @@
 // register two users with the running relay and exchange a message through it. The relay URL is
 // given as http:// to one and ws:// to the other: every client takes either spelling.
 import { execFileSync, spawnSync } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { build } from "esbuild";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { chromiumPath, launchChromium, NO_CHROMIUM_MESSAGE } from "../helpers/chromium";
@@ -36,11 +36,15 @@ export async function exchange(relayUrl) {
 `;
 
 let app: string;
+let tarball: string;
+const repoReadme = readFileSync(join(root, "README.md"), "utf8");
+let readmeAfterPack: string;
 
 beforeAll(() => {
   app = mkdtempSync(join(tmpdir(), "edge-relay-app-"));
   npm(["pack", "--silent", "--pack-destination", app], root);
-  const tarball = readdirSync(app).find((f) => f.endsWith(".tgz"))!;
+  readmeAfterPack = readFileSync(join(root, "README.md"), "utf8");
+  tarball = readdirSync(app).find((f) => f.endsWith(".tgz"))!;
   writeFileSync(join(app, "package.json"), JSON.stringify({ name: "scratch-app", private: true, type: "module" }));
   // The npm cache already holds the dependencies (the repository's own install).
   npm(["install", "--prefer-offline", "--no-audit", "--no-fund", "--ignore-scripts", join(app, tarball)], app);
@@ -105,7 +109,50 @@ describe("the SDK as an installed package", () => {
     });
   }
 
-  it("edge-relay/webrtc is browser-only: Node refuses the import", () => {
+  it("the packed README is the SDK's (clients/README.md), and the repository's README.md is left as it was", () => {
+    const packed = readFileSync(join(app, "node_modules/edge-relay/README.md"), "utf8");
+    expect(packed).toBe(readFileSync(join(root, "clients/README.md"), "utf8"));
+    expect(packed).toContain("npm install /path/to/edge-relay-");
+    expect(readmeAfterPack).toBe(repoReadme);
+    expect(existsSync(join(root, "dist/pack/README.md"))).toBe(false);
+  });
+
+  it("every relative link of the packed Markdown pages leads to a file in the package", () => {
+    const pkgDir = join(app, "node_modules/edge-relay");
+    const pages = execFileSync("tar", ["-tzf", join(app, tarball)], { encoding: "utf8" })
+      .split("\n")
+      .filter((f) => f.endsWith(".md"))
+      .map((f) => f.replace(/^package\//, ""));
+    expect(pages).toEqual(expect.arrayContaining(["README.md", "docs/sdk.md"]));
+    for (const page of pages) {
+      const text = readFileSync(join(pkgDir, page), "utf8");
+      for (const [, target] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+        if (/^(https?:|mailto:|#)/.test(target)) continue;
+        expect(existsSync(join(pkgDir, dirname(page), target.split("#")[0])), `${page} links to ${target}`).toBe(true);
+      }
+    }
+  });
+
+  // (With the DOM lib they compile too: the repository's own typecheck and the page test above.)
+  it("the declarations compile without the DOM lib (a Node app: lib es2022, @types/node)", () => {
+    writeFileSync(
+      join(app, "types-check.ts"),
+      ["tally", "passnote", "passnote-sqlite", "minca", "mailbox", "node"].map((e, i) => `import * as m${i} from "edge-relay/${e}";\nexport { m${i} };`).join("\n") + "\n",
+    );
+    for (const lib of [["es2022"]]) {
+      writeFileSync(
+        join(app, "tsconfig.json"),
+        JSON.stringify({
+          compilerOptions: { target: "es2022", module: "nodenext", moduleResolution: "nodenext", lib, types: ["node"], typeRoots: [join(root, "node_modules/@types")], strict: true, noEmit: true, skipLibCheck: false },
+          files: ["types-check.ts"],
+        }),
+      );
+      const r = spawnSync(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-p", app], { cwd: app, encoding: "utf8" });
+      expect(r.status, `lib ${lib.join(",")}:\n${r.stdout}${r.stderr}`).toBe(0);
+    }
+  }, 120_000);
+
+  it("edge-relay/webrtc is browser only: importing it in Node says so", () => {
     const r = (() => {
       try {
         execFileSync(process.execPath, ["-e", 'import("edge-relay/webrtc").then(() => console.log("loaded"))'], { cwd: app, encoding: "utf8", stdio: "pipe" });
@@ -114,6 +161,7 @@ describe("the SDK as an installed package", () => {
         return String((e as { stderr?: string }).stderr);
       }
     })();
-    expect(r).toMatch(/ERR_PACKAGE_PATH_NOT_EXPORTED/);
+    expect(r).toMatch(/edge-relay\/webrtc is browser only/);
+    expect(r).toMatch(/ERR_EDGE_RELAY_BROWSER_ONLY/);
   });
 });

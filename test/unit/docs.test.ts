@@ -1,18 +1,22 @@
-// The README's limits table is the constants in shared/limits.ts, name for name.
-import { readFileSync } from "node:fs";
+// The limits table (docs/limits.md) is the constants in shared/limits.ts, name for name; the README
+// names the set-up commands and cites only documents of the repository.
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { LIMITS } from "../../shared/limits";
 import { VERSION } from "../../shared/info";
 
 const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
+const limitsPage = readFileSync(new URL("../../docs/limits.md", import.meta.url), "utf8");
 const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8"));
 
 describe("documentation", () => {
-  it("the README lists every limit with its value", () => {
+  it("docs/limits.md lists every limit with its value, and the README links to it", () => {
+    expect(readme).toContain("(docs/limits.md)");
     for (const [group, limits] of Object.entries(LIMITS)) {
       for (const [name, value] of Object.entries(limits as Record<string, unknown>)) {
         if (typeof value !== "number") continue;
-        expect(readme, `${group}.${name}`).toContain(`| \`${group}.${name}\` | ${value} |`);
+        expect(limitsPage, `${group}.${name}`).toContain(`| \`${group}.${name}\` | ${value} |`);
       }
     }
   });
@@ -25,5 +29,79 @@ describe("documentation", () => {
     expect(readme).toContain("npm install && npm start");
     expect(readme).toContain("npm test");
     expect(readme).toContain("npm run dev");
+  });
+});
+
+// The documents a reader gets: README.md, CHANGELOG.md, every page of docs/, and the scripts'
+// comments. They say each rule in the project's own words ("the Tally protocol, §6.2", "the
+// relay's design"): a document that is not in the repository, or an issue number, means nothing
+// to a reader of the repository.
+const rootDir = new URL("../../", import.meta.url).pathname;
+const documents = [
+  "README.md",
+  "CHANGELOG.md",
+  "clients/README.md",
+  ...readdirSync(join(rootDir, "docs"), { recursive: true }).map((f) => `docs/${f}`).filter((f) => f.endsWith(".md")),
+  ...readdirSync(join(rootDir, "scripts")).map((f) => `scripts/${f}`),
+];
+
+describe("the documents cite only what is in the repository", () => {
+  for (const file of documents) {
+    it(`${file} cites no design document, seed or issue number that is not in the repository`, () => {
+      const text = readFileSync(join(rootDir, file), "utf8");
+      const cites = [
+        ...text.matchAll(/\bDESIGN(\.md)?\b/g),
+        ...text.matchAll(/\bseeds?\s+(\d|§|section)/gi),
+        ...text.matchAll(/\bthe seeds?\b(?!\s+(of|for)\b)/gi),
+        ...text.matchAll(/\bissues?\s+#?\d+/gi),
+        ...text.matchAll(/\b00\d_[0-9a-f]{8,}\.txt\b/g),
+      ].map((m) => `${m[0]} at ${text.slice(0, m.index).split("\n").length}`);
+      expect(cites).toEqual([]);
+    });
+  }
+
+  // (clients/README.md is packed as the package's README: its links are checked in the package,
+  // test/e2e/sdk-package.test.ts.)
+  for (const file of documents.filter((f) => f.endsWith(".md") && f !== "clients/README.md")) {
+    it(`every relative link of ${file} leads to a file of the repository`, () => {
+      const text = readFileSync(join(rootDir, file), "utf8");
+      for (const [, target] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+        if (/^(https?:|mailto:|#)/.test(target)) continue;
+        expect(existsSync(join(rootDir, dirname(file), target.split("#")[0])), `${file} links to ${target}`).toBe(true);
+      }
+    });
+  }
+});
+
+describe("the README for a newcomer", () => {
+  const firstScreen = readme.slice(0, readme.indexOf("## Contents"));
+
+  it("its first screen says what Tally, Passnote and Minca are, and how to run, try and test the relay", () => {
+    for (const app of ["**Tally**", "**Passnote**", "**Minca**"]) expect(firstScreen).toContain(app);
+    for (const step of ["npm install && npm start", "/demo/", "/connect/", "curl ", "npm test", "docs/sdk.md"]) expect(firstScreen).toContain(step);
+    expect(firstScreen.split("\n").length).toBeLessThan(45);
+  });
+
+  it("has a table of contents, and the sections others add to (Settings, Layout, Running it in public, Self-hosting)", () => {
+    for (const h of ["## Contents", "## Settings", "## Layout", "### Running it in public", "## Self-hosting", "## Upgrading"]) expect(readme).toContain(`\n${h}\n`);
+  });
+
+  it("keeps release notes in CHANGELOG.md, not in the README", () => {
+    expect(readme).not.toMatch(/^## What is new/m);
+    expect(readme).toContain("(CHANGELOG.md)");
+  });
+
+  it("its examples are ES modules with every import used, sending to no placeholder npub", () => {
+    for (const [, code] of readme.matchAll(/```(?:js|ts)\n([\s\S]*?)```/g)) {
+      if (!code.includes("import ")) continue;
+      expect(code).toMatch(/ES module|\.mjs/);
+      expect(code).not.toMatch(/npub1\.\.\./);
+      for (const [, names] of code.matchAll(/import \{([^}]+)\} from/g)) {
+        for (const name of names.split(",").map((n) => n.trim()).filter(Boolean)) {
+          const uses = code.split(new RegExp(`\\b${name}\\b`)).length - 1;
+          expect(uses, `${name} is imported and not used`).toBeGreaterThan(1);
+        }
+      }
+    }
   });
 });

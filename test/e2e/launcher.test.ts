@@ -1,0 +1,130 @@
+// `npm start`'s launcher (scripts/serve.ts) as an operator meets it: a second start on a busy port,
+// its output, and a setting the Worker finds wrong. Each test starts relays of its own.
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { freePort, relayTarget, startRelay, type RelayProcess } from "../helpers/relay-process";
+import { newUser, rawRegistered } from "../helpers/tally";
+import type { TestSocket } from "../helpers/socket";
+
+const root = new URL("../../", import.meta.url).pathname;
+const relays: RelayProcess[] = [];
+const sockets: TestSocket[] = [];
+
+afterEach(async () => {
+  for (const s of sockets.splice(0)) s.close();
+  for (const r of relays.splice(0)) await r.stop({ kill: true });
+});
+
+/** Runs the launcher to its end (it must end by itself: a refused start). */
+function launch(args: string[], env: Record<string, string> = {}) {
+  const r = spawnSync(process.execPath, [join(root, "scripts/serve.ts"), ...args], {
+    cwd: root,
+    encoding: "utf8",
+    timeout: 60_000,
+    env: { ...process.env, ...env, NO_COLOR: "1" },
+  });
+  return { code: r.status, out: `${r.stdout}${r.stderr}`, stdout: r.stdout, stderr: r.stderr };
+}
+
+function jsonLines(text: string): Array<Record<string, unknown>> {
+  return text
+    .split("\n")
+    .filter((l) => l.trim() !== "")
+    .map((l) => {
+      const v = JSON.parse(l); // throws on a line that is not JSON, as jq would fail on it
+      expect(typeof v === "object" && v !== null && !Array.isArray(v), l).toBe(true);
+      return v;
+    });
+}
+
+// The Worker answers every request with 500 bad_setting while a setting is wrong, once it checks
+// them all at its start; the launcher's side of it is tested below as soon as the Worker does.
+const workerChecksSettings = ["workers", "shared"].some((dir) =>
+  readdirSync(join(root, dir), { recursive: true })
+    .map(String)
+    .filter((f) => f.endsWith(".ts"))
+    .some((f) => readFileSync(join(root, dir, f), "utf8").includes("bad_setting")),
+);
+
+describe.skipIf(relayTarget() !== "workerd")("the launcher (npm start)", () => {
+  it("a second start on a busy port exits non-zero naming the port and --port, and the running relay still drains (1001)", async () => {
+    const first = await startRelay();
+    relays.push(first);
+    const before = Object.fromEntries(
+      readdirSync(first.runtimeDir).map((f) => [f, statSync(join(first.runtimeDir, f)).mtimeMs]),
+    );
+    const pid = readFileSync(join(first.runtimeDir, "workerd.pid"), "utf8");
+    const alice = await rawRegistered(first.url, newUser());
+    sockets.push(alice);
+
+    const second = launch([
+      "--no-build",
+      "--port",
+      String(first.port),
+      "--data",
+      mkdtempSync(join(tmpdir(), "relay-second-")),
+      "--runtime-dir",
+      first.runtimeDir,
+    ]);
+    expect(second.code, second.out).toBe(1);
+    expect(second.out).toContain(`port ${first.port}`);
+    expect(second.out).toContain("--port");
+    expect(second.out).toContain("RELAY_PORT");
+    // Nothing of the running relay was touched: its config, pid file and admin socket.
+    expect(Object.fromEntries(readdirSync(first.runtimeDir).map((f) => [f, statSync(join(first.runtimeDir, f)).mtimeMs]))).toEqual(before);
+    expect(readFileSync(join(first.runtimeDir, "workerd.pid"), "utf8")).toBe(pid);
+
+    expect(await first.stop()).toBe(0);
+    expect(await alice.closed).toBe(1001);
+    expect(first.output()).toMatch(/closed 1 client socket\(s\)/);
+  });
+
+  it("every line the launcher writes, workerd's and the Worker's included, is one JSON object with ts, level and msg", async () => {
+    const r = await startRelay();
+    relays.push(r);
+    const s = await rawRegistered(r.url, newUser());
+    sockets.push(s);
+    await fetch(`${r.url}/no-such-page`);
+    expect(await r.stop()).toBe(0);
+    const lines = jsonLines(r.output());
+    for (const l of lines) expect(typeof l.ts === "string" && typeof l.level === "string" && typeof l.msg === "string", JSON.stringify(l)).toBe(true);
+    expect(lines.map((l) => l.msg)).toEqual(expect.arrayContaining([expect.stringMatching(/^listening on /), "SIGTERM: draining", "stopped"]));
+    // A bad setting's refusal is JSON too.
+    const bad = launch(["--port", "http"]);
+    expect(bad.code).toBe(2);
+    expect(jsonLines(bad.out)[0]).toMatchObject({ level: "error", msg: expect.stringContaining("--port") });
+  });
+
+  it("settings the launcher reads are checked before anything starts: a bad port or grace period exits 2 naming the setting", () => {
+    for (const [args, env, named] of [
+      [["--port", "99999"], {}, "RELAY_PORT"],
+      [[], { RELAY_PORT: "8x" }, "RELAY_PORT"],
+      [["--grace", "soon"], {}, "RELAY_SHUTDOWN_GRACE"],
+      [["--outbound", "everywhere"], {}, "RELAY_OUTBOUND_ALLOW"],
+    ] as const) {
+      const r = launch([...args, "--print-config"], env);
+      expect(r.code, r.out).toBe(2);
+      expect(r.out).toContain(named);
+    }
+  });
+
+  it("--help suggests only commands that work on the system's Node 20: npm start -- ...", () => {
+    const r = launch(["--help"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("npm start -- [options]");
+    expect(r.stdout).not.toMatch(/(^|[\s(])node scripts\/serve\.ts/m);
+  });
+
+  it.skipIf(!workerChecksSettings)("a setting the Worker finds wrong (STORAGE_TALLY_BYTES=lots) stops the start with its message, exit 2", async () => {
+    const r = launch(
+      ["--no-build", "--port", String(await freePort()), "--data", mkdtempSync(join(tmpdir(), "relay-bad-")), "--runtime-dir", mkdtempSync(join(tmpdir(), "relay-run-"))],
+      { STORAGE_TALLY_BYTES: "lots" },
+    );
+    expect(r.code, r.out).toBe(2);
+    expect(r.out).toContain("STORAGE_TALLY_BYTES");
+    expect(r.out).not.toMatch(/listening on/);
+  });
+});
