@@ -87,6 +87,11 @@ export interface PeerState {
   incompatible: boolean;
   node?: string;
   /**
+   * Something other than a handshake arrived from this peer since the version was agreed: the peer
+   * agreed too. Until then our handshake may have been lost, and anti-entropy sends it again.
+   */
+  heard: boolean;
+  /**
    * Without recon1: per collection, the store's sequence number up to which every record was
    * shipped to this peer on this connection (no entry: never, so the next pass is a full one).
    */
@@ -99,6 +104,15 @@ export interface PeerState {
   session?: Session;
   /** The peer's device, once its hello was accepted. */
   peerDevice?: string;
+  /** The device its handshake names (hex id of the device key it carries), if any. */
+  handshakeDevice?: string;
+  /**
+   * Ratcheted frames arrived without a session from a device whose roster record has not arrived
+   * yet: once it does (and lists a member), the peer is asked to re-send its hello.
+   */
+  unopened?: boolean;
+  /** When this side last sent a ratchet-hello (a session missing for longer is repaired). */
+  helloAt: number;
   /** A hello from a device whose roster record has not arrived yet (re-checked on roster change). */
   held?: RatchetHello;
   /** Ephemeral keys of hellos accepted from this peer (hex): a replayed hello changes nothing. */
@@ -174,7 +188,9 @@ export class EngineCore {
       incompatible: false,
       shipped: new Map(),
       stateSeries: new Map(),
+      heard: false,
       seenEphemerals: [],
+      helloAt: -Infinity,
       lastRehello: -Infinity,
       lastAnswer: -Infinity,
     };

@@ -7,6 +7,7 @@
 // for it with poke (forceSync).
 import { CAP_RECON, CAP_RECON2, instToken, negotiateVersion } from "./handshake";
 import type { EngineCore, PeerState } from "./engine-core";
+import { deviceIdOf } from "./roster";
 import { forgetEphemerals, sendRatchetHello } from "./sessions";
 import type { MessageOf } from "./wire";
 
@@ -26,6 +27,8 @@ export function onHandshake(core: EngineCore, peer: string, state: PeerState, h:
     core.peers.set(peer, state);
     core.emit("restarted", peer);
   }
+  // The device the handshake names: a member whose frames we cannot open is asked for its hello.
+  if (core.identity && h.deviceKey.length === 32) state.handshakeDevice = deviceIdOf(h.deviceKey);
   if (!state.replied) {
     state.replied = true;
     void core.send(peer, core.handshake());

@@ -17,6 +17,7 @@ export function sendRatchetHello(core: EngineCore, peer: string, state: PeerStat
   dropAnswering(state);
   wipeEphemeral(state.mine); // superseded: an unused secret is wiped, never just dropped
   state.mine = newEphemeral();
+  state.helloAt = core.clock.physical();
   const hello = signRatchetHello(id.deviceKey, { from: self, to: peer, device: id.deviceId, keyTag: id.keyTag, ephemeral: state.mine.pub });
   void core.send(peer, hello, "plain");
 }
@@ -97,6 +98,26 @@ export function requestRehello(core: EngineCore, peer: string, state: PeerState)
 }
 
 /**
+ * A pair where this side holds no session with an agreed peer heals here: the peer may hold one
+ * (our hello was lost, or its answer was), so this side offers a fresh hello, which the peer
+ * answers with one of its own. Run by repair() (`force`: a frame was refused, it may have been our
+ * hello) and by anti-entropy once our hello has gone unanswered for a whole rehello interval; both
+ * are rate-limited like every request.
+ */
+export function repairSession(core: EngineCore, peer: string, state: PeerState, force: boolean): void {
+  if (!core.identity || state.session || state.version === undefined || state.incompatible) return;
+  if (!force && core.clock.physical() - state.helloAt < rehelloInterval(core)) return;
+  requestRehello(core, peer, state);
+}
+
+/** Whether the peer's device (from its accepted hello, or else its handshake) is a non-revoked member. */
+export function isMember(core: EngineCore, state: PeerState): boolean {
+  const device = state.peerDevice ?? state.handshakeDevice;
+  const entry = device ? core.rosterEntry(device) : null;
+  return !!entry && !entry.revoked;
+}
+
+/**
  * The key of this side's answer, while it may still be answered (one rehello interval); an older
  * one is wiped and forgotten. Either way the answering slot is empty afterwards.
  */
@@ -160,6 +181,12 @@ export function rosterChanged(core: EngineCore): void {
       const h = s.held;
       s.held = undefined;
       onRatchetHello(core, peer, s, h);
+    }
+    // Frames sealed to a session we do not hold, from a device now listed (and no held hello
+    // that opens it): ask for its hello.
+    if (s.unopened && !s.session && isMember(core, s)) {
+      s.unopened = false;
+      requestRehello(core, peer, s);
     }
   }
 }

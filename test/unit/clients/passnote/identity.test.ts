@@ -12,14 +12,15 @@ import { newEphemeral, openSession, signRatchetHello } from "../../../../shared/
 import { requestRehello, sendRatchetHello } from "../../../../shared/passnote/sessions";
 import { makeHandshake } from "../../../../shared/passnote/handshake";
 import { decodeMessage, encodeMessage, type Message } from "../../../../shared/passnote/wire";
-import { collectionsNamed, idOf, newGroup, pubOf, recorder, tapSends, viewReceived } from "../../../helpers/passnote";
+import { collectionsNamed, dropSends, idOf, newGroup, plainType, pubOf, recorder, tapSends, viewReceived } from "../../../helpers/passnote";
 import { sleep, waitFor } from "../../../helpers/wait";
 
 const PLAIN_TYPES = new Set(["handshake", "ratchet-hello", "hello", "poke", "state", "delta", "reconcile"]);
 
-async function join(bus: MemoryBus, identity: DeviceIdentity, node: string, opts: Partial<PassnotePeerOptions> = {}) {
+async function join(bus: MemoryBus, identity: DeviceIdentity, node: string, opts: Partial<PassnotePeerOptions> = {}, drop?: (to: string, frame: Uint8Array) => boolean) {
   const t = await bus.connect();
   const received = recorder(t).frames;
+  if (drop) dropSends(t, drop);
   const sent = tapSends(t);
   const peer = new PassnotePeer({ transport: t, identity, node, ...opts });
   return { t, peer, received, sent };
@@ -455,5 +456,67 @@ describe("seed 001 identity mode: session frames", () => {
     await waitFor(() => restarted.length === 1, { what: "restart seen" });
     await waitFor(() => a.peer.get("notes", "after-restart") === 1, { what: "sync after restart" });
     expect(b2.engine.peerInfo(a.t.self!)?.session).toBe(true);
+  });
+});
+
+describe("seed 001 identity mode: a peer that seals frames this side cannot open is asked to re-send its hello", () => {
+  /**
+   * Owner alice and member bob (admitted before either connects), where alice loses frames to bob
+   * that `lose` picks while `losing` is on; each side's clock is driven by hand.
+   */
+  async function lossyPair(lose: (type: string | undefined, frame: Uint8Array) => boolean) {
+    const bus = new MemoryBus();
+    const { owner, devices } = newGroup(1);
+    const clock = { a: 0, b: 0 };
+    const control = { losing: true };
+    // Alice's only peer is bob.
+    const a = await join(bus, owner, "alice", { now: () => Date.now() + clock.a, antiEntropyIntervalMs: 0 }, (_to, f) => control.losing && lose(plainType(owner.group.rosterKey, f), f));
+    a.peer.admit(pubOf(devices[0]));
+    const b = await join(bus, devices[0], "bob", { now: () => Date.now() + clock.b, antiEntropyIntervalMs: 0 });
+    return { owner, a, b, clock, control };
+  }
+
+  /** Drops alice's first ratchet-hello to bob; returns once alice holds a session and bob knows alice. */
+  async function lostHello() {
+    let lost = 0;
+    const pair = await lossyPair((type) => type === "ratchet-hello" && lost++ === 0);
+    const { a, b } = pair;
+    await waitFor(() => hasSession(a, b) && b.peer.engine.rosterEntry(idOf(pair.owner)) !== null && a.peer.engine.pendingFrames() === 0, { what: "alice's session, bob's roster" });
+    return pair;
+  }
+
+  it("a lost ratchet-hello: the member holding no session asks when the other's ratcheted frames arrive, and the pair syncs", async () => {
+    const { a, b } = await lostHello();
+    a.peer.put("notes", "k", 1);
+    a.peer.forceSync();
+    await waitFor(() => hasSession(b, a) && b.peer.get("notes", "k") === 1, { what: "bob's session and alice's record" });
+  });
+
+  it("a lost ratchet-hello heals within one anti-entropy pass (the clock driven past the rehello interval)", async () => {
+    const { a, b, clock } = await lostHello();
+    // Everything alice sealed so far is gone too (bob may have dropped it before the roster came).
+    b.peer.put("notes", "from-bob", 2);
+    a.peer.put("notes", "from-alice", 1);
+    clock.a += 5_000;
+    clock.b += 5_000;
+    b.peer.engine.antiEntropyPass(); // bob: no session, his hello unanswered for an interval
+    await waitFor(() => hasSession(b, a) && b.peer.get("notes", "from-alice") === 1 && a.peer.get("notes", "from-bob") === 2, { what: "both records" });
+  });
+
+  it("a lost ratchet-hello heals by repair() on the side without a session", async () => {
+    const { a, b } = await lostHello();
+    a.peer.put("notes", "k", 1);
+    b.peer.engine.repair();
+    await waitFor(() => hasSession(b, a) && b.peer.get("notes", "k") === 1, { what: "bob's session and alice's record" });
+  });
+
+  it("a handshake lost after this side agreed: the next anti-entropy pass sends it again and the pair syncs", async () => {
+    const { a, b, control } = await lossyPair((type) => type === "handshake");
+    await waitFor(() => a.peer.engine.agreedPeers().length === 1 && a.peer.engine.pendingFrames() === 0, { what: "alice agreed" });
+    expect(b.peer.engine.agreedPeers()).toEqual([]);
+    control.losing = false;
+    a.peer.put("notes", "k", 1);
+    a.peer.engine.antiEntropyPass();
+    await waitFor(() => hasSession(a, b) && hasSession(b, a) && b.peer.get("notes", "k") === 1, { what: "sessions and the record" });
   });
 });
