@@ -110,8 +110,12 @@ export const PASSNOTE_LIMITS = {
   recon2_max_ids: 256,
   /** recon2: encoded bytes of a reply's ranges; past it, everything left goes as one fingerprint. */
   recon2_max_bytes: 262_144,
-  /** Collections named in one state message. */
-  state_max_collections: 1_024,
+  /**
+   * Encoded bytes of the watermarks in one state message this peer sends: past it, the rest go in
+   * another state, each one complete for a peer that reads states one by one. A state received is
+   * read whatever its number of entries (bounded only by the binary message).
+   */
+  state_max_bytes: 262_144,
   /** Wire versions kept from one handshake; the excess is ignored, not the handshake. */
   handshake_max_versions: 16,
   /** Capabilities kept from one handshake (a name over max_name_bytes is skipped); the excess is ignored. */

@@ -96,8 +96,11 @@ export interface PeerState {
    * shipped to this peer on this connection (no entry: never, so the next pass is a full one).
    */
   shipped: Map<string, number>;
-  /** Per channel, the collections probed by the state series in progress (a state of exactly state_max_collections: more follow). */
-  stateSeries: Map<Channel, Set<string>>;
+  /**
+   * Per channel, the collections probed since this side's last hello in that channel, with the
+   * peer's watermark they were probed under (null: not named by the peer).
+   */
+  stateSeries: Map<Channel, Map<string, string | null>>;
   // ---- identity mode ----
   /** This side's ephemeral key for the connection; its secret is wiped once the session exists. */
   mine?: Ephemeral;

@@ -164,7 +164,9 @@ function readBody(type: number, r: Reader): Message {
     case MESSAGE_TAG.hello:
       return { type: "hello", node: name(r) };
     case MESSAGE_TAG.state: {
-      const n = r.count(L.state_max_collections);
+      // Any number of entries: a peer built otherwise may name all its collections in one state
+      // (each entry takes at least two bytes, so the count is bounded by the message).
+      const n = r.count(Number.MAX_SAFE_INTEGER);
       const watermarks = [];
       for (let i = 0; i < n; i++) {
         const collection = name(r);

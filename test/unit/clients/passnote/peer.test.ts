@@ -174,51 +174,74 @@ describe("seed 001: deltas and the clock bound", () => {
   });
 });
 
-describe("state over several messages (issue 18)", () => {
+describe("seed 001: state (per-collection watermarks)", () => {
   const rec = (key: string) => ({ key, value: 1, is_deleted: false, hlc: formatHlc({ wall: 1_000, counter: 0, node: "x" }) });
   const openingProbes = (sent: Message[]) =>
     sent.filter((m) => m.type === "reconcile" && m.probes.length === 1 && m.probes[0].depth === 0 && m.requests.length === 0).map((m) => (m as { collection: string }).collection);
+  const stateSizes = (sent: Message[]) => sent.filter((m) => m.type === "state").map((m) => (m as { watermarks: unknown[] }).watermarks.length);
 
-  it("a state split over several messages is one series: every collection is probed once, its own ones included", async () => {
-    const sa = new MemoryStore();
-    const sb = new MemoryStore();
-    for (let i = 0; i < 1_100; i++) sa.merge(`c${i}`, rec("k"));
-    for (let i = 0; i < 30; i++) sb.merge(`b${i}`, rec("k"));
-    for (let i = 0; i < 10; i++) sb.merge(`c${i}`, rec("other"));
-    const { a, b, sentA, sentB } = await pair({ a: { store: sa }, b: { store: sb } });
-    await waitFor(() => a.store.collectionNames().length === 1_130 && b.store.collectionNames().length === 1_130, { what: "every collection both ways" });
-    for (const sent of [sentA, sentB]) {
-      const probes = openingProbes(sent);
-      expect(probes.length).toBe(new Set(probes).size); // no collection probed twice
-    }
-    // Now both hold 1,130 collections: each side's state is 1,024 + 106, and each side probes each
-    // of the 1,130 once (before, the second message probed its own 1,130 again).
-    await sleep(50);
-    sentA.length = 0;
-    sentB.length = 0;
-    a.forceSync(); // hello (bob answers state) and poke (bob sends hello, alice answers state)
-    await waitFor(() => openingProbes(sentA).length >= 1_130 && openingProbes(sentB).length >= 1_130, { what: "both rounds" });
-    await sleep(100);
-    const sizes = [...sentA, ...sentB].filter((m) => m.type === "state").map((m) => (m as { watermarks: unknown[] }).watermarks.length);
-    expect(sizes.sort((x, y) => x - y)).toEqual([106, 106, 1_024, 1_024]);
-    for (const sent of [sentA, sentB]) {
-      const probes = openingProbes(sent);
-      expect(probes.length).toBe(1_130);
-      expect(new Set(probes).size).toBe(1_130);
-    }
+  it("state: 1,025 collections from a seed-only peer (all in one state message) sync", async () => {
+    const { a, b, ta, tb, key } = await pair();
+    await waitFor(() => agreed(a, tb) && agreed(b, ta) && a.engine.pendingFrames() === 0 && b.engine.pendingFrames() === 0, { what: "agreement" });
+    for (let i = 0; i < 1_025; i++) a.store.merge(`c${i}`, rec(`k${i}`)); // not pushed: only the state tells bob
+    const watermarks = a.store.collectionNames().map((collection) => ({ collection, watermark: a.store.watermark(collection) }));
+    expect(watermarks).toHaveLength(1_025);
+    await b.engine.receive(ta.self!, sealFrame(key, encodeMessage({ type: "state", watermarks })));
+    await waitFor(() => b.store.collectionNames().length === 1_025, { what: "every collection" });
+    expect(sameRecordsIn(a.store, b.store)).toBe(true);
   });
 
-  it("a state of exactly state_max_collections is followed by an empty one, so the series ends", async () => {
+  it("state: a state of exactly 1,024 entries is not read as \"more follow\": a later state naming a collection under a new watermark is probed again", async () => {
+    const { a, b, ta, tb, key } = await pair();
+    await waitFor(() => agreed(a, tb) && agreed(b, ta) && a.engine.pendingFrames() === 0 && b.engine.pendingFrames() === 0, { what: "agreement" });
+    for (let i = 0; i < 1_024; i++) a.store.merge(`c${i}`, rec(`k${i}`));
+    const stateOf = () => a.store.collectionNames().map((collection) => ({ collection, watermark: a.store.watermark(collection) }));
+    await b.engine.receive(ta.self!, sealFrame(key, encodeMessage({ type: "state", watermarks: stateOf() })));
+    await waitFor(() => b.store.collectionNames().length === 1_024, { what: "every collection" });
+    a.store.merge("c0", { ...rec("later"), hlc: formatHlc({ wall: 2_000, counter: 0, node: "x" }) });
+    await b.engine.receive(ta.self!, sealFrame(key, encodeMessage({ type: "state", watermarks: stateOf().filter((w) => w.collection === "c0") })));
+    await waitFor(() => b.get("c0", "later") === 1, { what: "the later record" });
+  });
+
+  it("state: this peer sends one complete state while it fits (1,024 collections: one message, nothing after it)", async () => {
     const sa = new MemoryStore();
-    for (let i = 0; i < PASSNOTE_LIMITS.state_max_collections; i++) sa.merge(`c${i}`, rec("k"));
+    for (let i = 0; i < 1_024; i++) sa.merge(`c${i}`, rec("k"));
     const { a, b, sentA } = await pair({ a: { store: sa } });
     await waitFor(() => a.engine.agreedPeers().length === 1 && b.engine.agreedPeers().length === 1, { what: "agreement" });
-    b.forceSync(); // bob asks alice for her state
     await waitFor(() => b.store.collectionNames().length === 1_024, { what: "every collection" });
-    const sizes = sentA.filter((m) => m.type === "state").map((m) => (m as { watermarks: unknown[] }).watermarks.length);
-    expect(sizes.slice(0, 2)).toEqual([1_024, 0]);
+    await waitFor(() => a.engine.pendingFrames() === 0 && b.engine.pendingFrames() === 0, { what: "quiet" });
+    sentA.length = 0;
+    b.forceSync(); // bob asks alice for her state
+    await waitFor(() => stateSizes(sentA).length >= 1 && a.engine.pendingFrames() === 0, { what: "alice's state" });
+    expect(stateSizes(sentA)).toEqual([1_024]);
+  });
+
+  it("state: watermarks past state_max_bytes go in several complete states, and each collection is probed once", async () => {
+    const long = (i: number) => `c${i}-${"x".repeat(900)}`;
+    const sa = new MemoryStore();
+    const sb = new MemoryStore();
+    for (let i = 0; i < 300; i++) sa.merge(long(i), rec("k"));
+    for (let i = 0; i < 30; i++) sb.merge(`b${i}`, rec("k"));
+    for (let i = 0; i < 10; i++) sb.merge(long(i), rec("other"));
+    const { a, b, sentA, sentB } = await pair({ a: { store: sa } , b: { store: sb } });
+    await waitFor(() => a.store.collectionNames().length === 330 && b.store.collectionNames().length === 330, { what: "every collection both ways" });
+    await waitFor(() => a.engine.pendingFrames() === 0 && b.engine.pendingFrames() === 0, { what: "quiet" });
+    sentA.length = 0;
+    sentB.length = 0;
+    b.forceSync(); // bob's hello: alice answers with her state, in parts
+    await waitFor(() => openingProbes(sentB).length >= 330 && a.engine.pendingFrames() === 0 && b.engine.pendingFrames() === 0, { what: "bob's probes" });
+    const sizes = stateSizes(sentA);
+    expect(sizes.length).toBeGreaterThan(1);
+    expect(sizes.reduce((x, y) => x + y, 0)).toBe(330);
+    const probes = openingProbes(sentB);
+    expect(probes.length).toBe(330);
+    expect(new Set(probes).size).toBe(330);
   });
 });
+
+function sameRecordsIn(x: MemoryStore, y: MemoryStore): boolean {
+  return x.collectionNames().every((c) => JSON.stringify(x.all(c)) === JSON.stringify(y.all(c)));
+}
 
 describe("seed 001: the clock bound's document rule and periodic anti-entropy (issue 18)", () => {
   it("clock bound, document rule: a refused record takes the rest of its document (its key's other records in the delta) with it, and nothing else", async () => {
