@@ -125,10 +125,11 @@ export interface PeerState {
   /** When this side last answered a peer's new hello with a fresh one (dropping a session). */
   lastAnswer: number;
   /**
-   * The key of this side's last answer and when it was sent, kept for one rehello interval: a
-   * hello arriving meanwhile is the answer to it and is paired with it (not answered again).
+   * The peer's ephemeral public key of the hello this side answered (no secret: this side's key
+   * for the answer is `mine`, unused until the session exists). Either the peer's next ratcheted
+   * frame opens under (mine, answered), or its next hello (its answer to ours) pairs with mine.
    */
-  answering?: { mine: Ephemeral; at: number };
+  answered?: Uint8Array;
 }
 
 /** This device in identity mode: its credentials plus what derives from them. */

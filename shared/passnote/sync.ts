@@ -26,7 +26,7 @@ import { onHandshake } from "./negotiation";
 import { checkLocalWrite, type MemoryStore } from "./records";
 import { ROSTER_COLLECTION, signRosterRecord, type RosterEntry } from "./roster";
 import { KIND_PLAIN, KIND_RATCHET, openFrame, openPlain } from "./seal";
-import { forgetEphemerals, isMember, onRatchetHello, repairSession, requestRehello, rosterChanged } from "./sessions";
+import { forgetEphemerals, isMember, onRatchetHello, openAnswered, repairSession, requestRehello, rosterChanged } from "./sessions";
 import { decodeMessage, type Message, type WireRecord } from "./wire";
 
 export type { Channel, DropReason, SyncEngineOptions, SyncEvents, TrafficStats } from "./engine-core";
@@ -330,6 +330,8 @@ export class SyncEngine {
       return frame && { frame, ch: "plain" };
     }
     if (bytes[0] === KIND_RATCHET) {
+      const answered = openAnswered(core, peer, state, bytes);
+      if (answered) return { frame: answered, ch: "session" };
       if (!state.session) {
         core.emit("dropped", peer, "no-session");
         // A member seals to a session we do not hold (our hello to it, or its answer to ours, was

@@ -270,18 +270,32 @@ describe("seed 001 identity mode: unused ephemeral secrets are wiped on every dr
     expect(wiped(secret)).toBe(true);
   });
 
-  it("an answer's kept key is wiped when its rehello interval is over, even if no hello comes", async () => {
-    const { a, b } = await twoMembers({ rehelloIntervalMs: 300 });
-    const kept: Uint8Array[] = [];
-    // At alice's new session her answer's key is kept (a copy of the secret) for the interval.
-    a.peer.engine.on("session", () => void kept.push(stateOf(a, b).answering!.mine.secret!));
+  it("each side wipes its ephemeral private key once the session exists: the answering side keeps no copy of its answer's secret", async () => {
+    const { a, b } = await twoMembers();
+    const held: Array<Uint8Array | undefined> = [];
+    // At alice's new session, nothing of her peer state for bob holds a secret any more.
+    a.peer.engine.on("session", () => {
+      const st = stateOf(a, b) as unknown as Record<string, any>;
+      held.push(st.mine?.secret, st.answering?.mine?.secret);
+    });
     requestRehello(b.peer.engine.core, a.t.self!, stateOf(b, a)); // bob asks alice to re-send her hello
-    await waitFor(() => kept.length === 1 && hasSession(b, a), { what: "alice answers, bob re-keys" });
-    expect(wiped(kept[0])).toBe(false);
-    await sleep(450);
-    expect(kept).toHaveLength(1); // no hello came to pair with it
-    expect(wiped(kept[0])).toBe(true);
-    expect(stateOf(a, b).answering).toBeUndefined();
+    await waitFor(() => held.length > 0 && hasSession(b, a) && hasSession(a, b), { what: "alice answers, both re-key" });
+    expect(held.filter((x) => x !== undefined)).toEqual([]);
+    a.peer.put("notes", "after", 1);
+    await waitFor(() => b.peer.get("notes", "after") === 1, { what: "sync in the new session" });
+  });
+
+  it("each side wipes its ephemeral private key once the session exists: an answer's key is never reused for a second session", async () => {
+    const { owner, bob, a, b } = await twoMembers();
+    let sessions = 0;
+    a.peer.engine.on("session", () => void sessions++);
+    requestRehello(b.peer.engine.core, a.t.self!, stateOf(b, a));
+    await waitFor(() => sessions === 1 && hasSession(b, a), { what: "the re-key" });
+    // Another fresh hello of bob's, within the interval: it gets no session from alice's answer key.
+    const fields = { from: b.t.self!, to: a.t.self!, device: idOf(bob), keyTag: keyTagOf(owner.group.groupKey), ephemeral: newEphemeral().pub };
+    await a.peer.engine.receive(b.t.self!, sealPlain(owner.group.rosterKey, encodeMessage(signRatchetHello(bob.deviceKey, fields))));
+    const aliceHellos = plainOf(owner.group.rosterKey, a.sent).filter((m) => m.type === "ratchet-hello").length;
+    expect(sessions + 1).toBeLessThanOrEqual(aliceHellos); // every session of alice's took a key of its own
   });
 
   it("a degenerate peer key fails the session: the secret is wiped all the same", () => {
