@@ -217,6 +217,16 @@ export class Reader {
     }
   }
 
+  /** The next n bytes as UTF-8, or null (the bytes consumed all the same) when they are not valid UTF-8. */
+  utf8OrNull(n: number): string | null {
+    if (n > this.remaining) throw new DecodeError("truncated");
+    try {
+      return this.utf8(n);
+    } catch {
+      return null; // the bytes were read: only their decoding failed
+    }
+  }
+
   f64(): number {
     const b = this.raw(8);
     return new DataView(b.buffer, b.byteOffset, 8).getFloat64(0, true);

@@ -14,7 +14,8 @@
 //   4 poke           (empty)
 //   5 ratchet-hello  from: str, to: str, device: str, keyTag: bytes, ephemeral: 32 bytes, sig: 64 bytes
 //   6 handshake      n× version: varint, n× capability: str, deviceKey: bytes (empty without identity)
-//                    (past 16 versions, 32 capabilities or a capability over 1,024 bytes: the excess is ignored)
+//                    (past 16 versions, 32 capabilities or a capability over 1,024 bytes: the excess is ignored;
+//                    so is a version above 255 and a capability that is not valid UTF-8)
 //   7 reconcile      collection: str, n× probe (n ≤ 64), n× request
 //                    probe = start: varint, end: varint, depth: byte, count: varint, fingerprint: 16 bytes
 //                    request = start: varint, end: varint       (ranges are [start, end) in HLC wall ms)
@@ -199,18 +200,23 @@ function readBody(type: number, r: Reader): Message {
       // The excess is ignored, not the handshake (seed: unknown capabilities are ignored): counts
       // are bounded only by the bytes left; the first 16 versions and the first 32 capabilities of
       // at most 1,024 bytes are kept, and a longer capability is skipped over unread.
+      // Items this build cannot use are ignored the same way: a version above 255 (a well-formed
+      // varint up to 64 bits) and a capability that is not valid UTF-8.
       const nv = r.count(Number.MAX_SAFE_INTEGER);
       const versions = [];
       for (let i = 0; i < nv; i++) {
-        const v = r.varint(255);
-        if (versions.length < L.handshake_max_versions) versions.push(v);
+        const v = r.varint64();
+        if (v <= 255n && versions.length < L.handshake_max_versions) versions.push(Number(v));
       }
       const nc = r.count(Number.MAX_SAFE_INTEGER);
       const capabilities = [];
       for (let i = 0; i < nc; i++) {
         const n = r.varint();
         if (n > L.max_name_bytes || capabilities.length >= L.handshake_max_capabilities) r.skip(n);
-        else capabilities.push(r.utf8(n));
+        else {
+          const c = r.utf8OrNull(n);
+          if (c !== null) capabilities.push(c);
+        }
       }
       const deviceKey = r.bytes(64);
       return { type: "handshake", versions, capabilities, deviceKey };
