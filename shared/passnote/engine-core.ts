@@ -5,14 +5,14 @@
 // sessions), anti-entropy.ts (hello / state / delta / poke / reconcile); sync.ts composes them.
 import { PASSNOTE_LIMITS as L } from "../limits";
 import { encodeValue, Writer } from "./codec";
-import { InstTokens, makeHandshake, newInstToken, SUPPORTED_VERSIONS } from "./handshake";
+import { CAP_RECON2, CAP_RECON2_LEGACY, InstTokens, makeHandshake, newInstToken, SUPPORTED_VERSIONS } from "./handshake";
 import { HlcClock } from "./hlc";
 import { MemoryStore } from "./records";
 import { ROSTER_COLLECTION, devicePublicKey, deviceIdOf, keyTagOf, verifyRosterRecord, type DeviceIdentity, type RosterEntry } from "./roster";
 import { sealFrame, sealPlain } from "./seal";
 import type { Ephemeral, RatchetHello, Session } from "./session";
 import { SendWindow } from "./send-window";
-import { encodeMessage, encodeRecord, type Message, type MessageOf, type WireRecord } from "./wire";
+import { encodeMessage, encodeRecord, LEGACY_RECONCILE2_TAG, type Message, type MessageOf, type WireRecord } from "./wire";
 
 export interface SyncEngineOptions {
   /** This node's id (HLC node part, hello). */
@@ -237,6 +237,8 @@ export class EngineCore {
     const state = this.peers.get(peer);
     if (!state) return Promise.resolve();
     const frame = encodeMessage(m);
+    // A peer of the previous release knows reconcile2 by its old tag only.
+    if (m.type === "reconcile2" && !state.caps.has(CAP_RECON2) && state.caps.has(CAP_RECON2_LEGACY)) frame[2] = LEGACY_RECONCILE2_TAG;
     let sealed: Uint8Array;
     if (ch === "passphrase") sealed = sealFrame(this.opts.key!, frame);
     else if (ch === "plain") sealed = sealPlain(this.identity!.group.rosterKey, frame);

@@ -5,7 +5,7 @@
 // Profile decision (the seed is silent): after the version is agreed, the side with the lower
 // transport peer id sends hello (the pull; both sides do without recon1); the other side can ask
 // for it with poke (forceSync).
-import { CAP_RECON, CAP_RECON2, instToken, negotiateVersion } from "./handshake";
+import { CAP_RECON, CAP_RECON2, CAP_RECON2_LEGACY, instToken, negotiateVersion } from "./handshake";
 import type { EngineCore, PeerState } from "./engine-core";
 import { deviceIdOf } from "./roster";
 import { forgetEphemerals, sendRatchetHello } from "./sessions";
@@ -57,5 +57,6 @@ export function usesRecon(core: EngineCore, state: PeerState): boolean {
 
 /** Whether it runs as recon2 (offered by both sides, with recon1): then recon2 replaces recon1. */
 export function usesRecon2(core: EngineCore, state: PeerState): boolean {
-  return usesRecon(core, state) && state.caps.has(CAP_RECON2) && !!core.opts.recon2;
+  return usesRecon(core, state) && (state.caps.has(CAP_RECON2) || state.caps.has(CAP_RECON2_LEGACY)) && !!core.opts.recon2;
 }
+

@@ -19,7 +19,8 @@
 //   7 reconcile      collection: str, n× probe (n ≤ 64), n× request
 //                    probe = start: varint, end: varint, depth: byte, count: varint, fingerprint: 16 bytes
 //                    request = start: varint, end: varint       (ranges are [start, end) in HLC wall ms)
-//   8 reconcile2     recon2 only (profile): collection: str, n× range; see reconcile2-wire.ts
+//   0xF0 reconcile2  capability x-edge-relay/recon2 only (profile; tag 8 and capability recon2
+//                    before, still read for one release): collection: str, n× range; see reconcile2-wire.ts
 import { PASSNOTE_LIMITS as L } from "../limits";
 import { DecodeError, Reader, Writer, type Value } from "./codec";
 import { parseHlc } from "./hlc";
@@ -31,6 +32,14 @@ export const WIRE_VERSION = 2;
 export const HANDSHAKE_VERSION = 1;
 export const FINGERPRINT_BYTES = 16;
 
+/**
+ * Message tags 1-7 are the protocol's. This project's own extension messages take tags from a
+ * private range, 0xF0-0xFF (240-255), far above any tag the protocol assigns, so a later version
+ * of the protocol that defines tag 8, 9... never collides with them; capabilities of extensions
+ * carry the vendor prefix "x-edge-relay/" for the same reason.
+ */
+export const PRIVATE_TAGS = { first: 0xf0, last: 0xff } as const;
+
 export const MESSAGE_TAG = {
   hello: 1,
   state: 2,
@@ -39,8 +48,14 @@ export const MESSAGE_TAG = {
   "ratchet-hello": 5,
   handshake: 6,
   reconcile: 7,
-  reconcile2: 8,
+  reconcile2: 0xf0,
 } as const;
+
+/**
+ * The tag reconcile2 had before it moved to the private range, still read (and sent to a peer
+ * that offers only the old capability name) for one release.
+ */
+export const LEGACY_RECONCILE2_TAG = 8;
 
 export interface WireRecord {
   key: string;
@@ -238,6 +253,7 @@ function readBody(type: number, r: Reader): Message {
       return { type: "reconcile", collection, probes, requests };
     }
     case MESSAGE_TAG.reconcile2:
+    case LEGACY_RECONCILE2_TAG:
       return readReconcile2(r, name);
     default:
       throw new DecodeError(`unknown message tag ${type}`);
