@@ -56,9 +56,11 @@ export function onState(core: EngineCore, peer: string, state: PeerState, m: Mes
     const watermark = theirs.get(collection) ?? null;
     if (probed.has(collection) && (probed.get(collection) === null || probed.get(collection) === watermark)) continue;
     probed.set(collection, watermark);
-    if (recon2) void core.send(peer, openingProbe2(core.store, collection), ch);
-    else if (recon) void core.send(peer, openingProbe(core.store, collection), ch);
-    else void core.sendDelta(peer, collection, fallbackShipment(core, state, collection, watermark ?? ""), ch);
+    // Paced: each probe (or shipment) is made and queued as the window drains, so a state naming
+    // thousands of collections never fills the send queue.
+    if (recon2) core.pace(peer, state, () => void core.send(peer, openingProbe2(core.store, collection), ch));
+    else if (recon) core.pace(peer, state, () => void core.send(peer, openingProbe(core.store, collection), ch));
+    else core.pace(peer, state, () => void core.sendDelta(peer, collection, fallbackShipment(core, state, collection, watermark ?? ""), ch));
   }
 }
 

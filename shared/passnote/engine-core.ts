@@ -32,11 +32,15 @@ export interface SyncEngineOptions {
   recon?: boolean;
   /** Offer recon2 too (default false): used with peers that offer it, recon1 with the others. */
   recon2?: boolean;
+  /** Offer x-edge-relay/digest (default true): the anti-entropy pass opens with one digest per channel. */
+  digest?: boolean;
   /** This instance's inst token (default: a fresh random one). */
   inst?: string;
   maxClockDriftMs?: number;
   /** Minimum milliseconds between two re-send-your-hello requests to one peer. */
   rehelloIntervalMs?: number;
+  /** Frames queued to one peer behind the send window (default send_queue_max_frames). */
+  sendQueueMaxFrames?: number;
 }
 
 /**
@@ -77,6 +81,13 @@ export interface TrafficStats {
 
 export interface PeerState {
   window: SendWindow;
+  /**
+   * Paced work for this peer: the opening probes (or fallback shipments) a state asked for, each
+   * made when it is sent, fed into the window while it holds fewer than paced_below frames.
+   */
+  paced: Array<() => void>;
+  /** A frame was left out because the queue was full: once it drains, the peer is asked for its state. */
+  overflowed: boolean;
   inbound: Promise<void>;
   tokens: InstTokens;
   replied: boolean;
@@ -137,6 +148,9 @@ export type LocalIdentity = DeviceIdentity & { pub: Uint8Array; deviceId: string
 
 const emptyStats = (): TrafficStats => ({ frames: {}, bytes: 0 });
 
+/** Paced work is fed into a peer's window while it holds fewer frames than this (four windows). */
+const PACED_BELOW = L.max_in_flight_frames * 4;
+
 export class EngineCore {
   readonly node: string;
   readonly store: MemoryStore;
@@ -147,6 +161,8 @@ export class EngineCore {
   readonly sent: TrafficStats = emptyStats();
   readonly received: TrafficStats = emptyStats();
   readonly peers = new Map<string, PeerState>();
+  /** Per channel, the digest of this side's collections and the store sequence it was made at. */
+  readonly digests = new Map<Channel, { sequence: number; digest: Uint8Array }>();
   private readonly listeners = new Map<keyof SyncEvents, Set<(...args: any[]) => void>>();
   private readonly rosterCache = new Map<string, { hlc: string; entry: RosterEntry | null }>();
 
@@ -177,14 +193,26 @@ export class EngineCore {
     for (const fn of this.listeners.get(event) ?? []) fn(...args);
   }
 
+  /** Whether this side offers x-edge-relay/digest. */
+  get digest(): boolean {
+    return this.opts.digest ?? true;
+  }
+
   /** Whether this side offers recon1. */
   get recon(): boolean {
     return this.opts.recon ?? true;
   }
 
   fresh(peer: string): PeerState {
+    const window = new SendWindow((b) => this.opts.transmit(peer, b));
+    window.onSettled = () => {
+      const state = this.peers.get(peer);
+      if (state?.window === window) this.feed(peer, state);
+    };
     return {
-      window: new SendWindow((b) => this.opts.transmit(peer, b)),
+      window,
+      paced: [],
+      overflowed: false,
       inbound: Promise.resolve(),
       tokens: new InstTokens(),
       replied: false,
@@ -201,7 +229,7 @@ export class EngineCore {
   }
 
   handshake(): MessageOf<"handshake"> {
-    return makeHandshake({ versions: this.versions, inst: this.inst, recon: this.recon, recon2: this.opts.recon2, deviceKey: this.identity?.pub });
+    return makeHandshake({ versions: this.versions, inst: this.inst, recon: this.recon, recon2: this.opts.recon2, digest: this.digest, deviceKey: this.identity?.pub });
   }
 
   /** The channel of frames that are about no collection (handshake, hello, poke): plain or passphrase. */
@@ -232,10 +260,40 @@ export class EngineCore {
     return entry;
   }
 
+  /** Queues paced work for a peer (see PeerState.paced) and feeds what fits now. */
+  pace(peer: string, state: PeerState, work: () => void): void {
+    state.paced.push(work);
+    this.feed(peer, state);
+  }
+
+  /**
+   * Feeds paced work while the window holds few frames; once everything has drained after a frame
+   * was left out (the queue was full), asks the peer for its state again in each channel.
+   */
+  feed(peer: string, state: PeerState): void {
+    let i = 0;
+    while (i < state.paced.length && state.window.pending < PACED_BELOW) state.paced[i++]();
+    if (i) state.paced.splice(0, i);
+    if (state.overflowed && state.window.pending === 0 && state.paced.length === 0) {
+      state.overflowed = false;
+      state.shipped.clear(); // without recon1: what was left out may have carried records
+      for (const ch of this.identity ? (state.session ? (["plain", "session"] as const) : (["plain"] as const)) : (["passphrase"] as const)) {
+        void this.send(peer, { type: "hello", node: this.node }, ch);
+      }
+    }
+  }
+
   /** Seals one message for its channel and queues it; a session message without a session is not sent. */
   send(peer: string, m: Message, ch: Channel = this.base): Promise<void> {
     const state = this.peers.get(peer);
     if (!state) return Promise.resolve();
+    // The queue is bounded: past send_queue_max_frames a frame is left out (before it is sealed,
+    // so no ratchet counter is skipped) and the peer is re-reconciled once the queue drains. The
+    // connection's own handshakes and ratchet-hellos are never left out.
+    if (state.window.queued >= (this.opts.sendQueueMaxFrames ?? L.send_queue_max_frames) && m.type !== "handshake" && m.type !== "ratchet-hello") {
+      state.overflowed = true;
+      return Promise.resolve();
+    }
     const frame = encodeMessage(m);
     // A peer of the previous release knows reconcile2 by its old tag only.
     if (m.type === "reconcile2" && !state.caps.has(CAP_RECON2) && state.caps.has(CAP_RECON2_LEGACY)) frame[2] = LEGACY_RECONCILE2_TAG;

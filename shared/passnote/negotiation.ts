@@ -5,7 +5,7 @@
 // Profile decision (the seed is silent): after the version is agreed, the side with the lower
 // transport peer id sends hello (the pull; both sides do without recon1); the other side can ask
 // for it with poke (forceSync).
-import { CAP_RECON, CAP_RECON2, CAP_RECON2_LEGACY, instToken, negotiateVersion } from "./handshake";
+import { CAP_DIGEST, CAP_RECON, CAP_RECON2, CAP_RECON2_LEGACY, instToken, negotiateVersion } from "./handshake";
 import type { EngineCore, PeerState } from "./engine-core";
 import { deviceIdOf } from "./roster";
 import { forgetEphemerals, sendRatchetHello } from "./sessions";
@@ -60,3 +60,8 @@ export function usesRecon2(core: EngineCore, state: PeerState): boolean {
   return usesRecon(core, state) && (state.caps.has(CAP_RECON2) || state.caps.has(CAP_RECON2_LEGACY)) && !!core.opts.recon2;
 }
 
+
+/** Whether the anti-entropy pass opens with a digest (both sides offer x-edge-relay/digest). */
+export function usesDigest(core: EngineCore, state: PeerState): boolean {
+  return state.caps.has(CAP_DIGEST) && core.digest;
+}

@@ -22,7 +22,8 @@ import type { Value } from "./codec";
 import { EngineCore, type Channel, type PeerState, type SyncEngineOptions, type SyncEvents, type TrafficStats } from "./engine-core";
 import { onDelta, onHello, onPoke, onReconcile, onReconcile2, onState } from "./anti-entropy";
 import type { HlcClock } from "./hlc";
-import { onHandshake } from "./negotiation";
+import { onHandshake, usesDigest } from "./negotiation";
+import { channelDigest, onDigest } from "./digest";
 import { checkLocalWrite, type MemoryStore } from "./records";
 import { ROSTER_COLLECTION, signRosterRecord, type RosterEntry } from "./roster";
 import { KIND_PLAIN, KIND_RATCHET, openFrame, openPlain } from "./seal";
@@ -168,9 +169,24 @@ export class SyncEngine {
     }
   }
 
-  /** The periodic anti-entropy pass (the reference peer runs it every anti_entropy_interval_ms). */
+  /**
+   * The periodic anti-entropy pass (the reference peer runs it every anti_entropy_interval_ms).
+   * Its cost does not grow with collections that did not change: to a peer that offers
+   * x-edge-relay/digest it sends one digest per channel (digest.ts), and the peer asks for our
+   * state only where its own digest differs; to any other peer one hello per channel (its own
+   * pass pulls the other way). The roster's plain channel always gets a hello (one collection).
+   * A stalled pair heals here as in forceSync.
+   */
   antiEntropyPass(): void {
-    this.forceSync();
+    const core = this.core;
+    for (const [peer, s] of core.peers) {
+      if (s.version === undefined || s.incompatible) continue;
+      this.heal(peer, s, false);
+      for (const ch of core.identity ? (s.session ? (["plain", "session"] as const) : (["plain"] as const)) : (["passphrase"] as const)) {
+        if (ch !== "plain" && usesDigest(core, s)) void core.send(peer, { type: "digest", digest: channelDigest(core, ch) }, ch);
+        else void core.send(peer, { type: "hello", node: this.node }, ch);
+      }
+    }
   }
 
   /**
@@ -226,10 +242,10 @@ export class SyncEngine {
     );
   }
 
-  /** Frames queued or in flight to all peers (0 when every window has drained). */
+  /** Frames queued or in flight to all peers, paced work included (0 when every window has drained). */
   pendingFrames(): number {
     let n = 0;
-    for (const s of this.core.peers.values()) n += s.window.pending;
+    for (const s of this.core.peers.values()) n += s.window.pending + s.paced.length;
     return n;
   }
 
@@ -313,6 +329,8 @@ export class SyncEngine {
         return onReconcile(core, peer, m, ch);
       case "reconcile2":
         return onReconcile2(core, peer, state, m, ch);
+      case "digest":
+        return onDigest(core, peer, state, m, ch);
     }
   }
 
@@ -367,6 +385,8 @@ export class SyncEngine {
         return ch !== "session";
       case "ratchet-hello":
         return ch === "plain";
+      case "digest":
+        return ch !== "plain"; // the roster's channel is pulled with hello, as the plain-frame restriction lists
       case "delta":
       case "reconcile":
       case "reconcile2":

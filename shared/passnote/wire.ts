@@ -21,6 +21,7 @@
 //                    request = start: varint, end: varint       (ranges are [start, end) in HLC wall ms)
 //   0xF0 reconcile2  capability x-edge-relay/recon2 only (profile; tag 8 and capability recon2
 //                    before, still read for one release): collection: str, n× range; see reconcile2-wire.ts
+//   0xF1 digest      capability x-edge-relay/digest only (profile): digest: 16 bytes; see digest.ts
 import { PASSNOTE_LIMITS as L } from "../limits";
 import { DecodeError, Reader, Writer, type Value } from "./codec";
 import { parseHlc } from "./hlc";
@@ -49,7 +50,11 @@ export const MESSAGE_TAG = {
   handshake: 6,
   reconcile: 7,
   reconcile2: 0xf0,
+  digest: 0xf1,
 } as const;
+
+/** Bytes of a digest (the anti-entropy pass's one summary of a channel's collections). */
+export const DIGEST_BYTES = 16;
 
 /**
  * The tag reconcile2 had before it moved to the private range, still read (and sent to a peer
@@ -92,7 +97,8 @@ export type Message =
     }
   | { type: "handshake"; versions: number[]; capabilities: string[]; deviceKey: Uint8Array }
   | { type: "reconcile"; collection: string; probes: Probe[]; requests: Range[] }
-  | Reconcile2;
+  | Reconcile2
+  | { type: "digest"; digest: Uint8Array };
 
 export type MessageType = Message["type"];
 export type MessageOf<T extends MessageType> = Extract<Message, { type: T }>;
@@ -149,6 +155,10 @@ export function encodeMessage(m: Message): Uint8Array {
       break;
     case "reconcile2":
       writeReconcile2(w, m);
+      break;
+    case "digest":
+      if (m.digest.length !== DIGEST_BYTES) throw new RangeError("digest size");
+      w.raw(m.digest);
       break;
   }
   return w.finish();
@@ -255,6 +265,8 @@ function readBody(type: number, r: Reader): Message {
     case MESSAGE_TAG.reconcile2:
     case LEGACY_RECONCILE2_TAG:
       return readReconcile2(r, name);
+    case MESSAGE_TAG.digest:
+      return { type: "digest", digest: r.raw(DIGEST_BYTES) };
     default:
       throw new DecodeError(`unknown message tag ${type}`);
   }

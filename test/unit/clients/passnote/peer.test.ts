@@ -36,7 +36,7 @@ describe("seed 001: connection handshake", () => {
     expect(count(sentA)).toBeLessThanOrEqual(2);
     expect(count(sentB)).toBeLessThanOrEqual(2);
     const hs = sentA.find((m) => m.type === "handshake")!;
-    expect(hs).toMatchObject({ versions: [2], capabilities: ["recon1", expect.stringMatching(/^inst:[0-9a-f]{16}$/)] });
+    expect(hs).toMatchObject({ versions: [2], capabilities: ["recon1", "x-edge-relay/digest", expect.stringMatching(/^inst:[0-9a-f]{16}$/)] });
   });
 
   it("unknown capabilities are ignored, so is the excess: 40 capabilities, 20 versions and a 2,000-byte capability still agree", async () => {
@@ -64,7 +64,7 @@ describe("seed 001: connection handshake", () => {
     const hs = sentB.find((m) => m.type === "handshake") as Extract<Message, { type: "handshake" }>;
     expect(hs.versions).toHaveLength(16); // what alice read of bob's 20
     expect(hs.capabilities).toHaveLength(32); // of 40: the 2,000-byte one skipped, 32 of the other 39 kept
-    expect(hs.capabilities.slice(0, 2)).toEqual(["recon1", expect.stringMatching(/^inst:/)]);
+    expect(hs.capabilities.slice(0, 3)).toEqual(["recon1", "x-edge-relay/digest", expect.stringMatching(/^inst:/)]);
     expect(a.engine.peerInfo(tb.self!)?.version).toBe(2);
     expect(a.engine.peerInfo(tb.self!)?.incompatible).toBe(false);
   });
@@ -295,6 +295,61 @@ describe("seed 001: the clock bound's document rule and periodic anti-entropy (i
     } finally {
       spy.mockRestore();
     }
+  });
+});
+
+describe("the periodic anti-entropy pass is bounded", () => {
+  const rec = (key: string, wall = 1_000) => ({ key, value: 1, is_deleted: false, hlc: formatHlc({ wall, counter: 0, node: "x" }) });
+  const total = (p: PassnotePeer) => Object.values(p.engine.sent.frames).reduce((x, y) => x + y, 0);
+  const quiet = (...ps: PassnotePeer[]) => waitFor(() => ps.every((p) => p.engine.pendingFrames() === 0), { what: "quiet" });
+
+  async function settledPair(collections: number) {
+    const sa = new MemoryStore();
+    const sb = new MemoryStore();
+    for (let i = 0; i < collections; i++) for (const s of [sa, sb]) s.merge(`c${i}`, rec(`k${i}`));
+    const p = await pair({ a: { store: sa, antiEntropyIntervalMs: 0 }, b: { store: sb, antiEntropyIntervalMs: 0 } });
+    await waitFor(() => agreed(p.a, p.tb) && agreed(p.b, p.ta), { what: "agreement" });
+    await sleep(20);
+    await quiet(p.a, p.b);
+    return p;
+  }
+
+  it("periodic pass: with 500 collections and no change, a pass sends O(1) frames per peer (one digest), whatever the number of collections", async () => {
+    const { a, b } = await settledPair(500);
+    const before = [total(a), total(b)];
+    a.engine.antiEntropyPass();
+    b.engine.antiEntropyPass();
+    await sleep(20);
+    await quiet(a, b);
+    expect([total(a) - before[0], total(b) - before[1]]).toEqual([1, 1]);
+    expect(a.engine.sent.frames.digest).toBe(1);
+  });
+
+  it("periodic pass: a change in one of 500 collections that no delta carried is found and brought by the pass", async () => {
+    const { a, b } = await settledPair(500);
+    a.store.merge("c123", rec("unsent", 2_000)); // in the store, never pushed (a lost frame, say)
+    a.engine.antiEntropyPass();
+    await waitFor(() => b.get("c123", "unsent") === 1, { what: "the pass brings it" });
+  });
+
+  it("send queue: the opening probes of a state naming 300 collections are paced, so the queue to a peer stays a few windows long", async () => {
+    const sa = new MemoryStore();
+    for (let i = 0; i < 300; i++) sa.merge(`c${i}`, rec("k"));
+    const { a, b, tb, ta } = await pair({ a: { store: sa } });
+    await waitFor(() => b.store.collectionNames().length === 300, { what: "every collection" });
+    const peaks = [a.engine.core.peers.get(tb.self!)!.window.peakPending, b.engine.core.peers.get(ta.self!)!.window.peakPending];
+    expect(Math.max(...peaks)).toBeLessThanOrEqual(4 * PASSNOTE_LIMITS.max_in_flight_frames + 8);
+  });
+
+  it("send queue: past send_queue_max_frames a frame is left out, and once the queue drains the peer is re-reconciled: nothing is lost", async () => {
+    // The bound scaled down (100 frames instead of send_queue_max_frames) to keep the test quick.
+    const max = 100;
+    const { a, b, ta, tb } = await pair({ a: { sendQueueMaxFrames: max } });
+    await waitFor(() => agreed(a, tb) && agreed(b, ta), { what: "agreement" });
+    const n = 400;
+    for (let i = 0; i < n; i++) a.put(`w${i}`, "k", i); // one delta per collection, in one turn
+    await waitFor(() => b.store.collectionNames().length === n, { what: "every write" });
+    expect(a.engine.core.peers.get(tb.self!)!.window.peakPending).toBeLessThanOrEqual(max + PASSNOTE_LIMITS.max_in_flight_frames);
   });
 });
 
