@@ -6,7 +6,7 @@
 //                 { "objects": n, "sockets": m } once the closes are sent
 //   GET  /status  { "live_objects": n, "draining": bool }
 import { WorkerEntrypoint } from "cloudflare:workers";
-import { isDraining, liveCount, setDraining, takeLive } from "../durable-objects/live";
+import { isDraining, liveCount, setDraining, takeLive } from "../durable-objects/base/live";
 import { CLOSE_CODES } from "../shared/limits";
 import type { SocketBinding } from "./app";
 import { log } from "../shared/log";

@@ -7,12 +7,9 @@ import { relayInfo } from "../shared/info";
 import { storageTotals } from "../shared/storage";
 import { OPENAPI_PATH, openApiDocument } from "../shared/openapi";
 import { isNpub, npubDecode } from "../shared/tally/keys";
-import { RELAY_HOST_HEADER, TALLY_USER_HEADER } from "../durable-objects/tally-user";
-import { MINCA_ROOM_HEADER } from "../durable-objects/minca-room";
 import { isRoomId as isMincaRoomId } from "../shared/minca/code";
-import { isDraining, noteLive } from "../durable-objects/live";
-import { PASSNOTE_ROOM_HEADER } from "../durable-objects/passnote-room";
-import { CLIENT_HEADER, REFUSED_HEADER } from "../durable-objects/base";
+import { isDraining, noteLive } from "../durable-objects/base/live";
+import { CLIENT_HEADER, REFUSED_HEADER, RELAY_HOST_HEADER } from "../durable-objects/base/client-header";
 import { clientAddress } from "./client-address";
 import { drainBody } from "./body";
 import { isRoomId } from "../shared/passnote/room";
@@ -20,7 +17,7 @@ import { mountMailbox } from "./mailbox";
 import { mountHosting } from "./hosting";
 import { mountStatus } from "./status";
 import { serveAsset } from "./assets";
-import { hostIdentity, vapidKeys } from "../durable-objects/relay-keys";
+import { hostIdentity, vapidKeys } from "../durable-objects/relay/relay-keys";
 import { base64urlEncode } from "../shared/encoding";
 import { log } from "../shared/log";
 
@@ -133,19 +130,19 @@ export async function upgradeTo(c: Context<{ Bindings: Env }>, binding: SocketBi
 
 socketRoute("/tally/v1/:npub", { valid: isNpub, invalid: "the path must end in a valid npub" }, (_env, npub, url) => {
   const hex = npubDecode(npub);
-  return { binding: "TALLY_USER", name: hex, headers: { [TALLY_USER_HEADER]: hex, [RELAY_HOST_HEADER]: url.host } };
+  return { binding: "TALLY_USER", name: hex, headers: { [RELAY_HOST_HEADER]: url.host } };
 });
 
 socketRoute("/passnote/v2/:room", { valid: isRoomId, invalid: "the path must end in a room id: base64url of 32 bytes" }, (_env, room) => ({
   binding: "PASSNOTE_ROOM",
   name: room,
-  headers: { [PASSNOTE_ROOM_HEADER]: room },
+  headers: {},
 }));
 
 socketRoute("/minca/v1/rooms/:room", { valid: isMincaRoomId, invalid: "the room must match ^b[a-z2-7]{52}$" }, (_env, room) => ({
   binding: "MINCA_ROOM",
   name: room,
-  headers: { [MINCA_ROOM_HEADER]: room },
+  headers: {},
 }));
 mountMailbox(app);
 mountHosting(app);

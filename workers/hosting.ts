@@ -2,8 +2,8 @@
 // to the account's or the space's Durable Object. No state and no protocol decisions here.
 import type { Context, Hono } from "hono";
 import { cors } from "hono/cors";
-import type { HostResult } from "../durable-objects/minca-space";
-import { hostIdentity } from "../durable-objects/relay-keys";
+import type { HostResult } from "../durable-objects/minca-host/result";
+import { hostIdentity } from "../durable-objects/relay/relay-keys";
 import { parseClientJson } from "../shared/client-json";
 import { utf8Decode } from "../shared/encoding";
 import { MINCA_HOST_LIMITS } from "../shared/limits";
@@ -73,7 +73,7 @@ export function mountHosting(app: Hono<{ Bindings: Env }>): void {
     const did = c.req.param("did");
     if (!isP256DidKey(did)) return httpError(c, 400, "bad_request", "the path must end in the account's P-256 did:key");
     const proof = { authorization: c.req.header("authorization") ?? null, time: c.req.header(TIME_HEADER) ?? null };
-    return answer(c, await account(c, did).status(did, proof));
+    return answer(c, await account(c, did).status(proof));
   });
 
   app.use(`${SPACES_PATH}/:id/*`, async (c, next) => {
@@ -95,7 +95,7 @@ export function mountHosting(app: Hono<{ Bindings: Env }>): void {
     if (!read.ok) return httpError(c, 400, "invalid_versions", read.reason);
     // The host a sys.receiver's endpoint must not name (DESIGN section 7), besides PUBLIC_URL's.
     const requestHost = new URL(c.req.url).host;
-    return answer(c, await space(c, id).append(id, read.versions, { requestHost, client: clientAddress(c.req.raw.headers, c.env) }));
+    return answer(c, await space(c, id).append(read.versions, { requestHost, client: clientAddress(c.req.raw.headers, c.env) }));
   });
 
   app.get(`${SPACES_PATH}/:id/versions`, async (c) => {
@@ -103,7 +103,7 @@ export function mountHosting(app: Hono<{ Bindings: Env }>): void {
     const q = logQuerySchema.safeParse(c.req.query());
     if (!q.success) return httpError(c, 400, "invalid_query", firstIssue(q.error));
     const proof = { authorization: c.req.header("authorization") ?? null, time: c.req.header(TIME_HEADER) ?? null };
-    return answer(c, await space(c, id).page(id, q.data, proof, clientAddress(c.req.raw.headers, c.env)));
+    return answer(c, await space(c, id).page(q.data, proof, clientAddress(c.req.raw.headers, c.env)));
   });
 
   app.all(`${HOST_PATH}/accounts`, (c) => methodNotAllowed(c, ["POST"]));

@@ -2,7 +2,7 @@
 // the call to the topic's Durable Object. No state and no protocol decisions here.
 import type { Context, Hono } from "hono";
 import { cors } from "hono/cors";
-import type { MailboxResult } from "../durable-objects/minca-mailbox";
+import type { MailboxResult } from "../durable-objects/mailbox/minca-mailbox";
 import { parseClientJson } from "../shared/client-json";
 import { utf8Decode } from "../shared/encoding";
 import { MAILBOX_LIMITS } from "../shared/limits";
@@ -68,7 +68,7 @@ export function mountMailbox(app: Hono<{ Bindings: Env }>): void {
     if ("error" in until) return httpError(c, 400, "invalid_until", until.error);
     const body = await readBounded(c.req.raw, MAILBOX_LIMITS.max_body_bytes);
     if (body === null) return httpError(c, 413, "too_large", `a mailbox item is at most ${MAILBOX_LIMITS.max_body_bytes} bytes`);
-    const r = await mailbox(c, topic).post(topic, body, until.until, clientOf(c));
+    const r = await mailbox(c, topic).post(body, until.until, clientOf(c));
     if (!r.ok) return failed(c, r);
     return c.json(r.value, 201);
   });
@@ -77,7 +77,7 @@ export function mountMailbox(app: Hono<{ Bindings: Env }>): void {
     const topic = c.req.param("topic");
     const q = pageQuerySchema.safeParse(c.req.query());
     if (!q.success) return httpError(c, 400, "invalid_query", firstIssue(q.error));
-    const r = await mailbox(c, topic).page(topic, q.data, clientOf(c));
+    const r = await mailbox(c, topic).page(q.data, clientOf(c));
     if (!r.ok) return failed(c, r);
     return c.json(r.value, 200, noStore);
   });
@@ -85,7 +85,7 @@ export function mountMailbox(app: Hono<{ Bindings: Env }>): void {
   // One item's blob as it was posted: application/octet-stream, never content-coded.
   app.get(`${MAILBOX_PATH}/:topic/items/:seq{[0-9]{1,15}}`, async (c) => {
     const topic = c.req.param("topic");
-    const r = await mailbox(c, topic).item(topic, Number(c.req.param("seq")), clientOf(c));
+    const r = await mailbox(c, topic).item(Number(c.req.param("seq")), clientOf(c));
     if (!r.ok) return failed(c, r);
     if (r.value === null) return httpError(c, 404, "not_found", "no such item (expired, evicted or never posted)");
     return c.body(r.value as Uint8Array<ArrayBuffer>, 200, { "Content-Type": "application/octet-stream", ...noStore });
@@ -108,7 +108,7 @@ export function mountMailbox(app: Hono<{ Bindings: Env }>): void {
     // DESIGN section 7: where the relay will send pushes (https, a public name, not itself).
     const rule = checkPushEndpoint(sub.data.endpoint, endpointPolicy(c.env, new URL(c.req.url).host));
     if (!rule.ok) return httpError(c, 400, "invalid_endpoint", rule.reason);
-    const r = await mailbox(c, topic).addReceiver(topic, sub.data, clientOf(c));
+    const r = await mailbox(c, topic).addReceiver(sub.data, clientOf(c));
     if (!r.ok) return failed(c, r);
     return c.json(r.value, 201);
   });
@@ -117,7 +117,7 @@ export function mountMailbox(app: Hono<{ Bindings: Env }>): void {
     const topic = c.req.param("topic");
     const id = c.req.param("id");
     if (!receiverIdSchema.safeParse(id).success) return httpError(c, 404, "not_found", "no such receiver");
-    const r = await mailbox(c, topic).removeReceiver(topic, id, clientOf(c));
+    const r = await mailbox(c, topic).removeReceiver(id, clientOf(c));
     if (!r.ok) return failed(c, r);
     return c.body(null, 204);
   });

@@ -2,7 +2,7 @@
 // and GET /metrics (Prometheus text, shared/metrics.ts), behind the ADMIN_TOKEN bearer token when one is configured. Counts come from
 // the one RelayStats object; rendering is shared/stats-page.ts.
 import type { Context, Hono } from "hono";
-import { relayStats } from "../durable-objects/relay-stats";
+import { relayStats } from "../durable-objects/relay/relay-stats";
 import { tokenMatches, type StatusAnswer } from "../shared/stats";
 import { renderStatusPage } from "../shared/stats-page";
 import { METRICS_CONTENT_TYPE, renderMetrics } from "../shared/metrics";

@@ -4,3 +4,7 @@ export { RelayTransport, RelayTransportError, type RelayTransportOptions } from 
 export type { Transport, TransportEvents } from "./transport";
 export { WriteRefusedError } from "../../shared/passnote/records";
 export { Double, type Value } from "../../shared/passnote/codec";
+export { MemoryStore, type PassnoteStore, type StoredKeys } from "../../shared/passnote/records";
+export { IndexedDbStore, type IndexedDbStoreOptions } from "./stores/indexeddb";
+export { derivePassphraseKey, derivePassphraseKeySync } from "../../shared/passnote/passphrase";
+export { foundGroup, newDeviceKey, devicePublicKey, type DeviceIdentity, type GroupCredentials } from "../../shared/passnote/roster";

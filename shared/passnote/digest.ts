@@ -17,19 +17,18 @@ import type { Channel, EngineCore, PeerState } from "./engine-core";
 import { usesDigest } from "./negotiation";
 import { DIGEST_BYTES, type MessageOf } from "./wire";
 
-/** The digest of the collections this side holds in a channel (cached until the store changes). */
+/**
+ * The digest of the collections this side holds in a channel. Made afresh each time (once per
+ * pass and per digest received): a store may change under another instance of the database.
+ */
 export function channelDigest(core: EngineCore, ch: Channel): Uint8Array {
-  const cached = core.digests.get(ch);
-  if (cached && cached.sequence === core.store.sequence) return cached.digest;
   const w = new Writer();
   for (const collection of core.store.collectionNames().filter((c) => core.inScope(c, ch)).sort()) {
     const s = core.store.summary(collection);
     if (s.count === 0) continue;
     w.string(collection).varint(s.count).raw(s.fingerprint);
   }
-  const digest = sha256(w.finish()).slice(0, DIGEST_BYTES);
-  core.digests.set(ch, { sequence: core.store.sequence, digest });
-  return digest;
+  return sha256(w.finish()).slice(0, DIGEST_BYTES);
 }
 
 export function onDigest(core: EngineCore, peer: string, state: PeerState, m: MessageOf<"digest">, ch: Channel): void {

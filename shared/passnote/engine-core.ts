@@ -7,7 +7,7 @@ import { PASSNOTE_LIMITS as L } from "../limits";
 import { encodeValue, Writer } from "./codec";
 import { CAP_RECON2, CAP_RECON2_LEGACY, InstTokens, makeHandshake, newInstToken, SUPPORTED_VERSIONS } from "./handshake";
 import { HlcClock } from "./hlc";
-import { MemoryStore } from "./records";
+import { MemoryStore, type PassnoteStore } from "./records";
 import { ROSTER_COLLECTION, devicePublicKey, deviceIdOf, keyTagOf, verifyRosterRecord, type DeviceIdentity, type RosterEntry } from "./roster";
 import { sealFrame, sealPlain } from "./seal";
 import type { Ephemeral, RatchetHello, Session } from "./session";
@@ -25,7 +25,7 @@ export interface SyncEngineOptions {
   transmit: (peer: string, bytes: Uint8Array) => Promise<void>;
   /** This side's transport peer id, once known. */
   selfId: () => string | undefined;
-  store?: MemoryStore;
+  store?: PassnoteStore;
   now?: () => number;
   versions?: readonly number[];
   /** Offer recon1 (default true). */
@@ -153,7 +153,7 @@ const PACED_BELOW = L.max_in_flight_frames * 4;
 
 export class EngineCore {
   readonly node: string;
-  readonly store: MemoryStore;
+  readonly store: PassnoteStore;
   readonly clock: HlcClock;
   readonly inst: string;
   readonly versions: readonly number[];
@@ -161,8 +161,6 @@ export class EngineCore {
   readonly sent: TrafficStats = emptyStats();
   readonly received: TrafficStats = emptyStats();
   readonly peers = new Map<string, PeerState>();
-  /** Per channel, the digest of this side's collections and the store sequence it was made at. */
-  readonly digests = new Map<Channel, { sequence: number; digest: Uint8Array }>();
   private readonly listeners = new Map<keyof SyncEvents, Set<(...args: any[]) => void>>();
   private readonly rosterCache = new Map<string, { hlc: string; entry: RosterEntry | null }>();
 

@@ -24,7 +24,7 @@ import { onDelta, onHello, onPoke, onReconcile, onReconcile2, onState } from "./
 import type { HlcClock } from "./hlc";
 import { onHandshake, usesDigest } from "./negotiation";
 import { channelDigest, onDigest } from "./digest";
-import { checkLocalWrite, type MemoryStore } from "./records";
+import { checkLocalWrite, type PassnoteStore } from "./records";
 import { ROSTER_COLLECTION, signRosterRecord, type RosterEntry } from "./roster";
 import { KIND_PLAIN, KIND_RATCHET, openFrame, openPlain } from "./seal";
 import { forgetEphemerals, isMember, onRatchetHello, openAnswered, repairSession, requestRehello, rosterChanged } from "./sessions";
@@ -49,7 +49,7 @@ export class SyncEngine {
   get node(): string {
     return this.core.node;
   }
-  get store(): MemoryStore {
+  get store(): PassnoteStore {
     return this.core.store;
   }
   get clock(): HlcClock {

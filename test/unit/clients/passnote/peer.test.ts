@@ -7,7 +7,7 @@ import type { Transport } from "../../../../clients/passnote/transport";
 import { openFrame, sealFrame } from "../../../../shared/passnote/seal";
 import { decodeMessage, encodeMessage, type Message } from "../../../../shared/passnote/wire";
 import { formatHlc } from "../../../../shared/passnote/hlc";
-import { MemoryStore } from "../../../../shared/passnote/records";
+import { MemoryStore, type PassnoteStore } from "../../../../shared/passnote/records";
 import { PASSNOTE_LIMITS } from "../../../../shared/limits";
 import { fillDifferent, groupKey, sameRecords, tapped } from "../../../helpers/passnote";
 import { waitFor, sleep } from "../../../helpers/wait";
@@ -239,7 +239,7 @@ describe("seed 001: state (per-collection watermarks)", () => {
   });
 });
 
-function sameRecordsIn(x: MemoryStore, y: MemoryStore): boolean {
+function sameRecordsIn(x: PassnoteStore, y: PassnoteStore): boolean {
   return x.collectionNames().every((c) => JSON.stringify(x.all(c)) === JSON.stringify(y.all(c)));
 }
 
