@@ -78,8 +78,9 @@ export const PASSNOTE_LIMITS = {
   /** Milliseconds a delta record's HLC may run ahead of the receiver's clock (maxClockDrift). */
   max_clock_drift_ms: 600_000,
   /**
-   * The reference peer runs anti-entropy (forceSync) this often with every agreed peer, so a record
-   * the clock bound refused (or any frame lost) is offered again without a reconnect.
+   * The reference peer runs an anti-entropy pass this often with every agreed peer (one digest per
+   * channel; per collection only where it differs), so a record the clock bound refused (or any
+   * frame lost) is offered again without a reconnect.
    */
   anti_entropy_interval_ms: 300_000,
   /** Reconciliation: a mismatch with at most this many records on either side is a leaf. */
@@ -90,6 +91,13 @@ export const PASSNOTE_LIMITS = {
   recon_max_probes: 64,
   /** Frames in flight to one peer (maxInFlightFrames, the ordered send window). */
   max_in_flight_frames: 16,
+  /**
+   * Frames queued to one peer behind the send window. The opening probes a state asks for are fed
+   * in as the queue drains, so ordinary sync stays far below it; past it a frame is not queued
+   * (handshakes and ratchet-hellos excepted) and, once the queue has drained, the peer is asked
+   * for its state again, so what the frame carried is reconciled anew.
+   */
+  send_queue_max_frames: 4_096,
   /** inst: tokens remembered per transport peer. */
   inst_tokens_remembered: 8,
   /** Nesting depth of a tagged value (lists and maps); deeper is malformed. */
@@ -110,8 +118,12 @@ export const PASSNOTE_LIMITS = {
   recon2_max_ids: 256,
   /** recon2: encoded bytes of a reply's ranges; past it, everything left goes as one fingerprint. */
   recon2_max_bytes: 262_144,
-  /** Collections named in one state message. */
-  state_max_collections: 1_024,
+  /**
+   * Encoded bytes of the watermarks in one state message this peer sends: past it, the rest go in
+   * another state, each one complete for a peer that reads states one by one. A state received is
+   * read whatever its number of entries (bounded only by the binary message).
+   */
+  state_max_bytes: 262_144,
   /** Wire versions kept from one handshake; the excess is ignored, not the handshake. */
   handshake_max_versions: 16,
   /** Capabilities kept from one handshake (a name over max_name_bytes is skipped); the excess is ignored. */

@@ -3,6 +3,7 @@ export { MemoryBus, MemoryTransport } from "./memory-bus";
 export { RelayTransport, RelayTransportError, type RelayTransportOptions } from "./relay-transport";
 export type { Transport, TransportEvents } from "./transport";
 export { WriteRefusedError } from "../../shared/passnote/records";
+export { Double, type Value } from "../../shared/passnote/codec";
 export { MemoryStore, type PassnoteStore, type StoredKeys } from "../../shared/passnote/records";
 export { IndexedDbStore, type IndexedDbStoreOptions } from "./stores/indexeddb";
 export { derivePassphraseKey, derivePassphraseKeySync } from "../../shared/passnote/passphrase";

@@ -72,7 +72,7 @@ export class PassnotePeer {
     if (transport.self !== undefined) for (const p of transport.peers()) this.engine.peerJoined(p);
     const every = antiEntropyIntervalMs ?? PASSNOTE_LIMITS.anti_entropy_interval_ms;
     if (every > 0) {
-      this.antiEntropyTimer = setInterval(() => this.engine.forceSync(), every);
+      this.antiEntropyTimer = setInterval(() => this.engine.antiEntropyPass(), every);
       (this.antiEntropyTimer as { unref?: () => void }).unref?.();
     }
   }

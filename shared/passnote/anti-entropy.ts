@@ -20,36 +20,47 @@ export function onHello(core: EngineCore, peer: string, state: PeerState, m: Mes
     .collectionNames()
     .filter((c) => core.inScope(c, ch))
     .map((collection) => ({ collection, watermark: core.store.watermark(collection) }));
-  // Every collection is named: several state messages when there are more than one may carry.
-  // The last one always holds fewer than state_max_collections (an empty one if need be), so the
-  // receiver knows where the series ends (a full one means "more follow").
-  for (let i = 0; ; i += L.state_max_collections) {
-    const part = watermarks.slice(i, i + L.state_max_collections);
-    void core.send(peer, { type: "state", watermarks: part }, ch);
-    if (part.length < L.state_max_collections) break;
+  // Every collection is named, in one state while the watermarks fit state_max_bytes, else in
+  // several. Each is a complete state by itself: no convention tells the receiver that more
+  // follow, so a peer that reads every state on its own (probing what it names and its own
+  // collections) syncs all the same.
+  let part: typeof watermarks = [];
+  let bytes = 0;
+  for (const w of watermarks) {
+    const size = w.collection.length * 3 + w.watermark.length + 4;
+    if (part.length && bytes + size > L.state_max_bytes) {
+      void core.send(peer, { type: "state", watermarks: part }, ch);
+      part = [];
+      bytes = 0;
+    }
+    part.push(w);
+    bytes += size;
   }
+  void core.send(peer, { type: "state", watermarks: part }, ch);
 }
 
 export function onState(core: EngineCore, peer: string, state: PeerState, m: MessageOf<"state">, ch: Channel): void {
   // User-collection entries in a plain state are ignored, like any user content in a plain frame.
   const theirs = new Map(m.watermarks.filter((w) => core.inScope(w.collection, ch)).map((w) => [w.collection, w.watermark]));
-  // A state split over several messages is one series: the first message of a series probes what
-  // it names and this side's own collections, a later one only what it names that was not probed
-  // yet in the series. A message of exactly state_max_collections means more follow; the series
-  // also ends when this side sends a new hello in the channel (the answer starts a new one).
-  const series = state.stateSeries.get(ch);
-  const probed = series ?? new Set<string>();
-  const names = series ? [...theirs.keys()] : [...new Set([...core.store.collectionNames().filter((c) => core.inScope(c, ch)), ...theirs.keys()])];
-  if (m.watermarks.length >= L.state_max_collections) state.stateSeries.set(ch, probed);
-  else state.stateSeries.delete(ch);
+  // The states that answer one hello of this side may come in several messages; nothing says how
+  // many. The first state after this side's hello in the channel probes what it names and this
+  // side's own collections; a later one (until this side's next hello in the channel) what it
+  // names that was not probed yet, or was probed under another watermark of the peer's.
+  let probed = state.stateSeries.get(ch);
+  const first = !probed;
+  if (!probed) state.stateSeries.set(ch, (probed = new Map()));
+  const names = first ? [...new Set([...theirs.keys(), ...core.store.collectionNames().filter((c) => core.inScope(c, ch))])] : [...theirs.keys()];
   const recon = usesRecon(core, state);
   const recon2 = usesRecon2(core, state);
   for (const collection of names) {
-    if (probed.has(collection)) continue;
-    probed.add(collection);
-    if (recon2) void core.send(peer, openingProbe2(core.store, collection), ch);
-    else if (recon) void core.send(peer, openingProbe(core.store, collection), ch);
-    else void core.sendDelta(peer, collection, fallbackShipment(core, state, collection, theirs.get(collection) ?? ""), ch);
+    const watermark = theirs.get(collection) ?? null;
+    if (probed.has(collection) && (probed.get(collection) === null || probed.get(collection) === watermark)) continue;
+    probed.set(collection, watermark);
+    // Paced: each probe (or shipment) is made and queued as the window drains, so a state naming
+    // thousands of collections never fills the send queue.
+    if (recon2) core.pace(peer, state, () => void core.send(peer, openingProbe2(core.store, collection), ch));
+    else if (recon) core.pace(peer, state, () => void core.send(peer, openingProbe(core.store, collection), ch));
+    else core.pace(peer, state, () => void core.sendDelta(peer, collection, fallbackShipment(core, state, collection, watermark ?? ""), ch));
   }
 }
 

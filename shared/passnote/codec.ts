@@ -4,8 +4,35 @@
 import { PASSNOTE_LIMITS } from "../limits";
 import { isWellFormedUnicode, utf8DecodeExact, utf8Encode } from "../encoding";
 
-/** A record value as the application sees it. Ints beyond 2^53 decode as bigint. */
-export type Value = null | boolean | number | bigint | string | Value[] | { [key: string]: Value };
+/**
+ * A double whose value is a whole number (2.0, -0 excluded): a plain JavaScript number of that
+ * value would travel as an int, so the decoder hands it out wrapped, and the writer sends a
+ * Double as a double whatever its value. A peer that relays a record thus keeps the type its
+ * author gave (a typed peer reading 2.0 gets a double, not an int); an application writes
+ * `new Double(2)` to send a whole number as a double.
+ */
+export class Double {
+  constructor(readonly value: number) {
+    if (typeof value !== "number") throw new TypeError("a Double holds a number");
+  }
+  valueOf(): number {
+    return this.value;
+  }
+  toJSON(): number {
+    return this.value;
+  }
+}
+
+/**
+ * A record value as the application sees it. Ints beyond 2^53 decode as bigint; a double decodes
+ * as a number, or as a Double when its value is whole (so that it is re-encoded as a double).
+ */
+export type Value = null | boolean | number | bigint | string | Double | Value[] | { [key: string]: Value };
+
+/** Whether a number written plainly would travel as an int (a safe integer, -0 excluded). */
+function travelsAsInt(v: number): boolean {
+  return Number.isSafeInteger(v) && !Object.is(v, -0);
+}
 
 /** Thrown by Reader on malformed input; decoders catch it and answer null. */
 export class DecodeError extends Error {}
@@ -86,9 +113,10 @@ export class Writer {
       return this.byte(VALUE_TAG.int).varint(v >= 0n ? v * 2n : -v * 2n - 1n);
     }
     if (typeof v === "number") {
-      if (Number.isSafeInteger(v) && !Object.is(v, -0)) return this.value(BigInt(v), depth);
+      if (travelsAsInt(v)) return this.value(BigInt(v), depth);
       return this.byte(VALUE_TAG.double).f64(v);
     }
+    if (v instanceof Double) return this.byte(VALUE_TAG.double).f64(v.value);
     if (typeof v === "string") return this.byte(VALUE_TAG.string).string(v);
     if (Array.isArray(v)) {
       this.byte(VALUE_TAG.list).varint(v.length);
@@ -189,6 +217,16 @@ export class Reader {
     }
   }
 
+  /** The next n bytes as UTF-8, or null (the bytes consumed all the same) when they are not valid UTF-8. */
+  utf8OrNull(n: number): string | null {
+    if (n > this.remaining) throw new DecodeError("truncated");
+    try {
+      return this.utf8(n);
+    } catch {
+      return null; // the bytes were read: only their decoding failed
+    }
+  }
+
   f64(): number {
     const b = this.raw(8);
     return new DataView(b.buffer, b.byteOffset, 8).getFloat64(0, true);
@@ -209,8 +247,10 @@ export class Reader {
         const v = z % 2n === 0n ? z / 2n : -(z + 1n) / 2n;
         return v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v;
       }
-      case VALUE_TAG.double:
-        return this.f64();
+      case VALUE_TAG.double: {
+        const d = this.f64();
+        return travelsAsInt(d) ? new Double(d) : d;
+      }
       case VALUE_TAG.string:
         return this.string();
       case VALUE_TAG.list: {

@@ -5,14 +5,14 @@
 // sessions), anti-entropy.ts (hello / state / delta / poke / reconcile); sync.ts composes them.
 import { PASSNOTE_LIMITS as L } from "../limits";
 import { encodeValue, Writer } from "./codec";
-import { InstTokens, makeHandshake, newInstToken, SUPPORTED_VERSIONS } from "./handshake";
+import { CAP_RECON2, CAP_RECON2_LEGACY, InstTokens, makeHandshake, newInstToken, SUPPORTED_VERSIONS } from "./handshake";
 import { HlcClock } from "./hlc";
 import { MemoryStore, type PassnoteStore } from "./records";
 import { ROSTER_COLLECTION, devicePublicKey, deviceIdOf, keyTagOf, verifyRosterRecord, type DeviceIdentity, type RosterEntry } from "./roster";
 import { sealFrame, sealPlain } from "./seal";
 import type { Ephemeral, RatchetHello, Session } from "./session";
 import { SendWindow } from "./send-window";
-import { encodeMessage, encodeRecord, type Message, type MessageOf, type WireRecord } from "./wire";
+import { encodeMessage, encodeRecord, LEGACY_RECONCILE2_TAG, type Message, type MessageOf, type WireRecord } from "./wire";
 
 export interface SyncEngineOptions {
   /** This node's id (HLC node part, hello). */
@@ -32,11 +32,15 @@ export interface SyncEngineOptions {
   recon?: boolean;
   /** Offer recon2 too (default false): used with peers that offer it, recon1 with the others. */
   recon2?: boolean;
+  /** Offer x-edge-relay/digest (default true): the anti-entropy pass opens with one digest per channel. */
+  digest?: boolean;
   /** This instance's inst token (default: a fresh random one). */
   inst?: string;
   maxClockDriftMs?: number;
   /** Minimum milliseconds between two re-send-your-hello requests to one peer. */
   rehelloIntervalMs?: number;
+  /** Frames queued to one peer behind the send window (default send_queue_max_frames). */
+  sendQueueMaxFrames?: number;
 }
 
 /**
@@ -77,6 +81,13 @@ export interface TrafficStats {
 
 export interface PeerState {
   window: SendWindow;
+  /**
+   * Paced work for this peer: the opening probes (or fallback shipments) a state asked for, each
+   * made when it is sent, fed into the window while it holds fewer than paced_below frames.
+   */
+  paced: Array<() => void>;
+  /** A frame was left out because the queue was full: once it drains, the peer is asked for its state. */
+  overflowed: boolean;
   inbound: Promise<void>;
   tokens: InstTokens;
   replied: boolean;
@@ -87,18 +98,35 @@ export interface PeerState {
   incompatible: boolean;
   node?: string;
   /**
+   * Something other than a handshake arrived from this peer since the version was agreed: the peer
+   * agreed too. Until then our handshake may have been lost, and anti-entropy sends it again.
+   */
+  heard: boolean;
+  /**
    * Without recon1: per collection, the store's sequence number up to which every record was
    * shipped to this peer on this connection (no entry: never, so the next pass is a full one).
    */
   shipped: Map<string, number>;
-  /** Per channel, the collections probed by the state series in progress (a state of exactly state_max_collections: more follow). */
-  stateSeries: Map<Channel, Set<string>>;
+  /**
+   * Per channel, the collections probed since this side's last hello in that channel, with the
+   * peer's watermark they were probed under (null: not named by the peer).
+   */
+  stateSeries: Map<Channel, Map<string, string | null>>;
   // ---- identity mode ----
   /** This side's ephemeral key for the connection; its secret is wiped once the session exists. */
   mine?: Ephemeral;
   session?: Session;
   /** The peer's device, once its hello was accepted. */
   peerDevice?: string;
+  /** The device its handshake names (hex id of the device key it carries), if any. */
+  handshakeDevice?: string;
+  /**
+   * Ratcheted frames arrived without a session from a device whose roster record has not arrived
+   * yet: once it does (and lists a member), the peer is asked to re-send its hello.
+   */
+  unopened?: boolean;
+  /** When this side last sent a ratchet-hello (a session missing for longer is repaired). */
+  helloAt: number;
   /** A hello from a device whose roster record has not arrived yet (re-checked on roster change). */
   held?: RatchetHello;
   /** Ephemeral keys of hellos accepted from this peer (hex): a replayed hello changes nothing. */
@@ -108,16 +136,20 @@ export interface PeerState {
   /** When this side last answered a peer's new hello with a fresh one (dropping a session). */
   lastAnswer: number;
   /**
-   * The key of this side's last answer and when it was sent, kept for one rehello interval: a
-   * hello arriving meanwhile is the answer to it and is paired with it (not answered again).
+   * The peer's ephemeral public key of the hello this side answered (no secret: this side's key
+   * for the answer is `mine`, unused until the session exists). Either the peer's next ratcheted
+   * frame opens under (mine, answered), or its next hello (its answer to ours) pairs with mine.
    */
-  answering?: { mine: Ephemeral; at: number };
+  answered?: Uint8Array;
 }
 
 /** This device in identity mode: its credentials plus what derives from them. */
 export type LocalIdentity = DeviceIdentity & { pub: Uint8Array; deviceId: string; keyTag: Uint8Array };
 
 const emptyStats = (): TrafficStats => ({ frames: {}, bytes: 0 });
+
+/** Paced work is fed into a peer's window while it holds fewer frames than this (four windows). */
+const PACED_BELOW = L.max_in_flight_frames * 4;
 
 export class EngineCore {
   readonly node: string;
@@ -159,14 +191,26 @@ export class EngineCore {
     for (const fn of this.listeners.get(event) ?? []) fn(...args);
   }
 
+  /** Whether this side offers x-edge-relay/digest. */
+  get digest(): boolean {
+    return this.opts.digest ?? true;
+  }
+
   /** Whether this side offers recon1. */
   get recon(): boolean {
     return this.opts.recon ?? true;
   }
 
   fresh(peer: string): PeerState {
+    const window = new SendWindow((b) => this.opts.transmit(peer, b));
+    window.onSettled = () => {
+      const state = this.peers.get(peer);
+      if (state?.window === window) this.feed(peer, state);
+    };
     return {
-      window: new SendWindow((b) => this.opts.transmit(peer, b)),
+      window,
+      paced: [],
+      overflowed: false,
       inbound: Promise.resolve(),
       tokens: new InstTokens(),
       replied: false,
@@ -174,14 +218,16 @@ export class EngineCore {
       incompatible: false,
       shipped: new Map(),
       stateSeries: new Map(),
+      heard: false,
       seenEphemerals: [],
+      helloAt: -Infinity,
       lastRehello: -Infinity,
       lastAnswer: -Infinity,
     };
   }
 
   handshake(): MessageOf<"handshake"> {
-    return makeHandshake({ versions: this.versions, inst: this.inst, recon: this.recon, recon2: this.opts.recon2, deviceKey: this.identity?.pub });
+    return makeHandshake({ versions: this.versions, inst: this.inst, recon: this.recon, recon2: this.opts.recon2, digest: this.digest, deviceKey: this.identity?.pub });
   }
 
   /** The channel of frames that are about no collection (handshake, hello, poke): plain or passphrase. */
@@ -212,11 +258,43 @@ export class EngineCore {
     return entry;
   }
 
+  /** Queues paced work for a peer (see PeerState.paced) and feeds what fits now. */
+  pace(peer: string, state: PeerState, work: () => void): void {
+    state.paced.push(work);
+    this.feed(peer, state);
+  }
+
+  /**
+   * Feeds paced work while the window holds few frames; once everything has drained after a frame
+   * was left out (the queue was full), asks the peer for its state again in each channel.
+   */
+  feed(peer: string, state: PeerState): void {
+    let i = 0;
+    while (i < state.paced.length && state.window.pending < PACED_BELOW) state.paced[i++]();
+    if (i) state.paced.splice(0, i);
+    if (state.overflowed && state.window.pending === 0 && state.paced.length === 0) {
+      state.overflowed = false;
+      state.shipped.clear(); // without recon1: what was left out may have carried records
+      for (const ch of this.identity ? (state.session ? (["plain", "session"] as const) : (["plain"] as const)) : (["passphrase"] as const)) {
+        void this.send(peer, { type: "hello", node: this.node }, ch);
+      }
+    }
+  }
+
   /** Seals one message for its channel and queues it; a session message without a session is not sent. */
   send(peer: string, m: Message, ch: Channel = this.base): Promise<void> {
     const state = this.peers.get(peer);
     if (!state) return Promise.resolve();
+    // The queue is bounded: past send_queue_max_frames a frame is left out (before it is sealed,
+    // so no ratchet counter is skipped) and the peer is re-reconciled once the queue drains. The
+    // connection's own handshakes and ratchet-hellos are never left out.
+    if (state.window.queued >= (this.opts.sendQueueMaxFrames ?? L.send_queue_max_frames) && m.type !== "handshake" && m.type !== "ratchet-hello") {
+      state.overflowed = true;
+      return Promise.resolve();
+    }
     const frame = encodeMessage(m);
+    // A peer of the previous release knows reconcile2 by its old tag only.
+    if (m.type === "reconcile2" && !state.caps.has(CAP_RECON2) && state.caps.has(CAP_RECON2_LEGACY)) frame[2] = LEGACY_RECONCILE2_TAG;
     let sealed: Uint8Array;
     if (ch === "passphrase") sealed = sealFrame(this.opts.key!, frame);
     else if (ch === "plain") sealed = sealPlain(this.identity!.group.rosterKey, frame);

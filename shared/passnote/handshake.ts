@@ -2,8 +2,12 @@
 // reply once to the first one they receive; sync runs on the highest common wire version, and no
 // overlap is PeerIncompatible. Capabilities are feature flags; unknown names are ignored:
 //   recon1        range reconciliation;
-//   recon2        range reconciliation in few round trips (profile, reconcile2.ts): offered with
-//                 recon1; two peers that both offer it use it, any other pair keeps recon1;
+//   x-edge-relay/recon2  range reconciliation in few round trips (profile, reconcile2.ts): offered
+//                 with recon1; two peers that both offer it use it, any other pair keeps recon1.
+//                 Its old name, recon2, is offered and read too for one release (a peer that
+//                 offers only the old name gets reconcile2 under its old tag, 8);
+//   x-edge-relay/digest  the periodic anti-entropy pass opens with one digest over a channel's
+//                 collections (digest.ts); used with peers that offer it, hello with the others;
 //   inst:<16 hex> a token minted per open database instance. A token not seen before from a peer
 //                 that already sent one means that peer restarted: drop everything held for it and
 //                 negotiate afresh. A token already seen changes nothing; the last 8 are remembered.
@@ -12,7 +16,12 @@ import { bytesToHex, randomBytes } from "../encoding";
 import { WIRE_VERSION, type MessageOf } from "./wire";
 
 export const CAP_RECON = "recon1";
-export const CAP_RECON2 = "recon2";
+/** recon2, this project's extension: a vendor-prefixed name no version of the protocol will take. */
+export const CAP_RECON2 = "x-edge-relay/recon2";
+/** The anti-entropy pass opens with one digest of a channel's collections (digest.ts). */
+export const CAP_DIGEST = "x-edge-relay/digest";
+/** recon2's name before the vendor prefix: still offered and read for one release, then dropped. */
+export const CAP_RECON2_LEGACY = "recon2";
 const INST_RE = /^inst:([0-9a-f]{16})$/;
 
 /** The wire versions this build speaks. Version 1 (Passnote 1.0) is no longer spoken. */
@@ -22,10 +31,11 @@ export function newInstToken(): string {
   return bytesToHex(randomBytes(8));
 }
 
-export function makeHandshake(opts: { versions?: readonly number[]; inst?: string; recon?: boolean; recon2?: boolean; deviceKey?: Uint8Array }): MessageOf<"handshake"> {
+export function makeHandshake(opts: { versions?: readonly number[]; inst?: string; recon?: boolean; recon2?: boolean; digest?: boolean; deviceKey?: Uint8Array }): MessageOf<"handshake"> {
   const capabilities: string[] = [];
   if (opts.recon ?? true) capabilities.push(CAP_RECON);
-  if ((opts.recon ?? true) && opts.recon2) capabilities.push(CAP_RECON2);
+  if ((opts.recon ?? true) && opts.recon2) capabilities.push(CAP_RECON2, CAP_RECON2_LEGACY);
+  if (opts.digest) capabilities.push(CAP_DIGEST);
   if (opts.inst) capabilities.push(`inst:${opts.inst}`);
   return { type: "handshake", versions: [...(opts.versions ?? SUPPORTED_VERSIONS)], capabilities, deviceKey: opts.deviceKey ?? new Uint8Array(0) };
 }

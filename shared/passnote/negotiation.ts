@@ -5,8 +5,9 @@
 // Profile decision (the seed is silent): after the version is agreed, the side with the lower
 // transport peer id sends hello (the pull; both sides do without recon1); the other side can ask
 // for it with poke (forceSync).
-import { CAP_RECON, CAP_RECON2, instToken, negotiateVersion } from "./handshake";
+import { CAP_DIGEST, CAP_RECON, CAP_RECON2, CAP_RECON2_LEGACY, instToken, negotiateVersion } from "./handshake";
 import type { EngineCore, PeerState } from "./engine-core";
+import { deviceIdOf } from "./roster";
 import { forgetEphemerals, sendRatchetHello } from "./sessions";
 import type { MessageOf } from "./wire";
 
@@ -26,6 +27,8 @@ export function onHandshake(core: EngineCore, peer: string, state: PeerState, h:
     core.peers.set(peer, state);
     core.emit("restarted", peer);
   }
+  // The device the handshake names: a member whose frames we cannot open is asked for its hello.
+  if (core.identity && h.deviceKey.length === 32) state.handshakeDevice = deviceIdOf(h.deviceKey);
   if (!state.replied) {
     state.replied = true;
     void core.send(peer, core.handshake());
@@ -54,5 +57,11 @@ export function usesRecon(core: EngineCore, state: PeerState): boolean {
 
 /** Whether it runs as recon2 (offered by both sides, with recon1): then recon2 replaces recon1. */
 export function usesRecon2(core: EngineCore, state: PeerState): boolean {
-  return usesRecon(core, state) && state.caps.has(CAP_RECON2) && !!core.opts.recon2;
+  return usesRecon(core, state) && (state.caps.has(CAP_RECON2) || state.caps.has(CAP_RECON2_LEGACY)) && !!core.opts.recon2;
+}
+
+
+/** Whether the anti-entropy pass opens with a digest (both sides offer x-edge-relay/digest). */
+export function usesDigest(core: EngineCore, state: PeerState): boolean {
+  return state.caps.has(CAP_DIGEST) && core.digest;
 }

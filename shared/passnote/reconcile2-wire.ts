@@ -1,4 +1,4 @@
-// The body of the reconcile2 message (tag 8, capability recon2; profile, see docs/passnote.md
+// The body of the reconcile2 message (tag 0xF0, capability x-edge-relay/recon2; profile, see docs/passnote.md
 // "Range reconciliation, recon2"). A message lists ranges in ascending order that tile the item
 // space from its start: each range is given by its upper bound only, its lower bound being the
 // previous range's upper bound (the first starts at the lowest bound, wall 0 and no prefix). What

@@ -10,6 +10,10 @@ export class SendWindow {
   private closed = false;
   /** The largest number of frames that were in flight at once (for tests and measurements). */
   peak = 0;
+  /** The largest number of frames queued and in flight at once (for tests and measurements). */
+  peakPending = 0;
+  /** Called whenever a frame has left the window (the engine feeds paced work in then). */
+  onSettled?: () => void;
 
   constructor(
     private readonly transmit: (frame: Uint8Array) => Promise<void>,
@@ -21,12 +25,18 @@ export class SendWindow {
     if (this.closed) return Promise.reject(new Error("send window closed"));
     return new Promise((resolve, reject) => {
       this.queue.push({ frame, done: (err) => (err ? reject(err) : resolve()) });
+      this.peakPending = Math.max(this.peakPending, this.pending);
       this.pump();
     });
   }
 
   get pending(): number {
     return this.queue.length + this.inFlight;
+  }
+
+  /** Frames waiting behind the window (not handed to the transport yet). */
+  get queued(): number {
+    return this.queue.length;
   }
 
   /** Drops everything not yet handed to the transport. */
@@ -51,5 +61,6 @@ export class SendWindow {
     this.inFlight--;
     done();
     this.pump();
+    if (!this.closed) this.onSettled?.();
   }
 }

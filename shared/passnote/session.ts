@@ -202,11 +202,19 @@ export function ratchetCounter(sealed: Uint8Array): number | null {
   return n > BigInt(Number.MAX_SAFE_INTEGER) ? null : Number(n);
 }
 
+export interface SessionKeys {
+  groupKey: Uint8Array;
+  mine: Ephemeral;
+  theirs: Uint8Array;
+  selfId: string;
+  peerId: string;
+}
+
 /**
- * Derives the session once both ephemerals are known, and wipes this side's ephemeral secret.
- * Returns null when the shared secret is degenerate (a low-order peer key).
+ * The session two ephemerals give, leaving this side's secret as it is (a candidate: the caller
+ * wipes the secret once it keeps a session). Null when the shared secret is degenerate.
  */
-export function openSession(opts: { groupKey: Uint8Array; mine: Ephemeral; theirs: Uint8Array; selfId: string; peerId: string }): Session | null {
+export function deriveSession(opts: SessionKeys): Session | null {
   const { mine } = opts;
   if (!mine.secret) return null;
   let shared: Uint8Array;
@@ -214,11 +222,20 @@ export function openSession(opts: { groupKey: Uint8Array; mine: Ephemeral; their
     shared = x25519.getSharedSecret(mine.secret, opts.theirs);
   } catch {
     return null;
-  } finally {
-    mine.secret.fill(0);
-    mine.secret = undefined;
   }
   const root = sessionRoot(opts.groupKey, shared, [opts.selfId, opts.peerId], [mine.pub, opts.theirs]);
   shared.fill(0);
   return new Session(root, opts.selfId, opts.peerId);
+}
+
+/**
+ * Derives the session once both ephemerals are known, and wipes this side's ephemeral secret
+ * (also when the peer's key is degenerate: then null).
+ */
+export function openSession(opts: SessionKeys): Session | null {
+  try {
+    return deriveSession(opts);
+  } finally {
+    wipeEphemeral(opts.mine);
+  }
 }

@@ -6,7 +6,7 @@
 import { PASSNOTE_LIMITS as L } from "../limits";
 import { bytesToHex, equalBytes } from "../encoding";
 import type { EngineCore, PeerState } from "./engine-core";
-import { newEphemeral, openSession, signRatchetHello, verifyRatchetHello, wipeEphemeral, type Ephemeral, type RatchetHello } from "./session";
+import { deriveSession, newEphemeral, openSession, signRatchetHello, verifyRatchetHello, wipeEphemeral, type RatchetHello, type Session } from "./session";
 
 /** Sends a ratchet-hello with a fresh ephemeral key (dropping any session with the peer). */
 export function sendRatchetHello(core: EngineCore, peer: string, state: PeerState): void {
@@ -14,9 +14,10 @@ export function sendRatchetHello(core: EngineCore, peer: string, state: PeerStat
   const id = core.identity;
   if (!id || self === undefined) return;
   state.session = undefined;
-  dropAnswering(state);
+  state.answered = undefined;
   wipeEphemeral(state.mine); // superseded: an unused secret is wiped, never just dropped
   state.mine = newEphemeral();
+  state.helloAt = core.clock.physical();
   const hello = signRatchetHello(id.deviceKey, { from: self, to: peer, device: id.deviceId, keyTag: id.keyTag, ephemeral: state.mine.pub });
   void core.send(peer, hello, "plain");
 }
@@ -42,46 +43,62 @@ export function onRatchetHello(core: EngineCore, peer: string, state: PeerState,
   if (verdict !== "accept") return core.emit("helloRefused", peer, verdict);
   const eph = bytesToHex(h.ephemeral);
   if (state.seenEphemerals.includes(eph)) return; // a replayed hello changes nothing
-  // A new hello while a session exists (or after ours was used): the peer started afresh or asks
-  // us to re-send ours. Answer with a fresh one; the session is then derived from both. Answers
+  // A new hello while a session exists (or after our key was used): the peer started afresh or
+  // asks us to re-send ours. Answer with a fresh one, and derive no session yet: this side's key
+  // stays unused until the peer's next move says which session it holds (openAnswered). Answers
   // are rate-limited like requests, so a stale hello (replayed from beyond the remembered ones)
   // cannot start an endless exchange of answers; the next request after the interval re-keys.
   const now = core.clock.physical();
-  // A hello that arrives while our own answer is fresh is the peer's answer to it (the peer, too,
-  // had no unused key when ours arrived): pair it with the key of our answer and do not answer
-  // again. Without this, two sides that both hold a session answer each other's answers for ever.
-  const pending = takeAnswering(core, state, now);
-  const answer = !pending && (!!state.session || !state.mine?.secret);
-  const rekey = !!state.session || !!pending;
+  const answer = !!state.session || !state.mine?.secret;
   // Half the request interval, so that a peer's next request (rate-limited by the full interval
   // on its own clock) is never refused for arriving a little early.
   if (answer && now - state.lastAnswer < rehelloInterval(core) / 2) return core.emit("helloRefused", peer, "answered too recently");
   state.seenEphemerals.push(eph);
   if (state.seenEphemerals.length > L.ratchet_hellos_remembered) state.seenEphemerals.shift();
   state.held = undefined;
-  if (pending && pending !== state.mine) {
-    wipeEphemeral(state.mine);
-    state.mine = pending;
-  }
+  state.peerDevice = h.device;
   if (answer) {
+    // On a re-key, frames the peer sealed under the session this one replaces may still be in
+    // flight: they cannot be opened, and asking for a re-hello over them would re-key again, and
+    // again. An answer counts as a fresh request, so the next one waits a whole interval.
+    if (state.session) state.lastRehello = now;
     state.lastAnswer = now;
     sendRatchetHello(core, peer, state);
-    // Kept (a copy of the secret) for one rehello interval, for the peer's answer to this answer.
-    if (state.mine?.secret) keepAnswering(core, state, { pub: state.mine.pub, secret: state.mine.secret.slice() }, now);
+    // The peer either held an unused key when it sent this hello (it derives the session from our
+    // answer; its next ratcheted frame opens under our key and this hello's) or it held none (it
+    // answers our answer, and that hello pairs with our unused key). Neither needs a copy of a
+    // secret: ours stays unused, and is wiped the moment either session exists.
+    if (state.mine?.secret) state.answered = h.ephemeral;
+    return;
   }
-  if (!state.mine?.secret) return;
-  const session = openSession({ groupKey: core.identity!.group.groupKey, mine: state.mine, theirs: h.ephemeral, selfId: core.opts.selfId()!, peerId: peer });
+  const session = openSession({ groupKey: core.identity!.group.groupKey, mine: state.mine!, theirs: h.ephemeral, selfId: core.opts.selfId()!, peerId: peer });
   if (!session) return core.emit("helloRefused", peer, "degenerate ephemeral key");
+  established(core, peer, state, session);
+}
+
+/** A session with the peer exists: this side's ephemeral secret is already wiped. */
+function established(core: EngineCore, peer: string, state: PeerState, session: Session): void {
   state.session = session;
-  // On a re-key, frames the peer sealed under the session this one replaces may still be in
-  // flight: they cannot be opened, and asking for a re-hello over them would re-key again, and
-  // again. Such a new session counts as a fresh request, so the next one waits a whole interval.
-  if (rekey) state.lastRehello = now;
-  state.peerDevice = h.device;
-  core.emit("session", peer, h.device);
+  state.answered = undefined;
+  core.emit("session", peer, state.peerDevice!);
   // Both sides ask for the other's state once their session exists: the later of the two hellos
   // always finds the other side's session open.
   void core.send(peer, { type: "hello", node: core.node }, "session");
+}
+
+/**
+ * A ratcheted frame from a peer this side answered, before any session: if it opens under this
+ * side's unused key and the answered hello's key, that is the session (the secret is wiped now)
+ * and the frame is returned; otherwise (a frame of an older session, say) nothing changes.
+ */
+export function openAnswered(core: EngineCore, peer: string, state: PeerState, sealed: Uint8Array): Uint8Array | null {
+  if (state.session || !state.answered || !state.mine?.secret) return null;
+  const candidate = deriveSession({ groupKey: core.identity!.group.groupKey, mine: state.mine, theirs: state.answered, selfId: core.opts.selfId()!, peerId: peer });
+  const r = candidate?.open(sealed);
+  if (!candidate || r?.status !== "ok") return null;
+  wipeEphemeral(state.mine);
+  established(core, peer, state, candidate);
+  return r.frame;
 }
 
 /**
@@ -97,35 +114,23 @@ export function requestRehello(core: EngineCore, peer: string, state: PeerState)
 }
 
 /**
- * The key of this side's answer, while it may still be answered (one rehello interval); an older
- * one is wiped and forgotten. Either way the answering slot is empty afterwards.
+ * A pair where this side holds no session with an agreed peer heals here: the peer may hold one
+ * (our hello was lost, or its answer was), so this side offers a fresh hello, which the peer
+ * answers with one of its own. Run by repair() (`force`: a frame was refused, it may have been our
+ * hello) and by anti-entropy once our hello has gone unanswered for a whole rehello interval; both
+ * are rate-limited like every request.
  */
-function takeAnswering(core: EngineCore, state: PeerState, now: number): Ephemeral | undefined {
-  const a = state.answering;
-  if (!a) return undefined;
-  state.answering = undefined;
-  if (now - a.at < rehelloInterval(core)) return a.mine;
-  wipeEphemeral(a.mine);
-  return undefined;
+export function repairSession(core: EngineCore, peer: string, state: PeerState, force: boolean): void {
+  if (!core.identity || state.session || state.version === undefined || state.incompatible) return;
+  if (!force && core.clock.physical() - state.helloAt < rehelloInterval(core)) return;
+  requestRehello(core, peer, state);
 }
 
-/**
- * Keeps the key of this side's answer for one rehello interval, then wipes it: a timer, so an
- * answer nobody answers does not leave its secret in memory until the next hello.
- */
-function keepAnswering(core: EngineCore, state: PeerState, mine: Ephemeral, at: number): void {
-  const answering = { mine, at };
-  state.answering = answering;
-  const timer = setTimeout(() => {
-    wipeEphemeral(mine);
-    if (state.answering === answering) state.answering = undefined;
-  }, rehelloInterval(core));
-  (timer as { unref?: () => void }).unref?.();
-}
-
-function dropAnswering(state: PeerState): void {
-  wipeEphemeral(state.answering?.mine);
-  state.answering = undefined;
+/** Whether the peer's device (from its accepted hello, or else its handshake) is a non-revoked member. */
+export function isMember(core: EngineCore, state: PeerState): boolean {
+  const device = state.peerDevice ?? state.handshakeDevice;
+  const entry = device ? core.rosterEntry(device) : null;
+  return !!entry && !entry.revoked;
 }
 
 /**
@@ -134,7 +139,7 @@ function dropAnswering(state: PeerState): void {
  */
 export function forgetEphemerals(state: PeerState): void {
   wipeEphemeral(state.mine);
-  dropAnswering(state);
+  state.answered = undefined;
 }
 
 function rehelloInterval(core: EngineCore): number {
@@ -144,7 +149,7 @@ function rehelloInterval(core: EngineCore): number {
 /** The roster changed: end sessions with devices no longer listed as members, re-check held hellos. */
 export function rosterChanged(core: EngineCore): void {
   for (const [peer, s] of core.peers) {
-    if (s.peerDevice && (s.session || s.mine || s.answering)) {
+    if (s.peerDevice && (s.session || s.mine)) {
       const entry = core.rosterEntry(s.peerDevice);
       if (!entry || entry.revoked) {
         // A revoked device's hellos are refused from now on, so this side's keys for it are of no
@@ -160,6 +165,12 @@ export function rosterChanged(core: EngineCore): void {
       const h = s.held;
       s.held = undefined;
       onRatchetHello(core, peer, s, h);
+    }
+    // Frames sealed to a session we do not hold, from a device now listed (and no held hello
+    // that opens it): ask for its hello.
+    if (s.unopened && !s.session && isMember(core, s)) {
+      s.unopened = false;
+      requestRehello(core, peer, s);
     }
   }
 }

@@ -22,11 +22,12 @@ import type { Value } from "./codec";
 import { EngineCore, type Channel, type PeerState, type SyncEngineOptions, type SyncEvents, type TrafficStats } from "./engine-core";
 import { onDelta, onHello, onPoke, onReconcile, onReconcile2, onState } from "./anti-entropy";
 import type { HlcClock } from "./hlc";
-import { onHandshake } from "./negotiation";
+import { onHandshake, usesDigest } from "./negotiation";
+import { channelDigest, onDigest } from "./digest";
 import { checkLocalWrite, type PassnoteStore } from "./records";
 import { ROSTER_COLLECTION, signRosterRecord, type RosterEntry } from "./roster";
 import { KIND_PLAIN, KIND_RATCHET, openFrame, openPlain } from "./seal";
-import { forgetEphemerals, onRatchetHello, requestRehello, rosterChanged } from "./sessions";
+import { forgetEphemerals, isMember, onRatchetHello, openAnswered, repairSession, requestRehello, rosterChanged } from "./sessions";
 import { decodeMessage, type Message, type WireRecord } from "./wire";
 
 export type { Channel, DropReason, SyncEngineOptions, SyncEvents, TrafficStats } from "./engine-core";
@@ -151,10 +152,16 @@ export class SyncEngine {
     return this.core.rosterEntry(device);
   }
 
-  /** The pull half of forceSync: ask every agreed peer for a hello, and send ours. */
+  /**
+   * The pull half of forceSync: ask every agreed peer for a hello, and send ours. A pair that
+   * cannot sync heals here too: a peer we have not heard from since we agreed gets our handshake
+   * again (ours may have been lost), and in identity mode a peer without a session whose hello
+   * we have waited a whole rehello interval for is asked to re-send it (repairSession).
+   */
   forceSync(): void {
     for (const [peer, s] of this.core.peers) {
       if (s.version === undefined) continue;
+      this.heal(peer, s, false);
       for (const ch of this.core.identity ? (s.session ? (["plain", "session"] as const) : (["plain"] as const)) : (["passphrase"] as const)) {
         void this.core.send(peer, { type: "hello", node: this.node }, ch);
         void this.core.send(peer, { type: "poke" }, ch);
@@ -163,16 +170,48 @@ export class SyncEngine {
   }
 
   /**
+   * The periodic anti-entropy pass (the reference peer runs it every anti_entropy_interval_ms).
+   * Its cost does not grow with collections that did not change: to a peer that offers
+   * x-edge-relay/digest it sends one digest per channel (digest.ts), and the peer asks for our
+   * state only where its own digest differs; to any other peer one hello per channel (its own
+   * pass pulls the other way). The roster's plain channel always gets a hello (one collection).
+   * A stalled pair heals here as in forceSync.
+   */
+  antiEntropyPass(): void {
+    const core = this.core;
+    for (const [peer, s] of core.peers) {
+      if (s.version === undefined || s.incompatible) continue;
+      this.heal(peer, s, false);
+      for (const ch of core.identity ? (s.session ? (["plain", "session"] as const) : (["plain"] as const)) : (["passphrase"] as const)) {
+        if (ch !== "plain" && usesDigest(core, s)) void core.send(peer, { type: "digest", digest: channelDigest(core, ch) }, ch);
+        else void core.send(peer, { type: "hello", node: this.node }, ch);
+      }
+    }
+  }
+
+  /**
    * Anti-entropy after a loss the transport reported (a refused frame: the relay does not say
-   * which): every agreed peer gets forceSync's hello and poke, so reconciliation re-ships whatever
-   * the lost frame carried; a peer not agreed yet gets our handshake again.
+   * which): every peer gets our handshake again (a peer that agreed ignores it, one that lost it
+   * agrees now), a peer without a session is asked for a fresh hello, and every agreed peer gets
+   * forceSync's hello and poke, so reconciliation re-ships whatever the lost frame carried.
    */
   repair(): void {
     for (const [peer, s] of this.core.peers) {
       s.shipped.clear(); // without recon1: the lost frame may have carried records, so a full pass
-      if (s.version === undefined && !s.incompatible) void this.core.send(peer, this.core.handshake());
+      if (s.incompatible) continue;
+      void this.core.send(peer, this.core.handshake());
+      repairSession(this.core, peer, s, true);
     }
     this.forceSync();
+  }
+
+  /** A peer we have not heard from since agreeing gets our handshake again; a missing session is repaired. */
+  private heal(peer: string, s: PeerState, force: boolean): void {
+    if (s.incompatible) return;
+    if (s.heard) return repairSession(this.core, peer, s, force);
+    // Our hello went out before the peer agreed (and was dropped there): a fresh one follows.
+    void this.core.send(peer, this.core.handshake());
+    repairSession(this.core, peer, s, true);
   }
 
   /** Identity mode: peers with an open session (the only ones that get user data). */
@@ -203,10 +242,10 @@ export class SyncEngine {
     );
   }
 
-  /** Frames queued or in flight to all peers (0 when every window has drained). */
+  /** Frames queued or in flight to all peers, paced work included (0 when every window has drained). */
   pendingFrames(): number {
     let n = 0;
-    for (const s of this.core.peers.values()) n += s.window.pending;
+    for (const s of this.core.peers.values()) n += s.window.pending + s.paced.length;
     return n;
   }
 
@@ -273,6 +312,7 @@ export class SyncEngine {
     if (!this.allowed(m, ch)) return core.emit("dropped", peer, "out-of-scope");
     if (m.type === "handshake") return onHandshake(core, peer, state, m);
     if (state.version === undefined || state.incompatible) return; // nothing before agreement
+    state.heard = true;
     switch (m.type) {
       case "hello":
         return onHello(core, peer, state, m, ch);
@@ -289,6 +329,8 @@ export class SyncEngine {
         return onReconcile(core, peer, m, ch);
       case "reconcile2":
         return onReconcile2(core, peer, state, m, ch);
+      case "digest":
+        return onDigest(core, peer, state, m, ch);
     }
   }
 
@@ -306,13 +348,19 @@ export class SyncEngine {
       return frame && { frame, ch: "plain" };
     }
     if (bytes[0] === KIND_RATCHET) {
+      const answered = openAnswered(core, peer, state, bytes);
+      if (answered) return { frame: answered, ch: "session" };
       if (!state.session) {
         core.emit("dropped", peer, "no-session");
-        // A member we had a session with on this connection seals to a session we do not hold
-        // (ours was re-keyed, or our request was not answered): ask again. A revoked or unknown
-        // device never had one, so its frames are dropped without a word.
-        const entry = state.peerDevice ? this.rosterEntry(state.peerDevice) : null;
-        if (entry && !entry.revoked) requestRehello(core, peer, state);
+        // A member seals to a session we do not hold (our hello to it, or its answer to ours, was
+        // lost; or ours was re-keyed): ask it to re-send its hello (rate-limited). The member is
+        // known by its accepted hello or, before any, by the device key of its handshake. A
+        // revoked or unknown device never had a session, so its frames are dropped without a word.
+        // A device whose roster record has not arrived yet is asked once it does (rosterChanged).
+        if (state.version !== undefined) {
+          if (isMember(core, state)) requestRehello(core, peer, state);
+          else state.unopened = true;
+        }
         return null;
       }
       const r = state.session.open(bytes);
@@ -337,6 +385,8 @@ export class SyncEngine {
         return ch !== "session";
       case "ratchet-hello":
         return ch === "plain";
+      case "digest":
+        return ch !== "plain"; // the roster's channel is pulled with hello, as the plain-frame restriction lists
       case "delta":
       case "reconcile":
       case "reconcile2":

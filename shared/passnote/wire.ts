@@ -14,11 +14,14 @@
 //   4 poke           (empty)
 //   5 ratchet-hello  from: str, to: str, device: str, keyTag: bytes, ephemeral: 32 bytes, sig: 64 bytes
 //   6 handshake      n× version: varint, n× capability: str, deviceKey: bytes (empty without identity)
-//                    (past 16 versions, 32 capabilities or a capability over 1,024 bytes: the excess is ignored)
+//                    (past 16 versions, 32 capabilities or a capability over 1,024 bytes: the excess is ignored;
+//                    so is a version above 255 and a capability that is not valid UTF-8)
 //   7 reconcile      collection: str, n× probe (n ≤ 64), n× request
 //                    probe = start: varint, end: varint, depth: byte, count: varint, fingerprint: 16 bytes
 //                    request = start: varint, end: varint       (ranges are [start, end) in HLC wall ms)
-//   8 reconcile2     recon2 only (profile): collection: str, n× range; see reconcile2-wire.ts
+//   0xF0 reconcile2  capability x-edge-relay/recon2 only (profile; tag 8 and capability recon2
+//                    before, still read for one release): collection: str, n× range; see reconcile2-wire.ts
+//   0xF1 digest      capability x-edge-relay/digest only (profile): digest: 16 bytes; see digest.ts
 import { PASSNOTE_LIMITS as L } from "../limits";
 import { DecodeError, Reader, Writer, type Value } from "./codec";
 import { parseHlc } from "./hlc";
@@ -30,6 +33,14 @@ export const WIRE_VERSION = 2;
 export const HANDSHAKE_VERSION = 1;
 export const FINGERPRINT_BYTES = 16;
 
+/**
+ * Message tags 1-7 are the protocol's. This project's own extension messages take tags from a
+ * private range, 0xF0-0xFF (240-255), far above any tag the protocol assigns, so a later version
+ * of the protocol that defines tag 8, 9... never collides with them; capabilities of extensions
+ * carry the vendor prefix "x-edge-relay/" for the same reason.
+ */
+export const PRIVATE_TAGS = { first: 0xf0, last: 0xff } as const;
+
 export const MESSAGE_TAG = {
   hello: 1,
   state: 2,
@@ -38,8 +49,18 @@ export const MESSAGE_TAG = {
   "ratchet-hello": 5,
   handshake: 6,
   reconcile: 7,
-  reconcile2: 8,
+  reconcile2: 0xf0,
+  digest: 0xf1,
 } as const;
+
+/** Bytes of a digest (the anti-entropy pass's one summary of a channel's collections). */
+export const DIGEST_BYTES = 16;
+
+/**
+ * The tag reconcile2 had before it moved to the private range, still read (and sent to a peer
+ * that offers only the old capability name) for one release.
+ */
+export const LEGACY_RECONCILE2_TAG = 8;
 
 export interface WireRecord {
   key: string;
@@ -76,7 +97,8 @@ export type Message =
     }
   | { type: "handshake"; versions: number[]; capabilities: string[]; deviceKey: Uint8Array }
   | { type: "reconcile"; collection: string; probes: Probe[]; requests: Range[] }
-  | Reconcile2;
+  | Reconcile2
+  | { type: "digest"; digest: Uint8Array };
 
 export type MessageType = Message["type"];
 export type MessageOf<T extends MessageType> = Extract<Message, { type: T }>;
@@ -134,6 +156,10 @@ export function encodeMessage(m: Message): Uint8Array {
     case "reconcile2":
       writeReconcile2(w, m);
       break;
+    case "digest":
+      if (m.digest.length !== DIGEST_BYTES) throw new RangeError("digest size");
+      w.raw(m.digest);
+      break;
   }
   return w.finish();
 }
@@ -164,7 +190,9 @@ function readBody(type: number, r: Reader): Message {
     case MESSAGE_TAG.hello:
       return { type: "hello", node: name(r) };
     case MESSAGE_TAG.state: {
-      const n = r.count(L.state_max_collections);
+      // Any number of entries: a peer built otherwise may name all its collections in one state
+      // (each entry takes at least two bytes, so the count is bounded by the message).
+      const n = r.count(Number.MAX_SAFE_INTEGER);
       const watermarks = [];
       for (let i = 0; i < n; i++) {
         const collection = name(r);
@@ -197,18 +225,23 @@ function readBody(type: number, r: Reader): Message {
       // The excess is ignored, not the handshake (seed: unknown capabilities are ignored): counts
       // are bounded only by the bytes left; the first 16 versions and the first 32 capabilities of
       // at most 1,024 bytes are kept, and a longer capability is skipped over unread.
+      // Items this build cannot use are ignored the same way: a version above 255 (a well-formed
+      // varint up to 64 bits) and a capability that is not valid UTF-8.
       const nv = r.count(Number.MAX_SAFE_INTEGER);
       const versions = [];
       for (let i = 0; i < nv; i++) {
-        const v = r.varint(255);
-        if (versions.length < L.handshake_max_versions) versions.push(v);
+        const v = r.varint64();
+        if (v <= 255n && versions.length < L.handshake_max_versions) versions.push(Number(v));
       }
       const nc = r.count(Number.MAX_SAFE_INTEGER);
       const capabilities = [];
       for (let i = 0; i < nc; i++) {
         const n = r.varint();
         if (n > L.max_name_bytes || capabilities.length >= L.handshake_max_capabilities) r.skip(n);
-        else capabilities.push(r.utf8(n));
+        else {
+          const c = r.utf8OrNull(n);
+          if (c !== null) capabilities.push(c);
+        }
       }
       const deviceKey = r.bytes(64);
       return { type: "handshake", versions, capabilities, deviceKey };
@@ -230,7 +263,10 @@ function readBody(type: number, r: Reader): Message {
       return { type: "reconcile", collection, probes, requests };
     }
     case MESSAGE_TAG.reconcile2:
+    case LEGACY_RECONCILE2_TAG:
       return readReconcile2(r, name);
+    case MESSAGE_TAG.digest:
+      return { type: "digest", digest: r.raw(DIGEST_BYTES) };
     default:
       throw new DecodeError(`unknown message tag ${type}`);
   }

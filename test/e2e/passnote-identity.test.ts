@@ -7,7 +7,9 @@ import { RelayTransport } from "../../clients/passnote/relay-transport";
 import { MemoryStore } from "../../shared/passnote/records";
 import { ROSTER_COLLECTION, type DeviceIdentity } from "../../shared/passnote/roster";
 import { bytesToHex } from "../../shared/encoding";
-import { collectionsNamed, fillDifferent, idOf, newGroup, pubOf, recorder, sameRecords, viewReceived } from "../helpers/passnote";
+import { collectionsNamed, dropSends, fillDifferent, idOf, newGroup, plainType, pubOf, recorder, sameRecords, viewReceived } from "../helpers/passnote";
+import { KIND_RATCHET } from "../../shared/passnote/seal";
+import { PASSNOTE_LIMITS } from "../../shared/limits";
 import { sleep, waitFor } from "../helpers/wait";
 
 const wsUrl = inject("relayUrl").replace(/^http/, "ws");
@@ -16,11 +18,12 @@ afterEach(() => {
   for (const c of open.splice(0)) c.close();
 });
 
-async function device(identity: DeviceIdentity, node: string, store?: MemoryStore) {
+async function device(identity: DeviceIdentity, node: string, store?: MemoryStore, opts: { now?: () => number; drop?: (to: string, frame: Uint8Array) => boolean } = {}) {
   const t = await RelayTransport.connect({ relayUrl: wsUrl, rosterKey: identity.group.rosterKey });
   open.push(t);
   const received = recorder(t).frames;
-  const peer = new PassnotePeer({ transport: t, identity, node, store });
+  if (opts.drop) dropSends(t, opts.drop);
+  const peer = new PassnotePeer({ transport: t, identity, node, store, now: opts.now, antiEntropyIntervalMs: opts.now ? 0 : undefined });
   return { t, peer, received };
 }
 
@@ -77,5 +80,44 @@ describe("seed 001 identity mode over a sync room", () => {
       }
       expect(outsider.peer.store.collectionNames()).toEqual([ROSTER_COLLECTION]);
     }
+  });
+});
+
+describe("seed 001 over a sync room: a peer that seals frames this side cannot open is asked to re-send its hello", () => {
+  /**
+   * Alice's ratchet-hello to bob is lost (as a frame the relay refused), and so is everything she
+   * seals to bob until `heal` runs: alice holds a session, bob none. Clocks are driven by hand.
+   */
+  async function lostHello(heal: (a: PassnotePeer, b: PassnotePeer, advance: () => void) => void) {
+    const { owner, devices } = newGroup(1);
+    let skew = 0;
+    const now = () => Date.now() + skew;
+    let losing = true;
+    const a = await device(owner, "alice", undefined, {
+      now,
+      drop: (_to, f) => losing && (f[0] === KIND_RATCHET || plainType(owner.group.rosterKey, f) === "ratchet-hello"),
+    });
+    a.peer.admit(pubOf(devices[0]));
+    const b = await device(devices[0], "bob", undefined, { now });
+    await waitFor(() => a.peer.engine.sessionPeers().length === 1 && b.peer.engine.rosterEntry(idOf(owner)) !== null && a.peer.engine.pendingFrames() === 0, { what: "alice's session, bob's roster" });
+    expect(b.peer.engine.sessionPeers()).toEqual([]);
+    losing = false;
+    a.peer.put("vault", "from-alice", 1);
+    b.peer.put("vault", "from-bob", 2);
+    heal(a.peer, b.peer, () => void (skew += PASSNOTE_LIMITS.rehello_interval_ms));
+    await waitFor(() => b.peer.get("vault", "from-alice") === 1 && a.peer.get("vault", "from-bob") === 2, { timeout: 15_000, what: "both records" });
+    expect(b.peer.engine.sessionPeers()).toEqual([a.t.self]);
+  }
+
+  it("a dropped ratchet-hello heals within one anti-entropy period", async () => {
+    await lostHello((a, b, advance) => {
+      advance(); // one period later (the clocks driven past the rehello interval)
+      a.engine.antiEntropyPass();
+      b.engine.antiEntropyPass();
+    });
+  });
+
+  it("a dropped ratchet-hello heals by repair()", async () => {
+    await lostHello((_a, b) => b.engine.repair());
   });
 });

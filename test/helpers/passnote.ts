@@ -157,3 +157,26 @@ export function tapped(t: Transport, key: Uint8Array): Message[] {
   };
   return sent;
 }
+
+/**
+ * Wraps a transport so that the frames `drop` picks are lost on the way (as a frame the relay
+ * refused): the send resolves, nothing leaves. Returns the lost frames.
+ */
+export function dropSends(t: Transport, drop: (to: string, frame: Uint8Array) => boolean): Array<[string, Uint8Array]> {
+  const lost: Array<[string, Uint8Array]> = [];
+  const send = t.send.bind(t);
+  t.send = (to, frame) => {
+    if (drop(to, frame)) {
+      lost.push([to, frame.slice()]);
+      return Promise.resolve();
+    }
+    return send(to, frame);
+  };
+  return lost;
+}
+
+/** The type of a plain frame under the roster key (undefined for a ratcheted or foreign frame). */
+export function plainType(rosterKey: Uint8Array, frame: Uint8Array): Message["type"] | undefined {
+  const opened = openPlain(rosterKey, frame);
+  return (opened && decodeMessage(opened)?.type) || undefined;
+}

@@ -7,7 +7,7 @@ import type { Transport } from "../../../../clients/passnote/transport";
 import { openFrame, sealFrame } from "../../../../shared/passnote/seal";
 import { decodeMessage, encodeMessage, type Message } from "../../../../shared/passnote/wire";
 import { formatHlc } from "../../../../shared/passnote/hlc";
-import { MemoryStore } from "../../../../shared/passnote/records";
+import { MemoryStore, type PassnoteStore } from "../../../../shared/passnote/records";
 import { PASSNOTE_LIMITS } from "../../../../shared/limits";
 import { fillDifferent, groupKey, sameRecords, tapped } from "../../../helpers/passnote";
 import { waitFor, sleep } from "../../../helpers/wait";
@@ -36,7 +36,7 @@ describe("seed 001: connection handshake", () => {
     expect(count(sentA)).toBeLessThanOrEqual(2);
     expect(count(sentB)).toBeLessThanOrEqual(2);
     const hs = sentA.find((m) => m.type === "handshake")!;
-    expect(hs).toMatchObject({ versions: [2], capabilities: ["recon1", expect.stringMatching(/^inst:[0-9a-f]{16}$/)] });
+    expect(hs).toMatchObject({ versions: [2], capabilities: ["recon1", "x-edge-relay/digest", expect.stringMatching(/^inst:[0-9a-f]{16}$/)] });
   });
 
   it("unknown capabilities are ignored, so is the excess: 40 capabilities, 20 versions and a 2,000-byte capability still agree", async () => {
@@ -64,7 +64,7 @@ describe("seed 001: connection handshake", () => {
     const hs = sentB.find((m) => m.type === "handshake") as Extract<Message, { type: "handshake" }>;
     expect(hs.versions).toHaveLength(16); // what alice read of bob's 20
     expect(hs.capabilities).toHaveLength(32); // of 40: the 2,000-byte one skipped, 32 of the other 39 kept
-    expect(hs.capabilities.slice(0, 2)).toEqual(["recon1", expect.stringMatching(/^inst:/)]);
+    expect(hs.capabilities.slice(0, 3)).toEqual(["recon1", "x-edge-relay/digest", expect.stringMatching(/^inst:/)]);
     expect(a.engine.peerInfo(tb.self!)?.version).toBe(2);
     expect(a.engine.peerInfo(tb.self!)?.incompatible).toBe(false);
   });
@@ -174,51 +174,74 @@ describe("seed 001: deltas and the clock bound", () => {
   });
 });
 
-describe("state over several messages (issue 18)", () => {
+describe("seed 001: state (per-collection watermarks)", () => {
   const rec = (key: string) => ({ key, value: 1, is_deleted: false, hlc: formatHlc({ wall: 1_000, counter: 0, node: "x" }) });
   const openingProbes = (sent: Message[]) =>
     sent.filter((m) => m.type === "reconcile" && m.probes.length === 1 && m.probes[0].depth === 0 && m.requests.length === 0).map((m) => (m as { collection: string }).collection);
+  const stateSizes = (sent: Message[]) => sent.filter((m) => m.type === "state").map((m) => (m as { watermarks: unknown[] }).watermarks.length);
 
-  it("a state split over several messages is one series: every collection is probed once, its own ones included", async () => {
-    const sa = new MemoryStore();
-    const sb = new MemoryStore();
-    for (let i = 0; i < 1_100; i++) sa.merge(`c${i}`, rec("k"));
-    for (let i = 0; i < 30; i++) sb.merge(`b${i}`, rec("k"));
-    for (let i = 0; i < 10; i++) sb.merge(`c${i}`, rec("other"));
-    const { a, b, sentA, sentB } = await pair({ a: { store: sa }, b: { store: sb } });
-    await waitFor(() => a.store.collectionNames().length === 1_130 && b.store.collectionNames().length === 1_130, { what: "every collection both ways" });
-    for (const sent of [sentA, sentB]) {
-      const probes = openingProbes(sent);
-      expect(probes.length).toBe(new Set(probes).size); // no collection probed twice
-    }
-    // Now both hold 1,130 collections: each side's state is 1,024 + 106, and each side probes each
-    // of the 1,130 once (before, the second message probed its own 1,130 again).
-    await sleep(50);
-    sentA.length = 0;
-    sentB.length = 0;
-    a.forceSync(); // hello (bob answers state) and poke (bob sends hello, alice answers state)
-    await waitFor(() => openingProbes(sentA).length >= 1_130 && openingProbes(sentB).length >= 1_130, { what: "both rounds" });
-    await sleep(100);
-    const sizes = [...sentA, ...sentB].filter((m) => m.type === "state").map((m) => (m as { watermarks: unknown[] }).watermarks.length);
-    expect(sizes.sort((x, y) => x - y)).toEqual([106, 106, 1_024, 1_024]);
-    for (const sent of [sentA, sentB]) {
-      const probes = openingProbes(sent);
-      expect(probes.length).toBe(1_130);
-      expect(new Set(probes).size).toBe(1_130);
-    }
+  it("state: 1,025 collections from a seed-only peer (all in one state message) sync", async () => {
+    const { a, b, ta, tb, key } = await pair();
+    await waitFor(() => agreed(a, tb) && agreed(b, ta) && a.engine.pendingFrames() === 0 && b.engine.pendingFrames() === 0, { what: "agreement" });
+    for (let i = 0; i < 1_025; i++) a.store.merge(`c${i}`, rec(`k${i}`)); // not pushed: only the state tells bob
+    const watermarks = a.store.collectionNames().map((collection) => ({ collection, watermark: a.store.watermark(collection) }));
+    expect(watermarks).toHaveLength(1_025);
+    await b.engine.receive(ta.self!, sealFrame(key, encodeMessage({ type: "state", watermarks })));
+    await waitFor(() => b.store.collectionNames().length === 1_025, { what: "every collection" });
+    expect(sameRecordsIn(a.store, b.store)).toBe(true);
   });
 
-  it("a state of exactly state_max_collections is followed by an empty one, so the series ends", async () => {
+  it("state: a state of exactly 1,024 entries is not read as \"more follow\": a later state naming a collection under a new watermark is probed again", async () => {
+    const { a, b, ta, tb, key } = await pair();
+    await waitFor(() => agreed(a, tb) && agreed(b, ta) && a.engine.pendingFrames() === 0 && b.engine.pendingFrames() === 0, { what: "agreement" });
+    for (let i = 0; i < 1_024; i++) a.store.merge(`c${i}`, rec(`k${i}`));
+    const stateOf = () => a.store.collectionNames().map((collection) => ({ collection, watermark: a.store.watermark(collection) }));
+    await b.engine.receive(ta.self!, sealFrame(key, encodeMessage({ type: "state", watermarks: stateOf() })));
+    await waitFor(() => b.store.collectionNames().length === 1_024, { what: "every collection" });
+    a.store.merge("c0", { ...rec("later"), hlc: formatHlc({ wall: 2_000, counter: 0, node: "x" }) });
+    await b.engine.receive(ta.self!, sealFrame(key, encodeMessage({ type: "state", watermarks: stateOf().filter((w) => w.collection === "c0") })));
+    await waitFor(() => b.get("c0", "later") === 1, { what: "the later record" });
+  });
+
+  it("state: this peer sends one complete state while it fits (1,024 collections: one message, nothing after it)", async () => {
     const sa = new MemoryStore();
-    for (let i = 0; i < PASSNOTE_LIMITS.state_max_collections; i++) sa.merge(`c${i}`, rec("k"));
+    for (let i = 0; i < 1_024; i++) sa.merge(`c${i}`, rec("k"));
     const { a, b, sentA } = await pair({ a: { store: sa } });
     await waitFor(() => a.engine.agreedPeers().length === 1 && b.engine.agreedPeers().length === 1, { what: "agreement" });
-    b.forceSync(); // bob asks alice for her state
     await waitFor(() => b.store.collectionNames().length === 1_024, { what: "every collection" });
-    const sizes = sentA.filter((m) => m.type === "state").map((m) => (m as { watermarks: unknown[] }).watermarks.length);
-    expect(sizes.slice(0, 2)).toEqual([1_024, 0]);
+    await waitFor(() => a.engine.pendingFrames() === 0 && b.engine.pendingFrames() === 0, { what: "quiet" });
+    sentA.length = 0;
+    b.forceSync(); // bob asks alice for her state
+    await waitFor(() => stateSizes(sentA).length >= 1 && a.engine.pendingFrames() === 0, { what: "alice's state" });
+    expect(stateSizes(sentA)).toEqual([1_024]);
+  });
+
+  it("state: watermarks past state_max_bytes go in several complete states, and each collection is probed once", async () => {
+    const long = (i: number) => `c${i}-${"x".repeat(900)}`;
+    const sa = new MemoryStore();
+    const sb = new MemoryStore();
+    for (let i = 0; i < 300; i++) sa.merge(long(i), rec("k"));
+    for (let i = 0; i < 30; i++) sb.merge(`b${i}`, rec("k"));
+    for (let i = 0; i < 10; i++) sb.merge(long(i), rec("other"));
+    const { a, b, sentA, sentB } = await pair({ a: { store: sa } , b: { store: sb } });
+    await waitFor(() => a.store.collectionNames().length === 330 && b.store.collectionNames().length === 330, { what: "every collection both ways" });
+    await waitFor(() => a.engine.pendingFrames() === 0 && b.engine.pendingFrames() === 0, { what: "quiet" });
+    sentA.length = 0;
+    sentB.length = 0;
+    b.forceSync(); // bob's hello: alice answers with her state, in parts
+    await waitFor(() => openingProbes(sentB).length >= 330 && a.engine.pendingFrames() === 0 && b.engine.pendingFrames() === 0, { what: "bob's probes" });
+    const sizes = stateSizes(sentA);
+    expect(sizes.length).toBeGreaterThan(1);
+    expect(sizes.reduce((x, y) => x + y, 0)).toBe(330);
+    const probes = openingProbes(sentB);
+    expect(probes.length).toBe(330);
+    expect(new Set(probes).size).toBe(330);
   });
 });
+
+function sameRecordsIn(x: PassnoteStore, y: PassnoteStore): boolean {
+  return x.collectionNames().every((c) => JSON.stringify(x.all(c)) === JSON.stringify(y.all(c)));
+}
 
 describe("seed 001: the clock bound's document rule and periodic anti-entropy (issue 18)", () => {
   it("clock bound, document rule: a refused record takes the rest of its document (its key's other records in the delta) with it, and nothing else", async () => {
@@ -272,6 +295,61 @@ describe("seed 001: the clock bound's document rule and periodic anti-entropy (i
     } finally {
       spy.mockRestore();
     }
+  });
+});
+
+describe("the periodic anti-entropy pass is bounded", () => {
+  const rec = (key: string, wall = 1_000) => ({ key, value: 1, is_deleted: false, hlc: formatHlc({ wall, counter: 0, node: "x" }) });
+  const total = (p: PassnotePeer) => Object.values(p.engine.sent.frames).reduce((x, y) => x + y, 0);
+  const quiet = (...ps: PassnotePeer[]) => waitFor(() => ps.every((p) => p.engine.pendingFrames() === 0), { what: "quiet" });
+
+  async function settledPair(collections: number) {
+    const sa = new MemoryStore();
+    const sb = new MemoryStore();
+    for (let i = 0; i < collections; i++) for (const s of [sa, sb]) s.merge(`c${i}`, rec(`k${i}`));
+    const p = await pair({ a: { store: sa, antiEntropyIntervalMs: 0 }, b: { store: sb, antiEntropyIntervalMs: 0 } });
+    await waitFor(() => agreed(p.a, p.tb) && agreed(p.b, p.ta), { what: "agreement" });
+    await sleep(20);
+    await quiet(p.a, p.b);
+    return p;
+  }
+
+  it("periodic pass: with 500 collections and no change, a pass sends O(1) frames per peer (one digest), whatever the number of collections", async () => {
+    const { a, b } = await settledPair(500);
+    const before = [total(a), total(b)];
+    a.engine.antiEntropyPass();
+    b.engine.antiEntropyPass();
+    await sleep(20);
+    await quiet(a, b);
+    expect([total(a) - before[0], total(b) - before[1]]).toEqual([1, 1]);
+    expect(a.engine.sent.frames.digest).toBe(1);
+  });
+
+  it("periodic pass: a change in one of 500 collections that no delta carried is found and brought by the pass", async () => {
+    const { a, b } = await settledPair(500);
+    a.store.merge("c123", rec("unsent", 2_000)); // in the store, never pushed (a lost frame, say)
+    a.engine.antiEntropyPass();
+    await waitFor(() => b.get("c123", "unsent") === 1, { what: "the pass brings it" });
+  });
+
+  it("send queue: the opening probes of a state naming 300 collections are paced, so the queue to a peer stays a few windows long", async () => {
+    const sa = new MemoryStore();
+    for (let i = 0; i < 300; i++) sa.merge(`c${i}`, rec("k"));
+    const { a, b, tb, ta } = await pair({ a: { store: sa } });
+    await waitFor(() => b.store.collectionNames().length === 300, { what: "every collection" });
+    const peaks = [a.engine.core.peers.get(tb.self!)!.window.peakPending, b.engine.core.peers.get(ta.self!)!.window.peakPending];
+    expect(Math.max(...peaks)).toBeLessThanOrEqual(4 * PASSNOTE_LIMITS.max_in_flight_frames + 8);
+  });
+
+  it("send queue: past send_queue_max_frames a frame is left out, and once the queue drains the peer is re-reconciled: nothing is lost", async () => {
+    // The bound scaled down (100 frames instead of send_queue_max_frames) to keep the test quick.
+    const max = 100;
+    const { a, b, ta, tb } = await pair({ a: { sendQueueMaxFrames: max } });
+    await waitFor(() => agreed(a, tb) && agreed(b, ta), { what: "agreement" });
+    const n = 400;
+    for (let i = 0; i < n; i++) a.put(`w${i}`, "k", i); // one delta per collection, in one turn
+    await waitFor(() => b.store.collectionNames().length === n, { what: "every write" });
+    expect(a.engine.core.peers.get(tb.self!)!.window.peakPending).toBeLessThanOrEqual(max + PASSNOTE_LIMITS.max_in_flight_frames);
   });
 });
 

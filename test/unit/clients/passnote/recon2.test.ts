@@ -10,7 +10,9 @@ import { MemoryStore } from "../../../../shared/passnote/records";
 import { ROSTER_COLLECTION } from "../../../../shared/passnote/roster";
 import { openingProbe2 } from "../../../../shared/passnote/reconcile2";
 import { sealFrame, sealPlain } from "../../../../shared/passnote/seal";
-import { encodeMessage, type Message } from "../../../../shared/passnote/wire";
+import { decodeMessage, encodeMessage, MESSAGE_TAG, PRIVATE_TAGS, type Message } from "../../../../shared/passnote/wire";
+import { openFrame } from "../../../../shared/passnote/seal";
+import type { Transport } from "../../../../clients/passnote/transport";
 import { collectionsNamed, fillDifferent, groupKey, newGroup, pubOf, sameRecords, tapSends, tapped, viewReceived } from "../../../helpers/passnote";
 import { sleep, waitFor } from "../../../helpers/wait";
 
@@ -41,7 +43,7 @@ const capsOf = (sent: Message[]) => (sent.find((m) => m.type === "handshake") as
 describe("recon2: negotiation", () => {
   it("a peer with recon2 offers both recon1 and recon2; two such peers reconcile with recon2", async () => {
     const { lower, higher, sentL } = await pair({ recon2: true }, { recon2: true });
-    expect(capsOf(sentL).filter((c) => c.startsWith("recon"))).toEqual(["recon1", "recon2"]);
+    expect(capsOf(sentL).filter((c) => c.includes("recon"))).toEqual(["recon1", "x-edge-relay/recon2", "recon2"]);
     expect(frames(lower, "reconcile2")).toBeGreaterThan(0);
     expect(frames(higher, "reconcile2")).toBeGreaterThan(0);
     expect(frames(lower, "reconcile") + frames(higher, "reconcile")).toBe(0);
@@ -78,6 +80,53 @@ describe("recon2: negotiation", () => {
     await sleep(20);
     expect(higher.engine.sent.frames).toEqual(before);
     expect(lower.get("notes", "late")).toBeUndefined();
+  });
+});
+
+describe("recon2: an extension's name and tag no protocol version will take", () => {
+  it("the extension uses a vendor-prefixed capability (x-edge-relay/recon2) and a tag from the private range 0xF0-0xFF", async () => {
+    expect(MESSAGE_TAG.reconcile2).toBeGreaterThanOrEqual(PRIVATE_TAGS.first);
+    expect(MESSAGE_TAG.reconcile2).toBeLessThanOrEqual(PRIVATE_TAGS.last);
+    const { key, lower } = await pair({ recon2: true }, { recon2: true });
+    expect(frames(lower, "reconcile2")).toBeGreaterThan(0);
+    const probe = encodeMessage(openingProbe2(new MemoryStore(), "notes"));
+    expect(probe[2]).toBe(0xf0);
+    expect(decodeMessage(probe)?.type).toBe("reconcile2");
+    void key;
+  });
+
+  it("the old name and tag are still read for one release: a peer that offers only recon2 and speaks tag 8 reconciles with recon2, and gets tag 8", async () => {
+    const bus = new MemoryBus();
+    const key = groupKey();
+    const [t1, t2] = [await bus.connect(), await bus.connect()];
+    const [sNew, sOld] = [new MemoryStore(), new MemoryStore()];
+    fillDifferent(sNew, sOld, { common: 2000, differences: 20 });
+    // The previous release, as seen on the wire: capability "recon2" only, reconcile2 under tag 8.
+    const legacy = (t: Transport) => {
+      const send = t.send.bind(t);
+      t.send = (to, sealed) => {
+        const frame = openFrame(key, sealed)!;
+        const m = decodeMessage(frame)!;
+        if (m.type === "handshake") return send(to, sealFrame(key, encodeMessage({ ...m, capabilities: m.capabilities.filter((c) => c !== "x-edge-relay/recon2") })));
+        if (m.type === "reconcile2") frame[2] = 8;
+        return send(to, sealFrame(key, frame));
+      };
+    };
+    legacy(t2);
+    const tagsToOld: number[] = [];
+    const send1 = t1.send.bind(t1);
+    t1.send = (to, sealed) => {
+      tagsToOld.push(openFrame(key, sealed)![2]);
+      return send1(to, sealed);
+    };
+    const fresh = new PassnotePeer({ transport: t1, key, node: "new", store: sNew, recon2: true });
+    const old = new PassnotePeer({ transport: t2, key, node: "old", store: sOld, recon2: true });
+    await waitFor(() => sameRecords(fresh.store, old.store), { what: "convergence" });
+    expect(frames(fresh, "reconcile2") + frames(old, "reconcile2")).toBeGreaterThan(0);
+    expect(frames(fresh, "reconcile") + frames(old, "reconcile")).toBe(0);
+    expect(tagsToOld).not.toContain(0xf0);
+    fresh.detach();
+    old.detach();
   });
 });
 

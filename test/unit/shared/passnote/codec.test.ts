@@ -2,7 +2,9 @@
 // compact tagged value encoding (null, bool, int, double, string, list, map).
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { Reader, Writer, decodeValue, encodeValue, type Value } from "../../../../shared/passnote/codec";
+import { Double, Reader, Writer, decodeValue, encodeValue, type Value } from "../../../../shared/passnote/codec";
+import { decodeMessage, encodeMessage } from "../../../../shared/passnote/wire";
+import { formatHlc } from "../../../../shared/passnote/hlc";
 import { bytesToHex } from "../../../../shared/encoding";
 
 const varint = (v: number | bigint) => bytesToHex(new Writer().varint(v).finish());
@@ -113,5 +115,70 @@ describe("seed 001: tagged values", () => {
     let ok: Value = null;
     for (let i = 0; i < 32; i++) ok = [ok];
     expect(decodeValue(encodeValue(ok))).toEqual({ value: ok });
+  });
+});
+
+describe("seed 001: tagged values keep their type (double stays double)", () => {
+  const doubleBytes = (x: number) => {
+    const b = new Uint8Array(9);
+    b[0] = 4; // the double tag
+    new DataView(b.buffer).setFloat64(1, x, true);
+    return b;
+  };
+
+  it("tagged values: a whole-number double (2.0) from another implementation is re-encoded as a double when this peer relays it", () => {
+    for (const x of [2, 0, -7, 1e15, 2 ** 53 - 1]) {
+      const decoded = decodeValue(doubleBytes(x))!.value;
+      expect(decoded).toBeInstanceOf(Double);
+      expect(Number(decoded)).toBe(x);
+      expect(bytesToHex(encodeValue(decoded))).toBe(bytesToHex(doubleBytes(x)));
+    }
+    // Inside a delta, as a relaying peer decodes and re-encodes it.
+    const hlc = formatHlc({ wall: 1_000, counter: 0, node: "x" });
+    const frame = encodeMessage({ type: "delta", collection: "c", records: [{ key: "k", value: { n: new Double(2), list: [new Double(3), 2.5, 4] }, is_deleted: false, hlc }] });
+    const relayed = encodeMessage(decodeMessage(frame)!);
+    expect(bytesToHex(relayed)).toBe(bytesToHex(frame));
+  });
+
+  it("tagged values: an application writes new Double(2) to send a whole number as a double; plain 2 is an int, 2.5 a double", () => {
+    expect(encodeValue(new Double(2))).toEqual(doubleBytes(2));
+    expect(encodeValue(2)[0]).toBe(3);
+    expect(encodeValue(2.5)).toEqual(doubleBytes(2.5));
+    expect(decodeValue(doubleBytes(2.5))).toEqual({ value: 2.5 });
+    expect(JSON.stringify({ n: new Double(2) })).toBe('{"n":2}');
+  });
+
+  /** Any value another implementation may send, doubles of every kind (whole, -0, NaN, infinities) included. */
+  const wireValueArb: fc.Arbitrary<Value> = fc.letrec<{ v: Value }>((tie) => ({
+    v: fc.oneof(
+      { depthSize: "small", withCrossShrink: true },
+      fc.constant(null),
+      fc.boolean(),
+      fc.integer(),
+      fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }),
+      fc.double().map((d) => new Double(d)),
+      fc.integer({ min: -1_000_000, max: 1_000_000 }).map((d) => new Double(d)),
+      fc.string(),
+      fc.array(tie("v"), { maxLength: 5 }),
+      fc.dictionary(fc.string(), tie("v"), { maxKeys: 5 }),
+    ),
+  })).v;
+
+  it("fuzz: every encoded value decodes and re-encodes to the same bytes, doubles included (the type of each item survives a relay)", () => {
+    fc.assert(
+      fc.property(wireValueArb, (v) => {
+        let bytes: Uint8Array;
+        try {
+          bytes = encodeValue(v);
+        } catch (e) {
+          expect(e).toBeInstanceOf(RangeError); // a lone surrogate: refused when written
+          return;
+        }
+        const decoded = decodeValue(bytes);
+        expect(decoded).not.toBeNull();
+        expect(bytesToHex(encodeValue(decoded!.value))).toBe(bytesToHex(bytes));
+      }),
+      { numRuns: 500 },
+    );
   });
 });

@@ -55,6 +55,7 @@ describe("seed 001: poke", () => {
   it("poke: forceSync sends every agreed peer a hello and a poke", async () => {
     const { e, sent, from, settle } = engine();
     await from(makeHandshake({ inst: "0123456789abcdef" }));
+    await from({ type: "poke" }); // the peer has spoken since agreeing: our handshake arrived
     await settle();
     const before = sent.length;
     e.forceSync();

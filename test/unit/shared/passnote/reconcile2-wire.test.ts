@@ -1,4 +1,4 @@
-// recon2's message, reconcile2 (tag 8; docs/passnote.md "Range reconciliation, recon2"): its
+// recon2's message, reconcile2 (tag 0xF0, formerly 8; docs/passnote.md "Range reconciliation, recon2"): its
 // layout, and decodeMessage staying fail-closed on it (fuzzed with fast-check at fixed seeds).
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
@@ -29,10 +29,11 @@ const frame = (body: (w: Writer) => void) => {
 };
 
 describe("recon2: the reconcile2 layout", () => {
-  it("tag 8: collection, n× (bound: wall delta + 1 or 0 for infinity, prefix; mode; payload), byte for byte", () => {
+  it("tag 0xF0: collection, n× (bound: wall delta + 1 or 0 for infinity, prefix; mode; payload), byte for byte; the old tag 8 reads the same", () => {
     const hex = bytesToHex(encodeMessage(sample));
+    expect(decodeMessage(hexToBytes("c70208" + hex.slice(6)))).toEqual(sample);
     expect(hex).toBe(
-      "c70208" + "056e6f746573" + "04" +
+      "c702f0" + "056e6f746573" + "04" +
         "e907" + "00" + "00" + // wall 1000 (1000 − 0 + 1 = 1001), no prefix, skip
         "01" + "0180" + "01" + "03" + "aa".repeat(16) + // same wall (delta 0 + 1), prefix 80, fingerprint of 3
         "e907" + "00" + "02" + "02" + "01".repeat(16) + "02".repeat(16) + // wall 2000, ids

@@ -47,7 +47,12 @@ const bomSamples: Message[] = [
     records: [{ key: "\uFEFFk", value: { "\uFEFF": "\uFEFFv" }, is_deleted: false, hlc, crdt_type: "\uFEFFlww" }],
   },
 ];
-const allSamples = [...samples, ...bomSamples];
+// This project's extension messages, from the private tag range, fuzzed like the rest.
+const extensionSamples: Message[] = [
+  { type: "digest", digest: new Uint8Array(16).fill(0xab) },
+  { type: "reconcile2", collection: "notes", ranges: [{ upper: { wall: Number.POSITIVE_INFINITY, prefix: new Uint8Array(0) }, mode: "fingerprint", count: 3, fingerprint: new Uint8Array(16).fill(1) }] },
+];
+const allSamples = [...samples, ...bomSamples, ...extensionSamples];
 
 describe("seed 001: frame encoding", () => {
   it("every frame is magic 0xC7 ‖ version 0x02 ‖ type ‖ body; the handshake keeps version 0x01", () => {
