@@ -78,6 +78,12 @@ export interface SocketObjectOptions {
   protocol?: StatsProtocol;
 }
 
+interface Traffic {
+  in: number;
+  out: number;
+  since: number;
+}
+
 const PING = '{"type":"ping"}';
 const PONG = '{"type":"pong"}';
 
@@ -112,6 +118,7 @@ export abstract class SocketObject<Env, A extends BaseAttachment> extends Stored
           this.send(ws, frame);
           this.close(ws, code, reason);
         },
+        timedOut: (ws) => this.logAuthFailure(ws, "authentication timed out"),
         refused: (n) => {
           this.stats.count("errors", n);
           this.stats.changed();
@@ -174,6 +181,7 @@ export abstract class SocketObject<Env, A extends BaseAttachment> extends Stored
     if (!att.authed) this.parked.makeRoom();
     this.ctx.acceptWebSocket(server, tags);
     this.setAttachment(server, att);
+    this.trafficOf(server);
     this.stats.count("connections_opened");
     if (!att.authed) this.parked.accepted(att.openedAt);
     await this.onConnect(server, att);
@@ -215,6 +223,8 @@ export abstract class SocketObject<Env, A extends BaseAttachment> extends Stored
   protected sendRaw(ws: WebSocket, data: string | ArrayBuffer | ArrayBufferView): boolean {
     try {
       ws.send(data);
+      const t = this.traffic.get(ws);
+      if (t !== undefined) t.out++;
       return true;
     } catch {
       return false;
@@ -255,6 +265,7 @@ export abstract class SocketObject<Env, A extends BaseAttachment> extends Stored
   async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
     const att = this.attachment(ws);
     if (!att) return;
+    this.trafficOf(ws).in++;
     this.stats.count("messages");
     if (!this.admitMessage(ws)) return;
     if (typeof message !== "string") {
@@ -310,12 +321,12 @@ export abstract class SocketObject<Env, A extends BaseAttachment> extends Stored
   async webSocketClose(ws: WebSocket, code: number, reason: string): Promise<void> {
     // Answer the close frame (1005/1006 are not sendable codes).
     this.close(ws, code === 1005 || code === 1006 || code < 1000 ? CLOSE_CODES.normal : code, reason);
-    await this.closed(ws);
+    await this.closed(ws, code);
   }
 
   async webSocketError(ws: WebSocket, _error: unknown): Promise<void> {
     this.close(ws, CLOSE_CODES.internal_error, "error");
-    await this.closed(ws);
+    await this.closed(ws, CLOSE_CODES.internal_error);
   }
 
   /** Closes with 4001 every socket that has not authenticated within the timeout (unauthenticated.ts); returns how many. Tests call it. */
@@ -326,6 +337,39 @@ export abstract class SocketObject<Env, A extends BaseAttachment> extends Stored
   // ---- internals -----------------------------------------------------------------------------
 
   private closedSockets = new WeakSet<WebSocket>();
+  /**
+   * Frames each socket received and was sent, for its session's log line: in memory, so after the
+   * object hibernated they count from its waking (`counted_since_ms` says from when).
+   */
+  private readonly traffic = new WeakMap<WebSocket, Traffic>();
+
+  private trafficOf(ws: WebSocket): Traffic {
+    let t = this.traffic.get(ws);
+    if (t === undefined) this.traffic.set(ws, (t = { in: 0, out: 0, since: Date.now() }));
+    return t;
+  }
+
+  /** One line per socket session when it ends: which object kind, how long, how much, how it closed, from where. */
+  private logSession(ws: WebSocket, att: A | null, code: number): void {
+    const t = this.traffic.get(ws);
+    const now = Date.now();
+    log.info("socket session", {
+      object: this.constructor.name,
+      duration_ms: att ? now - att.openedAt : undefined,
+      authed: att?.authed ?? false,
+      messages_in: t?.in ?? 0,
+      messages_out: t?.out ?? 0,
+      counted_since_ms: t ? now - t.since : 0,
+      close_code: code,
+      client: att?.client,
+    });
+  }
+
+  /** A socket failed to authenticate: one log line (the client as the relay sees it; never the user, room or key). */
+  protected logAuthFailure(ws: WebSocket, reason: string): void {
+    const att = this.attachment(ws) as A | null;
+    log.warn("authentication failed", { object: this.constructor.name, reason, client: att?.client });
+  }
 
   private unauthenticated(): Array<{ ws: WebSocket; openedAt: number }> {
     const out: Array<{ ws: WebSocket; openedAt: number }> = [];
@@ -337,11 +381,12 @@ export abstract class SocketObject<Env, A extends BaseAttachment> extends Stored
     return out;
   }
 
-  private async closed(ws: WebSocket): Promise<void> {
+  private async closed(ws: WebSocket, code: number): Promise<void> {
     if (this.closedSockets.has(ws)) return;
     this.closedSockets.add(ws);
     this.stats.changed();
     const att = this.attachment(ws);
+    this.logSession(ws, att, code);
     if (att && !att.authed) this.parked.rearm();
     const bucket = this.buckets.get(ws);
     if (att?.client !== undefined && bucket) this.clientRates.leave(att.client, bucket);

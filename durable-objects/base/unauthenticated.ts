@@ -14,6 +14,8 @@ export interface ParkedSocketHost {
   unauthenticated(): Array<{ ws: WebSocket; openedAt: number }>;
   /** Tells the client why and closes the socket. */
   refuse(ws: WebSocket, frame: unknown, code: number, reason: string): void;
+  /** A socket did not authenticate in time (logged). */
+  timedOut(ws: WebSocket): void;
   /** Something the status page counts changed (`errors` counted once per refusal). */
   refused(n: number): void;
 }
@@ -72,6 +74,7 @@ export class UnauthenticatedSockets {
     for (const { ws, openedAt } of this.host.unauthenticated()) {
       const deadline = openedAt + this.timeoutMs;
       if (deadline <= now) {
+        this.host.timedOut(ws);
         this.host.refuse(
           ws,
           socketError("auth_failed", "authentication timed out"),

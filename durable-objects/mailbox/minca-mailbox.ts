@@ -34,7 +34,7 @@ const nowSeconds = (ms = Date.now()) => Math.floor(ms / 1000);
 
 export class MincaMailbox extends StoredObject<Env, Limited> {
   /** Long-polls waiting for the next item. */
-  private readonly waiters = new Waiters();
+  protected readonly waiters = new Waiters();
   /** The wakes still to send (the `deliveries` table). */
   private readonly wakes: MailboxWakes;
   /** Sending them. */

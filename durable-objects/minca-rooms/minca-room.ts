@@ -129,6 +129,7 @@ export class MincaRoom extends SocketObject<Env, MincaRoomAttachment> {
   private async join(ws: WebSocket, msg: { did: string; sig: string }, att: MincaRoomAttachment): Promise<void> {
     if (att.authed) return this.sendError(ws, "already_joined", "this connection has already joined");
     if (!(await checkJoin(msg, att.room, att.challenge))) {
+      this.logAuthFailure(ws, "the join does not prove its did for this room and challenge");
       this.sendError(ws, "auth_failed", "the join does not prove its did for this room and challenge");
       return this.close(ws, CLOSE_CODES.auth_failed, "authentication failed");
     }

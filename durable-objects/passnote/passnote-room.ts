@@ -66,6 +66,7 @@ export class PassnoteRoom extends SocketObject<Env, PassnoteAttachment> {
   private async join(ws: WebSocket, sig: string, att: PassnoteAttachment): Promise<void> {
     if (att.authed) return this.sendError(ws, "already_joined", "this connection has already joined");
     if (!(await verifyJoin(att.room, att.challenge, sig))) {
+      this.logAuthFailure(ws, "the join signature does not verify under the room key");
       this.sendError(ws, "auth_failed", "the join signature does not verify under the room key");
       return this.close(ws, CLOSE_CODES.auth_failed, "authentication failed");
     }

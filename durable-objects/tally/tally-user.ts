@@ -186,6 +186,7 @@ export class TallyUser extends SocketObject<Env, TallyAttachment> {
       claimed = "";
     }
     const fail = (why: string) => {
+      this.logAuthFailure(ws, why);
       this.sendError(ws, "auth_failed", why);
       this.close(ws, CLOSE_CODES.auth_failed, "authentication failed");
     };

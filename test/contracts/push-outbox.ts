@@ -6,6 +6,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { PushOutbox, type OutboxDeps, type OutboxPush, type OutboxRules, type OutboxStore, type PushSender } from "../../durable-objects/push/push-outbox";
 import type { PushOutcome } from "../../shared/webpush/send";
+import { waitFor } from "../helpers/wait";
 
 export interface OutboxHarness<P extends OutboxPush> {
   store: OutboxStore<P>;
@@ -135,7 +136,7 @@ export function pushOutboxContract<P extends OutboxPush>(name: string, withHarne
         h.queue(e);
         const o = outbox(h.store, ["hang"]);
         void o.box.sendDue();
-        await new Promise((r) => setTimeout(r, 0)); // the sender was called: a known point
+        await waitFor(() => o.sent.length === 1 || undefined, { what: "the send started" });
         expect(o.sent).toEqual([e]);
         expect(h.pending()).toEqual([{ endpoint: e, attempts: 1, nextAt: o.now() + 10_000 }]);
       }));
@@ -147,7 +148,7 @@ export function pushOutboxContract<P extends OutboxPush>(name: string, withHarne
         for (let i = 0; i < RULES.maxAttempts; i++) {
           const o = outbox(h.store, ["hang"]);
           void o.box.sendDue();
-          await new Promise((r) => setTimeout(r, 0));
+          await waitFor(() => o.sent.length === 1 || undefined, { what: "the send started" });
           h.store.reschedule(h.store.due(Number.MAX_SAFE_INTEGER)[0], i + 1, 0); // due again at once
         }
         const o = outbox(h.store, []);

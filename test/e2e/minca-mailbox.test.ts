@@ -205,9 +205,11 @@ describe("seed 002 §4.4, DESIGN section 7: wakes by Web Push to a push service 
       expect(Number(got.headers.ttl)).toBeGreaterThan(0);
       expect(got.headers.urgency).toBe("normal");
     }
-    // one push per receiver per item: nothing more arrives
-    await sleep(300);
-    expect(push.pushesTo(a.id)).toHaveLength(1);
+    // one push per receiver per item: nothing more arrives (a next item's wake, sent after any
+    // second copy of the first would have been, is the known point)
+    await post(topic, "next");
+    await waitFor(() => push.pushesTo(a.id).length >= 2, { what: "the next item's wake" });
+    expect(push.pushesTo(a.id).map((p) => JSON.parse(p.plaintext!.toString("utf8")).seq)).toEqual([seq, seq + 1]);
   });
 
   it("a blob too big for a 2 KB wake is left out: the wake carries topic and seq only", async () => {
@@ -227,8 +229,9 @@ describe("seed 002 §4.4, DESIGN section 7: wakes by Web Push to a push service 
     await waitFor(async () => (await fetch(`${base}/${topic}/receivers/${r.receiverId}`, { method: "DELETE" })).status === 404, {
       what: "receiver removed",
     });
+    const other = await receiver(topic); // its wake for "two" is the point where r's would have come
     await post(topic, "two");
-    await sleep(500);
+    await waitFor(() => push.pushesTo(other.id).length === 1, { what: "the other receiver's wake" });
     expect(push.pushesTo(r.id)).toHaveLength(1);
   });
 
@@ -236,8 +239,9 @@ describe("seed 002 §4.4, DESIGN section 7: wakes by Web Push to a push service 
     const topic = newTopic();
     const r = await receiver(topic);
     expect((await fetch(`${base}/${topic}/receivers/${r.receiverId}`, { method: "DELETE" })).status).toBe(204);
+    const other = await receiver(topic); // its wake is the point where r's would have come
     await post(topic, "quiet");
-    await sleep(500);
+    await waitFor(() => push.pushesTo(other.id).length === 1, { what: "the other receiver's wake" });
     expect(push.pushesTo(r.id)).toHaveLength(0);
   });
 });

@@ -10,7 +10,7 @@ import { base64urlDecode, base64urlEncode, randomBytes } from "../../shared/enco
 import { decryptPushMessage } from "../../shared/webpush/encrypt";
 import { verifyVapid } from "../../shared/webpush/vapid";
 import { wakePushTopic } from "../../shared/mailbox/topic";
-import { sleep, waitFor } from "../helpers/wait";
+import { waitFor } from "../helpers/wait";
 
 const BASE = "http://relay.test/minca/v1/mailbox";
 let n = 0;
@@ -120,7 +120,7 @@ describe("DESIGN section 7: posting and reading", () => {
     const topic = newTopic();
     const started = Date.now();
     const waiting = page(topic, "?wait=10");
-    await sleep(200);
+    await waitFor(async () => (await stub(topic).waitingPolls()) === 1, { what: "the long-poll waiting" });
     await post(topic, "now");
     const p = await waiting;
     expect(p.items.map((i: any) => i.seq)).toEqual([1]);
@@ -184,7 +184,7 @@ describe("DESIGN section 7: wakes by Web Push", () => {
     await withReceiver(topic, svc);
     await post(topic);
     await waitFor(() => svc.got.length === 1, { what: "a push" });
-    await sleep(100);
+    await waitFor(async () => (await deliveries(topic)).length === 0, { what: "the 404 acted on" });
     expect((await stub(topic).receivers()).map((r) => r.endpoint)).toEqual(["https://push.example/new"]);
   });
 
@@ -232,14 +232,17 @@ describe("DESIGN section 7: wakes by Web Push", () => {
     const topic = newTopic();
     const svc = fakePushService();
     const inner = svc.fetch;
+    let answer!: () => void;
+    const answered = new Promise<void>((resolve) => (answer = resolve));
     svc.fetch = async (url, init) => {
-      await sleep(1_500);
+      await answered; // hangs until the 201 was seen
       return inner(url, init);
     };
     await withReceiver(topic, svc);
     const t0 = Date.now();
     expect((await post(topic)).status).toBe(201);
     expect(Date.now() - t0).toBeLessThan(1_000);
+    answer();
     await waitFor(() => svc.got.length === 1, { what: "the slow push", timeout: 5_000 });
   });
 
@@ -252,7 +255,7 @@ describe("DESIGN section 7: wakes by Web Push", () => {
     expect((await SELF.fetch(`${BASE}/${topic}/receivers/${id}`, { method: "DELETE" })).status).toBe(204);
     expect((await SELF.fetch(`${BASE}/${topic}/receivers/${id}`, { method: "DELETE" })).status).toBe(404);
     await post(topic);
-    await sleep(200);
+    expect(await deliveries(topic)).toEqual([]); // no wake queued: none can be sent
     expect(svc.got).toHaveLength(0);
   });
 });

@@ -2,6 +2,7 @@
 // bounds, eviction between messages, and the alarm that ends the room and then forgets it.
 import { env, evictDurableObject, runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { waitFor } from "../helpers/wait";
 import { p256 } from "@noble/curves/nist.js";
 import { base64urlDecode, base64urlEncode } from "../../shared/encoding";
 import { codeRoom, codeSecret, newCode } from "../../shared/minca/code";
@@ -217,7 +218,7 @@ describe("the code-channel room Durable Object (DESIGN section 6)", () => {
     s.close();
     await s.closed;
     const stub = stubOf(room);
-    await new Promise((r) => setTimeout(r, 50));
+    await waitFor(() => runInDurableObject(stub, (_o, state) => state.getWebSockets().length === 0 || undefined), { what: "the close handled" });
     const tables = await runInDurableObject(stub, (_o, state) => state.storage.sql.exec("SELECT name FROM sqlite_master").toArray().length);
     expect(tables).toBe(0);
   });

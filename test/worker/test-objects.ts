@@ -14,6 +14,11 @@ export class TestMincaMailbox extends MincaMailbox {
     return this.fetchWith ? this.fetchWith(url, init) : super.pushFetch(url, init);
   }
 
+  /** RPC: how many long-polls wait for the next item. */
+  waitingPolls(): number {
+    return this.waiters.size;
+  }
+
   /** RPC: the receivers by id and endpoint. */
   receivers(): Array<{ id: string; endpoint: string }> {
     if (!this.schema.exists) return [];
