@@ -29,24 +29,14 @@ import { LazySchema } from "./schema";
 import { ClientSocketRates, TokenBucket } from "../shared/rate-limit";
 import { httpErrorBody } from "../shared/errors";
 import { utf8ByteLength } from "../shared/encoding";
-import { noteIdle } from "./live";
+import { noteIdle } from "../server/live";
 import { StatsReporter } from "./relay-stats";
 import type { StatsGauges, StatsProtocol } from "../shared/stats";
 import { log } from "../shared/log";
 import { jsonNestsDeeper } from "../shared/client-json";
 
-/**
- * The header the Worker sets on every upgrade it hands an object: the client's address as far as
- * it can be trusted (workers/client-address.ts), which the per-client bounds key on. The Worker
- * always overwrites it, so a client cannot choose it.
- */
-export const CLIENT_HEADER = "x-relay-client";
-
-/**
- * Set on a 101 answer that carries only a refusal (an error frame, then a close, on a socket no
- * object keeps): the Worker does not note the object as holding a live socket for it.
- */
-export const REFUSED_HEADER = "x-relay-refused";
+import { CLIENT_HEADER, REFUSED_HEADER } from "../server/object-headers";
+export { CLIENT_HEADER, REFUSED_HEADER };
 
 /** The client an upgrade came from (the Worker's CLIENT_HEADER), or "shared" when it cannot be told. */
 export function clientOf(request: Request): string {

@@ -29,8 +29,8 @@ export interface MincaRoomAttachment extends BaseAttachment {
   sent: number;
 }
 
-/** Header by which the Worker tells the object which room it is. */
-export const MINCA_ROOM_HEADER = "x-minca-room";
+import { MINCA_ROOM_HEADER } from "../server/object-headers";
+export { MINCA_ROOM_HEADER };
 
 type RoomRow = {
   room: string;

@@ -19,8 +19,8 @@ export interface PassnoteAttachment extends BaseAttachment {
   peer?: string;
 }
 
-/** Header by which the Worker tells the object which room it is. */
-export const PASSNOTE_ROOM_HEADER = "x-passnote-room";
+import { PASSNOTE_ROOM_HEADER } from "../server/object-headers";
+export { PASSNOTE_ROOM_HEADER };
 
 const route = <S extends z.ZodType>(r: Route<PassnoteRoom, PassnoteAttachment, S>) => r;
 

@@ -17,8 +17,7 @@ import { grantLease, STORAGE_KINDS, storageTotals, type StorageKind, type Storag
 import type { StorageReport } from "../shared/stats";
 import { log } from "../shared/log";
 
-/** The one ledger's name. */
-export const RELAY_LEDGER_NAME = "relay";
+export { RELAY_LEDGER_NAME, relayLedger } from "../server/relay-objects";
 
 /** How long after a full batch of the audit (storage.lease_audit_batch) the next one runs, ms. */
 const AUDIT_NEXT_BATCH_MS = 1_000;
@@ -204,9 +203,4 @@ interface LeaseHolder {
 function leaseHolder(env: Env, kind: StorageKind, holder: string): { leaseHeld(): Promise<number> } {
   const ns = { tally: env.TALLY_USER, mailbox: env.MINCA_MAILBOX, host: env.MINCA_ACCOUNT }[kind] as unknown as DurableObjectNamespace<LeaseHolder & Rpc.DurableObjectBranded>;
   return ns.get(ns.idFromString(holder)) as unknown as { leaseHeld(): Promise<number> };
-}
-
-/** The ledger of a relay. */
-export function relayLedger(env: { RELAY_LEDGER: DurableObjectNamespace<RelayLedger> }): DurableObjectStub<RelayLedger> {
-  return env.RELAY_LEDGER.get(env.RELAY_LEDGER.idFromName(RELAY_LEDGER_NAME));
 }

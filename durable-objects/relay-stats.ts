@@ -26,8 +26,8 @@ import {
 } from "../shared/stats";
 import { log } from "../shared/log";
 
-/** The one stats object's name. */
-export const RELAY_STATS_NAME = "relay";
+import { RELAY_STATS_NAME } from "../server/relay-objects";
+export { RELAY_STATS_NAME, relayStats } from "../server/relay-objects";
 
 interface StatsEnv {
   RELAY_STATS?: DurableObjectNamespace<RelayStats>;
@@ -141,11 +141,6 @@ export class RelayStats extends DurableObject<StatsEnv> {
     const minutes = this.sql.exec<MinuteRow & Record<string, SqlStorageValue>>("SELECT minute, protocol, metric, n FROM minutes").toArray();
     return buildSnapshot(gauges, minutes, Date.now(), this.storageFigures());
   }
-}
-
-/** The stats object of a relay. */
-export function relayStats(env: { RELAY_STATS: DurableObjectNamespace<RelayStats> }): DurableObjectStub<RelayStats> {
-  return env.RELAY_STATS.get(env.RELAY_STATS.idFromName(RELAY_STATS_NAME));
 }
 
 /**

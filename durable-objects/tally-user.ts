@@ -39,9 +39,8 @@ export interface TallyAttachment extends BaseAttachment {
   seenAt?: number;
 }
 
-/** Header by which the Worker tells the object whose it is (it stores it; a cold start does not). */
-export const TALLY_USER_HEADER = "x-tally-user";
-export const RELAY_HOST_HEADER = "x-relay-host";
+import { RELAY_HOST_HEADER, TALLY_USER_HEADER } from "../server/object-headers";
+export { RELAY_HOST_HEADER, TALLY_USER_HEADER };
 
 const IDLE_MS = TALLY_LIMITS.idle_timeout_seconds * 1000;
 

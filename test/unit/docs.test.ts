@@ -2,7 +2,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { LIMITS } from "../../shared/limits";
-import { VERSION } from "../../shared/info";
+import { VERSION } from "../../server/info";
 
 const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
 const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8"));

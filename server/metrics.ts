@@ -1,8 +1,8 @@
 // GET /metrics: the status counts (shared/stats.ts) as Prometheus text (exposition format 0.0.4).
 // The relay keeps per-minute counts, not running totals, so every series is a gauge: the current
 // values, and each counter's count in the last complete minute and over the whole window.
-import { STATS_COUNTERS, STATS_PROTOCOLS, type StatsSnapshot } from "./stats";
-import { STORAGE_KINDS } from "./storage";
+import { STATS_COUNTERS, STATS_PROTOCOLS, type StatsSnapshot } from "../shared/stats";
+import { STORAGE_KINDS } from "../shared/storage";
 
 export const METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 const PREFIX = "edge_relay_";

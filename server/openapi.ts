@@ -4,16 +4,16 @@
 // for every relay; the server is the one it is fetched from. The WebSocket endpoints appear as
 // their upgrade; their messages are under docs/schemas/ (scripts/schemas.ts).
 import * as z from "zod";
-import { httpErrorBodySchema } from "./errors";
+import { httpErrorBodySchema } from "../shared/errors";
 import { OPENAPI_PATH, relayInfoSchema, SOFTWARE, VERSION } from "./info";
-import { MAILBOX_LIMITS, MINCA_HOST_LIMITS } from "./limits";
-import { pageQuerySchema, pageSchema, postedSchema, postQuerySchema, receiverAddedSchema, receiverIdSchema } from "./mailbox/messages";
-import { topicSchema } from "./mailbox/topic";
-import { carryGrantSchema } from "./minca/carry";
-import { accountStatusSchema, appendedSchema, carryStartedSchema, logPageSchema, logQuerySchema, versionsBodySchema } from "./minca/host-wire";
-import { READ_SCHEME, TIME_HEADER } from "./minca/read-proof";
-import { statusAnswerSchema } from "./stats";
-import { pushSubscriptionSchema } from "./webpush/subscription";
+import { MAILBOX_LIMITS, MINCA_HOST_LIMITS } from "../shared/limits";
+import { pageQuerySchema, pageSchema, postedSchema, postQuerySchema, receiverAddedSchema, receiverIdSchema } from "../shared/mailbox/messages";
+import { topicSchema } from "../shared/mailbox/topic";
+import { carryGrantSchema } from "../shared/minca/carry";
+import { accountStatusSchema, appendedSchema, carryStartedSchema, logPageSchema, logQuerySchema, versionsBodySchema } from "../shared/minca/host-wire";
+import { READ_SCHEME, TIME_HEADER } from "../shared/minca/read-proof";
+import { statusAnswerSchema } from "../shared/stats";
+import { pushSubscriptionSchema } from "../shared/webpush/subscription";
 
 export { OPENAPI_PATH };
 
