@@ -5,49 +5,19 @@ import { Hono } from "hono";
 import { relayInfo } from "../server/info";
 import { OPENAPI_PATH, openApiDocument } from "../server/openapi";
 import { hostIdentity, vapidKeys } from "../server/relay-objects";
-import { problemsText, settingsOf } from "../server/settings";
 import { base64urlEncode } from "../shared/encoding";
-import { httpErrorBody } from "../shared/errors";
-import { log, setLogLevel } from "../shared/log";
+import { log } from "../shared/log";
 import { serveAsset } from "./assets";
-import { drainBody } from "./body";
-import { clientAddress } from "./client-address";
 import { hostingRoutes, MINCA_PATH } from "./hosting";
 import { anyOrigin, escapeHtml, httpError, methodNotAllowed, type RelayHono } from "./http";
 import { MAILBOX_PATH, mailboxRoutes } from "./mailbox";
-import { withRequestId } from "./request-context";
+import { requestScope } from "./request-log";
 import { socketRoutes } from "./sockets";
 import { statusRoutes } from "./status";
 
 export const app = new Hono<RelayHono>();
 
-/** Bad settings already logged (once per distinct message, per isolate). */
-const loggedBad = new Set<string>();
-
-app.use(async (c, next) => {
-  // Every log line about a request names it: Cloudflare's ray id where there is one, else a fresh id.
-  const requestId = c.req.header("cf-ray") ?? crypto.randomUUID();
-  c.set("requestId", requestId);
-  await withRequestId(requestId, async () => {
-    const read = settingsOf(c.env);
-    if (!read.ok) {
-      // A bad setting refuses every request, /healthz included (server/settings.ts).
-      const message = problemsText(read.problems);
-      if (!loggedBad.has(message)) {
-        loggedBad.add(message);
-        log.error("bad setting", { problems: read.problems });
-      }
-      c.res = c.json(httpErrorBody("bad_setting", message), 500);
-      return;
-    }
-    c.set("settings", read.settings);
-    setLogLevel(read.settings.logLevel);
-    c.set("client", clientAddress(c.req.raw.headers, c.env));
-    await next();
-    // A body no route read (a GET with a body) is drained before the answer goes, so it arrives whole.
-    await drainBody(c.req.raw);
-  });
-});
+app.use(requestScope);
 
 app.get("/", async (c) => {
   // Browser apps on other origins read the VAPID key and limits from it.

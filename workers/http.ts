@@ -5,6 +5,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import { utf8Decode } from "../shared/encoding";
 import { httpErrorBody, type ErrorCode } from "../shared/errors";
 import { isTopic } from "../shared/mailbox/topic";
+import { log } from "../shared/log";
 import type { Settings } from "../server/settings";
 import { readBounded } from "./body";
 
@@ -27,6 +28,16 @@ export type C = Context<RelayHono>;
 
 export function httpError(c: Context, status: number, code: ErrorCode, message: string): Response {
   return c.json(httpErrorBody(code, message), status as 400);
+}
+
+/**
+ * 401 auth_failed with its challenge, logged as a warning (route and client address, never the
+ * credential presented): the operator sees who is knocking.
+ */
+export function authFailed(c: C, challenge: string, message: string, reason: string): Response {
+  log.warn("auth failed", { route: c.req.routePath, client: c.var.client, reason });
+  c.header("WWW-Authenticate", challenge);
+  return httpError(c, 401, "auth_failed", message);
 }
 
 /** 405 with the methods the path takes in `Allow` (RFC 9110 section 15.5.6); GET implies HEAD. */

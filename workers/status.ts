@@ -6,15 +6,15 @@ import { relayStats } from "../server/relay-objects";
 import { tokenMatches, type StatusAnswer } from "../shared/stats";
 import { renderStatusPage } from "../server/stats-page";
 import { METRICS_CONTENT_TYPE, renderMetrics } from "../server/metrics";
-import { httpError, methodNotAllowed, type C, type RelayHono } from "./http";
+import { authFailed, methodNotAllowed, type C, type RelayHono } from "./http";
 
 /** Null when the request may see the page; else the 401 answer. */
 function refused(c: C): Response | null {
   const token = c.var.settings.adminToken;
   if (!token) return null;
-  if (tokenMatches(c.req.header("authorization"), token)) return null;
-  c.header("WWW-Authenticate", 'Bearer realm="relay status"');
-  return httpError(c, 401, "auth_failed", "the status page and /metrics need Authorization: Bearer <ADMIN_TOKEN>");
+  const presented = c.req.header("authorization");
+  if (tokenMatches(presented, token)) return null;
+  return authFailed(c, 'Bearer realm="relay status"', "the status page and /metrics need Authorization: Bearer <ADMIN_TOKEN>", presented ? "wrong token" : "no token");
 }
 
 export const statusRoutes = new Hono<RelayHono>();
