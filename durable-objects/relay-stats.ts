@@ -23,6 +23,7 @@ import {
   type StatsGauges,
   type StatsProtocol,
   type StatsSnapshot,
+  type TotalRow,
 } from "../shared/stats";
 import { log } from "../shared/log";
 
@@ -79,7 +80,14 @@ export class RelayStats extends DurableObject<StatsEnv> {
         );
       }
       for (const c of r.counts) {
-        if (c.minute < oldest || c.n === 0) continue;
+        if (c.n === 0) continue;
+        this.sql.exec(
+          "INSERT INTO totals (protocol, metric, n) VALUES (?, ?, ?) ON CONFLICT (protocol, metric) DO UPDATE SET n = n + excluded.n",
+          r.protocol,
+          c.metric,
+          c.n,
+        );
+        if (c.minute < oldest) continue;
         this.sql.exec(
           `INSERT INTO minutes (minute, protocol, metric, n) VALUES (?, ?, ?, ?)
            ON CONFLICT (minute, protocol, metric) DO UPDATE SET n = n + excluded.n`,
@@ -139,7 +147,8 @@ export class RelayStats extends DurableObject<StatsEnv> {
       )
       .toArray();
     const minutes = this.sql.exec<MinuteRow & Record<string, SqlStorageValue>>("SELECT minute, protocol, metric, n FROM minutes").toArray();
-    return buildSnapshot(gauges, minutes, Date.now(), this.storageFigures());
+    const totals = this.sql.exec<TotalRow & Record<string, SqlStorageValue>>("SELECT protocol, metric, n FROM totals").toArray();
+    return buildSnapshot(gauges, minutes, Date.now(), this.storageFigures(), totals);
   }
 }
 

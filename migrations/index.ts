@@ -13,6 +13,7 @@ import relayStats0001 from "./RelayStats/0001_init.sql";
 import mincaAccount0002 from "./MincaAccount/0002_revocations.sql";
 import mincaSpace0002 from "./MincaSpace/0002_own.sql";
 import relayStats0002 from "./RelayStats/0002_storage.sql";
+import relayStats0003 from "./RelayStats/0003_totals.sql";
 import relayLedger0001 from "./RelayLedger/0001_init.sql";
 import relayLedger0002 from "./RelayLedger/0002_audit.sql";
 
@@ -44,6 +45,7 @@ export const MIGRATIONS = {
   RelayStats: [
     { name: "0001_init", sql: relayStats0001 },
     { name: "0002_storage", sql: relayStats0002 },
+    { name: "0003_totals", sql: relayStats0003 },
   ],
   RelayLedger: [
     { name: "0001_init", sql: relayLedger0001 },

@@ -2,6 +2,7 @@
 // result as an answer, and "read the body within its bound, decode, parse, validate" written once.
 // Routers import from here, never from app.ts (which mounts them).
 import type { Context, MiddlewareHandler } from "hono";
+import { countAuthFailure } from "../server/counters";
 import { utf8Decode } from "../shared/encoding";
 import { httpErrorBody, type ErrorCode } from "../shared/errors";
 import { isTopic } from "../shared/mailbox/topic";
@@ -36,6 +37,7 @@ export function httpError(c: Context, status: number, code: ErrorCode, message: 
  */
 export function authFailed(c: C, challenge: string, message: string, reason: string): Response {
   log.warn("auth failed", { route: c.req.routePath, client: c.var.client, reason });
+  countAuthFailure(c.req.routePath);
   c.header("WWW-Authenticate", challenge);
   return httpError(c, 401, "auth_failed", message);
 }

@@ -13,6 +13,7 @@
 // one id follows a request through the proxy's log and the relay's); else a fresh random id. A
 // client's own x-request-id is never taken on a direct connection, as no client header is.
 import type { MiddlewareHandler } from "hono";
+import { countRequest } from "../server/counters";
 import { problemsText, settingsOf, type Settings } from "../server/settings";
 import { httpErrorBody } from "../shared/errors";
 import { log, setLogLevel } from "../shared/log";
@@ -66,7 +67,10 @@ export const requestScope: MiddlewareHandler<RelayHono> = async (c, next) => {
     }
     setRequestIdHeader(c, requestId);
     const status = c.res.status;
-    log.info("request", { method: c.req.method, route: routeOf(c), status, duration_ms: Date.now() - started, client: c.var.client ?? null });
+    const route = routeOf(c);
+    const ms = Date.now() - started;
+    countRequest(route, status, ms);
+    log.info("request", { method: c.req.method, route, status, duration_ms: ms, client: c.var.client ?? null });
   });
 };
 

@@ -6,6 +6,8 @@ import { relayStats } from "../server/relay-objects";
 import { tokenMatches, type StatusAnswer } from "../shared/stats";
 import { renderStatusPage } from "../server/stats-page";
 import { METRICS_CONTENT_TYPE, renderMetrics } from "../server/metrics";
+import { counterValues } from "../server/counters";
+import { VERSION } from "../server/info";
 import { authFailed, methodNotAllowed, type C, type RelayHono } from "./http";
 
 /** Null when the request may see the page; else the 401 answer. */
@@ -30,7 +32,8 @@ statusRoutes.get("/metrics", async (c) => {
   if (no) return no;
   c.header("Cache-Control", "no-store");
   c.header("Content-Type", METRICS_CONTENT_TYPE);
-  return c.body(renderMetrics(await relayStats(c.env).snapshot()));
+  const build = { version: VERSION, runtime: c.var.settings.selfHosted ? "workerd" : "cloudflare" };
+  return c.body(renderMetrics(await relayStats(c.env).snapshot(), counterValues(), build));
 });
 statusRoutes.get("/status", async (c) => {
   const no = refused(c);

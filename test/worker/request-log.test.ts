@@ -10,7 +10,7 @@ async function fetchWith(path: string, init: RequestInit = {}, settings: Record<
   const spy = vi.spyOn(console, "log").mockImplementation(() => {});
   try {
     const ctx = createExecutionContext();
-    const res = await worker.fetch(new Request(`http://relay.test${path}`, init), { ...env, ...settings }, ctx);
+    const res = await worker.fetch(new Request(`http://relay.test${path}`, init), { ...env, LOG_LEVEL: "info", ...settings }, ctx);
     await waitOnExecutionContext(ctx);
     await res.arrayBuffer();
     return { res, lines: spy.mock.calls.map((c) => JSON.parse(String(c[0]))) };
@@ -19,7 +19,7 @@ async function fetchWith(path: string, init: RequestInit = {}, settings: Record<
   }
 }
 
-afterEach(() => setLogLevel("info"));
+afterEach(() => setLogLevel("warn"));
 
 describe("request log lines", () => {
   it("one JSON line per request with ts, level, msg, request_id, method, route (the pattern, not the path), status, duration_ms and client; the id is the x-request-id header", async () => {
