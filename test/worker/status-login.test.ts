@@ -12,11 +12,11 @@ let address = 10;
 /** A fresh client address per test: the throttle counts per address. */
 const nextClient = () => `198.51.100.${address++}`;
 
-function get(path: string, headers: Record<string, string>, base = "http://relay.test"): Promise<Response> {
+async function get(path: string, headers: Record<string, string>, base = "http://relay.test"): Promise<Response> {
   return app.fetch(new Request(`${base}${path}`, { headers }), settings);
 }
 
-function login(token: string, client: string, base = "http://relay.test"): Promise<Response> {
+async function login(token: string, client: string, base = "http://relay.test"): Promise<Response> {
   const body = new URLSearchParams({ token, next: "/status" });
   return app.fetch(new Request(`${base}/status/login`, { method: "POST", body, headers: { "cf-connecting-ip": client, "content-type": "application/x-www-form-urlencoded" } }), settings);
 }
