@@ -167,6 +167,14 @@ export function openApiDocument(): Json {
           responses: { "200": { description: "the Worker runs", content: { "text/plain": { schema: { type: "string", const: "ok" } } } } },
         },
       },
+      "/favicon.ico": {
+        get: {
+          operationId: "favicon",
+          tags: ["relay"],
+          summary: "No icon: 204, so browsers stop asking (cached a day)",
+          responses: { "204": { description: "no icon" } },
+        },
+      },
       "/status": {
         get: {
           operationId: "statusPage",

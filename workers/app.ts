@@ -27,12 +27,31 @@ app.get("/", async (c) => {
   const info = relayInfo({ name: s.relayName, vapidPublicKey: await vapidPublicKey(c.env), host: await mincaHost(c.env), hostAdmission: s.admission.mode, storage: s.storage });
   const accept = c.req.header("accept") ?? "";
   if (accept.includes("application/json") || !accept.includes("text/html")) return c.json(info);
-  return c.html(
-    `<!doctype html><meta charset="utf-8"><title>${escapeHtml(info.name)}</title>` +
-      `<h1>${escapeHtml(info.name)}</h1><p>${info.software} ${info.version}. ` +
-      `Ask for <code>application/json</code> to get the information document.</p>` +
-      `<pre>${escapeHtml(JSON.stringify(info, null, 2))}</pre>`,
+  return c.html(homePage(info));
+});
+
+/** GET / in a browser: what the relay is, where to go next, and the information document. */
+function homePage(info: { name: string; software: string; version: string }): string {
+  const link = (href: string, text: string, what: string) => `<li><a href="${href}">${text}</a>: ${what}</li>`;
+  return (
+    `<!doctype html><html lang="en"><meta charset="utf-8"><meta name="viewport" content="width=device-width">` +
+    `<title>${escapeHtml(info.name)}</title><link rel="icon" href="data:,">` +
+    `<style>body{font:16px system-ui,sans-serif;max-width:48rem;margin:2rem auto;padding:0 1rem}pre{background:#f4f4f4;padding:1rem;overflow:auto}</style>` +
+    `<h1>${escapeHtml(info.name)}</h1><p>${escapeHtml(info.software)} ${escapeHtml(info.version)}: the relays of Tally, Passnote and Minca.</p>` +
+    `<ul>` +
+    link("/demo/", "Demo", "two Tally users chatting in this browser") +
+    link("/connect/", "Minca home", "connect a Minca account to this relay") +
+    link("/status", "Status", "connections, messages and storage (needs the admin token when one is set)") +
+    link(OPENAPI_PATH, "OpenAPI document", "every HTTPS endpoint") +
+    `</ul><p>Programs ask for <code>application/json</code> to get the information document below.</p>` +
+    `<pre>${escapeHtml(JSON.stringify(info, null, 2))}</pre>`
   );
+}
+
+// Browsers ask for an icon on every page: none, without a 404 in the log.
+app.get("/favicon.ico", (c) => {
+  c.header("Cache-Control", "public, max-age=86400");
+  return c.body(null, 204);
 });
 
 // The HTTPS endpoints as OpenAPI 3.1 (server/openapi.ts): the same for every request, built once.
@@ -44,7 +63,7 @@ app.get(OPENAPI_PATH, (c) => {
 });
 
 app.get("/healthz", (c) => c.text("ok"));
-for (const path of ["/", OPENAPI_PATH, "/healthz"]) app.all(path, (c) => methodNotAllowed(c, ["GET"]));
+for (const path of ["/", OPENAPI_PATH, "/healthz", "/favicon.ico"]) app.all(path, (c) => methodNotAllowed(c, ["GET"]));
 
 app.route("/", socketRoutes);
 app.route(`${MAILBOX_PATH}/:topic`, mailboxRoutes);
