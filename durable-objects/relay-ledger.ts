@@ -65,6 +65,19 @@ export class RelayLedger extends DurableObject<Env> {
     return keep;
   }
 
+  /** RPC, the admin API: per kind, the `limit` objects holding the largest leases (opaque ids, bytes), largest first. */
+  async largest(limit: number): Promise<Record<StorageKind, Array<{ holder: string; bytes: number }>>> {
+    const n = Math.max(1, Math.min(100, Math.floor(limit) || 10));
+    const out = {} as Record<StorageKind, Array<{ holder: string; bytes: number }>>;
+    for (const kind of STORAGE_KINDS) {
+      out[kind] = !this.schema.exists ? [] : this.sql
+        .exec<{ holder: string; bytes: number }>("SELECT holder, bytes FROM leases WHERE kind = ? ORDER BY bytes DESC LIMIT ?", kind, n)
+        .toArray()
+        .map((r) => ({ holder: r.holder, bytes: r.bytes }));
+    }
+    return out;
+  }
+
   /** RPC: per kind, the bytes leased across the relay, the objects holding them, and the total. */
   async snapshot(): Promise<StorageReport> {
     return this.report();

@@ -112,6 +112,16 @@ export class TallyQueue {
     this.lease.changed();
   }
 
+  /** Drops every stored envelope (the operator banned this user); how many there were. */
+  purgeAll(): number {
+    if (!this.schema.exists) return 0;
+    const n = this.count();
+    if (n === 0) return 0;
+    this.sql.exec("DELETE FROM queue");
+    this.lease.changed();
+    return n;
+  }
+
   /** Pushed to a device that does not ack: every envelope up to `seq` goes (seed 6.2). */
   removeThrough(seq: number): void {
     this.sql.exec("DELETE FROM queue WHERE seq <= ?", seq);

@@ -549,6 +549,15 @@ export class TallyUser extends RelayObject<Env, TallyAttachment> {
     }
   }
 
+  /**
+   * RPC, the admin API's ban: closes this user's sockets (1008) and drops every envelope stored
+   * for it; how many were dropped. The Worker refuses the user's upgrades from then on.
+   */
+  async purge(): Promise<number> {
+    await this.shutdownSockets(CLOSE_CODES.policy, "banned by the relay's operator");
+    return this.queue.purgeAll();
+  }
+
   // ---- inspection (tests and the status page) -------------------------------------------------
 
   /** RPC: how many envelopes are stored for this user. */
