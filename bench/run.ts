@@ -15,6 +15,7 @@
 //   npm run bench -- --only tally  only the figures whose name contains "tally" (quick profiling)
 //   npm run bench -- --only reconcil  only reconciliation (no servers started); still writes reconcile.md
 //   npm run bench -- --smoke       a few seconds, one round, nothing written (part of npm test)
+//   (the full run also reopens a Passnote SQLite database of 100,000 records: bench/passnote-store.ts)
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { cpus } from "node:os";
@@ -26,6 +27,7 @@ import { barChart } from "./chart";
 import { treeCpuMs } from "./cpu";
 import { roomTraffic } from "./passnote";
 import { reconcileRun, type ReconcileResult } from "./reconcile";
+import { storeReopen, storeReopenTable } from "./passnote-store";
 import { onlineDelivery, registers, storeThenFlush } from "./tally";
 import { BENCH_CLIENT_HEADER, hostingAppends, hostingPages, hostingSetup, mailboxPosts, mailboxWake } from "./minca";
 import { coldStart, freshIdleMemory, type FreshTarget } from "./fresh";
@@ -274,6 +276,9 @@ async function main() {
     if (values.big) for (const d of [1, 100]) for (const cap of ["recon1", "recon2"] as const) recon.push(reconcileRun(1_000_000, d, cap));
     console.log(`\n${reconcileTable(recon)}`);
   }
+
+  // Reopening a Passnote database of 100,000 records (SQLite store): in this process, once.
+  if (!smoke && wanted("passnote store")) console.log(`\n${storeReopenTable(await storeReopen(100_000))}`);
 
   if (!smoke && recon.length) {
     const dir = join(import.meta.dirname, "results");

@@ -1,11 +1,11 @@
-// Every Durable Object class the Worker exports (workers/index.ts), one line each.
-export { TallyUser } from "./tally-user";
-export { PassnoteRoom } from "./passnote-room";
-export { MincaRoom } from "./minca-room";
-export { MincaMailbox } from "./minca-mailbox";
-export { RelayKeys } from "./relay-keys";
-export { MincaAccount } from "./minca-account";
-export { MincaSpace } from "./minca-space";
-export { RelayStats } from "./relay-stats";
-export { PushGate } from "./push-gate";
-export { RelayLedger } from "./relay-ledger";
+// Every Durable Object class the relay runs (the Worker exports them from here; wrangler.toml binds them).
+export { TallyUser } from "./tally/tally-user";
+export { PassnoteRoom } from "./passnote/passnote-room";
+export { MincaRoom } from "./minca-rooms/minca-room";
+export { MincaMailbox } from "./mailbox/minca-mailbox";
+export { MincaAccount } from "./minca-host/minca-account";
+export { MincaSpace } from "./minca-host/minca-space";
+export { RelayKeys } from "./relay/relay-keys";
+export { RelayStats } from "./relay/relay-stats";
+export { RelayLedger } from "./relay/relay-ledger";
+export { PushGate } from "./push/push-gate";

@@ -4,7 +4,7 @@
 // good, and being addressed by another one is a routing bug, thrown as such. Being addressed
 // stores nothing (DESIGN section 3): until the object keeps something, the name is held in
 // memory only, and it is written together with the object's first write.
-import type { LazySchema } from "./schema";
+import type { LazySchema } from "./base/schema";
 
 export class OwnName {
   private known: string | null | undefined;

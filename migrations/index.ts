@@ -13,9 +13,15 @@ import relayStats0001 from "./RelayStats/0001_init.sql";
 import mincaAccount0002 from "./MincaAccount/0002_revocations.sql";
 import mincaSpace0002 from "./MincaSpace/0002_own.sql";
 import relayStats0002 from "./RelayStats/0002_storage.sql";
-import relayStats0003 from "./RelayStats/0003_totals.sql";
 import relayLedger0001 from "./RelayLedger/0001_init.sql";
 import relayLedger0002 from "./RelayLedger/0002_audit.sql";
+import mincaAccount0003 from "./MincaAccount/0003_keeping.sql";
+import mincaSpace0003 from "./MincaSpace/0003_slots.sql";
+import mincaRoom0002 from "./MincaRoom/0002_meta.sql";
+import relayKeys0002 from "./RelayKeys/0002_meta.sql";
+import relayStats0003 from "./RelayStats/0003_meta.sql";
+import relayStats0004 from "./RelayStats/0004_totals.sql";
+import relayLedger0003 from "./RelayLedger/0003_meta.sql";
 
 export interface Migration {
   name: string;
@@ -28,28 +34,38 @@ export const MIGRATIONS = {
     { name: "0002_contacts", sql: tallyUser0002 },
   ],
   PassnoteRoom: [{ name: "0001_init", sql: passnoteRoom0001 }],
-  MincaRoom: [{ name: "0001_init", sql: mincaRoom0001 }],
+  MincaRoom: [
+    { name: "0001_init", sql: mincaRoom0001 },
+    { name: "0002_meta", sql: mincaRoom0002 },
+  ],
   MincaMailbox: [
     { name: "0001_init", sql: mincaMailbox0001 },
     { name: "0002_links", sql: mincaMailbox0002 },
   ],
-  RelayKeys: [{ name: "0001_init", sql: relayKeys0001 }],
+  RelayKeys: [
+    { name: "0001_init", sql: relayKeys0001 },
+    { name: "0002_meta", sql: relayKeys0002 },
+  ],
   MincaAccount: [
     { name: "0001_init", sql: mincaAccount0001 },
     { name: "0002_revocations", sql: mincaAccount0002 },
+    { name: "0003_keeping", sql: mincaAccount0003 },
   ],
   MincaSpace: [
     { name: "0001_init", sql: mincaSpace0001 },
     { name: "0002_own", sql: mincaSpace0002 },
+    { name: "0003_slots", sql: mincaSpace0003 },
   ],
   RelayStats: [
     { name: "0001_init", sql: relayStats0001 },
     { name: "0002_storage", sql: relayStats0002 },
-    { name: "0003_totals", sql: relayStats0003 },
+    { name: "0003_meta", sql: relayStats0003 },
+    { name: "0004_totals", sql: relayStats0004 },
   ],
   RelayLedger: [
     { name: "0001_init", sql: relayLedger0001 },
     { name: "0002_audit", sql: relayLedger0002 },
+    { name: "0003_meta", sql: relayLedger0003 },
   ],
 } satisfies Record<string, Migration[]>;
 

@@ -23,6 +23,7 @@ export const SDK_ENTRIES: Record<string, string> = {
   minca: "clients/minca/index.ts",
   mailbox: "clients/mailbox/index.ts",
   node: "clients/node/file-key-value.ts",
+  "passnote-sqlite": "clients/passnote/stores/sqlite.ts",
 };
 
 const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { dependencies: Record<string, string> };

@@ -14,11 +14,5 @@ export const CLIENT_HEADER = "x-relay-client";
  */
 export const REFUSED_HEADER = "x-relay-refused";
 
-/** Header by which the Worker tells a Tally user object whose it is (a cold start does not know). */
-export const TALLY_USER_HEADER = "x-tally-user";
-/** The host the client connected to, for the Tally auth event's `relay` tag. */
+/** The host the client connected to (a Tally auth event names the relay it was made for). */
 export const RELAY_HOST_HEADER = "x-relay-host";
-/** The Passnote room an upgrade is for. */
-export const PASSNOTE_ROOM_HEADER = "x-passnote-room";
-/** The Minca code-channel room an upgrade is for. */
-export const MINCA_ROOM_HEADER = "x-minca-room";

@@ -2,7 +2,7 @@
 // and keeps (RelayKeys) when no Worker secret provides them. The Worker and the objects both reach
 // these through here, so the Worker imports nothing from an object's file but its class.
 import { WebPushSender, type FetchLike } from "../shared/webpush/send";
-import { vapidKeysFromPrivate, type VapidKeys } from "../shared/webpush/vapid";
+import { DEFAULT_VAPID_SUBJECT, vapidKeysFromPrivate, vapidSubjectFor, type VapidKeys } from "../shared/webpush/vapid";
 import { hostDid } from "../shared/minca/host-identity";
 
 export const RELAY_KEYS_NAME = "relay-keys";
@@ -13,8 +13,7 @@ export const RELAY_LEDGER_NAME = "relay";
 /** The one policy object's name (bans, allowlist, blocked addresses: the admin API). */
 export const RELAY_POLICY_NAME = "relay";
 
-/** VAPID `sub` when VAPID_SUBJECT is not set (fine locally; set a real one for deployment). */
-export const DEFAULT_VAPID_SUBJECT = "mailto:relay@localhost";
+export { DEFAULT_VAPID_SUBJECT };
 
 /** The stats object of a relay. */
 export function relayStats(env: Pick<Env, "RELAY_STATS">) {
@@ -40,8 +39,9 @@ export async function vapidKeys(env: Env): Promise<VapidKeys> {
   return kept;
 }
 
+/** VAPID `sub`: VAPID_SUBJECT when it is a contact, else the relay's https PUBLIC_URL origin, else the local default. */
 export function vapidSubject(env: Env): string {
-  return env.VAPID_SUBJECT || DEFAULT_VAPID_SUBJECT;
+  return vapidSubjectFor(env);
 }
 
 /** A Web Push sender signing with the relay's one VAPID key (every sender must use the same). */

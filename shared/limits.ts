@@ -236,8 +236,6 @@ export const MINCA_HOST_LIMITS = {
   max_spaces_per_account: 256,
   /** Accounts that may carry one space at this host; a pass past it is refused with too_many_carriers. */
   max_carriers_per_space: 16,
-  /** Keys one account may have revoked at this host (sys.revoke); past it too_many_revocations. */
-  max_revocations_per_account: 1_024,
   /** Bytes of versions across the spaces one account carries (its carry space included); past it 507. */
   max_account_bytes: 268_435_456,
   /** sys.link records kept per account (the carry space's live links). */
@@ -246,6 +244,8 @@ export const MINCA_HOST_LIMITS = {
   max_link_accounts_per_topic: 16,
   /** Links per account a mailbox fetch is answered with: the most recently written. */
   links_served_per_account: 64,
+  /** Bytes of link blobs one account answers a mailbox fetch with (of those links, the most recently written first): what one GET loads is bounded by this times max_link_accounts_per_topic. */
+  link_bytes_served_per_account: 262_144,
   /** Seconds a read proof's Minca-Time may differ from the host's clock. */
   read_proof_skew_seconds: 60,
   /** Versions per page of a space's log when `limit` is not given, and the most it may ask for. */

@@ -61,7 +61,7 @@ hostingRoutes.post("/host/accounts", async (c) => {
 hostingRoutes.get("/host/accounts/:did", async (c) => {
   const did = c.req.param("did");
   if (!isP256DidKey(did)) return httpError(c, 400, "bad_request", "the path must end in the account's P-256 did:key");
-  return answer(c, await account(c, did).status(did, readProof(c)));
+  return answer(c, await account(c, did).status(readProof(c)));
 });
 
 hostingRoutes.use("/spaces/:id/*", async (c, next) => {
@@ -83,14 +83,14 @@ hostingRoutes.post("/spaces/:id/versions", async (c) => {
   if (!versions.ok) return versions.answer;
   // The host a sys.receiver's endpoint must not name (the push endpoint rule), besides PUBLIC_URL's.
   const requestHost = new URL(c.req.url).host;
-  return answer(c, await space(c, id).append(id, versions.value, { requestHost, client: c.var.client }));
+  return answer(c, await space(c, id).append(versions.value, { requestHost, client: c.var.client }));
 });
 
 hostingRoutes.get("/spaces/:id/versions", async (c) => {
   const id = c.req.param("id");
   const q = logQuerySchema.safeParse(c.req.query());
   if (!q.success) return httpError(c, 400, "invalid_query", formatIssue(q.error));
-  return answer(c, await space(c, id).page(id, q.data, readProof(c), c.var.client));
+  return answer(c, await space(c, id).page(q.data, readProof(c), c.var.client));
 });
 
 hostingRoutes.all("/host/accounts", (c) => methodNotAllowed(c, ["POST"]));

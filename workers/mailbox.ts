@@ -33,25 +33,24 @@ mailboxRoutes.use(
 mailboxRoutes.use("*", topicCheck);
 
 mailboxRoutes.post("/", async (c) => {
-  const topic = c.req.param("topic")!;
   const q = postQuerySchema.safeParse(c.req.query());
   if (!q.success) return httpError(c, 400, "invalid_until", formatIssue(q.error));
   const until = resolveUntil(q.data.until, Math.floor(Date.now() / 1000));
   if ("error" in until) return httpError(c, 400, "invalid_until", until.error);
   const body = await readBounded(c.req.raw, MAILBOX_LIMITS.max_body_bytes);
   if (body === null) return httpError(c, 413, "too_large", `a mailbox item is at most ${MAILBOX_LIMITS.max_body_bytes} bytes`);
-  return answer(c, await mailbox(c).post(topic, body, until.until, c.var.client), (v) => c.json(v, 201));
+  return answer(c, await mailbox(c).post(body, until.until, c.var.client), (v) => c.json(v, 201));
 });
 
 mailboxRoutes.get("/", async (c) => {
   const q = pageQuerySchema.safeParse(c.req.query());
   if (!q.success) return httpError(c, 400, "invalid_query", formatIssue(q.error));
-  return answer(c, await mailbox(c).page(c.req.param("topic")!, q.data, c.var.client));
+  return answer(c, await mailbox(c).page(q.data, c.var.client));
 });
 
 // One item's blob as it was posted: application/octet-stream, never content-coded.
 mailboxRoutes.get("/items/:seq{[0-9]{1,15}}", async (c) => {
-  const r = await mailbox(c).item(c.req.param("topic")!, Number(c.req.param("seq")), c.var.client);
+  const r = await mailbox(c).item(Number(c.req.param("seq")), c.var.client);
   return answer(c, r, (blob) =>
     blob === null
       ? httpError(c, 404, "not_found", "no such item (expired, evicted or never posted)")
@@ -75,13 +74,13 @@ mailboxRoutes.post("/receivers", async (c) => {
   // Where the relay will send pushes (https, a public name, not itself): the push endpoint rule.
   const rule = checkPushEndpoint(sub.value.endpoint, endpointPolicy(c.env, new URL(c.req.url).host));
   if (!rule.ok) return httpError(c, 400, "invalid_endpoint", rule.reason);
-  return answer(c, await mailbox(c).addReceiver(c.req.param("topic")!, sub.value, c.var.client), (v) => c.json(v, 201));
+  return answer(c, await mailbox(c).addReceiver(sub.value, c.var.client), (v) => c.json(v, 201));
 });
 
 mailboxRoutes.delete("/receivers/:id", async (c) => {
   const id = c.req.param("id");
   if (!receiverIdSchema.safeParse(id).success) return httpError(c, 404, "not_found", "no such receiver");
-  return answer(c, await mailbox(c).removeReceiver(c.req.param("topic")!, id, c.var.client), () => c.body(null, 204));
+  return answer(c, await mailbox(c).removeReceiver(id, c.var.client), () => c.body(null, 204));
 });
 
 mailboxRoutes.all("/", (c) => methodNotAllowed(c, ["GET", "POST"]));

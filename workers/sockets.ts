@@ -1,9 +1,9 @@
 // The WebSocket endpoints: each names one Durable Object by its last path segment. The Worker
 // checks the key (400), the method (405) and the upgrade (426), then hands the request to the
-// object with the headers that tell it who it is and who the client is (server/object-headers.ts).
+// object with the headers that tell it who the client is and which host it reached (server/object-headers.ts).
 import { Hono, type Context } from "hono";
 import { settingsOf } from "../server/settings";
-import { CLIENT_HEADER, MINCA_ROOM_HEADER, PASSNOTE_ROOM_HEADER, REFUSED_HEADER, RELAY_HOST_HEADER, TALLY_USER_HEADER } from "../server/object-headers";
+import { CLIENT_HEADER, REFUSED_HEADER, RELAY_HOST_HEADER } from "../server/object-headers";
 import { isDraining, noteLive } from "../server/live";
 import { isRoomId as isMincaRoomId } from "../shared/minca/code";
 import { isRoomId } from "../shared/passnote/room";
@@ -56,17 +56,17 @@ export async function upgradeTo(c: Context<any>, binding: SocketBinding, id: Dur
 
 socketRoute("/tally/v1/:npub", { valid: isNpub, invalid: "the path must end in a valid npub" }, (npub, url) => {
   const hex = npubDecode(npub);
-  return { binding: "TALLY_USER", name: hex, headers: { [TALLY_USER_HEADER]: hex, [RELAY_HOST_HEADER]: url.host } };
+  return { binding: "TALLY_USER", name: hex, headers: { [RELAY_HOST_HEADER]: url.host } };
 });
 
 socketRoute("/passnote/v2/:room", { valid: isRoomId, invalid: "the path must end in a room id: base64url of 32 bytes" }, (room) => ({
   binding: "PASSNOTE_ROOM",
   name: room,
-  headers: { [PASSNOTE_ROOM_HEADER]: room },
+  headers: {},
 }));
 
 socketRoute("/minca/v1/rooms/:room", { valid: isMincaRoomId, invalid: "the room must match ^b[a-z2-7]{52}$" }, (room) => ({
   binding: "MINCA_ROOM",
   name: room,
-  headers: { [MINCA_ROOM_HEADER]: room },
+  headers: {},
 }));

@@ -4,7 +4,8 @@
 // derived from the account key, the host's did and gen); passes, links and carry:closed; and
 // fetching a space's log, with a read proof for a private space. Runs wherever fetch does.
 import { base64urlEncode, randomBytes } from "../../shared/encoding";
-import { carryGrant, CLOSED_KEY, LINK, PASS, passBody, passKey, RECEIVER, receiverKey, REVOKE, revokeKey, WAKE, type CarryGrant, type WakeBody } from "../../shared/minca/carry";
+import { carryGrant, CLOSED_KEY, LINK, PASS, passBody, passKey, RECEIVER, receiverKey, REVOKE, revokeKey, WAKE, type CarryGrant, type RevokeBody, type WakeBody } from "../../shared/minca/carry";
+import { MINCA_HOST_LIMITS } from "../../shared/limits";
 import { newP256Key, type P256Key } from "../../shared/minca/es256";
 import { encodeInvite } from "../../shared/minca/invite";
 import { noteNonce, signNote, type Note } from "../../shared/minca/note";
@@ -21,13 +22,21 @@ export interface MincaAccount {
   /** The session key that signs versions, and the note the root gave it. */
   session: P256Key;
   note: Note;
+  /**
+   * The account's revokes this device knows (the Minca protocol §2.10): the SDK copies them into
+   * every carry space it connects, before anything else, so a carrier added later learns them.
+   * Shared by the account's sessions (withNote keeps the same list).
+   */
+  revoked?: RevokeBody[];
+  /** The latest `at` this session signed: its sign-out's cutoff ("a cutoff at what it wrote", §1.2). */
+  wroteUntil?: number;
 }
 
 /** A new account with a session under a note granting `cmd` (default "/": everything). */
 export async function newAccount(cmd = "/"): Promise<MincaAccount> {
   const root = await newP256Key();
   const session = await newP256Key();
-  return { root, accountKey: randomBytes(32), session, note: await sessionNote(root, session.did, cmd) };
+  return { root, accountKey: randomBytes(32), session, note: await sessionNote(root, session.did, cmd), revoked: [] };
 }
 
 /** How long a session note lives (seed §1.2: "exp": now + ttl; one root signature an hour). */
@@ -56,7 +65,8 @@ export async function renewSession(account: MincaAccount, now = Math.floor(Date.
 /** A session under another note of the same account (a records-only app, say). */
 export async function withNote(account: MincaAccount, cmd: string): Promise<MincaAccount> {
   const session = await newP256Key();
-  return { ...account, session, note: await sessionNote(account.root, session.did, cmd) };
+  account.revoked ??= [];
+  return { ...account, session, note: await sessionNote(account.root, session.did, cmd), wroteUntil: undefined };
 }
 
 export function makeSpace(account: MincaAccount, visibility: "private" | "public", founders = [account.root.did]): Space {
@@ -75,13 +85,15 @@ export interface WriteInput {
 /** A signed version of a record in `space` (sealed when the space is private), under a current session note. */
 export async function writeVersion(account: MincaAccount, space: Space, w: WriteInput): Promise<Version> {
   await renewSession(account);
-  return buildVersion({
+  const v = await buildVersion({
     space: space.id,
     author: account.session,
     note: account.note,
     bodyKey: space.key ? bodyKeyOf(space.key) : undefined,
     ...w,
   });
+  account.wroteUntil = Math.max(account.wroteUntil ?? 0, v.at);
+  return v;
 }
 
 export interface HostInfo {
@@ -139,10 +151,23 @@ export class HostConnection {
     return carryGrant({ account: this.account.root.did, name, carrySpace: this.carry, invite: encodeInvite(this.carry) });
   }
 
-  /** Connects the host: derives the carry space and posts the grant. */
-  async connect(gen = 0, name?: string): Promise<{ account: string; carry_space: string }> {
+  /**
+   * Connects the host: derives the carry space, posts the grant (with `admission`, the token the
+   * host's operator handed out, as `Authorization: Bearer`), then copies the account's known
+   * revokes into the carry space before anything else is written there (the relay's hosting
+   * profile: a carrier added later learns them).
+   */
+  async connect(gen = 0, name?: string, opts: { admission?: string } = {}): Promise<{ account: string; carry_space: string }> {
     const grant = await this.grant(gen, name);
-    return this.json("POST", "/minca/v1/host/accounts", grant, 201);
+    const headers: Record<string, string> = opts.admission !== undefined ? { authorization: `Bearer ${opts.admission}` } : {};
+    const started = await this.json<{ account: string; carry_space: string }>("POST", "/minca/v1/host/accounts", grant, 201, headers);
+    const known = this.account.revoked ?? [];
+    for (let i = 0; i < known.length; i += MINCA_HOST_LIMITS.max_versions_per_request) {
+      const batch = await Promise.all(known.slice(i, i + MINCA_HOST_LIMITS.max_versions_per_request).map((r) => this.revokeVersion(r)));
+      const refused = (await this.post(this.carrySpace().id, batch)).find((r) => !r.accepted);
+      if (refused && !refused.accepted) throw new HostError(200, refused.reason, "the host refused a copy of the account's revoke");
+    }
+    return started;
   }
 
   /**
@@ -192,13 +217,29 @@ export class HostConnection {
   }
 
   /**
-   * Revokes a session key (DESIGN 8.4, seed §2.10): from the moment the host stores it, nothing
-   * that key signs counts for the account here, in any space the host carries for it, and what it
-   * wrote in the carry space stops counting. A key may revoke itself (signing out).
+   * Revokes a session key (the Minca protocol §2.10): from the moment the host stores it, nothing
+   * that key signs counts for the account here, in any space the host carries for it; what it
+   * wrote before keeps counting, or with `cutoff` (unix ms) only what it wrote at or before the
+   * cutoff. A key may revoke itself (signing out). The revoke joins the account's known revokes.
    */
-  async revoke(did: string): Promise<VersionResult> {
-    const v = await writeVersion(this.account, this.carrySpace(), { collection: REVOKE, key: revokeKey(did), body: { v: 1, key: did } });
-    return (await this.post(this.carrySpace().id, [v]))[0];
+  async revoke(did: string, opts: { cutoff?: number } = {}): Promise<VersionResult> {
+    const body: RevokeBody = { v: 1, key: did, ...(opts.cutoff !== undefined ? { cutoff: opts.cutoff } : {}) };
+    const result = (await this.post(this.carrySpace().id, [await this.revokeVersion(body)]))[0];
+    if (result.accepted) (this.account.revoked ??= []).push(body);
+    return result;
+  }
+
+  /**
+   * Signing out (the Minca protocol §1.2): revokes this session's key with a cutoff at what it
+   * wrote, so everything it wrote keeps counting and nothing it might sign later does. The
+   * device then forgets the key (the caller drops this account object).
+   */
+  signOut(): Promise<VersionResult> {
+    return this.revoke(this.account.session.did, { cutoff: this.account.wroteUntil ?? 0 });
+  }
+
+  private revokeVersion(body: RevokeBody): Promise<Version> {
+    return writeVersion(this.account, this.carrySpace(), { collection: REVOKE, key: revokeKey(body.key), body });
   }
 
   /** Removing the host (seed §4.2): carry:closed. The host forgets everything it held for the account. */

@@ -3,10 +3,18 @@
 // is the default (`identity`: the group's credentials and this device's key; plain frames under
 // the roster key, user data in ratchet sessions); passphrase-only mode is chosen by giving `key`
 // instead. The protocol is shared/passnote/sync.ts; this file binds it to a transport.
-import { bytesToHex, randomBytes } from "../../shared/encoding";
+//
+// The peer runs over one open database instance (`store`, a PassnoteStore; in memory by default):
+// it takes the instance's inst token, moves its clock past every HLC the database holds, and reads
+// the device's keys from it when the options give none (keeping them there when they are given).
+// A new node id (the HLCs' node part) is minted per instance unless the options name one, so two
+// instances on one database never stamp two different writes with one HLC.
+import { bytesToHex, equalBytes, randomBytes } from "../../shared/encoding";
 import { PASSNOTE_LIMITS } from "../../shared/limits";
 import type { Value } from "../../shared/passnote/codec";
-import { MemoryStore } from "../../shared/passnote/records";
+import { newInstToken } from "../../shared/passnote/handshake";
+import { MemoryStore, type PassnoteStore, type StoredKeys } from "../../shared/passnote/records";
+import type { DeviceIdentity } from "../../shared/passnote/roster";
 import { SyncEngine, type SyncEngineOptions } from "../../shared/passnote/sync";
 import type { WireRecord } from "../../shared/passnote/wire";
 import type { Transport } from "./transport";
@@ -22,6 +30,9 @@ export interface PassnotePeerOptions extends Partial<Omit<SyncEngineOptions, "tr
   // One of the two (identity wins if both are given):
   //   identity  identity mode (the default): the group's credentials and this device's Ed25519 key;
   //   key       passphrase-only mode: the 32-byte passphrase key is the only membership.
+  // Neither, when `store` holds the device's keys from an earlier run.
+  // store: the open database instance (a PassnoteStore; default: a new MemoryStore). The peer uses
+  //   its inst token, moves its clock past the store's, and keeps the given keys in it.
 }
 
 
@@ -33,13 +44,20 @@ export class PassnotePeer {
   constructor(opts: PassnotePeerOptions) {
     const { transport, antiEntropyIntervalMs, ...rest } = opts;
     this.transport = transport;
+    const store = rest.store ?? new MemoryStore();
+    const keys = keysFor(store, rest.identity, rest.key);
     this.engine = new SyncEngine({
       node: rest.node ?? `n${bytesToHex(randomBytes(6))}`,
-      store: rest.store ?? new MemoryStore(),
+      inst: instFor(store),
       ...rest,
+      ...keys,
+      store,
       transmit: (peer, bytes) => transport.send(peer, bytes),
       selfId: () => transport.self,
     });
+    // Restored from the database: the clock moves past every HLC it holds, so a write after a
+    // restart wins over the writes before it even if the wall clock went back meanwhile.
+    this.engine.clock.observe(store.clock());
     this.unsubscribe = transport.subscribe({
       welcome: (_self, peers) => peers.forEach((p) => this.engine.peerJoined(p)),
       join: (p) => this.engine.peerJoined(p),
@@ -71,8 +89,13 @@ export class PassnotePeer {
     }, afterMs);
   }
 
-  get store(): MemoryStore {
+  get store(): PassnoteStore {
     return this.engine.store;
+  }
+
+  /** Resolves once every write so far is durable in the store (a crash after it loses none). */
+  flushed(): Promise<void> {
+    return this.engine.store.flushed();
   }
 
   put(collection: string, key: string, value: Value): WireRecord {
@@ -114,4 +137,40 @@ export class PassnotePeer {
     this.detach();
     this.transport.close();
   }
+}
+
+/**
+ * The keys the peer runs with: those the options give (kept in the store the first time; a store
+ * that holds another device's keys is refused), or else those the store holds.
+ */
+function keysFor(store: PassnoteStore, identity: DeviceIdentity | undefined, key: Uint8Array | undefined): { identity: DeviceIdentity } | { key: Uint8Array } {
+  const given: StoredKeys | undefined = identity ? { identity } : key ? { key } : undefined;
+  const held = store.keys();
+  if (!given) {
+    if (!held) throw new Error("no keys: give `identity` or `key`, or open a store that holds them");
+    return held;
+  }
+  if (!held) store.saveKeys(given);
+  else if (!sameKeys(held, given)) throw new Error("this database holds another device's keys: open the device's own database");
+  return given;
+}
+
+function sameKeys(a: StoredKeys, b: StoredKeys): boolean {
+  if ("key" in a || "key" in b) return "key" in a && "key" in b && equalBytes(a.key, b.key);
+  const [x, y] = [a.identity, b.identity];
+  return equalBytes(x.deviceKey, y.deviceKey) && equalBytes(x.group.rosterKey, y.group.rosterKey) && equalBytes(x.group.groupKey, y.group.groupKey) && equalBytes(x.group.owner, y.group.owner);
+}
+
+/** Stores a peer has already run on. */
+const used = new WeakSet<PassnoteStore>();
+
+/**
+ * The inst token of a new peer: its store instance's, the first time; a fresh one for a peer
+ * started again on an instance another peer already ran on (that engine's state is gone, so the
+ * other peers must see a restart too).
+ */
+function instFor(store: PassnoteStore): string {
+  if (used.has(store)) return newInstToken();
+  used.add(store);
+  return store.inst;
 }

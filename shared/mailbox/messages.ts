@@ -92,14 +92,25 @@ export function buildPage(rows: StoredItem[], after: number, limit: number, olde
     bytes += r.blob.length;
     items.push({ seq: r.seq, at: r.at, until: r.until, blob: base64urlEncode(r.blob) });
   }
-  // A host's links (first page only) count against the page's byte bound too, after the
-  // mailbox's own items: a link that would pass it is left out, never one of the items.
+  // A Minca host's links (the Minca protocol §4.2; first page only): before the items, each
+  // distinct blob once, and outside the page's byte budget, so the topic's own items can never
+  // push a link off the page. What links a fetch loads is bounded where they are loaded (each
+  // account serves at most link_bytes_served_per_account).
   const linkItems: PageItem[] = [];
   if (after === 0) {
+    // (A topic is computed from its blob, so the links of one topic are one blob: served once,
+    // until the last of them expires.)
+    const seen = new Map<string, PageItem>();
     for (const l of links) {
-      if (bytes + l.blob.length > MAILBOX_LIMITS.page_max_bytes) continue;
-      bytes += l.blob.length;
-      linkItems.push({ seq: 0, at: l.at, until: l.until, blob: base64urlEncode(l.blob) });
+      const blob = base64urlEncode(l.blob);
+      const held = seen.get(blob);
+      if (held) {
+        held.until = Math.max(held.until, l.until);
+        continue;
+      }
+      const item = { seq: 0, at: l.at, until: l.until, blob };
+      seen.set(blob, item);
+      linkItems.push(item);
     }
   }
   const next = items.length ? items[items.length - 1].seq : after;

@@ -131,7 +131,11 @@ export const passBodySchema = z
   .strict();
 export type PassBody = z.infer<typeof passBodySchema>;
 
-export const revokeBodySchema = z.object({ v: z.literal(1), key: z.string().refine(isP256DidKey, "key is a P-256 did:key") }).strict();
+/** A revoke (the relay's hosting profile, "Revocations"): the key, and optionally a cutoff in unix ms. */
+export const revokeBodySchema = z
+  .object({ v: z.literal(1), key: z.string().refine(isP256DidKey, "key is a P-256 did:key"), cutoff: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional() })
+  .strict();
+export type RevokeBody = z.infer<typeof revokeBodySchema>;
 
 export const closedBodySchema = z.object({ v: z.literal(1), closed: z.literal(true) }).strict();
 
@@ -165,7 +169,7 @@ export function linkTopic(blob: Uint8Array): string {
 /** What one accepted carry-space version means to the host. */
 export type CarryRecord =
   | { kind: "pass"; space: string; constitution: Constitution; readKey?: string; own: boolean; at: number }
-  | { kind: "revoke"; revoked: string }
+  | { kind: "revoke"; revoked: string; cutoff: number | null }
   | { kind: "pass_deleted"; key: string }
   | { kind: "closed" }
   | { kind: "link"; key: string; blob: Uint8Array; topic: string; until: number; at: number }
@@ -235,9 +239,9 @@ function readCarryRecordOrThrow(v: Version, bodyKey: Uint8Array): CarryRecord {
       // A stored revoke is kept for good: deleting or rewriting its record takes nothing back.
       if (deleted) return { kind: "other" };
       const r = revokeBodySchema.safeParse(body);
-      if (!r.success) return unreadable("a revoke is { v: 1, key: <did:key> }");
+      if (!r.success) return unreadable("a revoke is { v: 1, key: <did:key>, cutoff?: <unix ms> }");
       if (revokeKey(r.data.key) !== v.key) return unreadable("a revoke's key is revoke:<hash of the did it revokes>");
-      return { kind: "revoke", revoked: r.data.key };
+      return { kind: "revoke", revoked: r.data.key, cutoff: r.data.cutoff ?? null };
     }
     case LINK: {
       if (deleted) return { kind: "link_deleted", key: v.key };
@@ -277,14 +281,40 @@ export function passBody(space: { constitution: Constitution; key?: Uint8Array }
   return body;
 }
 
-// ---- which version of a record counts (DESIGN 8.4-8.5) -----------------------------------------
+// ---- which version of a record counts (the relay's hosting profile, "Carried spaces") -----------
+
+/** A version's place in its record key's order: (`at`, version id). */
+export interface Written {
+  at: number;
+  id: string;
+}
 
 /**
- * Whether a version written at `at` replaces what the host holds for its record key: per key,
- * the version with the greater `at` wins (ties go to the later arrival; the account's own writers
- * only). With `current` (a recount after a revoke), the version is the one that counts now,
- * whatever its `at`.
+ * Last writer wins per record key by (`at`, version id), deletions included: whether `v`
+ * replaces what the host holds for its key (`held`: the latest version it took, a deletion
+ * included). An older version arriving after a newer deletion never brings the record back.
  */
-export function supersedes(held: { at: number } | undefined, at: number, current: boolean): boolean {
-  return current || !held || at >= held.at;
+export function supersedes(held: Written | undefined, v: Written): boolean {
+  if (!held) return true;
+  return v.at > held.at || (v.at === held.at && v.id > held.id);
+}
+
+/**
+ * Whether a version a revoked key signed still counts (the Minca protocol §1.2, §2.10: nothing
+ * that key signed counts "except what the revoker had already seen of it"). A revoke keeps
+ * everything the key wrote before it was stored; with a `cutoff`, only what it wrote at or
+ * before the cutoff. (What the key signs after the revoke is refused when it arrives.)
+ */
+export function countsAfterRevoke(at: number, cutoff: number | null): boolean {
+  return cutoff === null || at <= cutoff;
+}
+
+/**
+ * Two revokes of one key: a revoke is never undone, so the stricter cutoff stands (none is the
+ * loosest).
+ */
+export function strictestCutoff(a: number | null, b: number | null): number | null {
+  if (a === null) return b;
+  if (b === null) return a;
+  return Math.min(a, b);
 }

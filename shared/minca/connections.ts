@@ -36,9 +36,9 @@ export class HomeConnections {
 
 const perAccount = new WeakMap<object, HomeConnections>();
 
-/** The home's default store for an account (one per account object). */
-export function connectionsOf(account: object): HomeConnections {
+/** The home's default store for an account (one per account object), knowing the home's own session key when the account names it. */
+export function connectionsOf(account: object & { session?: { did: string } }): HomeConnections {
   let c = perAccount.get(account);
-  if (!c) perAccount.set(account, (c = new HomeConnections()));
+  if (!c) perAccount.set(account, (c = new HomeConnections(account.session?.did)));
   return c;
 }

@@ -83,6 +83,11 @@ export interface Account {
   key: P256Key;
   name?: string;
   relays?: string[];
+  /**
+   * The home's own session key (the Minca protocol §1.2: the key the home's node signs records
+   * with): never granted to (§2.10). The home refuses it with no option set.
+   */
+  session?: { did: string };
 }
 
 /**

@@ -161,7 +161,7 @@ export class HomeExchange {
         this.sendSealed(CODE_TYPES.heard, SEQ.heard, {});
         const req = codeRequest(ask.data);
         const connections = this.connections();
-        const own = [this.opts.sessionDid, connections.sessionDid, this.opts.account.key.did];
+        const own = [this.opts.sessionDid, connections.sessionDid, this.opts.account.session?.did, this.opts.account.key.did];
         const checked = own.includes(req.audience)
           ? { ok: false as const, reason: "the audience is the home's own key" }
           : await checkCodeRequest(req, {

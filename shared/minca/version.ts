@@ -143,7 +143,6 @@ export const VERSION_REFUSALS = [
   "own_space_mismatch",
   "not_account_write",
   "revoked",
-  "too_many_revocations",
   "too_many_carriers",
   "too_many_link_accounts",
 ] as const;

@@ -7,7 +7,7 @@ import { PASSNOTE_LIMITS as L } from "../limits";
 import { encodeValue, Writer } from "./codec";
 import { InstTokens, makeHandshake, newInstToken, SUPPORTED_VERSIONS } from "./handshake";
 import { HlcClock } from "./hlc";
-import { MemoryStore } from "./records";
+import { MemoryStore, type PassnoteStore } from "./records";
 import { ROSTER_COLLECTION, devicePublicKey, deviceIdOf, keyTagOf, verifyRosterRecord, type DeviceIdentity, type RosterEntry } from "./roster";
 import { sealFrame, sealPlain } from "./seal";
 import type { Ephemeral, RatchetHello, Session } from "./session";
@@ -25,7 +25,7 @@ export interface SyncEngineOptions {
   transmit: (peer: string, bytes: Uint8Array) => Promise<void>;
   /** This side's transport peer id, once known. */
   selfId: () => string | undefined;
-  store?: MemoryStore;
+  store?: PassnoteStore;
   now?: () => number;
   versions?: readonly number[];
   /** Offer recon1 (default true). */
@@ -121,7 +121,7 @@ const emptyStats = (): TrafficStats => ({ frames: {}, bytes: 0 });
 
 export class EngineCore {
   readonly node: string;
-  readonly store: MemoryStore;
+  readonly store: PassnoteStore;
   readonly clock: HlcClock;
   readonly inst: string;
   readonly versions: readonly number[];

@@ -9,7 +9,7 @@
 // HLC wall milliseconds (profile). Shipping twice is harmless: merging is idempotent.
 import { PASSNOTE_LIMITS as L } from "../limits";
 import { equalBytes } from "../encoding";
-import { FULL_RANGE, type MemoryStore } from "./records";
+import { FULL_RANGE, type PassnoteStore } from "./records";
 import type { MessageOf, Probe, Range, WireRecord } from "./wire";
 
 export type Reconcile = MessageOf<"reconcile">;
@@ -21,18 +21,18 @@ export interface ReconcileOutcome {
   reply: Reconcile | null;
 }
 
-function probeOf(store: MemoryStore, collection: string, range: Range, depth: number): Probe {
+function probeOf(store: PassnoteStore, collection: string, range: Range, depth: number): Probe {
   const s = store.summary(collection, range);
   return { ...range, depth, count: s.count, fingerprint: s.fingerprint };
 }
 
 /** The opening probe of a collection: everything this side holds. */
-export function openingProbe(store: MemoryStore, collection: string): Reconcile {
+export function openingProbe(store: PassnoteStore, collection: string): Reconcile {
   return { type: "reconcile", collection, probes: [probeOf(store, collection, FULL_RANGE, 0)], requests: [] };
 }
 
 /** Answers one reconcile message against this side's store. */
-export function respondToReconcile(store: MemoryStore, msg: Reconcile): ReconcileOutcome {
+export function respondToReconcile(store: PassnoteStore, msg: Reconcile): ReconcileOutcome {
   const { collection } = msg;
   const shipRanges: Range[] = [...msg.requests];
   const requests: Range[] = [];

@@ -14,7 +14,7 @@
 // shipment. Wire shape: reconcile2-wire.ts and docs/passnote.md.
 import { PASSNOTE_LIMITS as L } from "../limits";
 import { bytesToHex, equalBytes } from "../encoding";
-import type { Entry, MemoryStore } from "./records";
+import type { Entry, PassnoteStore } from "./records";
 import type { WireRecord } from "./wire";
 import { ID_BYTES, INFINITE_BOUND, itemBelow, rangeBytes, type Bound, type Range2, type Reconcile2 } from "./reconcile2-wire";
 
@@ -76,7 +76,7 @@ function split(items: readonly Entry[], lo: number, hi: number, upper: Bound, bu
 }
 
 /** The opening probe of a collection: one fingerprint of everything this side holds. */
-export function openingProbe2(store: MemoryStore, collection: string): Reconcile2 {
+export function openingProbe2(store: PassnoteStore, collection: string): Reconcile2 {
   const items = store.ordered(collection);
   return {
     type: "reconcile2",
@@ -100,7 +100,7 @@ function bucketsFor(n: number, levels: number): number {
 }
 
 /** Answers one reconcile2 message against this side's store. */
-export function respondToReconcile2(store: MemoryStore, msg: Reconcile2): Reconcile2Outcome {
+export function respondToReconcile2(store: PassnoteStore, msg: Reconcile2): Reconcile2Outcome {
   const items = store.ordered(msg.collection);
   // Where each range falls among this side's items; which fingerprints match; which will split.
   const spans: Array<{ lo: number; hi: number; match: boolean; split: boolean }> = [];

@@ -8,6 +8,8 @@ import { isWellFormedUnicode, utf8ByteLength, utf8Encode } from "../encoding";
 import { PASSNOTE_LIMITS as L } from "../limits";
 import { Writer } from "./codec";
 import { compareHlc, hlcWall } from "./hlc";
+import { newInstToken } from "./handshake";
+import type { DeviceIdentity } from "./roster";
 import type { Range, WireRecord } from "./wire";
 import { FINGERPRINT_BYTES, encodeRecord } from "./wire";
 
@@ -51,8 +53,8 @@ class Collection {
   private orderedDirty = false;
   watermark = "";
 
-  put(record: WireRecord, seq: number): void {
-    this.byKey.set(record.key, { record, wall: hlcWall(record.hlc), fp: recordFingerprint(record.key, record.hlc), seq });
+  put(record: WireRecord, seq: number, fp: Uint8Array): void {
+    this.byKey.set(record.key, { record, wall: hlcWall(record.hlc), fp, seq });
     if (compareHlc(record.hlc, this.watermark) > 0) this.watermark = record.hlc;
     this.dirty = true;
     this.orderedDirty = true;
@@ -114,10 +116,59 @@ export function wins(incoming: WireRecord, current: WireRecord | undefined): boo
   return current === undefined || compareHlc(incoming.hlc, current.hlc) > 0;
 }
 
-/** An in-memory record store (the reference peer's; an app would back it with its database). */
-export class MemoryStore {
+/** The keys a database keeps for its device: identity mode's credentials, or the passphrase key. */
+export type StoredKeys = { identity: DeviceIdentity } | { key: Uint8Array };
+
+/**
+ * What the Passnote peer keeps in its database, one store per open database instance (the Passnote protocol:
+ * "a random token minted per open database instance"). Reads are synchronous (a store holds an
+ * index of its records in memory, loaded on open); a write is one document (one record of one
+ * collection), stored whole or not at all, and merged last-writer-wins by HLC in the database
+ * itself, so two instances on one database (two tabs, two processes) never lose each other's
+ * writes. What the seed needs back on reopen comes from here: the records (and with them every
+ * collection's watermark and the roster, a collection like the others), the HLC the clock must
+ * pass, and the device's keys.
+ */
+export interface PassnoteStore {
+  /** This open instance's inst token (16 hex), minted when it was opened: never shared by two instances. */
+  readonly inst: string;
+  /** The sequence number of the last record stored by this instance (0 when none). */
+  readonly sequence: number;
+  collectionNames(): string[];
+  get(collection: string, key: string): WireRecord | undefined;
+  all(collection: string): WireRecord[];
+  size(collection: string): number;
+  /** Last-writer-wins merge of one whole record; true when it changed the store. Idempotent. */
+  merge(collection: string, record: WireRecord): boolean;
+  /** The highest HLC held in a collection ("" when empty): the collection's watermark in `state`. */
+  watermark(collection: string): string;
+  summary(collection: string, range?: Range): RangeSummary;
+  ordered(collection: string): readonly Entry[];
+  recordsIn(collection: string, range: Range): WireRecord[];
+  newerThan(collection: string, watermark: string): WireRecord[];
+  changedSince(collection: string, seq: number, watermark: string): WireRecord[];
+  /** The highest HLC this database holds ("" when none): a reopened clock moves past it. */
+  clock(): string;
+  /** The device's keys, if the database holds them. */
+  keys(): StoredKeys | undefined;
+  /** Keeps the device's keys (sealed where the store can); durable once flushed() resolves. */
+  saveKeys(keys: StoredKeys): void;
+  /**
+   * Resolves once every write made so far (merges and keys) is durable: a crash after it loses
+   * none of them. Rejects if one of them could not be stored.
+   */
+  flushed(): Promise<void>;
+  /** Closes the instance (after flushing); its inst token is not used again. */
+  close(): Promise<void>;
+}
+
+/** An in-memory record store: the index every store keeps, and the store of a peer that keeps nothing. */
+export class MemoryStore implements PassnoteStore {
   private readonly collections = new Map<string, Collection>();
   private seq = 0;
+  private highest = "";
+  private stored: StoredKeys | undefined;
+  readonly inst: string = newInstToken();
 
   /** The sequence number of the last record stored (0 when none): every merge that changes the store takes the next one. */
   get sequence(): number {
@@ -148,11 +199,38 @@ export class MemoryStore {
 
   /** Last-writer-wins merge; true when the record changed the store. Idempotent. */
   merge(collection: string, record: WireRecord): boolean {
+    return this.mergeWith(collection, record);
+  }
+
+  /**
+   * merge() with the record's fingerprint when the caller has it (a database store computes it
+   * once, keeps it beside the record, and gives it back on reopen).
+   */
+  protected mergeWith(collection: string, record: WireRecord, fp?: Uint8Array): boolean {
     const c = this.col(collection);
     if (!wins(record, c.byKey.get(record.key)?.record)) return false;
-    c.put(record, ++this.seq);
+    c.put(record, ++this.seq, fp?.length === FINGERPRINT_BYTES ? fp : recordFingerprint(record.key, record.hlc));
+    if (compareHlc(record.hlc, this.highest) > 0) this.highest = record.hlc;
     return true;
   }
+
+  clock(): string {
+    return this.highest;
+  }
+
+  keys(): StoredKeys | undefined {
+    return this.stored;
+  }
+
+  saveKeys(keys: StoredKeys): void {
+    this.stored = keys;
+  }
+
+  flushed(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  async close(): Promise<void> {}
 
   /** The highest HLC held in a collection ("" when empty). */
   watermark(collection: string): string {

@@ -23,7 +23,7 @@ import { EngineCore, type Channel, type PeerState, type SyncEngineOptions, type 
 import { onDelta, onHello, onPoke, onReconcile, onReconcile2, onState } from "./anti-entropy";
 import type { HlcClock } from "./hlc";
 import { onHandshake } from "./negotiation";
-import { checkLocalWrite, type MemoryStore } from "./records";
+import { checkLocalWrite, type PassnoteStore } from "./records";
 import { ROSTER_COLLECTION, signRosterRecord, type RosterEntry } from "./roster";
 import { KIND_PLAIN, KIND_RATCHET, openFrame, openPlain } from "./seal";
 import { forgetEphemerals, onRatchetHello, requestRehello, rosterChanged } from "./sessions";
@@ -48,7 +48,7 @@ export class SyncEngine {
   get node(): string {
     return this.core.node;
   }
-  get store(): MemoryStore {
+  get store(): PassnoteStore {
     return this.core.store;
   }
   get clock(): HlcClock {

@@ -21,6 +21,29 @@ export const vapidSubjectSchema = z
   .max(1024)
   .refine((s) => /^mailto:[^\s]+@[^\s]+$/.test(s) || /^https:\/\/[^\s]+$/.test(s), "sub must be a mailto: or https: URL");
 
+/** VAPID `sub` when neither VAPID_SUBJECT nor an https PUBLIC_URL is set (fine locally only). */
+export const DEFAULT_VAPID_SUBJECT = "mailto:relay@localhost";
+
+/**
+ * The VAPID `sub` the relay signs with (RFC 8292 §2.1: a contact URL): the operator's
+ * VAPID_SUBJECT when it is a mailto: or https: URL; else the origin of the first https: URL in
+ * PUBLIC_URL (one or several, comma- or space-separated), the relay's own address; else the
+ * local default.
+ */
+export function vapidSubjectFor(settings: { VAPID_SUBJECT?: string; PUBLIC_URL?: string }): string {
+  const set = settings.VAPID_SUBJECT?.trim();
+  if (set && vapidSubjectSchema.safeParse(set).success) return set;
+  for (const part of (settings.PUBLIC_URL ?? "").split(/[\s,]+/)) {
+    try {
+      const url = new URL(part);
+      if (url.protocol === "https:") return url.origin;
+    } catch {
+      // not a URL: the next one
+    }
+  }
+  return DEFAULT_VAPID_SUBJECT;
+}
+
 export function generateVapidKeys(): VapidKeys {
   const privateKey = p256.utils.randomSecretKey();
   return { privateKey, publicKey: p256.getPublicKey(privateKey, false) };

@@ -1,7 +1,9 @@
 // Passnote datasets with a known number of differences, for tests and bench/reconcile.ts (this
 // module imports nothing from vitest, so it runs outside the test runner too).
 import { formatHlc } from "../../shared/passnote/hlc";
-import type { MemoryStore } from "../../shared/passnote/records";
+import { sha256 } from "@noble/hashes/sha2.js";
+import { bytesToHex, utf8Encode } from "../../shared/encoding";
+import type { PassnoteStore } from "../../shared/passnote/records";
 
 export interface Dataset {
   /** Records both sides hold. */
@@ -14,7 +16,7 @@ export interface Dataset {
  * Fills two stores with `common` shared records spread over 30 days, then gives each side half of
  * the differences: a newer version of an existing record on one side, or a record only it has.
  */
-export function fillDifferent(a: MemoryStore, b: MemoryStore, { common, differences }: Dataset, collection = "notes"): void {
+export function fillDifferent(a: PassnoteStore, b: PassnoteStore, { common, differences }: Dataset, collection = "notes"): void {
   const t0 = Date.UTC(2026, 9, 1);
   const span = 30 * 86_400_000;
   for (let i = 0; i < common; i++) {
@@ -33,8 +35,17 @@ export function fillDifferent(a: MemoryStore, b: MemoryStore, { common, differen
 }
 
 /** Whether two stores hold exactly the same records in a collection. */
-export function sameRecords(a: MemoryStore, b: MemoryStore, collection = "notes"): boolean {
+export function sameRecords(a: PassnoteStore, b: PassnoteStore, collection = "notes"): boolean {
   const sa = a.summary(collection);
   const sb = b.summary(collection);
   return sa.count === sb.count && sa.fingerprint.every((x, i) => x === sb.fingerprint[i]);
+}
+
+/** A digest of a collection's records (key, HLC, value), order-independent: equal on two stores that hold the same. */
+export function digest(store: PassnoteStore, collection = "notes"): string {
+  const lines = store
+    .all(collection)
+    .map((r) => `${r.key}\u0000${r.hlc}\u0000${JSON.stringify(r.value)}`)
+    .sort();
+  return bytesToHex(sha256(utf8Encode(lines.join("\n"))));
 }

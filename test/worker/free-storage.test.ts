@@ -12,7 +12,8 @@ import { makeJoin } from "../../shared/minca/room";
 import { bytesToHex, randomBytes } from "../../shared/encoding";
 import { newUser, opaqueEnvelope } from "../helpers/tally";
 import { TestSocket } from "../helpers/socket";
-import type { TallyUser } from "../../durable-objects/tally-user";
+import { deliver } from "../helpers/tally-user";
+import type { TallyUser } from "../../durable-objects/tally/tally-user";
 import { MIGRATIONS } from "../../migrations/index";
 
 const BASE = "http://relay.test";
@@ -66,7 +67,7 @@ describe("DESIGN 3: nothing is stored for free", () => {
     await s.closed;
     // no table (the idle bound of a registered device may leave its alarm until it fires: an authenticated user's)
     expect((await held(stub)).tables).toEqual([]);
-    expect(await stub.deliver(bob.hex, JSON.stringify(opaqueEnvelope(alice, bob, "kept")), alice.hex, "kept")).toBe("stored");
+    expect(await deliver(stub, JSON.stringify(opaqueEnvelope(alice, bob, "kept")), alice.hex, "kept")).toBe("stored");
     await evictDurableObject(stub);
     const after = await runInDurableObject(stub, (_o, state) => ({
       migrations: state.storage.sql.exec<{ name: string }>("SELECT name FROM _migrations").toArray().map((r) => r.name),

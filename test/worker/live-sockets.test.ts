@@ -7,7 +7,6 @@ import { describe, expect, it } from "vitest";
 import type { Context } from "hono";
 import { upgradeTo } from "../../workers/sockets";
 import { liveCount, takeLive } from "../../server/live";
-import { MINCA_ROOM_HEADER } from "../../durable-objects/minca-room";
 import { codeRoom, codeSecret, newCode } from "../../shared/minca/code";
 import { newP256Key } from "../../shared/minca/es256";
 import { makeJoin } from "../../shared/minca/room";
@@ -17,7 +16,7 @@ import { TestSocket } from "../helpers/socket";
 const selfHosted = { env: { ...env, RELAY_RUNTIME: "workerd" }, header: () => {} } as unknown as Context<{ Bindings: Env }>;
 
 function upgrade(room: string): Promise<Response> {
-  const req = new Request(`http://relay.test/minca/v1/rooms/${room}`, { headers: { Upgrade: "websocket", [MINCA_ROOM_HEADER]: room } });
+  const req = new Request(`http://relay.test/minca/v1/rooms/${room}`, { headers: { Upgrade: "websocket" } });
   return upgradeTo(selfHosted, "MINCA_ROOM", env.MINCA_ROOM.idFromName(room), req);
 }
 

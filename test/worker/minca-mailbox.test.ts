@@ -4,7 +4,7 @@
 import { SELF, env, evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { p256 } from "@noble/curves/nist.js";
-import type { MincaMailbox } from "../../durable-objects/minca-mailbox";
+import type { TestMincaMailbox } from "./test-objects";
 import { MAILBOX_LIMITS } from "../../shared/limits";
 import { base64urlDecode, base64urlEncode, randomBytes } from "../../shared/encoding";
 import { decryptPushMessage } from "../../shared/webpush/encrypt";
@@ -15,7 +15,7 @@ import { sleep, waitFor } from "../helpers/wait";
 const BASE = "http://relay.test/minca/v1/mailbox";
 let n = 0;
 const newTopic = () => `worker-test-topic-${Date.now()}-${++n}`;
-const stub = (topic: string) => env.MINCA_MAILBOX.get(env.MINCA_MAILBOX.idFromName(topic));
+const stub = (topic: string) => env.MINCA_MAILBOX.get(env.MINCA_MAILBOX.idFromName(topic)) as unknown as DurableObjectStub<TestMincaMailbox>;
 
 async function post(topic: string, body: BodyInit = "hello", query = "", headers: Record<string, string> = {}) {
   return SELF.fetch(`${BASE}/${topic}${query}`, { method: "POST", body, headers });
@@ -48,8 +48,8 @@ function fakePushService(answers: Array<number | { status: number; headers?: Rec
 }
 
 async function withReceiver(topic: string, svc: ReturnType<typeof fakePushService>): Promise<string> {
-  await runInDurableObject(stub(topic), (inst: MincaMailbox) => {
-    inst.pushFetch = svc.fetch;
+  await runInDurableObject(stub(topic), (inst: TestMincaMailbox) => {
+    inst.fetchWith = svc.fetch;
   });
   const res = await SELF.fetch(`${BASE}/${topic}/receivers`, { method: "POST", body: JSON.stringify(svc.subscription) });
   expect(res.status).toBe(201);
@@ -89,7 +89,7 @@ describe("DESIGN section 7: posting and reading", () => {
     const topic = newTopic();
     await post(topic, "a");
     await post(topic, "b");
-    const left = await runInDurableObject(stub(topic), async (inst: MincaMailbox, state) => {
+    const left = await runInDurableObject(stub(topic), async (inst: TestMincaMailbox, state) => {
       state.storage.sql.exec("UPDATE items SET until = ? WHERE seq = 1", Math.floor(Date.now() / 1000) - 1);
       expect((await page(topic)).items.map((i: any) => i.seq)).toEqual([2]); // never served
       await inst.alarm();
@@ -200,7 +200,7 @@ describe("DESIGN section 7: wakes by Web Push", () => {
     const alarm = await runInDurableObject(stub(topic), (_i, state) => state.storage.getAlarm());
     expect(alarm).toBe(d.next_at);
     // when the alarm comes, it is sent again and delivered
-    await runInDurableObject(stub(topic), async (inst: MincaMailbox, state) => {
+    await runInDurableObject(stub(topic), async (inst: TestMincaMailbox, state) => {
       state.storage.sql.exec("UPDATE deliveries SET next_at = ?", Date.now());
       await inst.alarm();
     });

@@ -6,7 +6,7 @@ import { roomKeys, signJoin, joinPeerFrame, BROADCAST, type RoomKeys } from "../
 import { randomBytes } from "../../shared/encoding";
 import { CLOSE_CODES, COMMON_LIMITS, PASSNOTE_LIMITS } from "../../shared/limits";
 import { TestSocket } from "../helpers/socket";
-import type { PassnoteRoom } from "../../durable-objects/passnote-room";
+import type { PassnoteRoom } from "../../durable-objects/passnote/passnote-room";
 import { waitFor } from "../helpers/wait";
 
 const base = "http://relay.test";
@@ -184,7 +184,10 @@ describe("DESIGN 5: binary frames routed by 8-byte peer id", () => {
     a.s.ws.send(joinPeerFrame(b.peer, bytes(42)));
     await waitFor(() => b.s.binary.length === 1);
     expect(b.s.binary[0]).toEqual(joinPeerFrame(a.peer, bytes(42)));
-    expect((await stub.peerIds()).sort()).toEqual([a.peer, b.peer].sort());
+    const peerIds = await runInDurableObject(stub, (_room, state) =>
+      state.getWebSockets().flatMap((ws) => (ws.deserializeAttachment() as { peer?: string } | null)?.peer ?? []),
+    );
+    expect(peerIds.sort()).toEqual([a.peer, b.peer].sort());
     a.s.close();
     expect(await b.s.next("leave")).toEqual({ type: "leave", peer: a.peer });
   });

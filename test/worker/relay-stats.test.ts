@@ -3,7 +3,7 @@
 import { SELF, env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { app } from "../../workers/app";
-import { relayStats } from "../../durable-objects/relay-stats";
+import { relayStats } from "../../durable-objects/relay/relay-stats";
 import { STATS_LIMITS } from "../../shared/limits";
 import { minuteOf, type StatsSnapshot } from "../../shared/stats";
 import { makeAuthEvent } from "../../shared/tally/auth";

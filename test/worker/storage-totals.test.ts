@@ -6,20 +6,22 @@
 // ledger object (what STORAGE_*_BYTES set at start; the e2e layer sets them through the setting).
 import { SELF, env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { relayLedger, type RelayLedger } from "../../durable-objects/relay-ledger";
+import { relayLedger } from "../../durable-objects/relay/relay-ledger";
+import type { TestRelayLedger as RelayLedger } from "./test-objects";
 import { STORAGE_LIMITS, MAILBOX_LIMITS, TALLY_LIMITS, MINCA_HOST_LIMITS } from "../../shared/limits";
 import type { StorageKind } from "../../shared/storage";
 import { newUser, opaqueEnvelope, type User } from "../helpers/tally";
 import { HostConnection, makeSpace, newAccount, writeVersion } from "../../clients/minca/host";
-import type { TallyUser } from "../../durable-objects/tally-user";
+import type { TallyUser } from "../../durable-objects/tally/tally-user";
 import { waitFor } from "../helpers/wait";
+import { deliver, queuedCount } from "../helpers/tally-user";
 
 const RELAY = "http://relay.test";
 const MAILBOX = `${RELAY}/minca/v1/mailbox`;
 const fetchSelf = ((input: RequestInfo | URL, init?: RequestInit) => SELF.fetch(input as string, init)) as typeof fetch;
 let n = 0;
 const newTopic = () => `storage-total-topic-${Date.now()}-${++n}`;
-const ledger = () => relayLedger(env) as DurableObjectStub<RelayLedger>;
+const ledger = () => relayLedger(env) as unknown as DurableObjectStub<RelayLedger>;
 const tallyStub = (u: User) => env.TALLY_USER.get(env.TALLY_USER.idFromName(u.hex)) as DurableObjectStub<TallyUser>;
 const tables = (stub: DurableObjectStub) =>
   runInDurableObject(stub, (_i, st) =>
@@ -30,14 +32,14 @@ const tables = (stub: DurableObjectStub) =>
 async function roomFor(kind: StorageKind, room: number): Promise<number> {
   return runInDurableObject(ledger(), async (inst: RelayLedger) => {
     const leased = (await inst.snapshot())[kind].reserved_bytes;
-    inst.totals = { tally: STORAGE_LIMITS.tally_bytes, mailbox: STORAGE_LIMITS.mailbox_bytes, host: STORAGE_LIMITS.host_bytes, [kind]: leased + room };
+    inst.useTotals({ tally: STORAGE_LIMITS.tally_bytes, mailbox: STORAGE_LIMITS.mailbox_bytes, host: STORAGE_LIMITS.host_bytes, [kind]: leased + room });
     return leased;
   });
 }
 const reserved = async (kind: StorageKind) => (await ledger().snapshot())[kind].reserved_bytes;
 const resetTotals = () =>
   runInDurableObject(ledger(), (inst: RelayLedger) => {
-    inst.totals = { tally: STORAGE_LIMITS.tally_bytes, mailbox: STORAGE_LIMITS.mailbox_bytes, host: STORAGE_LIMITS.host_bytes };
+    inst.useTotals({ tally: STORAGE_LIMITS.tally_bytes, mailbox: STORAGE_LIMITS.mailbox_bytes, host: STORAGE_LIMITS.host_bytes });
   });
 
 describe("relay-wide storage totals (issue 15)", () => {
@@ -129,12 +131,12 @@ describe("relay-wide storage totals (issue 15)", () => {
     const carol = newUser();
     await roomFor("tally", 40_000);
     const pad = "p".repeat(30_000);
-    expect(await tallyStub(bob).deliver(bob.hex, JSON.stringify(opaqueEnvelope(alice, bob, "b1", { pad })), alice.hex, "b1")).toBe("stored");
+    expect(await deliver(tallyStub(bob), JSON.stringify(opaqueEnvelope(alice, bob, "b1", { pad })), alice.hex, "b1")).toBe("stored");
     expect(30_000).toBeLessThan(TALLY_LIMITS.queue_max_bytes);
-    expect(await tallyStub(carol).deliver(carol.hex, JSON.stringify(opaqueEnvelope(alice, carol, "c1", { pad })), alice.hex, "c1")).toBe("storage_full");
+    expect(await deliver(tallyStub(carol), JSON.stringify(opaqueEnvelope(alice, carol, "c1", { pad })), alice.hex, "c1")).toBe("storage_full");
     expect(await tables(tallyStub(carol))).toEqual([]);
     await resetTotals();
-    expect(await tallyStub(carol).deliver(carol.hex, JSON.stringify(opaqueEnvelope(alice, carol, "c1", { pad })), alice.hex, "c1")).toBe("stored");
+    expect(await deliver(tallyStub(carol), JSON.stringify(opaqueEnvelope(alice, carol, "c1", { pad })), alice.hex, "c1")).toBe("stored");
   });
 
   it("storage.tally_bytes: the sender is answered with the documented error storage_full, carrying the envelope's id", async () => {
@@ -153,6 +155,38 @@ describe("relay-wide storage totals (issue 15)", () => {
     s.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(alice, dave, "d1", { pad: "q".repeat(1_000) }) });
     expect(await s.next("error")).toMatchObject({ code: "storage_full", id: "d1" });
     ws.close();
+    await resetTotals();
+  });
+
+  it("the Tally protocol §6.2 step 1, deliver to online devices: with the Tally total full, an online acking device still receives the envelope and the sender hears delivered; with no device online the sender hears storage_full, never stored", async () => {
+    const alice = newUser();
+    const erin = newUser();
+    const frank = newUser();
+    await roomFor("tally", 0);
+    const { TestSocket } = await import("../helpers/socket");
+    const { makeAuthEvent } = await import("../../shared/tally/auth");
+    const register = async (u: User, acks: boolean) => {
+      const res = await SELF.fetch(`${RELAY}/tally/v1/${u.npub}`, { headers: { Upgrade: "websocket" } });
+      const ws = res.webSocket!;
+      const s = new TestSocket(ws as unknown as WebSocket);
+      ws.accept();
+      const { challenge } = await s.next("challenge");
+      s.send({ type: "register", user_id: u.npub, acks, auth: makeAuthEvent({ secretKey: u.secretKey, challenge, relayUrl: "ws://relay.test" }) });
+      await s.next("queue_drained");
+      return { ws, s };
+    };
+    const sender = await register(alice, true);
+    const online = await register(erin, true);
+    sender.s.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(alice, erin, "e1", { pad: "q".repeat(1_000) }) });
+    expect(await sender.s.next("queued")).toMatchObject({ id: "e1", status: "delivered" });
+    expect(await online.s.next("peer_envelope")).toMatchObject({ id: "e1" });
+    expect(await queuedCount(tallyStub(erin))).toBe(0); // not stored: the device holds it
+    // Frank is offline: nothing stored, and the sender is not told it was.
+    sender.s.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(alice, frank, "f1", { pad: "q".repeat(1_000) }) });
+    expect(await sender.s.next("error")).toMatchObject({ code: "storage_full", id: "f1" });
+    expect(sender.s.ofType("queued").map((q: { id: string }) => q.id)).toEqual(["e1"]);
+    sender.ws.close();
+    online.ws.close();
     await resetTotals();
   });
 

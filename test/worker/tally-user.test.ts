@@ -6,8 +6,9 @@ import { makeAuthEvent } from "../../shared/tally/auth";
 import { TALLY_LIMITS } from "../../shared/limits";
 import { newUser, opaqueEnvelope, type User } from "../helpers/tally";
 import { TestSocket } from "../helpers/socket";
+import { deliver, queuedCount } from "../helpers/tally-user";
 import { waitFor } from "../helpers/wait";
-import type { TallyUser } from "../../durable-objects/tally-user";
+import type { TallyUser } from "../../durable-objects/tally/tally-user";
 
 const RELAY = "ws://relay.test";
 
@@ -93,7 +94,7 @@ describe("Tally user object in workerd", () => {
     expect(alarmAt.alarm).toBe(alarmAt.expires);
     expect(alarmAt.expires - Date.now()).toBeGreaterThan((TALLY_LIMITS.queue_ttl_days * 86_400 - 60) * 1000);
     expect(await runDurableObjectAlarm(stub)).toBe(true);
-    expect(await stub.queuedCount()).toBe(1);
+    expect(await queuedCount(stub)).toBe(1);
     const b = await register(bob);
     expect(b.ofType("peer_envelope").map((e) => e.id)).toEqual(["new"]);
   });
@@ -121,12 +122,12 @@ describe("Tally user object in workerd", () => {
     const carol = newUser();
     const bob = newUser();
     const stub = stubOf(bob);
-    for (const id of ["c1", "c2", "c3"]) expect(await stub.deliver(bob.hex, JSON.stringify(opaqueEnvelope(carol, bob, id)), carol.hex, id)).toBe("stored");
+    for (const id of ["c1", "c2", "c3"]) expect(await deliver(stub, JSON.stringify(opaqueEnvelope(carol, bob, id)), carol.hex, id)).toBe("stored");
     const pad = "x".repeat(TALLY_LIMITS.max_envelope_bytes - 1_000);
     const total = Math.ceil(TALLY_LIMITS.queue_max_bytes / pad.length) + 3; // enough to fill the whole queue alone
     for (let i = 0; i < total; i++) {
       const raw = JSON.stringify(opaqueEnvelope(alice, bob, `a${i}`, { pad }));
-      expect(await stub.deliver(bob.hex, raw, alice.hex, `a${i}`)).toBe("stored");
+      expect(await deliver(stub, raw, alice.hex, `a${i}`)).toBe("stored");
     }
     const rows = await queueRows(stub);
     expect(rows.filter((r) => r.from_hex === carol.hex).map((r) => r.id)).toEqual(["c1", "c2", "c3"]);
@@ -147,7 +148,7 @@ describe("Tally user object in workerd", () => {
       for (let i = 0; ; i++) {
         const raw = JSON.stringify(opaqueEnvelope(u, bob, `s${k}-${i}`, { pad }));
         if ((i + 1) * (raw.length + 40) > TALLY_LIMITS.queue_max_bytes_per_sender) break;
-        expect(await stub.deliver(bob.hex, raw, u.hex, `s${k}-${i}`)).toBe("stored");
+        expect(await deliver(stub, raw, u.hex, `s${k}-${i}`)).toBe("stored");
         per = Math.max(per, i + 1);
       }
     }
@@ -157,7 +158,7 @@ describe("Tally user object in workerd", () => {
     let c = 0;
     while (before.length === 4 * per && c < 10) {
       const raw = JSON.stringify(opaqueEnvelope(carol, bob, `c${c}`, { pad: pad.slice(0, 60_000) }));
-      expect(await stub.deliver(bob.hex, raw, carol.hex, `c${c++}`)).toBe("stored");
+      expect(await deliver(stub, raw, carol.hex, `c${c++}`)).toBe("stored");
       before = (await queueRows(stub)).filter((r) => r.from_hex !== carol.hex);
       if (before.length < 4 * per) break;
     }
@@ -232,9 +233,9 @@ describe("Tally user object in workerd", () => {
     const alice = newUser();
     const bob = newUser();
     const stub = stubOf(bob);
-    await stub.deliver(bob.hex, JSON.stringify(opaqueEnvelope(alice, bob, "m")), alice.hex, "m");
+    await deliver(stub, JSON.stringify(opaqueEnvelope(alice, bob, "m")), alice.hex, "m");
     await evictDurableObject(stub);
-    await stub.deliver(bob.hex, JSON.stringify(opaqueEnvelope(alice, bob, "n")), alice.hex, "n");
+    await deliver(stub, JSON.stringify(opaqueEnvelope(alice, bob, "n")), alice.hex, "n");
     await evictDurableObject(stub);
     const names = await runInDurableObject(stub, (_o, state) =>
       state.storage.sql.exec<{ name: string }>("SELECT name FROM _migrations ORDER BY name").toArray().map((r) => r.name),

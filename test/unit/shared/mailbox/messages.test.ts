@@ -78,15 +78,17 @@ describe("DESIGN section 7: pages", () => {
     expect(p).toMatchObject({ next: 4, more: true, oldest_seq: 3 });
   });
 
-  it("a host's links count against the page's byte bound, after the mailbox's own items: a link that would pass it is left out, never an item", () => {
-    const big = (seq: number, n: number) => ({ seq, at: 1, until: 2, blob: new Uint8Array(n) });
+  it("the Minca protocol §4.2: a host's links come first, each distinct blob once, outside the page's byte budget: the topic's own items never push a link off the page", () => {
+    const big = (seq: number, n: number, fill = 0) => ({ seq, at: 1, until: 2, blob: new Uint8Array(n).fill(fill) });
     const max = MAILBOX_LIMITS.page_max_bytes;
-    const links = [big(0, max / 4), big(0, max / 4), big(0, max / 4)];
-    const p = buildPage([big(1, max / 2)], 0, 10, 1, links);
-    expect(p.items.map((i) => i.seq)).toEqual([0, 0, 1]); // two of the three links fit beside the item
-    expect(p.items.reduce((n, i) => n + Math.floor((i.blob.length * 3) / 4), 0)).toBeLessThanOrEqual(max);
-    // with no items of its own, links alone fill at most the bound
-    expect(buildPage([], 0, 10, null, [...links, ...links]).items).toHaveLength(4);
+    const items = Array.from({ length: 16 }, (_x, i) => big(i + 1, 65_536));
+    const links = [big(0, 100, 1), big(0, 100, 2), big(0, 100, 1)];
+    const p = buildPage(items, 0, 100, 1, links);
+    expect(p.items.slice(0, 2).map((i) => i.seq)).toEqual([0, 0]);
+    expect(p.items.filter((i) => i.seq === 0)).toHaveLength(2); // the repeated blob is served once
+    // the items alone fill the budget, as they would with no links
+    expect(p.items.filter((i) => i.seq > 0).reduce((n, i) => n + Math.floor((i.blob.length * 3) / 4), 0)).toBeLessThanOrEqual(max);
+    expect(p.items.filter((i) => i.seq > 0)).toHaveLength(buildPage(items, 0, 100, 1).items.length);
   });
 
   it("an empty page keeps `after` as next, and oldest_seq shows a retention gap", () => {

@@ -29,3 +29,34 @@ describe("seed §2.5: the home's refusals always run (a default connection store
     expect(await third.program.outcome).toMatchObject({ ok: false, reason: "denied", message: expect.stringMatching(/own key/) });
   });
 });
+
+describe("the Minca protocol §2.10: the home never grants to its own session key", () => {
+  it("an account that names its session key has it refused with no option or store set by the caller", async () => {
+    const bus = new MemoryBus();
+    const session = await newP256Key(true);
+    const { newAccount } = await import("../../../helpers/minca");
+    const account = { ...(await newAccount()), session };
+    const asked = await programAndHome(bus.join, { program: { key: session }, home: { account } });
+    expect(await asked.program.outcome).toMatchObject({ ok: false, reason: "denied", message: expect.stringMatching(/own key/) });
+    expect(asked.shown).toEqual([]);
+  });
+});
+
+describe("the Minca protocol §2.5 step 4: a lifetime outside the home's bounds is denied at once", () => {
+  for (const days of [0, -1, Number.NaN, Number.POSITIVE_INFINITY]) {
+    it(`days = ${days}: the program hears a denial right after the person answers, and no grant is made`, async () => {
+      const bus = new MemoryBus();
+      let answeredAt = 0;
+      const pair = await programAndHome(bus.join, {
+        decide: () => {
+          answeredAt = Date.now();
+          return { allow: true, days };
+        },
+      });
+      expect(await pair.program.outcome).toMatchObject({ ok: false, reason: "denied", message: expect.stringMatching(/lifetime/) });
+      expect(Date.now() - answeredAt).toBeLessThan(2_000); // well before the program's 8 s timeout
+      expect(pair.homeEvents.some((e) => e.kind === "state" && e.state === "answered")).toBe(false);
+    });
+  }
+});
+

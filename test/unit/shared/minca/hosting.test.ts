@@ -294,7 +294,9 @@ describe("seed §4.2: passes, carry:closed and links in the carry space", () => 
     const app = (await newAccount()).session.did;
     const { REVOKE, revokeKey } = await import("../../../../shared/minca/carry");
     const ok = await writeVersion(acct, carry, { collection: REVOKE, key: revokeKey(app), body: { v: 1, key: app } });
-    expect(readCarryRecord(ok, bk)).toEqual({ kind: "revoke", revoked: app });
+    expect(readCarryRecord(ok, bk)).toEqual({ kind: "revoke", revoked: app, cutoff: null });
+    const withCutoff = await writeVersion(acct, carry, { collection: REVOKE, key: revokeKey(app), body: { v: 1, key: app, cutoff: 1_234 } });
+    expect(readCarryRecord(withCutoff, bk)).toEqual({ kind: "revoke", revoked: app, cutoff: 1_234 });
     const wrongKey = await writeVersion(acct, carry, { collection: REVOKE, key: revokeKey(acct.root.did), body: { v: 1, key: app } });
     expect(readCarryRecord(wrongKey, bk)).toMatchObject({ kind: "refused", reason: "unreadable_record" });
     const notDid = await writeVersion(acct, carry, { collection: REVOKE, key: revokeKey("x"), body: { v: 1, key: "x" } });

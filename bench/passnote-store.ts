@@ -1,0 +1,73 @@
+// Reopening a Passnote database: the SQLite store (node:sqlite) with N records (default 100,000),
+// written through the store one acknowledged merge at a time, closed, and opened again: the time to
+// open (every record read, decoded and indexed in memory) and until the opened store can answer a
+// sync (the fingerprint of the whole collection and recon2's ordering built). Not a timed test.
+//
+//   npx tsx bench/passnote-store.ts [records]     one run, printed
+//   npm run bench                                  part of the full run (not of --smoke)
+import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { SqliteStore } from "../clients/passnote/stores/sqlite";
+import { formatHlc } from "../shared/passnote/hlc";
+
+export interface StoreReopenResult {
+  records: number;
+  /** milliseconds to write them, one committed merge each */
+  writeMs: number;
+  /** milliseconds for SqliteStore.open on the full database */
+  openMs: number;
+  /** milliseconds from the start of open until a full-range summary and recon2's order are ready */
+  readyMs: number;
+  /** CPU milliseconds of this process for the same (less sensitive to a shared machine than wall time) */
+  readyCpuMs: number;
+  fileMB: number;
+}
+
+export async function storeReopen(records = 100_000): Promise<StoreReopenResult> {
+  const dir = mkdtempSync(join(tmpdir(), "passnote-bench-"));
+  const path = join(dir, "bench.db");
+  try {
+    const store = await SqliteStore.open(path);
+    const day = 86_400_000;
+    const t0 = performance.now();
+    for (let i = 0; i < records; i++) {
+      // a month of notes, a few fields each
+      const hlc = formatHlc({ wall: 1_700_000_000_000 + Math.floor((i / records) * 30 * day), counter: i % 7, node: "bench" });
+      store.merge("notes", { key: `note-${i}`, value: { title: `note ${i}`, body: "lorem ipsum ".repeat(8), tags: ["a", "b"], n: i }, is_deleted: false, hlc });
+    }
+    await store.flushed();
+    const writeMs = performance.now() - t0;
+    await store.close();
+    const t1 = performance.now();
+    const cpu = process.cpuUsage();
+    const again = await SqliteStore.open(path);
+    const openMs = performance.now() - t1;
+    again.summary("notes");
+    again.ordered("notes");
+    const readyMs = performance.now() - t1;
+    const used = process.cpuUsage(cpu);
+    if (again.size("notes") !== records) throw new Error(`reopened ${again.size("notes")} of ${records}`);
+    await again.close();
+    return { records, writeMs: Math.round(writeMs), openMs: Math.round(openMs), readyMs: Math.round(readyMs), readyCpuMs: Math.round((used.user + used.system) / 1000), fileMB: Math.round(statSync(path).size / 1e5) / 10 };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export function storeReopenTable(r: StoreReopenResult): string {
+  return [
+    "| Passnote SQLite store | value |",
+    "|---|---|",
+    `| records | ${r.records.toLocaleString("en")} |`,
+    `| write, one committed merge each | ${r.writeMs} ms |`,
+    `| reopen (read, decode, index) | ${r.openMs} ms |`,
+    `| reopen until it can answer a sync | ${r.readyMs} ms (CPU ${r.readyCpuMs} ms) |`,
+    `| database file | ${r.fileMB} MB |`,
+  ].join("\n");
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const n = Number(process.argv[2] ?? 100_000);
+  storeReopen(n).then((r) => console.log(storeReopenTable(r)));
+}

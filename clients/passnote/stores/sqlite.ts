@@ -1,0 +1,130 @@
+// A Passnote store in one SQLite file, for Node (the `edge-relay/passnote-sqlite` entry). It uses
+// `node:sqlite`, built into Node 22.13 and later (no flag; 22.5-22.12 with --experimental-sqlite),
+// so the SDK brings no native dependency; on a Node without it, open() says so. Reached through
+// process.getBuiltinModule, so importing this module never pulls Node modules into a bundle.
+//
+// Durability: WAL journal, and every merge is its own transaction, committed before merge()
+// returns: a write the app was told about survives the process being killed (SIGKILL) at any
+// point. `synchronous` is NORMAL by default (a power loss may lose the last transactions, never
+// corrupt the file); `durability: "full"` syncs every commit to disk (slower). Two processes may
+// open one file (SQLite's own locking; a busy database is waited for up to 5 s): each is its own
+// instance with its own inst token, and neither loses the other's writes (the upsert keeps the
+// greater HLC).
+import { DatabaseStore, type RecordRow } from "./database-store";
+import { decodeKeys, plainKeySeal, wrappingKeySeal, type KeySeal } from "./keys";
+
+type Sqlite = typeof import("node:sqlite");
+type Db = import("node:sqlite").DatabaseSync;
+type Stmt = import("node:sqlite").StatementSync;
+
+export interface SqliteStoreOptions {
+  /**
+   * How the device's keys are kept: `{ wrappingKey }` seals them (XChaCha20-Poly1305) under a
+   * 32-byte key the app brings, e.g. derivePassphraseKey(passphrase, salt) of a passphrase the
+   * person types; "plain" (the default: Node has no key store of its own) keeps them as they are,
+   * in a file only its owner can read.
+   */
+  keys?: "plain" | { wrappingKey: Uint8Array };
+  /** "normal" (default): survives a killed process; "full": also a power loss, at a cost per write. */
+  durability?: "normal" | "full";
+}
+
+/** How long a write waits for another process that holds the database's write lock. */
+export const SQLITE_BUSY_TIMEOUT_MS = 5_000;
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS records (
+  collection TEXT NOT NULL,
+  key TEXT NOT NULL,
+  hlc TEXT NOT NULL,
+  deleted INTEGER NOT NULL,
+  crdt_type TEXT,
+  value BLOB NOT NULL,
+  fp BLOB NOT NULL,
+  PRIMARY KEY (collection, key)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;
+`;
+
+function loadSqlite(): Sqlite {
+  const get = (globalThis as { process?: { getBuiltinModule?: (n: string) => unknown; version?: string } }).process;
+  let mod: Sqlite | undefined;
+  try {
+    mod = get?.getBuiltinModule?.("node:sqlite") as Sqlite | undefined;
+  } catch {
+    mod = undefined;
+  }
+  if (!mod?.DatabaseSync) {
+    throw new Error(`SqliteStore needs node:sqlite, built into Node 22.13 and later (Node 22.5-22.12: run with --experimental-sqlite); this is Node ${get?.version ?? "unknown"}. On older Node, keep a MemoryStore or bring your own PassnoteStore.`);
+  }
+  return mod;
+}
+
+export class SqliteStore extends DatabaseStore {
+  private readonly upsert: Stmt;
+  private readonly putMeta: Stmt;
+
+  private constructor(
+    private readonly db: Db,
+    keySeal: KeySeal,
+  ) {
+    super(keySeal);
+    this.upsert = db.prepare(
+      `INSERT INTO records (collection, key, hlc, deleted, crdt_type, value, fp) VALUES (?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (collection, key) DO UPDATE SET hlc = excluded.hlc, deleted = excluded.deleted, crdt_type = excluded.crdt_type, value = excluded.value, fp = excluded.fp
+       WHERE excluded.hlc > records.hlc`,
+    );
+    this.putMeta = db.prepare("INSERT OR REPLACE INTO meta (name, value) VALUES (?, ?)");
+  }
+
+  /** Opens (creating if needed) the database at `path` as a new instance with a fresh inst token. */
+  static async open(path: string, opts: SqliteStoreOptions = {}): Promise<SqliteStore> {
+    const { DatabaseSync } = loadSqlite();
+    const fs = (globalThis as { process: { getBuiltinModule: (n: string) => unknown } }).process.getBuiltinModule("node:fs") as typeof import("node:fs");
+    if (path !== ":memory:") fs.closeSync(fs.openSync(path, "a", 0o600)); // created readable by its owner only
+    const db = new DatabaseSync(path);
+    try {
+      db.exec(`PRAGMA busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}; PRAGMA journal_mode = WAL; PRAGMA synchronous = ${opts.durability === "full" ? "FULL" : "NORMAL"};`);
+      db.exec(SCHEMA);
+      const seal = opts.keys === undefined || opts.keys === "plain" ? plainKeySeal : wrappingKeySeal(opts.keys.wrappingKey);
+      const store = new SqliteStore(db, seal);
+      await store.load();
+      return store;
+    } catch (e) {
+      db.close();
+      throw e;
+    }
+  }
+
+  private async load(): Promise<void> {
+    const select = this.db.prepare("SELECT collection, key, hlc, deleted, crdt_type, value, fp FROM records");
+    // Rows as arrays where this Node can (22.16+): less to build per row than objects.
+    if (typeof (select as { setReturnArrays?: unknown }).setReturnArrays === "function") {
+      (select as unknown as { setReturnArrays(on: boolean): void }).setReturnArrays(true);
+      for (const a of select.iterate() as unknown as Iterable<[string, string, string, number, string | null, Uint8Array, Uint8Array]>) {
+        this.restore({ collection: a[0], key: a[1], hlc: a[2], deleted: a[3], crdt_type: a[4], value: a[5], fp: a[6] });
+      }
+    } else {
+      for (const row of select.iterate() as Iterable<RecordRow>) this.restore(row);
+    }
+    const keys = this.db.prepare("SELECT value FROM meta WHERE name = 'keys'").get() as { value: Uint8Array } | undefined;
+    if (keys) this.restoreKeys(decodeKeys(await this.keySeal.open(keys.value)));
+  }
+
+  protected persist(r: RecordRow): void {
+    this.upsert.run(r.collection, r.key, r.hlc, r.deleted, r.crdt_type, r.value, r.fp);
+  }
+
+  protected persistKeys(sealed: Uint8Array): void {
+    this.putMeta.run("keys", sealed);
+  }
+
+  protected recordsFlushed(): Promise<void> {
+    return Promise.resolve(); // every merge committed before it returned
+  }
+
+  override async close(): Promise<void> {
+    await this.flushed().catch(() => undefined);
+    if (this.db.isOpen) this.db.close();
+  }
+}

@@ -1,0 +1,383 @@
+// The base of every relay object that holds WebSockets, on top of the stored-object base
+// (stored-object.ts: schema, meta, name, alarm, stats). It owns the socket entry points (fetch,
+// webSocketMessage, webSocketClose, webSocketError, alarm) and turns them into a few hooks, so
+// that each object reads as "what this room does": a table of handlers, one per message type.
+//
+// What it does for every socket object, the one documented way:
+// - accepts hibernatable WebSockets, keeps per-socket state in the socket attachment;
+// - answers {"type":"ping"} with {"type":"pong"} without waking the object;
+// - bounds frame size (close 1009) and JSON nesting (invalid_message, common.max_json_depth),
+//   rate-limits per socket (rate_limited, then close 4029), and per client across reconnects:
+//   new sockets per client (HTTP 429), and a reconnecting client's socket takes over its last
+//   socket's bucket and refusals, so a reconnect does not reset the limit;
+// - parses a frame, validates it against its handler's zod schema and dispatches by `type`,
+//   answering invalid_message / unknown_type and keeping the connection open;
+// - closes sockets that have not authenticated within the timeout with 4001, and keeps at most
+//   common.max_unauthenticated_sockets_per_object of them (unauthenticated.ts);
+// - answers close frames;
+// - counts connections, messages and errors for the operator's status page, the same way for
+//   every object (StatsReporter: batched in memory, sent off the message path).
+import type * as z from "zod";
+import { rateLimitedError, socketError, type ErrorCode } from "../../shared/errors";
+import { CLOSE_CODES, COMMON_LIMITS } from "../../shared/limits";
+import type { Migration } from "../../migrations/index";
+import { ClientSocketRates, TokenBucket } from "../../shared/rate-limit";
+import { httpErrorBody } from "../../shared/errors";
+import { utf8ByteLength } from "../../shared/encoding";
+import { noteIdle } from "../../server/live";
+import type { StatsGauges, StatsProtocol } from "../../shared/stats";
+import { log } from "../../shared/log";
+import { jsonNestsDeeper } from "../../shared/client-json";
+import { StoredObject } from "./stored-object";
+import { UnauthenticatedSockets } from "./unauthenticated";
+
+export { CLIENT_HEADER, REFUSED_HEADER, clientOf } from "./client-header";
+
+/** What every socket's attachment holds; objects extend it. */
+export interface BaseAttachment {
+  /** The client it came from (clientOf): its rate state outlives the socket, for the client's next one. */
+  client?: string;
+  /** Milliseconds since the epoch when the socket was accepted. */
+  openedAt: number;
+  /** Whether the socket has authenticated (registered / joined). */
+  authed: boolean;
+}
+
+export interface Route<Self, A extends BaseAttachment, S extends z.ZodType = z.ZodType> {
+  schema: S;
+  /** Whether the socket must have authenticated first. Default true. */
+  authed?: boolean;
+  /** `raw` is the frame as it arrived, for handlers that must forward parts of it unchanged. */
+  handle: (this: Self, ws: WebSocket, msg: z.infer<S>, att: A, raw: string) => void | Promise<void>;
+}
+
+export type Routes<Self, A extends BaseAttachment> = Record<string, Route<Self, A, any>>;
+
+/** Declares a route with its message type inferred from the schema. */
+export function route<Self, A extends BaseAttachment, S extends z.ZodType>(r: Route<Self, A, S>): Route<Self, A, S> {
+  return r;
+}
+
+export interface SocketObjectOptions {
+  migrations: readonly Migration[];
+  /** The `meta` key under which objects of this class stored their own name before the runtime told it. */
+  nameKey?: string;
+  /** Largest text frame (bytes of UTF-8) accepted; larger closes the socket with 1009. */
+  maxFrameBytes: number;
+  /** Largest binary frame accepted; 0 refuses binary frames with invalid_message. */
+  maxBinaryBytes?: number;
+  /**
+   * What happens to a message that needs authentication on a socket that has not authenticated:
+   * "ignore" drops it unanswered (Tally: "before registered, only ping is answered"),
+   * "error" answers auth_failed.
+   */
+  beforeAuth: "ignore" | "error";
+  /** Seconds a socket may stay unauthenticated. */
+  authTimeoutSeconds?: number;
+  /** The protocol this object's counts are reported under (the status page); none: not counted. */
+  protocol?: StatsProtocol;
+}
+
+const PING = '{"type":"ping"}';
+const PONG = '{"type":"pong"}';
+
+export abstract class SocketObject<Env, A extends BaseAttachment> extends StoredObject<Env> {
+  private readonly options: SocketObjectOptions;
+  /** The sockets that have not authenticated: their timeout and their cap. */
+  private readonly parked: UnauthenticatedSockets;
+  /** In-memory rate state. Losing it on eviction is harmless: an evicted socket was idle, its bucket full. */
+  private readonly buckets = new WeakMap<WebSocket, TokenBucket>();
+  /** Per-client bounds that a reconnect does not reset (in memory, like the buckets). */
+  private readonly clientRates = new ClientSocketRates(
+    { burst: COMMON_LIMITS.client_connect_burst, perSecond: COMMON_LIMITS.client_connects_per_second },
+    COMMON_LIMITS.clients_remembered_per_object,
+  );
+  /**
+   * Each socket's attachment as last serialized, so that a message does not deserialize every
+   * socket's: attachments change only through setAttachment (always a new object, never mutated in
+   * place). After hibernation the map is empty and the serialized attachment is read again.
+   */
+  private readonly attachments = new WeakMap<WebSocket, A>();
+
+  protected abstract readonly routes: Routes<any, A>;
+
+  constructor(ctx: DurableObjectState, env: Env, options: SocketObjectOptions) {
+    super(ctx, env, { migrations: options.migrations, protocol: options.protocol, nameKey: options.nameKey });
+    this.options = options;
+    ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(PING, PONG));
+    this.parked = new UnauthenticatedSockets(
+      {
+        unauthenticated: () => this.unauthenticated(),
+        refuse: (ws, frame, code, reason) => {
+          this.send(ws, frame);
+          this.close(ws, code, reason);
+        },
+        refused: (n) => {
+          this.stats.count("errors", n);
+          this.stats.changed();
+        },
+      },
+      (options.authTimeoutSeconds ?? COMMON_LIMITS.auth_timeout_seconds) * 1000,
+    );
+    // Woken (after hibernation or eviction) with sockets that have not authenticated: the timer
+    // that would close them was lost with the old instance, so arm it again.
+    this.parked.rearm(false);
+  }
+
+  // ---- hooks -------------------------------------------------------------------------------
+
+  /** A socket was accepted; send the challenge here. */
+  protected abstract onConnect(ws: WebSocket, att: A): void | Promise<void>;
+  /** A socket closed or failed (after the base answered the close frame). */
+  protected onClose(_ws: WebSocket, _att: A): void | Promise<void> {}
+  /** A binary frame within maxBinaryBytes. */
+  protected onBinary(ws: WebSocket, _data: ArrayBuffer, _att: A): void | Promise<void> {
+    this.sendError(ws, "invalid_message", "binary frames are not accepted on this endpoint");
+  }
+  /**
+   * A JSON object frame whose `type` is in no route (protocols whose clients choose their own
+   * types, as Minca's network messages). Default: the unknown_type error.
+   */
+  protected onUnrouted(
+    ws: WebSocket,
+    obj: Record<string, unknown> & { type: string },
+    _att: A,
+    _raw: string,
+  ): void | Promise<void> {
+    const id = typeof obj.id === "string" ? obj.id : undefined;
+    this.sendError(ws, "unknown_type", `unknown message type: ${obj.type.slice(0, 64)}`, id);
+  }
+  /** What this object holds now, for the status page, besides its open sockets. */
+  protected socketGauges(): StatsGauges {
+    return {};
+  }
+  protected statsGauges(): StatsGauges {
+    return { connections: this.ctx.getWebSockets().length, ...this.socketGauges() };
+  }
+
+  // ---- helpers for subclasses ----------------------------------------------------------------
+
+  /** Accepts a WebSocket upgrade with its initial attachment and returns the 101 response. */
+  protected async accept(att: A, tags: string[] = []): Promise<Response> {
+    if (att.client !== undefined) {
+      const wait = this.clientRates.connect(att.client);
+      if (wait !== null) {
+        this.stats.count("errors");
+        return Response.json(httpErrorBody("rate_limited", `too many new connections from this client; retry in ${wait} s`), {
+          status: 429,
+          headers: { "retry-after": String(wait) },
+        });
+      }
+    }
+    const pair = new WebSocketPair();
+    const [client, server] = [pair[0], pair[1]];
+    if (!att.authed) this.parked.makeRoom();
+    this.ctx.acceptWebSocket(server, tags);
+    this.setAttachment(server, att);
+    this.stats.count("connections_opened");
+    if (!att.authed) this.parked.accepted(att.openedAt);
+    await this.onConnect(server, att);
+    return new Response(null, { status: 101, webSocket: client });
+  }
+
+  protected attachment(ws: WebSocket): A {
+    let att = this.attachments.get(ws);
+    if (att === undefined) {
+      att = ws.deserializeAttachment() as A;
+      if (att) this.attachments.set(ws, att);
+    }
+    return att;
+  }
+
+  protected setAttachment(ws: WebSocket, att: A): void {
+    const before = this.attachments.get(ws);
+    ws.serializeAttachment(att);
+    this.attachments.set(ws, att);
+    if (att.authed && before && !before.authed) this.parked.rearm();
+  }
+
+  /** Open sockets whose attachment passes the filter. */
+  protected sockets(filter: (att: A) => boolean = () => true): Array<{ ws: WebSocket; att: A }> {
+    const out: Array<{ ws: WebSocket; att: A }> = [];
+    for (const ws of this.ctx.getWebSockets()) {
+      if (ws.readyState !== WebSocket.OPEN) continue;
+      const att = this.attachment(ws) as A | null;
+      if (att && filter(att)) out.push({ ws, att });
+    }
+    return out;
+  }
+
+  /** Sends one JSON message; false when the socket could not take it. */
+  protected send(ws: WebSocket, msg: unknown): boolean {
+    return this.sendRaw(ws, JSON.stringify(msg));
+  }
+
+  protected sendRaw(ws: WebSocket, data: string | ArrayBuffer | ArrayBufferView): boolean {
+    try {
+      ws.send(data);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  protected sendError(ws: WebSocket, code: ErrorCode, message: string, id?: string): void {
+    this.stats.count("errors");
+    this.send(ws, socketError(code, message, id));
+  }
+
+  protected close(ws: WebSocket, code: number, reason: string): void {
+    try {
+      ws.close(code, reason.slice(0, 120));
+    } catch {
+      // already closed
+    }
+  }
+
+  // ---- RPC common to every object ----------------------------------------------------------
+
+  /**
+   * Closes every socket of this object with `code` (1001 when the relay shuts down); returns how
+   * many it closed. Each close runs the object's own onClose, as a client's close would.
+   */
+  async shutdownSockets(code: number = CLOSE_CODES.going_away, reason = "relay shutting down"): Promise<number> {
+    let n = 0;
+    for (const ws of this.ctx.getWebSockets()) {
+      if (ws.readyState !== WebSocket.OPEN) continue;
+      this.close(ws, code, reason);
+      n++;
+    }
+    return n;
+  }
+
+  // ---- runtime entry points ------------------------------------------------------------------
+
+  async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
+    const att = this.attachment(ws);
+    if (!att) return;
+    this.stats.count("messages");
+    if (!this.admitMessage(ws)) return;
+    if (typeof message !== "string") {
+      const max = this.options.maxBinaryBytes ?? 0;
+      if (max === 0) return this.sendError(ws, "invalid_message", "binary frames are not accepted on this endpoint");
+      if (message.byteLength > max) return this.close(ws, CLOSE_CODES.too_large, "frame too large");
+      if (!att.authed) return this.beforeAuth(ws);
+      return this.onBinary(ws, message, att);
+    }
+    if (utf8Length(message, this.options.maxFrameBytes) > this.options.maxFrameBytes) {
+      return this.close(ws, CLOSE_CODES.too_large, "frame too large");
+    }
+    if (jsonNestsDeeper(message, COMMON_LIMITS.max_json_depth)) {
+      return this.sendError(ws, "invalid_message", `frame nests deeper than ${COMMON_LIMITS.max_json_depth} levels`);
+    }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(message);
+    } catch {
+      return this.sendError(ws, "invalid_message", "frame is not JSON");
+    }
+    if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+      return this.sendError(ws, "invalid_message", "frame is not a JSON object");
+    }
+    const obj = parsed as Record<string, unknown>;
+    const id = typeof obj.id === "string" ? obj.id : undefined;
+    if (typeof obj.type !== "string") return this.sendError(ws, "invalid_message", "frame has no string `type`", id);
+    if (obj.type === "ping") return void this.send(ws, { type: "pong" });
+    const r = Object.hasOwn(this.routes, obj.type) ? this.routes[obj.type] : undefined;
+    if (!r) {
+      try {
+        return await this.onUnrouted(ws, obj as Record<string, unknown> & { type: string }, att, message);
+      } catch (err) {
+        log.error(`unrouted ${obj.type.slice(0, 64)} failed`, { err });
+        return this.sendError(ws, "internal_error", "the relay could not handle this message", id);
+      }
+    }
+    if ((r.authed ?? true) && !att.authed) return this.beforeAuth(ws);
+    const result = r.schema.safeParse(obj);
+    if (!result.success) {
+      const issue = result.error.issues[0];
+      const where = issue?.path.length ? ` at ${issue.path.join(".")}` : "";
+      return this.sendError(ws, "invalid_message", `${obj.type}: ${issue?.message ?? "invalid"}${where}`, id);
+    }
+    try {
+      await r.handle.call(this, ws, result.data, att, message);
+    } catch (err) {
+      log.error(`handler ${obj.type} failed`, { err });
+      this.sendError(ws, "internal_error", "the relay could not handle this message", id);
+    }
+  }
+
+  async webSocketClose(ws: WebSocket, code: number, reason: string): Promise<void> {
+    // Answer the close frame (1005/1006 are not sendable codes).
+    this.close(ws, code === 1005 || code === 1006 || code < 1000 ? CLOSE_CODES.normal : code, reason);
+    await this.closed(ws);
+  }
+
+  async webSocketError(ws: WebSocket, _error: unknown): Promise<void> {
+    this.close(ws, CLOSE_CODES.internal_error, "error");
+    await this.closed(ws);
+  }
+
+  /** Closes with 4001 every socket that has not authenticated within the timeout (unauthenticated.ts); returns how many. Tests call it. */
+  closeUnauthenticated(now: number = Date.now()): number {
+    return this.parked.closeExpired(now);
+  }
+
+  // ---- internals -----------------------------------------------------------------------------
+
+  private closedSockets = new WeakSet<WebSocket>();
+
+  private unauthenticated(): Array<{ ws: WebSocket; openedAt: number }> {
+    const out: Array<{ ws: WebSocket; openedAt: number }> = [];
+    for (const ws of this.ctx.getWebSockets()) {
+      if (ws.readyState !== WebSocket.OPEN) continue;
+      const att = this.attachment(ws) as A | null;
+      if (att && !att.authed) out.push({ ws, openedAt: att.openedAt });
+    }
+    return out;
+  }
+
+  private async closed(ws: WebSocket): Promise<void> {
+    if (this.closedSockets.has(ws)) return;
+    this.closedSockets.add(ws);
+    this.stats.changed();
+    const att = this.attachment(ws);
+    if (att && !att.authed) this.parked.rearm();
+    const bucket = this.buckets.get(ws);
+    if (att?.client !== undefined && bucket) this.clientRates.leave(att.client, bucket);
+    if (att) await this.onClose(ws, att);
+    if (!this.ctx.getWebSockets().some((s) => s !== ws && s.readyState === WebSocket.OPEN)) {
+      noteIdle(this.ctx.id.toString());
+    }
+  }
+
+  private beforeAuth(ws: WebSocket): void {
+    if (this.options.beforeAuth === "error") this.sendError(ws, "auth_failed", "authenticate first");
+  }
+
+  /** The per-socket rate limit; false when the message is dropped. */
+  private admitMessage(ws: WebSocket): boolean {
+    let bucket = this.buckets.get(ws);
+    if (!bucket) {
+      const client = this.attachment(ws)?.client;
+      bucket = (client !== undefined ? this.clientRates.resume(client) : undefined) ??
+        new TokenBucket(COMMON_LIMITS.rate_burst, COMMON_LIMITS.rate_messages_per_second);
+      this.buckets.set(ws, bucket);
+    }
+    const now = Date.now();
+    if (bucket.take(now)) return true;
+    // Every refused message is answered, with the wait until the rate allows the next one.
+    const closing = bucket.strike(now) >= COMMON_LIMITS.rate_limited_before_close;
+    this.stats.count("errors");
+    this.send(ws, rateLimitedError(closing ? "too many messages; closing" : "too many messages; slow down", bucket.retryAfterMs(1)));
+    if (closing) this.close(ws, CLOSE_CODES.rate_limited, "rate limited");
+    return false;
+  }
+}
+
+/** UTF-8 length of a string, counting no further than `cap + 1`. */
+export function utf8Length(s: string, cap: number): number {
+  if (s.length * 3 <= cap) return s.length; // cannot exceed the cap
+  if (s.length > cap) return s.length; // already over (each char is >= 1 byte)
+  return utf8ByteLength(s);
+}

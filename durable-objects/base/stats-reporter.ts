@@ -1,0 +1,103 @@
+// What every object keeps for the stats object (relay/relay-stats.ts): counts in memory, and at
+// most every STATS_LIMITS.flush_interval_ms one report by RPC from a timer, off the message path.
+import { sha256 } from "@noble/hashes/sha2.js";
+import { STATS_LIMITS } from "../../shared/limits";
+import { bytesToHex, utf8Encode } from "../../shared/encoding";
+import { minuteOf, type StatsCounter, type StatsGauges, type StatsProtocol } from "../../shared/stats";
+import { log } from "../../shared/log";
+import { Debounced } from "./debounced";
+import { RELAY_STATS_NAME } from "../../server/relay-objects";
+
+/** What a reporter calls on the stats object. */
+interface StatsSink extends Rpc.DurableObjectBranded {
+  report(input: unknown): Promise<boolean>;
+}
+
+interface StatsEnv {
+  RELAY_STATS?: DurableObjectNamespace<StatsSink>;
+}
+
+/**
+ * What an object keeps for the stats object: counts in memory, sent at most every flush
+ * interval together with the object's current values (`gauges`, read at send time). Without a
+ * RELAY_STATS binding, or without a protocol, it counts nothing.
+ */
+export class StatsReporter {
+  private readonly pending = new Map<string, number>();
+  private readonly later: Debounced;
+  private reporter: string | undefined;
+
+  constructor(
+    private readonly ctx: DurableObjectState,
+    env: object,
+    private readonly protocol: StatsProtocol | undefined,
+    private readonly gauges: () => StatsGauges,
+  ) {
+    this.ns = protocol ? (env as StatsEnv).RELAY_STATS : undefined;
+    this.later = new Debounced(ctx, STATS_LIMITS.flush_interval_ms, () => this.flush());
+  }
+
+  private readonly ns: DurableObjectNamespace<StatsSink> | undefined;
+
+  /**
+   * The current minute's counts, added to `pending` when the minute turns or a report is sent.
+   * Counting is on every message's path: a number added to a field, no key built per call.
+   */
+  private minute = -1;
+  private current: Partial<Record<StatsCounter, number>> = {};
+
+  /** Counts `n` events of `metric` in the current minute. */
+  count(metric: StatsCounter, n = 1): void {
+    if (n <= 0 || !this.ns) return;
+    const minute = minuteOf(Date.now());
+    if (minute !== this.minute) {
+      this.settle();
+      this.minute = minute;
+    }
+    this.current[metric] = (this.current[metric] ?? 0) + n;
+    if (!this.later.pending) this.changed();
+  }
+
+  /** Moves the current minute's counts into `pending`. */
+  private settle(): void {
+    for (const [metric, n] of Object.entries(this.current)) {
+      const key = `${this.minute}:${metric}`;
+      this.pending.set(key, (this.pending.get(key) ?? 0) + n);
+    }
+    this.current = {};
+  }
+
+  /** The object's current values changed (a socket closed, an item expired): report them. */
+  changed(): void {
+    if (this.ns) this.later.schedule();
+  }
+
+  /** Sends what is pending now (the timer calls it; tests may too). */
+  async flush(): Promise<void> {
+    const ns = this.ns;
+    if (!ns || !this.protocol) return;
+    this.settle();
+    const oldest = minuteOf(Date.now()) - STATS_LIMITS.window_minutes + 1;
+    const counts: Array<{ minute: number; metric: StatsCounter; n: number }> = [];
+    for (const [key, n] of this.pending) {
+      const [minute, metric] = key.split(":");
+      if (Number(minute) >= oldest) counts.push({ minute: Number(minute), metric: metric as StatsCounter, n });
+    }
+    this.pending.clear();
+    let gauges: StatsGauges;
+    try {
+      gauges = this.gauges();
+    } catch {
+      gauges = {}; // an object that just deleted its storage holds nothing
+    }
+    try {
+      this.reporter ??= bytesToHex(sha256(utf8Encode(`stats:${this.ctx.id.toString()}`))).slice(0, 32);
+      await ns.get(ns.idFromName(RELAY_STATS_NAME)).report({ reporter: this.reporter, protocol: this.protocol, gauges, counts });
+    } catch (err) {
+      // Keep the counts for the next report.
+      for (const c of counts) this.pending.set(`${c.minute}:${c.metric}`, (this.pending.get(`${c.minute}:${c.metric}`) ?? 0) + c.n);
+      log.warn("stats: report failed; kept for the next one", { err });
+      this.changed();
+    }
+  }
+}

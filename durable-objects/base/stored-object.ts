@@ -1,0 +1,106 @@
+// The one base every relay Durable Object stands on (the socket objects through socket-object.ts).
+// What every object gets here, the one documented way:
+// - its SQL schema, made on the first write that keeps something (schema.ts), with the `meta`
+//   key/value table (meta.ts) that every class's migrations make;
+// - its name: the name it was addressed by (`idFromName`), which the runtime hands the object in
+//   `ctx.id.name` (fetch, RPC, alarms, woken sockets). workerd keeps the id an object was first
+//   started with for the life of the process, so an object first reached by its id alone (the
+//   ledger's audit asks holders by id) has no `ctx.id.name` until the process restarts: the name
+//   is therefore also kept in `meta` (under `nameKey`) with the object's first write, and read
+//   from there when the runtime does not tell it (as objects written by earlier versions of the
+//   relay kept it). RPC methods never take their own object's name;
+// - its alarm, at the earliest time anyone wants it (`wakeAt`), and the `onAlarm` hook that
+//   answers the next time;
+// - per-client token buckets (`admit`), held in memory;
+// - counts for the operator's status page (StatsReporter, sent off the request path).
+import { DurableObject } from "cloudflare:workers";
+import type { Migration } from "../../migrations/index";
+import { ClientBuckets, type Rate } from "../../shared/rate-limit";
+import type { StatsGauges, StatsProtocol } from "../../shared/stats";
+import { StatsReporter } from "./stats-reporter";
+import { LazySchema } from "./schema";
+import { Meta } from "./meta";
+
+export interface StoredObjectOptions<K extends string = never> {
+  migrations: readonly Migration[];
+  /** The protocol this object's counts are reported under (the status page); none: not counted. */
+  protocol?: StatsProtocol;
+  /** The `meta` key the object's name is kept under ("name" unless the class kept it under another before). */
+  nameKey?: string;
+  /** Token-bucket rates per client and kind of request (`admit`). */
+  clientRates?: Record<K, Rate>;
+}
+
+export abstract class StoredObject<E, K extends string = never> extends DurableObject<E> {
+  protected readonly sql: SqlStorage;
+  /** The schema, made on the first write that keeps something: guard reads with `schema.exists`, writes with `schema.ensure()`. */
+  protected readonly schema: LazySchema;
+  /** The `meta` key/value table. */
+  protected readonly meta: Meta;
+  /** Counts for the status page; objects add their own (deliveries) with `this.stats.count`. */
+  protected readonly stats: StatsReporter;
+  private readonly rates: ClientBuckets<K> | undefined;
+  private readonly nameKey: string;
+  private storedName: string | null = null;
+
+  constructor(ctx: DurableObjectState, env: E, options: StoredObjectOptions<K>) {
+    super(ctx, env);
+    this.sql = ctx.storage.sql;
+    this.schema = new LazySchema(ctx.storage, options.migrations);
+    this.meta = new Meta(this.schema);
+    this.nameKey = options.nameKey ?? "name";
+    this.rates = options.clientRates ? new ClientBuckets(options.clientRates) : undefined;
+    this.stats = new StatsReporter(ctx, env as object, options.protocol, () => this.statsGauges());
+    // Kept with the first write, for the calls that reach the object by id alone.
+    this.schema.onMake(() => {
+      const name = ctx.id.name;
+      if (name) this.meta.set(this.nameKey, name);
+    });
+  }
+
+  /**
+   * The name this object was addressed by (a user, room, topic, account), or null for an object
+   * addressed by id alone that never stored one.
+   */
+  protected get name(): string | null {
+    const name = this.ctx.id.name;
+    if (name !== undefined && name !== "") return name;
+    if (!this.storedName) this.storedName = this.meta.get(this.nameKey);
+    return this.storedName;
+  }
+
+  /** What this object holds now, for the status page (read when counts are sent). */
+  protected statsGauges(): StatsGauges {
+    return {};
+  }
+
+  /** The alarm fired; return the next time (ms) the object needs waking, or null. */
+  protected onAlarm(_now: number): number | null | Promise<number | null> {
+    return null;
+  }
+
+  /** Makes sure the alarm fires at or before `at` (ms since the epoch). */
+  protected async wakeAt(at: number): Promise<void> {
+    const current = await this.ctx.storage.getAlarm();
+    if (current === null || current > at) await this.ctx.storage.setAlarm(at);
+  }
+
+  /**
+   * Takes `n` tokens of `kind` for `client` (the rates given as `clientRates`): null when
+   * granted, else the seconds to wait (at least 1).
+   */
+  protected admit(kind: K, client: string, n = 1): number | null {
+    return this.rates ? this.rates.take(kind, client, n) : null;
+  }
+
+  async alarm(): Promise<void> {
+    const now = Date.now();
+    const next = await this.onAlarm(now);
+    if (next !== null) {
+      // The alarm that fired may still read as set (in the past): it does not count.
+      const current = await this.ctx.storage.getAlarm();
+      if (current === null || current <= now || current > next) await this.ctx.storage.setAlarm(next);
+    }
+    this.stats.changed();
+  }
+}

@@ -1,0 +1,285 @@
+// One Minca mailbox (DESIGN section 7, seed 002 §4.2 and §4.4): the items posted to one topic,
+// the push receivers woken by each new item, and the wakes still to send. HTTP-only: the Worker
+// validates the request with shared/mailbox and calls these methods over RPC. An item is in
+// SQLite before post() returns, so the 201 only leaves once it is stored; wakes are written in
+// the same transaction and sent afterwards by the alarm (mailbox-wakes.ts), so pushing never
+// delays the 201.
+import { StoredObject } from "../base/stored-object";
+import { Waiters } from "../base/waiters";
+import { fail, ok, type ObjectResult } from "../base/result";
+import { StorageLease } from "../relay/storage-lease";
+import { MIGRATIONS } from "../../migrations/index";
+import { bytesToHex, randomBytes, toArrayBuffer } from "../../shared/encoding";
+import { MAILBOX_WAKE_RULES, MailboxWakes, type Wake } from "./mailbox-wakes";
+import { PushOutbox } from "../push/push-outbox";
+import { relayOutboxDeps } from "../push/relay-outbox";
+import { MAILBOX_LIMITS, MINCA_HOST_LIMITS } from "../../shared/limits";
+import { buildPage, type Page, type PageQuery, type Posted, type ReceiverAdded, type StoredItem } from "../../shared/mailbox/messages";
+import type { PushSubscriptionJSON } from "../../shared/webpush/subscription";
+import { log } from "../../shared/log";
+
+/** What an RPC call answers: a value, or the HTTP error the Worker turns it into. */
+export type MailboxResult<T> = ObjectResult<T>;
+
+type Limited = "read" | "write";
+
+interface ItemRow extends Record<string, SqlStorageValue> {
+  seq: number;
+  at: number;
+  until: number;
+  blob: ArrayBuffer;
+}
+
+const nowSeconds = (ms = Date.now()) => Math.floor(ms / 1000);
+
+export class MincaMailbox extends StoredObject<Env, Limited> {
+  /** Long-polls waiting for the next item. */
+  private readonly waiters = new Waiters();
+  /** The wakes still to send (the `deliveries` table). */
+  private readonly wakes: MailboxWakes;
+  /** Sending them. */
+  private readonly outbox: PushOutbox<Wake>;
+  /** This topic's share of the relay-wide mailbox total (docs/hostile.md, "Relay-wide totals"). */
+  private readonly lease: StorageLease;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env, {
+      migrations: MIGRATIONS.MincaMailbox,
+      // Counts for the status page: items held, items posted (messages), items and wakes handed out (deliveries).
+      protocol: "minca",
+      nameKey: "topic",
+      clientRates: {
+        read: { burst: MAILBOX_LIMITS.read_burst, perSecond: MAILBOX_LIMITS.read_per_second },
+        write: { burst: MAILBOX_LIMITS.write_burst, perSecond: MAILBOX_LIMITS.write_per_second },
+      },
+    });
+    this.lease = new StorageLease(ctx, env, "mailbox", this.schema, () => this.heldBytes());
+    this.wakes = new MailboxWakes(ctx.storage, () => this.name);
+    this.outbox = new PushOutbox(this.wakes, MAILBOX_WAKE_RULES, relayOutboxDeps(env, (url, init) => this.pushFetch(url, init), () => this.stats.count("deliveries")));
+  }
+
+  /** What wakes go out with: the runtime's fetch (the worker tests' subclass answers for a push service). */
+  protected pushFetch(url: string, init: RequestInit): Promise<Response> {
+    return fetch(url, init);
+  }
+
+  protected statsGauges() {
+    return { mailbox_items: this.schema.exists ? this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM items").one().n : 0 };
+  }
+
+  // ---- RPC ------------------------------------------------------------------------------------
+
+  /** RPC, the ledger's audit (storage-lease.ts): the lease this object recorded, in bytes. Reads only. */
+  leaseHeld(): number {
+    return this.lease.bytes;
+  }
+
+  /**
+   * Stores one item (until already resolved by shared/mailbox) and answers its seq. What the
+   * topic then holds is charged against its lease of the relay-wide mailbox total in the same
+   * transaction as the write (docs/hostile.md, "Relay-wide totals"): over the lease, nothing is
+   * kept, the lease is extended once, and a total with no room answers 507 storage_full.
+   */
+  async post(blob: Uint8Array, until: number, client: string): Promise<MailboxResult<Posted>> {
+    const limited = this.limit("write", client);
+    if (limited) return limited;
+    const now = Date.now();
+    const r = await this.lease.store(blob.length, () => {
+      this.sweep(now);
+      const seq = this.sql
+        .exec<{ seq: number }>(
+          "INSERT INTO items (at, until, bytes, blob) VALUES (?, ?, ?, ?) RETURNING seq",
+          nowSeconds(now),
+          until,
+          blob.length,
+          toArrayBuffer(blob),
+        )
+        .one().seq;
+      this.evictOverBounds();
+      this.sql.exec("INSERT INTO deliveries (receiver_id, seq, attempts, next_at) SELECT id, ?, 0, ? FROM receivers", seq, now);
+      return { value: seq, held: this.heldBytes() };
+    });
+    if (!r.stored) return fail(507, "storage_full", "the relay's mailboxes hold all they may (storage.mailbox_bytes); nothing was stored");
+    this.waiters.wakeAll();
+    this.stats.count("messages");
+    const next = this.nextAlarm();
+    if (next !== null) await this.wakeAt(next);
+    return ok({ seq: r.value, until });
+  }
+
+  /** A page of live items after `after`; with `wait`, an empty answer is held until one arrives. */
+  async page(q: PageQuery, client: string): Promise<MailboxResult<Page>> {
+    const limited = this.limit("read", client);
+    if (limited) return limited;
+    const deadline = Date.now() + q.wait * 1000;
+    const links = q.after === 0 ? await this.hostLinks() : [];
+    for (;;) {
+      const page = this.readPage(q.after, q.limit, links);
+      const left = deadline - Date.now();
+      this.stats.count("deliveries", page.items.length);
+      if (page.items.length > 0 || left <= 0) return ok(page);
+      await this.waiters.wait(left);
+    }
+  }
+
+  /** One live item's blob, or null. */
+  async item(seq: number, client: string): Promise<MailboxResult<Uint8Array | null>> {
+    const limited = this.limit("read", client);
+    if (limited) return limited;
+    if (!this.schema.exists) return ok(null);
+    const row = this.sql
+      .exec<ItemRow>("SELECT seq, at, until, blob FROM items WHERE seq = ? AND until > ?", seq, nowSeconds())
+      .toArray()[0];
+    return ok(row ? new Uint8Array(row.blob) : null);
+  }
+
+  /**
+   * Adds a push receiver. The same endpoint again with the same keys keeps its id (a browser
+   * registering twice); with other keys it is refused (409 receiver_exists): only the client that
+   * registered it holds its id, and only it may replace it, by deleting it first (docs/mailbox.md).
+   */
+  async addReceiver(sub: PushSubscriptionJSON, client: string): Promise<MailboxResult<ReceiverAdded>> {
+    const limited = this.limit("write", client);
+    if (limited) return limited;
+    this.schema.ensure();
+    const known = this.sql
+      .exec<{ id: string; p256dh: string; auth: string }>("SELECT id, p256dh, auth FROM receivers WHERE endpoint = ?", sub.endpoint)
+      .toArray()[0];
+    if (known) {
+      if (sameKey(known.p256dh, sub.keys.p256dh) && sameKey(known.auth, sub.keys.auth)) return ok({ id: known.id });
+      return {
+        ok: false,
+        status: 409,
+        code: "receiver_exists",
+        message: "this endpoint is registered with other keys; its registrant may DELETE it by its id and register again",
+      };
+    }
+    const count = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM receivers").one().n;
+    if (count >= MAILBOX_LIMITS.max_receivers) {
+      return fail(409, "too_many_receivers", `a mailbox has at most ${MAILBOX_LIMITS.max_receivers} receivers`);
+    }
+    const id = bytesToHex(randomBytes(8));
+    this.sql.exec(
+      "INSERT INTO receivers (id, endpoint, p256dh, auth, created_at) VALUES (?, ?, ?, ?, ?)",
+      id,
+      sub.endpoint,
+      sub.keys.p256dh,
+      sub.keys.auth,
+      Date.now(),
+    );
+    return ok({ id });
+  }
+
+  async removeReceiver(id: string, client: string): Promise<MailboxResult<null>> {
+    const limited = this.limit("write", client);
+    if (limited) return limited;
+    const gone = this.schema.exists && this.wakes.forgetReceiver(id);
+    if (!gone) return fail(404, "not_found", "no such receiver");
+    return ok(null);
+  }
+
+  // ---- a Minca host's links (DESIGN 8.4) ------------------------------------------------------
+
+  /** `account` (a carried account) holds a live link of this topic. */
+  linkAccount(account: string): boolean {
+    this.schema.ensure();
+    // Every fetch of the topic asks each linked account: at most max_link_accounts_per_topic of them.
+    const known = this.sql.exec("SELECT 1 FROM link_accounts WHERE account = ?", account).toArray().length > 0;
+    if (known) return true;
+    if (this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM link_accounts").one().n >= MINCA_HOST_LIMITS.max_link_accounts_per_topic) return false;
+    this.sql.exec("INSERT INTO link_accounts (account) VALUES (?)", account);
+    return true;
+  }
+
+  /** `account` holds no live link of this topic any more. */
+  unlinkAccount(account: string): void {
+    if (!this.schema.exists) return;
+    this.sql.exec("DELETE FROM link_accounts WHERE account = ?", account);
+  }
+
+  /** The links of this topic each carrying account serves (its 64 most recently written live ones). */
+  private async hostLinks(): Promise<StoredItem[]> {
+    const topic = this.name;
+    if (!this.schema.exists || topic === null) return [];
+    const accounts = this.sql.exec<{ account: string }>("SELECT account FROM link_accounts ORDER BY account").toArray();
+    const out: StoredItem[] = [];
+    for (const { account } of accounts) {
+      try {
+        const stub = this.env.MINCA_ACCOUNT.get(this.env.MINCA_ACCOUNT.idFromName(account));
+        for (const l of await stub.linksFor(topic)) out.push({ seq: 0, at: l.at, until: l.until, blob: l.blob });
+      } catch (err) {
+        log.error("mailbox: an account's links could not be had", { err });
+      }
+    }
+    return out;
+  }
+
+  // ---- alarm: expiry sweep and wakes ----------------------------------------------------------
+
+  protected async onAlarm(now: number): Promise<number | null> {
+    if (!this.schema.exists) return null;
+    this.lease.free(() => this.sweep(now));
+    await this.outbox.sendDue();
+    return this.nextAlarm();
+  }
+
+  // ---- internals ------------------------------------------------------------------------------
+
+  private limit(kind: Limited, client: string): MailboxResult<never> | null {
+    const wait = this.admit(kind, client);
+    return wait === null ? null : fail(429, "rate_limited", `too many ${kind}s on this mailbox; retry later`, wait);
+  }
+
+  /** Deletes expired items (and their unsent wakes). */
+  private sweep(nowMs: number): void {
+    const now = nowSeconds(nowMs);
+    this.sql.exec("DELETE FROM deliveries WHERE seq IN (SELECT seq FROM items WHERE until <= ?)", now);
+    this.sql.exec("DELETE FROM items WHERE until <= ?", now);
+  }
+
+  /** Blob bytes the topic holds. */
+  private heldBytes(): number {
+    return this.sql.exec<{ b: number }>("SELECT TOTAL(bytes) AS b FROM items").one().b;
+  }
+
+  /** Evicts the oldest items while the topic holds more than its count or byte bound. */
+  private evictOverBounds(): void {
+    this.sql.exec(
+      `DELETE FROM items WHERE seq IN (
+         SELECT seq FROM items ORDER BY seq
+          LIMIT MAX(0, (SELECT COUNT(*) FROM items) - ?))`,
+      MAILBOX_LIMITS.max_items,
+    );
+    this.sql.exec(
+      `DELETE FROM items WHERE seq <= (
+         SELECT COALESCE(MAX(seq), 0) FROM (
+           SELECT seq, SUM(bytes) OVER (ORDER BY seq DESC) AS newer FROM items) WHERE newer > ?)`,
+      MAILBOX_LIMITS.max_bytes,
+    );
+    this.sql.exec("DELETE FROM deliveries WHERE seq < (SELECT COALESCE(MIN(seq), 0) FROM items)");
+  }
+
+  private readPage(after: number, limit: number, links: StoredItem[] = []): Page {
+    if (!this.schema.exists) return buildPage([], after, limit, null, links);
+    const now = nowSeconds();
+    const rows = this.sql
+      .exec<ItemRow>("SELECT seq, at, until, blob FROM items WHERE seq > ? AND until > ? ORDER BY seq LIMIT ?", after, now, limit + 1)
+      .toArray()
+      .map((r): StoredItem => ({ seq: r.seq, at: r.at, until: r.until, blob: new Uint8Array(r.blob) }));
+    const oldest = this.sql.exec<{ s: number | null }>("SELECT MIN(seq) AS s FROM items WHERE until > ?", now).one().s;
+    return buildPage(rows, after, limit, oldest, links);
+  }
+
+  /** The next expiry or the next wake due, whichever is first. */
+  private nextAlarm(): number | null {
+    const nextUntil = this.sql.exec<{ t: number | null }>("SELECT MIN(until) AS t FROM items").one().t;
+    const nextWake = this.wakes.nextDue();
+    const times = [nextUntil === null ? null : nextUntil * 1000, nextWake].filter((t): t is number => t !== null);
+    return times.length === 0 ? null : Math.min(...times);
+  }
+}
+
+/** Two base64url keys are the same key (browsers may add padding). */
+function sameKey(a: string, b: string): boolean {
+  return a.replace(/=+$/, "") === b.replace(/=+$/, "");
+}

@@ -1,0 +1,99 @@
+// What an account a Minca host carries for pays for (docs/hosting.md, "Who pays", "Quotas"): its
+// `usage` rows per carried space, checked against the account's quota and its lease of the
+// host-wide total in one synchronous step, given back when not kept, and handed from account to
+// account when one stops carrying a space others still carry (every stored byte is charged to
+// exactly one carrying account).
+import { MINCA_HOST_LIMITS } from "../../shared/limits";
+import { StorageLease } from "../relay/storage-lease";
+import type { AccountStore } from "./account-store";
+
+export class AccountUsage {
+  /** The account's share of the host-wide total (storage.host_bytes): what its usage rows add up to, leased from the relay's ledger. */
+  readonly lease: StorageLease;
+
+  constructor(
+    private readonly store: AccountStore,
+    env: Env,
+  ) {
+    this.lease = new StorageLease(store.ctx, env, "host", store.schema, () => this.used());
+  }
+
+  private get sql(): SqlStorage {
+    return this.store.sql;
+  }
+
+  /**
+   * Charges `versions` and `bytes` written to `space` to this account when its carried spaces'
+   * total bound leaves room for them, and the account's lease of the host-wide total
+   * (storage.host_bytes, docs/hosting.md "Quotas") covers them: each check and the write in one
+   * step, with no await between, so concurrent requests never take the account or the host past
+   * its bound. Over the lease, the lease is extended once and the checks run again.
+   * `account_full` or `host_full` when refused.
+   */
+  async reserve(space: string, versions: number, bytes: number): Promise<"ok" | "account_full" | "host_full"> {
+    if (!this.store.schema.exists) return bytes <= MINCA_HOST_LIMITS.max_account_bytes ? "ok" : "account_full"; // not carrying: nothing to count
+    for (let attempt = 0; ; attempt++) {
+      const used = this.used();
+      if (used + bytes > MINCA_HOST_LIMITS.max_account_bytes) return "account_full";
+      if (this.store.meta("carry_space") === null) return "ok"; // not carrying (closed meanwhile): nothing to count
+      if (this.lease.covers(used + bytes)) {
+        this.sql.exec(
+          `INSERT INTO usage (space, versions, bytes) VALUES (?, ?, ?)
+           ON CONFLICT (space) DO UPDATE SET versions = versions + excluded.versions, bytes = bytes + excluded.bytes`,
+          space,
+          versions,
+          bytes,
+        );
+        this.lease.ahead(used + bytes);
+        return "ok";
+      }
+      if (attempt > 0 || !(await this.lease.extend(used + bytes))) return "host_full";
+    }
+  }
+
+  /** Gives back what reserve() charged for versions that were not kept. */
+  refund(space: string, versions: number, bytes: number): void {
+    if (!this.store.schema.exists) return;
+    this.sql.exec("UPDATE usage SET versions = MAX(0, versions - ?), bytes = MAX(0, bytes - ?) WHERE space = ?", versions, bytes, space);
+    this.lease.changed();
+  }
+
+  /**
+   * Another account stopped carrying `space`, which this account still carries: the bytes it was
+   * charged for the space are charged here now (every stored byte to exactly one carrying
+   * account). Taken over whatever the quota: the bytes are already stored.
+   */
+  async adopt(space: string, versions: number, bytes: number): Promise<boolean> {
+    if (!this.store.schema.exists || this.store.meta("carry_space") === null) return false;
+    this.sql.exec(
+      `INSERT INTO usage (space, versions, bytes) VALUES (?, ?, ?)
+       ON CONFLICT (space) DO UPDATE SET versions = versions + excluded.versions, bytes = bytes + excluded.bytes`,
+      space,
+      versions,
+      bytes,
+    );
+    await this.lease.extend(this.used());
+    return true;
+  }
+
+  /**
+   * The account lost its carrier slot in `space` to a member proving the constitution's read key
+   * (the profile's carrier slots): it no longer carries the space, and the bytes it was charged
+   * for it go with it to the space, which hands them to an account that still carries it.
+   */
+  lostSlot(space: string): { versions: number; bytes: number } {
+    if (!this.store.schema.exists) return { versions: 0, bytes: 0 };
+    const usage = this.sql.exec<{ versions: number; bytes: number }>("SELECT versions, bytes FROM usage WHERE space = ?", space).toArray()[0] ?? { versions: 0, bytes: 0 };
+    this.store.ctx.storage.transactionSync(() => {
+      this.sql.exec("DELETE FROM passes WHERE space = ?", space);
+      this.sql.exec("DELETE FROM usage WHERE space = ?", space);
+    });
+    this.lease.changed();
+    return usage;
+  }
+
+  used(): number {
+    if (!this.store.schema.exists) return 0;
+    return this.sql.exec<{ b: number }>("SELECT COALESCE(SUM(bytes), 0) AS b FROM usage").one().b;
+  }
+}

@@ -1,0 +1,408 @@
+// One account a Minca host carries for (DESIGN 8.3-8.5, seed 002 §4.2-4.3): its carry space and
+// the key that opens it, the spaces its passes name, its links, and the bytes it uses. The carry
+// space's records drive it: the carry space's object hands over each accepted version, this
+// object reads it with shared/minca/carry and keeps what it says (account-records.ts). Wakes
+// become pushes in account-pushes.ts. carry:closed empties every table but the tombstone. An
+// alarm expires an unproven binding, sweeps expired links and sends the pushes due.
+import { DurableObject } from "cloudflare:workers";
+import { OwnName } from "../own-name";
+import { LazySchema } from "../base/schema";
+import { AccountStore } from "./account-store";
+import { AccountRecords, type CarryVerdict } from "./account-records";
+import { AccountPushes } from "./account-pushes";
+import type { StorageLease } from "../relay/storage-lease";
+import { AccountUsage } from "./account-usage";
+import { fail, type HostResult } from "./result";
+import { mailboxOf, spaceOf } from "./peers";
+import { MIGRATIONS } from "../../migrations/index";
+import { base64urlDecode, base64urlEncode } from "../../shared/encoding";
+import { MINCA_HOST_LIMITS } from "../../shared/limits";
+import { readCarryRecord, type CarryStart } from "../../shared/minca/carry";
+import type { Arrival } from "../../shared/minca/wake";
+import type { FetchLike } from "../../shared/webpush/send";
+import { bodyKeyOf, readKeyDid, readSeedOf } from "../../shared/minca/space";
+import { bindingExpiry, bindingHolds, checkStatusProof } from "../../shared/minca/binding";
+import type { Version } from "../../shared/minca/version";
+import type { AccountStatus, CarryStarted } from "../../shared/minca/host-wire";
+
+interface LinkRow extends Record<string, SqlStorageValue> {
+  key: string;
+  topic: string;
+  blob: ArrayBuffer;
+  until: number;
+  at: number;
+}
+
+
+const nowSeconds = () => Math.floor(Date.now() / 1000);
+
+export class MincaAccount extends DurableObject<Env> {
+  private readonly sql: SqlStorage;
+  /** Made when the account is first carried: a GET of an unknown account stores nothing. */
+  private readonly schema: LazySchema;
+  private readonly store: AccountStore;
+  private readonly ownAccount: OwnName;
+  private readonly records: AccountRecords;
+  private readonly pushes: AccountPushes;
+  /** The account's share of the host-wide total (storage.host_bytes): what its usage rows add up to, leased from the relay's ledger. */
+  private readonly lease: StorageLease;
+  private readonly usage: AccountUsage;
+  /** The fetch wakes go out with (tests may replace it). */
+  pushFetch: FetchLike = (url, init) => fetch(url, init);
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.sql = ctx.storage.sql;
+    this.schema = new LazySchema(ctx.storage, MIGRATIONS.MincaAccount);
+    this.store = new AccountStore(ctx, this.schema);
+    this.ownAccount = new OwnName(this.schema, "account");
+    this.records = new AccountRecords(this.store, {
+      env,
+      space: (id) => this.space(id),
+      mailbox: (topic) => this.mailbox(topic),
+      schedule: () => this.schedule(),
+    });
+    this.usage = new AccountUsage(this.store, env);
+    this.lease = this.usage.lease;
+    this.pushes = new AccountPushes(this.store, env, (url, init) => this.pushFetch(url, init));
+  }
+
+  /** RPC, the ledger's audit (storage-lease.ts): the lease this object recorded, in bytes. Reads only. */
+  leaseHeld(): number {
+    return this.lease.bytes;
+  }
+
+  // ---- connecting (POST /minca/v1/host/accounts) ----------------------------------------------
+
+  /**
+   * Starts carrying for the account with the carry space of a checked CarryGrant. The same carry
+   * space again changes nothing (an unproven binding's clock starts again); a closed one is
+   * refused (410). Another carry space replaces the current one only while the binding is
+   * unproven (DESIGN 8.3: no version under the account's /account/write authority arrived in it),
+   * so a grant anyone can post never takes over an account in use: else 409.
+   */
+  async startCarrying(start: CarryStart): Promise<HostResult<CarryStarted>> {
+    this.remember(start.account);
+    if (this.meta("closed_space") === start.carrySpace) return fail(410, "carry_closed", "the account closed this carry space (carry:closed)");
+    const current = this.liveCarry(Date.now());
+    if (current === start.carrySpace) {
+      if (!this.proven()) this.setMeta("bound_at", String(Date.now()));
+      await this.schedule();
+      return { ok: true, value: { account: start.account, carry_space: current } };
+    }
+    if (current !== null && this.proven()) return fail(409, "carry_space_conflict", "this host already carries the account through another carry space");
+    const stale = this.meta("carry_space");
+    if (stale !== null) await this.space(stale).forget();
+    await this.space(start.carrySpace).openCarry(start.account, start.constitution);
+    this.schema.ensure();
+    this.ctx.storage.transactionSync(() => {
+      // A tombstone stays until the new binding is proven (prove()): a grant anyone may post
+      // must not clear it, or the closed carry space could be connected again once that
+      // binding expired.
+      this.sql.exec("DELETE FROM meta WHERE key IN ('claimed', 'name')");
+      this.setMeta("carry_space", start.carrySpace);
+      this.setMeta("carry_key", base64urlEncode(start.key));
+      this.setMeta("bound_at", String(Date.now()));
+      if (start.name !== undefined) this.setMeta("name", start.name);
+    });
+    await this.schedule();
+    return { ok: true, value: { account: start.account, carry_space: start.carrySpace } };
+  }
+
+  /**
+   * What the host holds for the account (GET /minca/v1/host/accounts/<did>), only to a request
+   * proven with its carry space's read key (DESIGN 8.3): none 401; a wrong one, or any for an
+   * account the host does not carry for, 403; the closed carry space's key: 410.
+   */
+  async status(proof: { authorization: string | null; time: string | null }): Promise<HostResult<AccountStatus>> {
+    const now = Date.now();
+    // The object is named by the account's did: what it holds is that account's.
+    const carry = this.liveCarry(now);
+    const closedSpace = this.meta("closed_space");
+    const closedKey = this.meta("closed_read_key");
+    const target =
+      carry !== null
+        ? { space: carry, readKey: readKeyDid(readSeedOf(base64urlDecode(this.meta("carry_key")!))) }
+        : closedSpace !== null && closedKey !== null
+          ? { space: closedSpace, readKey: closedKey }
+          : null;
+    const verdict = checkStatusProof(proof, target, Math.floor(now / 1000));
+    if (verdict === "missing") return fail(401, "read_proof_required", "an account's status is answered only to its carry space's read key (Authorization: MincaRead)");
+    if (verdict === "invalid") return fail(403, "read_proof_invalid", "the proof does not verify with the read key of a carry space this host holds for that account");
+    if (carry === null) return fail(410, "carry_closed", "the account closed its carry space: the host holds nothing for it");
+    const used = this.sql.exec<{ v: number; b: number }>("SELECT COALESCE(SUM(versions), 0) AS v, COALESCE(SUM(bytes), 0) AS b FROM usage").one();
+    return {
+      ok: true,
+      value: {
+        account: this.name(),
+        name: this.meta("name"),
+        carry_space: carry,
+        spaces: this.count("passes"),
+        links: this.count("links"),
+        wakes: this.count("wakes"),
+        receivers: this.count("receivers"),
+        versions: used.v,
+        bytes: used.b,
+      },
+    };
+  }
+
+  /** The carry space of a binding that holds at `now` (proven, or unproven and not expired), or null. */
+  private liveCarry(now: number): string | null {
+    const carry = this.meta("carry_space");
+    if (carry === null) return null;
+    return bindingHolds({ boundAt: Number(this.meta("bound_at") ?? 0), proven: this.proven() }, now) ? carry : null;
+  }
+
+  private proven(): boolean {
+    return this.meta("claimed") !== null || this.meta("bound_at") === null; // bound before bindings expired: proven
+  }
+
+  /**
+   * Binding proven (DESIGN 8.3): a version under the account's /account/write authority arrived
+   * in its carry space. The tombstone of an earlier carry:closed goes with the first proof.
+   */
+  private prove(): void {
+    if (this.meta("claimed") !== null) return;
+    this.sql.exec("DELETE FROM meta WHERE key IN ('closed_at', 'closed_space', 'closed_read_key')");
+    this.setMeta("claimed", "1");
+  }
+
+  /**
+   * An unproven binding expired: its carry space goes, and the account's object keeps nothing,
+   * or only the tombstone of an earlier carry:closed (the binding never proven, it is still the
+   * account's last word).
+   */
+  private async expireBinding(): Promise<void> {
+    const carry = this.meta("carry_space");
+    if (carry === null || this.liveCarry(Date.now()) !== null) return;
+    await this.space(carry).forget();
+    const closedAt = this.meta("closed_at");
+    if (closedAt === null && this.count("revoked") === 0) {
+      await this.lease.releaseAll();
+      await this.ctx.storage.deleteAll();
+      this.schema.forget();
+      this.ownAccount.reset();
+      this.lease.forget();
+      return;
+    }
+    await this.lease.releaseAll();
+    this.keepOnlyTombstone({ at: closedAt, space: this.meta("closed_space"), readKey: this.meta("closed_read_key") });
+  }
+
+  // ---- the carry space's records (called by the carry space's MincaSpace) ---------------------
+
+  /**
+   * Reads each accepted version of the carry space (in order) and keeps what it says: one verdict
+   * per version, null when it is taken (a refused one is not stored in the log either).
+   * `closed` once carry:closed was read: everything is forgotten, and the rest is moot.
+   * `revoked`: the keys this batch revoked with a cutoff; once the versions are in the log, the
+   * space calls recount() with them.
+   */
+  async applyCarry(space: string, versions: Version[], opts: { requestHost?: string } = {}): Promise<{ verdicts: CarryVerdict[]; closed: boolean; revoked: string[] }> {
+    const verdicts: CarryVerdict[] = [];
+    const revoked: string[] = [];
+    const bodyKey = this.carryBodyKey(space);
+    if (bodyKey === null) {
+      return { verdicts: versions.map(() => ({ reason: "unreadable_record", detail: "not this account's carry space" })), closed: false, revoked };
+    }
+    for (const v of versions) {
+      // A key revoked earlier in this batch writes nothing after it (DESIGN 8.4).
+      if (this.records.isRevoked(v.author)) {
+        verdicts.push({ reason: "revoked", detail: "the account revoked the key that signed this version" });
+        continue;
+      }
+      const rec = readCarryRecord(v, bodyKey);
+      if (rec.kind === "closed") {
+        await this.close();
+        return { verdicts: [...verdicts, ...versions.slice(verdicts.length).map(() => null)], closed: true, revoked: [] };
+      }
+      if (rec.kind === "revoke") {
+        if (this.records.revoke(rec.revoked, rec.cutoff) !== null) revoked.push(rec.revoked);
+      } else {
+        const verdict = await this.records.keep(rec, v, { ...opts, current: false });
+        if (verdict) {
+          verdicts.push(verdict);
+          continue;
+        }
+      }
+      this.prove();
+      verdicts.push(null);
+    }
+    this.lease.changed(); // a deleted pass takes its space's usage with it
+    return { verdicts, closed: false, revoked };
+  }
+
+  /** The keys among `authors` the account revoked (DESIGN 8.4). */
+  revokedAmong(authors: string[]): string[] {
+    return authors.filter((a) => this.records.isRevoked(a));
+  }
+
+  /**
+   * After revokes with a cutoff were stored: what each key wrote in the carry space after its
+   * cutoff stops counting (account-records.ts). What was stored stays in the log.
+   */
+  async recount(revoked: string[]): Promise<void> {
+    const carry = this.meta("carry_space");
+    const bodyKey = carry === null ? null : this.carryBodyKey(carry);
+    if (carry === null || bodyKey === null) return;
+    await this.records.recount(carry, bodyKey, revoked);
+    this.lease.changed();
+  }
+
+  private carryBodyKey(space: string): Uint8Array | null {
+    const keyB64 = this.meta("carry_key");
+    if (space !== this.meta("carry_space") || keyB64 === null) return null;
+    return bodyKeyOf(base64urlDecode(keyB64));
+  }
+
+  // ---- bounds (called by MincaSpace; account-usage.ts) ----------------------------------------
+
+  reserve(space: string, versions: number, bytes: number): Promise<"ok" | "account_full" | "host_full"> {
+    return this.usage.reserve(space, versions, bytes);
+  }
+
+  refund(space: string, versions: number, bytes: number): void {
+    this.usage.refund(space, versions, bytes);
+  }
+
+  adopt(space: string, versions: number, bytes: number): Promise<boolean> {
+    return this.usage.adopt(space, versions, bytes);
+  }
+
+  lostSlot(space: string): { versions: number; bytes: number } {
+    return this.usage.lostSlot(space);
+  }
+
+  // ---- links (called by MincaMailbox) ---------------------------------------------------------
+
+  /**
+   * The account's links of `topic` a mailbox fetch is answered with (seed §4.2): among its 64
+   * most recently written live links, those whose topic (computed from the blob) is `topic`.
+   */
+  linksFor(topic: string): Array<{ blob: Uint8Array; until: number; at: number }> {
+    if (!this.schema.exists) return [];
+    const rows = this.sql
+      .exec<LinkRow>(
+        `SELECT key, topic, blob, until, at FROM (
+           SELECT * FROM links WHERE until > ? ORDER BY written DESC LIMIT ?)
+         WHERE topic = ? ORDER BY written DESC`,
+        nowSeconds(),
+        MINCA_HOST_LIMITS.links_served_per_account,
+        topic,
+      )
+      .toArray();
+    // Bounded in bytes: one GET loads at most link_bytes_served_per_account from each linked account.
+    const out: Array<{ blob: Uint8Array; until: number; at: number }> = [];
+    let bytes = 0;
+    for (const r of rows) {
+      if (bytes + r.blob.byteLength > MINCA_HOST_LIMITS.link_bytes_served_per_account) continue;
+      bytes += r.blob.byteLength;
+      out.push({ blob: new Uint8Array(r.blob), until: r.until, at: Math.floor(r.at / 1000) });
+    }
+    return out.reverse();
+  }
+
+  // ---- wakes (DESIGN 8.5) ---------------------------------------------------------------------
+
+  /**
+   * New versions were stored (and answered) in a space the account carries: each that wakes one
+   * of its wakes queues one push per live receiver; the alarm sends them. A version that wakes
+   * nothing queues nothing, so it costs no outbound request.
+   */
+  async arrived(_space: string, arrivals: Array<{ arrival: Arrival; raw: string }>): Promise<void> {
+    const account = this.meta("account");
+    if (account === null || this.meta("carry_space") === null) return;
+    if (this.pushes.queue(account, arrivals) > 0) await this.schedule();
+  }
+
+  // ---- alarm: expired links, pushes due -------------------------------------------------------
+
+  async alarm(): Promise<void> {
+    if (!this.schema.exists) return;
+    await this.expireBinding();
+    if (!this.schema.exists) return;
+    await this.records.expireLinks();
+    await this.pushes.sendDue();
+    await this.schedule();
+  }
+
+  // ---- internals ------------------------------------------------------------------------------
+
+  /** carry:closed: stop carrying for the account and forget everything held for it. */
+  private async close(): Promise<void> {
+    const account = this.meta("account")!;
+    const carry = this.meta("carry_space");
+    const key = this.meta("carry_key");
+    const readKey = key === null ? null : readKeyDid(readSeedOf(base64urlDecode(key)));
+    const carried = this.sql.exec<{ space: string; versions: number | null; bytes: number | null }>(
+      "SELECT passes.space AS space, usage.versions AS versions, usage.bytes AS bytes FROM passes LEFT JOIN usage ON usage.space = passes.space",
+    ).toArray();
+    // Each carried space hands what the account was charged for it to an account that still carries it.
+    for (const c of carried) await this.space(c.space).uncarry(account, { versions: c.versions ?? 0, bytes: c.bytes ?? 0 }, { keepLast: false });
+    for (const { topic } of this.sql.exec<{ topic: string }>("SELECT DISTINCT topic FROM links").toArray()) {
+      await this.mailbox(topic).unlinkAccount(account);
+    }
+    await this.lease.releaseAll();
+    this.keepOnlyTombstone({ at: String(Date.now()), space: carry, readKey });
+    await this.ctx.storage.deleteAlarm();
+  }
+
+  /**
+   * Empties every table but the tombstone: its three meta rows and the account's revoked keys
+   * (docs/hosting.md, "The tombstone"), so a key revoked once stays revoked at this host across
+   * carry:closed and a new CarryGrant.
+   */
+  private keepOnlyTombstone(t: { at: string | null; space: string | null; readKey: string | null }): void {
+    this.ctx.storage.transactionSync(() => {
+      for (const table of ["passes", "links", "usage", "wakes", "receivers", "pushes", "latest", "meta"]) this.sql.exec(`DELETE FROM ${table}`);
+      this.ownAccount.reset();
+      this.sql.exec("DELETE FROM sqlite_sequence");
+      if (t.at !== null) this.setMeta("closed_at", t.at);
+      if (t.space !== null) this.setMeta("closed_space", t.space);
+      if (t.readKey !== null) this.setMeta("closed_read_key", t.readKey);
+    });
+  }
+
+  /** The alarm fires at the next link expiry or the next push due (the next minute when this one's budget is spent). */
+  private async schedule(): Promise<void> {
+    const until = this.sql.exec<{ t: number | null }>("SELECT MIN(until) AS t FROM links").one().t;
+    const push = this.pushes.nextDue();
+    const boundAt = this.meta("bound_at");
+    const binding = boundAt === null || this.meta("carry_space") === null ? null : bindingExpiry({ boundAt: Number(boundAt), proven: this.proven() });
+    const times = [until === null ? null : until * 1000, push, binding].filter((t): t is number => t !== null);
+    if (times.length === 0) return void (await this.ctx.storage.deleteAlarm());
+    await this.ctx.storage.setAlarm(Math.min(...times));
+  }
+
+  private count(table: string): number {
+    return this.store.count(table);
+  }
+
+  private remember(account: string): void {
+    this.ownAccount.claim(account);
+  }
+
+  /** The account's did: the name the object was addressed by (the runtime gives it), else the one it kept. */
+  private name(): string {
+    const did = this.ctx.id.name ?? this.ownAccount.get();
+    if (did === undefined || did === null) throw new Error("an account object addressed by no name");
+    return did;
+  }
+
+  private space(id: string) {
+    return spaceOf(this.env, id);
+  }
+
+  private mailbox(topic: string) {
+    return mailboxOf(this.env, topic);
+  }
+
+  private meta(key: string): string | null {
+    return this.store.meta(key);
+  }
+
+  private setMeta(key: string, value: string): void {
+    this.store.setMeta(key, value);
+  }
+}

@@ -1,0 +1,447 @@
+// One space a Minca host carries (DESIGN 8.4, seed 002 §4.1-4.2): its constitution, the accounts
+// that carry it (with the read key each one's pass proved), and its log of versions. HTTP-only:
+// the Worker routes POST/GET .../versions here over RPC. Every decision about bytes (the gates,
+// what a carry-space record means, read proofs) is made in shared/minca; this object stores
+// what they accept. A version is in SQLite before the answer leaves.
+import { DurableObject } from "cloudflare:workers";
+import { LazySchema } from "../base/schema";
+import { MIGRATIONS } from "../../migrations/index";
+import { MINCA_HOST_LIMITS } from "../../shared/limits";
+import { ClientBuckets } from "../../shared/rate-limit";
+import { checkReadProof } from "../../shared/minca/read-proof";
+import type { Constitution } from "../../shared/minca/space";
+import { checkVersion, outsideOf, rootOf, type VersionCheck, type VersionRefusal } from "../../shared/minca/version";
+import type { Arrival } from "../../shared/minca/wake";
+import type { Appended, ArrivedVersion, LogPage } from "../../shared/minca/host-wire";
+import type { PageQuery } from "../../shared/mailbox/messages";
+import * as plans from "../../shared/minca/append-plan";
+import type { AppendPlan, FreshEntry, Share } from "../../shared/minca/append-plan";
+import { log } from "../../shared/log";
+import { fail, type HostResult } from "./result";
+import { accountOf } from "./peers";
+import { SpaceLog } from "./space-log";
+import { slotFor } from "../../shared/minca/carrier-slots";
+
+/** What the append pipeline knows of the space. */
+interface Carried {
+  id: string;
+  constitution: Constitution;
+  /** The account whose carry space this is, or null. */
+  carryOf: string | null;
+  /** The accounts carrying it (the carry space: its account). */
+  carrying: string[];
+  ownMachinery: boolean;
+}
+
+/** Each share of the request's bytes and the account it was charged to. */
+type Charged = Array<{ account: string; share: Share }>;
+
+/** What the account's carry records did (the carry space only). */
+interface CarryOutcome {
+  closed: boolean;
+  revoked: string[];
+}
+
+export class MincaSpace extends DurableObject<Env> {
+  private readonly sql: SqlStorage;
+  /** Made when an account first carries the space: a GET or POST of an unknown space stores nothing. */
+  private readonly schema: LazySchema;
+  private readonly log: SpaceLog;
+  private readonly waiters = new Set<() => void>();
+  /** Per-client rates (in memory: an evicted object only forgives an idle client). */
+  private readonly buckets = new ClientBuckets({
+    write: { burst: MINCA_HOST_LIMITS.write_versions_burst, perSecond: MINCA_HOST_LIMITS.write_versions_per_second },
+    read: { burst: MINCA_HOST_LIMITS.read_burst, perSecond: MINCA_HOST_LIMITS.read_per_second },
+  });
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.sql = ctx.storage.sql;
+    this.schema = new LazySchema(ctx.storage, MIGRATIONS.MincaSpace);
+    this.log = new SpaceLog(this.sql);
+  }
+
+  // ---- carrying (called by MincaAccount) -------------------------------------------------------
+
+  /** This space is `account`'s carry space (its own machinery). */
+  openCarry(account: string, constitution: Constitution): void {
+    this.schema.ensure();
+    this.ctx.storage.transactionSync(() => {
+      this.setMeta("space", this.id);
+      this.setMeta("constitution", JSON.stringify(constitution));
+      this.setMeta("carry_of", account);
+    });
+  }
+
+  /**
+   * `account` carries this space under its current pass, proving `readKey` (private spaces), the
+   * space one of the account's own when `own`. The account decides which of its passes is current;
+   * no account's pass displaces another's. Carrier slots (the profile's "Carried spaces"): past
+   * max_carriers_per_space, a pass proven with the constitution's own read key takes the slot of
+   * the most recently added carrier that is not (which hears it has lost it, and whose bytes here
+   * move to another carrier); such a pass is never refused a slot. False (nothing kept) for any
+   * other pass when the slots are full.
+   */
+  async carry(account: string, constitution: Constitution, readKey: string | null, at: number, own = false): Promise<boolean> {
+    this.schema.ensure();
+    const taken = this.ctx.storage.transactionSync((): { ok: boolean; evicted: string | null } => {
+      const held = this.sql.exec<{ account: string; read_key: string | null; added: number }>("SELECT account, read_key, added FROM carriers").toArray();
+      const slot = slotFor(
+        held.map((c) => ({ account: c.account, readKey: c.read_key, added: c.added })),
+        account,
+        readKey,
+        this.constitution() ?? constitution,
+      );
+      if (!slot.ok) return { ok: false, evicted: null };
+      if (slot.evict !== null) this.sql.exec("DELETE FROM carriers WHERE account = ?", slot.evict);
+      const evicted = slot.evict;
+      this.setMeta("space", this.id);
+      if (this.meta("constitution") === null) this.setMeta("constitution", JSON.stringify(constitution));
+      this.sql.exec(
+        `INSERT INTO carriers (account, at, read_key, own, added) VALUES (?, ?, ?, ?, (SELECT COALESCE(MAX(added), 0) + 1 FROM carriers))
+         ON CONFLICT (account) DO UPDATE SET at = excluded.at, read_key = excluded.read_key, own = excluded.own`,
+        account,
+        at,
+        readKey,
+        own ? 1 : 0,
+      );
+      return { ok: true, evicted };
+    });
+    if (taken.evicted !== null) {
+      const usage = await accountOf(this.env, taken.evicted).lostSlot(this.id);
+      await this.handOver(usage, [taken.evicted, account]);
+    }
+    return taken.ok;
+  }
+
+  /**
+   * A carry space's records of the keys `of` wrote after `cutoff` (the profile's revocations):
+   * for each (collection, key) such a version wrote, the latest version of it (by `at`, then
+   * version id) that still counts — signed by no key in `revoked` after that key's cutoff — or
+   * null when there is none.
+   */
+  history(of: string, cutoff: number, revoked: Array<{ did: string; cutoff: number | null }>): Array<{ collection: string; key: string; version: string | null }> {
+    if (this.meta("carry_of") === null) return [];
+    return this.log.history(of, cutoff, revoked);
+  }
+
+  /**
+   * `account` no longer carries this space; `usage` is what it was charged for the space. With
+   * other carriers left, the bytes move to one of them (every stored byte is charged to exactly
+   * one carrying account); with none, the space is forgotten — unless `keepLast` (a revoke never
+   * drops a log): then the account keeps carrying it, "kept".
+   */
+  async uncarry(account: string, usage: { versions: number; bytes: number }, opts: { keepLast: boolean }): Promise<"kept" | "gone"> {
+    if (!this.schema.exists) return "gone";
+    const others = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM carriers WHERE account != ?", account).one().n;
+    if (others === 0 && this.meta("carry_of") === null) {
+      if (opts.keepLast) return "kept";
+      this.forget();
+      return "gone";
+    }
+    this.sql.exec("DELETE FROM carriers WHERE account = ?", account);
+    await this.handOver(usage, [account]);
+    return "gone";
+  }
+
+  /** Charges `usage` to the longest-standing carrier not in `besides` that takes it. */
+  private async handOver(usage: { versions: number; bytes: number }, besides: string[]): Promise<void> {
+    if (usage.versions === 0 && usage.bytes === 0) return;
+    const heirs = this.sql
+      .exec<{ account: string }>("SELECT account FROM carriers WHERE account NOT IN (SELECT value FROM json_each(?)) ORDER BY added, rowid", JSON.stringify(besides))
+      .toArray();
+    for (const { account } of heirs) if (await accountOf(this.env, account).adopt(this.id, usage.versions, usage.bytes)) return;
+  }
+
+  /** Deletes every row this space holds. */
+  forget(): void {
+    if (!this.schema.exists) return;
+    this.ctx.storage.transactionSync(() => {
+      for (const t of ["log", "carriers", "meta"]) this.sql.exec(`DELETE FROM ${t}`);
+      this.sql.exec("DELETE FROM sqlite_sequence WHERE name = 'log'");
+    });
+    for (const w of this.waiters) w();
+  }
+
+  /** Versions and bytes held (for an account's status). */
+  usage(): { versions: number; bytes: number } {
+    if (!this.schema.exists) return { versions: 0, bytes: 0 };
+    return this.log.usage();
+  }
+
+  // ---- the log (called by the Worker) -------------------------------------------------------
+
+  /**
+   * Runs each version through the gates and appends the accepted ones (the profile's "Carried
+   * spaces"), as named steps over one plan (shared/minca/append-plan.ts; docs/hosting.md, "A
+   * version's way"): checks and dedup, revocation, quota, the carry space's records, the write,
+   * then what follows it (refunds, waiters, wakes).
+   */
+  async append(arrived: ArrivedVersion[], opts: { requestHost?: string; client?: string } = {}): Promise<HostResult<Appended>> {
+    const here = this.carried();
+    if (here === null) return fail(404, "not_found", "this host does not carry that space");
+    // Cheapest first: carried at all (above), then the client's rate, counted in versions (each a
+    // signature to verify), before any signature.
+    const limited = this.limited("write", opts.client ?? "", arrived.length);
+    if (limited) return limited;
+    let plan = await this.checkStep(here, arrived);
+    plan = await this.revocationStep(here, plan);
+    if (plans.freshOf(plan).length === 0) return this.answer(plan);
+    if (this.overSpaceBound(plans.freshOf(plan).map((f) => f.entry))) return this.spaceFull();
+    const quota = await this.quotaStep(here, plan);
+    if (!quota.ok) return quota.error;
+    plan = quota.plan;
+    const carry = await this.carryRecordsStep(here, plan, opts);
+    if (!carry.ok) {
+      await this.refundAll(quota.charged);
+      return carry.error;
+    }
+    plan = carry.plan;
+    const written = this.writeStep(plan);
+    if (written === null) {
+      await this.refundAll(quota.charged);
+      return this.spaceFull();
+    }
+    plan = written;
+    await this.refund(plans.refundsOf(quota.charged, plan));
+    await this.afterWriteStep(here, plan, carry.outcome);
+    return this.answer(plan);
+  }
+
+  /** What the space is to the append pipeline: its id, constitution, and who carries it; null when not carried. */
+  private carried(): Carried | null {
+    const constitution = this.constitution();
+    const carryOf = this.meta("carry_of");
+    const carriers = this.carriers();
+    if (!constitution || (carryOf === null && carriers.length === 0)) return null;
+    return {
+      id: this.id,
+      constitution,
+      carryOf,
+      carrying: carryOf !== null ? [carryOf] : carriers.map((c) => c.account),
+      // The account's own spaces: its carry space, and a space a carrier's pass says is its own.
+      ownMachinery: carryOf !== null || carriers.some((c) => c.own),
+    };
+  }
+
+  /** Step 1, checks and dedup: the gates (shared/minca/version.ts), then whether the log holds each already. */
+  private async checkStep(here: Carried, arrived: ArrivedVersion[]): Promise<AppendPlan> {
+    const checks: VersionCheck[] = [];
+    for (const a of arrived) checks.push(await checkVersion(a.value, { space: here.id, constitution: here.constitution, ownMachinery: here.ownMachinery }, a.bytes, a.raw));
+    return plans.planArrivals(checks, arrived, (id) => this.log.seqOf(id));
+  }
+
+  /** Step 2, revocation: a version signed by a key its root account revoked is refused in every space the host carries for it. */
+  private async revocationStep(here: Carried, plan: AppendPlan): Promise<AppendPlan> {
+    const revoked = new Map<string, string[]>();
+    for (const [root, authors] of plans.authorsByRoot(plan, here.carrying)) revoked.set(root, await accountOf(this.env, root).revokedAmong(authors));
+    return plans.refuseRevoked(plan, revoked);
+  }
+
+  /**
+   * Step 3, quota: this space's bound (checked before), then the accounts'. Each share is charged
+   * to the first of its candidates with room; an account at its quota is refused only its own
+   * share. Each account checks and charges in one step; when a share finds no payer nothing of
+   * the request is stored and what was charged is given back.
+   */
+  private async quotaStep(here: Carried, plan: AppendPlan): Promise<{ ok: true; plan: AppendPlan; charged: Charged } | { ok: false; error: HostResult<never> }> {
+    const shares = plans.sharesOf(plan, here.carrying);
+    const charged: Charged = [];
+    for (const share of shares) {
+      let payer: string | null = null;
+      let hostFull = false;
+      for (const account of share.candidates) {
+        const charge = await accountOf(this.env, account).reserve(here.id, share.versions, share.bytes);
+        if (charge === "ok") {
+          payer = account;
+          break;
+        }
+        if (charge === "host_full") hostFull = true;
+      }
+      if (payer === null) {
+        await this.refundAll(charged);
+        // The host-wide total (docs/hosting.md, "Quotas"): no account has room because the host has none.
+        if (hostFull) return { ok: false, error: fail(507, "storage_full", "this host holds all it may for the accounts it carries (storage.host_bytes): nothing was stored") };
+        return { ok: false, error: fail(507, "quota_exceeded", `an account's carried spaces hold at most ${MINCA_HOST_LIMITS.max_account_bytes} bytes`) };
+      }
+      charged.push({ account: payer, share });
+    }
+    return { ok: true, plan: plans.withPayers(plan, shares, charged.map((c) => c.account)), charged };
+  }
+
+  /** Step 4, carry records: in the carry space, the account reads its records and keeps what they say, refusing some. */
+  private async carryRecordsStep(
+    here: Carried,
+    plan: AppendPlan,
+    opts: { requestHost?: string },
+  ): Promise<{ ok: true; plan: AppendPlan; outcome: CarryOutcome } | { ok: false; error: HostResult<never> }> {
+    if (here.carryOf === null) return { ok: true, plan, outcome: { closed: false, revoked: [] } };
+    const fresh = plans.freshOf(plan);
+    let applied: Awaited<ReturnType<ReturnType<typeof accountOf>["applyCarry"]>>;
+    try {
+      applied = await accountOf(this.env, here.carryOf).applyCarry(here.id, fresh.map((f) => f.entry.version), opts);
+    } catch (err) {
+      // Nothing of the request is logged; records applied before the failure are applied again,
+      // to the same effect, when the request is sent again (docs/hosting.md).
+      log.error("minca space: the account could not apply its carry records", { err });
+      return { ok: false, error: fail(503, "unavailable", "the host could not apply these records now: nothing was stored; send them again") };
+    }
+    const refusals = new Map<number, { reason: VersionRefusal; detail: string }>();
+    applied.verdicts.forEach((verdict, k) => {
+      if (verdict !== null) refusals.set(fresh[k].index, verdict);
+    });
+    return { ok: true, plan: plans.refuseIn(plan, refusals), outcome: { closed: applied.closed, revoked: applied.revoked } };
+  }
+
+  /**
+   * Step 5, the write: the space's bound again and the writes in one step (no await between
+   * them); a request running alongside may have stored the same version meanwhile: it keeps its
+   * first seq. Null when the space's bound would be passed (nothing written).
+   */
+  private writeStep(plan: AppendPlan): AppendPlan | null {
+    const fresh = plans.freshOf(plan);
+    return this.ctx.storage.transactionSync(() => {
+      if (this.overSpaceBound(fresh.map((f) => f.entry))) return null;
+      const written = new Map<number, { seq: number; added: boolean }>();
+      for (const { index, entry } of fresh) written.set(index, this.log.insert(entry.version.id, entry.bytes, entry.raw));
+      return plans.afterWrite(plan, written);
+    });
+  }
+
+  /** Step 6, after the write: carry:closed and revokes take effect, waiters wake, and the carrying accounts hear of the new versions. */
+  private async afterWriteStep(here: Carried, plan: AppendPlan, outcome: CarryOutcome): Promise<void> {
+    if (outcome.closed) {
+      // carry:closed: the account forgot everything; its carry space's log goes too.
+      this.forget();
+      return;
+    }
+    if (outcome.revoked.length > 0) await accountOf(this.env, here.carryOf!).recount(outcome.revoked);
+    const added = plans.storedOf(plan);
+    if (added.length === 0) return;
+    for (const w of this.waiters) w();
+    this.waiters.clear();
+    // Pushing never delays accepting: the accounts hear of the new versions after the answer.
+    const arrivals = added.map((e) => ({ arrival: { ...outsideOf(e.version), root: rootOf(e.version) }, raw: e.raw }));
+    if (here.carryOf === null) this.ctx.waitUntil(this.arrived(here.id, here.carrying, arrivals));
+  }
+
+  private answer(plan: AppendPlan): HostResult<Appended> {
+    return { ok: true, value: { results: plans.answerOf(plan) } };
+  }
+
+  /** Gives back what was charged and not kept. */
+  private async refund(refunds: Array<{ account: string; versions: number; bytes: number }>): Promise<void> {
+    for (const r of refunds) if (r.versions > 0) await accountOf(this.env, r.account).refund(this.id, r.versions, r.bytes);
+  }
+
+  /** Gives back every charge: nothing of the request was stored. */
+  private refundAll(charged: Charged): Promise<void> {
+    return this.refund(charged.map((c) => ({ account: c.account, versions: c.share.versions, bytes: c.share.bytes })));
+  }
+
+  private overSpaceBound(add: FreshEntry[]): boolean {
+    const held = this.usage();
+    const bytes = add.reduce((n, f) => n + f.bytes, 0);
+    return held.versions + add.length > MINCA_HOST_LIMITS.max_space_versions || held.bytes + bytes > MINCA_HOST_LIMITS.max_space_bytes;
+  }
+
+  private spaceFull(): HostResult<never> {
+    return fail(507, "quota_exceeded", `a carried space holds at most ${MINCA_HOST_LIMITS.max_space_versions} versions and ${MINCA_HOST_LIMITS.max_space_bytes} bytes`);
+  }
+
+  /** After the answer: each carrying account hears of the new versions (wakes, DESIGN 8.5). */
+  private async arrived(space: string, accounts: string[], arrivals: Array<{ arrival: Arrival; raw: string }>): Promise<void> {
+    await scheduler.wait(0);
+    for (const account of accounts) {
+      try {
+        await accountOf(this.env, account).arrived(space, arrivals);
+      } catch (err) {
+        log.error("minca space: telling an account of new versions failed", { err });
+      }
+    }
+  }
+
+  /** A page of the log; a private space's only to a request proven with its read key. */
+  async page(
+    q: PageQuery,
+    proof: { authorization: string | null; time: string | null },
+    client = "",
+  ): Promise<HostResult<LogPage>> {
+    const here = this.carried();
+    if (here === null) return fail(404, "not_found", "this host does not carry that space");
+    const { id: space, constitution } = here;
+    // Before the read proof's signature, and for every read (a long-poll included).
+    const limited = this.limited("read", client);
+    if (limited) return limited;
+    if (constitution.visibility === "private") {
+      const verdict = checkReadProof(proof, space, this.readKeys(constitution), Math.floor(Date.now() / 1000));
+      if (verdict === "missing") return fail(401, "read_proof_required", "a private space's log is answered only to its read key (Authorization: MincaRead)");
+      if (verdict === "invalid") return fail(403, "read_proof_invalid", "the read proof does not verify for this space, or its time is off");
+    }
+    const deadline = Date.now() + q.wait * 1000;
+    for (;;) {
+      const page = this.log.page(q.after, q.limit);
+      const left = deadline - Date.now();
+      if (page.items.length > 0 || left <= 0) return { ok: true, value: page };
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          this.waiters.delete(done);
+          resolve();
+        };
+        const timer = setTimeout(done, left);
+        this.waiters.add(done);
+      });
+    }
+  }
+
+  // ---- internals ------------------------------------------------------------------------------
+
+  /** The client's rate on this space (per client address): a 429 with Retry-After when over. */
+  private limited(kind: "read" | "write", client: string, n = 1): HostResult<never> | null {
+    const wait = this.buckets.take(kind, client, n);
+    if (wait === null) return null;
+    const what = kind === "write" ? `${MINCA_HOST_LIMITS.write_versions_per_second} versions` : `${MINCA_HOST_LIMITS.read_per_second} reads`;
+    return { ok: false, status: 429, code: "rate_limited", message: `too many ${kind}s on this space (about ${what} a second); retry later`, retryAfterSeconds: wait };
+  }
+
+  /**
+   * Who may read (the profile's pass rule): a carry space's own read key; else the read key of
+   * every carrying account's current pass. A proof under any of them reads: no account's pass
+   * displaces another's, and no field a writer chooses (such as `at`) decides between accounts.
+   */
+  private readKeys(constitution: Constitution): string[] {
+    if (this.meta("carry_of") !== null) return [constitution.readKey!];
+    const keys = this.sql.exec<{ k: string }>("SELECT DISTINCT COALESCE(read_key, ?) AS k FROM carriers", constitution.readKey ?? "").toArray();
+    return keys.map((r) => r.k).filter((k) => k !== "");
+  }
+
+  private carriers(): Array<{ account: string; own: boolean }> {
+    if (!this.schema.exists) return [];
+    return this.sql.exec<{ account: string; own: number }>("SELECT account, own FROM carriers ORDER BY account").toArray().map((r) => ({ account: r.account, own: r.own === 1 }));
+  }
+
+  /**
+   * The space's id: the name the object was addressed by (the runtime gives it), else the one it
+   * stored when first carried.
+   */
+  private get id(): string {
+    const id = this.ctx.id.name ?? this.meta("space");
+    if (id === undefined || id === null) throw new Error("a space object addressed by no name");
+    return id;
+  }
+
+  private constitution(): Constitution | null {
+    const c = this.meta("constitution");
+    return c === null ? null : (JSON.parse(c) as Constitution);
+  }
+
+  private meta(key: string): string | null {
+    if (!this.schema.exists) return null;
+    return this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = ?", key).toArray()[0]?.value ?? null;
+  }
+
+  private setMeta(key: string, value: string): void {
+    this.sql.exec("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", key, value);
+  }
+}

@@ -1,0 +1,146 @@
+// The operator's counters (docs/browser.md, "The status page"): one RelayStats object per relay,
+// which the StatsReporter every other object keeps (base/stats-reporter.ts) reports to. No message ever waits on the stats object: a
+// reporter adds to counts in memory and, at most every STATS_LIMITS.flush_interval_ms, sends one
+// report (its per-minute counts and its current values, computed then) by RPC from a timer,
+// off the message path. A failed report keeps its counts for the next one.
+import { StoredObject } from "../base/stored-object";
+import { MIGRATIONS } from "../../migrations/index";
+import { STATS_LIMITS } from "../../shared/limits";
+import { bytesToHex, utf8Encode } from "../../shared/encoding";
+import { STORAGE_KINDS, storageTotals } from "../../shared/storage";
+import {
+  buildSnapshot,
+  emptyStorage,
+  storageReportSchema,
+  type StorageReport,
+  minuteOf,
+  statsReportSchema,
+  type GaugeRow,
+  type MinuteRow,
+  type StatsCounter,
+  type StatsGauges,
+  type StatsProtocol,
+  type StatsSnapshot,
+  type TotalRow,
+} from "../../shared/stats";
+import { log } from "../../shared/log";
+
+import { RELAY_STATS_NAME } from "../../server/relay-objects";
+export { RELAY_STATS_NAME, relayStats } from "../../server/relay-objects";
+
+interface StatsEnv {
+  RELAY_STATS?: DurableObjectNamespace<RelayStats>;
+  STORAGE_TALLY_BYTES?: string;
+  STORAGE_MAILBOX_BYTES?: string;
+  STORAGE_HOST_BYTES?: string;
+}
+
+interface StorageRow extends Record<string, SqlStorageValue> {
+  kind: string;
+  reserved_bytes: number;
+  holders: number;
+  total_bytes: number;
+}
+
+export class RelayStats extends StoredObject<StatsEnv> {
+  constructor(ctx: DurableObjectState, env: StatsEnv) {
+    super(ctx, env, { migrations: MIGRATIONS.RelayStats });
+  }
+
+  /** RPC: one object's report; false (and nothing kept) when it is not a report of counts. */
+  async report(input: unknown): Promise<boolean> {
+    const parsed = statsReportSchema.safeParse(input);
+    if (!parsed.success) return false;
+    const r = parsed.data;
+    const now = Date.now();
+    const oldest = minuteOf(now) - STATS_LIMITS.window_minutes + 1;
+    const g = r.gauges;
+    this.schema.ensure();
+    this.ctx.storage.transactionSync(() => {
+      const values = [g.connections ?? 0, g.envelopes_stored ?? 0, g.rooms_open ?? 0, g.mailbox_items ?? 0];
+      if (values.every((v) => v === 0)) this.sql.exec("DELETE FROM reporters WHERE reporter = ?", r.reporter);
+      else {
+        this.sql.exec(
+          `INSERT INTO reporters (reporter, protocol, connections, envelopes_stored, rooms_open, mailbox_items, updated_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?)
+           ON CONFLICT (reporter) DO UPDATE SET protocol = excluded.protocol, connections = excluded.connections,
+             envelopes_stored = excluded.envelopes_stored, rooms_open = excluded.rooms_open,
+             mailbox_items = excluded.mailbox_items, updated_at = excluded.updated_at`,
+          r.reporter,
+          r.protocol,
+          ...values,
+          now,
+        );
+      }
+      for (const c of r.counts) {
+        if (c.n === 0) continue;
+        this.sql.exec(
+          "INSERT INTO totals (protocol, metric, n) VALUES (?, ?, ?) ON CONFLICT (protocol, metric) DO UPDATE SET n = n + excluded.n",
+          r.protocol,
+          c.metric,
+          c.n,
+        );
+        if (c.minute < oldest) continue;
+        this.sql.exec(
+          `INSERT INTO minutes (minute, protocol, metric, n) VALUES (?, ?, ?, ?)
+           ON CONFLICT (minute, protocol, metric) DO UPDATE SET n = n + excluded.n`,
+          c.minute,
+          r.protocol,
+          c.metric,
+          c.n,
+        );
+      }
+      this.sql.exec("DELETE FROM minutes WHERE minute < ?", oldest);
+    });
+    return true;
+  }
+
+  /** RPC: the storage ledger's figures (relay-ledger.ts); false (and nothing kept) when they are not. */
+  async storage(input: unknown): Promise<boolean> {
+    const parsed = storageReportSchema.safeParse(input);
+    if (!parsed.success) return false;
+    this.schema.ensure();
+    const now = Date.now();
+    this.ctx.storage.transactionSync(() => {
+      for (const kind of STORAGE_KINDS) {
+        const k = parsed.data[kind];
+        this.sql.exec(
+          `INSERT INTO storage (kind, reserved_bytes, holders, total_bytes, updated_at) VALUES (?, ?, ?, ?, ?)
+           ON CONFLICT (kind) DO UPDATE SET reserved_bytes = excluded.reserved_bytes, holders = excluded.holders,
+             total_bytes = excluded.total_bytes, updated_at = excluded.updated_at`,
+          kind,
+          k.reserved_bytes,
+          k.holders,
+          k.total_bytes,
+          now,
+        );
+      }
+    });
+    return true;
+  }
+
+  /** Per kind, what the ledger last reported; before any report, nothing reserved of the totals in force. */
+  private storageFigures(): StorageReport {
+    const out = emptyStorage(storageTotals(this.env));
+    if (!this.schema.exists) return out;
+    for (const r of this.sql.exec<StorageRow>("SELECT kind, reserved_bytes, holders, total_bytes FROM storage").toArray()) {
+      if ((STORAGE_KINDS as readonly string[]).includes(r.kind)) out[r.kind as keyof StorageReport] = { reserved_bytes: r.reserved_bytes, holders: r.holders, total_bytes: r.total_bytes };
+    }
+    return out;
+  }
+
+  /** RPC: the counts for the status page. */
+  async snapshot(): Promise<StatsSnapshot> {
+    if (!this.schema.exists) return buildSnapshot([], [], Date.now(), this.storageFigures());
+    const gauges = this.sql
+      .exec<GaugeRow & Record<string, SqlStorageValue>>(
+        `SELECT protocol, SUM(connections) AS connections, SUM(envelopes_stored) AS envelopes_stored,
+                SUM(rooms_open) AS rooms_open, SUM(mailbox_items) AS mailbox_items
+           FROM reporters GROUP BY protocol`,
+      )
+      .toArray();
+    const minutes = this.sql.exec<MinuteRow & Record<string, SqlStorageValue>>("SELECT minute, protocol, metric, n FROM minutes").toArray();
+    const totals = this.sql.exec<TotalRow & Record<string, SqlStorageValue>>("SELECT protocol, metric, n FROM totals").toArray();
+    return buildSnapshot(gauges, minutes, Date.now(), this.storageFigures(), totals);
+  }
+}

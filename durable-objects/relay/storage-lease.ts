@@ -1,0 +1,191 @@
+// An object's lease of bytes from the relay's storage ledger (relay-ledger.ts; docs/hostile.md,
+// "Relay-wide totals"). A holder uses two calls:
+// - `store(bytes, write)`: runs `write` in one transaction and charges what the object then holds
+//   against the lease in the same synchronous step (no await between the check and the charge).
+//   Past the lease the write is rolled back, the ledger is asked once for more, and the write runs
+//   again; a total with no room answers `{ stored: false }` (the holder answers storage_full).
+//   After a write the lease is topped up ahead of need, off the request path.
+// - `free(remove)`: runs a delete; within the flush interval what the lease no longer needs goes
+//   back to the ledger.
+// and `releaseAll()` before it deletes its whole storage. The lease is kept in the object's `meta`
+// table, so an evicted object knows what it holds. Ledger calls run one at a time.
+import type { LazySchema } from "../base/schema";
+import { Debounced } from "../base/debounced";
+import { relayLedger, type RelayLedger } from "./relay-ledger";
+import { STATS_LIMITS } from "../../shared/limits";
+import { leaseBlock, leaseKeep, leaseRequest, type StorageKind } from "../../shared/storage";
+import { log } from "../../shared/log";
+
+const META_KEY = "lease_bytes";
+
+export class StorageLease {
+  private granted: number | undefined;
+  private chain: Promise<unknown> = Promise.resolve();
+  private readonly giveBack: Debounced;
+  private toppingUp = false;
+
+  constructor(
+    private readonly ctx: DurableObjectState,
+    private readonly env: { RELAY_LEDGER: DurableObjectNamespace<RelayLedger> },
+    private readonly kind: StorageKind,
+    private readonly schema: LazySchema,
+    /** The bytes of this kind the object holds now. */
+    private readonly used: () => number,
+  ) {
+    this.giveBack = new Debounced(ctx, STATS_LIMITS.flush_interval_ms, () => this.settle());
+  }
+
+  /**
+   * Stores through the lease: `write` runs in one transaction (made after the schema, so a refusal
+   * keeps nothing) and answers its value and the bytes of this kind the object then holds (`held`
+   * undefined: it wrote nothing, e.g. a refusal of its own). `bytes` is what the write adds: an
+   * object that holds nothing yet asks the ledger for it before it makes its schema. Past the
+   * lease the transaction is rolled back, the ledger is asked once for a lease that covers it, and
+   * `write` runs again; still past it, or the ledger has no room: `{ stored: false }`.
+   */
+  async store<T>(bytes: number, write: () => { value: T; held?: number }): Promise<{ stored: true; value: T } | { stored: false }> {
+    if (!this.schema.exists && !this.covers(bytes) && !(await this.extend(bytes))) return { stored: false };
+    for (let attempt = 0; ; attempt++) {
+      this.schema.ensure();
+      let out: { value: T; held?: number };
+      try {
+        out = this.ctx.storage.transactionSync(() => {
+          const r = write();
+          if (r.held !== undefined && !this.covers(r.held)) throw new OverLease(r.held); // rolled back: nothing kept
+          return r;
+        });
+      } catch (err) {
+        if (!(err instanceof OverLease)) throw err;
+        if (attempt > 0 || !(await this.extend(err.total))) return { stored: false };
+        continue;
+      }
+      if (out.held !== undefined) this.ahead(out.held);
+      return { stored: true, value: out.value };
+    }
+  }
+
+  /** Runs `remove` (a delete of what the lease covers): what the lease no longer needs goes back soon. */
+  free<T>(remove: () => T): T {
+    const r = remove();
+    this.changed();
+    return r;
+  }
+
+  /** Bytes leased to this object. */
+  get bytes(): number {
+    if (this.granted === undefined) {
+      this.granted = this.schema.exists
+        ? Number(this.schema.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = ?", META_KEY).toArray()[0]?.value ?? 0)
+        : 0;
+    }
+    return this.granted;
+  }
+
+  /** Whether holding `total` bytes stays within the lease (synchronous: check and write in one step). Holders use store(). */
+  covers(total: number): boolean {
+    return total <= this.bytes;
+  }
+
+  /**
+   * Asks the ledger for a lease that covers holding `need` bytes; true once it does. False when
+   * the kind's relay-wide total has no room (or the ledger cannot be asked). The caller checks
+   * covers() again, synchronously, with its write.
+   */
+  extend(need: number): Promise<boolean> {
+    return this.serial(async () => {
+      if (this.covers(need)) return true;
+      const { want } = leaseRequest(need);
+      try {
+        const r = await this.ledger().claim(this.kind, this.holder(), need, want);
+        this.keep(r.granted);
+        return r.ok && this.covers(need);
+      } catch (err) {
+        log.error("storage: the ledger could not be asked for a lease", { kind: this.kind, err });
+        return false;
+      }
+    });
+  }
+
+  /**
+   * After a write: when less than half a block of the lease is left, asks for the next one in
+   * the background, so the next writes find room without waiting on the ledger.
+   */
+  ahead(used: number): void {
+    if (this.toppingUp || this.bytes - used >= leaseBlock(used) / 2) return;
+    this.toppingUp = true;
+    this.ctx.waitUntil(
+      this.extend(used + leaseBlock(used)).finally(() => {
+        this.toppingUp = false;
+      }),
+    );
+  }
+
+  /** What the object holds went down: within the flush interval, what the lease no longer needs goes back. Holders use free(). */
+  changed(): void {
+    if (this.bytes === 0) return;
+    this.giveBack.schedule();
+  }
+
+  /** Gives back what leaseKeep() says the lease no longer needs (the lease shrinks here first, then at the ledger). */
+  settle(): Promise<void> {
+    return this.serial(async () => {
+      if (this.bytes === 0) return;
+      const keep = leaseKeep(this.schema.exists ? this.used() : 0, this.bytes);
+      if (keep >= this.bytes) return;
+      this.keep(keep);
+      await this.tell(keep);
+    });
+  }
+
+  /** Before the object deletes its storage: the whole lease goes back. */
+  releaseAll(): Promise<void> {
+    return this.serial(async () => {
+      if (this.bytes === 0) return;
+      this.keep(0);
+      await this.tell(0);
+    });
+  }
+
+  /** The object deleted its storage (deleteAll): it holds no lease. */
+  forget(): void {
+    this.granted = 0;
+  }
+
+  private async tell(keep: number): Promise<void> {
+    try {
+      await this.ledger().release(this.kind, this.holder(), keep);
+    } catch (err) {
+      // The ledger keeps counting the larger lease (never too little); the next settle tells it again.
+      log.warn("storage: a lease could not be given back now", { kind: this.kind, err });
+    }
+  }
+
+  private keep(bytes: number): void {
+    if (bytes === this.bytes) return;
+    this.granted = bytes;
+    if (bytes === 0 && !this.schema.exists) return;
+    this.schema.ensure();
+    this.schema.sql.exec("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", META_KEY, String(bytes));
+  }
+
+  private serial<T>(f: () => Promise<T>): Promise<T> {
+    const next = this.chain.then(f, f);
+    this.chain = next.catch(() => undefined);
+    return next;
+  }
+
+  private holder(): string {
+    return this.ctx.id.toString();
+  }
+
+  private ledger(): DurableObjectStub<RelayLedger> {
+    return relayLedger(this.env);
+  }
+}
+
+/** Thrown inside a write's transaction when what the object would hold passes its lease: the write is rolled back. */
+class OverLease extends Error {
+  constructor(readonly total: number) {
+    super(`over the storage lease (${total} bytes)`);
+  }
+}

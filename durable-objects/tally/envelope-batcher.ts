@@ -1,0 +1,55 @@
+// Envelopes on their way to other users' objects, by recipient: while one RPC to a recipient's
+// object is in flight, the envelopes that follow for it wait and go together in the next one (at
+// most rpc_batch_envelopes). One RPC per batch instead of one per envelope, and envelopes from one
+// user to another arrive in the order they were sent. Each envelope is still answered on its own;
+// a failure fails only its own envelope.
+import { TALLY_LIMITS } from "../../shared/limits";
+import type { QueuedStatus } from "../../shared/tally/messages";
+
+/**
+ * What a recipient's object did with an envelope: a `queued` status, or `storage_full` when it
+ * would have been stored but the relay-wide total of stored envelopes has no room (docs/hostile.md).
+ */
+export type Delivery = QueuedStatus | "storage_full";
+
+export type EnvelopeCall = [raw: string, fromHex: string, id: string];
+
+/** Hands a batch to the recipient `toHex`'s object; resolves with a status per envelope (null: failed). */
+export type DeliverBatch = (toHex: string, batch: EnvelopeCall[]) => Promise<Array<Delivery | null>>;
+
+interface Outgoing {
+  call: EnvelopeCall;
+  resolve: (status: Delivery) => void;
+  reject: (err: unknown) => void;
+}
+
+export class EnvelopeBatcher {
+  private readonly waiting = new Map<string, Outgoing[]>();
+
+  constructor(private readonly deliverBatch: DeliverBatch) {}
+
+  /** Hands an envelope to its recipient's object; resolves with what that object did with it. */
+  deliver(toHex: string, raw: string, fromHex: string, id: string): Promise<Delivery> {
+    return new Promise((resolve, reject) => {
+      const queue = this.waiting.get(toHex);
+      const item = { call: [raw, fromHex, id] as EnvelopeCall, resolve, reject };
+      if (queue) return void queue.push(item); // a batch is in flight: go with the next one
+      this.waiting.set(toHex, [item]);
+      void this.drain(toHex);
+    });
+  }
+
+  private async drain(toHex: string): Promise<void> {
+    for (;;) {
+      const queue = this.waiting.get(toHex)!;
+      if (queue.length === 0) return void this.waiting.delete(toHex);
+      const batch = queue.splice(0, TALLY_LIMITS.rpc_batch_envelopes);
+      try {
+        const statuses = await this.deliverBatch(toHex, batch.map((e) => e.call));
+        batch.forEach((e, k) => (statuses[k] ? e.resolve(statuses[k]) : e.reject(new Error(`delivery of ${e.call[2]} failed`))));
+      } catch (err) {
+        for (const e of batch) e.reject(err);
+      }
+    }
+  }
+}

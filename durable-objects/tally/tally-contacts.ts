@@ -1,0 +1,102 @@
+// Whom one Tally user's devices may meet and whom they met (DESIGN section 4, seed 003 section
+// 13; docs/tally.md): the user's contacts (the users it exchanged envelopes with, which decide who
+// gets presence) and the introductions of its online devices to other users' devices (which decide
+// who hears peer_disconnect). The `contacts` and `introductions` tables' only reader and writer;
+// TallyUser (tally-user.ts) sends the frames and makes the calls to other users' objects.
+import { TALLY_LIMITS } from "../../shared/limits";
+import type { LazySchema } from "../base/schema";
+
+export class TallyContacts {
+  private readonly sql: SqlStorage;
+  /** The contacts table, read once per instance (it changes only through noteContact). */
+  private contacts: Map<string, { sent: boolean; received: boolean }> | undefined;
+
+  constructor(
+    ctx: DurableObjectState,
+    private readonly schema: LazySchema,
+  ) {
+    this.sql = ctx.storage.sql;
+  }
+
+  // ---- contacts: who exchanged envelopes with this user ----------------------------------------
+
+  /** Notes that this user sent an envelope to, or received one from, `peerHex` (written once per flag). */
+  noteContact(peerHex: string, how: "sent" | "received"): void {
+    const map = this.contactMap();
+    const c = map.get(peerHex) ?? { sent: false, received: false };
+    if (c[how]) return;
+    c[how] = true;
+    map.set(peerHex, c);
+    this.schema.ensure(); // a contact is kept like a stored envelope (bounded per user)
+    this.sql.exec(
+      `INSERT INTO contacts (peer_hex, ${how}, at) VALUES (?, 1, ?) ON CONFLICT (peer_hex) DO UPDATE SET ${how} = 1, at = excluded.at`,
+      peerHex,
+      Date.now(),
+    );
+    if (map.size > TALLY_LIMITS.max_contacts_per_user) {
+      const old = this.sql.exec<{ peer_hex: string }>("SELECT peer_hex FROM contacts ORDER BY at LIMIT 1").one().peer_hex;
+      this.sql.exec("DELETE FROM contacts WHERE peer_hex = ?", old);
+      map.delete(old);
+    }
+  }
+
+  /** An envelope exchange: this user both sent to and received from `peerHex`. */
+  isContact(peerHex: string): boolean {
+    const c = this.contactMap().get(peerHex);
+    return c !== undefined && c.sent && c.received;
+  }
+
+  private contactMap(): Map<string, { sent: boolean; received: boolean }> {
+    if (!this.contacts) {
+      this.contacts = new Map();
+      if (!this.schema.exists) return this.contacts;
+      for (const r of this.sql.exec<{ peer_hex: string; sent: number; received: number }>("SELECT peer_hex, sent, received FROM contacts")) {
+        this.contacts.set(r.peer_hex, { sent: r.sent === 1, received: r.received === 1 });
+      }
+    }
+    return this.contacts;
+  }
+
+  // ---- introductions: which of our devices met which of theirs ---------------------------------
+
+  /** Device `deviceId` of this user met `peerDevice` of `peerHex` (at most max_introductions_per_device each). */
+  addIntroduction(deviceId: string, peerHex: string, peerDevice: string): void {
+    this.schema.ensure(); // kept only for a registered device, while it is online
+    const count = this.sql
+      .exec<{ n: number }>("SELECT COUNT(*) AS n FROM introductions WHERE device_id = ?", deviceId)
+      .one().n;
+    if (count >= TALLY_LIMITS.max_introductions_per_device) return;
+    this.sql.exec(
+      "INSERT OR IGNORE INTO introductions (device_id, peer_hex, peer_device) VALUES (?, ?, ?)",
+      deviceId,
+      peerHex,
+      peerDevice,
+    );
+  }
+
+  /** Device `deviceId` has gone: its introductions go, answered as the peer devices to tell, by user. */
+  takeIntroductions(deviceId: string): Map<string, string[]> {
+    const byPeer = new Map<string, string[]>();
+    if (!this.schema.exists) return byPeer;
+    const rows = this.sql
+      .exec<{ peer_hex: string; peer_device: string }>("SELECT peer_hex, peer_device FROM introductions WHERE device_id = ?", deviceId)
+      .toArray();
+    if (rows.length > 0) this.sql.exec("DELETE FROM introductions WHERE device_id = ?", deviceId);
+    for (const r of rows) byPeer.set(r.peer_hex, [...(byPeer.get(r.peer_hex) ?? []), r.peer_device]);
+    return byPeer;
+  }
+
+  /** `peerDevice` of `peerHex`, introduced to our `deviceId`, has gone. */
+  forgetIntroduction(deviceId: string, peerHex: string, peerDevice: string): void {
+    if (!this.schema.exists) return;
+    this.sql.exec("DELETE FROM introductions WHERE device_id = ? AND peer_hex = ? AND peer_device = ?", deviceId, peerHex, peerDevice);
+  }
+
+  /** Forgets introductions of devices that are no longer connected (after a restart, say). */
+  pruneIntroductions(liveDeviceIds: string[]): void {
+    if (!this.schema.exists) return;
+    const stale = `FROM introductions WHERE device_id NOT IN (${liveDeviceIds.map(() => "?").join(",") || "''"})`;
+    if (this.sql.exec(`SELECT 1 ${stale} LIMIT 1`, ...liveDeviceIds).toArray().length === 0) return;
+    this.sql.exec(`DELETE ${stale}`, ...liveDeviceIds);
+  }
+}

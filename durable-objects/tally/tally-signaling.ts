@@ -1,0 +1,120 @@
+// Tally signaling between devices (seed 003 sections 9 and 13): who meets whom (peer_connect),
+// webrtc_signal routed to one device, and peer_disconnect to the devices that were introduced.
+// Presence goes only to users with an envelope exchange (docs/tally.md); introductions are kept in
+// tally-contacts.ts. The TallyUser object holds the sockets and the RPC entry points.
+import { TALLY_LIMITS } from "../../shared/limits";
+import { utf8ByteLength } from "../../shared/encoding";
+import { npubDecode, npubEncode } from "../../shared/tally/keys";
+import { signalFrame } from "../../shared/tally/messages";
+import type { ErrorCode } from "../../shared/errors";
+import type { TallyContacts } from "./tally-contacts";
+
+/** Another user's object, as signaling calls it. */
+export interface PeerUser {
+  introduce(fromHex: string, fromDevice: string): Promise<string[]>;
+  signal(fromHex: string, fromDevice: string, toDevice: string | null, json: string): Promise<boolean>;
+  peerGone(fromHex: string, fromDevice: string, toDevices: string[]): Promise<void>;
+}
+
+export interface SignalingHost {
+  /** This object's user (64 hex). */
+  me(): string;
+  /** The registered devices, but `except`. */
+  devices(except?: string): Array<{ ws: WebSocket; deviceId: string }>;
+  send(ws: WebSocket, msg: unknown): boolean;
+  sendRaw(ws: WebSocket, data: string): boolean;
+  sendError(ws: WebSocket, code: ErrorCode, message: string): void;
+  peer(hex: string): PeerUser;
+}
+
+export class TallySignaling {
+  constructor(
+    private readonly host: SignalingHost,
+    private readonly contacts: TallyContacts,
+  ) {}
+
+  /** A device registered: it and the user's other devices meet (13.1). */
+  registered(ws: WebSocket, deviceId: string, others: Array<{ ws: WebSocket; deviceId: string }>): void {
+    const npub = npubEncode(this.host.me());
+    for (const other of others) {
+      this.host.send(ws, { type: "peer_connect", peer_user_id: npub, peer_device_id: other.deviceId });
+      this.host.send(other.ws, { type: "peer_connect", peer_user_id: npub, peer_device_id: deviceId });
+    }
+  }
+
+  async connectPeer(ws: WebSocket, peerHex: string, myDevice: string): Promise<void> {
+    const me = this.host.me();
+    if (peerHex === me) return this.registered(ws, myDevice, this.host.devices(myDevice));
+    // Presence only to users with an envelope exchange (decision in docs/tally.md): otherwise no
+    // answer, as if the user were offline.
+    if (!this.contacts.isContact(peerHex)) return;
+    const theirDevices = await this.host.peer(peerHex).introduce(me, myDevice);
+    const peerNpub = npubEncode(peerHex);
+    for (const d of theirDevices) {
+      this.contacts.addIntroduction(myDevice, peerHex, d);
+      this.host.send(ws, { type: "peer_connect", peer_user_id: peerNpub, peer_device_id: d });
+    }
+  }
+
+  /** Another user's device asks to meet this user's devices; returns their device ids. */
+  introduce(fromHex: string, fromDevice: string): string[] {
+    const fromNpub = npubEncode(fromHex);
+    const ids: string[] = [];
+    for (const d of this.host.devices()) {
+      this.contacts.addIntroduction(d.deviceId, fromHex, fromDevice);
+      this.host.send(d.ws, { type: "peer_connect", peer_user_id: fromNpub, peer_device_id: fromDevice });
+      ids.push(d.deviceId);
+    }
+    return ids;
+  }
+
+  async webrtcSignal(ws: WebSocket, peerNpub: string, peerDevice: string | undefined, signal: unknown, myDevice: string): Promise<void> {
+    const json = JSON.stringify(signal);
+    const bytes = utf8ByteLength(json);
+    if (bytes > TALLY_LIMITS.max_signal_bytes) {
+      return this.host.sendError(ws, "signal_too_large", `signal is ${bytes} bytes; at most ${TALLY_LIMITS.max_signal_bytes}`);
+    }
+    const me = this.host.me();
+    const peerHex = npubDecode(peerNpub);
+    const ok =
+      peerHex === me
+        ? this.deliverSignal(me, myDevice, peerDevice, json)
+        : await this.host.peer(peerHex).signal(me, myDevice, peerDevice ?? null, json);
+    if (!ok) this.host.sendError(ws, "peer_unavailable", "no such online device of that user");
+  }
+
+  /** A webrtc_signal for one of this user's devices; false when there is no such device. */
+  deliverSignal(fromHex: string, fromDevice: string, toDevice: string | undefined, json: string): boolean {
+    const own = fromHex === this.host.me();
+    let target: WebSocket | undefined;
+    if (toDevice !== undefined) target = this.host.devices().find((d) => d.deviceId === toDevice)?.ws;
+    else {
+      // Without a device id: the peer's only device, if it has exactly one (other than the sender).
+      const candidates = this.host.devices(own ? fromDevice : undefined);
+      if (candidates.length === 1) target = candidates[0].ws;
+    }
+    if (!target || (own && toDevice === fromDevice)) return false;
+    return this.host.sendRaw(target, signalFrame(npubEncode(fromHex), fromDevice, json));
+  }
+
+  /** One of this user's devices left: the user's other devices and the introduced ones hear it. */
+  async left(gone: string): Promise<void> {
+    const me = this.host.me();
+    const myNpub = npubEncode(me);
+    for (const other of this.host.devices(gone)) {
+      this.host.send(other.ws, { type: "peer_disconnect", peer_user_id: myNpub, peer_device_id: gone });
+    }
+    const byPeer = this.contacts.takeIntroductions(gone);
+    await Promise.allSettled([...byPeer].map(([peerHex, devices]) => this.host.peer(peerHex).peerGone(me, gone, devices)));
+  }
+
+  /** A device of another user that was introduced to some of ours has gone. */
+  peerGone(fromHex: string, fromDevice: string, toDevices: string[]): void {
+    const fromNpub = npubEncode(fromHex);
+    for (const id of toDevices) {
+      this.contacts.forgetIntroduction(id, fromHex, fromDevice);
+      const ws = this.host.devices().find((d) => d.deviceId === id)?.ws;
+      if (ws) this.host.send(ws, { type: "peer_disconnect", peer_user_id: fromNpub, peer_device_id: fromDevice });
+    }
+  }
+}

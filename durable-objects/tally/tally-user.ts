@@ -1,0 +1,417 @@
+// One Tally user: that user's devices (sockets), the queue of envelopes addressed to the user
+// (kept by tally-queue.ts), and the introductions that decide who hears peer_disconnect (DESIGN
+// section 4, seed 003 sections 6, 8, 9 and 13). Decisions about bytes live in shared/tally; this
+// file holds state.
+import type * as z from "zod";
+import { SocketObject, clientOf, type BaseAttachment, type Route } from "../base/socket-object";
+import { RELAY_HOST_HEADER } from "../base/client-header";
+import { MIGRATIONS } from "../../migrations/index";
+import { CLOSE_CODES, TALLY_LIMITS } from "../../shared/limits";
+import { bytesToHex, randomBytes, utf8ByteLength } from "../../shared/encoding";
+import { rawMember } from "../../shared/json-raw";
+import { checkAuthEvent } from "../../shared/tally/auth";
+import { npubDecode, npubEncode } from "../../shared/tally/keys";
+import { peerEnvelopeSchema } from "../../shared/tally/envelope";
+import {
+  ackSchema,
+  connectPeerSchema,
+  queuePeerEnvelopeSchema,
+  registerSchema,
+  webrtcSignalSchema,
+} from "../../shared/tally/messages";
+import { relayUrlMatches } from "../../shared/tally/relay-url";
+import { log } from "../../shared/log";
+import { TallyQueue } from "./tally-queue";
+import { TallyContacts } from "./tally-contacts";
+import { EnvelopeBatcher, type Delivery, type EnvelopeCall } from "./envelope-batcher";
+import { TallySignaling, type PeerUser } from "./tally-signaling";
+
+export type { Delivery } from "./envelope-batcher";
+
+export interface TallyAttachment extends BaseAttachment {
+  challenge: string;
+  /** Host the client connected to, for the auth event's relay tag. */
+  host: string;
+  deviceId?: string;
+  acks?: boolean;
+  /** When the socket was last heard from (registration or a message), refreshed at most every third of the idle bound. */
+  seenAt?: number;
+}
+
+const IDLE_MS = TALLY_LIMITS.idle_timeout_seconds * 1000;
+
+type Stub = DurableObjectStub<TallyUser>;
+
+/** One route of this object, typed with its attachment. */
+const route = <S extends z.ZodType>(r: Route<TallyUser, TallyAttachment, S>) => r;
+
+export class TallyUser extends SocketObject<Env, TallyAttachment> {
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env, {
+      migrations: MIGRATIONS.TallyUser,
+      nameKey: "user_hex",
+      maxFrameBytes: TALLY_LIMITS.max_frame_bytes,
+      beforeAuth: "ignore",
+      protocol: "tally",
+    });
+  }
+
+  /** The envelopes stored for this user, and its lease of the relay-wide total (storage.tally_bytes). */
+  private readonly queue = new TallyQueue(this.ctx, this.env, this.schema);
+  /** Whom this user exchanged envelopes with, and which of its devices met whose. */
+  private readonly contacts = new TallyContacts(this.ctx, this.schema);
+  /** Envelopes on their way to other users' objects, in batches. */
+  private readonly batcher = new EnvelopeBatcher((toHex, batch) => this.stubFor(toHex).deliverAll(batch));
+  private readonly signaling = new TallySignaling(
+    {
+      me: () => this.userHex(),
+      devices: (except) => this.devices(except).map((d) => ({ ws: d.ws, deviceId: d.att.deviceId })),
+      send: (ws, msg) => this.send(ws, msg),
+      sendRaw: (ws, data) => this.sendRaw(ws, data),
+      sendError: (ws, code, message) => this.sendError(ws, code, message),
+      peer: (hex) => this.peer(hex),
+    },
+    this.contacts,
+  );
+
+  /** RPC, the ledger's audit (storage-lease.ts): the lease this object recorded, in bytes. Reads only. */
+  leaseHeld(): number {
+    return this.queue.lease.bytes;
+  }
+
+  protected socketGauges() {
+    return { envelopes_stored: this.queue.count() };
+  }
+
+  // ---- identity -----------------------------------------------------------------------------
+
+  /** This object's user (64 hex): the name it is addressed by. */
+  private userHex(): string {
+    const hex = this.name;
+    if (hex === null) throw new Error("a Tally user object addressed without its user");
+    return hex;
+  }
+
+  private userNpub(): string {
+    return npubEncode(this.userHex());
+  }
+
+  /** Object ids of the users this one talks to (idFromName hashes), bounded: emptied when full. */
+  private readonly peerIds = new Map<string, DurableObjectId>();
+
+  private stubFor(hex: string): Stub {
+    let id = this.peerIds.get(hex);
+    if (id === undefined) {
+      if (this.peerIds.size >= 1024) this.peerIds.clear();
+      this.peerIds.set(hex, (id = this.env.TALLY_USER.idFromName(hex)));
+    }
+    return this.env.TALLY_USER.get(id);
+  }
+
+  private peer(hex: string): PeerUser {
+    return this.stubFor(hex) as unknown as PeerUser;
+  }
+
+  // ---- connections --------------------------------------------------------------------------
+
+  async fetch(request: Request): Promise<Response> {
+    if (!/^[0-9a-f]{64}$/.test(this.name ?? "")) return new Response("not a Tally user's object", { status: 400 });
+    return this.accept({
+      openedAt: Date.now(),
+      authed: false,
+      client: clientOf(request),
+      challenge: bytesToHex(randomBytes(32)),
+      host: request.headers.get(RELAY_HOST_HEADER) ?? new URL(request.url).host,
+    });
+  }
+
+  protected onConnect(ws: WebSocket, att: TallyAttachment): void {
+    this.send(ws, { type: "challenge", challenge: att.challenge });
+  }
+
+  private devices(except?: string): Array<{ ws: WebSocket; att: TallyAttachment & { deviceId: string } }> {
+    return this.sockets((a) => a.authed && a.deviceId !== undefined && a.deviceId !== except) as Array<{
+      ws: WebSocket;
+      att: TallyAttachment & { deviceId: string };
+    }>;
+  }
+
+  protected routes = {
+    register: route({
+      schema: registerSchema,
+      authed: false,
+      handle(this: TallyUser, ws, msg, att) {
+        return this.register(ws, msg, att);
+      },
+    }),
+    queue_peer_envelope: route({
+      schema: queuePeerEnvelopeSchema,
+      handle(this: TallyUser, ws, msg, att, raw) {
+        return this.queueEnvelope(ws, msg.envelope, att, raw);
+      },
+    }),
+    ack: route({
+      schema: ackSchema,
+      handle(this: TallyUser, _ws, msg) {
+        if (!this.schema.exists) return;
+        this.queue.ack(npubDecode(msg.from_user_id), msg.id);
+        this.stats.changed();
+      },
+    }),
+    connect_peer: route({
+      schema: connectPeerSchema,
+      handle(this: TallyUser, ws, msg, att) {
+        return this.connectPeer(ws, npubDecode(msg.peer_user_id), att);
+      },
+    }),
+    webrtc_signal: route({
+      schema: webrtcSignalSchema,
+      handle(this: TallyUser, ws, msg, att) {
+        return this.signaling.webrtcSignal(ws, msg.peer_user_id, msg.peer_device_id, msg.signal, att.deviceId!);
+      },
+    }),
+  };
+
+  private async register(
+    ws: WebSocket,
+    msg: { user_id: string; auth: unknown; acks?: boolean },
+    att: TallyAttachment,
+  ): Promise<void> {
+    if (att.authed) return this.sendError(ws, "already_registered", "this connection is already registered");
+    const me = this.userHex();
+    let claimed: string;
+    try {
+      claimed = npubDecode(msg.user_id);
+    } catch {
+      claimed = "";
+    }
+    const fail = (why: string) => {
+      this.sendError(ws, "auth_failed", why);
+      this.close(ws, CLOSE_CODES.auth_failed, "authentication failed");
+    };
+    if (claimed !== me) return fail("user_id is not the user of this endpoint");
+    const check = checkAuthEvent(msg.auth, {
+      challenge: att.challenge,
+      pubkeyHex: me,
+      relayUrlOk: (url) => relayUrlMatches(url, att.host, this.env.PUBLIC_URL),
+      nowSeconds: Math.floor(Date.now() / 1000),
+    });
+    if (!check.ok) return fail(`auth event refused: ${check.reason}`);
+    const online = this.devices();
+    if (online.length >= TALLY_LIMITS.max_devices_per_user) {
+      this.sendError(ws, "too_many_devices", `at most ${TALLY_LIMITS.max_devices_per_user} devices per user`);
+      return this.close(ws, CLOSE_CODES.policy, "too many devices");
+    }
+    const deviceId = bytesToHex(randomBytes(8));
+    const next: TallyAttachment = { ...att, authed: true, deviceId, acks: msg.acks === true, challenge: "", seenAt: Date.now() };
+    this.setAttachment(ws, next);
+    await this.wakeAt(Date.now() + IDLE_MS);
+    this.contacts.pruneIntroductions(this.devices().map((d) => d.att.deviceId));
+
+    // registered, the stored envelopes oldest first, queue_drained (seed 6.2 step 2).
+    this.queue.purgeExpired(Date.now());
+    const rows = this.queue.pending();
+    this.send(ws, { type: "registered", user_id: this.userNpub(), device_id: deviceId, queued: rows.length });
+    let pushed = 0;
+    let n = 0;
+    for (const row of rows) {
+      if (!this.sendRaw(ws, row.body)) break;
+      pushed = row.seq;
+      n++;
+    }
+    this.stats.count("deliveries", n);
+    this.send(ws, { type: "queue_drained" });
+    // Without acks the seed's rule holds: removed after a successful push.
+    if (!next.acks && pushed > 0) this.queue.removeThrough(pushed);
+
+    // Own devices meet each other (13.1).
+    this.signaling.registered(ws, deviceId, online.map((d) => ({ ws: d.ws, deviceId: d.att.deviceId })));
+  }
+
+  // ---- envelopes ----------------------------------------------------------------------------
+
+  private async queueEnvelope(
+    ws: WebSocket,
+    envelope: Record<string, unknown>,
+    att: TallyAttachment,
+    frame: string,
+  ): Promise<void> {
+    const id = typeof envelope.id === "string" ? envelope.id : undefined;
+    const checked = peerEnvelopeSchema.safeParse(envelope);
+    if (!checked.success) {
+      const issue = checked.error.issues[0];
+      const where = issue?.path.length ? ` at envelope.${issue.path.join(".")}` : "";
+      return this.sendError(ws, "invalid_message", `envelope: ${issue?.message ?? "invalid"}${where}`, id);
+    }
+    const env = checked.data;
+    const raw = rawMember(frame, "envelope")!;
+    const bytes = utf8ByteLength(raw);
+    if (bytes > TALLY_LIMITS.max_envelope_bytes) {
+      return this.sendError(ws, "envelope_too_large", `envelope is ${bytes} bytes; at most ${TALLY_LIMITS.max_envelope_bytes}`, env.id);
+    }
+    const me = this.userHex();
+    const fromHex = npubDecode(env.from_user_id);
+    if (fromHex !== me) {
+      return this.sendError(ws, "forbidden_sender", "from_user_id is not the registered user", env.id);
+    }
+    const toHex = npubDecode(env.to_user_id);
+    let status: Delivery;
+    if (toHex === me) {
+      // Self-addressed (13.8): to the sender's other online devices only, never stored.
+      let n = 0;
+      for (const d of this.devices(att.deviceId)) if (this.sendRaw(d.ws, raw)) n++;
+      this.stats.count("deliveries", n);
+      status = n > 0 ? "delivered" : "not_stored";
+    } else {
+      this.contacts.noteContact(toHex, "sent");
+      status = await this.batcher.deliver(toHex, raw, fromHex, env.id);
+    }
+    if (status === "storage_full") {
+      return this.sendError(ws, "storage_full", "the relay holds all the envelopes it may (storage.tally_bytes): not stored; send it again later", env.id);
+    }
+    this.send(ws, { type: "queued", id: env.id, to_user_id: env.to_user_id, status });
+  }
+
+  /**
+   * RPC: envelopes for this user from another user's object, in order; null where one failed.
+   * Only an envelope whose storing outgrows this user's lease waits (for the ledger), and the
+   * ones after it wait with it, so they stay in order.
+   */
+  async deliverAll(envelopes: EnvelopeCall[]): Promise<Array<Delivery | null>> {
+    const out: Array<Delivery | null> = [];
+    for (const [raw, fromHex, id] of envelopes) {
+      try {
+        out.push(await this.deliver(raw, fromHex, id));
+      } catch (err) {
+        log.error("delivery failed", { err });
+        out.push(null);
+      }
+    }
+    return out;
+  }
+
+  /**
+   * RPC, the admin API's ban: closes this user's sockets (1008) and drops every envelope stored
+   * for it; how many were dropped. The Worker refuses the user's upgrades from then on.
+   */
+  async purge(): Promise<number> {
+    await this.shutdownSockets(CLOSE_CODES.policy, "banned by the relay's operator");
+    return this.queue.purgeAll();
+  }
+
+  /**
+   * Delivers one envelope for this user (seed 6.2): pushed at once to the online devices that do
+   * not ack; stored first when no device is online or one acks, then pushed in its stored form.
+   * When the relay-wide total has no room to store it, the online devices still get it as it
+   * arrived (step 1: deliver to online devices): "delivered" if one took it, else storage_full.
+   */
+  private async deliver(raw: string, fromHex: string, id: string): Promise<Delivery> {
+    const devices = this.devices();
+    if (devices.length > 0 && !devices.some((d) => d.att.acks)) {
+      const n = this.push(devices, raw);
+      if (n > 0) return this.delivered("delivered", fromHex);
+    }
+    // Offline, or an acking device is online: store first, then push the stored form.
+    const stored = await this.store(raw, fromHex, id);
+    const online = this.devices();
+    if (stored === "storage_full") {
+      // Not stored: a device that does not ack takes it as it is, and so does an acking one (it
+      // acks an envelope the relay does not hold: nothing to delete).
+      return this.push(online, raw) > 0 ? this.delivered("delivered", fromHex) : "storage_full";
+    }
+    this.stats.changed();
+    if (online.length === 0) return this.delivered(stored ? "stored" : "not_stored", fromHex);
+    const n = this.push(online, stored ?? raw);
+    return this.delivered(n > 0 ? "delivered" : stored ? "stored" : "not_stored", fromHex);
+  }
+
+  /** Sends one envelope to each device; how many took it. */
+  private push(devices: Array<{ ws: WebSocket }>, raw: string): number {
+    let n = 0;
+    for (const d of devices) if (this.sendRaw(d.ws, raw)) n++;
+    this.stats.count("deliveries", n);
+    return n;
+  }
+
+  /** An envelope was handed on or kept: its sender is a contact (a refused one leaves nothing behind). */
+  private delivered(status: Delivery, fromHex: string): Delivery {
+    this.contacts.noteContact(fromHex, "received");
+    return status;
+  }
+
+  /**
+   * Stores an envelope (tally-queue.ts) and wakes the object when it expires; the stored form, or
+   * null when it was not kept, or "storage_full".
+   */
+  private async store(raw: string, fromHex: string, id: string): Promise<string | null | "storage_full"> {
+    const kept = await this.queue.store(raw, fromHex, id, Date.now());
+    if (kept === null || kept === "storage_full") return kept;
+    if (kept.expires !== null) void this.wakeAt(kept.expires);
+    return kept.body;
+  }
+
+  protected async onAlarm(now: number): Promise<number | null> {
+    this.queue.purgeExpired(now);
+    let next = this.queue.nextExpiry();
+    if (await this.closeIdle(now)) next = Math.min(next ?? Infinity, now + IDLE_MS);
+    return next;
+  }
+
+  // ---- idle sockets ---------------------------------------------------------------------------
+
+  /**
+   * A message wakes the object: note when the socket was last heard from, in its attachment (so
+   * it survives hibernation), at most every third of the idle bound.
+   */
+  async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
+    const att = this.attachment(ws);
+    const now = Date.now();
+    if (att?.authed && now - (att.seenAt ?? 0) > IDLE_MS / 3) this.setAttachment(ws, { ...att, seenAt: now });
+    return super.webSocketMessage(ws, message);
+  }
+
+  /**
+   * Closes registered sockets silent past the idle bound (half-open connections would otherwise
+   * count as devices forever). Pings are answered by the runtime without waking the object, so the
+   * last ping is read from getWebSocketAutoResponseTimestamp. Returns whether registered sockets remain.
+   */
+  private async closeIdle(now: number): Promise<boolean> {
+    let remaining = false;
+    for (const { ws, att } of this.devices()) {
+      const pinged = this.ctx.getWebSocketAutoResponseTimestamp(ws)?.getTime() ?? 0;
+      const last = Math.max(att.seenAt ?? att.openedAt, pinged);
+      if (now - last <= IDLE_MS) {
+        remaining = true;
+        continue;
+      }
+      this.close(ws, CLOSE_CODES.idle_timeout, "idle");
+      await this.webSocketClose(ws, CLOSE_CODES.idle_timeout, "idle"); // its close may never come back
+    }
+    return remaining;
+  }
+
+  // ---- signaling (tally-signaling.ts) -------------------------------------------------------
+
+  private connectPeer(ws: WebSocket, peerHex: string, att: TallyAttachment): Promise<void> {
+    return this.signaling.connectPeer(ws, peerHex, att.deviceId!);
+  }
+
+  /** RPC: another user's device asks to meet this user's devices; returns their device ids. */
+  async introduce(fromHex: string, fromDevice: string): Promise<string[]> {
+    return this.signaling.introduce(fromHex, fromDevice);
+  }
+
+  /** RPC: a webrtc_signal for one of this user's devices. */
+  async signal(fromHex: string, fromDevice: string, toDevice: string | null, json: string): Promise<boolean> {
+    return this.signaling.deliverSignal(fromHex, fromDevice, toDevice ?? undefined, json);
+  }
+
+  protected async onClose(_ws: WebSocket, att: TallyAttachment): Promise<void> {
+    if (att.authed && att.deviceId) await this.signaling.left(att.deviceId);
+  }
+
+  /** RPC: a device of another user that was introduced to some of ours has gone. */
+  async peerGone(fromHex: string, fromDevice: string, toDevices: string[]): Promise<void> {
+    this.signaling.peerGone(fromHex, fromDevice, toDevices);
+  }
+}

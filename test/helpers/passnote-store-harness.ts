@@ -1,0 +1,30 @@
+// The StoreInstance face of a PassnoteStore (test/helpers/passnote-store-contract.ts): used
+// directly in Node, and bundled into a Chromium page for the IndexedDB store.
+import { bytesToHex, hexToBytes } from "../../shared/encoding";
+import type { PassnoteStore } from "../../shared/passnote/records";
+import type { WireRecord } from "../../shared/passnote/wire";
+import type { StoreDump, StoreInstance } from "./passnote-store-contract";
+
+export function dumpStore(s: PassnoteStore): StoreDump {
+  const records: Record<string, WireRecord[]> = {};
+  const watermarks: Record<string, string> = {};
+  for (const c of s.collectionNames().sort()) {
+    records[c] = s.all(c).sort((x, y) => (x.key < y.key ? -1 : x.key > y.key ? 1 : 0));
+    watermarks[c] = s.watermark(c);
+  }
+  const k = s.keys();
+  const keys = !k ? null : "key" in k ? bytesToHex(k.key) : [k.identity.deviceKey, k.identity.group.rosterKey, k.identity.group.groupKey, k.identity.group.owner].map(bytesToHex).join("");
+  return { records, watermarks, clock: s.clock(), keys };
+}
+
+export function instanceOf(s: PassnoteStore): StoreInstance {
+  return {
+    inst: async () => s.inst,
+    merge: async (collection, records) => records.map((r) => s.merge(collection, r)),
+    saveKeys: async (k) =>
+      s.saveKeys("key" in k ? { key: hexToBytes(k.key) } : { identity: { deviceKey: hexToBytes(k.deviceKey), group: { rosterKey: hexToBytes(k.rosterKey), groupKey: hexToBytes(k.groupKey), owner: hexToBytes(k.owner) } } }),
+    flushed: () => s.flushed(),
+    dump: async () => dumpStore(s),
+    close: () => s.close(),
+  };
+}

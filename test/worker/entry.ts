@@ -1,0 +1,6 @@
+// The Worker as the worker tests run it: production's Worker and classes, with test subclasses of
+// the objects whose outside world a test sets (test/worker/test-objects.ts). Production classes
+// carry no test hooks.
+export * from "../../workers/index";
+export { default } from "../../workers/index";
+export { TestMincaMailbox as MincaMailbox, TestRelayLedger as RelayLedger } from "./test-objects";
