@@ -20,6 +20,7 @@ import mincaSpace0003 from "./MincaSpace/0003_slots.sql";
 import mincaRoom0002 from "./MincaRoom/0002_meta.sql";
 import relayKeys0002 from "./RelayKeys/0002_meta.sql";
 import relayStats0003 from "./RelayStats/0003_meta.sql";
+import relayStats0004 from "./RelayStats/0004_totals.sql";
 import relayLedger0003 from "./RelayLedger/0003_meta.sql";
 
 export interface Migration {
@@ -59,6 +60,7 @@ export const MIGRATIONS = {
     { name: "0001_init", sql: relayStats0001 },
     { name: "0002_storage", sql: relayStats0002 },
     { name: "0003_meta", sql: relayStats0003 },
+    { name: "0004_totals", sql: relayStats0004 },
   ],
   RelayLedger: [
     { name: "0001_init", sql: relayLedger0001 },

@@ -17,6 +17,8 @@ export const ERROR_CODES = [
   "unavailable",
   /** A relay-wide storage total (limits.storage) is reached: nothing more of that kind is stored until some is freed. */
   "storage_full",
+  /** A setting of the relay is invalid: every request is refused until the operator fixes it. */
+  "bad_setting",
   // tally
   "forbidden_sender",
   "envelope_too_large",
@@ -97,7 +99,7 @@ export function formatIssue(error: { issues: ReadonlyArray<{ message: string; pa
   return `${issue.message}${where}`;
 }
 
-/** Every HTTP error answer's body (the OpenAPI document's ErrorBody, shared/openapi.ts). */
+/** Every HTTP error answer's body (the OpenAPI document's ErrorBody, server/openapi.ts). */
 export const httpErrorBodySchema = z.object({
   error: z.object({
     code: z.enum(ERROR_CODES).describe("snake_case; a client meets codes newer than its own list and treats them as failures"),

@@ -336,6 +336,24 @@ export const STATS_LIMITS = {
   window_minutes: 60,
 } as const;
 
+/** The operator's credentials: the status page login and the admin API (docs/operating.md, docs/admin-api.md). */
+export const ADMIN_LIMITS = {
+  /** Wrong credentials one client address may present per window before every try is refused (429) until the window ends. */
+  auth_failures_per_window: 5,
+  /** The window of auth_failures_per_window, seconds. */
+  auth_failure_window_seconds: 60,
+  /** How long a status page login lasts (its cookie), seconds. */
+  session_seconds: 43_200,
+  /** Largest admin API request body, bytes. */
+  max_rpc_body_bytes: 16_384,
+  /** Largest gap between a NIP-98 event's created_at and the relay's clock, seconds. */
+  nip98_max_skew_seconds: 60,
+  /** How long the Worker keeps the ban and block lists in memory before asking the policy object again, ms: a ban reaches every isolate within this. */
+  policy_cache_ms: 5_000,
+  /** Entries of each ban, allow or block list. */
+  max_list_entries: 10_000,
+} as const;
+
 export const LIMITS = {
   common: COMMON_LIMITS,
   tally: TALLY_LIMITS,
@@ -347,6 +365,7 @@ export const LIMITS = {
   minca_wake: MINCA_WAKE_LIMITS,
   storage: STORAGE_LIMITS,
   stats: STATS_LIMITS,
+  admin: ADMIN_LIMITS,
 } as const;
 
 export const CLOSE_CODES = {

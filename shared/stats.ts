@@ -64,6 +64,9 @@ export const statsSnapshotSchema = z.object({
   rooms_open: z.object({ passnote: count, minca: count }),
   mailbox_items: count,
   storage: storageReportSchema.describe("per stored kind (docs/hostile.md, Relay-wide totals): bytes reserved of the relay-wide total, the objects holding them, and the total in force"),
+  totals: z
+    .object(Object.fromEntries(STATS_COUNTERS.map((c) => [c, byProtocol(count)])) as Record<StatsCounter, ReturnType<typeof byProtocol<typeof count>>>)
+    .describe("each counter since the stats object was made (what /metrics exposes as _total counters)"),
   per_minute: z.object(Object.fromEntries(STATS_COUNTERS.map((c) => [c, z.object({ total: series, by_protocol: byProtocol(series) })])) as Record<StatsCounter, z.ZodObject<{ total: typeof series; by_protocol: ReturnType<typeof byProtocol<typeof series>> }>>),
 });
 export type StatsSnapshot = z.infer<typeof statsSnapshotSchema>;
@@ -80,6 +83,12 @@ export interface GaugeRow {
   mailbox_items: number;
 }
 
+export interface TotalRow {
+  protocol: string;
+  metric: string;
+  n: number;
+}
+
 export interface MinuteRow {
   minute: number;
   protocol: string;
@@ -88,7 +97,13 @@ export interface MinuteRow {
 }
 
 /** Builds the snapshot from the stats object's rows: gauge sums by protocol, and counter rows. */
-export function buildSnapshot(gauges: GaugeRow[], minutes: MinuteRow[], nowMs: number, storage: StorageReport = emptyStorage({ tally: 0, mailbox: 0, host: 0 })): StatsSnapshot {
+export function buildSnapshot(
+  gauges: GaugeRow[],
+  minutes: MinuteRow[],
+  nowMs: number,
+  storage: StorageReport = emptyStorage({ tally: 0, mailbox: 0, host: 0 }),
+  totalRows: TotalRow[] = [],
+): StatsSnapshot {
   const window = STATS_LIMITS.window_minutes;
   const last = minuteOf(nowMs);
   const first = last - window + 1;
@@ -114,6 +129,10 @@ export function buildSnapshot(gauges: GaugeRow[], minutes: MinuteRow[], nowMs: n
     s.total[r.minute - first] += r.n;
     s.by_protocol[r.protocol][r.minute - first] += r.n;
   }
+  const totals = Object.fromEntries(STATS_COUNTERS.map((c) => [c, byProto(() => 0)])) as StatsSnapshot["totals"];
+  for (const t of totalRows) {
+    if (isProtocol(t.protocol) && (STATS_COUNTERS as readonly string[]).includes(t.metric)) totals[t.metric as StatsCounter][t.protocol] += t.n;
+  }
   return {
     at: new Date(nowMs).toISOString(),
     minute: last,
@@ -124,6 +143,7 @@ export function buildSnapshot(gauges: GaugeRow[], minutes: MinuteRow[], nowMs: n
     rooms_open: rooms,
     mailbox_items: items,
     storage,
+    totals,
     per_minute: per,
   };
 }

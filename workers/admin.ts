@@ -6,9 +6,9 @@
 //                 { "objects": n, "sockets": m } once the closes are sent
 //   GET  /status  { "live_objects": n, "draining": bool }
 import { WorkerEntrypoint } from "cloudflare:workers";
-import { isDraining, liveCount, setDraining, takeLive } from "../durable-objects/base/live";
+import { isDraining, liveCount, setDraining, takeLive } from "../server/live";
 import { CLOSE_CODES } from "../shared/limits";
-import type { SocketBinding } from "./app";
+import type { SocketBinding } from "./sockets";
 import { log } from "../shared/log";
 
 export class RelayAdmin extends WorkerEntrypoint<Env> {

@@ -2,7 +2,7 @@
 // matching file before the Worker runs; self-hosted on workerd, the generated config binds the
 // same folder as a read-only disk service, and this fallback serves it: the same paths answer
 // the same way under both.
-import type { Context } from "hono";
+import type { C } from "./http";
 
 const TYPES: Record<string, string> = {
   html: "text/html; charset=utf-8",
@@ -18,7 +18,7 @@ const TYPES: Record<string, string> = {
 };
 
 /** The asset for this request, or null when there is none (or no assets binding). */
-export async function serveAsset(c: Context<{ Bindings: Env }>): Promise<Response | null> {
+export async function serveAsset(c: C): Promise<Response | null> {
   const assets = c.env.ASSETS;
   const method = c.req.method;
   if (!assets || (method !== "GET" && method !== "HEAD")) return null;

@@ -1,129 +1,89 @@
-// Routes of the Minca mailboxes (DESIGN section 7): CORS, input checks with shared/mailbox, and
-// the call to the topic's Durable Object. No state and no protocol decisions here.
-import type { Context, Hono } from "hono";
+// Routes of the Minca mailboxes (the mailbox protocol in docs/minca.md): CORS, input checks with
+// shared/mailbox, and the call to the topic's Durable Object. No state and no protocol decisions here.
+import { Hono } from "hono";
 import { cors } from "hono/cors";
-import type { MailboxResult } from "../durable-objects/mailbox/minca-mailbox";
 import { parseClientJson } from "../shared/client-json";
-import { utf8Decode } from "../shared/encoding";
+import { formatIssue } from "../shared/errors";
 import { MAILBOX_LIMITS } from "../shared/limits";
 import { pageQuerySchema, postQuerySchema, receiverIdSchema, resolveUntil } from "../shared/mailbox/messages";
-import { isTopic } from "../shared/mailbox/topic";
 import { checkPushEndpoint, endpointPolicy } from "../shared/webpush/endpoint";
 import { pushSubscriptionSchema } from "../shared/webpush/subscription";
-import { httpError, methodNotAllowed } from "./app";
-import { clientAddress } from "./client-address";
+import { answer, httpError, methodNotAllowed, NO_STORE, readBody, topicCheck, type C, type RelayHono } from "./http";
 import { readBounded } from "./body";
-
-type C = Context<{ Bindings: Env }>;
 
 export const MAILBOX_PATH = "/minca/v1/mailbox";
 
-/** Who a rate limit counts against (DESIGN section 3: the client address, from where it can be trusted). */
-function clientOf(c: C): string {
-  return clientAddress(c.req.raw.headers, c.env);
+function mailbox(c: C) {
+  return c.env.MINCA_MAILBOX.get(c.env.MINCA_MAILBOX.idFromName(c.req.param("topic")!));
 }
 
-function mailbox(c: C, topic: string) {
-  return c.env.MINCA_MAILBOX.get(c.env.MINCA_MAILBOX.idFromName(topic));
-}
+/** Mounted at MAILBOX_PATH/:topic; every route below names one topic, checked once by topicCheck. */
+export const mailboxRoutes = new Hono<RelayHono>();
 
-function failed(c: C, r: Extract<MailboxResult<unknown>, { ok: false }>): Response {
-  if (r.retryAfterSeconds !== undefined) c.header("Retry-After", String(r.retryAfterSeconds));
-  return httpError(c, r.status, r.code, r.message);
-}
+mailboxRoutes.use(
+  "*",
+  cors({
+    origin: "*",
+    allowMethods: ["GET", "POST", "DELETE", "OPTIONS"],
+    allowHeaders: ["Content-Type"],
+    exposeHeaders: ["Retry-After"],
+    maxAge: 86_400,
+  }),
+);
+mailboxRoutes.use("*", topicCheck);
 
-export function firstIssue(e: { issues: Array<{ message: string; path: PropertyKey[] }> }): string {
-  const i = e.issues[0];
-  return i ? `${i.path.length ? `${i.path.map(String).join(".")}: ` : ""}${i.message}` : "invalid";
-}
+mailboxRoutes.post("/", async (c) => {
+  const q = postQuerySchema.safeParse(c.req.query());
+  if (!q.success) return httpError(c, 400, "invalid_until", formatIssue(q.error));
+  const until = resolveUntil(q.data.until, Math.floor(Date.now() / 1000));
+  if ("error" in until) return httpError(c, 400, "invalid_until", until.error);
+  const body = await readBounded(c.req.raw, MAILBOX_LIMITS.max_body_bytes);
+  if (body === null) return httpError(c, 413, "too_large", `a mailbox item is at most ${MAILBOX_LIMITS.max_body_bytes} bytes`);
+  return answer(c, await mailbox(c).post(body, until.until, c.var.client), (v) => c.json(v, 201));
+});
 
-const noStore = { "Cache-Control": "no-store" };
+mailboxRoutes.get("/", async (c) => {
+  const q = pageQuerySchema.safeParse(c.req.query());
+  if (!q.success) return httpError(c, 400, "invalid_query", formatIssue(q.error));
+  return answer(c, await mailbox(c).page(q.data, c.var.client));
+});
 
-export function mountMailbox(app: Hono<{ Bindings: Env }>): void {
-  app.use(
-    `${MAILBOX_PATH}/*`,
-    cors({
-      origin: "*",
-      allowMethods: ["GET", "POST", "DELETE", "OPTIONS"],
-      allowHeaders: ["Content-Type"],
-      exposeHeaders: ["Retry-After"],
-      maxAge: 86_400,
-    }),
+// One item's blob as it was posted: application/octet-stream, never content-coded.
+mailboxRoutes.get("/items/:seq{[0-9]{1,15}}", async (c) => {
+  const r = await mailbox(c).item(Number(c.req.param("seq")), c.var.client);
+  return answer(c, r, (blob) =>
+    blob === null
+      ? httpError(c, 404, "not_found", "no such item (expired, evicted or never posted)")
+      : c.body(blob as Uint8Array<ArrayBuffer>, 200, { "Content-Type": "application/octet-stream", ...NO_STORE }),
   );
+});
 
-  app.use(`${MAILBOX_PATH}/:topic/*`, async (c, next) => {
-    if (!isTopic(c.req.param("topic"))) return httpError(c, 400, "invalid_topic", "topic must be 16-128 characters of [A-Za-z0-9_-]");
-    await next();
+mailboxRoutes.post("/receivers", async (c) => {
+  const sub = await readBody(c, {
+    max: MAILBOX_LIMITS.max_receiver_body_bytes,
+    tooLarge: `a subscription is at most ${MAILBOX_LIMITS.max_receiver_body_bytes} bytes`,
+    code: "invalid_subscription",
+    parse: (text) => {
+      const json = parseClientJson(text);
+      if (!json.ok) return { ok: false, reason: `the body must be a PushSubscription's JSON: ${json.reason}` };
+      const s = pushSubscriptionSchema.safeParse(json.value);
+      return s.success ? { ok: true, value: s.data } : { ok: false, reason: formatIssue(s.error) };
+    },
   });
-  app.use(`${MAILBOX_PATH}/:topic`, async (c, next) => {
-    if (!isTopic(c.req.param("topic"))) return httpError(c, 400, "invalid_topic", "topic must be 16-128 characters of [A-Za-z0-9_-]");
-    await next();
-  });
+  if (!sub.ok) return sub.answer;
+  // Where the relay will send pushes (https, a public name, not itself): the push endpoint rule.
+  const rule = checkPushEndpoint(sub.value.endpoint, endpointPolicy(c.env, new URL(c.req.url).host));
+  if (!rule.ok) return httpError(c, 400, "invalid_endpoint", rule.reason);
+  return answer(c, await mailbox(c).addReceiver(sub.value, c.var.client), (v) => c.json(v, 201));
+});
 
-  app.post(`${MAILBOX_PATH}/:topic`, async (c) => {
-    const topic = c.req.param("topic");
-    const q = postQuerySchema.safeParse(c.req.query());
-    if (!q.success) return httpError(c, 400, "invalid_until", firstIssue(q.error));
-    const until = resolveUntil(q.data.until, Math.floor(Date.now() / 1000));
-    if ("error" in until) return httpError(c, 400, "invalid_until", until.error);
-    const body = await readBounded(c.req.raw, MAILBOX_LIMITS.max_body_bytes);
-    if (body === null) return httpError(c, 413, "too_large", `a mailbox item is at most ${MAILBOX_LIMITS.max_body_bytes} bytes`);
-    const r = await mailbox(c, topic).post(body, until.until, clientOf(c));
-    if (!r.ok) return failed(c, r);
-    return c.json(r.value, 201);
-  });
+mailboxRoutes.delete("/receivers/:id", async (c) => {
+  const id = c.req.param("id");
+  if (!receiverIdSchema.safeParse(id).success) return httpError(c, 404, "not_found", "no such receiver");
+  return answer(c, await mailbox(c).removeReceiver(id, c.var.client), () => c.body(null, 204));
+});
 
-  app.get(`${MAILBOX_PATH}/:topic`, async (c) => {
-    const topic = c.req.param("topic");
-    const q = pageQuerySchema.safeParse(c.req.query());
-    if (!q.success) return httpError(c, 400, "invalid_query", firstIssue(q.error));
-    const r = await mailbox(c, topic).page(q.data, clientOf(c));
-    if (!r.ok) return failed(c, r);
-    return c.json(r.value, 200, noStore);
-  });
-
-  // One item's blob as it was posted: application/octet-stream, never content-coded.
-  app.get(`${MAILBOX_PATH}/:topic/items/:seq{[0-9]{1,15}}`, async (c) => {
-    const topic = c.req.param("topic");
-    const r = await mailbox(c, topic).item(Number(c.req.param("seq")), clientOf(c));
-    if (!r.ok) return failed(c, r);
-    if (r.value === null) return httpError(c, 404, "not_found", "no such item (expired, evicted or never posted)");
-    return c.body(r.value as Uint8Array<ArrayBuffer>, 200, { "Content-Type": "application/octet-stream", ...noStore });
-  });
-
-  app.post(`${MAILBOX_PATH}/:topic/receivers`, async (c) => {
-    const topic = c.req.param("topic");
-    const body = await readBounded(c.req.raw, MAILBOX_LIMITS.max_receiver_body_bytes);
-    if (body === null) return httpError(c, 413, "too_large", `a subscription is at most ${MAILBOX_LIMITS.max_receiver_body_bytes} bytes`);
-    let text: string;
-    try {
-      text = utf8Decode(body);
-    } catch {
-      return httpError(c, 400, "invalid_subscription", "the body is not UTF-8");
-    }
-    const json = parseClientJson(text);
-    if (!json.ok) return httpError(c, 400, "invalid_subscription", `the body must be a PushSubscription's JSON: ${json.reason}`);
-    const sub = pushSubscriptionSchema.safeParse(json.value);
-    if (!sub.success) return httpError(c, 400, "invalid_subscription", firstIssue(sub.error));
-    // DESIGN section 7: where the relay will send pushes (https, a public name, not itself).
-    const rule = checkPushEndpoint(sub.data.endpoint, endpointPolicy(c.env, new URL(c.req.url).host));
-    if (!rule.ok) return httpError(c, 400, "invalid_endpoint", rule.reason);
-    const r = await mailbox(c, topic).addReceiver(sub.data, clientOf(c));
-    if (!r.ok) return failed(c, r);
-    return c.json(r.value, 201);
-  });
-
-  app.delete(`${MAILBOX_PATH}/:topic/receivers/:id`, async (c) => {
-    const topic = c.req.param("topic");
-    const id = c.req.param("id");
-    if (!receiverIdSchema.safeParse(id).success) return httpError(c, 404, "not_found", "no such receiver");
-    const r = await mailbox(c, topic).removeReceiver(id, clientOf(c));
-    if (!r.ok) return failed(c, r);
-    return c.body(null, 204);
-  });
-
-  app.all(`${MAILBOX_PATH}/:topic`, (c) => methodNotAllowed(c, ["GET", "POST"]));
-  app.all(`${MAILBOX_PATH}/:topic/items/:seq{[0-9]{1,15}}`, (c) => methodNotAllowed(c, ["GET"]));
-  app.all(`${MAILBOX_PATH}/:topic/receivers`, (c) => methodNotAllowed(c, ["POST"]));
-  app.all(`${MAILBOX_PATH}/:topic/receivers/:id`, (c) => methodNotAllowed(c, ["DELETE"]));
-}
+mailboxRoutes.all("/", (c) => methodNotAllowed(c, ["GET", "POST"]));
+mailboxRoutes.all("/items/:seq{[0-9]{1,15}}", (c) => methodNotAllowed(c, ["GET"]));
+mailboxRoutes.all("/receivers", (c) => methodNotAllowed(c, ["POST"]));
+mailboxRoutes.all("/receivers/:id", (c) => methodNotAllowed(c, ["DELETE"]));

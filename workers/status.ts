@@ -1,44 +1,100 @@
-// Routes of the operator's status page (docs/browser.md): GET /status (HTML), GET /status.json
-// and GET /metrics (Prometheus text, shared/metrics.ts), behind the ADMIN_TOKEN bearer token when one is configured. Counts come from
-// the one RelayStats object; rendering is shared/stats-page.ts.
-import type { Context, Hono } from "hono";
-import { relayStats } from "../durable-objects/relay/relay-stats";
-import { tokenMatches, type StatusAnswer } from "../shared/stats";
-import { renderStatusPage } from "../shared/stats-page";
-import { METRICS_CONTENT_TYPE, renderMetrics } from "../shared/metrics";
-import { httpError, methodNotAllowed } from "./app";
+// Routes of the operator's status page (docs/operating.md): GET /status (HTML), GET /status.json
+// and GET /metrics (Prometheus text, server/metrics.ts), behind ADMIN_TOKEN when one is set.
+// Programs send Authorization: Bearer <ADMIN_TOKEN>; a browser asking for HTML gets a login form
+// instead of a 401 JSON body, and once the token is typed in (POST /status/login) a session cookie
+// (HttpOnly, SameSite=Strict, Secure over https) lets it see the pages. Counts come from the one
+// RelayStats object; rendering is server/stats-page.ts.
+import { Hono } from "hono";
+import { relayStats } from "../server/relay-objects";
+import type { StatusAnswer } from "../shared/stats";
+import { renderStatusPage } from "../server/stats-page";
+import { METRICS_CONTENT_TYPE, renderMetrics } from "../server/metrics";
+import { counterValues } from "../server/counters";
+import { VERSION } from "../server/info";
+import { tokenMatches } from "../shared/stats";
+import { authFailed, escapeHtml, methodNotAllowed, type C, type RelayHono } from "./http";
+import { operatorThrottle, pageCredential, setSession, throttled } from "./operator";
 
-type C = Context<{ Bindings: Env }>;
+export const STATUS_LOGIN_PATH = "/status/login";
 
-/** Null when the request may see the page; else the 401 answer. */
+function wantsHtml(c: C): boolean {
+  return (c.req.header("accept") ?? "").includes("text/html");
+}
+
+/** Null when the request may see the page; else the answer (401, the login form, or 429). */
 function refused(c: C): Response | null {
-  const token = c.env.ADMIN_TOKEN;
+  const token = c.var.settings.adminToken;
   if (!token) return null;
-  if (tokenMatches(c.req.header("authorization"), token)) return null;
-  c.header("WWW-Authenticate", 'Bearer realm="relay status"');
-  return httpError(c, 401, "auth_failed", "the status page and /metrics need Authorization: Bearer <ADMIN_TOKEN>");
+  const slow = throttled(c);
+  if (slow) return slow;
+  const cred = pageCredential(c, token);
+  if (cred === "bearer" || cred === "cookie") return null;
+  if (cred === "wrong") operatorThrottle.fail(c.var.client);
+  if (wantsHtml(c) && cred !== "wrong") {
+    c.header("WWW-Authenticate", 'Bearer realm="relay status"');
+    return c.html(loginPage(c.var.settings.relayName, c.req.path, ""), 401);
+  }
+  return authFailed(c, 'Bearer realm="relay status"', "the status page and /metrics need Authorization: Bearer <ADMIN_TOKEN>", cred === "wrong" ? "wrong token" : "no token");
 }
 
-export function mountStatus(app: Hono<{ Bindings: Env }>): void {
-  app.get("/status.json", async (c) => {
-    const no = refused(c);
-    if (no) return no;
-    c.header("Cache-Control", "no-store");
-    return c.json({ open: !c.env.ADMIN_TOKEN, ...(await relayStats(c.env).snapshot()) } satisfies StatusAnswer);
-  });
-  app.get("/metrics", async (c) => {
-    const no = refused(c);
-    if (no) return no;
-    c.header("Cache-Control", "no-store");
-    c.header("Content-Type", METRICS_CONTENT_TYPE);
-    return c.body(renderMetrics(await relayStats(c.env).snapshot()));
-  });
-  app.get("/status", async (c) => {
-    const no = refused(c);
-    if (no) return no;
-    c.header("Cache-Control", "no-store");
-    const snapshot = await relayStats(c.env).snapshot();
-    return c.html(renderStatusPage(snapshot, { name: c.env.RELAY_NAME ?? "edge-relay", open: !c.env.ADMIN_TOKEN }));
-  });
-  for (const path of ["/status.json", "/metrics", "/status"]) app.all(path, (c) => methodNotAllowed(c, ["GET"]));
+export const statusRoutes = new Hono<RelayHono>();
+
+statusRoutes.get("/status.json", async (c) => {
+  const no = refused(c);
+  if (no) return no;
+  c.header("Cache-Control", "no-store");
+  return c.json({ open: !c.var.settings.adminToken, ...(await relayStats(c.env).snapshot()) } satisfies StatusAnswer);
+});
+statusRoutes.get("/metrics", async (c) => {
+  const no = refused(c);
+  if (no) return no;
+  c.header("Cache-Control", "no-store");
+  c.header("Content-Type", METRICS_CONTENT_TYPE);
+  const build = { version: VERSION, runtime: c.var.settings.selfHosted ? "workerd" : "cloudflare" };
+  return c.body(renderMetrics(await relayStats(c.env).snapshot(), counterValues(), build));
+});
+statusRoutes.get("/status", async (c) => {
+  const no = refused(c);
+  if (no) return no;
+  c.header("Cache-Control", "no-store");
+  const snapshot = await relayStats(c.env).snapshot();
+  return c.html(renderStatusPage(snapshot, { name: c.var.settings.relayName, open: !c.var.settings.adminToken }));
+});
+
+// The login form's target: the token as a form field; right, a session cookie and back to /status.
+statusRoutes.post(STATUS_LOGIN_PATH, async (c) => {
+  const token = c.var.settings.adminToken;
+  if (!token) return c.redirect("/status", 303);
+  const slow = throttled(c);
+  if (slow) return slow;
+  const form = await c.req.parseBody().catch(() => ({}) as Record<string, unknown>);
+  const typed = typeof form.token === "string" ? form.token : "";
+  if (!tokenMatches(`Bearer ${typed}`, token)) {
+    operatorThrottle.fail(c.var.client);
+    authFailed(c, 'Bearer realm="relay status"', "wrong token", typed ? "wrong token" : "no token");
+    return c.html(loginPage(c.var.settings.relayName, "/status", "That is not this relay's admin token."), 401);
+  }
+  setSession(c, token);
+  c.header("Cache-Control", "no-store");
+  return c.redirect(safeNext(form.next), 303);
+});
+
+/** Where the form sends the browser back to: one of the operator's pages, nothing else. */
+function safeNext(next: unknown): string {
+  return next === "/status.json" || next === "/metrics" ? next : "/status";
 }
+
+function loginPage(name: string, next: string, error: string): string {
+  return (
+    `<!doctype html><html lang="en"><meta charset="utf-8"><meta name="viewport" content="width=device-width">` +
+    `<title>${escapeHtml(name)}: log in</title>` +
+    `<style>body{font:16px system-ui,sans-serif;max-width:28rem;margin:4rem auto;padding:0 1rem}input{font:inherit;padding:.4rem;width:100%;box-sizing:border-box}button{font:inherit;margin-top:.8rem;padding:.4rem 1rem}.error{color:#b00}</style>` +
+    `<h1>${escapeHtml(name)}</h1><p>The status page needs the relay's admin token (the <code>ADMIN_TOKEN</code> setting).</p>` +
+    (error ? `<p class="error" role="alert">${escapeHtml(error)}</p>` : "") +
+    `<form method="post" action="${STATUS_LOGIN_PATH}"><label>Admin token <input type="password" name="token" autocomplete="current-password" required autofocus></label>` +
+    `<input type="hidden" name="next" value="${escapeHtml(next)}"><button type="submit">Log in</button></form>`
+  );
+}
+
+for (const path of ["/status.json", "/metrics", "/status"]) statusRoutes.all(path, (c) => methodNotAllowed(c, ["GET"]));
+statusRoutes.all(STATUS_LOGIN_PATH, (c) => methodNotAllowed(c, ["POST"]));

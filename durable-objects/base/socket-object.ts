@@ -24,7 +24,7 @@ import type { Migration } from "../../migrations/index";
 import { ClientSocketRates, TokenBucket } from "../../shared/rate-limit";
 import { httpErrorBody } from "../../shared/errors";
 import { utf8ByteLength } from "../../shared/encoding";
-import { noteIdle } from "./live";
+import { noteIdle } from "../../server/live";
 import type { StatsGauges, StatsProtocol } from "../../shared/stats";
 import { log } from "../../shared/log";
 import { jsonNestsDeeper } from "../../shared/client-json";

@@ -6,9 +6,7 @@ import { bytesToHex, utf8Encode } from "../../shared/encoding";
 import { minuteOf, type StatsCounter, type StatsGauges, type StatsProtocol } from "../../shared/stats";
 import { log } from "../../shared/log";
 import { Debounced } from "./debounced";
-
-/** The one stats object's name. */
-export const RELAY_STATS_NAME = "relay";
+import { RELAY_STATS_NAME } from "../../server/relay-objects";
 
 /** What a reporter calls on the stats object. */
 interface StatsSink extends Rpc.DurableObjectBranded {

@@ -17,8 +17,7 @@ import { grantLease, STORAGE_KINDS, storageTotals, type StorageKind, type Storag
 import type { StorageReport } from "../../shared/stats";
 import { log } from "../../shared/log";
 
-/** The one ledger's name. */
-export const RELAY_LEDGER_NAME = "relay";
+export { RELAY_LEDGER_NAME, relayLedger } from "../../server/relay-objects";
 
 /** How long after a full batch of the audit (storage.lease_audit_batch) the next one runs, ms. */
 const AUDIT_NEXT_BATCH_MS = 1_000;
@@ -62,6 +61,19 @@ export class RelayLedger extends StoredObject<Env> {
     if (keep >= held) return held;
     this.set(kind, holder, held, keep);
     return keep;
+  }
+
+  /** RPC, the admin API: per kind, the `limit` objects holding the largest leases (opaque ids, bytes), largest first. */
+  async largest(limit: number): Promise<Record<StorageKind, Array<{ holder: string; bytes: number }>>> {
+    const n = Math.max(1, Math.min(100, Math.floor(limit) || 10));
+    const out = {} as Record<StorageKind, Array<{ holder: string; bytes: number }>>;
+    for (const kind of STORAGE_KINDS) {
+      out[kind] = !this.schema.exists ? [] : this.sql
+        .exec<{ holder: string; bytes: number }>("SELECT holder, bytes FROM leases WHERE kind = ? ORDER BY bytes DESC LIMIT ?", kind, n)
+        .toArray()
+        .map((r) => ({ holder: r.holder, bytes: r.bytes }));
+    }
+    return out;
   }
 
   /** RPC: per kind, the bytes leased across the relay, the objects holding them, and the total. */
@@ -193,9 +205,4 @@ interface LeaseHolder {
 function leaseHolder(env: Env, kind: StorageKind, holder: string): { leaseHeld(): Promise<number> } {
   const ns = { tally: env.TALLY_USER, mailbox: env.MINCA_MAILBOX, host: env.MINCA_ACCOUNT }[kind] as unknown as DurableObjectNamespace<LeaseHolder & Rpc.DurableObjectBranded>;
   return ns.get(ns.idFromString(holder)) as unknown as { leaseHeld(): Promise<number> };
-}
-
-/** The ledger of a relay. */
-export function relayLedger(env: { RELAY_LEDGER: DurableObjectNamespace<RelayLedger> }): DurableObjectStub<RelayLedger> {
-  return env.RELAY_LEDGER.get(env.RELAY_LEDGER.idFromName(RELAY_LEDGER_NAME));
 }

@@ -21,12 +21,12 @@ import {
   type StatsGauges,
   type StatsProtocol,
   type StatsSnapshot,
+  type TotalRow,
 } from "../../shared/stats";
 import { log } from "../../shared/log";
 
-import { RELAY_STATS_NAME } from "../base/stats-reporter";
-
-export { RELAY_STATS_NAME };
+import { RELAY_STATS_NAME } from "../../server/relay-objects";
+export { RELAY_STATS_NAME, relayStats } from "../../server/relay-objects";
 
 interface StatsEnv {
   RELAY_STATS?: DurableObjectNamespace<RelayStats>;
@@ -73,7 +73,14 @@ export class RelayStats extends StoredObject<StatsEnv> {
         );
       }
       for (const c of r.counts) {
-        if (c.minute < oldest || c.n === 0) continue;
+        if (c.n === 0) continue;
+        this.sql.exec(
+          "INSERT INTO totals (protocol, metric, n) VALUES (?, ?, ?) ON CONFLICT (protocol, metric) DO UPDATE SET n = n + excluded.n",
+          r.protocol,
+          c.metric,
+          c.n,
+        );
+        if (c.minute < oldest) continue;
         this.sql.exec(
           `INSERT INTO minutes (minute, protocol, metric, n) VALUES (?, ?, ?, ?)
            ON CONFLICT (minute, protocol, metric) DO UPDATE SET n = n + excluded.n`,
@@ -133,11 +140,7 @@ export class RelayStats extends StoredObject<StatsEnv> {
       )
       .toArray();
     const minutes = this.sql.exec<MinuteRow & Record<string, SqlStorageValue>>("SELECT minute, protocol, metric, n FROM minutes").toArray();
-    return buildSnapshot(gauges, minutes, Date.now(), this.storageFigures());
+    const totals = this.sql.exec<TotalRow & Record<string, SqlStorageValue>>("SELECT protocol, metric, n FROM totals").toArray();
+    return buildSnapshot(gauges, minutes, Date.now(), this.storageFigures(), totals);
   }
-}
-
-/** The stats object of a relay. */
-export function relayStats(env: { RELAY_STATS: DurableObjectNamespace<RelayStats> }): DurableObjectStub<RelayStats> {
-  return env.RELAY_STATS.get(env.RELAY_STATS.idFromName(RELAY_STATS_NAME));
 }

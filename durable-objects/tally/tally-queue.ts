@@ -106,6 +106,15 @@ export class TallyQueue {
     this.lease.free(() => this.sql.exec("DELETE FROM queue WHERE from_hex = ? AND id = ?", fromHex, id));
   }
 
+  /** Drops every stored envelope (the operator banned this user); how many there were. */
+  purgeAll(): number {
+    if (!this.schema.exists) return 0;
+    const n = this.count();
+    if (n === 0) return 0;
+    this.lease.free(() => this.sql.exec("DELETE FROM queue"));
+    return n;
+  }
+
   /** Pushed to a device that does not ack: every envelope up to `seq` goes (seed 6.2). */
   removeThrough(seq: number): void {
     this.lease.free(() => this.sql.exec("DELETE FROM queue WHERE seq <= ?", seq));

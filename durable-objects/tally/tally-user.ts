@@ -292,6 +292,15 @@ export class TallyUser extends SocketObject<Env, TallyAttachment> {
   }
 
   /**
+   * RPC, the admin API's ban: closes this user's sockets (1008) and drops every envelope stored
+   * for it; how many were dropped. The Worker refuses the user's upgrades from then on.
+   */
+  async purge(): Promise<number> {
+    await this.shutdownSockets(CLOSE_CODES.policy, "banned by the relay's operator");
+    return this.queue.purgeAll();
+  }
+
+  /**
    * Delivers one envelope for this user (seed 6.2): pushed at once to the online devices that do
    * not ack; stored first when no device is online or one acks, then pushed in its stored form.
    * When the relay-wide total has no room to store it, the online devices still get it as it

@@ -1,6 +1,7 @@
 // The JSON messages of a sync room (DESIGN section 5), both directions. Binary messages carry the
 // protocol itself: see room.ts for their 8-byte prefix and codec.ts for the frames.
 import * as z from "zod";
+import { errorFrameSchema } from "../errors";
 
 const b64url = (bytes: number) =>
   z.string().regex(/^[A-Za-z0-9_-]+$/).length(Math.ceil((bytes * 4) / 3), `base64url of ${bytes} bytes`);
@@ -15,7 +16,7 @@ export const challengeSchema = z.object({ type: z.literal("challenge"), challeng
 export const welcomeSchema = z.object({ type: z.literal("welcome"), peer: peerId, peers: z.array(peerId) });
 export const peerJoinedSchema = z.object({ type: z.literal("join"), peer: peerId });
 export const peerLeftSchema = z.object({ type: z.literal("leave"), peer: peerId });
-export const roomErrorSchema = z.object({ type: z.literal("error"), code: z.string(), message: z.string(), retry_after_ms: z.number().int().nonnegative().optional() });
+export const roomErrorSchema = errorFrameSchema;
 export const pongSchema = z.object({ type: z.literal("pong") });
 
 export const roomServerMessageSchema = z.discriminatedUnion("type", [

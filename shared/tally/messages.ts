@@ -1,6 +1,7 @@
 // Every message on the Tally relay wire (DESIGN section 4), as zod schemas with inferred types.
 // The relay validates what clients send with these; the client SDK parses what the relay sends.
 import * as z from "zod";
+import { errorFrameSchema } from "../errors";
 import { rawMember, withRawMember } from "../json-raw";
 import { isNpub } from "./keys";
 import { TALLY_LIMITS } from "../limits";
@@ -71,7 +72,7 @@ export const serverMessageSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("webrtc_signal"), peer_user_id: npubSchema, peer_device_id: deviceIdSchema, signal: z.unknown() }),
   // Read leniently: a newer relay may send a code this client does not know yet; the frame still
   // reaches the app (relay_error) instead of being dropped. The relay only sends ERROR_CODES.
-  z.object({ type: z.literal("error"), code: z.string(), message: z.string(), id: z.string().optional() }),
+  errorFrameSchema,
   z.object({ type: z.literal("pong") }),
 ]);
 

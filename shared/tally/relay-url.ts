@@ -5,19 +5,13 @@
 // it would accept a register signed for another relay and replayed to this one. The path is not
 // compared: a relay reached through a proxy or under another path is the same relay, and the
 // challenge already binds the event to this one connection.
+import { parsePublicUrl } from "../public-url";
 
 /** The hosts (host[:port], lower case) of a PUBLIC_URL setting; empty when it is unset or blank. */
 export function publicHosts(publicUrl: string | undefined): string[] {
-  const out: string[] = [];
-  for (const raw of (publicUrl ?? "").split(/[\s,]+/)) {
-    if (raw === "") continue;
-    try {
-      out.push(new URL(raw.includes("://") ? raw : `https://${raw}`).host.toLowerCase());
-    } catch {
-      out.push(""); // a malformed entry names no host, but the setting is still set
-    }
-  }
-  return out;
+  const { urls, bad } = parsePublicUrl(publicUrl);
+  // A malformed entry names no host, but the setting is still set.
+  return [...urls.map((u) => u.host.toLowerCase()), ...bad.map(() => "")];
 }
 
 export function relayUrlMatches(tag: string, connectedHost: string, publicUrl?: string): boolean {

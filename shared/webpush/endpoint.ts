@@ -6,6 +6,7 @@
 // hosts. The operator's setting PUSH_ENDPOINT_ALLOW names origins that pass whatever they are
 // (a private push service; the tests' loopback one). Pure: the URL parser does the normalising
 // (decimal, hex and octal IPv4 forms, IPv4-mapped IPv6, case), this module judges the result.
+import { parsePublicUrl } from "../public-url";
 
 /** What a check needs besides the endpoint. */
 export interface EndpointPolicy {
@@ -150,16 +151,7 @@ export function parseEndpointAllow(setting: string | undefined): { allow: Allowe
 
 /** The host names in a setting of URLs or host names (PUBLIC_URL: one or several, comma- or space-separated). */
 export function hostsOf(setting: string | undefined): string[] {
-  const out: string[] = [];
-  for (const raw of (setting ?? "").split(/[\s,]+/)) {
-    if (raw === "") continue;
-    try {
-      out.push(stripDot(new URL(raw.includes("://") ? raw : `https://${raw}`).hostname));
-    } catch {
-      // not a URL: names nothing
-    }
-  }
-  return out;
+  return parsePublicUrl(setting).urls.map((u) => stripDot(u.hostname));
 }
 
 function allowed(u: URL, allow: readonly AllowedOrigin[]): boolean {

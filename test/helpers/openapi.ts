@@ -1,4 +1,4 @@
-// Reading the relay's OpenAPI document (shared/openapi.ts) as a client would: which operation a
+// Reading the relay's OpenAPI document (server/openapi.ts) as a client would: which operation a
 // request is, and whether an answer is one the document promises (its status, its content type,
 // and its body under the JSON Schema given for them, checked with zod's fromJSONSchema).
 import * as z from "zod";

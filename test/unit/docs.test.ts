@@ -4,7 +4,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { LIMITS } from "../../shared/limits";
-import { VERSION } from "../../shared/info";
+import { VERSION } from "../../server/info";
 
 const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
 const limitsPage = readFileSync(new URL("../../docs/limits.md", import.meta.url), "utf8");

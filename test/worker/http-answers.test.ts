@@ -35,4 +35,16 @@ describe("HTTP answers", () => {
       expect(((await res.json()) as { error: { code: string } }).error.code).toBe("method_not_allowed");
     }
   });
+
+  it("GET / in a browser (Accept: text/html) is a page linking the demo, the Minca home, the status page and the OpenAPI document; JSON stays for application/json", async () => {
+    const html = await (await SELF.fetch("http://relay.test/", { headers: { accept: "text/html" } })).text();
+    for (const href of ["/demo/", "/connect/", "/status", "/openapi.json"]) expect(html).toContain(`<a href="${href}">`);
+    const json = await SELF.fetch("http://relay.test/", { headers: { accept: "application/json" } });
+    expect(json.headers.get("content-type")).toMatch(/^application\/json/);
+  });
+
+  it("/favicon.ico answers 204 (no icon), not 404", async () => {
+    const res = await SELF.fetch("http://relay.test/favicon.ico");
+    expect(res.status).toBe(204);
+  });
 });

@@ -1,12 +1,12 @@
 // Issue 15, "refused upgrades leave entries in the self-hosted live-socket map": a self-hosted relay
-// notes which objects hold open sockets (durable-objects/live.ts) to close them on shutdown; an
+// notes which objects hold open sockets (server/live.ts) to close them on shutdown; an
 // upgrade the object refuses (a 101 carrying only an error and a close, as an expired Minca room
 // answers) must not be noted, or the map grows with every refusal and never shrinks.
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { Context } from "hono";
-import { upgradeTo } from "../../workers/app";
-import { liveCount, takeLive } from "../../durable-objects/base/live";
+import { upgradeTo } from "../../workers/sockets";
+import { liveCount, takeLive } from "../../server/live";
 import { codeRoom, codeSecret, newCode } from "../../shared/minca/code";
 import { newP256Key } from "../../shared/minca/es256";
 import { makeJoin } from "../../shared/minca/room";

@@ -1,10 +1,10 @@
-// The OpenAPI document (shared/openapi.ts) against the Worker's own router (issue 19): every
+// The OpenAPI document (server/openapi.ts) against the Worker's own router (issue 19): every
 // route the app registers is a path of the document, with its methods, and every path of the
 // document is a route; and the operator pages' 401 (ADMIN_TOKEN set) is an answer it promises.
 import { env, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { app } from "../../workers/app";
-import { openApiDocument } from "../../shared/openapi";
+import { openApiDocument } from "../../server/openapi";
 import { answerProblem, METHODS, type Doc } from "../helpers/openapi";
 
 const doc = openApiDocument() as unknown as Doc;

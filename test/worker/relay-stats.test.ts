@@ -133,7 +133,7 @@ describe("GET /status, /status.json and /metrics", () => {
     expect(text).toContain(`edge_relay_mailbox_items ${json.mailbox_items}`);
     expect(text).toMatch(/^edge_relay_messages_window\{protocol="passnote"\} \d+$/m);
     // Every sample line is name{labels} value, the exposition format's grammar.
-    for (const line of text.trim().split("\n").filter((l) => !l.startsWith("#"))) expect(line).toMatch(/^[a-z_]+(\{[a-z_]+="[a-z]+"\})? \d+$/);
+    for (const line of text.trim().split("\n").filter((l) => !l.startsWith("#"))) expect(line).toMatch(/^[a-z_]+(\{[a-z_]+="[^"\\\n]*"(,[a-z_]+="[^"\\\n]*")*\})? \d+(\.\d+)?$/);
   });
 
   it("shows counts only: no user id, topic or room id appears", async () => {

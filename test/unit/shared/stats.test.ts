@@ -2,7 +2,7 @@
 // check, and the page itself.
 import { describe, expect, it } from "vitest";
 import { buildSnapshot, minuteOf, statsReportSchema, tokenMatches } from "../../../shared/stats";
-import { renderStatusPage } from "../../../shared/stats-page";
+import { renderStatusPage } from "../../../server/stats-page";
 import { STATS_LIMITS } from "../../../shared/limits";
 
 const now = Date.UTC(2026, 11, 2, 12, 0, 30);

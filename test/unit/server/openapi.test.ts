@@ -1,13 +1,13 @@
-// shared/openapi.ts: the OpenAPI 3.1 document is built from the zod schemas the relay uses, so
+// server/openapi.ts: the OpenAPI 3.1 document is built from the zod schemas the relay uses, so
 // what the relay's own builders produce (the information document, a mailbox page, the status
 // snapshot) is valid under it, and what it refuses (an unknown error code, a field the schema
 // lacks) is not.
 import { describe, expect, it } from "vitest";
 import * as z from "zod";
 import { ERROR_CODES, httpErrorBody } from "../../../shared/errors";
-import { relayInfo, VERSION } from "../../../shared/info";
+import { relayInfo, VERSION } from "../../../server/info";
 import { buildPage } from "../../../shared/mailbox/messages";
-import { openApiDocument } from "../../../shared/openapi";
+import { openApiDocument } from "../../../server/openapi";
 import { buildSnapshot } from "../../../shared/stats";
 import { danglingRefs, operations, resolveRefs, type Doc } from "../../helpers/openapi";
 

@@ -4,16 +4,17 @@
 // for every relay; the server is the one it is fetched from. The WebSocket endpoints appear as
 // their upgrade; their messages are under docs/schemas/ (scripts/schemas.ts).
 import * as z from "zod";
-import { httpErrorBodySchema } from "./errors";
+import { httpErrorBodySchema } from "../shared/errors";
 import { OPENAPI_PATH, relayInfoSchema, SOFTWARE, VERSION } from "./info";
-import { MAILBOX_LIMITS, MINCA_HOST_LIMITS } from "./limits";
-import { pageQuerySchema, pageSchema, postedSchema, postQuerySchema, receiverAddedSchema, receiverIdSchema } from "./mailbox/messages";
-import { topicSchema } from "./mailbox/topic";
-import { carryGrantSchema } from "./minca/carry";
-import { accountStatusSchema, appendedSchema, carryStartedSchema, logPageSchema, logQuerySchema, versionsBodySchema } from "./minca/host-wire";
-import { READ_SCHEME, TIME_HEADER } from "./minca/read-proof";
-import { statusAnswerSchema } from "./stats";
-import { pushSubscriptionSchema } from "./webpush/subscription";
+import { operatorPaths } from "./openapi-operator";
+import { MAILBOX_LIMITS, MINCA_HOST_LIMITS } from "../shared/limits";
+import { pageQuerySchema, pageSchema, postedSchema, postQuerySchema, receiverAddedSchema, receiverIdSchema } from "../shared/mailbox/messages";
+import { topicSchema } from "../shared/mailbox/topic";
+import { carryGrantSchema } from "../shared/minca/carry";
+import { accountStatusSchema, appendedSchema, carryStartedSchema, logPageSchema, logQuerySchema, versionsBodySchema } from "../shared/minca/host-wire";
+import { READ_SCHEME, TIME_HEADER } from "../shared/minca/read-proof";
+import { statusAnswerSchema } from "../shared/stats";
+import { pushSubscriptionSchema } from "../shared/webpush/subscription";
 
 export { OPENAPI_PATH };
 
@@ -129,7 +130,7 @@ export function openApiDocument(): Json {
     servers: [{ url: "/" }],
     tags: [
       { name: "relay", description: "the information document, health, this document" },
-      { name: "operator", description: "counts for the operator, behind ADMIN_TOKEN when it is set (docs/browser.md)" },
+      { name: "operator", description: "counts for the operator, behind ADMIN_TOKEN when it is set (docs/operating.md)" },
       { name: "websocket", description: "upgrades to the WebSocket protocols" },
       { name: "mailbox", description: "Minca mailboxes and Web Push receivers (docs/mailbox.md); CORS: any origin" },
       { name: "host", description: "the Minca host: accounts and carried spaces (docs/hosting.md); CORS: any origin" },
@@ -166,13 +167,25 @@ export function openApiDocument(): Json {
           responses: { "200": { description: "the Worker runs", content: { "text/plain": { schema: { type: "string", const: "ok" } } } } },
         },
       },
+      "/favicon.ico": {
+        get: {
+          operationId: "favicon",
+          tags: ["relay"],
+          summary: "No icon: 204, so browsers stop asking (cached a day)",
+          responses: { "204": { description: "no icon" } },
+        },
+      },
       "/status": {
         get: {
           operationId: "statusPage",
           tags: ["operator"],
           summary: "The status page (HTML, charts)",
           security: adminOptional,
-          responses: { "200": { description: "the page", content: { "text/html": { schema: { type: "string" } } } }, "401": unauthorized() },
+          responses: {
+            "200": { description: "the page", content: { "text/html": { schema: { type: "string" } } } },
+            "401": { ...unauthorized(), content: { ...(unauthorized().content as Json), "text/html": { schema: { type: "string", description: "to a browser (Accept: text/html): the login form" } } } },
+            "429": rateLimited,
+          },
         },
       },
       "/status.json": {
@@ -193,6 +206,7 @@ export function openApiDocument(): Json {
           responses: { "200": { description: "the metrics", content: { "text/plain": { schema: { type: "string" } } } }, "401": unauthorized() },
         },
       },
+      ...operatorPaths(),
       "/tally/v1/{npub}": socket("tallySocket", "A Tally device connection", pathParam("npub", z.string().regex(/^npub1[02-9ac-hj-np-z]{58}$/), "the user's npub"), "tally", "docs/tally.md"),
       "/passnote/v2/{room}": socket(
         "passnoteSocket",

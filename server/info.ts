@@ -1,12 +1,12 @@
 // The relay information document (GET / with Accept: application/json), from one source: its
-// schema (the OpenAPI document's RelayInfo, shared/openapi.ts) and the function that builds it.
+// schema (the OpenAPI document's RelayInfo, server/openapi.ts) and the function that builds it.
 import * as z from "zod";
-import { LIMITS } from "./limits";
-import type { StorageTotals } from "./storage";
+import { LIMITS } from "../shared/limits";
+import type { StorageTotals } from "../shared/storage";
 
 export const SOFTWARE = "edge-relay";
 export const VERSION = "0.1.0";
-/** Where the relay publishes its HTTPS endpoints as OpenAPI 3.1 (shared/openapi.ts). */
+/** Where the relay publishes its HTTPS endpoints as OpenAPI 3.1 (server/openapi.ts). */
 export const OPENAPI_PATH = "/openapi.json";
 
 export interface InfoOptions {

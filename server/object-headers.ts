@@ -1,0 +1,18 @@
+// The headers the Worker and the socket objects exchange on a WebSocket upgrade. Both sides import
+// them from here, so the Worker needs nothing from an object's file but its class.
+
+/**
+ * The header the Worker sets on every upgrade it hands an object: the client's address as far as
+ * it can be trusted (workers/client-address.ts), which the per-client bounds key on. The Worker
+ * always overwrites it, so a client cannot choose it.
+ */
+export const CLIENT_HEADER = "x-relay-client";
+
+/**
+ * Set on a 101 answer that carries only a refusal (an error frame, then a close, on a socket no
+ * object keeps): the Worker does not note the object as holding a live socket for it.
+ */
+export const REFUSED_HEADER = "x-relay-refused";
+
+/** The host the client connected to (a Tally auth event names the relay it was made for). */
+export const RELAY_HOST_HEADER = "x-relay-host";

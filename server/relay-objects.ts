@@ -1,0 +1,60 @@
+// The relay-wide objects (one of each per relay) by name, and the keys the relay generates once
+// and keeps (RelayKeys) when no Worker secret provides them. The Worker and the objects both reach
+// these through here, so the Worker imports nothing from an object's file but its class.
+import { WebPushSender, type FetchLike } from "../shared/webpush/send";
+import { DEFAULT_VAPID_SUBJECT, vapidKeysFromPrivate, vapidSubjectFor, type VapidKeys } from "../shared/webpush/vapid";
+import { hostDid } from "../shared/minca/host-identity";
+
+export const RELAY_KEYS_NAME = "relay-keys";
+/** The one stats object's name. */
+export const RELAY_STATS_NAME = "relay";
+/** The one ledger's name. */
+export const RELAY_LEDGER_NAME = "relay";
+/** The one policy object's name (bans, allowlist, blocked addresses: the admin API). */
+export const RELAY_POLICY_NAME = "relay";
+
+export { DEFAULT_VAPID_SUBJECT };
+
+/** The stats object of a relay. */
+export function relayStats(env: Pick<Env, "RELAY_STATS">) {
+  return env.RELAY_STATS.get(env.RELAY_STATS.idFromName(RELAY_STATS_NAME));
+}
+
+/** The ledger of a relay. */
+export function relayLedger(env: Pick<Env, "RELAY_LEDGER">) {
+  return env.RELAY_LEDGER.get(env.RELAY_LEDGER.idFromName(RELAY_LEDGER_NAME));
+}
+
+function relayKeys(env: Pick<Env, "RELAY_KEYS">) {
+  return env.RELAY_KEYS.get(env.RELAY_KEYS.idFromName(RELAY_KEYS_NAME));
+}
+
+// Only the settled value is shared between requests (a pending promise must not cross them).
+let kept: VapidKeys | undefined;
+
+/** The relay's VAPID keys: from the VAPID_PRIVATE_KEY secret, else the kept (generated) ones. */
+export async function vapidKeys(env: Env): Promise<VapidKeys> {
+  if (env.VAPID_PRIVATE_KEY) return vapidKeysFromPrivate(env.VAPID_PRIVATE_KEY);
+  kept ??= vapidKeysFromPrivate(await relayKeys(env).vapidPrivateKey());
+  return kept;
+}
+
+/** VAPID `sub`: VAPID_SUBJECT when it is a contact, else the relay's https PUBLIC_URL origin, else the local default. */
+export function vapidSubject(env: Env): string {
+  return vapidSubjectFor(env);
+}
+
+/** A Web Push sender signing with the relay's one VAPID key (every sender must use the same). */
+export async function relayPushSender(env: Env, fetch: FetchLike): Promise<WebPushSender> {
+  return new WebPushSender({ keys: await vapidKeys(env), subject: vapidSubject(env), fetch });
+}
+
+let keptHostDid: string | undefined;
+
+/** The Minca host's did and name: its key from the MINCA_HOST_KEY secret, else the kept (generated) one. */
+export async function hostIdentity(env: Env): Promise<{ did: string; name: string }> {
+  const name = env.MINCA_HOST_NAME || env.RELAY_NAME || "edge-relay";
+  if (env.MINCA_HOST_KEY) return { did: hostDid(env.MINCA_HOST_KEY), name };
+  keptHostDid ??= hostDid(await relayKeys(env).hostPrivateKey());
+  return { did: keptHostDid, name };
+}

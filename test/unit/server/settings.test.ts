@@ -1,0 +1,48 @@
+// The settings module: every setting read once and checked; a bad value is named with its reason.
+import { describe, expect, it } from "vitest";
+import { parseSettings } from "../../../server/settings";
+import { STORAGE_LIMITS } from "../../../shared/limits";
+import { npubEncode } from "../../../shared/tally/keys";
+
+describe("settings", () => {
+  it("the defaults: nothing set is a valid relay (open status page, info logs, default totals)", () => {
+    const r = parseSettings({});
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect(r.settings).toMatchObject({ relayName: "edge-relay", logLevel: "info", adminToken: null, adminPubkeys: [], trustedProxyHeader: null });
+    expect(r.settings.storage.tally).toBe(STORAGE_LIMITS.tally_bytes);
+  });
+
+  it("a bad setting is refused with its name and why (STORAGE_TALLY_BYTES=lots), every bad one listed", () => {
+    const r = parseSettings({ STORAGE_TALLY_BYTES: "lots", LOG_LEVEL: "loud", PUBLIC_URL: "wss://relay.example, http://[bad" });
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    expect(r.problems[0]).toMatch(/^PUBLIC_URL: /);
+    expect(r.problems).toContainEqual(expect.stringMatching(/^STORAGE_TALLY_BYTES: "lots" is not a size/));
+    expect(r.problems).toContainEqual(expect.stringMatching(/^LOG_LEVEL: /));
+  });
+
+  it("ADMIN_PUBKEYS takes hex and npub keys, comma- or space-separated, and refuses anything else", () => {
+    const hex = "ab".repeat(32);
+    const other = "cd".repeat(32);
+    const r = parseSettings({ ADMIN_PUBKEYS: `${hex.toUpperCase()}, ${npubEncode(other)}` });
+    expect(r.ok && r.settings.adminPubkeys).toEqual([hex, other]);
+    expect(parseSettings({ ADMIN_PUBKEYS: "npub1nope" })).toMatchObject({ ok: false, problems: [expect.stringMatching(/^ADMIN_PUBKEYS: /)] });
+  });
+
+  it("PUBLIC_URL: one parser for the auth event's relay tag and the push endpoint rule", async () => {
+    const { publicHosts } = await import("../../../shared/tally/relay-url");
+    const { hostsOf } = await import("../../../shared/webpush/endpoint");
+    const setting = "wss://Relay.Example:8443 relay2.example";
+    expect(publicHosts(setting)).toEqual(["relay.example:8443", "relay2.example"]);
+    expect(hostsOf(setting)).toEqual(["relay.example", "relay2.example"]);
+    const r = parseSettings({ PUBLIC_URL: setting });
+    expect(r.ok && r.settings.publicUrls.map((u) => u.host)).toEqual(["relay.example:8443", "relay2.example"]);
+  });
+
+  it("MINCA_HOST_ADMISSION: an unknown mode, or token with no token, is a bad setting, not a silently closed host", () => {
+    expect(parseSettings({ MINCA_HOST_ADMISSION: "tokn" })).toMatchObject({ ok: false, problems: [expect.stringMatching(/^MINCA_HOST_ADMISSION: /)] });
+    expect(parseSettings({ MINCA_HOST_ADMISSION: "token" })).toMatchObject({ ok: false });
+    expect(parseSettings({ MINCA_HOST_ADMISSION: "token", MINCA_HOST_ADMISSION_TOKEN: "t" }).ok).toBe(true);
+  });
+});
