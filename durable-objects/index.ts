@@ -9,3 +9,4 @@ export { MincaSpace } from "./minca-space";
 export { RelayStats } from "./relay-stats";
 export { PushGate } from "./push-gate";
 export { RelayLedger } from "./relay-ledger";
+export { RelayPolicy } from "./relay-policy";

@@ -16,6 +16,7 @@ import relayStats0002 from "./RelayStats/0002_storage.sql";
 import relayStats0003 from "./RelayStats/0003_totals.sql";
 import relayLedger0001 from "./RelayLedger/0001_init.sql";
 import relayLedger0002 from "./RelayLedger/0002_audit.sql";
+import relayPolicy0001 from "./RelayPolicy/0001_init.sql";
 
 export interface Migration {
   name: string;
@@ -51,6 +52,7 @@ export const MIGRATIONS = {
     { name: "0001_init", sql: relayLedger0001 },
     { name: "0002_audit", sql: relayLedger0002 },
   ],
+  RelayPolicy: [{ name: "0001_init", sql: relayPolicy0001 }],
 } satisfies Record<string, Migration[]>;
 
 export type MigratedClass = keyof typeof MIGRATIONS;
