@@ -9,3 +9,4 @@ export { RelayKeys } from "./relay/relay-keys";
 export { RelayStats } from "./relay/relay-stats";
 export { RelayLedger } from "./relay/relay-ledger";
 export { PushGate } from "./push/push-gate";
+export { RelayPolicy } from "./relay/relay-policy";

@@ -11,7 +11,12 @@
 /** Upper bounds (milliseconds) of the request-latency histogram's buckets. */
 export const LATENCY_BUCKETS_MS = [5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000] as const;
 
-export const STARTED_AT_MS = Date.now();
+/** When the isolate started counting: its first request (workerd's clock reads 0 outside a request). */
+let startedAtMs = 0;
+function started(): number {
+  if (startedAtMs === 0) startedAtMs = Date.now();
+  return startedAtMs;
+}
 
 const requests = new Map<string, number>();
 const authFailures = new Map<string, number>();
@@ -29,6 +34,7 @@ export function statusClass(status: number): string {
 
 /** One answered request: its route pattern (never the path), its status, how long it took. */
 export function countRequest(route: string, status: number, ms: number): void {
+  started();
   bump(requests, `${route}\u0000${statusClass(status)}`);
   latency.count++;
   latency.sum_ms += ms;
@@ -57,7 +63,7 @@ export interface CounterValues {
 export function counterValues(): CounterValues {
   const split = (k: string) => k.split("\u0000");
   return {
-    startedAtMs: STARTED_AT_MS,
+    startedAtMs: started(),
     requests: [...requests].map(([k, n]) => ({ route: split(k)[0], class: split(k)[1], n })),
     authFailures: [...authFailures].map(([route, n]) => ({ route, n })),
     adminActions: [...adminActions].map(([k, n]) => ({ method: split(k)[0], outcome: split(k)[1], n })),

@@ -34,3 +34,39 @@ export function operatorPaths(): Record<string, Json> {
     },
   };
 }
+
+/** The admin API's one operation (NIP-86 JSON-RPC), at `/` and at the Tally endpoint. */
+export function adminOperation(operationId: string): Json {
+  const rpcAnswer = {
+    type: "object",
+    properties: { result: { description: "the method's result" }, error: { type: "string", description: "why the method failed" } },
+    description: "exactly one of result and error",
+  };
+  return {
+    operationId,
+    tags: ["admin"],
+    summary: "The admin API: NIP-86 relay management (docs/admin-api.md)",
+    description:
+      "Methods: supportedmethods, banpubkey, unbanpubkey, listbannedpubkeys, allowpubkey, unallowpubkey, listallowedpubkeys, " +
+      "blockip, unblockip, listblockedips, edge.blocktopic, edge.unblocktopic, edge.listblockedtopics, edge.liststorageholders. " +
+      "Authorized by Authorization: Bearer <ADMIN_TOKEN>, or Nostr <base64 of a NIP-98 event> (kind 27235; u = this URL; " +
+      "method = POST; payload = SHA-256 hex of the body; within admin.nip98_max_skew_seconds) signed by a key in ADMIN_PUBKEYS.",
+    security: [{ adminToken: [] }, { nip98: [] }],
+    requestBody: {
+      required: true,
+      content: {
+        "application/nostr+json+rpc": {
+          schema: { type: "object", properties: { method: { type: "string" }, params: { type: "array" } }, required: ["method"] },
+        },
+      },
+    },
+    responses: {
+      "200": { description: "the method's answer", content: { "application/json": { schema: rpcAnswer } } },
+      "400": { description: "the body is not { method, params }", content: { "application/json": { schema: rpcAnswer } } },
+      "401": { ...errorBody("auth_failed: neither the admin token nor a NIP-98 event by an admin key"), headers: { "WWW-Authenticate": { schema: { type: "string" } } } },
+      "413": errorBody("too_large: the body is over admin.max_rpc_body_bytes"),
+      "415": errorBody("bad_request: the Content-Type is not application/nostr+json+rpc"),
+      "429": { ...errorBody("rate_limited: too many wrong credentials from this address"), headers: retryAfter },
+    },
+  };
+}

@@ -6,7 +6,7 @@
 import * as z from "zod";
 import { httpErrorBodySchema } from "../shared/errors";
 import { OPENAPI_PATH, relayInfoSchema, SOFTWARE, VERSION } from "./info";
-import { operatorPaths } from "./openapi-operator";
+import { adminOperation, operatorPaths } from "./openapi-operator";
 import { MAILBOX_LIMITS, MINCA_HOST_LIMITS } from "../shared/limits";
 import { pageQuerySchema, pageSchema, postedSchema, postQuerySchema, receiverAddedSchema, receiverIdSchema } from "../shared/mailbox/messages";
 import { topicSchema } from "../shared/mailbox/topic";
@@ -105,6 +105,7 @@ function socket(operationId: string, summary: string, param: Json, schemas: stri
       responses: {
         "101": { description: "switching to the WebSocket protocol" },
         "400": error("bad_request: the path's last segment is not valid"),
+        "403": error("banned or not_allowed: the operator's lists refuse this Tally key; blocked: the client address"),
         "426": error("upgrade_required: the request is not a WebSocket upgrade"),
         "503": { ...error("unavailable: a self-hosted relay is shutting down; reconnect shortly"), headers: retryAfter },
       },
@@ -131,6 +132,7 @@ export function openApiDocument(): Json {
     tags: [
       { name: "relay", description: "the information document, health, this document" },
       { name: "operator", description: "counts for the operator, behind ADMIN_TOKEN when it is set (docs/operating.md)" },
+      { name: "admin", description: "the admin API: NIP-86 relay management (docs/admin-api.md)" },
       { name: "websocket", description: "upgrades to the WebSocket protocols" },
       { name: "mailbox", description: "Minca mailboxes and Web Push receivers (docs/mailbox.md); CORS: any origin" },
       { name: "host", description: "the Minca host: accounts and carried spaces (docs/hosting.md); CORS: any origin" },
@@ -149,6 +151,7 @@ export function openApiDocument(): Json {
             },
           },
         },
+        post: adminOperation("adminRpc"),
       },
       [OPENAPI_PATH]: {
         get: {
@@ -207,7 +210,10 @@ export function openApiDocument(): Json {
         },
       },
       ...operatorPaths(),
-      "/tally/v1/{npub}": socket("tallySocket", "A Tally device connection", pathParam("npub", z.string().regex(/^npub1[02-9ac-hj-np-z]{58}$/), "the user's npub"), "tally", "docs/tally.md"),
+      "/tally/v1/{npub}": {
+        ...socket("tallySocket", "A Tally device connection", pathParam("npub", z.string().regex(/^npub1[02-9ac-hj-np-z]{58}$/), "the user's npub"), "tally", "docs/tally.md"),
+        post: { ...adminOperation("adminRpcTally"), parameters: [pathParam("npub", z.string(), "any npub: the admin API answers at the Tally endpoint's URL")] },
+      },
       "/passnote/v2/{room}": socket(
         "passnoteSocket",
         "A Passnote device in a sync room",
@@ -367,6 +373,7 @@ export function openApiDocument(): Json {
       schemas: { ...componentSchemas(ANSWERS, "output"), ...componentSchemas(REQUESTS, "input") },
       securitySchemes: {
         adminToken: { type: "http", scheme: "bearer", description: "the operator's ADMIN_TOKEN; the pages are open when none is set" },
+        nip98: { type: "apiKey", in: "header", name: "Authorization", description: "`Nostr <base64 of a NIP-98 event>` signed by a key in ADMIN_PUBKEYS" },
         admissionToken: { type: "http", scheme: "bearer", description: "MINCA_HOST_ADMISSION_TOKEN, when the host's admission is `token`" },
         readProof: {
           type: "apiKey",

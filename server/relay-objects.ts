@@ -25,6 +25,11 @@ export function relayLedger(env: Pick<Env, "RELAY_LEDGER">) {
   return env.RELAY_LEDGER.get(env.RELAY_LEDGER.idFromName(RELAY_LEDGER_NAME));
 }
 
+/** The policy object of a relay (the admin API's lists). */
+export function relayPolicy(env: Pick<Env, "RELAY_POLICY">) {
+  return env.RELAY_POLICY.get(env.RELAY_POLICY.idFromName(RELAY_POLICY_NAME));
+}
+
 function relayKeys(env: Pick<Env, "RELAY_KEYS">) {
   return env.RELAY_KEYS.get(env.RELAY_KEYS.idFromName(RELAY_KEYS_NAME));
 }

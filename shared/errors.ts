@@ -19,6 +19,11 @@ export const ERROR_CODES = [
   "storage_full",
   /** A setting of the relay is invalid: every request is refused until the operator fixes it. */
   "bad_setting",
+  /** The operator banned this key or account, or blocked this client address or topic (the admin API). */
+  "banned",
+  "blocked",
+  /** Allowlist mode: the operator allows only listed keys, and this one is not. */
+  "not_allowed",
   // tally
   "forbidden_sender",
   "envelope_too_large",

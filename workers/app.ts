@@ -9,6 +9,8 @@ import { base64urlEncode } from "../shared/encoding";
 import { log } from "../shared/log";
 import { serveAsset } from "./assets";
 import { hostingRoutes, MINCA_PATH } from "./hosting";
+import { adminRoutes } from "./admin-api";
+import { addressBlock } from "./policy";
 import { anyOrigin, escapeHtml, httpError, methodNotAllowed, type RelayHono } from "./http";
 import { MAILBOX_PATH, mailboxRoutes } from "./mailbox";
 import { requestScope } from "./request-log";
@@ -18,6 +20,7 @@ import { statusRoutes } from "./status";
 export const app = new Hono<RelayHono>();
 
 app.use(requestScope);
+app.use(addressBlock);
 
 app.get("/", async (c) => {
   // Browser apps on other origins read the VAPID key and limits from it.
@@ -63,7 +66,10 @@ app.get(OPENAPI_PATH, (c) => {
 });
 
 app.get("/healthz", (c) => c.text("ok"));
-for (const path of ["/", OPENAPI_PATH, "/healthz", "/favicon.ico"]) app.all(path, (c) => methodNotAllowed(c, ["GET"]));
+// The admin API answers POSTs at / and at the Tally endpoint (before their 405s).
+app.route("/", adminRoutes);
+app.all("/", (c) => methodNotAllowed(c, ["GET", "POST"]));
+for (const path of [OPENAPI_PATH, "/healthz", "/favicon.ico"]) app.all(path, (c) => methodNotAllowed(c, ["GET"]));
 
 app.route("/", socketRoutes);
 app.route(`${MAILBOX_PATH}/:topic`, mailboxRoutes);

@@ -94,6 +94,13 @@ export const topicCheck: MiddlewareHandler<RelayHono> = async (c, next) => {
   await next();
 };
 
+/** The admin API's media type (NIP-86): POSTs carrying it are management calls. */
+export const ADMIN_RPC_TYPE = "application/nostr+json+rpc";
+
+export function isAdminRpc(req: Request): boolean {
+  return req.method === "POST" && (req.headers.get("content-type") ?? "").split(";")[0].trim().toLowerCase() === ADMIN_RPC_TYPE;
+}
+
 export function isUpgrade(req: Request): boolean {
   return req.headers.get("upgrade")?.toLowerCase() === "websocket";
 }

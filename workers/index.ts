@@ -11,6 +11,7 @@ export {
   RelayStats,
   PushGate,
   RelayLedger,
+  RelayPolicy,
 } from "../durable-objects/index";
 // Reached only through the self-hosted relay's loopback admin socket (workers/admin.ts).
 export { RelayAdmin } from "./admin";

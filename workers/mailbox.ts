@@ -10,6 +10,7 @@ import { checkPushEndpoint, endpointPolicy } from "../shared/webpush/endpoint";
 import { pushSubscriptionSchema } from "../shared/webpush/subscription";
 import { answer, httpError, methodNotAllowed, NO_STORE, readBody, topicCheck, type C, type RelayHono } from "./http";
 import { readBounded } from "./body";
+import { topicBlock } from "./policy";
 
 export const MAILBOX_PATH = "/minca/v1/mailbox";
 
@@ -31,6 +32,7 @@ mailboxRoutes.use(
   }),
 );
 mailboxRoutes.use("*", topicCheck);
+mailboxRoutes.use("*", topicBlock);
 
 mailboxRoutes.post("/", async (c) => {
   const q = postQuerySchema.safeParse(c.req.query());

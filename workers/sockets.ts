@@ -5,6 +5,8 @@ import { Hono, type Context } from "hono";
 import { settingsOf } from "../server/settings";
 import { CLIENT_HEADER, REFUSED_HEADER, RELAY_HOST_HEADER } from "../server/object-headers";
 import { isDraining, noteLive } from "../server/live";
+import { tallyRefusal } from "../server/policy";
+import { currentPolicy } from "./policy";
 import { isRoomId as isMincaRoomId } from "../shared/minca/code";
 import { isRoomId } from "../shared/passnote/room";
 import { isNpub, npubDecode } from "../shared/tally/keys";
@@ -17,17 +19,22 @@ export const socketRoutes = new Hono<RelayHono>();
 
 function socketRoute(
   path: string,
-  check: { valid: (key: string) => boolean; invalid: string },
+  check: { valid: (key: string) => boolean; invalid: string; methods?: Array<"GET" | "POST"> },
   target: (key: string, url: URL) => { binding: SocketBinding; name: string; headers: Record<string, string> },
 ): void {
   const param = path.slice(path.lastIndexOf(":") + 1);
   socketRoutes.all(path, async (c) => {
     // HEAD is GET without the body (RFC 9110 section 9.3.2): never an upgrade, so 426 (after the key check).
-    if (c.req.method !== "GET" && c.req.method !== "HEAD") return methodNotAllowed(c, ["GET"], " with Upgrade: websocket");
+    if (c.req.method !== "GET" && c.req.method !== "HEAD") return methodNotAllowed(c, check.methods ?? ["GET"], " with Upgrade: websocket");
     const key = c.req.param(param) ?? "";
     if (!check.valid(key)) return httpError(c, 400, "bad_request", check.invalid);
     if (!isUpgrade(c.req.raw) || c.req.method === "HEAD") return httpError(c, 426, "upgrade_required", "this endpoint speaks WebSocket");
     const { binding, name, headers } = target(key, new URL(c.req.url));
+    if (binding === "TALLY_USER") {
+      // The operator's bans and allowlist (the admin API), before the object is woken.
+      const no = tallyRefusal(await currentPolicy(c.env), name);
+      if (no) return httpError(c, 403, no.code, no.message);
+    }
     const h = new Headers(c.req.raw.headers);
     for (const [k, v] of Object.entries(headers)) h.set(k, v);
     h.set(CLIENT_HEADER, c.var.client);
@@ -54,7 +61,8 @@ export async function upgradeTo(c: Context<any>, binding: SocketBinding, id: Dur
   return res;
 }
 
-socketRoute("/tally/v1/:npub", { valid: isNpub, invalid: "the path must end in a valid npub" }, (npub, url) => {
+// POST is the admin API's (workers/admin-api.ts), mounted before this route.
+socketRoute("/tally/v1/:npub", { valid: isNpub, invalid: "the path must end in a valid npub", methods: ["GET", "POST"] }, (npub, url) => {
   const hex = npubDecode(npub);
   return { binding: "TALLY_USER", name: hex, headers: { [RELAY_HOST_HEADER]: url.host } };
 });

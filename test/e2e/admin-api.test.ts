@@ -1,0 +1,152 @@
+// The admin API through a real relay (NIP-86 JSON-RPC over HTTP, authorized by NIP-98 from a key in
+// ADMIN_PUBKEYS or by the ADMIN_TOKEN): every method, its effect on the relay, its log line and
+// counter.
+import { request } from "node:http";
+import { schnorr } from "@noble/curves/secp256k1.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { bytesToHex, utf8Encode } from "../../shared/encoding";
+import { nip98Header } from "../../shared/nostr/nip98";
+import { startRelay, type RelayProcess } from "../helpers/relay-process";
+import { newUser, opaqueEnvelope, rawRegistered, type User } from "../helpers/tally";
+import { waitFor } from "../helpers/wait";
+
+const TOKEN = "e2e-admin-token";
+const adminKey = schnorr.utils.randomSecretKey();
+let relay: RelayProcess;
+
+beforeAll(async () => {
+  relay = await startRelay({ env: { ADMIN_TOKEN: TOKEN, ADMIN_PUBKEYS: bytesToHex(schnorr.getPublicKey(adminKey)), TRUSTED_PROXY_HEADER: "x-real-ip" } });
+});
+
+afterAll(async () => {
+  await relay?.stop();
+});
+
+type Auth = "nip98" | "token" | { key: Uint8Array } | { bearer: string } | "none";
+
+async function call(method: string, params: unknown[] = [], auth: Auth = "nip98", path = "/"): Promise<{ status: number; body: any }> {
+  const url = `${relay.url}${path}`;
+  const text = JSON.stringify({ method, params });
+  const body = utf8Encode(text);
+  const headers: Record<string, string> = { "content-type": "application/nostr+json+rpc", "x-real-ip": "192.0.2.1" };
+  if (auth === "nip98") headers.authorization = nip98Header(adminKey, url, "POST", body);
+  else if (auth === "token") headers.authorization = `Bearer ${TOKEN}`;
+  else if (auth !== "none" && "key" in auth) headers.authorization = nip98Header(auth.key, url, "POST", body);
+  else if (auth !== "none") headers.authorization = `Bearer ${auth.bearer}`;
+  const res = await fetch(url, { method: "POST", headers, body: text });
+  return { status: res.status, body: await res.json() };
+}
+
+/** The status of a WebSocket upgrade to the Tally endpoint, and its body when refused. */
+function upgradeStatus(user: User): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${relay.url}/tally/v1/${user.npub}`, {
+      headers: { connection: "Upgrade", upgrade: "websocket", "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==", "sec-websocket-version": "13", "x-real-ip": "192.0.2.2" },
+    });
+    req.on("upgrade", (res, socket) => {
+      socket.destroy();
+      resolve({ status: res.statusCode ?? 0, body: "" });
+    });
+    req.on("response", (res) => {
+      let body = "";
+      res.on("data", (d) => (body += d));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+describe("the admin API (NIP-86) through the relay", () => {
+  it("authorization: a NIP-98 event by a key in ADMIN_PUBKEYS or the ADMIN_TOKEN; anything else 401; another Content-Type 415", async () => {
+    expect(await call("supportedmethods")).toMatchObject({ status: 200, body: { result: expect.arrayContaining(["banpubkey", "listblockedips", "edge.liststorageholders"]) } });
+    expect((await call("supportedmethods", [], "token")).status).toBe(200);
+    expect((await call("supportedmethods", [], "none")).status).toBe(401);
+    expect((await call("supportedmethods", [], { key: schnorr.utils.randomSecretKey() })).body.error.code).toBe("auth_failed");
+    expect((await call("supportedmethods", [], { bearer: "nope" })).status).toBe(401);
+    const other = await fetch(`${relay.url}/`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${TOKEN}` }, body: "{}" });
+    expect(other.status).toBe(415);
+    // The Tally endpoint's URL answers too.
+    const npub = newUser().npub;
+    expect(await call("supportedmethods", [], "nip98", `/tally/v1/${npub}`)).toMatchObject({ status: 200, body: { result: expect.any(Array) } });
+    expect((await call("nosuchmethod")).body).toEqual({ error: expect.stringMatching(/unknown method/) });
+  });
+
+  it("banpubkey: the banned npub's stored envelopes are purged and its register is refused (403 banned); listbannedpubkeys names it; unbanpubkey lets it back with an empty queue", async () => {
+    const alice = newUser();
+    const bob = newUser();
+    const b = await rawRegistered(relay.url, bob);
+    b.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(bob, alice, "for-alice-1") });
+    b.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(bob, alice, "for-alice-2") });
+    await waitFor(() => b.ofType("queued").length === 2, { what: "queued" });
+    expect(b.ofType("queued").map((q: any) => q.status)).toEqual(["stored", "stored"]);
+    b.close();
+
+    expect(await call("banpubkey", [alice.npub, "spam"])).toEqual({ status: 200, body: { result: true } });
+    expect((await call("listbannedpubkeys")).body.result).toContainEqual({ pubkey: alice.hex, reason: "spam" });
+    const refused = await upgradeStatus(alice);
+    expect(refused.status).toBe(403);
+    expect(JSON.parse(refused.body).error.code).toBe("banned");
+
+    expect((await call("unbanpubkey", [alice.hex])).body).toEqual({ result: true });
+    expect((await call("listbannedpubkeys")).body.result).not.toContainEqual(expect.objectContaining({ pubkey: alice.hex }));
+    const a = await rawRegistered(relay.url, alice);
+    expect(a.ofType("registered")[0].queued).toBe(0);
+    a.close();
+  });
+
+  it("allowpubkey: once any key is allowed, only allowed ones may connect (403 not_allowed); listallowedpubkeys, unallowpubkey", async () => {
+    const carol = newUser();
+    const dave = newUser();
+    expect((await call("allowpubkey", [carol.npub, "friend"])).body).toEqual({ result: true });
+    expect((await call("listallowedpubkeys")).body.result).toEqual([{ pubkey: carol.hex, reason: "friend" }]);
+    const refused = await upgradeStatus(dave);
+    expect([refused.status, JSON.parse(refused.body).error.code]).toEqual([403, "not_allowed"]);
+    expect((await upgradeStatus(carol)).status).toBe(101);
+    expect((await call("unallowpubkey", [carol.npub])).body).toEqual({ result: true });
+    expect((await call("listallowedpubkeys")).body.result).toEqual([]);
+    expect((await upgradeStatus(dave)).status).toBe(101);
+  });
+
+  it("blockip: the address (as the relay sees it) gets 403 blocked on every route; listblockedips, unblockip; bad params are an error", async () => {
+    expect((await call("blockip", ["203.0.113.9", "abuse"])).body).toEqual({ result: true });
+    expect((await call("listblockedips")).body.result).toEqual([{ ip: "203.0.113.9", reason: "abuse" }]);
+    for (const path of ["/healthz", "/", "/minca/v1/mailbox/" + "Z".repeat(43)]) {
+      const res = await fetch(`${relay.url}${path}`, { headers: { "x-real-ip": "203.0.113.9" } });
+      expect(res.status, path).toBe(403);
+      expect(((await res.json()) as any).error.code).toBe("blocked");
+    }
+    expect((await fetch(`${relay.url}/healthz`, { headers: { "x-real-ip": "203.0.113.10" } })).status).toBe(200);
+    expect((await call("unblockip", ["203.0.113.9"])).body).toEqual({ result: true });
+    expect((await fetch(`${relay.url}/healthz`, { headers: { "x-real-ip": "203.0.113.9" } })).status).toBe(200);
+    expect((await call("blockip", ["not an address"])).body).toEqual({ error: expect.stringMatching(/params\[0\]/) });
+  });
+
+  it("edge.blocktopic: a blocked topic answers 403; edge.listblockedtopics, edge.unblocktopic; edge.liststorageholders lists the largest holders per stored kind", async () => {
+    const topic = `admin-e2e-topic-${Date.now()}`;
+    const url = `${relay.url}/minca/v1/mailbox/${topic}`;
+    expect((await fetch(url, { method: "POST", body: "x".repeat(5000) })).status).toBe(201);
+    const holders = await call("edge.liststorageholders", [5]);
+    expect(holders.body.result.mailbox.length).toBeGreaterThan(0);
+    expect(holders.body.result.mailbox[0]).toMatchObject({ holder: expect.stringMatching(/^[0-9a-f]{64}$/), bytes: expect.any(Number) });
+    expect(Object.keys(holders.body.result).sort()).toEqual(["host", "mailbox", "tally"]);
+
+    expect((await call("edge.blocktopic", [topic, "abuse"])).body).toEqual({ result: true });
+    expect((await call("edge.listblockedtopics")).body.result).toContainEqual({ topic, reason: "abuse" });
+    const blocked = await fetch(url);
+    expect([blocked.status, ((await blocked.json()) as any).error.code]).toEqual([403, "blocked"]);
+    expect((await call("edge.unblocktopic", [topic])).body).toEqual({ result: true });
+    expect((await fetch(url)).status).toBe(200);
+  });
+
+  it("every admin action is one JSON log line and a counter in /metrics", async () => {
+    await call("listblockedips");
+    const metrics = await (await fetch(`${relay.url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}`, "x-real-ip": "192.0.2.1" } })).text();
+    expect(metrics).toMatch(/^edge_relay_admin_actions_total\{method="banpubkey",outcome="ok"\} [1-9]\d*$/m);
+    expect(metrics).toMatch(/^edge_relay_admin_actions_total\{method="listblockedips",outcome="ok"\} [1-9]\d*$/m);
+    await waitFor(() => relay.output().includes('"msg":"admin action"'), { what: "an admin action log line" });
+    const line = relay.output().split("\n").find((l) => l.includes('"msg":"admin action"') && l.includes('"method":"banpubkey"'))!;
+    const json = JSON.parse(line.slice(line.indexOf("{")));
+    expect(json).toMatchObject({ level: "info", method: "banpubkey", outcome: "ok", by: bytesToHex(schnorr.getPublicKey(adminKey)), request_id: expect.any(String) });
+  });
+});

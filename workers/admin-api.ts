@@ -1,0 +1,152 @@
+// The admin API (docs/admin-api.md): NIP-86 JSON-RPC over HTTP. `POST /` or `POST /tally/v1/<npub>`
+// with Content-Type: application/nostr+json+rpc and `{ "method", "params": [...] }`, answered
+// `{ "result" }` or `{ "error" }`. Authorized by `Authorization: Bearer <ADMIN_TOKEN>` or by a
+// NIP-98 event signed by a key in ADMIN_PUBKEYS; else 401 (logged, counted, throttled per address).
+// The lists live in the RelayPolicy object; every call is one log line and a counter.
+import { Hono } from "hono";
+import * as z from "zod";
+import { countAdminAction } from "../server/counters";
+import type { PolicyList } from "../server/policy";
+import { relayLedger, relayPolicy } from "../server/relay-objects";
+import { utf8Decode } from "../shared/encoding";
+import { formatIssue } from "../shared/errors";
+import { ADMIN_LIMITS } from "../shared/limits";
+import { log } from "../shared/log";
+import { isTopic } from "../shared/mailbox/topic";
+import { checkNip98 } from "../shared/nostr/nip98";
+import { isNpub, npubDecode } from "../shared/tally/keys";
+import { tokenMatches } from "../shared/stats";
+import { readBounded } from "./body";
+import { normalizeAddress } from "./client-address";
+import { ADMIN_RPC_TYPE, authFailed, httpError, isAdminRpc, type C, type RelayHono } from "./http";
+import { operatorThrottle, throttled } from "./operator";
+import { forgetPolicy } from "./policy";
+
+const requestSchema = z.object({ method: z.string().max(64), params: z.array(z.unknown()).max(8).default([]) });
+
+type Answer = { result: unknown } | { error: string };
+type Method = (c: C, params: unknown[]) => Promise<Answer>;
+
+/** A Tally key as hex, from hex or npub; null when it is neither. */
+function pubkeyParam(v: unknown): string | null {
+  if (typeof v !== "string") return null;
+  if (/^[0-9a-fA-F]{64}$/.test(v)) return v.toLowerCase();
+  return isNpub(v) ? npubDecode(v) : null;
+}
+
+function reasonParam(v: unknown): string {
+  return typeof v === "string" ? v.slice(0, 200) : "";
+}
+
+/** ban/allow/block: add `value` (checked by `read`) to `list`, then `after`. */
+function adder(list: PolicyList, what: string, read: (v: unknown) => string | null, after?: (c: C, value: string) => Promise<unknown>): Method {
+  return async (c, [v, reason]) => {
+    const value = read(v);
+    if (value === null) return { error: `params[0] must be ${what}` };
+    if (!(await relayPolicy(c.env).add(list, value, reasonParam(reason)))) return { error: `the list is full (admin.max_list_entries = ${ADMIN_LIMITS.max_list_entries})` };
+    forgetPolicy();
+    if (after) await after(c, value);
+    return { result: true };
+  };
+}
+
+function remover(list: PolicyList, what: string, read: (v: unknown) => string | null): Method {
+  return async (c, [v]) => {
+    const value = read(v);
+    if (value === null) return { error: `params[0] must be ${what}` };
+    await relayPolicy(c.env).remove(list, value);
+    forgetPolicy();
+    return { result: true };
+  };
+}
+
+function lister(list: PolicyList, field: string): Method {
+  return async (c) => ({ result: (await relayPolicy(c.env).snapshot())[list].map((e) => ({ [field]: e.value, reason: e.reason })) });
+}
+
+const PUBKEY = "a Tally key: npub or 64 hex characters";
+const ADDRESS = "an IP address (IPv6 counts by its /64)";
+const TOPIC = "a mailbox topic";
+const address = (v: unknown) => (typeof v === "string" ? normalizeAddress(v.trim()) : null);
+const topic = (v: unknown) => (typeof v === "string" && isTopic(v) ? v : null);
+
+/** A banned key's sockets close and its stored envelopes go (TallyUser.purge). */
+async function purgeUser(c: C, hex: string): Promise<void> {
+  const purged = await c.env.TALLY_USER.get(c.env.TALLY_USER.idFromName(hex)).purge();
+  log.info("admin: banned key purged", { envelopes: purged });
+}
+
+export const METHODS: Record<string, Method> = {
+  supportedmethods: async () => ({ result: Object.keys(METHODS) }),
+  banpubkey: adder("banned_pubkeys", PUBKEY, pubkeyParam, purgeUser),
+  unbanpubkey: remover("banned_pubkeys", PUBKEY, pubkeyParam),
+  listbannedpubkeys: lister("banned_pubkeys", "pubkey"),
+  allowpubkey: adder("allowed_pubkeys", PUBKEY, pubkeyParam),
+  unallowpubkey: remover("allowed_pubkeys", PUBKEY, pubkeyParam),
+  listallowedpubkeys: lister("allowed_pubkeys", "pubkey"),
+  blockip: adder("blocked_ips", ADDRESS, address),
+  unblockip: remover("blocked_ips", ADDRESS, address),
+  listblockedips: lister("blocked_ips", "ip"),
+  "edge.blocktopic": adder("blocked_topics", TOPIC, topic),
+  "edge.unblocktopic": remover("blocked_topics", TOPIC, topic),
+  "edge.listblockedtopics": lister("blocked_topics", "topic"),
+  "edge.liststorageholders": async (c, [limit]) => ({ result: await relayLedger(c.env).largest(typeof limit === "number" ? limit : 10) }),
+};
+
+
+/** Who calls: "token", or the admin key (hex); else the 401. */
+function authorize(c: C, body: Uint8Array): { ok: true; by: string } | { ok: false; answer: Response } {
+  const s = c.var.settings;
+  const header = c.req.header("authorization");
+  const challenge = 'Nostr, Bearer realm="relay admin"';
+  const fail = (reason: string, counted: boolean) => {
+    if (counted) operatorThrottle.fail(c.var.client);
+    return { ok: false as const, answer: authFailed(c, challenge, `the admin API needs Authorization: Bearer <ADMIN_TOKEN> or a NIP-98 event signed by a key in ADMIN_PUBKEYS (${reason})`, reason) };
+  };
+  if (!header) return fail("no credentials", false);
+  if (/^Bearer\s/i.test(header)) {
+    if (s.adminToken && tokenMatches(header, s.adminToken)) return { ok: true, by: "token" };
+    return fail(s.adminToken ? "wrong token" : "no ADMIN_TOKEN is set", true);
+  }
+  const checked = checkNip98(header, {
+    url: c.req.url,
+    method: "POST",
+    body,
+    otherHosts: s.publicUrls.map((u) => u.host),
+    nowSeconds: Math.floor(Date.now() / 1000),
+    maxSkewSeconds: ADMIN_LIMITS.nip98_max_skew_seconds,
+  });
+  if (!checked.ok) return fail(checked.reason, true);
+  if (!s.adminPubkeys.includes(checked.pubkey)) return fail("the key is not in ADMIN_PUBKEYS", true);
+  return { ok: true, by: checked.pubkey };
+}
+
+async function rpc(c: C): Promise<Response> {
+  if (!isAdminRpc(c.req.raw)) return httpError(c, 415, "bad_request", `the admin API takes Content-Type: ${ADMIN_RPC_TYPE}`);
+  const slow = throttled(c);
+  if (slow) return slow;
+  const body = await readBounded(c.req.raw, ADMIN_LIMITS.max_rpc_body_bytes);
+  if (body === null) return httpError(c, 413, "too_large", `an admin request is at most ${ADMIN_LIMITS.max_rpc_body_bytes} bytes`);
+  const who = authorize(c, body);
+  if (!who.ok) return who.answer;
+  let parsed: z.infer<typeof requestSchema>;
+  try {
+    const r = requestSchema.safeParse(JSON.parse(utf8Decode(body)));
+    if (!r.success) return c.json({ error: `the body must be { "method", "params": [...] }: ${formatIssue(r.error)}` }, 400);
+    parsed = r.data;
+  } catch {
+    return c.json({ error: "the body is not JSON" }, 400);
+  }
+  const method = Object.hasOwn(METHODS, parsed.method) ? METHODS[parsed.method] : undefined;
+  const answer: Answer = method ? await method(c, parsed.params) : { error: `unknown method ${parsed.method}; supportedmethods lists them` };
+  const outcome = "error" in answer ? "error" : "ok";
+  const name = method ? parsed.method : "unknown";
+  countAdminAction(name, outcome);
+  log.info("admin action", { method: name, by: who.by, outcome, ...("error" in answer ? { error: answer.error } : {}) });
+  c.header("Cache-Control", "no-store");
+  return c.json(answer);
+}
+
+export const adminRoutes = new Hono<RelayHono>();
+adminRoutes.post("/", rpc);
+adminRoutes.post("/tally/v1/:npub", rpc);
