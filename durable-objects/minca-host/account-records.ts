@@ -35,7 +35,7 @@ export class AccountRecords {
   }
 
   private account(): string {
-    return this.store.meta("account")!;
+    return this.store.account();
   }
 
   // ---- revocations ----------------------------------------------------------------------------

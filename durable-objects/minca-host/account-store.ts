@@ -10,6 +10,8 @@ export class AccountStore {
   constructor(
     readonly ctx: DurableObjectState,
     readonly schema: LazySchema,
+    /** The account's did (the object's name). */
+    readonly account: () => string,
   ) {
     this.sql = ctx.storage.sql;
   }
