@@ -221,7 +221,7 @@ export class MincaAccount extends StoredObject<Env> {
       this.prove();
       verdicts.push(null);
     }
-    this.lease.changed(); // a deleted pass takes its space's usage with it
+    this.lease.free(() => undefined); // a deleted pass took its space's usage with it: what the lease no longer needs goes back
     return { verdicts, closed: false, revoked };
   }
 
@@ -239,7 +239,7 @@ export class MincaAccount extends StoredObject<Env> {
     const bodyKey = carry === null ? null : this.carryBodyKey(carry);
     if (carry === null || bodyKey === null) return;
     await this.records.recount(carry, bodyKey, revoked);
-    this.lease.changed();
+    this.lease.free(() => undefined); // records that stopped counting took usage with them
   }
 
   private carryBodyKey(space: string): Uint8Array | null {
