@@ -1,4 +1,4 @@
-// One account a Minca host carries for (DESIGN 8.3-8.5, seed 002 §4.2-4.3): its carry space and
+// One account a Minca host carries for (the Minca protocol §4.2-4.4; docs/hosting.md): its carry space and
 // the key that opens it, the spaces its passes name, its links, and the bytes it uses. The carry
 // space's records drive it: the carry space's object hands over each accepted version, this
 // object reads it with shared/minca/carry and keeps what it says (account-records.ts). Wakes
@@ -70,7 +70,7 @@ export class MincaAccount extends StoredObject<Env> {
    * Starts carrying for the account with the carry space of a checked CarryGrant. The same carry
    * space again changes nothing (an unproven binding's clock starts again); a closed one is
    * refused (410). Another carry space replaces the current one only while the binding is
-   * unproven (DESIGN 8.3: no version under the account's /account/write authority arrived in it),
+   * unproven (docs/hosting.md, "Binding an account": no version under the account's /account/write authority arrived in it),
    * so a grant anyone can post never takes over an account in use: else 409.
    */
   async startCarrying(start: CarryStart): Promise<HostResult<CarryStarted>> {
@@ -104,7 +104,7 @@ export class MincaAccount extends StoredObject<Env> {
 
   /**
    * What the host holds for the account (GET /minca/v1/host/accounts/<did>), only to a request
-   * proven with its carry space's read key (DESIGN 8.3): none 401; a wrong one, or any for an
+   * proven with its carry space's read key (docs/hosting.md): none 401; a wrong one, or any for an
    * account the host does not carry for, 403; the closed carry space's key: 410.
    */
   async status(proof: { authorization: string | null; time: string | null }): Promise<HostResult<AccountStatus>> {
@@ -152,7 +152,7 @@ export class MincaAccount extends StoredObject<Env> {
   }
 
   /**
-   * Binding proven (DESIGN 8.3): a version under the account's /account/write authority arrived
+   * Binding proven (docs/hosting.md): a version under the account's /account/write authority arrived
    * in its carry space. The tombstone of an earlier carry:closed goes with the first proof.
    */
   private prove(): void {
@@ -199,7 +199,7 @@ export class MincaAccount extends StoredObject<Env> {
       return { verdicts: versions.map(() => ({ reason: "unreadable_record", detail: "not this account's carry space" })), closed: false, revoked };
     }
     for (const v of versions) {
-      // A key revoked earlier in this batch writes nothing after it (DESIGN 8.4).
+      // A key revoked earlier in this batch writes nothing after it (docs/hosting.md, "Revokes").
       if (this.records.isRevoked(v.author)) {
         verdicts.push({ reason: "revoked", detail: "the account revoked the key that signed this version" });
         continue;
@@ -225,7 +225,7 @@ export class MincaAccount extends StoredObject<Env> {
     return { verdicts, closed: false, revoked };
   }
 
-  /** The keys among `authors` the account revoked (DESIGN 8.4). */
+  /** The keys among `authors` the account revoked (docs/hosting.md, "Revokes"). */
   revokedAmong(authors: string[]): string[] {
     return authors.filter((a) => this.records.isRevoked(a));
   }
@@ -295,7 +295,7 @@ export class MincaAccount extends StoredObject<Env> {
     return out.reverse();
   }
 
-  // ---- wakes (DESIGN 8.5) ---------------------------------------------------------------------
+  // ---- wakes (the Minca protocol §4.4) -------------------------------------------------------------------------
 
   /**
    * New versions were stored (and answered) in a space the account carries: each that wakes one

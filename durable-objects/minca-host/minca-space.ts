@@ -1,4 +1,4 @@
-// One space a Minca host carries (DESIGN 8.4, seed 002 §4.1-4.2): its constitution, the accounts
+// One space a Minca host carries (the Minca protocol §4.1-4.2; docs/hosting.md): its constitution, the accounts
 // that carry it (with the read key each one's pass proved), and its log of versions. HTTP-only:
 // the Worker routes POST/GET .../versions here over RPC. Every decision about bytes (the gates,
 // what a carry-space record means, read proofs) is made in shared/minca; this object stores
@@ -347,7 +347,7 @@ export class MincaSpace extends StoredObject<Env, "read" | "write"> {
     return fail(507, "quota_exceeded", `a carried space holds at most ${MINCA_HOST_LIMITS.max_space_versions} versions and ${MINCA_HOST_LIMITS.max_space_bytes} bytes`);
   }
 
-  /** After the answer: each carrying account hears of the new versions (wakes, DESIGN 8.5). */
+  /** After the answer: each carrying account hears of the new versions (wakes, the Minca protocol §4.4). */
   private async arrived(space: string, accounts: string[], arrivals: Array<{ arrival: Arrival; raw: string }>): Promise<void> {
     await scheduler.wait(0);
     for (const account of accounts) {
