@@ -1,17 +1,16 @@
-// An account's wakes as pushes (DESIGN 8.5): a new version that wakes one of the account's wakes
-// queues one push per live receiver (the `pushes` table), and the account's alarm sends what is
-// due within the per-minute budget, through the relay-wide gate per push-service origin, acting
-// on each push service's answer (RFC 8030 §5). Each try is counted before it is made.
+// An account's wakes as pushes (the Minca protocol §4.4, built here): a new version that wakes one
+// of the account's wakes queues one push per live receiver (the `pushes` table), and the
+// account's alarm sends what is due within the per-minute budget through the relay's one push
+// outbox (durable-objects/push/push-outbox.ts: the gate per push-service origin, each try counted
+// before it is made, one set of rules for each answer). This is the outbox's store.
 import { toArrayBuffer } from "../../shared/encoding";
 import type { AccountStore } from "./account-store";
-import { relayPushSender } from "../relay/relay-keys";
-import { admitPushes } from "../push/push-gate";
+import { PushOutbox, type OutboxPush, type OutboxStore, type PushMessage } from "../push/push-outbox";
+import { relayOutboxDeps } from "../push/relay-outbox";
 import { MINCA_WAKE_LIMITS } from "../../shared/limits";
 import type { WakeBody } from "../../shared/minca/carry";
 import { WAKE_RETRY, wakeMatches, wakePayload, wakeTopic, type Arrival } from "../../shared/minca/wake";
-import { checkPushEndpoint, endpointOrigin, endpointPolicy } from "../../shared/webpush/endpoint";
-import { retryDelaySeconds, WebPushSender, type FetchLike, type PushOutcome } from "../../shared/webpush/send";
-import { log } from "../../shared/log";
+import type { FetchLike } from "../../shared/webpush/send";
 
 interface PushRow extends Record<string, SqlStorageValue> {
   id: number;
@@ -24,15 +23,26 @@ interface PushRow extends Record<string, SqlStorageValue> {
   auth: string;
 }
 
-export class AccountPushes {
-  private sender: WebPushSender | undefined;
+/** One queued push as the outbox hands it out. */
+export interface AccountPush extends OutboxPush {
+  id: number;
+  receiver: string;
+  endpoint: string;
+  payload: ArrayBuffer;
+  topic: string;
+}
+
+export class AccountPushes implements OutboxStore<AccountPush> {
+  private readonly outbox: PushOutbox<AccountPush>;
 
   constructor(
     private readonly store: AccountStore,
-    private readonly env: Env,
+    env: Env,
     /** The fetch pushes go out with (read at each send, so tests may replace it). */
-    private readonly fetch: FetchLike,
-  ) {}
+    fetch: FetchLike,
+  ) {
+    this.outbox = new PushOutbox<AccountPush>(this, { what: "minca account", maxAttempts: MINCA_WAKE_LIMITS.push_max_attempts, retry: WAKE_RETRY }, relayOutboxDeps(env, fetch));
+  }
 
   private get sql(): SqlStorage {
     return this.store.sql;
@@ -80,13 +90,22 @@ export class AccountPushes {
     return push;
   }
 
-  /** Sends the pushes due, within this minute's budget (pushes_per_minute). */
-  async sendDue(): Promise<void> {
-    const now = Date.now();
+  /** Sends the pushes due, within this minute's budget (pushes_per_minute), through the one push outbox. */
+  sendDue(): Promise<void> {
+    return this.outbox.sendDue();
+  }
+
+  // ---- the outbox's store (durable-objects/push/push-outbox.ts) --------------------------------
+
+  /**
+   * The pushes due at `now`, oldest first, within this minute's budget (each handed out counts
+   * against it); pushes to receivers removed, replaced or gone meanwhile go.
+   */
+  due(now: number): AccountPush[] {
     const minute = Math.floor(now / 60_000);
     const sent = this.store.meta("push_minute") === String(minute) ? Number(this.store.meta("push_count") ?? 0) : 0;
     const budget = MINCA_WAKE_LIMITS.pushes_per_minute - sent;
-    if (budget <= 0) return;
+    if (budget <= 0) return [];
     const due = this.sql
       .exec<PushRow>(
         `SELECT p.id, p.receiver, p.endpoint, p.payload, p.topic, p.attempts, r.p256dh, r.auth
@@ -96,80 +115,34 @@ export class AccountPushes {
         budget,
       )
       .toArray();
-    // pushes to receivers removed, replaced or gone meanwhile
     this.sql.exec(
       `DELETE FROM pushes WHERE NOT EXISTS (
          SELECT 1 FROM receivers r WHERE r.key = pushes.receiver AND r.endpoint = pushes.endpoint AND r.gone = 0)`,
     );
-    if (due.length === 0) return;
+    if (due.length === 0) return [];
     this.store.setMeta("push_minute", String(minute));
     this.store.setMeta("push_count", String(sent + due.length));
-    let sender: WebPushSender;
-    try {
-      sender = await this.pushSender();
-    } catch (err) {
-      log.error("minca account: no VAPID keys, wakes wait", { err });
-      return;
-    }
-    // DESIGN section 7 again: a receiver the rule does not allow (written before it, or under a
-    // PUSH_ENDPOINT_ALLOW since removed) does not count: it is not pushed to until written again.
-    const policy = endpointPolicy(this.env);
-    const allowed = due.filter((p) => {
-      if (checkPushEndpoint(p.endpoint, policy).ok) return true;
-      this.sql.exec("UPDATE receivers SET gone = 1 WHERE key = ? AND endpoint = ?", p.receiver, p.endpoint);
-      this.sql.exec("DELETE FROM pushes WHERE receiver = ? AND endpoint = ?", p.receiver, p.endpoint);
-      return false;
-    });
-    // A push that crashed the relay as often as it may be tried is not tried again.
-    const live = allowed.filter((p) => p.attempts < MINCA_WAKE_LIMITS.push_max_attempts || void this.sql.exec("DELETE FROM pushes WHERE id = ?", p.id));
-    // The relay-wide rate per push-service origin: what is over it waits, costing no try.
-    const { go, wait } = await admitPushes(this.env, live, (p) => p.endpoint, MINCA_WAKE_LIMITS.push_retry_base_seconds * 1000);
-    for (const { item, at } of wait) this.sql.exec("UPDATE pushes SET next_at = ? WHERE id = ?", at, item.id);
-    // Each try is counted, and its retry time set, before it is made (a send that takes the relay
-    // down cannot be retried forever by the alarm after each restart).
-    for (const p of go) {
-      this.sql.exec("UPDATE pushes SET attempts = ?, next_at = ? WHERE id = ?", p.attempts + 1, Date.now() + retryDelaySeconds(p.attempts + 1, undefined, WAKE_RETRY) * 1000, p.id);
-    }
-    await Promise.all(
-      go.map(async (p) => {
-        let outcome: PushOutcome;
-        try {
-          outcome = await sender.send({ endpoint: p.endpoint, keys: { p256dh: p.p256dh, auth: p.auth } }, new Uint8Array(p.payload), {
-            ttl: MINCA_WAKE_LIMITS.push_ttl_seconds,
-            urgency: "normal",
-            topic: p.topic,
-          });
-        } catch (err) {
-          log.error("minca account: a wake could not be built", { err });
-          return void this.sql.exec("DELETE FROM pushes WHERE id = ?", p.id);
-        }
-        this.settle(p, outcome);
-      }),
-    );
+    return due.map((p) => ({ id: p.id, receiver: p.receiver, endpoint: p.endpoint, payload: p.payload, topic: p.topic, attempts: p.attempts, target: { endpoint: p.endpoint, keys: { p256dh: p.p256dh, auth: p.auth } } }));
   }
 
-  /** Acts on a push service's answer as the Web Push sender says (RFC 8030 §5, DESIGN 8.5). */
-  private settle(p: PushRow, outcome: PushOutcome): void {
-    if (outcome.kind === "retry") {
-      const attempts = p.attempts + 1;
-      if (attempts < MINCA_WAKE_LIMITS.push_max_attempts) {
-        const delay = retryDelaySeconds(attempts, outcome.retryAfterSeconds, WAKE_RETRY);
-        this.sql.exec("UPDATE pushes SET attempts = ?, next_at = ? WHERE id = ?", attempts, Date.now() + delay * 1000, p.id);
-        return;
-      }
-      log.warn(`minca account: a wake was dropped after ${attempts} tries (last ${outcome.status})`);
-    } else if (outcome.kind === "gone") {
-      // Deletes nothing of the account's records: the receiver is not pushed to until it is written again.
-      this.sql.exec("UPDATE receivers SET gone = 1 WHERE key = ? AND endpoint = ?", p.receiver, p.endpoint);
-      this.sql.exec("DELETE FROM pushes WHERE receiver = ? AND endpoint = ?", p.receiver, p.endpoint);
-    } else if (outcome.kind === "rejected") {
-      log.error("minca account: a push service refused a wake", { origin: endpointOrigin(p.endpoint), status: outcome.status, answer: outcome.detail });
-    }
+  message(p: AccountPush): PushMessage {
+    return { payload: new Uint8Array(p.payload), options: { ttl: MINCA_WAKE_LIMITS.push_ttl_seconds, urgency: "normal", topic: p.topic } };
+  }
+
+  reschedule(p: AccountPush, attempts: number, at: number): void {
+    this.sql.exec("UPDATE pushes SET attempts = ?, next_at = ? WHERE id = ?", attempts, at, p.id);
+  }
+
+  remove(p: AccountPush): void {
     this.sql.exec("DELETE FROM pushes WHERE id = ?", p.id);
   }
 
-  private async pushSender(): Promise<WebPushSender> {
-    this.sender ??= await relayPushSender(this.env, this.fetch);
-    return this.sender;
+  /**
+   * 404/410, or an endpoint the rule no longer allows: nothing of the account's records is
+   * deleted, but the receiver is not pushed to until its record is written again.
+   */
+  gone(p: AccountPush): void {
+    this.sql.exec("UPDATE receivers SET gone = 1 WHERE key = ? AND endpoint = ?", p.receiver, p.endpoint);
+    this.sql.exec("DELETE FROM pushes WHERE receiver = ? AND endpoint = ?", p.receiver, p.endpoint);
   }
 }

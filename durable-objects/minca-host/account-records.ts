@@ -1,4 +1,4 @@
-// What an account's carry-space records make its MincaAccount keep (DESIGN 8.4-8.5): passes
+// What an account's carry-space records make its MincaAccount keep (docs/hosting.md, "Connecting a host", "Wakes"): passes
 // (through the carried spaces' objects), links (through the mailbox topics they serve), wakes,
 // receivers and revoked keys, each set, replaced or dropped as shared/minca/carry reads them, and
 // set again after a revoke from the latest version no revoked key signed.
@@ -35,7 +35,7 @@ export class AccountRecords {
   }
 
   private account(): string {
-    return this.store.meta("account")!;
+    return this.store.account();
   }
 
   // ---- revocations ----------------------------------------------------------------------------
@@ -194,7 +194,7 @@ export class AccountRecords {
         return null;
       case "receiver": {
         const endpoint = rec.receiver.push.endpoint;
-        // DESIGN section 7's endpoint rule: a receiver the relay may not push to does not count, and
+        // The mailbox's push-endpoint rule: a receiver the relay may not push to does not count, and
         // its version is refused (a recount sets again one that was accepted).
         const rule = opts.current ? ({ ok: true } as const) : checkPushEndpoint(endpoint, endpointPolicy(this.peers.env, opts.requestHost));
         if (!rule.ok) return { reason: "invalid_receiver", detail: rule.reason };

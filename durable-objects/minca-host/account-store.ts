@@ -1,5 +1,5 @@
 // What one MincaAccount object keeps, as the modules that work on it reach it: its SQLite tables
-// (made on the first write that keeps something, DESIGN section 3), the `meta` key/value table,
+// (made on the first write that keeps something), the `meta` key/value table,
 // and row counts. The account object, its carry-record keeper (account-records.ts) and its push
 // sender (account-pushes.ts) share one of these.
 import type { LazySchema } from "../base/schema";
@@ -10,6 +10,8 @@ export class AccountStore {
   constructor(
     readonly ctx: DurableObjectState,
     readonly schema: LazySchema,
+    /** The account's did (the object's name). */
+    readonly account: () => string,
   ) {
     this.sql = ctx.storage.sql;
   }

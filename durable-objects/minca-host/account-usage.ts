@@ -5,6 +5,7 @@
 // exactly one carrying account).
 import { MINCA_HOST_LIMITS } from "../../shared/limits";
 import { StorageLease } from "../relay/storage-lease";
+import { log } from "../../shared/log";
 import type { AccountStore } from "./account-store";
 
 export class AccountUsage {
@@ -25,54 +26,44 @@ export class AccountUsage {
   /**
    * Charges `versions` and `bytes` written to `space` to this account when its carried spaces'
    * total bound leaves room for them, and the account's lease of the host-wide total
-   * (storage.host_bytes, docs/hosting.md "Quotas") covers them: each check and the write in one
-   * step, with no await between, so concurrent requests never take the account or the host past
-   * its bound. Over the lease, the lease is extended once and the checks run again.
-   * `account_full` or `host_full` when refused.
+   * (storage.host_bytes, docs/hosting.md "Quotas") covers them: the checks and the write in one
+   * step of the lease (lease.store), so concurrent requests never take the account or the host
+   * past its bound. `account_full` or `host_full` when refused.
    */
   async reserve(space: string, versions: number, bytes: number): Promise<"ok" | "account_full" | "host_full"> {
     if (!this.store.schema.exists) return bytes <= MINCA_HOST_LIMITS.max_account_bytes ? "ok" : "account_full"; // not carrying: nothing to count
-    for (let attempt = 0; ; attempt++) {
+    const r = await this.lease.store(bytes, () => {
       const used = this.used();
-      if (used + bytes > MINCA_HOST_LIMITS.max_account_bytes) return "account_full";
-      if (this.store.meta("carry_space") === null) return "ok"; // not carrying (closed meanwhile): nothing to count
-      if (this.lease.covers(used + bytes)) {
-        this.sql.exec(
-          `INSERT INTO usage (space, versions, bytes) VALUES (?, ?, ?)
-           ON CONFLICT (space) DO UPDATE SET versions = versions + excluded.versions, bytes = bytes + excluded.bytes`,
-          space,
-          versions,
-          bytes,
-        );
-        this.lease.ahead(used + bytes);
-        return "ok";
-      }
-      if (attempt > 0 || !(await this.lease.extend(used + bytes))) return "host_full";
-    }
+      if (used + bytes > MINCA_HOST_LIMITS.max_account_bytes) return { value: "account_full" as const };
+      if (this.store.meta("carry_space") === null) return { value: "ok" as const }; // not carrying (closed meanwhile): nothing to count
+      this.charge(space, versions, bytes);
+      return { value: "ok" as const, held: used + bytes };
+    });
+    return r.stored ? r.value : "host_full";
   }
 
   /** Gives back what reserve() charged for versions that were not kept. */
   refund(space: string, versions: number, bytes: number): void {
     if (!this.store.schema.exists) return;
-    this.sql.exec("UPDATE usage SET versions = MAX(0, versions - ?), bytes = MAX(0, bytes - ?) WHERE space = ?", versions, bytes, space);
-    this.lease.changed();
+    this.lease.free(() => this.sql.exec("UPDATE usage SET versions = MAX(0, versions - ?), bytes = MAX(0, bytes - ?) WHERE space = ?", versions, bytes, space));
   }
 
   /**
    * Another account stopped carrying `space`, which this account still carries: the bytes it was
    * charged for the space are charged here now (every stored byte to exactly one carrying
-   * account). Taken over whatever the quota: the bytes are already stored.
+   * account). Taken over whatever the quota, and whatever the lease: the bytes are already
+   * stored, so they are charged even when the host's total has no room left (logged).
    */
   async adopt(space: string, versions: number, bytes: number): Promise<boolean> {
     if (!this.store.schema.exists || this.store.meta("carry_space") === null) return false;
-    this.sql.exec(
-      `INSERT INTO usage (space, versions, bytes) VALUES (?, ?, ?)
-       ON CONFLICT (space) DO UPDATE SET versions = versions + excluded.versions, bytes = bytes + excluded.bytes`,
-      space,
-      versions,
-      bytes,
-    );
-    await this.lease.extend(this.used());
+    const r = await this.lease.store(bytes, () => {
+      this.charge(space, versions, bytes);
+      return { value: true, held: this.used() };
+    });
+    if (!r.stored) {
+      log.warn("minca account: took over bytes past its lease of the host's total (already stored)", { bytes });
+      this.charge(space, versions, bytes);
+    }
     return true;
   }
 
@@ -84,12 +75,23 @@ export class AccountUsage {
   lostSlot(space: string): { versions: number; bytes: number } {
     if (!this.store.schema.exists) return { versions: 0, bytes: 0 };
     const usage = this.sql.exec<{ versions: number; bytes: number }>("SELECT versions, bytes FROM usage WHERE space = ?", space).toArray()[0] ?? { versions: 0, bytes: 0 };
-    this.store.ctx.storage.transactionSync(() => {
-      this.sql.exec("DELETE FROM passes WHERE space = ?", space);
-      this.sql.exec("DELETE FROM usage WHERE space = ?", space);
-    });
-    this.lease.changed();
+    this.lease.free(() =>
+      this.store.ctx.storage.transactionSync(() => {
+        this.sql.exec("DELETE FROM passes WHERE space = ?", space);
+        this.sql.exec("DELETE FROM usage WHERE space = ?", space);
+      }),
+    );
     return usage;
+  }
+
+  private charge(space: string, versions: number, bytes: number): void {
+    this.sql.exec(
+      `INSERT INTO usage (space, versions, bytes) VALUES (?, ?, ?)
+       ON CONFLICT (space) DO UPDATE SET versions = versions + excluded.versions, bytes = bytes + excluded.bytes`,
+      space,
+      versions,
+      bytes,
+    );
   }
 
   used(): number {

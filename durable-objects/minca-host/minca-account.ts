@@ -1,12 +1,10 @@
-// One account a Minca host carries for (DESIGN 8.3-8.5, seed 002 §4.2-4.3): its carry space and
+// One account a Minca host carries for (the Minca protocol §4.2-4.4; docs/hosting.md): its carry space and
 // the key that opens it, the spaces its passes name, its links, and the bytes it uses. The carry
 // space's records drive it: the carry space's object hands over each accepted version, this
 // object reads it with shared/minca/carry and keeps what it says (account-records.ts). Wakes
 // become pushes in account-pushes.ts. carry:closed empties every table but the tombstone. An
 // alarm expires an unproven binding, sweeps expired links and sends the pushes due.
-import { DurableObject } from "cloudflare:workers";
-import { OwnName } from "../own-name";
-import { LazySchema } from "../base/schema";
+import { StoredObject } from "../base/stored-object";
 import { AccountStore } from "./account-store";
 import { AccountRecords, type CarryVerdict } from "./account-records";
 import { AccountPushes } from "./account-pushes";
@@ -36,12 +34,8 @@ interface LinkRow extends Record<string, SqlStorageValue> {
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
-export class MincaAccount extends DurableObject<Env> {
-  private readonly sql: SqlStorage;
-  /** Made when the account is first carried: a GET of an unknown account stores nothing. */
-  private readonly schema: LazySchema;
+export class MincaAccount extends StoredObject<Env> {
   private readonly store: AccountStore;
-  private readonly ownAccount: OwnName;
   private readonly records: AccountRecords;
   private readonly pushes: AccountPushes;
   /** The account's share of the host-wide total (storage.host_bytes): what its usage rows add up to, leased from the relay's ledger. */
@@ -51,11 +45,9 @@ export class MincaAccount extends DurableObject<Env> {
   pushFetch: FetchLike = (url, init) => fetch(url, init);
 
   constructor(ctx: DurableObjectState, env: Env) {
-    super(ctx, env);
-    this.sql = ctx.storage.sql;
-    this.schema = new LazySchema(ctx.storage, MIGRATIONS.MincaAccount);
-    this.store = new AccountStore(ctx, this.schema);
-    this.ownAccount = new OwnName(this.schema, "account");
+    // The schema is made when the account is first carried: a GET of an unknown account stores nothing.
+    super(ctx, env, { migrations: MIGRATIONS.MincaAccount, nameKey: "account" });
+    this.store = new AccountStore(ctx, this.schema, () => this.did());
     this.records = new AccountRecords(this.store, {
       env,
       space: (id) => this.space(id),
@@ -78,20 +70,21 @@ export class MincaAccount extends DurableObject<Env> {
    * Starts carrying for the account with the carry space of a checked CarryGrant. The same carry
    * space again changes nothing (an unproven binding's clock starts again); a closed one is
    * refused (410). Another carry space replaces the current one only while the binding is
-   * unproven (DESIGN 8.3: no version under the account's /account/write authority arrived in it),
+   * unproven (docs/hosting.md, "Binding an account": no version under the account's /account/write authority arrived in it),
    * so a grant anyone can post never takes over an account in use: else 409.
    */
   async startCarrying(start: CarryStart): Promise<HostResult<CarryStarted>> {
-    this.remember(start.account);
-    if (this.meta("closed_space") === start.carrySpace) return fail(410, "carry_closed", "the account closed this carry space (carry:closed)");
+    // The name, kept for a start by id alone (the ledger's audit), also after a carry:closed emptied meta.
+    if (this.meta.get("account") === null) this.meta.set("account", start.account);
+    if (this.meta.get("closed_space") === start.carrySpace) return fail(410, "carry_closed", "the account closed this carry space (carry:closed)");
     const current = this.liveCarry(Date.now());
     if (current === start.carrySpace) {
-      if (!this.proven()) this.setMeta("bound_at", String(Date.now()));
+      if (!this.proven()) this.meta.set("bound_at", String(Date.now()));
       await this.schedule();
       return { ok: true, value: { account: start.account, carry_space: current } };
     }
     if (current !== null && this.proven()) return fail(409, "carry_space_conflict", "this host already carries the account through another carry space");
-    const stale = this.meta("carry_space");
+    const stale = this.meta.get("carry_space");
     if (stale !== null) await this.space(stale).forget();
     await this.space(start.carrySpace).openCarry(start.account, start.constitution);
     this.schema.ensure();
@@ -100,10 +93,10 @@ export class MincaAccount extends DurableObject<Env> {
       // must not clear it, or the closed carry space could be connected again once that
       // binding expired.
       this.sql.exec("DELETE FROM meta WHERE key IN ('claimed', 'name')");
-      this.setMeta("carry_space", start.carrySpace);
-      this.setMeta("carry_key", base64urlEncode(start.key));
-      this.setMeta("bound_at", String(Date.now()));
-      if (start.name !== undefined) this.setMeta("name", start.name);
+      this.meta.set("carry_space", start.carrySpace);
+      this.meta.set("carry_key", base64urlEncode(start.key));
+      this.meta.set("bound_at", String(Date.now()));
+      if (start.name !== undefined) this.meta.set("name", start.name);
     });
     await this.schedule();
     return { ok: true, value: { account: start.account, carry_space: start.carrySpace } };
@@ -111,18 +104,18 @@ export class MincaAccount extends DurableObject<Env> {
 
   /**
    * What the host holds for the account (GET /minca/v1/host/accounts/<did>), only to a request
-   * proven with its carry space's read key (DESIGN 8.3): none 401; a wrong one, or any for an
+   * proven with its carry space's read key (docs/hosting.md): none 401; a wrong one, or any for an
    * account the host does not carry for, 403; the closed carry space's key: 410.
    */
   async status(proof: { authorization: string | null; time: string | null }): Promise<HostResult<AccountStatus>> {
     const now = Date.now();
     // The object is named by the account's did: what it holds is that account's.
     const carry = this.liveCarry(now);
-    const closedSpace = this.meta("closed_space");
-    const closedKey = this.meta("closed_read_key");
+    const closedSpace = this.meta.get("closed_space");
+    const closedKey = this.meta.get("closed_read_key");
     const target =
       carry !== null
-        ? { space: carry, readKey: readKeyDid(readSeedOf(base64urlDecode(this.meta("carry_key")!))) }
+        ? { space: carry, readKey: readKeyDid(readSeedOf(base64urlDecode(this.meta.get("carry_key")!))) }
         : closedSpace !== null && closedKey !== null
           ? { space: closedSpace, readKey: closedKey }
           : null;
@@ -134,8 +127,8 @@ export class MincaAccount extends DurableObject<Env> {
     return {
       ok: true,
       value: {
-        account: this.name(),
-        name: this.meta("name"),
+        account: this.did(),
+        name: this.meta.get("name"),
         carry_space: carry,
         spaces: this.count("passes"),
         links: this.count("links"),
@@ -149,23 +142,23 @@ export class MincaAccount extends DurableObject<Env> {
 
   /** The carry space of a binding that holds at `now` (proven, or unproven and not expired), or null. */
   private liveCarry(now: number): string | null {
-    const carry = this.meta("carry_space");
+    const carry = this.meta.get("carry_space");
     if (carry === null) return null;
-    return bindingHolds({ boundAt: Number(this.meta("bound_at") ?? 0), proven: this.proven() }, now) ? carry : null;
+    return bindingHolds({ boundAt: Number(this.meta.get("bound_at") ?? 0), proven: this.proven() }, now) ? carry : null;
   }
 
   private proven(): boolean {
-    return this.meta("claimed") !== null || this.meta("bound_at") === null; // bound before bindings expired: proven
+    return this.meta.get("claimed") !== null || this.meta.get("bound_at") === null; // bound before bindings expired: proven
   }
 
   /**
-   * Binding proven (DESIGN 8.3): a version under the account's /account/write authority arrived
+   * Binding proven (docs/hosting.md): a version under the account's /account/write authority arrived
    * in its carry space. The tombstone of an earlier carry:closed goes with the first proof.
    */
   private prove(): void {
-    if (this.meta("claimed") !== null) return;
+    if (this.meta.get("claimed") !== null) return;
     this.sql.exec("DELETE FROM meta WHERE key IN ('closed_at', 'closed_space', 'closed_read_key')");
-    this.setMeta("claimed", "1");
+    this.meta.set("claimed", "1");
   }
 
   /**
@@ -174,20 +167,19 @@ export class MincaAccount extends DurableObject<Env> {
    * account's last word).
    */
   private async expireBinding(): Promise<void> {
-    const carry = this.meta("carry_space");
+    const carry = this.meta.get("carry_space");
     if (carry === null || this.liveCarry(Date.now()) !== null) return;
     await this.space(carry).forget();
-    const closedAt = this.meta("closed_at");
+    const closedAt = this.meta.get("closed_at");
     if (closedAt === null && this.count("revoked") === 0) {
       await this.lease.releaseAll();
       await this.ctx.storage.deleteAll();
       this.schema.forget();
-      this.ownAccount.reset();
       this.lease.forget();
       return;
     }
     await this.lease.releaseAll();
-    this.keepOnlyTombstone({ at: closedAt, space: this.meta("closed_space"), readKey: this.meta("closed_read_key") });
+    this.keepOnlyTombstone({ at: closedAt, space: this.meta.get("closed_space"), readKey: this.meta.get("closed_read_key") });
   }
 
   // ---- the carry space's records (called by the carry space's MincaSpace) ---------------------
@@ -207,7 +199,7 @@ export class MincaAccount extends DurableObject<Env> {
       return { verdicts: versions.map(() => ({ reason: "unreadable_record", detail: "not this account's carry space" })), closed: false, revoked };
     }
     for (const v of versions) {
-      // A key revoked earlier in this batch writes nothing after it (DESIGN 8.4).
+      // A key revoked earlier in this batch writes nothing after it (docs/hosting.md, "Revokes").
       if (this.records.isRevoked(v.author)) {
         verdicts.push({ reason: "revoked", detail: "the account revoked the key that signed this version" });
         continue;
@@ -229,11 +221,11 @@ export class MincaAccount extends DurableObject<Env> {
       this.prove();
       verdicts.push(null);
     }
-    this.lease.changed(); // a deleted pass takes its space's usage with it
+    this.lease.free(() => undefined); // a deleted pass took its space's usage with it: what the lease no longer needs goes back
     return { verdicts, closed: false, revoked };
   }
 
-  /** The keys among `authors` the account revoked (DESIGN 8.4). */
+  /** The keys among `authors` the account revoked (docs/hosting.md, "Revokes"). */
   revokedAmong(authors: string[]): string[] {
     return authors.filter((a) => this.records.isRevoked(a));
   }
@@ -243,16 +235,16 @@ export class MincaAccount extends DurableObject<Env> {
    * cutoff stops counting (account-records.ts). What was stored stays in the log.
    */
   async recount(revoked: string[]): Promise<void> {
-    const carry = this.meta("carry_space");
+    const carry = this.meta.get("carry_space");
     const bodyKey = carry === null ? null : this.carryBodyKey(carry);
     if (carry === null || bodyKey === null) return;
     await this.records.recount(carry, bodyKey, revoked);
-    this.lease.changed();
+    this.lease.free(() => undefined); // records that stopped counting took usage with them
   }
 
   private carryBodyKey(space: string): Uint8Array | null {
-    const keyB64 = this.meta("carry_key");
-    if (space !== this.meta("carry_space") || keyB64 === null) return null;
+    const keyB64 = this.meta.get("carry_key");
+    if (space !== this.meta.get("carry_space") || keyB64 === null) return null;
     return bodyKeyOf(base64urlDecode(keyB64));
   }
 
@@ -303,7 +295,7 @@ export class MincaAccount extends DurableObject<Env> {
     return out.reverse();
   }
 
-  // ---- wakes (DESIGN 8.5) ---------------------------------------------------------------------
+  // ---- wakes (the Minca protocol §4.4) -------------------------------------------------------------------------
 
   /**
    * New versions were stored (and answered) in a space the account carries: each that wakes one
@@ -311,29 +303,30 @@ export class MincaAccount extends DurableObject<Env> {
    * nothing queues nothing, so it costs no outbound request.
    */
   async arrived(_space: string, arrivals: Array<{ arrival: Arrival; raw: string }>): Promise<void> {
-    const account = this.meta("account");
-    if (account === null || this.meta("carry_space") === null) return;
+    const account = this.meta.get("account");
+    if (account === null || this.meta.get("carry_space") === null) return;
     if (this.pushes.queue(account, arrivals) > 0) await this.schedule();
   }
 
   // ---- alarm: expired links, pushes due -------------------------------------------------------
 
-  async alarm(): Promise<void> {
-    if (!this.schema.exists) return;
+  protected async onAlarm(): Promise<number | null> {
+    if (!this.schema.exists) return null;
     await this.expireBinding();
-    if (!this.schema.exists) return;
+    if (!this.schema.exists) return null;
     await this.records.expireLinks();
     await this.pushes.sendDue();
-    await this.schedule();
+    await this.schedule(); // sets the alarm to exactly the next time needed (or none)
+    return null;
   }
 
   // ---- internals ------------------------------------------------------------------------------
 
   /** carry:closed: stop carrying for the account and forget everything held for it. */
   private async close(): Promise<void> {
-    const account = this.meta("account")!;
-    const carry = this.meta("carry_space");
-    const key = this.meta("carry_key");
+    const account = this.meta.get("account")!;
+    const carry = this.meta.get("carry_space");
+    const key = this.meta.get("carry_key");
     const readKey = key === null ? null : readKeyDid(readSeedOf(base64urlDecode(key)));
     const carried = this.sql.exec<{ space: string; versions: number | null; bytes: number | null }>(
       "SELECT passes.space AS space, usage.versions AS versions, usage.bytes AS bytes FROM passes LEFT JOIN usage ON usage.space = passes.space",
@@ -356,11 +349,10 @@ export class MincaAccount extends DurableObject<Env> {
   private keepOnlyTombstone(t: { at: string | null; space: string | null; readKey: string | null }): void {
     this.ctx.storage.transactionSync(() => {
       for (const table of ["passes", "links", "usage", "wakes", "receivers", "pushes", "latest", "meta"]) this.sql.exec(`DELETE FROM ${table}`);
-      this.ownAccount.reset();
       this.sql.exec("DELETE FROM sqlite_sequence");
-      if (t.at !== null) this.setMeta("closed_at", t.at);
-      if (t.space !== null) this.setMeta("closed_space", t.space);
-      if (t.readKey !== null) this.setMeta("closed_read_key", t.readKey);
+      if (t.at !== null) this.meta.set("closed_at", t.at);
+      if (t.space !== null) this.meta.set("closed_space", t.space);
+      if (t.readKey !== null) this.meta.set("closed_read_key", t.readKey);
     });
   }
 
@@ -368,8 +360,8 @@ export class MincaAccount extends DurableObject<Env> {
   private async schedule(): Promise<void> {
     const until = this.sql.exec<{ t: number | null }>("SELECT MIN(until) AS t FROM links").one().t;
     const push = this.pushes.nextDue();
-    const boundAt = this.meta("bound_at");
-    const binding = boundAt === null || this.meta("carry_space") === null ? null : bindingExpiry({ boundAt: Number(boundAt), proven: this.proven() });
+    const boundAt = this.meta.get("bound_at");
+    const binding = boundAt === null || this.meta.get("carry_space") === null ? null : bindingExpiry({ boundAt: Number(boundAt), proven: this.proven() });
     const times = [until === null ? null : until * 1000, push, binding].filter((t): t is number => t !== null);
     if (times.length === 0) return void (await this.ctx.storage.deleteAlarm());
     await this.ctx.storage.setAlarm(Math.min(...times));
@@ -379,14 +371,10 @@ export class MincaAccount extends DurableObject<Env> {
     return this.store.count(table);
   }
 
-  private remember(account: string): void {
-    this.ownAccount.claim(account);
-  }
-
   /** The account's did: the name the object was addressed by (the runtime gives it), else the one it kept. */
-  private name(): string {
-    const did = this.ctx.id.name ?? this.ownAccount.get();
-    if (did === undefined || did === null) throw new Error("an account object addressed by no name");
+  private did(): string {
+    const did = this.name;
+    if (did === null) throw new Error("an account object addressed by no name");
     return did;
   }
 
@@ -396,13 +384,5 @@ export class MincaAccount extends DurableObject<Env> {
 
   private mailbox(topic: string) {
     return mailboxOf(this.env, topic);
-  }
-
-  private meta(key: string): string | null {
-    return this.store.meta(key);
-  }
-
-  private setMeta(key: string, value: string): void {
-    this.store.setMeta(key, value);
   }
 }

@@ -1,13 +1,12 @@
-// One space a Minca host carries (DESIGN 8.4, seed 002 §4.1-4.2): its constitution, the accounts
+// One space a Minca host carries (the Minca protocol §4.1-4.2; docs/hosting.md): its constitution, the accounts
 // that carry it (with the read key each one's pass proved), and its log of versions. HTTP-only:
 // the Worker routes POST/GET .../versions here over RPC. Every decision about bytes (the gates,
 // what a carry-space record means, read proofs) is made in shared/minca; this object stores
 // what they accept. A version is in SQLite before the answer leaves.
-import { DurableObject } from "cloudflare:workers";
-import { LazySchema } from "../base/schema";
+import { StoredObject } from "../base/stored-object";
+import { Waiters } from "../base/waiters";
 import { MIGRATIONS } from "../../migrations/index";
 import { MINCA_HOST_LIMITS } from "../../shared/limits";
-import { ClientBuckets } from "../../shared/rate-limit";
 import { checkReadProof } from "../../shared/minca/read-proof";
 import type { Constitution } from "../../shared/minca/space";
 import { checkVersion, outsideOf, rootOf, type VersionCheck, type VersionRefusal } from "../../shared/minca/version";
@@ -42,22 +41,22 @@ interface CarryOutcome {
   revoked: string[];
 }
 
-export class MincaSpace extends DurableObject<Env> {
-  private readonly sql: SqlStorage;
-  /** Made when an account first carries the space: a GET or POST of an unknown space stores nothing. */
-  private readonly schema: LazySchema;
+export class MincaSpace extends StoredObject<Env, "read" | "write"> {
   private readonly log: SpaceLog;
-  private readonly waiters = new Set<() => void>();
-  /** Per-client rates (in memory: an evicted object only forgives an idle client). */
-  private readonly buckets = new ClientBuckets({
-    write: { burst: MINCA_HOST_LIMITS.write_versions_burst, perSecond: MINCA_HOST_LIMITS.write_versions_per_second },
-    read: { burst: MINCA_HOST_LIMITS.read_burst, perSecond: MINCA_HOST_LIMITS.read_per_second },
-  });
+  /** Long-polls of the log, woken when versions are added. */
+  private readonly waiters = new Waiters();
 
   constructor(ctx: DurableObjectState, env: Env) {
-    super(ctx, env);
-    this.sql = ctx.storage.sql;
-    this.schema = new LazySchema(ctx.storage, MIGRATIONS.MincaSpace);
+    // Per-client rates (in memory: an evicted object only forgives an idle client). Its schema is
+    // made when an account first carries the space: a GET or POST of an unknown space stores nothing.
+    super(ctx, env, {
+      migrations: MIGRATIONS.MincaSpace,
+      nameKey: "space",
+      clientRates: {
+        write: { burst: MINCA_HOST_LIMITS.write_versions_burst, perSecond: MINCA_HOST_LIMITS.write_versions_per_second },
+        read: { burst: MINCA_HOST_LIMITS.read_burst, perSecond: MINCA_HOST_LIMITS.read_per_second },
+      },
+    });
     this.log = new SpaceLog(this.sql);
   }
 
@@ -67,9 +66,9 @@ export class MincaSpace extends DurableObject<Env> {
   openCarry(account: string, constitution: Constitution): void {
     this.schema.ensure();
     this.ctx.storage.transactionSync(() => {
-      this.setMeta("space", this.id);
-      this.setMeta("constitution", JSON.stringify(constitution));
-      this.setMeta("carry_of", account);
+      this.meta.set("space", this.id);
+      this.meta.set("constitution", JSON.stringify(constitution));
+      this.meta.set("carry_of", account);
     });
   }
 
@@ -95,8 +94,8 @@ export class MincaSpace extends DurableObject<Env> {
       if (!slot.ok) return { ok: false, evicted: null };
       if (slot.evict !== null) this.sql.exec("DELETE FROM carriers WHERE account = ?", slot.evict);
       const evicted = slot.evict;
-      this.setMeta("space", this.id);
-      if (this.meta("constitution") === null) this.setMeta("constitution", JSON.stringify(constitution));
+      this.meta.set("space", this.id);
+      if (this.meta.get("constitution") === null) this.meta.set("constitution", JSON.stringify(constitution));
       this.sql.exec(
         `INSERT INTO carriers (account, at, read_key, own, added) VALUES (?, ?, ?, ?, (SELECT COALESCE(MAX(added), 0) + 1 FROM carriers))
          ON CONFLICT (account) DO UPDATE SET at = excluded.at, read_key = excluded.read_key, own = excluded.own`,
@@ -121,7 +120,7 @@ export class MincaSpace extends DurableObject<Env> {
    * null when there is none.
    */
   history(of: string, cutoff: number, revoked: Array<{ did: string; cutoff: number | null }>): Array<{ collection: string; key: string; version: string | null }> {
-    if (this.meta("carry_of") === null) return [];
+    if (this.meta.get("carry_of") === null) return [];
     return this.log.history(of, cutoff, revoked);
   }
 
@@ -134,7 +133,7 @@ export class MincaSpace extends DurableObject<Env> {
   async uncarry(account: string, usage: { versions: number; bytes: number }, opts: { keepLast: boolean }): Promise<"kept" | "gone"> {
     if (!this.schema.exists) return "gone";
     const others = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM carriers WHERE account != ?", account).one().n;
-    if (others === 0 && this.meta("carry_of") === null) {
+    if (others === 0 && this.meta.get("carry_of") === null) {
       if (opts.keepLast) return "kept";
       this.forget();
       return "gone";
@@ -160,7 +159,7 @@ export class MincaSpace extends DurableObject<Env> {
       for (const t of ["log", "carriers", "meta"]) this.sql.exec(`DELETE FROM ${t}`);
       this.sql.exec("DELETE FROM sqlite_sequence WHERE name = 'log'");
     });
-    for (const w of this.waiters) w();
+    this.waiters.wakeAll();
   }
 
   /** Versions and bytes held (for an account's status). */
@@ -211,7 +210,7 @@ export class MincaSpace extends DurableObject<Env> {
   /** What the space is to the append pipeline: its id, constitution, and who carries it; null when not carried. */
   private carried(): Carried | null {
     const constitution = this.constitution();
-    const carryOf = this.meta("carry_of");
+    const carryOf = this.meta.get("carry_of");
     const carriers = this.carriers();
     if (!constitution || (carryOf === null && carriers.length === 0)) return null;
     return {
@@ -318,8 +317,7 @@ export class MincaSpace extends DurableObject<Env> {
     if (outcome.revoked.length > 0) await accountOf(this.env, here.carryOf!).recount(outcome.revoked);
     const added = plans.storedOf(plan);
     if (added.length === 0) return;
-    for (const w of this.waiters) w();
-    this.waiters.clear();
+    this.waiters.wakeAll();
     // Pushing never delays accepting: the accounts hear of the new versions after the answer.
     const arrivals = added.map((e) => ({ arrival: { ...outsideOf(e.version), root: rootOf(e.version) }, raw: e.raw }));
     if (here.carryOf === null) this.ctx.waitUntil(this.arrived(here.id, here.carrying, arrivals));
@@ -349,7 +347,7 @@ export class MincaSpace extends DurableObject<Env> {
     return fail(507, "quota_exceeded", `a carried space holds at most ${MINCA_HOST_LIMITS.max_space_versions} versions and ${MINCA_HOST_LIMITS.max_space_bytes} bytes`);
   }
 
-  /** After the answer: each carrying account hears of the new versions (wakes, DESIGN 8.5). */
+  /** After the answer: each carrying account hears of the new versions (wakes, the Minca protocol §4.4). */
   private async arrived(space: string, accounts: string[], arrivals: Array<{ arrival: Arrival; raw: string }>): Promise<void> {
     await scheduler.wait(0);
     for (const account of accounts) {
@@ -383,15 +381,7 @@ export class MincaSpace extends DurableObject<Env> {
       const page = this.log.page(q.after, q.limit);
       const left = deadline - Date.now();
       if (page.items.length > 0 || left <= 0) return { ok: true, value: page };
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          clearTimeout(timer);
-          this.waiters.delete(done);
-          resolve();
-        };
-        const timer = setTimeout(done, left);
-        this.waiters.add(done);
-      });
+      await this.waiters.wait(left);
     }
   }
 
@@ -399,7 +389,7 @@ export class MincaSpace extends DurableObject<Env> {
 
   /** The client's rate on this space (per client address): a 429 with Retry-After when over. */
   private limited(kind: "read" | "write", client: string, n = 1): HostResult<never> | null {
-    const wait = this.buckets.take(kind, client, n);
+    const wait = this.admit(kind, client, n);
     if (wait === null) return null;
     const what = kind === "write" ? `${MINCA_HOST_LIMITS.write_versions_per_second} versions` : `${MINCA_HOST_LIMITS.read_per_second} reads`;
     return { ok: false, status: 429, code: "rate_limited", message: `too many ${kind}s on this space (about ${what} a second); retry later`, retryAfterSeconds: wait };
@@ -411,7 +401,7 @@ export class MincaSpace extends DurableObject<Env> {
    * displaces another's, and no field a writer chooses (such as `at`) decides between accounts.
    */
   private readKeys(constitution: Constitution): string[] {
-    if (this.meta("carry_of") !== null) return [constitution.readKey!];
+    if (this.meta.get("carry_of") !== null) return [constitution.readKey!];
     const keys = this.sql.exec<{ k: string }>("SELECT DISTINCT COALESCE(read_key, ?) AS k FROM carriers", constitution.readKey ?? "").toArray();
     return keys.map((r) => r.k).filter((k) => k !== "");
   }
@@ -426,22 +416,13 @@ export class MincaSpace extends DurableObject<Env> {
    * stored when first carried.
    */
   private get id(): string {
-    const id = this.ctx.id.name ?? this.meta("space");
-    if (id === undefined || id === null) throw new Error("a space object addressed by no name");
+    const id = this.name;
+    if (id === null) throw new Error("a space object addressed by no name");
     return id;
   }
 
   private constitution(): Constitution | null {
-    const c = this.meta("constitution");
+    const c = this.meta.get("constitution");
     return c === null ? null : (JSON.parse(c) as Constitution);
-  }
-
-  private meta(key: string): string | null {
-    if (!this.schema.exists) return null;
-    return this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = ?", key).toArray()[0]?.value ?? null;
-  }
-
-  private setMeta(key: string, value: string): void {
-    this.sql.exec("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", key, value);
   }
 }
