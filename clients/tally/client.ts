@@ -3,7 +3,7 @@
 // dedup and receipts, and keep the ledger that sync (sync.ts) recovers and converges. The socket's
 // life is in connection.ts, retries in outbox.ts, direct channels in direct.ts; protocol decisions
 // come from shared/tally. This file is the state machine that joins them.
-import { openEnvelope, sealEnvelope, type PeerEnvelope } from "../../shared/tally/envelope";
+import { sealEnvelope, type PeerEnvelope } from "../../shared/tally/envelope";
 import { getPublicKeyHex, npubDecode, npubEncode } from "../../shared/tally/keys";
 import { signInner } from "../../shared/tally/proof";
 import type { ServerMessage } from "../../shared/tally/messages";
@@ -11,21 +11,16 @@ import { innerToLedgerEntry, type LedgerEntry } from "../../shared/tally/entry";
 import { bytesToHex, randomBytes } from "../../shared/encoding";
 import type { OutboxItem, TallyStore } from "./store";
 import { defaultStore } from "./default-store";
-import { SyncEngine, type SyncHost, type SyncOptions } from "./sync";
+import { SyncEngine, type SyncOptions } from "./sync";
 import { RelayConnection } from "./connection";
 import { OutboxRetry } from "./outbox";
-import { DirectChannels, type DirectChannel, type DirectHost } from "./direct";
+import { DirectChannels, type DirectChannel } from "./direct";
 import { Emitter, type Delivery, type InnerMessage, type TallyClientEvents } from "./events";
+import { IGNORED, InboundPipeline, RECEIPT_TYPE, SELF_SYNC_TYPES } from "./inbound";
 
 export type { Delivery, InnerMessage, TallyClientEvents } from "./events";
 export type { DirectChannel } from "./direct";
-
-/** Receipt type (seed 8.1). */
-export const RECEIPT_TYPE = "received";
-/** Types that travel between one user's devices (self-envelopes, 13.8) and never get receipts. */
-export const SELF_SYNC_TYPES = new Set(["sync_hello", "sync_data"]);
-/** The receipt result that keeps a message out of the ledger (8.1, 12.8). */
-export const IGNORED = "ignored";
+export { IGNORED, RECEIPT_TYPE, SELF_SYNC_TYPES };
 
 export interface TallyClientOptions {
   /** The relay: ws(s)://, http(s):// or a bare host (clients/relay-url.ts); /tally/v1/<npub> is added. */
@@ -55,7 +50,7 @@ export interface SendOptions {
   paths?: "auto" | "relay" | "direct" | "both";
 }
 
-export class TallyClient implements SyncHost, DirectHost {
+export class TallyClient {
   readonly npub: string;
   readonly pubkeyHex: string;
   readonly store: TallyStore;
@@ -68,7 +63,7 @@ export class TallyClient implements SyncHost, DirectHost {
   private readonly conn: RelayConnection;
   private readonly outbox: OutboxRetry;
   private readonly channels = new DirectChannels();
-  private inbound: Promise<void> = Promise.resolve();
+  private readonly inbound: InboundPipeline;
   private registeredWaiters: Array<{ resolve: () => void; reject: (e: Error) => void }> = [];
   private drainedFlag = false;
 
@@ -78,7 +73,31 @@ export class TallyClient implements SyncHost, DirectHost {
     this.pubkeyHex = getPublicKeyHex(options.secretKey);
     this.npub = npubEncode(this.pubkeyHex);
     this.store = defaultStore(this.npub, options.store);
-    this.sync = new SyncEngine(this, options.sync);
+    // The engines reach the client through small host objects, not through public members.
+    this.sync = new SyncEngine(
+      {
+        npub: this.npub,
+        store: this.store,
+        connectPeer: (u) => this.connectPeer(u),
+        syncNeedsRelay: (to) => this.syncNeedsRelay(to),
+        sendSyncMessage: (to, type, payload) => this.sendSyncMessage(to, type, payload),
+        applyFromSync: (inner, entry) => this.inbound.applyFromSync(inner, entry),
+        appendLedger: (e) => this.appendLedger(e),
+        dropPeer: (u) => this.channels.closeAll(u),
+        emitSyncEvent: (event, ...args) =>
+          (this.events.emit as (e: string, ...a: unknown[]) => Promise<unknown[]>)(event, ...args).then(() => undefined),
+      },
+      options.sync,
+    );
+    this.inbound = new InboundPipeline({
+      npub: this.npub,
+      secretKey: this.secretKey,
+      store: this.store,
+      events: this.events,
+      sync: this.sync,
+      appendLedger: (e) => this.appendLedger(e),
+      sendReceipt: (to, id, result) => this.sendReceipt(to, id, result),
+    });
     this.conn = new RelayConnection(
       {
         relayUrl: options.relayUrl,
@@ -104,10 +123,6 @@ export class TallyClient implements SyncHost, DirectHost {
 
   on<K extends keyof TallyClientEvents>(event: K, fn: TallyClientEvents[K]): () => void {
     return this.events.on(event, fn);
-  }
-
-  async emitSyncEvent(event: "synced" | "peer_kept" | "peer_dropped", ...args: unknown[]): Promise<void> {
-    await (this.events.emit as (e: string, ...a: unknown[]) => Promise<unknown[]>)(event, ...args);
   }
 
   // ---- the relay connection ---------------------------------------------------------------
@@ -198,97 +213,28 @@ export class TallyClient implements SyncHost, DirectHost {
     }
   }
 
-  private enqueueInbound(task: () => Promise<void>): void {
-    this.inbound = this.inbound.then(task).catch((err) => {
-      console.error("tally client: inbound handler failed", err);
-    });
+  private enqueueInbound(task: () => Promise<void>): Promise<void> {
+    return this.inbound.enqueue(task);
   }
 
   /** Resolves once every frame received so far has been processed. */
   idle(): Promise<void> {
-    return this.inbound;
+    return this.inbound.idle();
   }
 
-  // ---- receiving --------------------------------------------------------------------------
+  // ---- receiving (inbound.ts) --------------------------------------------------------------
 
   /**
    * Receives one envelope from any path (the relay, or a direct channel that hands its frames
    * here): the checks of 5.3, dedup (7), receipts (8.1), and the relay ack.
    */
-  async receiveEnvelope(envelope: unknown, via: Delivery): Promise<void> {
+  receiveEnvelope(envelope: unknown, via: Delivery): Promise<void> {
+    return this.inbound.receiveEnvelope(envelope, via, via === "relay" ? () => this.ack(envelope) : undefined);
+  }
+
+  private ack(envelope: unknown): void {
+    if (!this.acks) return;
     const env = envelope as Partial<PeerEnvelope>;
-    const opened = openEnvelope(envelope, this.secretKey);
-    if (!opened.ok) {
-      await this.events.emit("dropped", opened.reason, envelope);
-      this.ack(env, via);
-      return;
-    }
-    const inner = opened.inner as InnerMessage;
-    const from = inner.from_user_id;
-    if (from === this.npub) {
-      // Another device of ours (13.8): only sync messages on this path; no receipts (13.7);
-      // sync messages stay out of the processed set (12.3), duplicates dropped by id.
-      this.ack(env, via);
-      if (SELF_SYNC_TYPES.has(inner.type) && this.sync.firstSight(inner)) {
-        await this.events.emit("self", inner, via);
-        await this.events.emit("sync_message", inner, via);
-        await this.sync.onSyncMessage(inner);
-      }
-      return;
-    }
-    if (SELF_SYNC_TYPES.has(inner.type)) {
-      // Friend sync (12): no processed set, never a receipt.
-      this.ack(env, via);
-      if (this.sync.firstSight(inner)) {
-        await this.events.emit("sync_message", inner, via);
-        await this.sync.onSyncMessage(inner);
-      }
-      return;
-    }
-    if (inner.type === RECEIPT_TYPE) {
-      // A receipt never generates a receipt (8.1).
-      await this.onReceipt(from, inner.payload);
-      this.ack(env, via);
-      return;
-    }
-    const seen = await this.store.getProcessed(from, inner.id);
-    if (seen) {
-      // Already processed: drop, but still receipt, repeating the original result (7.2, 8.1).
-      this.ack(env, via);
-      await this.events.emit("duplicate", inner, via);
-      await this.sendReceipt(from, inner.id, seen.result ?? "processed");
-      return;
-    }
-    const result = await this.apply(inner, via);
-    if (result !== IGNORED) await this.appendLedger(innerToLedgerEntry(inner, new Date()));
-    this.ack(env, via);
-    await this.sendReceipt(from, inner.id, result);
-  }
-
-  /**
-   * Applies a new message once: its id is persisted before the app's handler runs (a crash in
-   * between loses the message rather than applying it twice), then the handler's result with it.
-   */
-  private async apply(inner: InnerMessage, via: Delivery): Promise<string> {
-    await this.store.addProcessed(inner.from_user_id, inner.id, Date.now());
-    const results = await this.events.emit("message", inner, via);
-    const result = (results.find((r) => typeof r === "string") as string | undefined) ?? "processed";
-    await this.store.addProcessed(inner.from_user_id, inner.id, Date.now(), result);
-    return result;
-  }
-
-  private async onReceipt(from: string, payload: unknown): Promise<void> {
-    const p = (payload ?? {}) as { message_id?: unknown; result?: unknown };
-    if (typeof p.message_id !== "string") return;
-    const item = await this.store.getOutbox(p.message_id);
-    if (item && item.to_user_id === from) {
-      await this.store.deleteOutbox(p.message_id);
-      await this.events.emit("receipt", p.message_id, p.result, from);
-    }
-  }
-
-  private ack(env: Partial<PeerEnvelope>, via: Delivery): void {
-    if (via !== "relay" || !this.acks) return;
     if (typeof env.id === "string" && typeof env.from_user_id === "string") {
       this.conn.send({ type: "ack", id: env.id, from_user_id: env.from_user_id });
     }
@@ -353,22 +299,14 @@ export class TallyClient implements SyncHost, DirectHost {
     return envelope.id;
   }
 
-  // ---- ledger and sync (12, 13): the SyncHost side --------------------------------------
+  // ---- ledger and sync (12, 13): what the sync engine asks of the client ------------------
 
   /** Appends to the ledger; a new entry is announced and broadcast to own devices (13.5). */
-  async appendLedger(entry: LedgerEntry): Promise<boolean> {
+  private async appendLedger(entry: LedgerEntry): Promise<boolean> {
     if (!(await this.store.appendLedger(entry))) return false;
     this.sync.onLedgerAppend(entry);
     await this.events.emit("ledger", entry);
     return true;
-  }
-
-  /** An inbound-like entry from sync (12.7): applied once through the handler, no receipt. */
-  async applyFromSync(inner: InnerMessage, entry: LedgerEntry): Promise<boolean> {
-    const seen = await this.store.getProcessed(inner.from_user_id, inner.id);
-    const result = seen ? seen.result : await this.apply(inner, "sync");
-    if (result === IGNORED) return false;
-    return this.appendLedger(entry);
   }
 
   /** Own devices the relay reports online that no open direct channel reaches (13.8). */
@@ -379,7 +317,7 @@ export class TallyClient implements SyncHost, DirectHost {
     return Math.max(0, uncovered - anonymous);
   }
 
-  syncNeedsRelay(to: string): boolean {
+  private syncNeedsRelay(to: string): boolean {
     if (to !== this.npub) return this.channels.count(to) === 0;
     return this.ownDevicesWithoutChannel(this.channels.devices(to)) > 0;
   }
@@ -389,22 +327,12 @@ export class TallyClient implements SyncHost, DirectHost {
    * a friend with none, or (to === npub, 13.8) for any own device the relay reports that no channel
    * took it to. Failed channel sends count as not sent. True if any path carried it.
    */
-  sendSyncMessage(to: string, type: string, payload: unknown): boolean {
+  private sendSyncMessage(to: string, type: string, payload: unknown): boolean {
     const envelope = this.seal(to, type, payload);
     const { devices } = this.channels.send(to, JSON.stringify(envelope));
     const needRelay = to === this.npub ? this.ownDevicesWithoutChannel(devices) > 0 : devices.length === 0;
     const relayed = needRelay && this.conn.open && this.conn.send({ type: "queue_peer_envelope", envelope });
     return devices.length > 0 || relayed;
-  }
-
-  /** Closes every registered channel to a user; the WebRTC mesh closes the rest on peer_dropped (12.8). */
-  dropPeer(userId: string): void {
-    this.channels.closeAll(userId);
-  }
-
-  /** Closes and forgets the direct channels to a user. */
-  closeDirectChannels(userId: string): void {
-    this.channels.closeAll(userId);
   }
 
   // ---- direct channels --------------------------------------------------------------------
@@ -431,10 +359,10 @@ export class TallyClient implements SyncHost, DirectHost {
     }
     if (typeof msg !== "object" || msg === null) return Promise.resolve();
     if (msg.type === "peer_envelope") {
-      return new Promise((resolve) => this.enqueueInbound(() => this.receiveEnvelope(msg, "direct").then(resolve)));
+      return this.enqueueInbound(() => this.receiveEnvelope(msg, "direct"));
     }
     if (msg.type === RECEIPT_TYPE && fromUserId !== undefined && msg.from_user_id === fromUserId && msg.to_user_id === this.npub) {
-      return new Promise((resolve) => this.enqueueInbound(() => this.onReceipt(fromUserId, msg.payload).then(resolve)));
+      return this.enqueueInbound(() => this.inbound.onReceipt(fromUserId, msg.payload));
     }
     return Promise.resolve();
   }

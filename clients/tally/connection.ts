@@ -52,6 +52,10 @@ export class RelayConnection {
   private pongDeadline: ReturnType<typeof setTimeout> | undefined;
   private closedByUser = false;
   private registered = false;
+  /** rate_limited: nothing is sent before this time (ms since the epoch); frames wait in `held`. */
+  private holdUntil = 0;
+  private held: string[] = [];
+  private holdTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(
     private readonly opts: ConnectionOptions,
@@ -86,11 +90,46 @@ export class RelayConnection {
     this.ws?.close(CLOSE_CODES.normal, "bye");
   }
 
+  /**
+   * Sends a frame; false when the socket is not open. After a rate_limited answer, frames wait
+   * (in order, on this socket) until the relay's retry_after_ms has passed.
+   */
   send(msg: unknown): boolean {
     const ws = this.ws;
     if (!ws || ws.readyState !== 1) return false;
-    ws.send(JSON.stringify(msg));
+    const frame = JSON.stringify(msg);
+    if (this.held.length > 0 || Date.now() < this.holdUntil) {
+      this.held.push(frame);
+      this.scheduleRelease(ws);
+      return true;
+    }
+    ws.send(frame);
     return true;
+  }
+
+  /** The relay said rate_limited: send nothing more for `ms` (at least one millisecond). */
+  private hold(ws: WebSocket, ms: number): void {
+    this.holdUntil = Math.max(this.holdUntil, Date.now() + Math.max(1, ms));
+    this.scheduleRelease(ws);
+  }
+
+  private scheduleRelease(ws: WebSocket): void {
+    if (this.holdTimer) return;
+    this.holdTimer = setTimeout(() => {
+      this.holdTimer = undefined;
+      if (this.ws !== ws || ws.readyState !== 1) return;
+      if (Date.now() < this.holdUntil) return this.scheduleRelease(ws);
+      // Released in order; a new rate_limited answer holds the rest again.
+      while (this.held.length > 0 && Date.now() >= this.holdUntil) ws.send(this.held.shift()!);
+      if (this.held.length > 0) this.scheduleRelease(ws);
+    }, Math.max(0, this.holdUntil - Date.now()));
+  }
+
+  private clearHold(): void {
+    if (this.holdTimer) clearTimeout(this.holdTimer);
+    this.holdTimer = undefined;
+    this.holdUntil = 0;
+    this.held = [];
   }
 
   private openSocket(): void {
@@ -125,6 +164,7 @@ export class RelayConnection {
       this.attempt = 0;
       this.startPings(ws);
     }
+    if (msg.type === "error" && msg.code === "rate_limited") this.hold(ws, msg.retry_after_ms ?? CLIENT_LIMITS.rate_limited_default_wait_ms);
     if (msg.type === "pong" && this.pongDeadline) {
       clearTimeout(this.pongDeadline);
       this.pongDeadline = undefined;
@@ -137,7 +177,7 @@ export class RelayConnection {
     const every = this.opts.pingIntervalMs ?? CLIENT_LIMITS.ping_interval_ms;
     const wait = this.opts.pongTimeoutMs ?? CLIENT_LIMITS.pong_timeout_ms;
     this.pingTimer = setInterval(() => {
-      if (this.ws !== ws || ws.readyState !== 1 || this.pongDeadline) return;
+      if (this.ws !== ws || ws.readyState !== 1 || this.pongDeadline || Date.now() < this.holdUntil) return;
       ws.send(JSON.stringify({ type: "ping" }));
       this.pongDeadline = setTimeout(() => {
         // No pong: a half-open socket. Give it up and come back on a fresh one.
@@ -169,6 +209,7 @@ export class RelayConnection {
     this.ws = undefined;
     this.registered = false;
     this.stopPings();
+    this.clearHold();
     const again = !this.closedByUser && this.opts.reconnect && !isFatalClose(code);
     if (again) {
       this.reconnectTimer = setTimeout(() => this.openSocket(), reconnectDelay(this.attempt));

@@ -22,8 +22,16 @@ export interface TallyClientEvents {
   /**
    * A new application message (not a receipt), after the checks of 5.3 and dedup. The first
    * string a handler returns is the receipt's result (8.1); "ignored" keeps it out of the ledger.
+   * A handler that throws (or rejects) leaves the message unprocessed: it is handled again when
+   * it comes again (see handler_failed).
    */
   message: (inner: InnerMessage, via: Delivery) => void | Promise<void> | string | Promise<string>;
+  /**
+   * A `message` handler threw (or rejected): the message is not processed. No receipt is sent and
+   * the relay's copy is not acked, so it arrives again (the relay's redelivery, the sender's retry)
+   * and the handler runs again then.
+   */
+  handler_failed: (inner: InnerMessage, via: Delivery, error: unknown) => void;
   /** A copy of an application message already processed (another path's copy, 7): dropped, receipted again. */
   duplicate: (inner: InnerMessage, via: Delivery) => void;
   /** A receipt for one of our messages arrived; it left the outbox. */
@@ -71,6 +79,13 @@ export class Emitter<E extends { [K in keyof E]: AnyFn }> {
     const results: unknown[] = [];
     // A listener that throws is reported and counts as having returned nothing (clients/listeners.ts).
     for (const fn of this.listeners.get(event) ?? []) results.push(await awaitListener(String(event), fn, ...args));
+    return results;
+  }
+
+  /** Like emit, but the first listener that throws (or rejects) stops it, and emitStrict throws that error. */
+  async emitStrict<K extends keyof E>(event: K, ...args: Parameters<E[K]>): Promise<unknown[]> {
+    const results: unknown[] = [];
+    for (const fn of this.listeners.get(event) ?? []) results.push(await fn(...args));
     return results;
   }
 }

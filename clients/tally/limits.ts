@@ -17,4 +17,6 @@ export const CLIENT_LIMITS = {
   ping_interval_ms: 25_000,
   /** A ping unanswered this long: the socket is taken for dead and reopened. */
   pong_timeout_ms: 10_000,
+  /** rate_limited without retry_after_ms (an older relay): wait this long before sending more. */
+  rate_limited_default_wait_ms: 1_000,
 } as const;

@@ -4,6 +4,7 @@ import * as z from "zod";
 import { rawMember, withRawMember } from "../json-raw";
 import { isNpub } from "./keys";
 import { TALLY_LIMITS } from "../limits";
+import { errorFrameSchema } from "../errors";
 
 export const npubSchema = z.string().refine((s) => isNpub(s), "not a valid npub");
 export const deviceIdSchema = z.string().regex(/^[0-9a-f]{16}$/, "not a 16-hex device id");
@@ -69,9 +70,8 @@ export const serverMessageSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("peer_connect"), peer_user_id: npubSchema, peer_device_id: deviceIdSchema }),
   z.object({ type: z.literal("peer_disconnect"), peer_user_id: npubSchema, peer_device_id: deviceIdSchema }),
   z.object({ type: z.literal("webrtc_signal"), peer_user_id: npubSchema, peer_device_id: deviceIdSchema, signal: z.unknown() }),
-  // Read leniently: a newer relay may send a code this client does not know yet; the frame still
-  // reaches the app (relay_error) instead of being dropped. The relay only sends ERROR_CODES.
-  z.object({ type: z.literal("error"), code: z.string(), message: z.string(), id: z.string().optional() }),
+  // The one error frame (shared/errors.ts), read leniently, with retry_after_ms.
+  errorFrameSchema,
   z.object({ type: z.literal("pong") }),
 ]);
 

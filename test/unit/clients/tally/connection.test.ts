@@ -68,4 +68,36 @@ describe("the relay connection", () => {
     expect(isFatalClose(CLOSE_CODES.idle_timeout)).toBe(false);
     expect(isFatalClose(CLOSE_CODES.auth_failed)).toBe(true);
   });
+
+  it("rate_limited with retry_after_ms is honoured: after the answer the client sends nothing more until the wait has passed", async () => {
+    const wss = new WebSocketServer({ port: 0, host: "127.0.0.1" });
+    servers.push(wss);
+    await new Promise<void>((r) => wss.on("listening", () => r()));
+    const WAIT = 400;
+    let limitedAt = 0;
+    const after: number[] = []; // arrival times of frames after the rate_limited answer
+    wss.on("connection", (ws) => {
+      ws.send(JSON.stringify({ type: "challenge", challenge: "ab".repeat(32) }));
+      ws.on("message", (data) => {
+        const msg = JSON.parse(String(data));
+        if (msg.type === "register") {
+          ws.send(JSON.stringify({ type: "registered", user_id: msg.user_id, device_id: "0123456789abcdef", queued: 0 }));
+          ws.send(JSON.stringify({ type: "queue_drained" }));
+        } else if (msg.type === "queue_peer_envelope" && limitedAt === 0) {
+          limitedAt = Date.now();
+          ws.send(JSON.stringify({ type: "error", code: "rate_limited", message: "too many messages; slow down", retry_after_ms: WAIT }));
+        } else if (limitedAt > 0) after.push(Date.now());
+      });
+    });
+    const { port } = wss.address() as { port: number };
+    const c = new TallyClient({ relayUrl: `ws://127.0.0.1:${port}`, secretKey: newUser().secretKey, store: "memory" });
+    clients.push(c);
+    await c.connect();
+    await c.send(newUser().npub, "note", { n: 0 });
+    await waitFor(() => limitedAt > 0, { what: "the rate_limited answer" });
+    // The app keeps sending right away; the frames wait for the relay's hint.
+    for (let i = 1; i <= 3; i++) await c.send(newUser().npub, "note", { n: i });
+    await waitFor(() => after.length >= 3, { what: "the held frames" });
+    expect(Math.min(...after) - limitedAt).toBeGreaterThanOrEqual(WAIT - 20);
+  });
 });

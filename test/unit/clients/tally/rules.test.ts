@@ -84,13 +84,57 @@ describe("12.8 the friend rule", () => {
 });
 
 describe("7 and 8.2: exactly once, and retries that end", () => {
-  it("7 persist the processed id before applying: the handler runs with its id already stored", async () => {
-    const { a, b, aToB } = pair();
-    const seenStored: boolean[] = [];
-    b.on("message", async (m: InnerMessage) => void seenStored.push(await b.store.hasProcessed(m.from_user_id, m.id)));
-    await a.send(b.npub, "note", {});
+  it("7 step 3 and 8.1: a handler that throws is not answered 'processed'; the message is handled when it comes again", async () => {
+    const { a, b, aToB, bToA } = pair();
+    let fail = true;
+    const handled: string[] = [];
+    b.on("message", (m: InnerMessage) => {
+      if (fail) throw new Error("the app's database is down");
+      handled.push(m.id);
+    });
+    const failed: string[] = [];
+    b.on("handler_failed", (m) => void failed.push(m.id));
+    const id = await a.send(b.npub, "note", {});
     await b.handleDirectFrame(aToB[0]);
-    expect(seenStored).toEqual([true]);
+    expect(failed).toEqual([id]);
+    expect(bToA).toEqual([]); // no receipt at all, so the sender keeps retrying
+    expect(await b.store.hasProcessed(a.npub, id)).toBe(false);
+    expect(await b.store.listLedger()).toEqual([]);
+    expect((await a.store.listOutbox()).map((i) => i.id)).toEqual([id]);
+    fail = false;
+    await b.handleDirectFrame(aToB[0]); // the sender's retry: the same envelope
+    expect(handled).toEqual([id]);
+    expect(await receiptResults(a, bToA)).toEqual(["processed"]);
+    expect((await b.store.listLedger()).map((e) => e.id)).toEqual([id]);
+  });
+
+  it("7 a crash between the processed-id write and the handler loses nothing: the next client on the store handles the message", async () => {
+    const { alice, bob, a, aToB } = pair();
+    const store = memoryStore();
+    const first = new TallyClient({ relayUrl: "ws://unused", secretKey: bob.secretKey, store });
+    first.on("message", () => new Promise<never>(() => {})); // the process dies inside the handler
+    const id = await a.send(bob.npub, "note", {});
+    void first.handleDirectFrame(aToB[0]);
+    await new Promise((r) => setTimeout(r, 0));
+    // The app restarts on the same store; the relay (which got no ack) delivers its copy again.
+    const second = new TallyClient({ relayUrl: "ws://unused", secretKey: bob.secretKey, store });
+    const handled: string[] = [];
+    second.on("message", (m: InnerMessage) => void handled.push(m.id));
+    const back: string[] = [];
+    second.addDirectChannel(alice.npub, { send: (f) => void back.push(f) });
+    await second.handleDirectFrame(aToB[0]);
+    expect(handled).toEqual([id]);
+    expect(back).toHaveLength(1);
+  });
+
+  it("7 a processed record without a result (an older client's mark before its handler) is handled again", async () => {
+    const { a, b, aToB } = pair();
+    const id = await a.send(b.npub, "note", {});
+    await b.store.addProcessed(a.npub, id, Date.now());
+    const handled: string[] = [];
+    b.on("message", (m: InnerMessage) => void handled.push(m.id));
+    await b.handleDirectFrame(aToB[0]);
+    expect(handled).toEqual([id]);
   });
 
   it("8.2 stop retrying before processed ids can expire: an outbox message older than the bound is given up", async () => {
