@@ -35,6 +35,8 @@ export interface TallyClientOptions {
   /** First retry delay for outbox items, doubled per attempt up to maxRetryMs. */
   retryMs?: number;
   maxRetryMs?: number;
+  /** A connection not registered this long after it opened is given up. Default CLIENT_LIMITS.connect_timeout_ms. */
+  connectTimeoutMs?: number;
   /** Ping interval and pong timeout on the relay socket (connection.ts). */
   pingIntervalMs?: number;
   pongTimeoutMs?: number;
@@ -105,9 +107,10 @@ export class TallyClient {
         npub: this.npub,
         acks: this.acks,
         reconnect: options.reconnect ?? true,
-        WebSocket: options.WebSocket ?? globalThis.WebSocket,
+        WebSocket: options.WebSocket ?? (globalThis as { WebSocket?: typeof WebSocket }).WebSocket,
         pingIntervalMs: options.pingIntervalMs,
         pongTimeoutMs: options.pongTimeoutMs,
+        connectTimeoutMs: options.connectTimeoutMs,
       },
       { onMessage: (m) => this.onRelayMessage(m), onClosed: (code, reason) => this.onRelayClosed(code, reason) },
     );
@@ -141,9 +144,19 @@ export class TallyClient {
   }
 
   /** Connects and registers; resolves once `registered` arrived. */
+  /**
+   * Connects and registers; resolves once `registered` arrived. Rejects when this attempt fails:
+   * at once when the connection is refused, within CLIENT_LIMITS.connect_timeout_ms when the relay
+   * never answers, and at once when the platform has no WebSocket (Node 20: pass `ws`'s). With
+   * `reconnect` on, the client keeps trying in the background after a rejection.
+   */
   connect(): Promise<void> {
     const done = new Promise<void>((resolve, reject) => this.registeredWaiters.push({ resolve, reject }));
-    this.conn.start();
+    try {
+      this.conn.start();
+    } catch (err) {
+      for (const w of this.registeredWaiters.splice(0)) w.reject(err as Error);
+    }
     return done;
   }
 
