@@ -13,7 +13,7 @@ import { openEnvelope } from "../../shared/tally/envelope";
 import { innerToLedgerEntry, type LedgerEntry } from "../../shared/tally/entry";
 import { reportListenerError } from "../listeners";
 import type { Emitter, Delivery, InnerMessage, TallyClientEvents } from "./events";
-import type { TallyStore } from "./store";
+import { IGNORED_RESULT, type TallyStore } from "./store";
 import type { SyncEngine } from "./sync";
 
 /** Receipt type (seed 8.1). */
@@ -21,7 +21,7 @@ export const RECEIPT_TYPE = "received";
 /** Types that travel between one user's devices (self-envelopes, 13.8) and never get receipts. */
 export const SELF_SYNC_TYPES = new Set(["sync_hello", "sync_data"]);
 /** The receipt result that keeps a message out of the ledger (8.1, 12.8). */
-export const IGNORED = "ignored";
+export const IGNORED = IGNORED_RESULT;
 /** The receipt result of a message the handler accepted without naming a result. */
 export const PROCESSED = "processed";
 

@@ -244,7 +244,8 @@ export class SyncEngine {
   /** 12.5: a hello naming every entry held for `peer`, in as many parts as it takes. */
   private async sendHello(peer: string): Promise<void> {
     const ledger = await this.host.store.listLedger();
-    for (const part of helloParts(ledger, this.me, peer, newSetId())) this.host.sendSyncMessage(peer, SYNC_HELLO, part);
+    const ignored = (await this.host.store.listIgnored?.()) ?? [];
+    for (const part of helloParts(ledger, this.me, peer, newSetId(), ignored)) this.host.sendSyncMessage(peer, SYNC_HELLO, part);
   }
 
   /** 13.8: true the first time a sync message (from, id) is seen; each relay's copy after that is dropped. */
@@ -272,9 +273,11 @@ export class SyncEngine {
       if (!p.success) return;
       const parts = this.answers.add(from, p.data);
       if (!parts) return; // 12.7: an answer applies once it is whole, in chronological order
-      const applied = await this.applyEntries(acceptableEntries(entriesOfParts(parts), this.me, from), from);
-      // The responder stopped at its window (relay path): pull the rest, while rounds still bring news.
-      if (parts.some((x) => x.more) && applied > 0) await this.sendHello(from);
+      const { settled } = await this.applyEntries(acceptableEntries(entriesOfParts(parts), this.me, from), from);
+      // The responder stopped at its window (relay path): pull the rest (12.6 "sends the
+      // remainder") while rounds still settle something: an entry applied, or a message the app
+      // ignored (the next hello names it, so the next window moves past it).
+      if (parts.some((x) => x.more) && settled > 0) await this.sendHello(from);
     }
   }
 
@@ -287,25 +290,36 @@ export class SyncEngine {
     for (const part of syncDataParts(entries, newSetId(), { windowParts })) this.host.sendSyncMessage(to, SYNC_DATA, part);
   }
 
-  private async applyEntries(entries: LedgerEntry[], from: string): Promise<number> {
+  /**
+   * Applies an answer's entries in order. `applied`: entries that entered the ledger; `settled`:
+   * those plus messages now known as ignored that were not before (both are named by the next
+   * hello). A message whose handler failed settles nothing: it is asked for again.
+   */
+  private async applyEntries(entries: LedgerEntry[], from: string): Promise<{ applied: number; settled: number }> {
     const self = from === this.me;
     // 13.5: seed the broadcast set first, so applying them echoes nothing back.
     if (self) for (const e of entries) this.broadcast.add(ledgerKey(e));
     let applied = 0;
+    let settled = 0;
     for (const e of entries) {
       if (await this.host.store.hasLedger(e.from_user_id, e.id)) continue;
       const entry: LedgerEntry = { ...e, timestamp: new Date().toISOString() };
       if (classifyEntry(e, this.me) === "inbound") {
         // 12.7 inbound-like: through the message handler (no receipt on the sync path).
-        if (await this.host.applyFromSync(ledgerEntryToInner(entry) as InnerMessage, entry)) applied++;
+        const known = (await this.host.store.getProcessed(e.from_user_id, e.id))?.result !== undefined;
+        if (await this.host.applyFromSync(ledgerEntryToInner(entry) as InnerMessage, entry)) {
+          applied++;
+          settled++;
+        } else if (!known && (await this.host.store.getProcessed(e.from_user_id, e.id))?.result !== undefined) settled++;
       } else if (await this.host.appendLedger(entry)) {
         // 12.7 outbound-only: into the ledger, not re-applied.
         applied++;
+        settled++;
       }
     }
     if (!self) this.keepIfFriend(from);
     void this.host.emitSyncEvent("synced", from, applied);
-    return applied;
+    return { applied, settled };
   }
 
   /**

@@ -118,9 +118,20 @@ export function emptyKnown(): Known {
   return { ids: new Set(), hashes: new Set() };
 }
 
-/** The sync_hello parts naming every entry held for `peer` (12.5), all of them, compactly. */
-export function helloParts(ledger: LedgerEntry[], me: string, peer: string, setId: string): SyncHelloPayload[] {
-  const hashes = ledger.filter((e) => inConversation(e, me, peer)).map((e) => knownHash(e));
+/**
+ * The sync_hello parts naming every entry held for `peer` (12.5), all of them, compactly, and
+ * every message of the peer's this client ignored (`ignored`: they never enter the ledger, yet the
+ * asker has them, so the responder must not send them again and its answer moves on, 12.6).
+ */
+export function helloParts(
+  ledger: LedgerEntry[],
+  me: string,
+  peer: string,
+  setId: string,
+  ignored: ReadonlyArray<{ from_user_id: string; id: string }> = [],
+): SyncHelloPayload[] {
+  const held = [...ledger.filter((e) => inConversation(e, me, peer)), ...ignored.filter((k) => peer === me || k.from_user_id === peer)];
+  const hashes = held.map((e) => knownHash(e));
   const n = Math.max(1, Math.ceil(hashes.length / SYNC_LIMITS.known_per_hello_part));
   const parts: SyncHelloPayload[] = [];
   for (let i = 0; i < n; i++) {

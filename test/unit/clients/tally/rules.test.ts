@@ -5,7 +5,7 @@ import { mkdtempSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { CLIENT_LIMITS, IGNORED, TallyClient, connectInMemory, memoryStore, type InnerMessage } from "../../../../clients/tally/index";
+import { CLIENT_LIMITS, IGNORED, KeyValueTallyStore, MapKeyValue, TallyClient, connectInMemory, memoryStore, type InnerMessage } from "../../../../clients/tally/index";
 import { OutboxRetry } from "../../../../clients/tally/outbox";
 import { directPair, newUser } from "../../../helpers/tally";
 import { waitFor } from "../../../helpers/wait";
@@ -49,6 +49,24 @@ describe("8.1 receipts", () => {
     await a.handleDirectFrame(JSON.stringify(plaintext), b.npub);
     expect(receipts).toEqual([id]);
     expect(await a.store.listOutbox()).toEqual([]);
+  });
+});
+
+describe("3.1 and 7: ignored for good", () => {
+  it("3.1 a recipient who has already processed an id MUST NOT process it again: a message ignored stays ignored after its processed id expired", async () => {
+    const { alice, bob, a, aToB } = pair();
+    const b = new TallyClient({ relayUrl: "ws://unused", secretKey: bob.secretKey, store: new KeyValueTallyStore(new MapKeyValue(), 1) });
+    const back: string[] = [];
+    b.addDirectChannel(alice.npub, { send: (f) => void back.push(f) });
+    const handled: string[] = [];
+    b.on("message", (m: InnerMessage) => (handled.push(m.id), IGNORED));
+    const id = await a.send(bob.npub, "note", {});
+    await b.handleDirectFrame(aToB[0]);
+    await new Promise((r) => setTimeout(r, 5)); // the processed id's 1 ms lifetime passes
+    await b.handleDirectFrame(aToB[0]);
+    expect(handled).toEqual([id]);
+    expect(await receiptResults(a, back)).toEqual([IGNORED]);
+    expect(await b.store.listIgnored!()).toEqual([{ from_user_id: alice.npub, id }]);
   });
 });
 
