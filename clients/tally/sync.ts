@@ -14,6 +14,8 @@ import {
   entriesOfParts,
   helloParts,
   knownFromHello,
+  readsExtensions,
+  seedSyncData,
   ledgerEntryToInner,
   ledgerKey,
   syncDataParts,
@@ -286,6 +288,11 @@ export class SyncEngine {
     const ledger = await this.host.store.listLedger();
     const entries = entriesForPeer(ledger, this.me, to, knownFromHello(hello));
     if (entries.length === 0) return; // equal ledgers exchange nothing
+    if (!readsExtensions(hello)) {
+      // An asker that speaks only the seed's form: plain entries, whole, all of them (12.6).
+      for (const payload of seedSyncData(entries).payloads) this.host.sendSyncMessage(to, SYNC_DATA, payload);
+      return;
+    }
     const windowParts = this.host.syncNeedsRelay(to) ? SYNC_LIMITS.relay_window_parts : undefined;
     for (const part of syncDataParts(entries, newSetId(), { windowParts })) this.host.sendSyncMessage(to, SYNC_DATA, part);
   }
