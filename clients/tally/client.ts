@@ -356,12 +356,18 @@ export class TallyClient {
    * arrive on it go to handleDirectFrame. Returns a function that unregisters it.
    */
   addDirectChannel(userId: string, channel: DirectChannel, deviceId?: string): () => void {
-    return this.channels.add(userId, channel, deviceId);
+    const off = this.channels.add(userId, channel, deviceId);
+    // 13.6: as soon as a channel to an own device opens, a sync_hello goes on it (both ends do).
+    if (userId === this.npub) void this.sync.onSelfChannelOpen();
+    return off;
   }
 
   /**
    * A JSON frame that arrived on a direct channel to `fromUserId` (6.1): an envelope, or a
-   * plaintext transport-only receipt from that peer (3.2, 8.1).
+   * plaintext transport-only receipt from that peer (3.2, 8.1). A plaintext receipt is taken only
+   * when `fromUserId` says which peer's channel it came on (its only authentication is that
+   * channel); without it the receipt is dropped (event `dropped`, reason
+   * "plaintext_receipt_without_peer"). dataChannelAdapter and connectInMemory always pass it.
    */
   handleDirectFrame(data: string, fromUserId?: string): Promise<void> {
     let msg: Record<string, unknown>;
@@ -373,6 +379,9 @@ export class TallyClient {
     if (typeof msg !== "object" || msg === null) return Promise.resolve();
     if (msg.type === "peer_envelope") {
       return this.enqueueInbound(() => this.receiveEnvelope(msg, "direct"));
+    }
+    if (msg.type === RECEIPT_TYPE && fromUserId === undefined) {
+      return this.events.emit("dropped", "plaintext_receipt_without_peer", msg).then(() => undefined);
     }
     if (msg.type === RECEIPT_TYPE && fromUserId !== undefined && msg.from_user_id === fromUserId && msg.to_user_id === this.npub) {
       return this.enqueueInbound(() => this.inbound.onReceipt(fromUserId, msg.payload));

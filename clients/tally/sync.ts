@@ -58,6 +58,11 @@ export interface SyncOptions {
   friendRequestTypes?: string[];
   /** The app's own friend test (the explicit callback of 12.8): replaces the ledger-derived one. */
   isFriend?: (userId: string) => boolean;
+  /**
+   * A multi-part answer still incomplete this long after its first part arrived is given up and
+   * asked for again with a fresh hello (a part lost on the way). Default 60 s.
+   */
+  answerTimeoutMs?: number;
 }
 
 /** A small set that forgets its oldest members past `max`. */
@@ -95,6 +100,8 @@ export class SyncEngine {
   private readonly hellos = new PartCollector<SyncHelloPayload>();
   private readonly answers = new PartCollector<SyncDataPayload>();
   private presenceTimer: ReturnType<typeof setInterval> | undefined;
+  /** Incomplete answer sets, by peer and set id: their timeout (answerTimeoutMs). */
+  private readonly answerTimers = new Map<string, ReturnType<typeof setTimeout>>();
   private loaded: Promise<void> | undefined;
 
   constructor(
@@ -174,6 +181,8 @@ export class SyncEngine {
     this.presenceTimer = undefined;
     this.present.clear();
     for (const user of [...this.allowance.keys()]) this.expireAllowance(user);
+    for (const t of this.answerTimers.values()) clearTimeout(t);
+    this.answerTimers.clear();
   }
 
   /**
@@ -274,6 +283,8 @@ export class SyncEngine {
       const p = syncDataPayloadSchema.safeParse(inner.payload);
       if (!p.success) return;
       const parts = this.answers.add(from, p.data);
+      const set = p.data.set;
+      if (set !== undefined) this.watchAnswer(from, set, parts !== undefined);
       if (!parts) return; // 12.7: an answer applies once it is whole, in chronological order
       const { settled } = await this.applyEntries(acceptableEntries(entriesOfParts(parts), this.me, from), from);
       // The responder stopped at its window (relay path): pull the rest (12.6 "sends the
@@ -281,6 +292,28 @@ export class SyncEngine {
       // ignored (the next hello names it, so the next window moves past it).
       if (parts.some((x) => x.more) && settled > 0) await this.sendHello(from);
     }
+  }
+
+  /** Starts (or, once the set is whole, ends) the timeout of an answer set. */
+  private watchAnswer(from: string, set: string, whole: boolean): void {
+    const key = `${from} ${set}`;
+    const timer = this.answerTimers.get(key);
+    if (whole) {
+      if (timer) clearTimeout(timer);
+      this.answerTimers.delete(key);
+      return;
+    }
+    if (timer) return;
+    this.answerTimers.set(
+      key,
+      setTimeout(() => {
+        this.answerTimers.delete(key);
+        if (!this.answers.pending(from, set)) return;
+        // A part never came: drop what arrived and ask again; the answer to the new hello is whole.
+        this.answers.drop(from, set);
+        if (this.mayConnect(from)) void this.sendHello(from);
+      }, this.opts.answerTimeoutMs ?? 60_000),
+    );
   }
 
   /** 12.6: the entries the asker lacks, chronological, cut into one answer set (windowed on the relay). */

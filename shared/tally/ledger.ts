@@ -344,14 +344,14 @@ export function entriesOfParts(parts: SyncDataPayload[]): unknown[] {
  * peer, dropping the oldest.
  */
 export class PartCollector<P extends { set?: string; part?: number; parts?: number }> {
-  private readonly pending = new Map<string, Map<string, { parts: number; got: Map<number, P> }>>();
+  private readonly pending_ = new Map<string, Map<string, { parts: number; got: Map<number, P> }>>();
 
   /** Adds one part; returns the whole set, in part order, once it is complete. */
   add(peer: string, p: P): P[] | undefined {
     if (p.set === undefined || p.parts === undefined || p.part === undefined) return [p];
     if (p.parts === 1) return [p];
-    let sets = this.pending.get(peer);
-    if (!sets) this.pending.set(peer, (sets = new Map()));
+    let sets = this.pending_.get(peer);
+    if (!sets) this.pending_.set(peer, (sets = new Map()));
     let s = sets.get(p.set);
     if (!s) {
       s = { parts: p.parts, got: new Map() };
@@ -362,13 +362,25 @@ export class PartCollector<P extends { set?: string; part?: number; parts?: numb
     s.got.set(p.part, p);
     if (s.got.size < s.parts) return undefined;
     sets.delete(p.set);
-    if (sets.size === 0) this.pending.delete(peer);
+    if (sets.size === 0) this.pending_.delete(peer);
     return [...s.got.entries()].sort((a, b) => a[0] - b[0]).map(([, v]) => v);
+  }
+
+  /** Whether a set of a peer is still unfinished. */
+  pending(peer: string, set: string): boolean {
+    return this.pending_.get(peer)?.has(set) ?? false;
+  }
+
+  /** Forgets one unfinished set. */
+  drop(peer: string, set: string): void {
+    const sets = this.pending_.get(peer);
+    sets?.delete(set);
+    if (sets?.size === 0) this.pending_.delete(peer);
   }
 
   /** Forgets a peer's unfinished sets. */
   forget(peer: string): void {
-    this.pending.delete(peer);
+    this.pending_.delete(peer);
   }
 }
 

@@ -7,6 +7,8 @@ import { openEnvelope, sealEnvelope } from "../../../../shared/tally/envelope";
 import { innerToLedgerEntry } from "../../../../shared/tally/entry";
 import { verifyLedgerEntry } from "../../../../shared/tally/ledger";
 import { signInner } from "../../../../shared/tally/proof";
+import { relayInfo } from "../../../../shared/info";
+import { LIMITS } from "../../../../shared/limits";
 import { newUser, type User } from "../../../helpers/tally";
 import { waitFor } from "../../../helpers/wait";
 
@@ -87,5 +89,14 @@ describe("interop with a seed-only peer", () => {
     const whole = got.find((e) => e.id === "big")!;
     expect((whole.payload as { blob: string }).blob.length).toBe(62_000);
     expect(got.every((e) => verifyLedgerEntry(e))).toBe(true);
+  });
+});
+
+describe("what a third-party client reads", () => {
+  it("the information document says the relay closes a socket silent for 90 s and that a ping keeps it", () => {
+    const info = relayInfo({ name: "r", vapidPublicKey: null, host: null });
+    expect(info.protocols.tally.keepalive).toContain(`${LIMITS.tally.idle_timeout_seconds} s`);
+    expect(info.protocols.tally.keepalive).toContain('{"type":"ping"}');
+    expect(info.protocols.tally.keepalive).toContain("4408");
   });
 });

@@ -226,3 +226,47 @@ describe("13.5 the self mesh without the relay", () => {
     await waitFor(async () => d2.store.hasLedger(alice.npub, first), { what: "the unsent entry" });
   });
 });
+
+describe("smaller rules: plaintext receipts, self hellos on any channel, answers that never complete", () => {
+  it("3.2 a plaintext receipt is taken only with the channel's peer: without fromUserId it is dropped and said so", async () => {
+    const { a, b } = pair();
+    const id = await a.send(b.npub, "note", {});
+    const dropped: string[] = [];
+    a.on("dropped", (reason) => void dropped.push(reason));
+    const plaintext = { id: "r1", type: "received", from_user_id: b.npub, to_user_id: a.npub, created_at: new Date().toISOString(), payload: { message_id: id, result: "processed" } };
+    await a.handleDirectFrame(JSON.stringify(plaintext));
+    expect(dropped).toEqual(["plaintext_receipt_without_peer"]);
+    expect((await a.store.listOutbox()).map((i) => i.id)).toEqual([id]);
+  });
+
+  it("13.6 immediately after a self-peer data channel opens, both devices exchange a sync_hello: also for a channel the app registers itself", async () => {
+    const alice = newUser();
+    const bob = newUser();
+    const d1 = new TallyClient({ relayUrl: "ws://unused", secretKey: alice.secretKey, store: memoryStore() });
+    const d2 = new TallyClient({ relayUrl: "ws://unused", secretKey: alice.secretKey, store: memoryStore() });
+    const id = await d1.send(bob.npub, "note", { before: "the channel" }); // no channel yet: d2 does not have it
+    expect(await d2.store.hasLedger(alice.npub, id)).toBe(false);
+    connectInMemory(d1, d2); // the app's own channel (addDirectChannel), not the WebRTC mesh
+    await waitFor(async () => d2.store.hasLedger(alice.npub, id), { what: "the entry by initial self-sync" });
+  });
+
+  it("12.6 an answer in several parts whose last part never comes is given up and asked for again", async () => {
+    const alice = newUser();
+    const bob = newUser();
+    const a = new TallyClient({ relayUrl: "ws://unused", secretKey: alice.secretKey, store: memoryStore(), sync: { isFriend: () => true, answerTimeoutMs: 100 } });
+    const toBob: string[] = [];
+    a.addDirectChannel(bob.npub, { send: (f) => void toBob.push(f) });
+    const bobsClient = new TallyClient({ relayUrl: "ws://unused", secretKey: bob.secretKey, store: memoryStore() });
+    const part0 = { entries: [], set: "s1", part: 0, parts: 2 };
+    const inner = { id: "p0", type: "sync_data", from_user_id: bob.npub, to_user_id: alice.npub, created_at: new Date().toISOString(), payload: part0 };
+    const { sealEnvelope } = await import("../../../../shared/tally/envelope");
+    const { signInner } = await import("../../../../shared/tally/proof");
+    await a.handleDirectFrame(JSON.stringify(sealEnvelope(signInner(inner, bob.secretKey), bob.secretKey)), bob.npub);
+    const hellos = async () => {
+      const { openEnvelope } = await import("../../../../shared/tally/envelope");
+      return toBob.map((f) => openEnvelope(JSON.parse(f), bob.secretKey)).filter((o) => o.ok && o.inner.type === "sync_hello").length;
+    };
+    await waitFor(async () => (await hellos()) > 0, { what: "a new hello after the timeout", timeout: 3_000 });
+    bobsClient.close();
+  });
+});
