@@ -10,9 +10,9 @@ import type { ServerMessage } from "../../shared/tally/messages";
 import { innerToLedgerEntry, type LedgerEntry } from "../../shared/tally/entry";
 import { bytesToHex, randomBytes } from "../../shared/encoding";
 import type { OutboxItem, TallyStore } from "./store";
-import { defaultStore } from "./default-store";
+import { openDefaultStore } from "./default-store";
 import { SyncEngine, type SyncOptions } from "./sync";
-import { RelayConnection } from "./connection";
+import { RelaySet, type Relay, type RelayMode } from "./relays";
 import { OutboxRetry } from "./outbox";
 import { DirectChannels, type DirectChannel } from "./direct";
 import { Emitter, type Delivery, type InnerMessage, type TallyClientEvents } from "./events";
@@ -24,7 +24,19 @@ export { IGNORED, RECEIPT_TYPE, SELF_SYNC_TYPES };
 
 export interface TallyClientOptions {
   /** The relay: ws(s)://, http(s):// or a bare host (clients/relay-url.ts); /tally/v1/<npub> is added. */
-  relayUrl: string;
+  relayUrl?: string;
+  /**
+   * Several relays at once (6.5), instead of relayUrl: the client registers on each, receives from
+   * all (copies dedup by id), acks each relay's own copy, and reconnects to each on its own.
+   */
+  relayUrls?: string[];
+  /**
+   * Where an envelope goes with several relays: "all" (default) hands it to every registered
+   * relay; "first" to the first registered one in the list, and to the next when that one refuses
+   * it (an error naming its id) or is not registered. Retries follow the same rule until a receipt
+   * arrives by any path.
+   */
+  relayMode?: RelayMode;
   secretKey: Uint8Array;
   /** Where the outbox, ledger and processed set persist. Default: IndexedDB or a file (default-store.ts); "memory" keeps nothing. */
   store?: TallyStore | "memory";
@@ -56,25 +68,30 @@ export class TallyClient {
   readonly npub: string;
   readonly pubkeyHex: string;
   readonly store: TallyStore;
-  deviceId: string | undefined;
   readonly sync: SyncEngine;
 
   private readonly secretKey: Uint8Array;
   private readonly acks: boolean;
   private readonly events = new Emitter<TallyClientEvents>();
-  private readonly conn: RelayConnection;
+  private readonly relays: RelaySet;
+  private readonly relayMode: RelayMode;
+  /** Relays whose attempt failed since connect() was called (connect rejects when all did). */
+  private readonly failedAttempts = new Set<number>();
   private readonly outbox: OutboxRetry;
   private readonly channels = new DirectChannels();
   private readonly inbound: InboundPipeline;
+  /** Frees the default store's slot for the next client (store-slots.ts). */
+  private readonly releaseStore: () => void;
   private registeredWaiters: Array<{ resolve: () => void; reject: (e: Error) => void }> = [];
-  private drainedFlag = false;
 
   constructor(options: TallyClientOptions) {
     this.secretKey = options.secretKey;
     this.acks = options.acks ?? true;
     this.pubkeyHex = getPublicKeyHex(options.secretKey);
     this.npub = npubEncode(this.pubkeyHex);
-    this.store = defaultStore(this.npub, options.store);
+    const opened = openDefaultStore(this.npub, options.store);
+    this.store = opened.store;
+    this.releaseStore = opened.release;
     // The engines reach the client through small host objects, not through public members.
     this.sync = new SyncEngine(
       {
@@ -100,9 +117,11 @@ export class TallyClient {
       appendLedger: (e) => this.appendLedger(e),
       sendReceipt: (to, id, result) => this.sendReceipt(to, id, result),
     });
-    this.conn = new RelayConnection(
+    const urls = options.relayUrls ?? (options.relayUrl !== undefined ? [options.relayUrl] : []);
+    this.relayMode = options.relayMode ?? "all";
+    this.relays = new RelaySet(
+      urls,
       {
-        relayUrl: options.relayUrl,
         secretKey: options.secretKey,
         npub: this.npub,
         acks: this.acks,
@@ -112,12 +131,12 @@ export class TallyClient {
         pongTimeoutMs: options.pongTimeoutMs,
         connectTimeoutMs: options.connectTimeoutMs,
       },
-      { onMessage: (m) => this.onRelayMessage(m), onClosed: (code, reason) => this.onRelayClosed(code, reason) },
+      { onMessage: (r, m) => this.onRelayMessage(r, m), onClosed: (r, code, reason) => this.onRelayClosed(r, code, reason) },
     );
     this.outbox = new OutboxRetry(
       this.store,
       { retryMs: options.retryMs ?? 5_000, maxRetryMs: options.maxRetryMs ?? 3_600_000 },
-      (item) => this.conn.open && this.conn.send({ type: "queue_peer_envelope", envelope: item.envelope }),
+      (item) => this.toRelays({ type: "queue_peer_envelope", envelope: item.envelope }),
       (item) => void this.events.emit("expired", item.id, item.to_user_id),
     );
   }
@@ -128,102 +147,147 @@ export class TallyClient {
     return this.events.on(event, fn);
   }
 
-  // ---- the relay connection ---------------------------------------------------------------
+  // ---- the relays (relays.ts) -------------------------------------------------------------
 
+  /** The device id the first registered relay gave this client (each relay gives its own). */
+  get deviceId(): string | undefined {
+    return this.relays.open().find((r) => r.deviceId !== undefined)?.deviceId;
+  }
+
+  /** Registered with at least one relay. */
   get connected(): boolean {
-    return this.deviceId !== undefined && this.conn.open;
+    return this.relays.open().some((r) => r.deviceId !== undefined);
   }
 
-  /** True once queue_drained arrived on the current connection (12.2). */
+  /** True once queue_drained arrived on a current connection (12.2). */
   get drained(): boolean {
-    return this.drainedFlag;
+    return this.relays.relays.some((r) => r.drained && r.conn.open);
   }
 
+  /** The first relay's endpoint. */
   endpoint(): string {
-    return this.conn.endpoint();
+    return this.relays.relays[0].conn.endpoint();
   }
 
-  /** Connects and registers; resolves once `registered` arrived. */
+  /** Every relay's endpoint, in the order given. */
+  endpoints(): string[] {
+    return this.relays.relays.map((r) => r.conn.endpoint());
+  }
+
   /**
-   * Connects and registers; resolves once `registered` arrived. Rejects when this attempt fails:
-   * at once when the connection is refused, within CLIENT_LIMITS.connect_timeout_ms when the relay
-   * never answers, and at once when the platform has no WebSocket (Node 20: pass `ws`'s). With
-   * `reconnect` on, the client keeps trying in the background after a rejection.
+   * Connects to every relay and registers; resolves once the first `registered` arrived. Rejects
+   * when every relay's first attempt failed: at once when the connections are refused, within
+   * CLIENT_LIMITS.connect_timeout_ms when a relay never answers, and at once when the platform has
+   * no WebSocket (Node 20: pass `ws`'s). With `reconnect` on, the client keeps trying each relay
+   * in the background after a rejection.
    */
   connect(): Promise<void> {
     const done = new Promise<void>((resolve, reject) => this.registeredWaiters.push({ resolve, reject }));
+    this.failedAttempts.clear();
     try {
-      this.conn.start();
+      this.relays.start();
     } catch (err) {
       for (const w of this.registeredWaiters.splice(0)) w.reject(err as Error);
     }
     return done;
   }
 
-  /** Closes the connection for good (no reconnect). */
+  /** Closes every relay connection for good (no reconnect). */
   close(): void {
-    this.conn.stop();
+    this.relays.stop();
     this.outbox.stop();
     this.sync.onClose();
+    this.releaseStore();
   }
 
-  /** The raw socket, for tests that must cut a connection the hard way. */
+  /** The first relay's raw socket, for tests that must cut a connection the hard way. */
   get socket(): WebSocket | undefined {
-    return this.conn.socket;
+    return this.relays.relays[0].conn.socket;
   }
 
-  private onRelayClosed(code: number, reason: string): void {
-    this.deviceId = undefined;
-    this.drainedFlag = false;
-    this.outbox.stop();
-    this.sync.onClose();
-    void this.events.emit("close", code, reason);
-    for (const w of this.registeredWaiters.splice(0)) w.reject(new Error(`relay closed the connection (${code} ${reason})`));
+  /** The raw socket of each relay, in the order given. */
+  get sockets(): Array<WebSocket | undefined> {
+    return this.relays.relays.map((r) => r.conn.socket);
   }
 
-  private onRelayMessage(msg: ServerMessage): void {
+  /**
+   * Hands a frame to the relays: every registered one ("all"), or the first registered one
+   * ("first"; relay_error for that id moves it to the next). False when no relay took it.
+   */
+  private toRelays(msg: unknown): boolean {
+    return this.relayMode === "all" ? this.relays.sendAll(msg) > 0 : this.relays.sendFirst(msg) !== undefined;
+  }
+
+  private onRelayClosed(relay: Relay, code: number, reason: string): void {
+    relay.deviceId = undefined;
+    relay.drained = false;
+    // The devices this relay announced are gone from its view; presence from other relays stays.
+    for (const [user, device] of this.relays.dropDevicesOf(relay)) this.sync.onPeerDisconnect(user, device);
+    if (!this.connected) {
+      this.outbox.stop();
+      this.sync.onClose();
+    }
+    void this.events.emit("close", code, reason, relay.url);
+    this.failedAttempts.add(relay.index);
+    if (this.failedAttempts.size >= this.relays.relays.length) {
+      for (const w of this.registeredWaiters.splice(0)) w.reject(new Error(`relay closed the connection (${code} ${reason})`));
+    }
+  }
+
+  private onRelayMessage(relay: Relay, msg: ServerMessage): void {
     switch (msg.type) {
       case "registered":
-        this.deviceId = msg.device_id;
-        this.drainedFlag = false;
+        relay.deviceId = msg.device_id;
+        relay.drained = false;
+        // 8.2, 8.3: a relay (re)registered: it may have restarted, everything is queued again.
         this.outbox.newSession();
         for (const w of this.registeredWaiters.splice(0)) w.resolve();
-        void this.events.emit("registered", msg.device_id, msg.queued);
+        void this.events.emit("registered", msg.device_id, msg.queued, relay.url);
         return;
       case "queue_drained":
         // Envelopes of the flush are processed in order before drained is announced.
         this.enqueueInbound(async () => {
-          this.drainedFlag = true;
-          await this.events.emit("drained");
+          relay.drained = true;
+          await this.events.emit("drained", relay.url);
           await this.outbox.flush(true);
           this.outbox.start();
           await this.sync.onDrained();
         });
         return;
       case "peer_envelope":
-        this.enqueueInbound(() => this.receiveEnvelope(msg, "relay"));
+        this.enqueueInbound(() => this.inbound.receiveEnvelope(msg, "relay", () => this.ack(relay, msg)));
         return;
       case "queued":
-        void this.events.emit("queued", msg.id, msg.status);
+        void this.events.emit("queued", msg.id, msg.status, relay.url);
         return;
       case "peer_connect":
+        this.relays.noteDevice(relay, msg.peer_user_id, msg.peer_device_id);
         this.enqueueInbound(this.sync.onPeerConnect(msg.peer_user_id, msg.peer_device_id));
         void this.events.emit("peer_connect", msg.peer_user_id, msg.peer_device_id);
         return;
       case "peer_disconnect":
+        this.relays.forgetDevice(msg.peer_user_id, msg.peer_device_id);
         this.sync.onPeerDisconnect(msg.peer_user_id, msg.peer_device_id);
         void this.events.emit("peer_disconnect", msg.peer_user_id, msg.peer_device_id);
         return;
       case "webrtc_signal":
+        this.relays.noteDevice(relay, msg.peer_user_id, msg.peer_device_id);
         void this.events.emit("signal", msg.peer_user_id, msg.peer_device_id, msg.signal);
         return;
       case "error":
-        void this.events.emit("relay_error", msg.code, msg.message, msg.id);
+        if (this.relayMode === "first" && msg.id !== undefined && msg.code !== "rate_limited") void this.nextRelay(relay, msg.id);
+        void this.events.emit("relay_error", msg.code, msg.message, msg.id, relay.url);
         return;
       case "challenge":
       case "pong":
         return;
     }
+  }
+
+  /** "first" mode: a relay refused an outbox message; the next registered relay gets it now. */
+  private async nextRelay(relay: Relay, id: string): Promise<void> {
+    const item = await this.store.getOutbox(id);
+    if (item) this.relays.sendFirst({ type: "queue_peer_envelope", envelope: item.envelope }, relay.index);
   }
 
   private enqueueInbound(task: () => Promise<void>): Promise<void> {
@@ -242,21 +306,23 @@ export class TallyClient {
    * here): the checks of 5.3, dedup (7), receipts (8.1), and the relay ack.
    */
   receiveEnvelope(envelope: unknown, via: Delivery): Promise<void> {
-    return this.inbound.receiveEnvelope(envelope, via, via === "relay" ? () => this.ack(envelope) : undefined);
+    return this.inbound.receiveEnvelope(envelope, via, via === "relay" ? () => this.ack(undefined, envelope) : undefined);
   }
 
-  private ack(envelope: unknown): void {
+  /** Acks a relay's copy of an envelope (acks mode) on that relay; with none named, on every relay. */
+  private ack(relay: Relay | undefined, envelope: unknown): void {
     if (!this.acks) return;
     const env = envelope as Partial<PeerEnvelope>;
-    if (typeof env.id === "string" && typeof env.from_user_id === "string") {
-      this.conn.send({ type: "ack", id: env.id, from_user_id: env.from_user_id });
-    }
+    if (typeof env.id !== "string" || typeof env.from_user_id !== "string") return;
+    const frame = { type: "ack", id: env.id, from_user_id: env.from_user_id };
+    if (relay) relay.conn.send(frame);
+    else this.relays.sendAll(frame);
   }
 
   private async sendReceipt(to: string, messageId: string, result: string): Promise<void> {
     const envelope = this.seal(to, RECEIPT_TYPE, { message_id: messageId, result });
     // Over a live direct channel when there is one (8.1), else through the relay.
-    if (this.sendDirect(to, envelope) === 0) this.conn.send({ type: "queue_peer_envelope", envelope });
+    if (this.sendDirect(to, envelope) === 0) this.toRelays({ type: "queue_peer_envelope", envelope });
   }
 
   // ---- sending ----------------------------------------------------------------------------
@@ -308,7 +374,7 @@ export class TallyClient {
   /** Sends a self-addressed message to this user's other online devices (13.2, 13.8). Never stored. */
   sendToOwnDevices(type: string, payload: unknown): string {
     const envelope = this.seal(this.npub, type, payload);
-    this.conn.send({ type: "queue_peer_envelope", envelope });
+    this.relays.sendAll({ type: "queue_peer_envelope", envelope }); // each relay reaches the devices registered on it
     return envelope.id;
   }
 
@@ -344,7 +410,7 @@ export class TallyClient {
     const envelope = this.seal(to, type, payload);
     const { devices } = this.channels.send(to, JSON.stringify(envelope));
     const needRelay = to === this.npub ? this.ownDevicesWithoutChannel(devices) > 0 : devices.length === 0;
-    const relayed = needRelay && this.conn.open && this.conn.send({ type: "queue_peer_envelope", envelope });
+    const relayed = needRelay && this.relays.sendAll({ type: "queue_peer_envelope", envelope }) > 0;
     return devices.length > 0 || relayed;
   }
 
@@ -396,16 +462,23 @@ export class TallyClient {
 
   // ---- signaling --------------------------------------------------------------------------
 
-  /** Asks the relay to introduce this device to every online device of `userId` (6.3, 13.1). */
+  /** Asks every relay to introduce this device to every online device of `userId` there (6.3, 13.1). */
   connectPeer(userId: string): void {
-    this.conn.send({ type: "connect_peer", peer_user_id: userId });
+    this.relays.sendAll({ type: "connect_peer", peer_user_id: userId });
   }
 
   /** Sends a WebRTC offer / answer / ICE candidate to exactly one device (6.3). */
   signal(userId: string, deviceId: string | undefined, signal: unknown): void {
     const msg: Record<string, unknown> = { type: "webrtc_signal", peer_user_id: userId, signal };
-    if (deviceId !== undefined) msg.peer_device_id = deviceId;
-    this.conn.send(msg);
+    if (deviceId === undefined) {
+      this.relays.sendFirst(msg);
+      return;
+    }
+    msg.peer_device_id = deviceId;
+    // Device ids are each relay's own: the signal goes by the relay that announced the device.
+    const relay = this.relays.relayOf(userId, deviceId);
+    if (relay) relay.conn.send(msg);
+    else this.relays.sendFirst(msg);
   }
 
   /** Own devices the relay reports online (13.8), kept by the sync engine. */

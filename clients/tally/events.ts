@@ -42,15 +42,16 @@ export interface TallyClientEvents {
   self: (inner: InnerMessage, via: Delivery) => void | Promise<void>;
   /** Any sync message (sync_hello or sync_data) from a friend, a peer under allowance or an own device, before it is handled. */
   sync_message: (inner: InnerMessage, via: Delivery) => void;
-  registered: (deviceId: string, queued: number) => void;
-  drained: () => void;
-  queued: (id: string, status: QueuedStatus) => void;
+  /** A relay registered this client (with several relays, once per relay; `relay` is its URL as given). */
+  registered: (deviceId: string, queued: number, relay: string) => void;
+  drained: (relay: string) => void;
+  queued: (id: string, status: QueuedStatus, relay: string) => void;
   peer_connect: (userId: string, deviceId: string) => void;
   peer_disconnect: (userId: string, deviceId: string) => void;
   signal: (userId: string, deviceId: string, signal: unknown) => void;
   /** An envelope that failed the receiver's checks and was dropped, with the reason. */
   dropped: (reason: string, envelope: unknown) => void;
-  relay_error: (code: string, message: string, id?: string) => void;
+  relay_error: (code: string, message: string, id: string | undefined, relay: string) => void;
   /** A new ledger entry (outbound or inbound, 12). */
   ledger: (entry: LedgerEntry) => void;
   /** A sync answer from `from` was applied: `applied` new entries. */
@@ -59,7 +60,8 @@ export interface TallyClientEvents {
   peer_kept: (userId: string) => void;
   /** 12.8: an unknown peer's allowance ran out (or the relay connection ended first); every connection to it is closed. */
   peer_dropped: (userId: string) => void;
-  close: (code: number, reason: string) => void;
+  /** A relay connection ended (it reconnects unless closed for good); `relay` is its URL as given. */
+  close: (code: number, reason: string, relay: string) => void;
 }
 
 type AnyFn = (...args: any[]) => unknown;

@@ -63,6 +63,11 @@ export interface SyncOptions {
    * asked for again with a fresh hello (a part lost on the way). Default 60 s.
    */
   answerTimeoutMs?: number;
+  /**
+   * When the app's handler failed on entries of a sync answer, the peer is asked again (a fresh
+   * hello) after this long, so those messages are handled when the handler works again. Default 5 s.
+   */
+  retryFailedMs?: number;
 }
 
 /** A small set that forgets its oldest members past `max`. */
@@ -102,6 +107,8 @@ export class SyncEngine {
   private presenceTimer: ReturnType<typeof setInterval> | undefined;
   /** Incomplete answer sets, by peer and set id: their timeout (answerTimeoutMs). */
   private readonly answerTimers = new Map<string, ReturnType<typeof setTimeout>>();
+  /** Peers to ask again because a handler failed on their entries (retryFailedMs). */
+  private readonly retryTimers = new Map<string, ReturnType<typeof setTimeout>>();
   private loaded: Promise<void> | undefined;
 
   constructor(
@@ -183,6 +190,8 @@ export class SyncEngine {
     for (const user of [...this.allowance.keys()]) this.expireAllowance(user);
     for (const t of this.answerTimers.values()) clearTimeout(t);
     this.answerTimers.clear();
+    for (const t of this.retryTimers.values()) clearTimeout(t);
+    this.retryTimers.clear();
   }
 
   /**
@@ -294,6 +303,18 @@ export class SyncEngine {
     }
   }
 
+  /** A handler failed on entries from `from`: ask it again later (once per peer at a time). */
+  private retryLater(from: string): void {
+    if (this.retryTimers.has(from)) return;
+    this.retryTimers.set(
+      from,
+      setTimeout(() => {
+        this.retryTimers.delete(from);
+        if (this.mayConnect(from)) void this.sendHello(from);
+      }, this.opts.retryFailedMs ?? 5_000),
+    );
+  }
+
   /** Starts (or, once the set is whole, ends) the timeout of an answer set. */
   private watchAnswer(from: string, set: string, whole: boolean): void {
     const key = `${from} ${set}`;
@@ -341,6 +362,7 @@ export class SyncEngine {
     if (self) for (const e of entries) this.broadcast.add(ledgerKey(e));
     let applied = 0;
     let settled = 0;
+    let failed = 0;
     for (const e of entries) {
       if (await this.host.store.hasLedger(e.from_user_id, e.id)) continue;
       const entry: LedgerEntry = { ...e, timestamp: new Date().toISOString() };
@@ -350,7 +372,8 @@ export class SyncEngine {
         if (await this.host.applyFromSync(ledgerEntryToInner(entry) as InnerMessage, entry)) {
           applied++;
           settled++;
-        } else if (!known && (await this.host.store.getProcessed(e.from_user_id, e.id))?.result !== undefined) settled++;
+        } else if ((await this.host.store.getProcessed(e.from_user_id, e.id))?.result === undefined) failed++;
+        else if (!known) settled++;
       } else if (await this.host.appendLedger(entry)) {
         // 12.7 outbound-only: into the ledger, not re-applied.
         applied++;
@@ -358,6 +381,7 @@ export class SyncEngine {
       }
     }
     if (!self) this.keepIfFriend(from);
+    if (failed > 0) this.retryLater(from);
     void this.host.emitSyncEvent("synced", from, applied);
     return { applied, settled };
   }

@@ -1,7 +1,7 @@
 // Seed 003 rules the client keeps on its own (no relay): results, the friend rule, persistence,
 // retries that end, transport-only receipts, the default store. Two clients joined by in-memory
 // channels whose frames the test hands over.
-import { mkdtempSync, readdirSync } from "node:fs";
+import { mkdtempSync, readdirSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -183,7 +183,8 @@ describe("default persistent store", () => {
       const peer = newUser();
       const first = new TallyClient({ relayUrl: "ws://unused", secretKey: user.secretKey });
       const id = await first.send(peer.npub, "note", { n: 1 });
-      expect(readdirSync(dir)).toEqual([`${user.npub}.log`]);
+      expect(readdirSync(dir).filter((f) => !f.endsWith(".lock"))).toEqual([`${user.npub}.log`]);
+      first.close(); // as a restart: the next client of this user takes the same store
       const again = new TallyClient({ relayUrl: "ws://unused", secretKey: user.secretKey });
       expect((await again.store.listOutbox()).map((i) => i.id)).toEqual([id]);
       expect((await again.store.listLedger()).map((e) => e.id)).toEqual([id]);
@@ -268,5 +269,37 @@ describe("smaller rules: plaintext receipts, self hellos on any channel, answers
     };
     await waitFor(async () => (await hellos()) > 0, { what: "a new hello after the timeout", timeout: 3_000 });
     bobsClient.close();
+  });
+});
+
+describe("1 every open client is a device", () => {
+  it("1 each device dedups against its own processed set: two clients of one user with the default store in one folder get two stores, owner-only", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "tally-slots-"));
+    const before = process.env.TALLY_STORE_DIR;
+    process.env.TALLY_STORE_DIR = dir;
+    try {
+      const user = newUser();
+      const peer = newUser();
+      const c1 = new TallyClient({ relayUrl: "ws://unused", secretKey: user.secretKey });
+      const c2 = new TallyClient({ relayUrl: "ws://unused", secretKey: user.secretKey });
+      const msg = new TallyClient({ relayUrl: "ws://unused", secretKey: peer.secretKey, store: "memory" });
+      const frames: string[] = [];
+      msg.addDirectChannel(user.npub, { send: (f) => void frames.push(f) });
+      await msg.send(user.npub, "note", {});
+      const handled: string[] = [];
+      c1.on("message", () => void handled.push("c1"));
+      c2.on("message", () => void handled.push("c2"));
+      await c1.handleDirectFrame(frames[0]);
+      await c2.handleDirectFrame(frames[0]);
+      expect(handled).toEqual(["c1", "c2"]);
+      const logs = readdirSync(dir).filter((f) => f.endsWith(".log")).sort();
+      expect(logs).toEqual([`${user.npub}.1.log`, `${user.npub}.log`]);
+      for (const f of logs) expect(statSync(join(dir, f)).mode & 0o777).toBe(0o600);
+      c1.close();
+      c2.close();
+    } finally {
+      if (before === undefined) delete process.env.TALLY_STORE_DIR;
+      else process.env.TALLY_STORE_DIR = before;
+    }
   });
 });
