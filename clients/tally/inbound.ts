@@ -104,6 +104,7 @@ export class InboundPipeline {
     const seen = await this.processedResult(from, inner.id);
     if (seen !== undefined) {
       // Already processed: drop, but still receipt, repeating the original result (7.2, 8.1).
+      host.sync.noteHandled(inner);
       ack();
       await host.events.emit("duplicate", inner, via);
       await host.sendReceipt(from, inner.id, seen);
@@ -130,9 +131,11 @@ export class InboundPipeline {
   private async handle(inner: InnerMessage, via: Delivery): Promise<Handled> {
     try {
       const results = await this.host.events.emitStrict("message", inner, via);
+      this.host.sync.noteHandled(inner);
       return { ok: true, result: (results.find((r) => typeof r === "string") as string | undefined) ?? PROCESSED };
     } catch (err) {
       reportListenerError("message", err);
+      this.host.sync.noteFailed(inner);
       await this.host.events.emit("handler_failed", inner, via, err);
       return { ok: false };
     }
@@ -150,6 +153,7 @@ export class InboundPipeline {
       await host.store.addProcessed(inner.from_user_id, inner.id, Date.now(), result);
       return result !== IGNORED;
     }
+    host.sync.noteHandled(inner);
     if (result === IGNORED) return false;
     return host.appendLedger(entry);
   }

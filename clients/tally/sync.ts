@@ -109,6 +109,13 @@ export class SyncEngine {
   private readonly answerTimers = new Map<string, ReturnType<typeof setTimeout>>();
   /** Peers to ask again because a handler failed on their entries (retryFailedMs). */
   private readonly retryTimers = new Map<string, ReturnType<typeof setTimeout>>();
+  /**
+   * Messages whose handler failed here and that no path handled since, by key, with when they
+   * failed first. While any is left, own devices are asked again (a hello), so one that handled it
+   * (and acked the relay, and receipted the sender, who then stops retrying) still brings it here.
+   */
+  private readonly unhandled = new Map<string, number>();
+  private unhandledRounds = 0;
   private loaded: Promise<void> | undefined;
 
   constructor(
@@ -304,15 +311,39 @@ export class SyncEngine {
   }
 
   /** A handler failed on entries from `from`: ask it again later (once per peer at a time). */
-  private retryLater(from: string): void {
+  private retryLater(from: string, delay = this.opts.retryFailedMs ?? 5_000): void {
     if (this.retryTimers.has(from)) return;
     this.retryTimers.set(
       from,
       setTimeout(() => {
         this.retryTimers.delete(from);
         if (this.mayConnect(from)) void this.sendHello(from);
-      }, this.opts.retryFailedMs ?? 5_000),
+        if (from === this.me) this.retryUnhandled();
+      }, delay),
     );
+  }
+
+  /** The app's handler failed on a message (any path): own devices are asked until it is handled. */
+  noteFailed(inner: { from_user_id: string; id: string }): void {
+    const key = ledgerKey(inner);
+    if (!this.unhandled.has(key)) this.unhandled.set(key, Date.now());
+    this.unhandledRounds = 0;
+    this.retryLater(this.me);
+  }
+
+  /** A message was handled (or found processed): no longer asked for. */
+  noteHandled(inner: { from_user_id: string; id: string }): void {
+    this.unhandled.delete(ledgerKey(inner));
+  }
+
+  /** Asks own devices again while failed messages remain, backing off (doubling, up to 60 s) and giving up after 10 minutes. */
+  private retryUnhandled(): void {
+    const now = Date.now();
+    for (const [key, at] of this.unhandled) if (now - at > 600_000) this.unhandled.delete(key);
+    if (this.unhandled.size === 0) return;
+    this.unhandledRounds++;
+    const first = this.opts.retryFailedMs ?? 5_000;
+    this.retryLater(this.me, Math.min(first * 2 ** this.unhandledRounds, 60_000));
   }
 
   /** Starts (or, once the set is whole, ends) the timeout of an answer set. */
