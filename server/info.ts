@@ -40,6 +40,7 @@ export const relayInfoSchema = z.object({
       auth: z.object({ event_kind: z.number().int(), tags: z.array(z.string()), max_skew_seconds: z.number() }),
       acks: z.boolean(),
       queue_policy: z.string(),
+      keepalive: z.string(),
     }),
     passnote: z.object({
       endpoint: z.string(),
@@ -91,6 +92,7 @@ export function relayInfo(opts: InfoOptions): RelayInfo {
         auth: { event_kind: 22242, tags: ["challenge", "relay"], max_skew_seconds: LIMITS.tally.auth_max_skew_seconds },
         acks: true,
         queue_policy: "evict_oldest",
+        keepalive: `a registered socket that sends nothing (no message, no ping) for ${LIMITS.tally.idle_timeout_seconds} s (limits.tally.idle_timeout_seconds) is closed with 4408; send {"type":"ping"} more often than that`,
       },
       passnote: {
         endpoint: "/passnote/v2/<room>",

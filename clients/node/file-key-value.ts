@@ -25,6 +25,7 @@ export class FileKeyValue implements KeyValue {
     let text = "";
     try {
       text = this.fs.readFileSync(path, "utf8");
+      this.fs.chmodSync(path, 0o600); // it holds decrypted data: the owner's alone (a file made by an older version too)
     } catch {
       return;
     }
@@ -42,14 +43,14 @@ export class FileKeyValue implements KeyValue {
   }
 
   private append(key: string, value: string | null): void {
-    this.fs.appendFileSync(this.path, JSON.stringify([key, value]) + "\n");
+    this.fs.appendFileSync(this.path, JSON.stringify([key, value]) + "\n", { mode: 0o600 });
     this.lines++;
     if (this.lines > 2 * this.data.size + 1_000) this.compact();
   }
 
   private compact(): void {
     const tmp = `${this.path}.tmp`;
-    this.fs.writeFileSync(tmp, [...this.data].map((kv) => JSON.stringify(kv) + "\n").join(""));
+    this.fs.writeFileSync(tmp, [...this.data].map((kv) => JSON.stringify(kv) + "\n").join(""), { mode: 0o600 });
     this.fs.renameSync(tmp, this.path);
     this.lines = this.data.size;
   }

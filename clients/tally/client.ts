@@ -3,33 +3,40 @@
 // dedup and receipts, and keep the ledger that sync (sync.ts) recovers and converges. The socket's
 // life is in connection.ts, retries in outbox.ts, direct channels in direct.ts; protocol decisions
 // come from shared/tally. This file is the state machine that joins them.
-import { openEnvelope, sealEnvelope, type PeerEnvelope } from "../../shared/tally/envelope";
+import { sealEnvelope, type PeerEnvelope } from "../../shared/tally/envelope";
 import { getPublicKeyHex, npubDecode, npubEncode } from "../../shared/tally/keys";
 import { signInner } from "../../shared/tally/proof";
 import type { ServerMessage } from "../../shared/tally/messages";
 import { innerToLedgerEntry, type LedgerEntry } from "../../shared/tally/entry";
 import { bytesToHex, randomBytes } from "../../shared/encoding";
 import type { OutboxItem, TallyStore } from "./store";
-import { defaultStore } from "./default-store";
-import { SyncEngine, type SyncHost, type SyncOptions } from "./sync";
-import { RelayConnection } from "./connection";
+import { openDefaultStore } from "./default-store";
+import { SyncEngine, type SyncOptions } from "./sync";
+import { RelaySet, type Relay, type RelayMode } from "./relays";
 import { OutboxRetry } from "./outbox";
-import { DirectChannels, type DirectChannel, type DirectHost } from "./direct";
+import { DirectChannels, type DirectChannel } from "./direct";
 import { Emitter, type Delivery, type InnerMessage, type TallyClientEvents } from "./events";
+import { IGNORED, InboundPipeline, RECEIPT_TYPE, SELF_SYNC_TYPES } from "./inbound";
 
 export type { Delivery, InnerMessage, TallyClientEvents } from "./events";
 export type { DirectChannel } from "./direct";
-
-/** Receipt type (seed 8.1). */
-export const RECEIPT_TYPE = "received";
-/** Types that travel between one user's devices (self-envelopes, 13.8) and never get receipts. */
-export const SELF_SYNC_TYPES = new Set(["sync_hello", "sync_data"]);
-/** The receipt result that keeps a message out of the ledger (8.1, 12.8). */
-export const IGNORED = "ignored";
+export { IGNORED, RECEIPT_TYPE, SELF_SYNC_TYPES };
 
 export interface TallyClientOptions {
   /** The relay: ws(s)://, http(s):// or a bare host (clients/relay-url.ts); /tally/v1/<npub> is added. */
-  relayUrl: string;
+  relayUrl?: string;
+  /**
+   * Several relays at once (6.5), instead of relayUrl: the client registers on each, receives from
+   * all (copies dedup by id), acks each relay's own copy, and reconnects to each on its own.
+   */
+  relayUrls?: string[];
+  /**
+   * Where an envelope goes with several relays: "all" (default) hands it to every registered
+   * relay; "first" to the first registered one in the list, and to the next when that one refuses
+   * it (an error naming its id) or is not registered. Retries follow the same rule until a receipt
+   * arrives by any path.
+   */
+  relayMode?: RelayMode;
   secretKey: Uint8Array;
   /** Where the outbox, ledger and processed set persist. Default: IndexedDB or a file (default-store.ts); "memory" keeps nothing. */
   store?: TallyStore | "memory";
@@ -40,6 +47,8 @@ export interface TallyClientOptions {
   /** First retry delay for outbox items, doubled per attempt up to maxRetryMs. */
   retryMs?: number;
   maxRetryMs?: number;
+  /** A connection not registered this long after it opened is given up. Default CLIENT_LIMITS.connect_timeout_ms. */
+  connectTimeoutMs?: number;
   /** Ping interval and pong timeout on the relay socket (connection.ts). */
   pingIntervalMs?: number;
   pongTimeoutMs?: number;
@@ -55,47 +64,79 @@ export interface SendOptions {
   paths?: "auto" | "relay" | "direct" | "both";
 }
 
-export class TallyClient implements SyncHost, DirectHost {
+export class TallyClient {
   readonly npub: string;
   readonly pubkeyHex: string;
   readonly store: TallyStore;
-  deviceId: string | undefined;
   readonly sync: SyncEngine;
 
   private readonly secretKey: Uint8Array;
   private readonly acks: boolean;
   private readonly events = new Emitter<TallyClientEvents>();
-  private readonly conn: RelayConnection;
+  private readonly relays: RelaySet;
+  private readonly relayMode: RelayMode;
+  /** Relays whose attempt failed since connect() was called (connect rejects when all did). */
+  private readonly failedAttempts = new Set<number>();
   private readonly outbox: OutboxRetry;
   private readonly channels = new DirectChannels();
-  private inbound: Promise<void> = Promise.resolve();
+  private readonly inbound: InboundPipeline;
+  /** Frees the default store's slot for the next client (store-slots.ts). */
+  private readonly releaseStore: () => void;
   private registeredWaiters: Array<{ resolve: () => void; reject: (e: Error) => void }> = [];
-  private drainedFlag = false;
 
   constructor(options: TallyClientOptions) {
     this.secretKey = options.secretKey;
     this.acks = options.acks ?? true;
     this.pubkeyHex = getPublicKeyHex(options.secretKey);
     this.npub = npubEncode(this.pubkeyHex);
-    this.store = defaultStore(this.npub, options.store);
-    this.sync = new SyncEngine(this, options.sync);
-    this.conn = new RelayConnection(
+    const opened = openDefaultStore(this.npub, options.store);
+    this.store = opened.store;
+    this.releaseStore = opened.release;
+    // The engines reach the client through small host objects, not through public members.
+    this.sync = new SyncEngine(
       {
-        relayUrl: options.relayUrl,
+        npub: this.npub,
+        store: this.store,
+        connectPeer: (u) => this.connectPeer(u),
+        syncNeedsRelay: (to) => this.syncNeedsRelay(to),
+        sendSyncMessage: (to, type, payload) => this.sendSyncMessage(to, type, payload),
+        applyFromSync: (inner, entry) => this.inbound.applyFromSync(inner, entry),
+        appendLedger: (e) => this.appendLedger(e),
+        dropPeer: (u) => this.channels.closeAll(u),
+        emitSyncEvent: (event, ...args) =>
+          (this.events.emit as (e: string, ...a: unknown[]) => Promise<unknown[]>)(event, ...args).then(() => undefined),
+      },
+      options.sync,
+    );
+    this.inbound = new InboundPipeline({
+      npub: this.npub,
+      secretKey: this.secretKey,
+      store: this.store,
+      events: this.events,
+      sync: this.sync,
+      appendLedger: (e) => this.appendLedger(e),
+      sendReceipt: (to, id, result) => this.sendReceipt(to, id, result),
+    });
+    const urls = options.relayUrls ?? (options.relayUrl !== undefined ? [options.relayUrl] : []);
+    this.relayMode = options.relayMode ?? "all";
+    this.relays = new RelaySet(
+      urls,
+      {
         secretKey: options.secretKey,
         npub: this.npub,
         acks: this.acks,
         reconnect: options.reconnect ?? true,
-        WebSocket: options.WebSocket ?? globalThis.WebSocket,
+        WebSocket: options.WebSocket ?? (globalThis as { WebSocket?: typeof WebSocket }).WebSocket,
         pingIntervalMs: options.pingIntervalMs,
         pongTimeoutMs: options.pongTimeoutMs,
+        connectTimeoutMs: options.connectTimeoutMs,
       },
-      { onMessage: (m) => this.onRelayMessage(m), onClosed: (code, reason) => this.onRelayClosed(code, reason) },
+      { onMessage: (r, m) => this.onRelayMessage(r, m), onClosed: (r, code, reason) => this.onRelayClosed(r, code, reason) },
     );
     this.outbox = new OutboxRetry(
       this.store,
       { retryMs: options.retryMs ?? 5_000, maxRetryMs: options.maxRetryMs ?? 3_600_000 },
-      (item) => this.conn.open && this.conn.send({ type: "queue_peer_envelope", envelope: item.envelope }),
+      (item) => this.toRelays({ type: "queue_peer_envelope", envelope: item.envelope }),
       (item) => void this.events.emit("expired", item.id, item.to_user_id),
     );
   }
@@ -106,91 +147,136 @@ export class TallyClient implements SyncHost, DirectHost {
     return this.events.on(event, fn);
   }
 
-  async emitSyncEvent(event: "synced" | "peer_kept" | "peer_dropped", ...args: unknown[]): Promise<void> {
-    await (this.events.emit as (e: string, ...a: unknown[]) => Promise<unknown[]>)(event, ...args);
+  // ---- the relays (relays.ts) -------------------------------------------------------------
+
+  /** The device id the first registered relay gave this client (each relay gives its own). */
+  get deviceId(): string | undefined {
+    return this.relays.open().find((r) => r.deviceId !== undefined)?.deviceId;
   }
 
-  // ---- the relay connection ---------------------------------------------------------------
-
+  /** Registered with at least one relay. */
   get connected(): boolean {
-    return this.deviceId !== undefined && this.conn.open;
+    return this.relays.open().some((r) => r.deviceId !== undefined);
   }
 
-  /** True once queue_drained arrived on the current connection (12.2). */
+  /** True once queue_drained arrived on a current connection (12.2). */
   get drained(): boolean {
-    return this.drainedFlag;
+    return this.relays.relays.some((r) => r.drained && r.conn.open);
   }
 
+  /** The first relay's endpoint. */
   endpoint(): string {
-    return this.conn.endpoint();
+    return this.relays.relays[0].conn.endpoint();
   }
 
-  /** Connects and registers; resolves once `registered` arrived. */
+  /** Every relay's endpoint, in the order given. */
+  endpoints(): string[] {
+    return this.relays.relays.map((r) => r.conn.endpoint());
+  }
+
+  /**
+   * Connects to every relay and registers; resolves once the first `registered` arrived. Rejects
+   * when every relay's first attempt failed: at once when the connections are refused, within
+   * CLIENT_LIMITS.connect_timeout_ms when a relay never answers, and at once when the platform has
+   * no WebSocket (Node 20: pass `ws`'s). With `reconnect` on, the client keeps trying each relay
+   * in the background after a rejection.
+   */
   connect(): Promise<void> {
     const done = new Promise<void>((resolve, reject) => this.registeredWaiters.push({ resolve, reject }));
-    this.conn.start();
+    this.failedAttempts.clear();
+    try {
+      this.relays.start();
+    } catch (err) {
+      for (const w of this.registeredWaiters.splice(0)) w.reject(err as Error);
+    }
     return done;
   }
 
-  /** Closes the connection for good (no reconnect). */
+  /** Closes every relay connection for good (no reconnect). */
   close(): void {
-    this.conn.stop();
+    this.relays.stop();
     this.outbox.stop();
     this.sync.onClose();
+    this.releaseStore();
   }
 
-  /** The raw socket, for tests that must cut a connection the hard way. */
+  /** The first relay's raw socket, for tests that must cut a connection the hard way. */
   get socket(): WebSocket | undefined {
-    return this.conn.socket;
+    return this.relays.relays[0].conn.socket;
   }
 
-  private onRelayClosed(code: number, reason: string): void {
-    this.deviceId = undefined;
-    this.drainedFlag = false;
-    this.outbox.stop();
-    this.sync.onClose();
-    void this.events.emit("close", code, reason);
-    for (const w of this.registeredWaiters.splice(0)) w.reject(new Error(`relay closed the connection (${code} ${reason})`));
+  /** The raw socket of each relay, in the order given. */
+  get sockets(): Array<WebSocket | undefined> {
+    return this.relays.relays.map((r) => r.conn.socket);
   }
 
-  private onRelayMessage(msg: ServerMessage): void {
+  /**
+   * Hands a frame to the relays: every registered one ("all"), or the first registered one
+   * ("first"; relay_error for that id moves it to the next). False when no relay took it.
+   */
+  private toRelays(msg: unknown): boolean {
+    return this.relayMode === "all" ? this.relays.sendAll(msg) > 0 : this.relays.sendFirst(msg) !== undefined;
+  }
+
+  private onRelayClosed(relay: Relay, code: number, reason: string): void {
+    relay.deviceId = undefined;
+    relay.drained = false;
+    // The devices this relay announced are gone from its view; presence from other relays stays.
+    for (const [user, device] of this.relays.dropDevicesOf(relay)) this.sync.onPeerDisconnect(user, device);
+    if (!this.connected) {
+      this.outbox.stop();
+      this.sync.onClose();
+    }
+    void this.events.emit("close", code, reason, relay.url);
+    this.failedAttempts.add(relay.index);
+    if (this.failedAttempts.size >= this.relays.relays.length) {
+      for (const w of this.registeredWaiters.splice(0)) w.reject(new Error(`relay closed the connection (${code} ${reason})`));
+    }
+  }
+
+  private onRelayMessage(relay: Relay, msg: ServerMessage): void {
     switch (msg.type) {
       case "registered":
-        this.deviceId = msg.device_id;
-        this.drainedFlag = false;
+        relay.deviceId = msg.device_id;
+        relay.drained = false;
+        // 8.2, 8.3: a relay (re)registered: it may have restarted, everything is queued again.
         this.outbox.newSession();
         for (const w of this.registeredWaiters.splice(0)) w.resolve();
-        void this.events.emit("registered", msg.device_id, msg.queued);
+        void this.events.emit("registered", msg.device_id, msg.queued, relay.url);
         return;
       case "queue_drained":
         // Envelopes of the flush are processed in order before drained is announced.
         this.enqueueInbound(async () => {
-          this.drainedFlag = true;
-          await this.events.emit("drained");
+          relay.drained = true;
+          await this.events.emit("drained", relay.url);
           await this.outbox.flush(true);
           this.outbox.start();
           await this.sync.onDrained();
         });
         return;
       case "peer_envelope":
-        this.enqueueInbound(() => this.receiveEnvelope(msg, "relay"));
+        this.enqueueInbound(() => this.inbound.receiveEnvelope(msg, "relay", () => this.ack(relay, msg)));
         return;
       case "queued":
-        void this.events.emit("queued", msg.id, msg.status);
+        void this.events.emit("queued", msg.id, msg.status, relay.url);
         return;
       case "peer_connect":
+        this.relays.noteDevice(relay, msg.peer_user_id, msg.peer_device_id);
         this.enqueueInbound(this.sync.onPeerConnect(msg.peer_user_id, msg.peer_device_id));
         void this.events.emit("peer_connect", msg.peer_user_id, msg.peer_device_id);
         return;
       case "peer_disconnect":
+        this.relays.forgetDevice(msg.peer_user_id, msg.peer_device_id);
         this.sync.onPeerDisconnect(msg.peer_user_id, msg.peer_device_id);
         void this.events.emit("peer_disconnect", msg.peer_user_id, msg.peer_device_id);
         return;
       case "webrtc_signal":
+        this.relays.noteDevice(relay, msg.peer_user_id, msg.peer_device_id);
         void this.events.emit("signal", msg.peer_user_id, msg.peer_device_id, msg.signal);
         return;
       case "error":
-        void this.events.emit("relay_error", msg.code, msg.message, msg.id);
+        if (this.relayMode === "first" && msg.id !== undefined && msg.code !== "rate_limited") void this.nextRelay(relay, msg.id);
+        void this.events.emit("relay_error", msg.code, msg.message, msg.id, relay.url);
         return;
       case "challenge":
       case "pong":
@@ -198,106 +284,45 @@ export class TallyClient implements SyncHost, DirectHost {
     }
   }
 
-  private enqueueInbound(task: () => Promise<void>): void {
-    this.inbound = this.inbound.then(task).catch((err) => {
-      console.error("tally client: inbound handler failed", err);
-    });
+  /** "first" mode: a relay refused an outbox message; the next registered relay gets it now. */
+  private async nextRelay(relay: Relay, id: string): Promise<void> {
+    const item = await this.store.getOutbox(id);
+    if (item) this.relays.sendFirst({ type: "queue_peer_envelope", envelope: item.envelope }, relay.index);
+  }
+
+  private enqueueInbound(task: () => Promise<void>): Promise<void> {
+    return this.inbound.enqueue(task);
   }
 
   /** Resolves once every frame received so far has been processed. */
   idle(): Promise<void> {
-    return this.inbound;
+    return this.inbound.idle();
   }
 
-  // ---- receiving --------------------------------------------------------------------------
+  // ---- receiving (inbound.ts) --------------------------------------------------------------
 
   /**
    * Receives one envelope from any path (the relay, or a direct channel that hands its frames
    * here): the checks of 5.3, dedup (7), receipts (8.1), and the relay ack.
    */
-  async receiveEnvelope(envelope: unknown, via: Delivery): Promise<void> {
+  receiveEnvelope(envelope: unknown, via: Delivery): Promise<void> {
+    return this.inbound.receiveEnvelope(envelope, via, via === "relay" ? () => this.ack(undefined, envelope) : undefined);
+  }
+
+  /** Acks a relay's copy of an envelope (acks mode) on that relay; with none named, on every relay. */
+  private ack(relay: Relay | undefined, envelope: unknown): void {
+    if (!this.acks) return;
     const env = envelope as Partial<PeerEnvelope>;
-    const opened = openEnvelope(envelope, this.secretKey);
-    if (!opened.ok) {
-      await this.events.emit("dropped", opened.reason, envelope);
-      this.ack(env, via);
-      return;
-    }
-    const inner = opened.inner as InnerMessage;
-    const from = inner.from_user_id;
-    if (from === this.npub) {
-      // Another device of ours (13.8): only sync messages on this path; no receipts (13.7);
-      // sync messages stay out of the processed set (12.3), duplicates dropped by id.
-      this.ack(env, via);
-      if (SELF_SYNC_TYPES.has(inner.type) && this.sync.firstSight(inner)) {
-        await this.events.emit("self", inner, via);
-        await this.events.emit("sync_message", inner, via);
-        await this.sync.onSyncMessage(inner);
-      }
-      return;
-    }
-    if (SELF_SYNC_TYPES.has(inner.type)) {
-      // Friend sync (12): no processed set, never a receipt.
-      this.ack(env, via);
-      if (this.sync.firstSight(inner)) {
-        await this.events.emit("sync_message", inner, via);
-        await this.sync.onSyncMessage(inner);
-      }
-      return;
-    }
-    if (inner.type === RECEIPT_TYPE) {
-      // A receipt never generates a receipt (8.1).
-      await this.onReceipt(from, inner.payload);
-      this.ack(env, via);
-      return;
-    }
-    const seen = await this.store.getProcessed(from, inner.id);
-    if (seen) {
-      // Already processed: drop, but still receipt, repeating the original result (7.2, 8.1).
-      this.ack(env, via);
-      await this.events.emit("duplicate", inner, via);
-      await this.sendReceipt(from, inner.id, seen.result ?? "processed");
-      return;
-    }
-    const result = await this.apply(inner, via);
-    if (result !== IGNORED) await this.appendLedger(innerToLedgerEntry(inner, new Date()));
-    this.ack(env, via);
-    await this.sendReceipt(from, inner.id, result);
-  }
-
-  /**
-   * Applies a new message once: its id is persisted before the app's handler runs (a crash in
-   * between loses the message rather than applying it twice), then the handler's result with it.
-   */
-  private async apply(inner: InnerMessage, via: Delivery): Promise<string> {
-    await this.store.addProcessed(inner.from_user_id, inner.id, Date.now());
-    const results = await this.events.emit("message", inner, via);
-    const result = (results.find((r) => typeof r === "string") as string | undefined) ?? "processed";
-    await this.store.addProcessed(inner.from_user_id, inner.id, Date.now(), result);
-    return result;
-  }
-
-  private async onReceipt(from: string, payload: unknown): Promise<void> {
-    const p = (payload ?? {}) as { message_id?: unknown; result?: unknown };
-    if (typeof p.message_id !== "string") return;
-    const item = await this.store.getOutbox(p.message_id);
-    if (item && item.to_user_id === from) {
-      await this.store.deleteOutbox(p.message_id);
-      await this.events.emit("receipt", p.message_id, p.result, from);
-    }
-  }
-
-  private ack(env: Partial<PeerEnvelope>, via: Delivery): void {
-    if (via !== "relay" || !this.acks) return;
-    if (typeof env.id === "string" && typeof env.from_user_id === "string") {
-      this.conn.send({ type: "ack", id: env.id, from_user_id: env.from_user_id });
-    }
+    if (typeof env.id !== "string" || typeof env.from_user_id !== "string") return;
+    const frame = { type: "ack", id: env.id, from_user_id: env.from_user_id };
+    if (relay) relay.conn.send(frame);
+    else this.relays.sendAll(frame);
   }
 
   private async sendReceipt(to: string, messageId: string, result: string): Promise<void> {
     const envelope = this.seal(to, RECEIPT_TYPE, { message_id: messageId, result });
     // Over a live direct channel when there is one (8.1), else through the relay.
-    if (this.sendDirect(to, envelope) === 0) this.conn.send({ type: "queue_peer_envelope", envelope });
+    if (this.sendDirect(to, envelope) === 0) this.toRelays({ type: "queue_peer_envelope", envelope });
   }
 
   // ---- sending ----------------------------------------------------------------------------
@@ -349,26 +374,18 @@ export class TallyClient implements SyncHost, DirectHost {
   /** Sends a self-addressed message to this user's other online devices (13.2, 13.8). Never stored. */
   sendToOwnDevices(type: string, payload: unknown): string {
     const envelope = this.seal(this.npub, type, payload);
-    this.conn.send({ type: "queue_peer_envelope", envelope });
+    this.relays.sendAll({ type: "queue_peer_envelope", envelope }); // each relay reaches the devices registered on it
     return envelope.id;
   }
 
-  // ---- ledger and sync (12, 13): the SyncHost side --------------------------------------
+  // ---- ledger and sync (12, 13): what the sync engine asks of the client ------------------
 
   /** Appends to the ledger; a new entry is announced and broadcast to own devices (13.5). */
-  async appendLedger(entry: LedgerEntry): Promise<boolean> {
+  private async appendLedger(entry: LedgerEntry): Promise<boolean> {
     if (!(await this.store.appendLedger(entry))) return false;
     this.sync.onLedgerAppend(entry);
     await this.events.emit("ledger", entry);
     return true;
-  }
-
-  /** An inbound-like entry from sync (12.7): applied once through the handler, no receipt. */
-  async applyFromSync(inner: InnerMessage, entry: LedgerEntry): Promise<boolean> {
-    const seen = await this.store.getProcessed(inner.from_user_id, inner.id);
-    const result = seen ? seen.result : await this.apply(inner, "sync");
-    if (result === IGNORED) return false;
-    return this.appendLedger(entry);
   }
 
   /** Own devices the relay reports online that no open direct channel reaches (13.8). */
@@ -379,7 +396,7 @@ export class TallyClient implements SyncHost, DirectHost {
     return Math.max(0, uncovered - anonymous);
   }
 
-  syncNeedsRelay(to: string): boolean {
+  private syncNeedsRelay(to: string): boolean {
     if (to !== this.npub) return this.channels.count(to) === 0;
     return this.ownDevicesWithoutChannel(this.channels.devices(to)) > 0;
   }
@@ -389,22 +406,12 @@ export class TallyClient implements SyncHost, DirectHost {
    * a friend with none, or (to === npub, 13.8) for any own device the relay reports that no channel
    * took it to. Failed channel sends count as not sent. True if any path carried it.
    */
-  sendSyncMessage(to: string, type: string, payload: unknown): boolean {
+  private sendSyncMessage(to: string, type: string, payload: unknown): boolean {
     const envelope = this.seal(to, type, payload);
     const { devices } = this.channels.send(to, JSON.stringify(envelope));
     const needRelay = to === this.npub ? this.ownDevicesWithoutChannel(devices) > 0 : devices.length === 0;
-    const relayed = needRelay && this.conn.open && this.conn.send({ type: "queue_peer_envelope", envelope });
+    const relayed = needRelay && this.relays.sendAll({ type: "queue_peer_envelope", envelope }) > 0;
     return devices.length > 0 || relayed;
-  }
-
-  /** Closes every registered channel to a user; the WebRTC mesh closes the rest on peer_dropped (12.8). */
-  dropPeer(userId: string): void {
-    this.channels.closeAll(userId);
-  }
-
-  /** Closes and forgets the direct channels to a user. */
-  closeDirectChannels(userId: string): void {
-    this.channels.closeAll(userId);
   }
 
   // ---- direct channels --------------------------------------------------------------------
@@ -415,12 +422,18 @@ export class TallyClient implements SyncHost, DirectHost {
    * arrive on it go to handleDirectFrame. Returns a function that unregisters it.
    */
   addDirectChannel(userId: string, channel: DirectChannel, deviceId?: string): () => void {
-    return this.channels.add(userId, channel, deviceId);
+    const off = this.channels.add(userId, channel, deviceId);
+    // 13.6: as soon as a channel to an own device opens, a sync_hello goes on it (both ends do).
+    if (userId === this.npub) void this.sync.onSelfChannelOpen();
+    return off;
   }
 
   /**
    * A JSON frame that arrived on a direct channel to `fromUserId` (6.1): an envelope, or a
-   * plaintext transport-only receipt from that peer (3.2, 8.1).
+   * plaintext transport-only receipt from that peer (3.2, 8.1). A plaintext receipt is taken only
+   * when `fromUserId` says which peer's channel it came on (its only authentication is that
+   * channel); without it the receipt is dropped (event `dropped`, reason
+   * "plaintext_receipt_without_peer"). dataChannelAdapter and connectInMemory always pass it.
    */
   handleDirectFrame(data: string, fromUserId?: string): Promise<void> {
     let msg: Record<string, unknown>;
@@ -431,10 +444,13 @@ export class TallyClient implements SyncHost, DirectHost {
     }
     if (typeof msg !== "object" || msg === null) return Promise.resolve();
     if (msg.type === "peer_envelope") {
-      return new Promise((resolve) => this.enqueueInbound(() => this.receiveEnvelope(msg, "direct").then(resolve)));
+      return this.enqueueInbound(() => this.receiveEnvelope(msg, "direct"));
+    }
+    if (msg.type === RECEIPT_TYPE && fromUserId === undefined) {
+      return this.events.emit("dropped", "plaintext_receipt_without_peer", msg).then(() => undefined);
     }
     if (msg.type === RECEIPT_TYPE && fromUserId !== undefined && msg.from_user_id === fromUserId && msg.to_user_id === this.npub) {
-      return new Promise((resolve) => this.enqueueInbound(() => this.onReceipt(fromUserId, msg.payload).then(resolve)));
+      return this.enqueueInbound(() => this.inbound.onReceipt(fromUserId, msg.payload));
     }
     return Promise.resolve();
   }
@@ -446,16 +462,23 @@ export class TallyClient implements SyncHost, DirectHost {
 
   // ---- signaling --------------------------------------------------------------------------
 
-  /** Asks the relay to introduce this device to every online device of `userId` (6.3, 13.1). */
+  /** Asks every relay to introduce this device to every online device of `userId` there (6.3, 13.1). */
   connectPeer(userId: string): void {
-    this.conn.send({ type: "connect_peer", peer_user_id: userId });
+    this.relays.sendAll({ type: "connect_peer", peer_user_id: userId });
   }
 
   /** Sends a WebRTC offer / answer / ICE candidate to exactly one device (6.3). */
   signal(userId: string, deviceId: string | undefined, signal: unknown): void {
     const msg: Record<string, unknown> = { type: "webrtc_signal", peer_user_id: userId, signal };
-    if (deviceId !== undefined) msg.peer_device_id = deviceId;
-    this.conn.send(msg);
+    if (deviceId === undefined) {
+      this.relays.sendFirst(msg);
+      return;
+    }
+    msg.peer_device_id = deviceId;
+    // Device ids are each relay's own: the signal goes by the relay that announced the device.
+    const relay = this.relays.relayOf(userId, deviceId);
+    if (relay) relay.conn.send(msg);
+    else this.relays.sendFirst(msg);
   }
 
   /** Own devices the relay reports online (13.8), kept by the sync engine. */

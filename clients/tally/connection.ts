@@ -14,11 +14,14 @@ export interface ConnectionOptions {
   acks: boolean;
   /** Reconnect after a lost connection. */
   reconnect: boolean;
-  WebSocket: typeof WebSocket;
+  /** The WebSocket constructor; undefined where the platform has none (Node 20: pass the `ws` package's). */
+  WebSocket: typeof WebSocket | undefined;
   /** Milliseconds between pings on a registered socket. Default CLIENT_LIMITS.ping_interval_ms. */
   pingIntervalMs?: number;
   /** A ping unanswered for this long means the socket is dead: it is closed and reopened. Default CLIENT_LIMITS.pong_timeout_ms. */
   pongTimeoutMs?: number;
+  /** A socket not registered this long after it opened is given up. Default CLIENT_LIMITS.connect_timeout_ms. */
+  connectTimeoutMs?: number;
 }
 
 export interface ConnectionHandlers {
@@ -44,14 +47,27 @@ export function isFatalClose(code: number): boolean {
   return code === CLOSE_CODES.auth_failed;
 }
 
+/** The close code WebSocket APIs report for a connection that ended without a close frame. */
+const ABNORMAL_CLOSE = 1006;
+
+/** What a client without a WebSocket constructor says (Node 20 has no global WebSocket). */
+export const NO_WEBSOCKET_MESSAGE =
+  "no WebSocket here (Node 20 has none): install the `ws` package and pass it: " +
+  'import { WebSocket } from "ws"; new TallyClient({ ..., WebSocket })';
+
 export class RelayConnection {
   private ws: WebSocket | undefined;
   private attempt = 0;
   private reconnectTimer: ReturnType<typeof setTimeout> | undefined;
   private pingTimer: ReturnType<typeof setInterval> | undefined;
   private pongDeadline: ReturnType<typeof setTimeout> | undefined;
+  private registerDeadline: ReturnType<typeof setTimeout> | undefined;
   private closedByUser = false;
   private registered = false;
+  /** rate_limited: nothing is sent before this time (ms since the epoch); frames wait in `held`. */
+  private holdUntil = 0;
+  private held: string[] = [];
+  private holdTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(
     private readonly opts: ConnectionOptions,
@@ -71,7 +87,9 @@ export class RelayConnection {
     return `${relayBase(this.opts.relayUrl, "ws")}/tally/v1/${this.opts.npub}`;
   }
 
+  /** Opens the connection (if not open). Throws when there is no WebSocket to open it with. */
   start(): void {
+    if (typeof this.opts.WebSocket !== "function") throw new Error(NO_WEBSOCKET_MESSAGE);
     this.closedByUser = false;
     if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
     this.reconnectTimer = undefined;
@@ -83,27 +101,82 @@ export class RelayConnection {
     this.closedByUser = true;
     if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
     this.stopPings();
-    this.ws?.close(CLOSE_CODES.normal, "bye");
+    const ws = this.ws;
+    if (!ws) return;
+    try {
+      ws.close(CLOSE_CODES.normal, "bye");
+    } catch {
+      // not open yet, or already closing
+    }
+    // A socket that never opened may fire no close event (Node's built-in WebSocket): closed now.
+    if (ws.readyState !== 1) this.onClose(ws, CLOSE_CODES.normal, "bye");
   }
 
+  /**
+   * Sends a frame; false when the socket is not open. After a rate_limited answer, frames wait
+   * (in order, on this socket) until the relay's retry_after_ms has passed.
+   */
   send(msg: unknown): boolean {
     const ws = this.ws;
     if (!ws || ws.readyState !== 1) return false;
-    ws.send(JSON.stringify(msg));
+    const frame = JSON.stringify(msg);
+    if (this.held.length > 0 || Date.now() < this.holdUntil) {
+      this.held.push(frame);
+      this.scheduleRelease(ws);
+      return true;
+    }
+    ws.send(frame);
     return true;
   }
 
+  /** The relay said rate_limited: send nothing more for `ms` (at least one millisecond). */
+  private hold(ws: WebSocket, ms: number): void {
+    this.holdUntil = Math.max(this.holdUntil, Date.now() + Math.max(1, ms));
+    this.scheduleRelease(ws);
+  }
+
+  private scheduleRelease(ws: WebSocket): void {
+    if (this.holdTimer) return;
+    this.holdTimer = setTimeout(() => {
+      this.holdTimer = undefined;
+      if (this.ws !== ws || ws.readyState !== 1) return;
+      if (Date.now() < this.holdUntil) return this.scheduleRelease(ws);
+      // Released in order; a new rate_limited answer holds the rest again.
+      while (this.held.length > 0 && Date.now() >= this.holdUntil) ws.send(this.held.shift()!);
+      if (this.held.length > 0) this.scheduleRelease(ws);
+    }, Math.max(0, this.holdUntil - Date.now()));
+  }
+
+  private clearHold(): void {
+    if (this.holdTimer) clearTimeout(this.holdTimer);
+    this.holdTimer = undefined;
+    this.holdUntil = 0;
+    this.held = [];
+  }
+
   private openSocket(): void {
-    const ws = new this.opts.WebSocket(this.endpoint());
+    let ws: WebSocket;
+    try {
+      ws = new this.opts.WebSocket!(this.endpoint());
+    } catch (err) {
+      // A URL the platform refuses: as a failed connection (the app sees the close).
+      this.handlers.onClosed(ABNORMAL_CLOSE, `cannot open the socket: ${(err as Error).message}`, false);
+      return;
+    }
     this.ws = ws;
     this.registered = false;
     ws.onmessage = (ev) => {
       if (this.ws === ws && typeof ev.data === "string") this.onFrame(ws, ev.data);
     };
     ws.onclose = (ev) => this.onClose(ws, ev.code, ev.reason);
-    ws.onerror = () => {
-      // onclose follows
-    };
+    // Node's built-in WebSocket (undici) fires `error` and no `close` on a refused connection: an
+    // error ends the socket here, whichever event comes (onClose runs once per socket).
+    ws.onerror = () => this.abandon(ws, ABNORMAL_CLOSE, "connection failed");
+    // A socket not registered in time (a relay that accepts TCP and never answers) is given up.
+    if (this.registerDeadline) clearTimeout(this.registerDeadline);
+    this.registerDeadline = setTimeout(() => {
+      if (this.ws === ws && !this.registered) this.abandon(ws, ABNORMAL_CLOSE, "no registration in time");
+    }, this.opts.connectTimeoutMs ?? CLIENT_LIMITS.connect_timeout_ms);
   }
 
   private onFrame(ws: WebSocket, data: string): void {
@@ -122,9 +195,12 @@ export class RelayConnection {
     }
     if (msg.type === "registered") {
       this.registered = true;
+      if (this.registerDeadline) clearTimeout(this.registerDeadline);
+      this.registerDeadline = undefined;
       this.attempt = 0;
       this.startPings(ws);
     }
+    if (msg.type === "error" && msg.code === "rate_limited") this.hold(ws, msg.retry_after_ms ?? CLIENT_LIMITS.rate_limited_default_wait_ms);
     if (msg.type === "pong" && this.pongDeadline) {
       clearTimeout(this.pongDeadline);
       this.pongDeadline = undefined;
@@ -137,7 +213,7 @@ export class RelayConnection {
     const every = this.opts.pingIntervalMs ?? CLIENT_LIMITS.ping_interval_ms;
     const wait = this.opts.pongTimeoutMs ?? CLIENT_LIMITS.pong_timeout_ms;
     this.pingTimer = setInterval(() => {
-      if (this.ws !== ws || ws.readyState !== 1 || this.pongDeadline) return;
+      if (this.ws !== ws || ws.readyState !== 1 || this.pongDeadline || Date.now() < this.holdUntil) return;
       ws.send(JSON.stringify({ type: "ping" }));
       this.pongDeadline = setTimeout(() => {
         // No pong: a half-open socket. Give it up and come back on a fresh one.
@@ -156,12 +232,16 @@ export class RelayConnection {
 
   /** Treats a socket as closed now (its close event may never come on a dead network). */
   private abandon(ws: WebSocket, code: number, reason: string): void {
+    if (this.ws !== ws) return;
+    this.onClose(ws, code, reason); // first: closing may fire `error` again, synchronously
+    ws.onerror = null;
+    ws.onclose = null;
+    ws.onmessage = null;
     try {
       ws.close();
     } catch {
       // already closing
     }
-    this.onClose(ws, code, reason);
   }
 
   private onClose(ws: WebSocket, code: number, reason: string): void {
@@ -169,6 +249,9 @@ export class RelayConnection {
     this.ws = undefined;
     this.registered = false;
     this.stopPings();
+    this.clearHold();
+    if (this.registerDeadline) clearTimeout(this.registerDeadline);
+    this.registerDeadline = undefined;
     const again = !this.closedByUser && this.opts.reconnect && !isFatalClose(code);
     if (again) {
       this.reconnectTimer = setTimeout(() => this.openSocket(), reconnectDelay(this.attempt));

@@ -22,8 +22,16 @@ export interface TallyClientEvents {
   /**
    * A new application message (not a receipt), after the checks of 5.3 and dedup. The first
    * string a handler returns is the receipt's result (8.1); "ignored" keeps it out of the ledger.
+   * A handler that throws (or rejects) leaves the message unprocessed: it is handled again when
+   * it comes again (see handler_failed).
    */
   message: (inner: InnerMessage, via: Delivery) => void | Promise<void> | string | Promise<string>;
+  /**
+   * A `message` handler threw (or rejected): the message is not processed. No receipt is sent and
+   * the relay's copy is not acked, so it arrives again (the relay's redelivery, the sender's retry)
+   * and the handler runs again then.
+   */
+  handler_failed: (inner: InnerMessage, via: Delivery, error: unknown) => void;
   /** A copy of an application message already processed (another path's copy, 7): dropped, receipted again. */
   duplicate: (inner: InnerMessage, via: Delivery) => void;
   /** A receipt for one of our messages arrived; it left the outbox. */
@@ -34,15 +42,16 @@ export interface TallyClientEvents {
   self: (inner: InnerMessage, via: Delivery) => void | Promise<void>;
   /** Any sync message (sync_hello or sync_data) from a friend, a peer under allowance or an own device, before it is handled. */
   sync_message: (inner: InnerMessage, via: Delivery) => void;
-  registered: (deviceId: string, queued: number) => void;
-  drained: () => void;
-  queued: (id: string, status: QueuedStatus) => void;
+  /** A relay registered this client (with several relays, once per relay; `relay` is its URL as given). */
+  registered: (deviceId: string, queued: number, relay: string) => void;
+  drained: (relay: string) => void;
+  queued: (id: string, status: QueuedStatus, relay: string) => void;
   peer_connect: (userId: string, deviceId: string) => void;
   peer_disconnect: (userId: string, deviceId: string) => void;
   signal: (userId: string, deviceId: string, signal: unknown) => void;
   /** An envelope that failed the receiver's checks and was dropped, with the reason. */
   dropped: (reason: string, envelope: unknown) => void;
-  relay_error: (code: string, message: string, id?: string) => void;
+  relay_error: (code: string, message: string, id: string | undefined, relay: string) => void;
   /** A new ledger entry (outbound or inbound, 12). */
   ledger: (entry: LedgerEntry) => void;
   /** A sync answer from `from` was applied: `applied` new entries. */
@@ -51,7 +60,8 @@ export interface TallyClientEvents {
   peer_kept: (userId: string) => void;
   /** 12.8: an unknown peer's allowance ran out (or the relay connection ended first); every connection to it is closed. */
   peer_dropped: (userId: string) => void;
-  close: (code: number, reason: string) => void;
+  /** A relay connection ended (it reconnects unless closed for good); `relay` is its URL as given. */
+  close: (code: number, reason: string, relay: string) => void;
 }
 
 type AnyFn = (...args: any[]) => unknown;
@@ -71,6 +81,13 @@ export class Emitter<E extends { [K in keyof E]: AnyFn }> {
     const results: unknown[] = [];
     // A listener that throws is reported and counts as having returned nothing (clients/listeners.ts).
     for (const fn of this.listeners.get(event) ?? []) results.push(await awaitListener(String(event), fn, ...args));
+    return results;
+  }
+
+  /** Like emit, but the first listener that throws (or rejects) stops it, and emitStrict throws that error. */
+  async emitStrict<K extends keyof E>(event: K, ...args: Parameters<E[K]>): Promise<unknown[]> {
+    const results: unknown[] = [];
+    for (const fn of this.listeners.get(event) ?? []) results.push(await fn(...args));
     return results;
   }
 }

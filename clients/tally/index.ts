@@ -1,11 +1,13 @@
 // The Tally client SDK: what apps import.
 export { TallyClient, newMessageId, RECEIPT_TYPE, SELF_SYNC_TYPES, IGNORED } from "./client";
 export type { InnerMessage, TallyClientOptions, TallyClientEvents, DirectChannel, SendOptions, Delivery } from "./client";
+export type { RelayMode } from "./relays";
+export { MAX_STORE_SLOTS } from "./store-slots";
 export { defaultStore } from "./default-store";
 export { IndexedDbKeyValue } from "./indexeddb";
 export { CLIENT_LIMITS } from "./limits";
 export { KeyValueTallyStore, MapKeyValue, WebStorageKeyValue, memoryStore } from "./store";
-export type { TallyStore, KeyValue, OutboxItem, ProcessedRecord } from "./store";
+export type { TallyStore, KeyValue, OutboxItem, ProcessedRecord, MessageKey } from "./store";
 export { generateSecretKey, getPublicKeyHex, npubEncode, npubDecode } from "../../shared/tally/keys";
 export { connectInMemory, dataChannelAdapter } from "./direct";
 export type { DataChannelLike } from "./direct";

@@ -12,9 +12,18 @@ export const CLIENT_LIMITS = {
   outbox_max_age_ms: 45 * DAY_MS,
   /** Reconnect backoff: the first delay and the cap; every delay is jittered over its upper half. */
   reconnect_first_ms: 500,
-  reconnect_max_ms: 30_000,
+  /** The cap: a client is back within 10 s of its relay being back (a restart), jittered over 5-10 s. */
+  reconnect_max_ms: 10_000,
+  /**
+   * A socket that is not registered this long after it was opened is given up (and retried):
+   * `connect()` rejects within this time even when the relay accepts TCP and never answers. A
+   * refused connection rejects at once.
+   */
+  connect_timeout_ms: 10_000,
   /** Pings on a registered socket, well inside the relay's idle bound (shared/limits.ts). */
   ping_interval_ms: 25_000,
   /** A ping unanswered this long: the socket is taken for dead and reopened. */
   pong_timeout_ms: 10_000,
+  /** rate_limited without retry_after_ms (an older relay): wait this long before sending more. */
+  rate_limited_default_wait_ms: 1_000,
 } as const;

@@ -16,6 +16,15 @@ export interface OutboxItem {
   last_attempt_at: number;
 }
 
+/** The receipt result that keeps a message out of the ledger (8.1, 12.8). */
+export const IGNORED_RESULT = "ignored";
+
+/** A message named by its key (3.1, 7): its author and its id. */
+export interface MessageKey {
+  from_user_id: string;
+  id: string;
+}
+
 export interface ProcessedRecord {
   at: number;
   /** The result the receipt said (8.1); absent while the message is being applied. */
@@ -31,7 +40,15 @@ export interface TallyStore {
   hasProcessed(fromUserId: string, id: string): Promise<boolean>;
   /** The processed record of (from_user_id, id): when, and the receipt result once known (8.1). */
   getProcessed(fromUserId: string, id: string): Promise<ProcessedRecord | undefined>;
+  /**
+   * Records (from_user_id, id) as processed with its receipt result. A message recorded
+   * "ignored" stays known as ignored for good (getProcessed keeps answering it after the
+   * processed set forgot the id, and listIgnored names it), so sync never hands it to the app
+   * again (3.1, 7) and hellos name it (12.5, 12.6).
+   */
   addProcessed(fromUserId: string, id: string, at: number, result?: string): Promise<void>;
+  /** Every message recorded "ignored". Optional for stores written before it: none are named then. */
+  listIgnored?(): Promise<MessageKey[]>;
   /** The ledger (seed 12), keyed by (from_user_id, id): append-only; a key already held changes nothing (false). */
   appendLedger(entry: LedgerEntry): Promise<boolean>;
   hasLedger(fromUserId: string, id: string): Promise<boolean>;
@@ -121,14 +138,23 @@ export class KeyValueTallyStore implements TallyStore {
   async hasProcessed(from: string, id: string) {
     return (await this.getProcessed(from, id)) !== undefined;
   }
-  async getProcessed(from: string, id: string) {
+  async getProcessed(from: string, id: string): Promise<ProcessedRecord | undefined> {
     const v = await this.kv.get(processedKey(from, id));
-    if (v === undefined) return undefined;
-    const rec = parseProcessed(v);
-    return rec.at + this.processedTtlMs > Date.now() ? rec : undefined;
+    const rec = v === undefined ? undefined : parseProcessed(v);
+    if (rec && rec.at + this.processedTtlMs > Date.now()) return rec;
+    const ignoredAt = await this.kv.get(ignoredKey(from, id));
+    return ignoredAt === undefined ? undefined : { at: Number(ignoredAt), result: IGNORED_RESULT };
   }
   async addProcessed(from: string, id: string, at: number, result?: string) {
+    // The ignored mark first: a crash between the two writes leaves it known as ignored.
+    if (result === IGNORED_RESULT) await this.kv.set(ignoredKey(from, id), String(at));
     await this.kv.set(processedKey(from, id), result === undefined ? String(at) : JSON.stringify({ at, result }));
+  }
+  async listIgnored(): Promise<MessageKey[]> {
+    return (await this.kv.keys("ignored/")).map((k) => {
+      const [, from, id] = k.split("/");
+      return { from_user_id: decodeURIComponent(from), id: decodeURIComponent(id) };
+    });
   }
   async appendLedger(entry: LedgerEntry) {
     const key = ledgerStoreKey(entry.from_user_id, entry.id);
@@ -169,6 +195,10 @@ function parseProcessed(v: string): ProcessedRecord {
 
 function ledgerStoreKey(from: string, id: string): string {
   return `ledger/${encodeURIComponent(from)}/${encodeURIComponent(id)}`;
+}
+
+function ignoredKey(from: string, id: string): string {
+  return `ignored/${encodeURIComponent(from)}/${encodeURIComponent(id)}`;
 }
 
 function processedKey(from: string, id: string): string {

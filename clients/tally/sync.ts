@@ -14,6 +14,8 @@ import {
   entriesOfParts,
   helloParts,
   knownFromHello,
+  readsExtensions,
+  seedSyncData,
   ledgerEntryToInner,
   ledgerKey,
   syncDataParts,
@@ -56,6 +58,16 @@ export interface SyncOptions {
   friendRequestTypes?: string[];
   /** The app's own friend test (the explicit callback of 12.8): replaces the ledger-derived one. */
   isFriend?: (userId: string) => boolean;
+  /**
+   * A multi-part answer still incomplete this long after its first part arrived is given up and
+   * asked for again with a fresh hello (a part lost on the way). Default 60 s.
+   */
+  answerTimeoutMs?: number;
+  /**
+   * When the app's handler failed on entries of a sync answer, the peer is asked again (a fresh
+   * hello) after this long, so those messages are handled when the handler works again. Default 5 s.
+   */
+  retryFailedMs?: number;
 }
 
 /** A small set that forgets its oldest members past `max`. */
@@ -93,6 +105,17 @@ export class SyncEngine {
   private readonly hellos = new PartCollector<SyncHelloPayload>();
   private readonly answers = new PartCollector<SyncDataPayload>();
   private presenceTimer: ReturnType<typeof setInterval> | undefined;
+  /** Incomplete answer sets, by peer and set id: their timeout (answerTimeoutMs). */
+  private readonly answerTimers = new Map<string, ReturnType<typeof setTimeout>>();
+  /** Peers to ask again because a handler failed on their entries (retryFailedMs). */
+  private readonly retryTimers = new Map<string, ReturnType<typeof setTimeout>>();
+  /**
+   * Messages whose handler failed here and that no path handled since, by key, with when they
+   * failed first. While any is left, own devices are asked again (a hello), so one that handled it
+   * (and acked the relay, and receipted the sender, who then stops retrying) still brings it here.
+   */
+  private readonly unhandled = new Map<string, number>();
+  private unhandledRounds = 0;
   private loaded: Promise<void> | undefined;
 
   constructor(
@@ -172,6 +195,10 @@ export class SyncEngine {
     this.presenceTimer = undefined;
     this.present.clear();
     for (const user of [...this.allowance.keys()]) this.expireAllowance(user);
+    for (const t of this.answerTimers.values()) clearTimeout(t);
+    this.answerTimers.clear();
+    for (const t of this.retryTimers.values()) clearTimeout(t);
+    this.retryTimers.clear();
   }
 
   /**
@@ -244,7 +271,8 @@ export class SyncEngine {
   /** 12.5: a hello naming every entry held for `peer`, in as many parts as it takes. */
   private async sendHello(peer: string): Promise<void> {
     const ledger = await this.host.store.listLedger();
-    for (const part of helloParts(ledger, this.me, peer, newSetId())) this.host.sendSyncMessage(peer, SYNC_HELLO, part);
+    const ignored = (await this.host.store.listIgnored?.()) ?? [];
+    for (const part of helloParts(ledger, this.me, peer, newSetId(), ignored)) this.host.sendSyncMessage(peer, SYNC_HELLO, part);
   }
 
   /** 13.8: true the first time a sync message (from, id) is seen; each relay's copy after that is dropped. */
@@ -271,11 +299,73 @@ export class SyncEngine {
       const p = syncDataPayloadSchema.safeParse(inner.payload);
       if (!p.success) return;
       const parts = this.answers.add(from, p.data);
+      const set = p.data.set;
+      if (set !== undefined) this.watchAnswer(from, set, parts !== undefined);
       if (!parts) return; // 12.7: an answer applies once it is whole, in chronological order
-      const applied = await this.applyEntries(acceptableEntries(entriesOfParts(parts), this.me, from), from);
-      // The responder stopped at its window (relay path): pull the rest, while rounds still bring news.
-      if (parts.some((x) => x.more) && applied > 0) await this.sendHello(from);
+      const { settled } = await this.applyEntries(acceptableEntries(entriesOfParts(parts), this.me, from), from);
+      // The responder stopped at its window (relay path): pull the rest (12.6 "sends the
+      // remainder") while rounds still settle something: an entry applied, or a message the app
+      // ignored (the next hello names it, so the next window moves past it).
+      if (parts.some((x) => x.more) && settled > 0) await this.sendHello(from);
     }
+  }
+
+  /** A handler failed on entries from `from`: ask it again later (once per peer at a time). */
+  private retryLater(from: string, delay = this.opts.retryFailedMs ?? 5_000): void {
+    if (this.retryTimers.has(from)) return;
+    this.retryTimers.set(
+      from,
+      setTimeout(() => {
+        this.retryTimers.delete(from);
+        if (this.mayConnect(from)) void this.sendHello(from);
+        if (from === this.me) this.retryUnhandled();
+      }, delay),
+    );
+  }
+
+  /** The app's handler failed on a message (any path): own devices are asked until it is handled. */
+  noteFailed(inner: { from_user_id: string; id: string }): void {
+    const key = ledgerKey(inner);
+    if (!this.unhandled.has(key)) this.unhandled.set(key, Date.now());
+    this.unhandledRounds = 0;
+    this.retryLater(this.me);
+  }
+
+  /** A message was handled (or found processed): no longer asked for. */
+  noteHandled(inner: { from_user_id: string; id: string }): void {
+    this.unhandled.delete(ledgerKey(inner));
+  }
+
+  /** Asks own devices again while failed messages remain, backing off (doubling, up to 60 s) and giving up after 10 minutes. */
+  private retryUnhandled(): void {
+    const now = Date.now();
+    for (const [key, at] of this.unhandled) if (now - at > 600_000) this.unhandled.delete(key);
+    if (this.unhandled.size === 0) return;
+    this.unhandledRounds++;
+    const first = this.opts.retryFailedMs ?? 5_000;
+    this.retryLater(this.me, Math.min(first * 2 ** this.unhandledRounds, 60_000));
+  }
+
+  /** Starts (or, once the set is whole, ends) the timeout of an answer set. */
+  private watchAnswer(from: string, set: string, whole: boolean): void {
+    const key = `${from} ${set}`;
+    const timer = this.answerTimers.get(key);
+    if (whole) {
+      if (timer) clearTimeout(timer);
+      this.answerTimers.delete(key);
+      return;
+    }
+    if (timer) return;
+    this.answerTimers.set(
+      key,
+      setTimeout(() => {
+        this.answerTimers.delete(key);
+        if (!this.answers.pending(from, set)) return;
+        // A part never came: drop what arrived and ask again; the answer to the new hello is whole.
+        this.answers.drop(from, set);
+        if (this.mayConnect(from)) void this.sendHello(from);
+      }, this.opts.answerTimeoutMs ?? 60_000),
+    );
   }
 
   /** 12.6: the entries the asker lacks, chronological, cut into one answer set (windowed on the relay). */
@@ -283,29 +373,48 @@ export class SyncEngine {
     const ledger = await this.host.store.listLedger();
     const entries = entriesForPeer(ledger, this.me, to, knownFromHello(hello));
     if (entries.length === 0) return; // equal ledgers exchange nothing
+    if (!readsExtensions(hello)) {
+      // An asker that speaks only the seed's form: plain entries, whole, all of them (12.6).
+      for (const payload of seedSyncData(entries).payloads) this.host.sendSyncMessage(to, SYNC_DATA, payload);
+      return;
+    }
     const windowParts = this.host.syncNeedsRelay(to) ? SYNC_LIMITS.relay_window_parts : undefined;
     for (const part of syncDataParts(entries, newSetId(), { windowParts })) this.host.sendSyncMessage(to, SYNC_DATA, part);
   }
 
-  private async applyEntries(entries: LedgerEntry[], from: string): Promise<number> {
+  /**
+   * Applies an answer's entries in order. `applied`: entries that entered the ledger; `settled`:
+   * those plus messages now known as ignored that were not before (both are named by the next
+   * hello). A message whose handler failed settles nothing: it is asked for again.
+   */
+  private async applyEntries(entries: LedgerEntry[], from: string): Promise<{ applied: number; settled: number }> {
     const self = from === this.me;
     // 13.5: seed the broadcast set first, so applying them echoes nothing back.
     if (self) for (const e of entries) this.broadcast.add(ledgerKey(e));
     let applied = 0;
+    let settled = 0;
+    let failed = 0;
     for (const e of entries) {
       if (await this.host.store.hasLedger(e.from_user_id, e.id)) continue;
       const entry: LedgerEntry = { ...e, timestamp: new Date().toISOString() };
       if (classifyEntry(e, this.me) === "inbound") {
         // 12.7 inbound-like: through the message handler (no receipt on the sync path).
-        if (await this.host.applyFromSync(ledgerEntryToInner(entry) as InnerMessage, entry)) applied++;
+        const known = (await this.host.store.getProcessed(e.from_user_id, e.id))?.result !== undefined;
+        if (await this.host.applyFromSync(ledgerEntryToInner(entry) as InnerMessage, entry)) {
+          applied++;
+          settled++;
+        } else if ((await this.host.store.getProcessed(e.from_user_id, e.id))?.result === undefined) failed++;
+        else if (!known) settled++;
       } else if (await this.host.appendLedger(entry)) {
         // 12.7 outbound-only: into the ledger, not re-applied.
         applied++;
+        settled++;
       }
     }
     if (!self) this.keepIfFriend(from);
+    if (failed > 0) this.retryLater(from);
     void this.host.emitSyncEvent("synced", from, applied);
-    return applied;
+    return { applied, settled };
   }
 
   /**

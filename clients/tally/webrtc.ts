@@ -128,10 +128,9 @@ export class DirectMesh {
     };
     dc.addEventListener("open", () => {
       if (p.state !== "connecting") return;
+      // 13.6: registering a self-peer channel sends its sync_hello (TallyClient.addDirectChannel).
       dataChannelAdapter(this.client, userId, dc, deviceId);
       this.setState(p, "open");
-      // 13.6: as soon as a self-peer channel opens, both ends exchange sync_hello on it.
-      if (userId === this.client.npub) void this.client.sync.onSelfChannelOpen();
     });
     dc.addEventListener("close", () => this.lost(p));
     this.opts.onState?.(userId, deviceId, "connecting", polite);

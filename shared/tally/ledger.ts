@@ -32,6 +32,12 @@ export const SYNC_LIMITS = {
    * queue stays usable; the asker pulls the next round with a new hello when `more` is set).
    */
   relay_window_parts: 4,
+  /**
+   * Bytes of one sync_data payload carrying a single large entry to an asker without the piece
+   * extension: the NIP-44 limit less the signed inner message around it (its fields and the
+   * authorship proof take under 1.5 KB).
+   */
+  seed_single_payload_bytes: MAX_PLAINTEXT_SIZE - 1_536,
   /** Unfinished hello or answer sets kept per peer; an older one is dropped for a newer one. */
   pending_sets_per_peer: 4,
 } as const;
@@ -48,14 +54,24 @@ const partsConsistent = (p: { set?: string; part?: number; parts?: number }) =>
   p.set === undefined ? p.part === undefined && p.parts === undefined : p.part !== undefined && p.parts !== undefined && p.part < p.parts;
 
 /**
- * sync_hello (12.5). `known_ids` is the seed's form (ids alone); this client sends `known`: the
- * base64 of the 8-byte hashes of every (from_user_id, id) it holds for the conversation, in as
- * many parts as it takes, and `known_ids: []` so a client that reads only the seed's form answers
- * with everything (which dedup absorbs) rather than nothing.
+ * What a hello's `extensions` may name. "parts": the asker reads answers cut into sets of parts
+ * (`set`, `part`, `parts`), entries in `piece`s, and windows (`more`). A responder sends these only
+ * to an asker that announced them (or whose hello itself uses sets or `known`); to any other it
+ * answers in the seed's form: plain `entries`, whole, all of them.
+ */
+export const SYNC_EXTENSIONS = ["parts"] as const;
+
+/**
+ * sync_hello (12.5). `known_ids` is the seed's form (ids alone), which every client reads. This
+ * client names what it holds in both forms when they fit one message: `known_ids` (every id) and
+ * `known`: the base64 of the 8-byte hashes of every (from_user_id, id); a larger conversation is
+ * named by `known` alone in as many parts as it takes (`known_ids: []`). A responder that finds
+ * `known` reads only it (a key names an entry exactly; an id alone can be reused by a third party).
  */
 export const syncHelloPayloadSchema = z
   .looseObject({
     known_ids: z.array(z.string()).max(SYNC_LIMITS.max_known_ids).optional(),
+    extensions: z.array(z.string().max(64)).max(16).optional(),
     known: z
       .string()
       .refine(isBase64)
@@ -87,10 +103,27 @@ export function classifyEntry(entry: Pick<LedgerEntry, "from_user_id" | "to_user
   return "foreign";
 }
 
-/** Chronological order by originated_at, then author and id, so dependent entries apply after their causes. */
+/**
+ * Chronological order (12.7) by the instant of originated_at (ISO-8601 with any offset: `+02:00`
+ * and `Z` compare as times, not as text), then author and id, so dependent entries apply after
+ * their causes. An originated_at that is not a time sorts after every time, by its text.
+ */
 export function chronological<T extends Pick<LedgerEntry, "originated_at" | "id" | "from_user_id">>(entries: T[]): T[] {
   const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
-  return [...entries].sort((a, b) => cmp(a.originated_at, b.originated_at) || cmp(a.from_user_id, b.from_user_id) || cmp(a.id, b.id));
+  const keyed = entries.map((e) => ({ e, t: instant(e.originated_at) }));
+  keyed.sort(
+    (x, y) =>
+      (x.t === y.t ? 0 : Number.isNaN(x.t) ? 1 : Number.isNaN(y.t) ? -1 : x.t - y.t) ||
+      (Number.isNaN(x.t) && Number.isNaN(y.t) ? cmp(x.e.originated_at, y.e.originated_at) : 0) ||
+      cmp(x.e.from_user_id, y.e.from_user_id) ||
+      cmp(x.e.id, y.e.id),
+  );
+  return keyed.map((k) => k.e);
+}
+
+/** Milliseconds since the epoch of an ISO-8601 time (NaN for anything else). */
+function instant(s: unknown): number {
+  return typeof s === "string" ? Date.parse(s) : NaN;
 }
 
 /** Whether an entry belongs to the conversation with `peer` (12.6), or to the full ledger for an own device (13.6). */
@@ -118,25 +151,50 @@ export function emptyKnown(): Known {
   return { ids: new Set(), hashes: new Set() };
 }
 
-/** The sync_hello parts naming every entry held for `peer` (12.5), all of them, compactly. */
-export function helloParts(ledger: LedgerEntry[], me: string, peer: string, setId: string): SyncHelloPayload[] {
-  const hashes = ledger.filter((e) => inConversation(e, me, peer)).map((e) => knownHash(e));
+/**
+ * The sync_hello parts naming every entry held for `peer` (12.5), all of them, compactly, and
+ * every message of the peer's this client ignored (`ignored`: they never enter the ledger, yet the
+ * asker has them, so the responder must not send them again and its answer moves on, 12.6).
+ */
+export function helloParts(
+  ledger: LedgerEntry[],
+  me: string,
+  peer: string,
+  setId: string,
+  ignored: ReadonlyArray<{ from_user_id: string; id: string }> = [],
+): SyncHelloPayload[] {
+  const held = [...ledger.filter((e) => inConversation(e, me, peer)), ...ignored.filter((k) => peer === me || k.from_user_id === peer)];
+  const hashes = held.map((e) => knownHash(e));
+  const extensions = [...SYNC_EXTENSIONS];
+  const packed = (slice: string[]) => {
+    const bytes = new Uint8Array(slice.length * SYNC_LIMITS.known_hash_bytes);
+    slice.forEach((h, j) => bytes.set(hexToBytes(h), j * SYNC_LIMITS.known_hash_bytes));
+    return base64Encode(bytes);
+  };
+  // One message in both forms when it fits: a client that reads only the seed's known_ids then
+  // knows everything this one holds (12.5).
+  const whole = { known_ids: [...new Set(held.map((e) => e.id))], known: packed(hashes), extensions };
+  if (utf8Encode(JSON.stringify(whole)).length <= SYNC_LIMITS.max_payload_bytes) return [whole];
   const n = Math.max(1, Math.ceil(hashes.length / SYNC_LIMITS.known_per_hello_part));
   const parts: SyncHelloPayload[] = [];
   for (let i = 0; i < n; i++) {
     const slice = hashes.slice(i * SYNC_LIMITS.known_per_hello_part, (i + 1) * SYNC_LIMITS.known_per_hello_part);
-    const bytes = new Uint8Array(slice.length * SYNC_LIMITS.known_hash_bytes);
-    slice.forEach((h, j) => bytes.set(hexToBytes(h), j * SYNC_LIMITS.known_hash_bytes));
-    parts.push({ known_ids: [], known: base64Encode(bytes), set: setId, part: i, parts: n });
+    parts.push({ known_ids: [], known: packed(slice), extensions, set: setId, part: i, parts: n });
   }
   return parts;
 }
 
-/** What the parts of one hello name, together. */
+/** Whether the asker of a hello reads this client's answer extensions (SYNC_EXTENSIONS). */
+export function readsExtensions(parts: SyncHelloPayload[]): boolean {
+  return parts.some((p) => p.extensions?.includes("parts") || p.known !== undefined || p.set !== undefined);
+}
+
+/** What the parts of one hello name, together: the keys' hashes when it has them, else the seed's ids. */
 export function knownFromHello(parts: SyncHelloPayload[]): Known {
   const known = emptyKnown();
+  const hashed = parts.some((p) => p.known !== undefined);
   for (const p of parts) {
-    for (const id of p.known_ids ?? []) known.ids.add(id);
+    if (!hashed) for (const id of p.known_ids ?? []) known.ids.add(id);
     if (p.known) {
       const bytes = base64Decode(p.known);
       for (let i = 0; i < bytes.length; i += SYNC_LIMITS.known_hash_bytes) {
@@ -216,6 +274,37 @@ export function syncDataParts(
   return bodies.map((b, i) => ({ ...b, set: setId, part: i, parts: bodies.length, ...(more ? { more: true } : {}) }));
 }
 
+/**
+ * An answer in the seed's form (12.6), for an asker that announced no extensions: `entries` only,
+ * every entry the asker lacks, whole, no window. Entries are packed up to the usual payload bound;
+ * an entry larger than that goes alone in a message when it fits one (up to
+ * `seed_single_payload_bytes`). Returns the payloads and the entries too large for any message.
+ */
+export function seedSyncData(entries: LedgerEntry[], maxBytes = SYNC_LIMITS.max_payload_bytes): { payloads: SyncDataPayload[]; tooLarge: LedgerEntry[] } {
+  const payloads: SyncDataPayload[] = [];
+  const tooLarge: LedgerEntry[] = [];
+  const budget = maxBytes - PART_OVERHEAD;
+  let current: LedgerEntry[] = [];
+  let size = 2;
+  for (const e of entries) {
+    const n = utf8Encode(JSON.stringify(e)).length + 1;
+    if (n + 2 > budget) {
+      if (n + 2 <= SYNC_LIMITS.seed_single_payload_bytes - PART_OVERHEAD) payloads.push({ entries: [e] });
+      else tooLarge.push(e);
+      continue;
+    }
+    if (size + n > budget) {
+      payloads.push({ entries: current });
+      current = [];
+      size = 2;
+    }
+    current.push(e);
+    size += n;
+  }
+  if (current.length > 0) payloads.push({ entries: current });
+  return { payloads, tooLarge };
+}
+
 /** The raw entries of a complete answer set, in part order, pieces joined. Bad pieces are skipped. */
 export function entriesOfParts(parts: SyncDataPayload[]): unknown[] {
   const out: unknown[] = [];
@@ -255,14 +344,14 @@ export function entriesOfParts(parts: SyncDataPayload[]): unknown[] {
  * peer, dropping the oldest.
  */
 export class PartCollector<P extends { set?: string; part?: number; parts?: number }> {
-  private readonly pending = new Map<string, Map<string, { parts: number; got: Map<number, P> }>>();
+  private readonly pending_ = new Map<string, Map<string, { parts: number; got: Map<number, P> }>>();
 
   /** Adds one part; returns the whole set, in part order, once it is complete. */
   add(peer: string, p: P): P[] | undefined {
     if (p.set === undefined || p.parts === undefined || p.part === undefined) return [p];
     if (p.parts === 1) return [p];
-    let sets = this.pending.get(peer);
-    if (!sets) this.pending.set(peer, (sets = new Map()));
+    let sets = this.pending_.get(peer);
+    if (!sets) this.pending_.set(peer, (sets = new Map()));
     let s = sets.get(p.set);
     if (!s) {
       s = { parts: p.parts, got: new Map() };
@@ -273,13 +362,25 @@ export class PartCollector<P extends { set?: string; part?: number; parts?: numb
     s.got.set(p.part, p);
     if (s.got.size < s.parts) return undefined;
     sets.delete(p.set);
-    if (sets.size === 0) this.pending.delete(peer);
+    if (sets.size === 0) this.pending_.delete(peer);
     return [...s.got.entries()].sort((a, b) => a[0] - b[0]).map(([, v]) => v);
+  }
+
+  /** Whether a set of a peer is still unfinished. */
+  pending(peer: string, set: string): boolean {
+    return this.pending_.get(peer)?.has(set) ?? false;
+  }
+
+  /** Forgets one unfinished set. */
+  drop(peer: string, set: string): void {
+    const sets = this.pending_.get(peer);
+    sets?.delete(set);
+    if (sets?.size === 0) this.pending_.delete(peer);
   }
 
   /** Forgets a peer's unfinished sets. */
   forget(peer: string): void {
-    this.pending.delete(peer);
+    this.pending_.delete(peer);
   }
 }
 

@@ -1,10 +1,10 @@
 // Every message on the Tally relay wire (DESIGN section 4), as zod schemas with inferred types.
 // The relay validates what clients send with these; the client SDK parses what the relay sends.
 import * as z from "zod";
-import { errorFrameSchema } from "../errors";
 import { rawMember, withRawMember } from "../json-raw";
 import { isNpub } from "./keys";
 import { TALLY_LIMITS } from "../limits";
+import { errorFrameSchema } from "../errors";
 
 export const npubSchema = z.string().refine((s) => isNpub(s), "not a valid npub");
 export const deviceIdSchema = z.string().regex(/^[0-9a-f]{16}$/, "not a 16-hex device id");
@@ -70,8 +70,7 @@ export const serverMessageSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("peer_connect"), peer_user_id: npubSchema, peer_device_id: deviceIdSchema }),
   z.object({ type: z.literal("peer_disconnect"), peer_user_id: npubSchema, peer_device_id: deviceIdSchema }),
   z.object({ type: z.literal("webrtc_signal"), peer_user_id: npubSchema, peer_device_id: deviceIdSchema, signal: z.unknown() }),
-  // Read leniently: a newer relay may send a code this client does not know yet; the frame still
-  // reaches the app (relay_error) instead of being dropped. The relay only sends ERROR_CODES.
+  // The one error frame (shared/errors.ts), read leniently, with retry_after_ms.
   errorFrameSchema,
   z.object({ type: z.literal("pong") }),
 ]);

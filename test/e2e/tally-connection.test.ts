@@ -1,6 +1,14 @@
 // The client's connection life against the running relay: a device refused for too many devices
-// (close 1008) comes back by itself once a slot frees.
+// (close 1008) comes back by itself once a slot frees; a client comes back after its relay
+// restarts (Node 22's own WebSocket); on Node 20 the SDK runs with `ws` and says so without it.
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { build } from "esbuild";
 import { afterEach, describe, expect, inject, it } from "vitest";
+import { CLIENT_LIMITS } from "../../clients/tally/index";
+import { freePort, startRelay } from "../helpers/relay-process";
 import { TallyClient, type TallyClient as Client } from "../../clients/tally/index";
 import { TALLY_LIMITS } from "../../shared/limits";
 import { device, newUser, wsBase } from "../helpers/tally";
@@ -24,5 +32,69 @@ describe("connection life", () => {
     open.shift()!.close(); // a slot frees
     await waitFor(() => extra.connected, { what: "the extra device registered", timeout: 20_000 });
     expect(closes[0]).toBe(1008);
+  });
+
+  it("reconnect after the relay restarts (Node 22's own WebSocket): the client is registered again within 10 s of the relay being back", async () => {
+    expect(typeof globalThis.WebSocket).toBe("function");
+    const dataDir = mkdtempSync(join(tmpdir(), "relay-restart-"));
+    const port = await freePort();
+    let r = await startRelay({ dataDir, port });
+    try {
+      const c = new TallyClient({ relayUrl: r.wsUrl, secretKey: newUser().secretKey, store: "memory" });
+      open.push(c);
+      let registrations = 0;
+      c.on("registered", () => void registrations++);
+      await c.connect();
+      await r.stop({ kill: true }); // a crash; a clean stop (1001) is the easy case
+      // Down for a while: several refused attempts, the backoff growing.
+      await waitFor(() => !c.connected, { what: "the client to notice" });
+      await new Promise((res) => setTimeout(res, 3_000));
+      r = await startRelay({ dataDir, port });
+      const back = Date.now();
+      await waitFor(() => registrations === 2, { what: "registered again", timeout: CLIENT_LIMITS.reconnect_max_ms + 1_000 });
+      console.log(`registered again ${Date.now() - back} ms after the relay was back`);
+      expect(Date.now() - back).toBeLessThan(10_000);
+    } finally {
+      await r.stop();
+    }
+  });
+
+  it("Node 20 with `ws`: the SDK registers, connect() to a closed port rejects at once, and without a WebSocket it says to pass `ws`", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "tally-node20-"));
+    const root = new URL("../../", import.meta.url).pathname;
+    await build({
+      entryPoints: [join(root, "clients/tally/index.ts")],
+      outfile: join(dir, "tally.mjs"),
+      bundle: true,
+      format: "esm",
+      platform: "neutral",
+      mainFields: ["module", "main"],
+      logLevel: "error",
+    });
+    const closed = await freePort();
+    writeFileSync(
+      join(dir, "run.mjs"),
+      `import { TallyClient, generateSecretKey } from "./tally.mjs";
+import { WebSocket } from ${JSON.stringify(join(root, "node_modules/ws/wrapper.mjs"))};
+const out = { node: process.version };
+try { await new TallyClient({ relayUrl: "ws://127.0.0.1:${closed}", secretKey: generateSecretKey(), store: "memory" }).connect(); out.bare = "connected?"; }
+catch (e) { out.bare = e.message; }
+const t0 = Date.now();
+const refused = new TallyClient({ relayUrl: "ws://127.0.0.1:${closed}", secretKey: generateSecretKey(), store: "memory", reconnect: false, WebSocket });
+try { await refused.connect(); out.refused = "connected?"; } catch (e) { out.refused = "rejected"; out.refusedMs = Date.now() - t0; }
+const c = new TallyClient({ relayUrl: ${JSON.stringify(wsBase(relay))}, secretKey: generateSecretKey(), store: "memory", WebSocket });
+await c.connect();
+out.registered = c.connected;
+c.close();
+console.log(JSON.stringify(out));
+process.exit(0);
+`,
+    );
+    const out = JSON.parse(execFileSync("/usr/bin/node", [join(dir, "run.mjs")], { encoding: "utf8", timeout: 30_000 }).trim().split("\n").at(-1)!);
+    expect(out.node).toMatch(/^v20\./);
+    expect(out.bare).toMatch(/no WebSocket here.*`ws`/);
+    expect(out.refused).toBe("rejected");
+    expect(out.refusedMs).toBeLessThan(CLIENT_LIMITS.connect_timeout_ms);
+    expect(out.registered).toBe(true);
   });
 });

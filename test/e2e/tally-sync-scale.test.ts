@@ -3,7 +3,7 @@
 // large for one part still arrive, a big recovery through the relay keeps the queue usable, and
 // a relay reconnect does not leak an unknown peer's connections.
 import { afterEach, describe, expect, inject, it } from "vitest";
-import { memoryStore, type InnerMessage, type TallyClient, type TallyStore } from "../../clients/tally/index";
+import { IGNORED, memoryStore, type InnerMessage, type TallyClient, type TallyStore } from "../../clients/tally/index";
 import { innerToLedgerEntry, type LedgerEntry } from "../../shared/tally/entry";
 import { SYNC_DATA, SYNC_HELLO, SYNC_LIMITS } from "../../shared/tally/ledger";
 import { signInner } from "../../shared/tally/proof";
@@ -176,6 +176,29 @@ describe("12.4-12.7 recovery in order and in full", () => {
     // No answer set through the relay was larger than the window; it took several rounds.
     expect(Math.max(...t.parts.values())).toBeLessThanOrEqual(SYNC_LIMITS.relay_window_parts);
     expect(t.parts.size).toBeGreaterThan(1);
+  });
+});
+
+describe("12.6 the remainder, past ignored messages", () => {
+  it("12.6 sends the remainder: recovery through the relay completes past 400 ignored entries, which are not handled again", async () => {
+    const alice = newUser();
+    const bob = newUser();
+    // Bob's ledger: 400 messages alice's app ignored, the friendship, then 5 notes alice lost.
+    const bEntries = [signed(bob, alice, "req", "friend_request", at(0)), signed(alice, bob, "acc", "friend_accept", at(1))];
+    for (let i = 0; i < 400; i++) bEntries.push(signed(bob, alice, `ign${i}`, "spam", at(10 + i), { pad: "s".repeat(700) }));
+    for (let i = 0; i < 5; i++) bEntries.push(signed(bob, alice, `note${i}`, "note", at(500 + i)));
+    const bStore = memoryStore();
+    await fill(bStore, bEntries);
+    const aStore = memoryStore();
+    await fill(aStore, bEntries.slice(0, 2));
+    for (let i = 0; i < 400; i++) await aStore.addProcessed(bob.npub, `ign${i}`, Date.now(), IGNORED);
+    const b = await dev(bob, { store: bStore });
+    const handled: string[] = [];
+    const a = await dev(alice, { store: aStore }, (c) => c.on("message", (m, via) => void (via === "sync" && handled.push(m.id))));
+    await exchange(b, alice.npub);
+    await waitFor(async () => (await a.store.listLedger()).filter((e) => e.type === "note").length === 5, { what: "the 5 notes", timeout: 30_000 });
+    expect(handled.filter((id) => id.startsWith("ign"))).toEqual([]);
+    expect(handled.filter((id) => id.startsWith("note")).sort()).toEqual(["note0", "note1", "note2", "note3", "note4"]);
   });
 });
 

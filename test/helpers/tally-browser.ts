@@ -25,6 +25,21 @@ export async function defaultStoreRoundTrip(secretHex: string, peerNpub: string)
   const sk = hexToBytes(secretHex);
   const first = new TallyClient({ relayUrl: "ws://unused", secretKey: sk });
   const sent = await first.send(peerNpub, "note", { n: 1 });
+  first.close(); // as a reload: the next client of this user takes the same store
+  await navigator.locks.request(`tally-store:${first.npub}:0`, () => {}); // its slot is free once released
   const second = new TallyClient({ relayUrl: "ws://unused", secretKey: sk });
-  return { sent, seen: (await second.store.listOutbox()).map((i) => i.id), kind: (second.store as unknown as { kv: object }).kv.constructor.name };
+  return { sent, seen: (await second.store.listOutbox()).map((i) => i.id), kind: (await (second.store as unknown as { kv: { inner: Promise<object> } }).kv.inner).constructor.name };
+}
+
+/** A client with the default store (IndexedDB) that records what it handled: one tab as one device. */
+export async function defaultStoreDevice(relayUrl: string, secretHex: string) {
+  const client = new TallyClient({ relayUrl, secretKey: hexToBytes(secretHex) });
+  const handled: string[] = [];
+  client.on("message", (m) => void handled.push(m.id));
+  await client.connect();
+  return {
+    client,
+    handled,
+    ledgerIds: async () => (await client.store.listLedger()).map((e) => e.id),
+  };
 }

@@ -1,7 +1,7 @@
 // The client's receiving rules over an in-memory direct channel (no relay involved).
 import { describe, expect, it } from "vitest";
 import { TallyClient, memoryStore, type InnerMessage } from "../../../../clients/tally/index";
-import { sealEnvelope, sealLegacyV2 } from "../../../../shared/tally/envelope";
+import { openEnvelope, sealEnvelope, sealLegacyV2 } from "../../../../shared/tally/envelope";
 import { signInner } from "../../../../shared/tally/proof";
 import { directPair, newUser } from "../../../helpers/tally";
 
@@ -102,7 +102,9 @@ describe("Tally client: receiving", () => {
     await d2.handleDirectFrame(frame);
     await d2.handleDirectFrame(frame);
     expect(seen.map((m) => m.id)).toEqual(["s1"]);
-    expect(back).toEqual([]);
+    // What went back is the channel's own opening hello (13.6), never a receipt (13.7).
+    const types = back.map((f) => openEnvelope(JSON.parse(f), user.secretKey)).map((o) => (o.ok ? o.inner.type : "?"));
+    expect(types.filter((t) => t !== "sync_hello")).toEqual([]);
   });
 
   it("13.8: only sync_hello and sync_data are accepted on the self path", async () => {

@@ -1,11 +1,11 @@
 // Seed 003 rules the client keeps on its own (no relay): results, the friend rule, persistence,
 // retries that end, transport-only receipts, the default store. Two clients joined by in-memory
 // channels whose frames the test hands over.
-import { mkdtempSync, readdirSync } from "node:fs";
+import { mkdtempSync, readdirSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { CLIENT_LIMITS, IGNORED, TallyClient, connectInMemory, memoryStore, type InnerMessage } from "../../../../clients/tally/index";
+import { CLIENT_LIMITS, IGNORED, KeyValueTallyStore, MapKeyValue, TallyClient, connectInMemory, memoryStore, type InnerMessage } from "../../../../clients/tally/index";
 import { OutboxRetry } from "../../../../clients/tally/outbox";
 import { directPair, newUser } from "../../../helpers/tally";
 import { waitFor } from "../../../helpers/wait";
@@ -52,6 +52,24 @@ describe("8.1 receipts", () => {
   });
 });
 
+describe("3.1 and 7: ignored for good", () => {
+  it("3.1 a recipient who has already processed an id MUST NOT process it again: a message ignored stays ignored after its processed id expired", async () => {
+    const { alice, bob, a, aToB } = pair();
+    const b = new TallyClient({ relayUrl: "ws://unused", secretKey: bob.secretKey, store: new KeyValueTallyStore(new MapKeyValue(), 1) });
+    const back: string[] = [];
+    b.addDirectChannel(alice.npub, { send: (f) => void back.push(f) });
+    const handled: string[] = [];
+    b.on("message", (m: InnerMessage) => (handled.push(m.id), IGNORED));
+    const id = await a.send(bob.npub, "note", {});
+    await b.handleDirectFrame(aToB[0]);
+    await new Promise((r) => setTimeout(r, 5)); // the processed id's 1 ms lifetime passes
+    await b.handleDirectFrame(aToB[0]);
+    expect(handled).toEqual([id]);
+    expect(await receiptResults(a, back)).toEqual([IGNORED]);
+    expect(await b.store.listIgnored!()).toEqual([{ from_user_id: alice.npub, id }]);
+  });
+});
+
 describe("12.8 the friend rule", () => {
   it("12.8 no ledger entry when the handler returns 'ignored'", async () => {
     const { a, b, aToB } = pair();
@@ -84,13 +102,57 @@ describe("12.8 the friend rule", () => {
 });
 
 describe("7 and 8.2: exactly once, and retries that end", () => {
-  it("7 persist the processed id before applying: the handler runs with its id already stored", async () => {
-    const { a, b, aToB } = pair();
-    const seenStored: boolean[] = [];
-    b.on("message", async (m: InnerMessage) => void seenStored.push(await b.store.hasProcessed(m.from_user_id, m.id)));
-    await a.send(b.npub, "note", {});
+  it("7 step 3 and 8.1: a handler that throws is not answered 'processed'; the message is handled when it comes again", async () => {
+    const { a, b, aToB, bToA } = pair();
+    let fail = true;
+    const handled: string[] = [];
+    b.on("message", (m: InnerMessage) => {
+      if (fail) throw new Error("the app's database is down");
+      handled.push(m.id);
+    });
+    const failed: string[] = [];
+    b.on("handler_failed", (m) => void failed.push(m.id));
+    const id = await a.send(b.npub, "note", {});
     await b.handleDirectFrame(aToB[0]);
-    expect(seenStored).toEqual([true]);
+    expect(failed).toEqual([id]);
+    expect(bToA).toEqual([]); // no receipt at all, so the sender keeps retrying
+    expect(await b.store.hasProcessed(a.npub, id)).toBe(false);
+    expect(await b.store.listLedger()).toEqual([]);
+    expect((await a.store.listOutbox()).map((i) => i.id)).toEqual([id]);
+    fail = false;
+    await b.handleDirectFrame(aToB[0]); // the sender's retry: the same envelope
+    expect(handled).toEqual([id]);
+    expect(await receiptResults(a, bToA)).toEqual(["processed"]);
+    expect((await b.store.listLedger()).map((e) => e.id)).toEqual([id]);
+  });
+
+  it("7 a crash between the processed-id write and the handler loses nothing: the next client on the store handles the message", async () => {
+    const { alice, bob, a, aToB } = pair();
+    const store = memoryStore();
+    const first = new TallyClient({ relayUrl: "ws://unused", secretKey: bob.secretKey, store });
+    first.on("message", () => new Promise<never>(() => {})); // the process dies inside the handler
+    const id = await a.send(bob.npub, "note", {});
+    void first.handleDirectFrame(aToB[0]);
+    await new Promise((r) => setTimeout(r, 0));
+    // The app restarts on the same store; the relay (which got no ack) delivers its copy again.
+    const second = new TallyClient({ relayUrl: "ws://unused", secretKey: bob.secretKey, store });
+    const handled: string[] = [];
+    second.on("message", (m: InnerMessage) => void handled.push(m.id));
+    const back: string[] = [];
+    second.addDirectChannel(alice.npub, { send: (f) => void back.push(f) });
+    await second.handleDirectFrame(aToB[0]);
+    expect(handled).toEqual([id]);
+    expect(back).toHaveLength(1);
+  });
+
+  it("7 a processed record without a result (an older client's mark before its handler) is handled again", async () => {
+    const { a, b, aToB } = pair();
+    const id = await a.send(b.npub, "note", {});
+    await b.store.addProcessed(a.npub, id, Date.now());
+    const handled: string[] = [];
+    b.on("message", (m: InnerMessage) => void handled.push(m.id));
+    await b.handleDirectFrame(aToB[0]);
+    expect(handled).toEqual([id]);
   });
 
   it("8.2 stop retrying before processed ids can expire: an outbox message older than the bound is given up", async () => {
@@ -121,7 +183,8 @@ describe("default persistent store", () => {
       const peer = newUser();
       const first = new TallyClient({ relayUrl: "ws://unused", secretKey: user.secretKey });
       const id = await first.send(peer.npub, "note", { n: 1 });
-      expect(readdirSync(dir)).toEqual([`${user.npub}.log`]);
+      expect(readdirSync(dir).filter((f) => !f.endsWith(".lock"))).toEqual([`${user.npub}.log`]);
+      first.close(); // as a restart: the next client of this user takes the same store
       const again = new TallyClient({ relayUrl: "ws://unused", secretKey: user.secretKey });
       expect((await again.store.listOutbox()).map((i) => i.id)).toEqual([id]);
       expect((await again.store.listLedger()).map((e) => e.id)).toEqual([id]);
@@ -162,5 +225,81 @@ describe("13.5 the self mesh without the relay", () => {
     // A later append re-offers nothing by itself, but the entry was not marked broadcast:
     d1.sync.onLedgerAppend((await d1.store.listLedger()).find((e) => e.id === first)!);
     await waitFor(async () => d2.store.hasLedger(alice.npub, first), { what: "the unsent entry" });
+  });
+});
+
+describe("smaller rules: plaintext receipts, self hellos on any channel, answers that never complete", () => {
+  it("3.2 a plaintext receipt is taken only with the channel's peer: without fromUserId it is dropped and said so", async () => {
+    const { a, b } = pair();
+    const id = await a.send(b.npub, "note", {});
+    const dropped: string[] = [];
+    a.on("dropped", (reason) => void dropped.push(reason));
+    const plaintext = { id: "r1", type: "received", from_user_id: b.npub, to_user_id: a.npub, created_at: new Date().toISOString(), payload: { message_id: id, result: "processed" } };
+    await a.handleDirectFrame(JSON.stringify(plaintext));
+    expect(dropped).toEqual(["plaintext_receipt_without_peer"]);
+    expect((await a.store.listOutbox()).map((i) => i.id)).toEqual([id]);
+  });
+
+  it("13.6 immediately after a self-peer data channel opens, both devices exchange a sync_hello: also for a channel the app registers itself", async () => {
+    const alice = newUser();
+    const bob = newUser();
+    const d1 = new TallyClient({ relayUrl: "ws://unused", secretKey: alice.secretKey, store: memoryStore() });
+    const d2 = new TallyClient({ relayUrl: "ws://unused", secretKey: alice.secretKey, store: memoryStore() });
+    const id = await d1.send(bob.npub, "note", { before: "the channel" }); // no channel yet: d2 does not have it
+    expect(await d2.store.hasLedger(alice.npub, id)).toBe(false);
+    connectInMemory(d1, d2); // the app's own channel (addDirectChannel), not the WebRTC mesh
+    await waitFor(async () => d2.store.hasLedger(alice.npub, id), { what: "the entry by initial self-sync" });
+  });
+
+  it("12.6 an answer in several parts whose last part never comes is given up and asked for again", async () => {
+    const alice = newUser();
+    const bob = newUser();
+    const a = new TallyClient({ relayUrl: "ws://unused", secretKey: alice.secretKey, store: memoryStore(), sync: { isFriend: () => true, answerTimeoutMs: 100 } });
+    const toBob: string[] = [];
+    a.addDirectChannel(bob.npub, { send: (f) => void toBob.push(f) });
+    const bobsClient = new TallyClient({ relayUrl: "ws://unused", secretKey: bob.secretKey, store: memoryStore() });
+    const part0 = { entries: [], set: "s1", part: 0, parts: 2 };
+    const inner = { id: "p0", type: "sync_data", from_user_id: bob.npub, to_user_id: alice.npub, created_at: new Date().toISOString(), payload: part0 };
+    const { sealEnvelope } = await import("../../../../shared/tally/envelope");
+    const { signInner } = await import("../../../../shared/tally/proof");
+    await a.handleDirectFrame(JSON.stringify(sealEnvelope(signInner(inner, bob.secretKey), bob.secretKey)), bob.npub);
+    const hellos = async () => {
+      const { openEnvelope } = await import("../../../../shared/tally/envelope");
+      return toBob.map((f) => openEnvelope(JSON.parse(f), bob.secretKey)).filter((o) => o.ok && o.inner.type === "sync_hello").length;
+    };
+    await waitFor(async () => (await hellos()) > 0, { what: "a new hello after the timeout", timeout: 3_000 });
+    bobsClient.close();
+  });
+});
+
+describe("1 every open client is a device", () => {
+  it("1 each device dedups against its own processed set: two clients of one user with the default store in one folder get two stores, owner-only", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "tally-slots-"));
+    const before = process.env.TALLY_STORE_DIR;
+    process.env.TALLY_STORE_DIR = dir;
+    try {
+      const user = newUser();
+      const peer = newUser();
+      const c1 = new TallyClient({ relayUrl: "ws://unused", secretKey: user.secretKey });
+      const c2 = new TallyClient({ relayUrl: "ws://unused", secretKey: user.secretKey });
+      const msg = new TallyClient({ relayUrl: "ws://unused", secretKey: peer.secretKey, store: "memory" });
+      const frames: string[] = [];
+      msg.addDirectChannel(user.npub, { send: (f) => void frames.push(f) });
+      await msg.send(user.npub, "note", {});
+      const handled: string[] = [];
+      c1.on("message", () => void handled.push("c1"));
+      c2.on("message", () => void handled.push("c2"));
+      await c1.handleDirectFrame(frames[0]);
+      await c2.handleDirectFrame(frames[0]);
+      expect(handled).toEqual(["c1", "c2"]);
+      const logs = readdirSync(dir).filter((f) => f.endsWith(".log")).sort();
+      expect(logs).toEqual([`${user.npub}.1.log`, `${user.npub}.log`]);
+      for (const f of logs) expect(statSync(join(dir, f)).mode & 0o777).toBe(0o600);
+      c1.close();
+      c2.close();
+    } finally {
+      if (before === undefined) delete process.env.TALLY_STORE_DIR;
+      else process.env.TALLY_STORE_DIR = before;
+    }
   });
 });

@@ -96,6 +96,16 @@ describe("what a peer is sent (12.6, 13.6)", () => {
   });
 });
 
+describe("12.7 chronological order", () => {
+  it("12.7 applied in chronological order: originated_at compares as instants, so a +02:00 time sorts by when it was", () => {
+    const ab = entry(alice, bob, "2026-01-01T00:00:00.000Z");
+    const early = { ...ab, id: "early", originated_at: "2026-01-01T01:30:00+02:00" }; // 2025-12-31T23:30Z
+    const late = { ...ab, id: "late", originated_at: "2026-01-01T00:00:00.000Z" };
+    const odd = { ...ab, id: "odd", originated_at: "not a time" };
+    expect(chronological([late, odd, early]).map((e) => e.id)).toEqual(["early", "late", "odd"]);
+  });
+});
+
 describe("ledger keyed by (from_user_id, id) (3.1, 7)", () => {
   it("ledger keyed by (from_user_id, id): a third party reusing an id does not hide the real entry from sync", () => {
     const real = entry(bob, alice, "2026-01-01T00:00:00.000Z");

@@ -1,0 +1,176 @@
+// The receiving half of a Tally client (seed 003 sections 5.3, 7, 8.1, 12.7 and 13.7): every
+// envelope, from any path, goes through one ordered pipeline: the receiver's checks, dedup
+// against the processed set, the app's handler, the ledger, the relay ack and the receipt.
+//
+// Decision (nothing lost): a message counts as processed only once its handler returned. The
+// processed id (with the receipt's result) is written after the handler and the ledger entry,
+// so a crash anywhere before that write leaves the message unprocessed: the relay's copy is not
+// acked and no receipt was sent, so it comes again and is handled then. A handler that throws
+// is the same: no processed id, no ack, no receipt. The cost is that a crash between the
+// handler's return and the processed-id write runs that handler again (at least once, never
+// lost); an app whose handler must not repeat makes it idempotent by the message id.
+import { openEnvelope } from "../../shared/tally/envelope";
+import { innerToLedgerEntry, type LedgerEntry } from "../../shared/tally/entry";
+import { reportListenerError } from "../listeners";
+import type { Emitter, Delivery, InnerMessage, TallyClientEvents } from "./events";
+import { IGNORED_RESULT, type TallyStore } from "./store";
+import type { SyncEngine } from "./sync";
+
+/** Receipt type (seed 8.1). */
+export const RECEIPT_TYPE = "received";
+/** Types that travel between one user's devices (self-envelopes, 13.8) and never get receipts. */
+export const SELF_SYNC_TYPES = new Set(["sync_hello", "sync_data"]);
+/** The receipt result that keeps a message out of the ledger (8.1, 12.8). */
+export const IGNORED = IGNORED_RESULT;
+/** The receipt result of a message the handler accepted without naming a result. */
+export const PROCESSED = "processed";
+
+/** What the pipeline needs of the client. */
+export interface InboundHost {
+  readonly npub: string;
+  readonly secretKey: Uint8Array;
+  readonly store: TallyStore;
+  readonly events: Emitter<TallyClientEvents>;
+  readonly sync: SyncEngine;
+  /** Appends to the ledger (and broadcasts to own devices, 13.5); false when already held. */
+  appendLedger(entry: LedgerEntry): Promise<boolean>;
+  /** Sends a receipt to `to`: a direct channel if one is open, else the relay (8.1). */
+  sendReceipt(to: string, messageId: string, result: string): Promise<void>;
+}
+
+/** The outcome of running the app's handler on a new message. */
+type Handled = { ok: true; result: string } | { ok: false };
+
+export class InboundPipeline {
+  private chain: Promise<void> = Promise.resolve();
+
+  constructor(private readonly host: InboundHost) {}
+
+  /** Runs `task` after every task enqueued before it (frames are handled in arrival order). */
+  enqueue(task: () => Promise<void>): Promise<void> {
+    const run = this.chain.then(task);
+    this.chain = run.catch((err) => {
+      console.error("tally client: inbound handler failed", err);
+    });
+    return this.chain;
+  }
+
+  /** Resolves once every task enqueued so far has run. */
+  idle(): Promise<void> {
+    return this.chain;
+  }
+
+  /**
+   * One envelope from any path: the checks of 5.3, dedup (7), the handler, receipts (8.1). `ack`
+   * acknowledges the relay's copy (acks mode); it is called once the envelope needs no second
+   * delivery: handled, a duplicate, or dropped by the checks; never after a handler failed.
+   */
+  async receiveEnvelope(envelope: unknown, via: Delivery, ack: () => void = () => {}): Promise<void> {
+    const { host } = this;
+    const opened = openEnvelope(envelope, host.secretKey);
+    if (!opened.ok) {
+      await host.events.emit("dropped", opened.reason, envelope);
+      ack();
+      return;
+    }
+    const inner = opened.inner as InnerMessage;
+    const from = inner.from_user_id;
+    if (from === host.npub) {
+      // Another device of ours (13.8): only sync messages on this path; no receipts (13.7);
+      // sync messages stay out of the processed set (12.3), duplicates dropped by id.
+      ack();
+      if (SELF_SYNC_TYPES.has(inner.type) && host.sync.firstSight(inner)) {
+        await host.events.emit("self", inner, via);
+        await host.events.emit("sync_message", inner, via);
+        await host.sync.onSyncMessage(inner);
+      }
+      return;
+    }
+    if (SELF_SYNC_TYPES.has(inner.type)) {
+      // Friend sync (12): no processed set, never a receipt.
+      ack();
+      if (host.sync.firstSight(inner)) {
+        await host.events.emit("sync_message", inner, via);
+        await host.sync.onSyncMessage(inner);
+      }
+      return;
+    }
+    if (inner.type === RECEIPT_TYPE) {
+      // A receipt never generates a receipt (8.1).
+      await this.onReceipt(from, inner.payload);
+      ack();
+      return;
+    }
+    const seen = await this.processedResult(from, inner.id);
+    if (seen !== undefined) {
+      // Already processed: drop, but still receipt, repeating the original result (7.2, 8.1).
+      host.sync.noteHandled(inner);
+      ack();
+      await host.events.emit("duplicate", inner, via);
+      await host.sendReceipt(from, inner.id, seen);
+      return;
+    }
+    const handled = await this.handle(inner, via);
+    if (!handled.ok) return; // not processed: no ack, no receipt; the next copy is handled
+    if (handled.result !== IGNORED) await host.appendLedger(innerToEntry(inner));
+    await host.store.addProcessed(from, inner.id, Date.now(), handled.result);
+    ack();
+    await host.sendReceipt(from, inner.id, handled.result);
+  }
+
+  /**
+   * The receipt result of (from, id) if it was processed. A record without a result was written
+   * by an older version of this client before its handler ran, and the handler may never have
+   * finished: such a message is handled again.
+   */
+  private async processedResult(from: string, id: string): Promise<string | undefined> {
+    return (await this.host.store.getProcessed(from, id))?.result;
+  }
+
+  /** Runs the app's `message` handlers; a throw (or rejection) means the message was not processed. */
+  private async handle(inner: InnerMessage, via: Delivery): Promise<Handled> {
+    try {
+      const results = await this.host.events.emitStrict("message", inner, via);
+      this.host.sync.noteHandled(inner);
+      return { ok: true, result: (results.find((r) => typeof r === "string") as string | undefined) ?? PROCESSED };
+    } catch (err) {
+      reportListenerError("message", err);
+      this.host.sync.noteFailed(inner);
+      await this.host.events.emit("handler_failed", inner, via, err);
+      return { ok: false };
+    }
+  }
+
+  /** An inbound-like entry from sync (12.7): applied once through the handler, no receipt. False if it stays out of the ledger. */
+  async applyFromSync(inner: InnerMessage, entry: LedgerEntry): Promise<boolean> {
+    const { host } = this;
+    let result = await this.processedResult(inner.from_user_id, inner.id);
+    if (result === undefined) {
+      const handled = await this.handle(inner, "sync");
+      if (!handled.ok) return false;
+      result = handled.result;
+      if (result !== IGNORED) await host.appendLedger(entry);
+      await host.store.addProcessed(inner.from_user_id, inner.id, Date.now(), result);
+      return result !== IGNORED;
+    }
+    host.sync.noteHandled(inner);
+    if (result === IGNORED) return false;
+    return host.appendLedger(entry);
+  }
+
+  /** A receipt for one of our messages (8.1, 8.2): it leaves the outbox. */
+  async onReceipt(from: string, payload: unknown): Promise<void> {
+    const p = (payload ?? {}) as { message_id?: unknown; result?: unknown };
+    if (typeof p.message_id !== "string") return;
+    const item = await this.host.store.getOutbox(p.message_id);
+    if (item && item.to_user_id === from) {
+      await this.host.store.deleteOutbox(p.message_id);
+      await this.host.events.emit("receipt", p.message_id, p.result, from);
+    }
+  }
+}
+
+/** The ledger entry of a message received now. */
+function innerToEntry(inner: InnerMessage): LedgerEntry {
+  return innerToLedgerEntry(inner, new Date());
+}
