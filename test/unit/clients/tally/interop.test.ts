@@ -7,7 +7,7 @@ import { openEnvelope, sealEnvelope } from "../../../../shared/tally/envelope";
 import { innerToLedgerEntry } from "../../../../shared/tally/entry";
 import { verifyLedgerEntry } from "../../../../shared/tally/ledger";
 import { signInner } from "../../../../shared/tally/proof";
-import { relayInfo } from "../../../../shared/info";
+import { relayInfo } from "../../../../server/info";
 import { LIMITS } from "../../../../shared/limits";
 import { newUser, type User } from "../../../helpers/tally";
 import { waitFor } from "../../../helpers/wait";
