@@ -52,6 +52,21 @@ export interface IdleOptions {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * A new user's device, registered. On a loaded machine a register can miss the relay's auth
+ * timeout (the challenge answered too late); such a device tries again as a new one, as the SDK
+ * reconnects, a few times at most.
+ */
+async function connectRetrying(url: string): Promise<Conn> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await connect(url, newUser());
+    } catch (err) {
+      if (attempt >= 5) throw err;
+    }
+  }
+}
+
 /** The server's CPU (whole process tree) over a window of `ms`, in ms per minute. */
 async function cpuPerMinute(s: Server, ms: number): Promise<number> {
   const c0 = treeCpuMs(s.pid);
@@ -60,8 +75,18 @@ async function cpuPerMinute(s: Server, ms: number): Promise<number> {
   return (treeCpuMs(s.pid) - c0) / ((performance.now() - w0) / 60_000);
 }
 
-/** A crowd of idle devices on `s`, grown step by step; the server's memory and CPU at each step. */
-export async function idleDevices(s: Server, o: IdleOptions): Promise<IdleStep[]> {
+export interface IdleResult {
+  steps: IdleStep[];
+  /** Why the crowd stopped growing before the last count (registers failing: the server is saturated), if it did. */
+  stopped?: string;
+}
+
+/**
+ * A crowd of idle devices on `s`, grown step by step; the server's memory and CPU at each step. A
+ * step whose registers keep failing ends the crowd there ("as far as the machine goes"): the steps
+ * before it are returned, with the reason.
+ */
+export async function idleDevices(s: Server, o: IdleOptions): Promise<IdleResult> {
   const every = o.pingIntervalMs ?? CLIENT_LIMITS.ping_interval_ms;
   const log = o.log ?? (() => {});
   // One device first and gone again, so code is loaded and compiled before the base is read.
@@ -75,15 +100,16 @@ export async function idleDevices(s: Server, o: IdleOptions): Promise<IdleStep[]
   let pongs = 0;
   let lost = 0;
   const steps: IdleStep[] = [];
+  let stopped: string | undefined;
   try {
     for (const target of o.counts) {
       const t0 = performance.now();
       let next = conns.length;
-      await Promise.all(
+      const grown = await Promise.all(
         Array.from({ length: o.concurrency }, async () => {
-          while (next < target) {
+          while (next < target && stopped === undefined) {
             next++;
-            const c = await connect(s.url, newUser());
+            const c = await connectRetrying(s.url);
             conns.push(c);
             c.on("pong", () => void pongs++);
             c.ws.on("close", () => void lost++);
@@ -96,7 +122,11 @@ export async function idleDevices(s: Server, o: IdleOptions): Promise<IdleStep[]
             timers.push(setTimeout(() => (ping(), timers.push(setInterval(ping, every))), Math.random() * every));
           }
         }),
+      ).then(
+        () => true,
+        (err: Error) => ((stopped = `registers failed on the way to ${target} devices (${conns.length} registered): ${err.message}`), false),
       );
+      if (!grown) break;
       const connectSeconds = (performance.now() - t0) / 1000;
       log(`${target} devices registered in ${connectSeconds.toFixed(1)} s; idle ${o.settleMs / 1000} s`);
       await sleep(o.settleMs);
@@ -123,5 +153,5 @@ export async function idleDevices(s: Server, o: IdleOptions): Promise<IdleStep[]
     for (const t of timers) clearTimeout(t);
     for (let i = 0; i < conns.length; i += 500) await Promise.all(conns.slice(i, i + 500).map((c) => c.close()));
   }
-  return steps;
+  return { steps, stopped };
 }

@@ -238,14 +238,15 @@ async function measureIdle(): Promise<void> {
     process.stderr.write(`idle devices: ${t}, fresh server\n`);
     const s = t === "relay" ? await startRelay({ target: "workerd" }) : await startNodeRelay();
     try {
-      const steps = await idleDevices(s, {
+      const { steps, stopped } = await idleDevices(s, {
         counts: IDLE_COUNTS,
-        concurrency: 16,
+        concurrency: 4,
         settleMs: 20_000,
         samples: 3,
         sampleMs: 30_000,
         log: (line) => process.stderr.write(`  ${t}: ${line}\n`),
       });
+      if (stopped) process.stderr.write(`  ${t}: stopped growing: ${stopped}\n`);
       for (const [k, st] of steps.entries()) {
         const n = st.devices.toLocaleString("en-US");
         record(`tally idle devices, ${n}: memory per device after hibernation`, "kB", false, t, st.kbPerDevice);
