@@ -16,6 +16,9 @@
 //   npm run bench -- --only reconcil  only reconciliation (no servers started); still writes reconcile.md
 //   npm run bench -- --smoke       a few seconds, one round, nothing written (part of npm test)
 //   (the full run also reopens a Passnote SQLite database of 100,000 records: bench/passnote-store.ts)
+//   npm run bench -- --only idle   only the idle-devices figure (bench/idle.ts: fresh relay and (b),
+//                                  10,000 devices each, about 15 minutes); --idle-counts 1000,5000 to
+//                                  choose the crowd sizes. Left out of --smoke.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { cpus } from "node:os";
@@ -32,6 +35,7 @@ import { onlineDelivery, registers, storeThenFlush } from "./tally";
 import { BENCH_CLIENT_HEADER, hostingAppends, hostingPages, hostingSetup, mailboxPosts, mailboxWake } from "./minca";
 import { coldStart, freshIdleMemory, type FreshTarget } from "./fresh";
 import { bundleSizes } from "./bundles";
+import { idleDevices } from "./idle";
 import { newUser } from "../test/helpers/tally";
 
 const { values } = parseArgs({
@@ -41,6 +45,7 @@ const { values } = parseArgs({
     big: { type: "boolean" },
     wrangler: { type: "boolean" },
     only: { type: "string" },
+    "idle-counts": { type: "string" },
   },
 });
 const smoke = values.smoke === true;
@@ -83,6 +88,9 @@ const median = (xs: number[] | undefined) => {
 const wanted = (name: string) => !values.only || name.includes(values.only);
 /** `--only reconcil` (any start of "reconciliation"): no server figure is wanted, none is started. */
 const onlyReconcile = !!values.only && values.only.length >= 5 && "reconciliation".startsWith(values.only);
+/** `--only idle`: the idle-devices figure alone, on servers of its own; the shared servers are not started. */
+const onlyIdle = !!values.only && values.only.length >= 3 && "idle devices".startsWith(values.only);
+const IDLE_COUNTS = (values["idle-counts"] ?? "1000,5000,10000").split(",").map(Number);
 
 /** Runs `work` against a server, also recording the server's CPU (whole process tree) per unit. */
 async function withCpu<T>(s: Server, work: () => Promise<T>): Promise<{ result: T; cpuMs: number }> {
@@ -175,7 +183,8 @@ function better(f: Figure, base: Target): number {
 }
 
 function table(): string {
-  const cols = targets;
+  // With the shared servers left out (--only idle), the columns are the servers that were measured.
+  const cols = targets.length ? targets : (["relay", "bare", "node"] as Target[]).filter((c) => figures.some((f) => f.samples[c]));
   const bases = (["bare", "node", "wrangler"] as Target[]).filter((b) => cols.includes(b));
   const label: Record<string, string> = { bare: "relay ÷ (a)", node: "relay ÷ (b)", wrangler: "relay ÷ wrangler dev" };
   const rows = figures.map((f) => {
@@ -220,9 +229,50 @@ async function start(t: Target): Promise<Server> {
   return startRelay({ target: t === "wrangler" ? "wrangler" : "workerd", env: { TRUSTED_PROXY_HEADER: BENCH_CLIENT_HEADER } });
 }
 
+/**
+ * Idle devices (bench/idle.ts), on a fresh relay and a fresh (b), one after the other: a crowd
+ * grown to each of IDLE_COUNTS, memory per device after the objects hibernate and CPU per idle
+ * device per minute (the median of 3 windows of 30 s, which together span the relay's 90 s idle
+ * alarm). Once per run, not per round: 10,000 registers take minutes.
+ */
+async function measureIdle(): Promise<void> {
+  for (const t of ["relay", "node"] as const) {
+    process.stderr.write(`idle devices: ${t}, fresh server\n`);
+    const s = t === "relay" ? await startRelay({ target: "workerd" }) : await startNodeRelay();
+    try {
+      const { steps, stopped } = await idleDevices(s, {
+        counts: IDLE_COUNTS,
+        concurrency: 4,
+        settleMs: 20_000,
+        samples: 3,
+        sampleMs: 30_000,
+        log: (line) => process.stderr.write(`  ${t}: ${line}\n`),
+      });
+      if (stopped) process.stderr.write(`  ${t}: stopped growing: ${stopped}\n`);
+      for (const [k, st] of steps.entries()) {
+        const n = st.devices.toLocaleString("en-US");
+        record(`tally idle devices, ${n}: memory per device after hibernation`, "kB", false, t, st.kbPerDevice);
+        if (k > 0) {
+          // What each device added since the previous step costs: memory the first crowd's
+          // registers left behind (freed by evicted objects, kept by the allocator) is reused.
+          const prev = steps[k - 1];
+          const added = (st.kbPerDevice * st.devices - prev.kbPerDevice * prev.devices) / (st.devices - prev.devices);
+          record(`tally idle devices, ${n}: memory per device added since ${prev.devices.toLocaleString("en-US")}`, "kB", false, t, added);
+        }
+        record(`tally idle devices, ${n}: memory per device 20 s after the last register`, "kB", false, t, st.settledKbPerDevice);
+        record(`tally idle devices, ${n}: CPU per idle device per minute (median of ${st.cpuSamples.length} windows)`, "ms", false, t, median(st.cpuSamples));
+        if (st.pongs < st.pings * 0.99) throw new Error(`${t}: ${st.pings} pings, ${st.pongs} pongs`);
+      }
+    } finally {
+      await s.stop();
+    }
+  }
+}
+
 async function main() {
   if (onlyReconcile) targets.length = 0;
   else buildWorker();
+  if (onlyIdle) targets.length = 0;
   const servers = {} as Record<Target, Server>;
   try {
     for (const t of targets) servers[t] = await start(t);
@@ -257,6 +307,7 @@ async function main() {
       }
     }
   }
+  if (!smoke && (onlyIdle || !values.only)) await measureIdle();
   if (wanted("bundle")) {
     const b = bundleSizes();
     record("bundle: the Worker (wrangler deploy --dry-run)", "kB", false, "relay", b.worker / 1000);

@@ -1,7 +1,7 @@
 // Baseline (b) of `npm run bench`: what a user might run instead of the relay: one Node process on
 // the `ws` package doing the same routing job, everything in memory. Tally: sockets by user,
 // envelopes routed by to_user_id, stored in a Map while the user is offline and flushed on
-// register. Passnote: rooms of peers, binary frames routed by their 8-byte peer id. Like baseline
+// register; a ping is answered with a pong, as the relay's runtime does. Passnote: rooms of peers, binary frames routed by their 8-byte peer id. Like baseline
 // (a) it checks nothing (no validation, no signatures, no limits) and keeps nothing on disk.
 //
 //   node bench/baselines/node-ws-relay.ts PORT      (erasable TypeScript: Node 22 runs it as is)
@@ -32,7 +32,8 @@ function tally(ws: WebSocket, user: string): void {
   ws.send(JSON.stringify({ type: "challenge", challenge: "0".repeat(64) }));
   ws.on("message", (data) => {
     const msg = JSON.parse(String(data));
-    if (msg.type === "queue_peer_envelope") {
+    if (msg.type === "ping") ws.send('{"type":"pong"}');
+    else if (msg.type === "queue_peer_envelope") {
       const env = msg.envelope;
       const raw = JSON.stringify(env);
       const devices = users.get(env.to_user_id);
