@@ -198,7 +198,7 @@ export class RelayTransport implements Transport {
           if (split) this.listeners.emit("frame", split.peer, split.frame);
           return;
         }
-        let parsed;
+        let parsed: ReturnType<typeof roomServerMessageSchema.safeParse>;
         try {
           parsed = roomServerMessageSchema.safeParse(JSON.parse(ev.data));
         } catch {

@@ -126,7 +126,9 @@ export function helloParts(ledger: LedgerEntry[], me: string, peer: string, setI
   for (let i = 0; i < n; i++) {
     const slice = hashes.slice(i * SYNC_LIMITS.known_per_hello_part, (i + 1) * SYNC_LIMITS.known_per_hello_part);
     const bytes = new Uint8Array(slice.length * SYNC_LIMITS.known_hash_bytes);
-    slice.forEach((h, j) => bytes.set(hexToBytes(h), j * SYNC_LIMITS.known_hash_bytes));
+    slice.forEach((h, j) => {
+      bytes.set(hexToBytes(h), j * SYNC_LIMITS.known_hash_bytes);
+    });
     parts.push({ known_ids: [], known: base64Encode(bytes), set: setId, part: i, parts: n });
   }
   return parts;
@@ -262,7 +264,10 @@ export class PartCollector<P extends { set?: string; part?: number; parts?: numb
     if (p.set === undefined || p.parts === undefined || p.part === undefined) return [p];
     if (p.parts === 1) return [p];
     let sets = this.pending.get(peer);
-    if (!sets) this.pending.set(peer, (sets = new Map()));
+    if (!sets) {
+      sets = new Map();
+      this.pending.set(peer, sets);
+    }
     let s = sets.get(p.set);
     if (!s) {
       s = { parts: p.parts, got: new Map() };

@@ -54,7 +54,7 @@ export type PushOutcome =
  * sequences) removed, at most WEBPUSH_LIMITS.max_logged_answer_chars characters.
  */
 export function answerForLog(text: string): string {
-  // eslint-disable-next-line no-control-regex
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: C0/C1 control characters are exactly what a logged answer must not carry
   const clean = text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, " ").trim();
   const max = WEBPUSH_LIMITS.max_logged_answer_chars;
   return clean.length > max ? `${clean.slice(0, max)}…` : clean;
