@@ -30,7 +30,10 @@ export class OwnName {
     if (known === name) return;
     if (known !== null) throw new Error(`object of ${this.key} ${known} addressed as ${name}`);
     this.known = name;
-    if (this.schema.exists) return this.write(name);
+    if (this.schema.exists) {
+      this.write(name);
+      return;
+    }
     if (this.pending) return;
     this.pending = true;
     this.schema.whenCreated(() => {
