@@ -81,7 +81,13 @@ export async function roomTraffic(relayUrl: string, o: { peers: number; perSende
   });
   const seconds = (performance.now() - t0) / 1000;
   await Promise.all(
-    peers.map((p) => new Promise<void>((resolve) => (p.ws.once("close", () => resolve()), p.ws.close()))),
+    peers.map(
+      (p) =>
+        new Promise<void>((resolve) => {
+          p.ws.once("close", () => resolve());
+          p.ws.close();
+        }),
+    ),
   );
   latencies.sort((a, b) => a - b);
   return {

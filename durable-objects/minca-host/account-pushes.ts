@@ -10,7 +10,7 @@ import { MINCA_WAKE_LIMITS } from "../../shared/limits";
 import type { WakeBody } from "../../shared/minca/carry";
 import { WAKE_RETRY, wakeMatches, wakePayload, wakeTopic, type Arrival } from "../../shared/minca/wake";
 import { checkPushEndpoint, endpointOrigin, endpointPolicy } from "../../shared/webpush/endpoint";
-import { retryDelaySeconds, WebPushSender, type FetchLike, type PushOutcome } from "../../shared/webpush/send";
+import { retryDelaySeconds, type WebPushSender, type FetchLike, type PushOutcome } from "../../shared/webpush/send";
 import { log } from "../../shared/log";
 
 interface PushRow extends Record<string, SqlStorageValue> {

@@ -93,9 +93,18 @@ export async function readAtMost(body: ReadableStream<Uint8Array> | null, max: n
 export async function classifyPushAnswer(res: Response, nowMs: number): Promise<PushOutcome> {
   const status = res.status;
   const discard = () => res.body?.cancel().catch(() => {});
-  if (status >= 200 && status < 300) return void discard(), { kind: "delivered", status };
-  if (status === 404 || status === 410) return void discard(), { kind: "gone", status };
-  if (status === 413) return void discard(), { kind: "too_large", status };
+  if (status >= 200 && status < 300) {
+    discard();
+    return { kind: "delivered", status };
+  }
+  if (status === 404 || status === 410) {
+    discard();
+    return { kind: "gone", status };
+  }
+  if (status === 413) {
+    discard();
+    return { kind: "too_large", status };
+  }
   if (status === 429 || status >= 500) {
     discard();
     return { kind: "retry", status, retryAfterSeconds: parseRetryAfter(res.headers.get("retry-after"), nowMs) };

@@ -4,7 +4,7 @@ import { env, evictDurableObject, runDurableObjectAlarm, runInDurableObject, SEL
 import { describe, expect, it } from "vitest";
 import { waitFor } from "../helpers/wait";
 import { p256 } from "@noble/curves/nist.js";
-import { base64urlDecode, base64urlEncode } from "../../shared/encoding";
+import { base64urlEncode } from "../../shared/encoding";
 import { codeRoom, codeSecret, newCode } from "../../shared/minca/code";
 import { newP256Key, type P256Key } from "../../shared/minca/es256";
 import { joinStatement, makeJoin } from "../../shared/minca/room";

@@ -11,7 +11,15 @@ function closable(join: JoinRoom) {
   const listeners: Array<(e: RoomEvent) => void> = [];
   const wrapped: JoinRoom = async (room) => {
     const t = await join(room);
-    return { ...t, did: t.did, peers: t.peers, listen: (l) => (listeners.push(l), t.listen(l)) };
+    return {
+      ...t,
+      did: t.did,
+      peers: t.peers,
+      listen: (l) => {
+        listeners.push(l);
+        return t.listen(l);
+      },
+    };
   };
   return {
     join: wrapped,
