@@ -88,7 +88,7 @@ export class RelayConnection {
 
   send(msg: unknown): boolean {
     const ws = this.ws;
-    if (!ws || ws.readyState !== 1) return false;
+    if (ws?.readyState !== 1) return false;
     ws.send(JSON.stringify(msg));
     return true;
   }

@@ -91,7 +91,6 @@ describe("seed 001: responder rules", () => {
   });
 
   it("fan-out cap: at most 64 probes per reply, overflow ranges ship as leaves", () => {
-    const a = new MemoryStore();
     const b = new MemoryStore();
     for (let i = 0; i < 64 * 200; i++) b.merge("c", rec(`k${i}`, i));
     const probes = [];
