@@ -66,7 +66,7 @@ export async function roomTraffic(relayUrl: string, o: { peers: number; perSende
       sent[i]++;
       peers[i].ws.send(frame(i));
     };
-    peers.forEach((p, k) =>
+    peers.forEach((p, k) => {
       p.ws.on("message", (data: Buffer, isBinary: boolean) => {
         if (!isBinary) return;
         const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
@@ -75,13 +75,19 @@ export async function roomTraffic(relayUrl: string, o: { peers: number; perSende
         deliveries++;
         if ((from + 1) % o.peers === k) sendNext(from);
         if (deliveries === expected) resolve();
-      }),
-    );
+      });
+    });
     for (let i = 0; i < o.peers; i++) for (let k = 0; k < o.inFlight; k++) sendNext(i);
   });
   const seconds = (performance.now() - t0) / 1000;
   await Promise.all(
-    peers.map((p) => new Promise<void>((resolve) => (p.ws.once("close", () => resolve()), p.ws.close()))),
+    peers.map(
+      (p) =>
+        new Promise<void>((resolve) => {
+          p.ws.once("close", () => resolve());
+          p.ws.close();
+        }),
+    ),
   );
   latencies.sort((a, b) => a - b);
   return {

@@ -45,7 +45,10 @@ async function inspector(port: number): Promise<(method: string, params?: object
   }
   if (!targets.length) throw new Error("no inspector target");
   const ws = new WebSocket(targets[0].webSocketDebuggerUrl);
-  await new Promise((resolve, reject) => (ws.once("open", resolve), ws.once("error", reject)));
+  await new Promise((resolve, reject) => {
+    ws.once("open", resolve);
+    ws.once("error", reject);
+  });
   let next = 1;
   const pending = new Map<number, (r: any) => void>();
   ws.on("message", (d) => {

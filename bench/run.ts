@@ -75,8 +75,12 @@ interface Figure {
 const figures: Figure[] = [];
 function record(name: string, unit: string, higherIsBetter: boolean, target: Target, value: number) {
   let f = figures.find((x) => x.name === name);
-  if (!f) figures.push((f = { name, unit, higherIsBetter, samples: {} }));
-  (f.samples[target] ??= []).push(value);
+  if (!f) {
+    f = { name, unit, higherIsBetter, samples: {} };
+    figures.push(f);
+  }
+  f.samples[target] ??= [];
+  f.samples[target].push(value);
 }
 
 const median = (xs: number[] | undefined) => {

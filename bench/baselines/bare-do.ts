@@ -137,7 +137,10 @@ export class BareMailbox extends DurableObject<Env> {
       }
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, left);
-        this.waiters.push(() => (clearTimeout(timer), resolve()));
+        this.waiters.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
       });
     }
   }

@@ -54,7 +54,10 @@ function tally(ws: WebSocket, user: string): void {
       for (const body of q) ws.send(body);
       ws.send('{"type":"queue_drained"}');
       let set = users.get(user);
-      if (!set) users.set(user, (set = new Set()));
+      if (!set) {
+        set = new Set();
+        users.set(user, set);
+      }
       set.add(ws);
     }
   });
@@ -70,7 +73,10 @@ function passnote(ws: WebSocket, roomId: string): void {
   const peerBytes = Buffer.from(peer, "hex");
   ws.send(JSON.stringify({ type: "challenge", challenge: "AA" }));
   let room = rooms.get(roomId);
-  if (!room) rooms.set(roomId, (room = new Map()));
+  if (!room) {
+    room = new Map();
+    rooms.set(roomId, room);
+  }
   const members = room;
   ws.on("message", (data, isBinary) => {
     if (!isBinary) {

@@ -36,7 +36,10 @@ async function launch(cmd: string, args: string[], cwd: string, port: number): P
   child.stdout?.on("data", (d) => (out += d));
   child.stderr?.on("data", (d) => (out += d));
   let exited = false;
-  const exit = new Promise<void>((resolve) => child.on("exit", () => ((exited = true), resolve())));
+  const exit = new Promise<void>((resolve) => child.on("exit", () => {
+    exited = true;
+    resolve();
+  }));
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 30_000;
   for (;;) {

@@ -30,9 +30,8 @@ interface Args {
 /** The arguments, or what to print and the exit status (0 for --help, 2 for bad usage). */
 export function parseArgs(argv: string[], env: Record<string, string | undefined> = process.env): Args | { print: string; status: 0 | 2 } {
   const bad = (why: string) => ({ print: `${why}\n\n${USAGE}`, status: 2 as const });
-  let parsed;
-  try {
-    parsed = parseArgv({
+  const parseFlags = () =>
+    parseArgv({
       args: argv,
       allowPositionals: true,
       strict: true,
@@ -43,6 +42,9 @@ export function parseArgs(argv: string[], env: Record<string, string | undefined
         help: { type: "boolean", short: "h" },
       },
     });
+  let parsed: ReturnType<typeof parseFlags>;
+  try {
+    parsed = parseFlags();
   } catch (err) {
     return bad(err instanceof Error ? err.message : String(err));
   }

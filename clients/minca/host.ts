@@ -225,7 +225,10 @@ export class HostConnection {
   async revoke(did: string, opts: { cutoff?: number } = {}): Promise<VersionResult> {
     const body: RevokeBody = { v: 1, key: did, ...(opts.cutoff !== undefined ? { cutoff: opts.cutoff } : {}) };
     const result = (await this.post(this.carrySpace().id, [await this.revokeVersion(body)]))[0];
-    if (result.accepted) (this.account.revoked ??= []).push(body);
+    if (result.accepted) {
+      this.account.revoked ??= [];
+      this.account.revoked.push(body);
+    }
     return result;
   }
 

@@ -59,7 +59,9 @@ export class PassnotePeer {
     // restart wins over the writes before it even if the wall clock went back meanwhile.
     this.engine.clock.observe(store.clock());
     this.unsubscribe = transport.subscribe({
-      welcome: (_self, peers) => peers.forEach((p) => this.engine.peerJoined(p)),
+      welcome: (_self, peers) => {
+        for (const p of peers) this.engine.peerJoined(p);
+      },
       join: (p) => this.engine.peerJoined(p),
       leave: (p) => this.engine.peerLeft(p),
       frame: (from, frame) => void this.engine.receive(from, frame),

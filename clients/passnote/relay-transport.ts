@@ -125,7 +125,7 @@ export class RelayTransport implements Transport {
   async send(to: string, frame: Uint8Array): Promise<void> {
     await this.paced();
     const ws = this.ws;
-    if (!ws || ws.readyState !== 1) throw new RelayTransportError("not connected");
+    if (ws?.readyState !== 1) throw new RelayTransportError("not connected");
     ws.send(joinPeerFrame(to, frame));
     // Backpressure: the frame stays in the send window until the socket's buffer drains.
     const high = this.opts.highWaterBytes ?? 256 * 1024;
@@ -198,7 +198,7 @@ export class RelayTransport implements Transport {
           if (split) this.listeners.emit("frame", split.peer, split.frame);
           return;
         }
-        let parsed;
+        let parsed: ReturnType<typeof roomServerMessageSchema.safeParse>;
         try {
           parsed = roomServerMessageSchema.safeParse(JSON.parse(ev.data));
         } catch {
@@ -296,7 +296,7 @@ export class RelayTransport implements Transport {
     const every = this.opts.keepaliveMs ?? 30_000;
     this.keepalive = setInterval(() => {
       const ws = this.ws;
-      if (!ws || ws.readyState !== 1) return;
+      if (ws?.readyState !== 1) return;
       const idle = Date.now() - this.lastHeard;
       if (idle >= 2 * every) {
         ws.close(4000, "keepalive: no answer"); // lost() reconnects

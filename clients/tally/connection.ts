@@ -118,7 +118,7 @@ export class RelayConnection {
    */
   send(msg: unknown): boolean {
     const ws = this.ws;
-    if (!ws || ws.readyState !== 1) return false;
+    if (ws?.readyState !== 1) return false;
     const frame = JSON.stringify(msg);
     if (this.held.length > 0 || Date.now() < this.holdUntil) {
       this.held.push(frame);

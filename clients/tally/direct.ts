@@ -28,7 +28,10 @@ export class DirectChannels {
 
   add(userId: string, channel: DirectChannel, deviceId?: string): () => void {
     let set = this.byUser.get(userId);
-    if (!set) this.byUser.set(userId, (set = new Set()));
+    if (!set) {
+      set = new Set();
+      this.byUser.set(userId, set);
+    }
     const r: Registered = { channel, deviceId };
     set.add(r);
     return () => {
@@ -86,14 +89,18 @@ export function connectInMemory(a: DirectHost, b: DirectHost): () => void {
       if (!open) throw new Error("channel closed");
       queueMicrotask(() => void b.handleDirectFrame(f, a.npub));
     },
-    close: () => void (open = false),
+    close: () => {
+      open = false;
+    },
   });
   const offB = b.addDirectChannel(a.npub, {
     send: (f) => {
       if (!open) throw new Error("channel closed");
       queueMicrotask(() => void a.handleDirectFrame(f, b.npub));
     },
-    close: () => void (open = false),
+    close: () => {
+      open = false;
+    },
   });
   return () => {
     open = false;

@@ -72,7 +72,10 @@ export class Emitter<E extends { [K in keyof E]: AnyFn }> {
 
   on<K extends keyof E>(event: K, fn: E[K]): () => void {
     let set = this.listeners.get(event);
-    if (!set) this.listeners.set(event, (set = new Set()));
+    if (!set) {
+      set = new Set();
+      this.listeners.set(event, set);
+    }
     set.add(fn);
     return () => void set!.delete(fn);
   }

@@ -207,7 +207,10 @@ export class SyncEngine {
    */
   onPeerConnect(user: string, device: string): () => Promise<void> {
     let devices = this.present.get(user);
-    if (!devices) this.present.set(user, (devices = new Set()));
+    if (!devices) {
+      devices = new Set();
+      this.present.set(user, devices);
+    }
     const newDevice = !devices.has(device);
     const firstDevice = devices.size === 0;
     devices.add(device);

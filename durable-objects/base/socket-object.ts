@@ -345,7 +345,10 @@ export abstract class SocketObject<Env, A extends BaseAttachment> extends Stored
 
   private trafficOf(ws: WebSocket): Traffic {
     let t = this.traffic.get(ws);
-    if (t === undefined) this.traffic.set(ws, (t = { in: 0, out: 0, since: Date.now() }));
+    if (t === undefined) {
+      t = { in: 0, out: 0, since: Date.now() };
+      this.traffic.set(ws, t);
+    }
     return t;
   }
 

@@ -89,14 +89,20 @@ export class PassnoteRoom extends SocketObject<Env, PassnoteAttachment> {
 
   private senderId(att: PassnoteAttachment): Uint8Array {
     let id = this.peerBytes.get(att);
-    if (id === undefined) this.peerBytes.set(att, (id = hexToBytes(att.peer!)));
+    if (id === undefined) {
+      id = hexToBytes(att.peer!);
+      this.peerBytes.set(att, id);
+    }
     return id;
   }
 
   // The hot path of a room: no per-peer allocation, the frame rewritten in place (it is ours).
   protected onBinary(ws: WebSocket, data: ArrayBuffer, att: PassnoteAttachment): void {
     const bytes = new Uint8Array(data);
-    if (bytes.length < PEER_ID_BYTES) return this.sendError(ws, "invalid_message", "a binary message starts with an 8-byte peer id");
+    if (bytes.length < PEER_ID_BYTES) {
+      this.sendError(ws, "invalid_message", "a binary message starts with an 8-byte peer id");
+      return;
+    }
     if (isBroadcastFrame(bytes)) {
       const out = restampPeerFrame(bytes, this.senderId(att));
       let n = 0;

@@ -134,21 +134,27 @@ export class PushOutbox<P extends OutboxPush> {
     switch (outcome.kind) {
       case "delivered":
         this.deps.delivered?.();
-        return this.store.remove(p);
+        this.store.remove(p);
+        return;
       case "gone":
-        return this.store.gone(p);
+        this.store.gone(p);
+        return;
       case "too_large":
         log.warn(`${this.rules.what}: a push service refused a push as too large (413)`, { origin });
-        return this.store.remove(p);
+        this.store.remove(p);
+        return;
       case "rejected":
         log.error(`${this.rules.what}: a push service refused a push (configuration error)`, { origin, status: outcome.status, answer: outcome.detail });
-        return this.store.remove(p);
+        this.store.remove(p);
+        return;
       case "retry":
         if (attempts >= this.rules.maxAttempts) {
           log.warn(`${this.rules.what}: a push to ${origin} dropped after ${attempts} tries (last ${outcome.status})`);
-          return this.store.remove(p);
+          this.store.remove(p);
+          return;
         }
-        return this.store.reschedule(p, attempts, this.now() + retryDelaySeconds(attempts, outcome.retryAfterSeconds, this.rules.retry) * 1000);
+        this.store.reschedule(p, attempts, this.now() + retryDelaySeconds(attempts, outcome.retryAfterSeconds, this.rules.retry) * 1000);
+        return;
     }
   }
 }

@@ -6,7 +6,6 @@
 import { StoredObject } from "../base/stored-object";
 import { MIGRATIONS } from "../../migrations/index";
 import { STATS_LIMITS } from "../../shared/limits";
-import { bytesToHex, utf8Encode } from "../../shared/encoding";
 import { STORAGE_KINDS, storageTotals } from "../../shared/storage";
 import {
   buildSnapshot,
@@ -17,13 +16,9 @@ import {
   statsReportSchema,
   type GaugeRow,
   type MinuteRow,
-  type StatsCounter,
-  type StatsGauges,
-  type StatsProtocol,
   type StatsSnapshot,
   type TotalRow,
 } from "../../shared/stats";
-import { log } from "../../shared/log";
 
 import { RELAY_STATS_NAME } from "../../server/relay-objects";
 export { RELAY_STATS_NAME, relayStats } from "../../server/relay-objects";

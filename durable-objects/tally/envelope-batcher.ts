@@ -46,7 +46,10 @@ export class EnvelopeBatcher {
       const batch = queue.splice(0, TALLY_LIMITS.rpc_batch_envelopes);
       try {
         const statuses = await this.deliverBatch(toHex, batch.map((e) => e.call));
-        batch.forEach((e, k) => (statuses[k] ? e.resolve(statuses[k]) : e.reject(new Error(`delivery of ${e.call[2]} failed`))));
+        batch.forEach((e, k) => {
+          if (statuses[k]) e.resolve(statuses[k]);
+          else e.reject(new Error(`delivery of ${e.call[2]} failed`));
+        });
       } catch (err) {
         for (const e of batch) e.reject(err);
       }

@@ -103,7 +103,8 @@ export class TallyUser extends SocketObject<Env, TallyAttachment> {
     let id = this.peerIds.get(hex);
     if (id === undefined) {
       if (this.peerIds.size >= 1024) this.peerIds.clear();
-      this.peerIds.set(hex, (id = this.env.TALLY_USER.idFromName(hex)));
+      id = this.env.TALLY_USER.idFromName(hex);
+      this.peerIds.set(hex, id);
     }
     return this.env.TALLY_USER.get(id);
   }

@@ -75,7 +75,10 @@ export function authorsByRoot(plan: AppendPlan, carrying: readonly string[]): Ma
     const root = rootOf(entry.version);
     if (!carrying.includes(root)) continue;
     let s = out.get(root);
-    if (!s) out.set(root, (s = new Set()));
+    if (!s) {
+      s = new Set();
+      out.set(root, s);
+    }
     s.add(entry.version.author);
   }
   return new Map([...out].map(([root, s]) => [root, [...s]]));
@@ -113,7 +116,10 @@ export function sharesOf(plan: AppendPlan, carrying: readonly string[]): Share[]
     const root = rootOf(entry.version);
     const key = carrying.includes(root) ? root : "";
     let s = byPayer.get(key);
-    if (!s) byPayer.set(key, (s = { candidates: key !== "" ? [key] : [...carrying], indexes: [], sizes: [], versions: 0, bytes: 0 }));
+    if (!s) {
+      s = { candidates: key !== "" ? [key] : [...carrying], indexes: [], sizes: [], versions: 0, bytes: 0 };
+      byPayer.set(key, s);
+    }
     s.indexes.push(index);
     s.sizes.push(entry.bytes);
     s.versions++;
@@ -125,7 +131,9 @@ export function sharesOf(plan: AppendPlan, carrying: readonly string[]): Share[]
 /** The plan with each share's versions charged to `payers[i]`. */
 export function withPayers(plan: AppendPlan, shares: Share[], payers: string[]): AppendPlan {
   const payerAt = new Map<number, string>();
-  shares.forEach((s, i) => s.indexes.forEach((index) => payerAt.set(index, payers[i])));
+  shares.forEach((s, i) => {
+    for (const index of s.indexes) payerAt.set(index, payers[i]);
+  });
   return { entries: plan.entries.map((e, i) => (e.kind === "fresh" && payerAt.has(i) ? { ...e, payer: payerAt.get(i) } : e)) };
 }
 
@@ -147,7 +155,10 @@ export function refundsOf(charged: Array<{ account: string; share: Share }>, pla
     share.indexes.forEach((index, k) => {
       if (plan.entries[index].kind === "stored") return;
       let r = out.get(account);
-      if (!r) out.set(account, (r = { account, versions: 0, bytes: 0 }));
+      if (!r) {
+        r = { account, versions: 0, bytes: 0 };
+        out.set(account, r);
+      }
       r.versions++;
       r.bytes += share.sizes[k];
     });

@@ -39,6 +39,9 @@ const perAccount = new WeakMap<object, HomeConnections>();
 /** The home's default store for an account (one per account object), knowing the home's own session key when the account names it. */
 export function connectionsOf(account: object & { session?: { did: string } }): HomeConnections {
   let c = perAccount.get(account);
-  if (!c) perAccount.set(account, (c = new HomeConnections(account.session?.did)));
+  if (!c) {
+    c = new HomeConnections(account.session?.did);
+    perAccount.set(account, c);
+  }
   return c;
 }

@@ -5,7 +5,7 @@
 import { base64urlDecode, base64urlEncode } from "../encoding";
 import { channelKeys, keepsCommitment, newPoint, open, seal, type ChannelKeys, type Point } from "./channel";
 import { codeRoom, codeSecret, readCode } from "./code";
-import { connectionsOf, HomeConnections } from "./connections";
+import { connectionsOf, type HomeConnections } from "./connections";
 import { checkCodeRequest, codeRequest, grantByCode, grantDays, type Account, type CodeRequest, type Grant } from "./grant";
 import { askBodySchema, CODE_TYPES, doneBodySchema, helloSchema, MAX_SHOWN_NAME_CHARS, pointSchema, SEQ } from "./messages";
 import type { JoinRoom, RoomEvent, RoomTransport } from "./transport";

@@ -48,7 +48,10 @@ export function onState(core: EngineCore, peer: string, state: PeerState, m: Mes
   // names that was not probed yet, or was probed under another watermark of the peer's.
   let probed = state.stateSeries.get(ch);
   const first = !probed;
-  if (!probed) state.stateSeries.set(ch, (probed = new Map()));
+  if (!probed) {
+    probed = new Map();
+    state.stateSeries.set(ch, probed);
+  }
   const names = first ? [...new Set([...theirs.keys(), ...core.store.collectionNames().filter((c) => core.inScope(c, ch))])] : [...theirs.keys()];
   const recon = usesRecon(core, state);
   const recon2 = usesRecon2(core, state);

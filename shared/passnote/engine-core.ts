@@ -182,7 +182,10 @@ export class EngineCore {
 
   on<K extends keyof SyncEvents>(event: K, fn: SyncEvents[K]): () => void {
     let set = this.listeners.get(event);
-    if (!set) this.listeners.set(event, (set = new Set()));
+    if (!set) {
+      set = new Set();
+      this.listeners.set(event, set);
+    }
     set.add(fn);
     return () => set.delete(fn);
   }

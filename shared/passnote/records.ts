@@ -177,7 +177,10 @@ export class MemoryStore implements PassnoteStore {
 
   private col(name: string): Collection {
     let c = this.collections.get(name);
-    if (!c) this.collections.set(name, (c = new Collection()));
+    if (!c) {
+      c = new Collection();
+      this.collections.set(name, c);
+    }
     return c;
   }
 

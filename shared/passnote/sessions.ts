@@ -40,7 +40,10 @@ export function onRatchetHello(core: EngineCore, peer: string, state: PeerState,
     state.held = h;
     return;
   }
-  if (verdict !== "accept") return core.emit("helloRefused", peer, verdict);
+  if (verdict !== "accept") {
+    core.emit("helloRefused", peer, verdict);
+    return;
+  }
   const eph = bytesToHex(h.ephemeral);
   if (state.seenEphemerals.includes(eph)) return; // a replayed hello changes nothing
   // A new hello while a session exists (or after our key was used): the peer started afresh or
@@ -52,7 +55,10 @@ export function onRatchetHello(core: EngineCore, peer: string, state: PeerState,
   const answer = !!state.session || !state.mine?.secret;
   // Half the request interval, so that a peer's next request (rate-limited by the full interval
   // on its own clock) is never refused for arriving a little early.
-  if (answer && now - state.lastAnswer < rehelloInterval(core) / 2) return core.emit("helloRefused", peer, "answered too recently");
+  if (answer && now - state.lastAnswer < rehelloInterval(core) / 2) {
+    core.emit("helloRefused", peer, "answered too recently");
+    return;
+  }
   state.seenEphemerals.push(eph);
   if (state.seenEphemerals.length > L.ratchet_hellos_remembered) state.seenEphemerals.shift();
   state.held = undefined;
@@ -72,7 +78,10 @@ export function onRatchetHello(core: EngineCore, peer: string, state: PeerState,
     return;
   }
   const session = openSession({ groupKey: core.identity!.group.groupKey, mine: state.mine!, theirs: h.ephemeral, selfId: core.opts.selfId()!, peerId: peer });
-  if (!session) return core.emit("helloRefused", peer, "degenerate ephemeral key");
+  if (!session) {
+    core.emit("helloRefused", peer, "degenerate ephemeral key");
+    return;
+  }
   established(core, peer, state, session);
 }
 

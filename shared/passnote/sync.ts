@@ -208,7 +208,10 @@ export class SyncEngine {
   /** A peer we have not heard from since agreeing gets our handshake again; a missing session is repaired. */
   private heal(peer: string, s: PeerState, force: boolean): void {
     if (s.incompatible) return;
-    if (s.heard) return repairSession(this.core, peer, s, force);
+    if (s.heard) {
+      repairSession(this.core, peer, s, force);
+      return;
+    }
     // Our hello went out before the peer agreed (and was dropped there): a fresh one follows.
     void this.core.send(peer, this.core.handshake());
     repairSession(this.core, peer, s, true);

@@ -105,7 +105,10 @@ const keyCache = new WeakMap<Uint8Array, Map<string, Uint8Array>>();
 
 function cachedKey(secretKey: Uint8Array, kind: "v2" | "v3", peerHex: string, derive: () => Uint8Array): Uint8Array {
   let peers = keyCache.get(secretKey);
-  if (!peers) keyCache.set(secretKey, (peers = new Map()));
+  if (!peers) {
+    peers = new Map();
+    keyCache.set(secretKey, peers);
+  }
   const k = `${kind}:${peerHex}`;
   let key = peers.get(k);
   if (!key) {

@@ -351,7 +351,10 @@ export class PartCollector<P extends { set?: string; part?: number; parts?: numb
     if (p.set === undefined || p.parts === undefined || p.part === undefined) return [p];
     if (p.parts === 1) return [p];
     let sets = this.pending_.get(peer);
-    if (!sets) this.pending_.set(peer, (sets = new Map()));
+    if (!sets) {
+      sets = new Map();
+      this.pending_.set(peer, sets);
+    }
     let s = sets.get(p.set);
     if (!s) {
       s = { parts: p.parts, got: new Map() };

@@ -54,7 +54,7 @@ export type PushOutcome =
  * sequences) removed, at most WEBPUSH_LIMITS.max_logged_answer_chars characters.
  */
 export function answerForLog(text: string): string {
-  // eslint-disable-next-line no-control-regex
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: C0/C1 control characters are exactly what a logged answer must not carry
   const clean = text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, " ").trim();
   const max = WEBPUSH_LIMITS.max_logged_answer_chars;
   return clean.length > max ? `${clean.slice(0, max)}…` : clean;
@@ -93,9 +93,18 @@ export async function readAtMost(body: ReadableStream<Uint8Array> | null, max: n
 export async function classifyPushAnswer(res: Response, nowMs: number): Promise<PushOutcome> {
   const status = res.status;
   const discard = () => res.body?.cancel().catch(() => {});
-  if (status >= 200 && status < 300) return void discard(), { kind: "delivered", status };
-  if (status === 404 || status === 410) return void discard(), { kind: "gone", status };
-  if (status === 413) return void discard(), { kind: "too_large", status };
+  if (status >= 200 && status < 300) {
+    discard();
+    return { kind: "delivered", status };
+  }
+  if (status === 404 || status === 410) {
+    discard();
+    return { kind: "gone", status };
+  }
+  if (status === 413) {
+    discard();
+    return { kind: "too_large", status };
+  }
   if (status === 429 || status >= 500) {
     discard();
     return { kind: "retry", status, retryAfterSeconds: parseRetryAfter(res.headers.get("retry-after"), nowMs) };

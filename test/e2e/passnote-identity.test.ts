@@ -104,7 +104,9 @@ describe("seed 001 over a sync room: a peer that seals frames this side cannot o
     losing = false;
     a.peer.put("vault", "from-alice", 1);
     b.peer.put("vault", "from-bob", 2);
-    heal(a.peer, b.peer, () => void (skew += PASSNOTE_LIMITS.rehello_interval_ms));
+    heal(a.peer, b.peer, () => {
+      skew += PASSNOTE_LIMITS.rehello_interval_ms;
+    });
     await waitFor(() => b.peer.get("vault", "from-alice") === 1 && a.peer.get("vault", "from-bob") === 2, { timeout: 15_000, what: "both records" });
     expect(b.peer.engine.sessionPeers()).toEqual([a.t.self]);
   }

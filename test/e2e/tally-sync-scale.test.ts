@@ -109,8 +109,12 @@ describe("12.5/13.6 equal ledgers", () => {
     await fill(s2, ledger);
     let t1!: ReturnType<typeof syncTraffic>;
     let t2!: ReturnType<typeof syncTraffic>;
-    const d1 = await dev(alice, { store: s1 }, (c) => void (t1 = syncTraffic(c)));
-    const d2 = await dev(alice, { store: s2 }, (c) => void (t2 = syncTraffic(c)));
+    const d1 = await dev(alice, { store: s1 }, (c) => {
+      t1 = syncTraffic(c);
+    });
+    const d2 = await dev(alice, { store: s2 }, (c) => {
+      t2 = syncTraffic(c);
+    });
     await waitFor(() => t1.hello === 2 && t2.hello === 2, { what: "both hellos", timeout: 30_000 });
     await d1.idle();
     await d2.idle();

@@ -56,7 +56,9 @@ function opensAnything(recording: Msg[], code: string): boolean {
 function playback(from: string, messages: Msg[]): JoinRoom {
   return async () => {
     const events = new EventQueue();
-    setTimeout(() => messages.forEach((m) => events.emit({ ...m, from })), 10);
+    setTimeout(() => {
+      for (const m of messages) events.emit({ ...m, from });
+    }, 10);
     return { did: (await newP256Key()).did, peers: [from], send() {}, listen: (l) => events.listen(l), close() {} };
   };
 }

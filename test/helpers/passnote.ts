@@ -129,7 +129,7 @@ export function viewReceived(rosterKey: Uint8Array, frames: Array<[string, Uint8
 export function collectionsNamed(messages: Message[]): Set<string> {
   const names = new Set<string>();
   for (const m of messages) {
-    if (m.type === "state") m.watermarks.forEach((w) => names.add(w.collection));
+    if (m.type === "state") for (const w of m.watermarks) names.add(w.collection);
     if (m.type === "delta" || m.type === "reconcile" || m.type === "reconcile2") names.add(m.collection);
   }
   return names;

@@ -4,7 +4,7 @@ import { env, evictDurableObject, runDurableObjectAlarm, runInDurableObject, SEL
 import { describe, expect, it } from "vitest";
 import { waitFor } from "../helpers/wait";
 import { p256 } from "@noble/curves/nist.js";
-import { base64urlDecode, base64urlEncode } from "../../shared/encoding";
+import { base64urlEncode } from "../../shared/encoding";
 import { codeRoom, codeSecret, newCode } from "../../shared/minca/code";
 import { newP256Key, type P256Key } from "../../shared/minca/es256";
 import { joinStatement, makeJoin } from "../../shared/minca/room";
@@ -148,14 +148,18 @@ describe("the code-channel room Durable Object (DESIGN section 6)", () => {
     const key = await newP256Key();
     const twins = await Promise.all([connect(room), connect(room), connect(room)]);
     const twinJoins = await Promise.all(twins.map(async (s) => makeJoin(key, room, (await s.next("challenge")).challenge)));
-    twinJoins.forEach((j, i) => twins[i].send(j));
+    twinJoins.forEach((j, i) => {
+      twins[i].send(j);
+    });
     const outcomes = await Promise.all(twins.map((s) => Promise.race([s.next("welcome").then(() => "welcome"), s.closed.then(() => "closed")])));
     expect(outcomes.filter((o) => o === "welcome")).toHaveLength(1);
     // as many at once as the room keeps unauthenticated (more would crowd the oldest out, see parked-sockets.test.ts)
     const crowd = await Promise.all(Array.from({ length: COMMON_LIMITS.max_unauthenticated_sockets_per_object }, () => connect(room)));
     const keys = await Promise.all(crowd.map(() => newP256Key()));
     const joins = await Promise.all(crowd.map(async (s, i) => makeJoin(keys[i], room, (await s.next("challenge")).challenge)));
-    joins.forEach((j, i) => crowd[i].send(j));
+    joins.forEach((j, i) => {
+      crowd[i].send(j);
+    });
     const results = await Promise.all(crowd.map((s) => Promise.race([s.next("welcome").then(() => "welcome"), s.closed.then(() => "closed")])));
     expect(results.filter((o) => o === "welcome")).toHaveLength(MINCA_ROOM_LIMITS.max_peers - 1);
   });

@@ -11,7 +11,7 @@ import { newP256Key } from "../../shared/minca/es256";
 import { makeJoin } from "../../shared/minca/room";
 import { makeAuthEvent } from "../../shared/tally/auth";
 import { newUser } from "../helpers/tally";
-import { TestSocket } from "../helpers/socket";
+import type { TestSocket } from "../helpers/socket";
 import { openSocket } from "../helpers/worker-socket";
 import { waitFor } from "../helpers/wait";
 

@@ -2,7 +2,7 @@
 // frame restrictions, the roster, ratchet-hello's acceptance checks, sessions, revocation, and
 // replayed or reordered session frames.
 import { describe, expect, it } from "vitest";
-import { MemoryBus, type MemoryTransport } from "../../../../clients/passnote/memory-bus";
+import { MemoryBus, } from "../../../../clients/passnote/memory-bus";
 import { PassnotePeer, type PassnotePeerOptions } from "../../../../clients/passnote/peer";
 import { bytesToHex, randomBytes } from "../../../../shared/encoding";
 import { formatHlc } from "../../../../shared/passnote/hlc";
@@ -397,7 +397,13 @@ describe("seed 001 identity mode: session frames", () => {
     const held: Uint8Array[] = [];
     const original = a.t.send;
     const send = original.bind(a.t);
-    a.t.send = (to, f) => (f[0] === KIND_RATCHET && held.length < 2 ? (held.push(f), Promise.resolve()) : send(to, f));
+    a.t.send = (to, f) => {
+      if (f[0] === KIND_RATCHET && held.length < 2) {
+        held.push(f);
+        return Promise.resolve();
+      }
+      return send(to, f);
+    };
     a.peer.put("notes", "k2", 2);
     await sleep(5);
     a.peer.put("notes", "k3", 3);

@@ -159,7 +159,17 @@ describe("7 and 8.2: exactly once, and retries that end", () => {
     const store = memoryStore();
     const handed: string[] = [];
     const expired: string[] = [];
-    const retry = new OutboxRetry(store, { retryMs: 1, maxRetryMs: 1 }, (i) => (handed.push(i.id), true), (i) => void expired.push(i.id));
+    const retry = new OutboxRetry(
+      store,
+      { retryMs: 1, maxRetryMs: 1 },
+      (i) => {
+        handed.push(i.id);
+        return true;
+      },
+      (i) => {
+        expired.push(i.id);
+      },
+    );
     const env = { type: "peer_envelope" as const, envelope_version: 3, id: "x", from_user_id: "a", to_user_id: "b", ciphertext: "AA==" };
     const now = Date.now();
     await store.putOutbox({ id: "old", to_user_id: "b", envelope: { ...env, id: "old" }, created_at: now - CLIENT_LIMITS.outbox_max_age_ms - 1, attempts: 3, last_attempt_at: 0 });

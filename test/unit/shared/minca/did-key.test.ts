@@ -11,7 +11,7 @@ const toBig = (b: Uint8Array) => BigInt("0x" + Buffer.from(b).toString("hex"));
 const fromBig = (n: bigint) => Uint8Array.from(Buffer.from(n.toString(16).padStart(64, "0"), "hex"));
 
 /** The other valid signature of the same message: s replaced by n - s. */
-export function flipS(sig: Uint8Array): Uint8Array {
+function flipS(sig: Uint8Array): Uint8Array {
   const out = new Uint8Array(64);
   out.set(sig.subarray(0, 32));
   out.set(fromBig(N - toBig(sig.subarray(32))), 32);

@@ -11,9 +11,22 @@ function closable(join: JoinRoom) {
   const listeners: Array<(e: RoomEvent) => void> = [];
   const wrapped: JoinRoom = async (room) => {
     const t = await join(room);
-    return { ...t, did: t.did, peers: t.peers, listen: (l) => (listeners.push(l), t.listen(l)) };
+    return {
+      ...t,
+      did: t.did,
+      peers: t.peers,
+      listen: (l) => {
+        listeners.push(l);
+        return t.listen(l);
+      },
+    };
   };
-  return { join: wrapped, closeRoom: () => listeners.forEach((l) => l({ kind: "closed", code: 4008, reason: "room expired" })) };
+  return {
+    join: wrapped,
+    closeRoom: () => {
+      for (const l of listeners) l({ kind: "closed", code: 4008, reason: "room expired" });
+    },
+  };
 }
 
 describe("the program when its room closes", () => {

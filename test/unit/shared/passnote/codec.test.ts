@@ -46,13 +46,13 @@ describe("seed 001: varints by arithmetic", () => {
 });
 
 /** Well-formed strings, a quarter of them with a leading U+FEFF (which must survive). */
-export const bomString = fc.oneof(
+const bomString = fc.oneof(
   { weight: 3, arbitrary: fc.string({ unit: "grapheme" }) },
   { weight: 1, arbitrary: fc.string({ unit: "grapheme" }).map((s) => "\uFEFF" + s) },
 );
 
 /** Strings holding at least one lone surrogate (which must be refused when written). */
-export const loneSurrogateString = fc
+const loneSurrogateString = fc
   .tuple(fc.string(), fc.integer({ min: 0xd800, max: 0xdfff }), fc.string(), fc.boolean())
   .map(([a, c, b, bom]) => (bom ? "\uFEFF" : "") + a.replace(/[\uD800-\uDFFF]/g, "") + String.fromCharCode(c) + b.replace(/[\uD800-\uDFFF]/g, ""));
 

@@ -39,8 +39,8 @@ describe("seed 001: fingerprints", () => {
     const s1 = new MemoryStore();
     const s2 = new MemoryStore();
     const recs = [rec("a", 1), rec("b", 2), rec("c", 3)];
-    recs.forEach((r) => s1.merge("c", r));
-    [...recs].reverse().forEach((r) => s2.merge("c", r));
+    for (const r of recs) s1.merge("c", r);
+    for (const r of [...recs].reverse()) s2.merge("c", r);
     expect(s1.summary("c").fingerprint).toEqual(s2.summary("c").fingerprint);
     const left = s1.summary("c", { start: 0, end: 2 }).fingerprint;
     const right = s1.summary("c", { start: 2, end: 10 }).fingerprint;
@@ -91,7 +91,6 @@ describe("seed 001: responder rules", () => {
   });
 
   it("fan-out cap: at most 64 probes per reply, overflow ranges ship as leaves", () => {
-    const a = new MemoryStore();
     const b = new MemoryStore();
     for (let i = 0; i < 64 * 200; i++) b.merge("c", rec(`k${i}`, i));
     const probes = [];

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { MemoryStore } from "../../../../shared/passnote/records";
 import { openingProbe, respondToReconcile, type Reconcile } from "../../../../shared/passnote/reconcile";
 import { boundBetween, openingProbe2, respondToReconcile2, type Reconcile2 } from "../../../../shared/passnote/reconcile2";
-import { INFINITE_BOUND, LOWEST_BOUND, type Range2 } from "../../../../shared/passnote/reconcile2-wire";
+import { INFINITE_BOUND, type Range2 } from "../../../../shared/passnote/reconcile2-wire";
 import { formatHlc } from "../../../../shared/passnote/hlc";
 import { decodeMessage, encodeMessage, type WireRecord } from "../../../../shared/passnote/wire";
 import { PASSNOTE_LIMITS as L } from "../../../../shared/limits";

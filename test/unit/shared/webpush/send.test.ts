@@ -116,6 +116,7 @@ describe("RFC 8030 push message requests", () => {
     const nasty = `bad\r\n{"level":"info","msg":"forged"}\u001b[31m${"z".repeat(5_000)}`;
     const out = await classifyPushAnswer(new Response(nasty, { status: 400 }), 0);
     const detail = out.kind === "rejected" ? out.detail : "";
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: the test asserts that no control character reaches the log
     expect(detail).not.toMatch(/[\u0000-\u001f]/);
     expect(detail.length).toBeLessThanOrEqual(WEBPUSH_LIMITS.max_logged_answer_chars + 1);
     expect(detail.startsWith('bad {"level"')).toBe(true);
