@@ -124,7 +124,10 @@ export async function idleDevices(s: Server, o: IdleOptions): Promise<IdleResult
         }),
       ).then(
         () => true,
-        (err: Error) => ((stopped = `registers failed on the way to ${target} devices (${conns.length} registered): ${err.message}`), false),
+        (err: Error) => {
+          stopped = `registers failed on the way to ${target} devices (${conns.length} registered): ${err.message}`;
+          return false;
+        },
       );
       if (!grown) break;
       const connectSeconds = (performance.now() - t0) / 1000;

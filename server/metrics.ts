@@ -61,7 +61,7 @@ export function renderMetrics(s: StatsSnapshot, counters?: CounterValues, build?
     const h = counters.latency;
     const name = `${PREFIX}http_request_duration_seconds`;
     out.push(`# HELP ${name} Time from a request's arrival to its answer (this isolate).`, `# TYPE ${name} histogram`);
-    h.bucketsMs.forEach((le, i) => out.push(`${name}_bucket{le="${le / 1000}"} ${h.cumulative[i]}`));
+    for (const [i, le] of h.bucketsMs.entries()) out.push(`${name}_bucket{le="${le / 1000}"} ${h.cumulative[i]}`);
     out.push(`${name}_bucket{le="+Inf"} ${h.count}`, `${name}_sum ${h.sumMs / 1000}`, `${name}_count ${h.count}`);
     series("gauge", "process_start_time_seconds", "When this isolate started, in seconds since the epoch.", [[{}, Math.floor(counters.startedAtMs / 1000)]], "");
   }

@@ -37,7 +37,11 @@ export function openDefaultStore(npub: string, choice?: TallyStore | "memory"): 
     let released = false;
     void slot.then((s) => released && s.release());
     const kv = new DeferredKeyValue(slot.then((s: Slot) => new IndexedDbKeyValue(browserStoreName(npub, s.index), idb)));
-    return { store: new KeyValueTallyStore(kv), release: () => void ((released = true), slot.then((s) => s.release())) };
+    return { store: new KeyValueTallyStore(kv), release: () => {
+        released = true;
+        void slot.then((s) => s.release());
+      },
+    };
   }
   if (g.process?.getBuiltinModule) {
     const dir = (g.process.env?.TALLY_STORE_DIR ?? DEFAULT_STORE_DIR).replace(/\/+$/, "");

@@ -168,7 +168,7 @@ export function helloParts(
   const extensions = [...SYNC_EXTENSIONS];
   const packed = (slice: string[]) => {
     const bytes = new Uint8Array(slice.length * SYNC_LIMITS.known_hash_bytes);
-    slice.forEach((h, j) => bytes.set(hexToBytes(h), j * SYNC_LIMITS.known_hash_bytes));
+    for (const [j, h] of slice.entries()) bytes.set(hexToBytes(h), j * SYNC_LIMITS.known_hash_bytes);
     return base64Encode(bytes);
   };
   // One message in both forms when it fits: a client that reads only the seed's known_ids then

@@ -100,7 +100,12 @@ const t = setInterval(async () => {
         page.on("pageerror", (e) => console.log(`tab error: ${e.message}`));
         await page.goto(`${relay}/healthz`);
         await page.addScriptTag({ content: harness });
-        await page.evaluate(async ([url, sk]) => void ((window as any).d = await (window as any).tallyHarness.defaultStoreDevice(url, sk)), [wsBase(relay), bytesToHex(user.secretKey)] as const);
+        await page.evaluate(
+          async ([url, sk]) => {
+            (window as any).d = await (window as any).tallyHarness.defaultStoreDevice(url, sk);
+          },
+          [wsBase(relay), bytesToHex(user.secretKey)] as const,
+        );
         return page;
       };
       const t1 = await tab();

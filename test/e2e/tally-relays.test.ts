@@ -52,7 +52,9 @@ describe("6.5 several relays", () => {
       const fresh = new TallyClient({ relayUrl: url, secretKey: bob.secretKey, store: "memory" });
       open.push(fresh);
       let queued = -1;
-      fresh.on("registered", (_d, q) => void (queued = q));
+      fresh.on("registered", (_d, q) => {
+        queued = q;
+      });
       await fresh.connect();
       expect(queued).toBe(0);
       fresh.close();
