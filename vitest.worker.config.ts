@@ -6,7 +6,13 @@ import { defineConfig } from "vitest/config";
 // subclasses of the objects whose outside world a test sets.
 export default defineConfig({
   // LOG_LEVEL=warn: one line per request would bury the output (tests that read lines set info).
-  plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml" }, main: "./test/worker/entry.ts", miniflare: { bindings: { LOG_LEVEL: "warn" } } })],
+  plugins: [
+    cloudflareTest({
+      wrangler: { configPath: "./wrangler.toml" },
+      main: "./test/worker/entry.ts",
+      miniflare: { bindings: { LOG_LEVEL: "warn" } },
+    }),
+  ],
   test: {
     include: ["test/worker/**/*.test.ts"],
     testTimeout: 20_000,

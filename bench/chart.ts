@@ -34,7 +34,9 @@ export function barChart(title: string, series: string[], rows: ChartRow[]): str
     r.values.forEach((v, i) => {
       if (!Number.isFinite(v)) return;
       const y = y0 + i * barH;
-      parts.push(`<rect x="${labelW}" y="${y}" width="${Math.max(1, x(v) - labelW)}" height="${barH - 2}" fill="${colors[i % colors.length]}"/>`);
+      parts.push(
+        `<rect x="${labelW}" y="${y}" width="${Math.max(1, x(v) - labelW)}" height="${barH - 2}" fill="${colors[i % colors.length]}"/>`,
+      );
       parts.push(`<text x="${x(v) + 4}" y="${y + barH - 3}">${v.toFixed(2)}x</text>`);
     });
   });

@@ -52,7 +52,9 @@ export async function coldStart(t: FreshTarget, o: { count: number }): Promise<{
     for (const [k, r] of recipients.entries()) {
       const t0 = performance.now();
       await new Promise<void>((resolve, reject) => {
-        a.on("queued", (q) => (q.id === `c${k}` ? (q.status === "stored" ? resolve() : reject(new Error(`cold start answered ${q.status}`))) : undefined));
+        a.on("queued", (q) =>
+          q.id === `c${k}` ? (q.status === "stored" ? resolve() : reject(new Error(`cold start answered ${q.status}`))) : undefined,
+        );
         a.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(sender, r, `c${k}`) });
       });
       ms.push(performance.now() - t0);

@@ -150,7 +150,9 @@ export async function idleDevices(s: Server, o: IdleOptions): Promise<IdleResult
         pings: pings - p0,
         pongs: pongs - q0,
       });
-      log(`${target} devices: ${((kb - baseKb) / target).toFixed(1)} kB each, CPU ${cpuSamples.map((x) => x.toFixed(3)).join(" / ")} ms per device per minute (no-device rate ${baseCpuPerMinute.toFixed(0)} ms per minute)`);
+      log(
+        `${target} devices: ${((kb - baseKb) / target).toFixed(1)} kB each, CPU ${cpuSamples.map((x) => x.toFixed(3)).join(" / ")} ms per device per minute (no-device rate ${baseCpuPerMinute.toFixed(0)} ms per minute)`,
+      );
     }
   } finally {
     for (const t of timers) clearTimeout(t);

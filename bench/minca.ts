@@ -25,13 +25,20 @@ export async function mailboxWake(url: string, o: { rounds: number; topic: "fres
   // takes its lease of the relay-wide total) left out; each poll asks for what follows the last.
   const inUse = o.topic === "in use" ? topic() : null;
   let after = 0;
-  if (inUse !== null) after = ((await (await ok(await fetch(`${url}${MAILBOX}/${inUse}`, { method: "POST", body: new Uint8Array(randomBytes(200)) }), 201)).json()) as { seq: number }).seq;
+  if (inUse !== null)
+    after = (
+      (await (
+        await ok(await fetch(`${url}${MAILBOX}/${inUse}`, { method: "POST", body: new Uint8Array(randomBytes(200)) }), 201)
+      ).json()) as { seq: number }
+    ).seq;
   for (let i = 0; i < o.rounds; i++) {
     const t = inUse ?? topic();
     const poll = fetch(`${url}${MAILBOX}/${t}?wait=10&after=${inUse === null ? 0 : after}`).then((r) => ok(r, 200));
     await new Promise((r) => setTimeout(r, 20)); // the GET is parked before the POST goes
     const t0 = performance.now();
-    const posted = (await (await ok(await fetch(`${url}${MAILBOX}/${t}`, { method: "POST", body: new Uint8Array(randomBytes(200)) }), 201)).json()) as { seq: number };
+    const posted = (await (
+      await ok(await fetch(`${url}${MAILBOX}/${t}`, { method: "POST", body: new Uint8Array(randomBytes(200)) }), 201)
+    ).json()) as { seq: number };
     const page = (await (await poll).json()) as { items: unknown[] };
     ms.push(performance.now() - t0);
     after = posted.seq;
@@ -42,7 +49,10 @@ export async function mailboxWake(url: string, o: { rounds: number; topic: "fres
 }
 
 /** `perTopic` POSTs of 200 bytes to each of `topics` fresh topics, `inFlight` at a time; POSTs per second. */
-export async function mailboxPosts(url: string, o: { topics: number; perTopic: number; inFlight: number }): Promise<{ posts: number; perSecond: number }> {
+export async function mailboxPosts(
+  url: string,
+  o: { topics: number; perTopic: number; inFlight: number },
+): Promise<{ posts: number; perSecond: number }> {
   const perTopic = Math.min(o.perTopic, MAILBOX_LIMITS.write_burst - 10);
   const topics = Array.from({ length: o.topics }, topic);
   const jobs = topics.flatMap((t) => Array.from({ length: perTopic }, () => t));
@@ -71,7 +81,9 @@ export async function hostingSetup(url: string, o: { batches: number; perBatch?:
   for (let b = 0; b < o.batches; b++) {
     const batch: unknown[] = [];
     for (let k = 0; k < perBatch; k++) {
-      batch.push(await writeVersion(account, space, { collection: "std.post", key: `p${b}-${k}`, body: { text: `version ${b}-${k} of a bench` } }));
+      batch.push(
+        await writeVersion(account, space, { collection: "std.post", key: `p${b}-${k}`, body: { text: `version ${b}-${k} of a bench` } }),
+      );
     }
     batches.push(batch);
   }
@@ -98,7 +110,10 @@ export async function hostingAppends(url: string, s: HostingSetup): Promise<{ ve
   const t0 = performance.now();
   for (const [b, batch] of s.batches.entries()) {
     const headers = { "content-type": "application/json", [BENCH_CLIENT_HEADER]: `10.0.0.${b + 1}` };
-    const res = await ok(await fetch(`${url}/minca/v1/spaces/${s.space.id}/versions`, { method: "POST", headers, body: JSON.stringify(batch) }), 200);
+    const res = await ok(
+      await fetch(`${url}/minca/v1/spaces/${s.space.id}/versions`, { method: "POST", headers, body: JSON.stringify(batch) }),
+      200,
+    );
     const { results } = (await res.json()) as { results: Array<{ accepted: boolean; reason?: string }> };
     const refused = results.find((r) => !r.accepted);
     if (refused) throw new Error(`version refused: ${refused.reason}`);

@@ -34,7 +34,12 @@ export async function storeReopen(records = 100_000): Promise<StoreReopenResult>
     for (let i = 0; i < records; i++) {
       // a month of notes, a few fields each
       const hlc = formatHlc({ wall: 1_700_000_000_000 + Math.floor((i / records) * 30 * day), counter: i % 7, node: "bench" });
-      store.merge("notes", { key: `note-${i}`, value: { title: `note ${i}`, body: "lorem ipsum ".repeat(8), tags: ["a", "b"], n: i }, is_deleted: false, hlc });
+      store.merge("notes", {
+        key: `note-${i}`,
+        value: { title: `note ${i}`, body: "lorem ipsum ".repeat(8), tags: ["a", "b"], n: i },
+        is_deleted: false,
+        hlc,
+      });
     }
     await store.flushed();
     const writeMs = performance.now() - t0;
@@ -49,7 +54,14 @@ export async function storeReopen(records = 100_000): Promise<StoreReopenResult>
     const used = process.cpuUsage(cpu);
     if (again.size("notes") !== records) throw new Error(`reopened ${again.size("notes")} of ${records}`);
     await again.close();
-    return { records, writeMs: Math.round(writeMs), openMs: Math.round(openMs), readyMs: Math.round(readyMs), readyCpuMs: Math.round((used.user + used.system) / 1000), fileMB: Math.round(statSync(path).size / 1e5) / 10 };
+    return {
+      records,
+      writeMs: Math.round(writeMs),
+      openMs: Math.round(openMs),
+      readyMs: Math.round(readyMs),
+      readyCpuMs: Math.round((used.user + used.system) / 1000),
+      fileMB: Math.round(statSync(path).size / 1e5) / 10,
+    };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

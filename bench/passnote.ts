@@ -42,7 +42,10 @@ export interface RoomResult {
 }
 
 /** A room of `peers`, each broadcasting `perSender` frames of `bytes` bytes, `inFlight` at a time. */
-export async function roomTraffic(relayUrl: string, o: { peers: number; perSender: number; inFlight: number; bytes: number }): Promise<RoomResult> {
+export async function roomTraffic(
+  relayUrl: string,
+  o: { peers: number; perSender: number; inFlight: number; bytes: number },
+): Promise<RoomResult> {
   const perSender = Math.min(o.perSender, COMMON_LIMITS.rate_burst - 10);
   const keys = roomKeys(randomBytes(32));
   const peers: Peer[] = [];

@@ -20,7 +20,16 @@ import { roomTraffic } from "./passnote";
 import { newUser } from "../test/helpers/tally";
 import { flushTo, onlineDelivery, registers, storeFor, storeThenFlush } from "./tally";
 
-const { values } = parseArgs({ options: { passnote: { type: "boolean" }, store: { type: "boolean" }, flush: { type: "boolean" }, register: { type: "boolean" }, bare: { type: "boolean" }, top: { type: "string" } } });
+const { values } = parseArgs({
+  options: {
+    passnote: { type: "boolean" },
+    store: { type: "boolean" },
+    flush: { type: "boolean" },
+    register: { type: "boolean" },
+    bare: { type: "boolean" },
+    top: { type: "string" },
+  },
+});
 const ROOT = new URL("../", import.meta.url).pathname;
 
 interface ProfileNode {
@@ -84,7 +93,8 @@ async function main() {
           : values.store
             ? storeThenFlush(relay.url, flushLoad)
             : onlineDelivery(relay.url, { pairs: 20, inFlight: 8, perSender: 150 });
-    if (!values.flush) await load(); // warm-up
+    if (!values.flush)
+      await load(); // warm-up
     else await storeThenFlush(relay.url, flushLoad); // warm-up
     const send = await inspector(port);
     await send("Profiler.enable");
@@ -107,7 +117,8 @@ async function main() {
       total += dt;
     });
     const top = [...self].sort((a, b) => b[1] - a[1]).slice(0, Number(values.top ?? 40));
-    for (const [k, us] of top) console.log(`${((100 * us) / total).toFixed(1).padStart(5)}%  ${(us / 1000).toFixed(1).padStart(8)} ms  ${k}`);
+    for (const [k, us] of top)
+      console.log(`${((100 * us) / total).toFixed(1).padStart(5)}%  ${(us / 1000).toFixed(1).padStart(8)} ms  ${k}`);
   } finally {
     await relay.stop();
   }

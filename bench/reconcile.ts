@@ -76,5 +76,15 @@ export function reconcileRun(n: number, d: number, capability: Capability = "rec
   }
   const ms = performance.now() - t0;
   if (!sameRecords(sides[0], sides[1], COLLECTION)) throw new Error(`reconciliation of N=${n} d=${d} did not converge`);
-  return { capability, n, d, flights, roundTrips: Math.ceil(flights / 2), bytesPerSide: Math.max(...sent), shipAllBytesPerSide: shipAll, recordsShipped: shipped, ms };
+  return {
+    capability,
+    n,
+    d,
+    flights,
+    roundTrips: Math.ceil(flights / 2),
+    bytesPerSide: Math.max(...sent),
+    shipAllBytesPerSide: shipAll,
+    recordsShipped: shipped,
+    ms,
+  };
 }

@@ -52,8 +52,52 @@ const smoke = values.smoke === true;
 const rounds = Number(values.rounds ?? (smoke ? 1 : 3));
 
 const SIZES = smoke
-  ? { pairs: 4, inFlight: 4, perSender: 20, fanPairs: 2, fanPer: 10, senders: 2, storePer: 20, registers: 6, concurrency: 2, idle: 8, room2: 20, room16: 4, roomPeers: 4, wakes: 3, topicPosts: 10, topics: 4, perTopic: 3, batches: 1, perBatch: 10, reads: 1, cold: 3 }
-  : { pairs: 20, inFlight: 8, perSender: 150, fanPairs: 10, fanPer: 100, senders: 10, storePer: 100, registers: 100, concurrency: 8, idle: 200, room2: 300, room16: 60, roomPeers: 16, wakes: 30, topicPosts: 90, topics: 100, perTopic: 5, batches: 5, perBatch: 100, reads: 5, cold: 30 };
+  ? {
+      pairs: 4,
+      inFlight: 4,
+      perSender: 20,
+      fanPairs: 2,
+      fanPer: 10,
+      senders: 2,
+      storePer: 20,
+      registers: 6,
+      concurrency: 2,
+      idle: 8,
+      room2: 20,
+      room16: 4,
+      roomPeers: 4,
+      wakes: 3,
+      topicPosts: 10,
+      topics: 4,
+      perTopic: 3,
+      batches: 1,
+      perBatch: 10,
+      reads: 1,
+      cold: 3,
+    }
+  : {
+      pairs: 20,
+      inFlight: 8,
+      perSender: 150,
+      fanPairs: 10,
+      fanPer: 100,
+      senders: 10,
+      storePer: 100,
+      registers: 100,
+      concurrency: 8,
+      idle: 200,
+      room2: 300,
+      room16: 60,
+      roomPeers: 16,
+      wakes: 30,
+      topicPosts: 90,
+      topics: 100,
+      perTopic: 5,
+      batches: 5,
+      perBatch: 100,
+      reads: 5,
+      cold: 30,
+    };
 
 type Target = "relay" | "bare" | "node" | "wrangler";
 const COLUMNS: Record<Target, string> = {
@@ -121,7 +165,9 @@ async function measure(t: Target, s: Server): Promise<void> {
     record("tally fan-out latency p99", "ms", false, t, fan.p99);
   }
   if (wanted("tally store")) {
-    const st = await withCpu(s, () => storeThenFlush(s.url, { senders: SIZES.senders, perSender: SIZES.storePer, inFlight: SIZES.inFlight }));
+    const st = await withCpu(s, () =>
+      storeThenFlush(s.url, { senders: SIZES.senders, perSender: SIZES.storePer, inFlight: SIZES.inFlight }),
+    );
     const sf = st.result;
     record(`tally offline store, ${sf.stored} envelopes from ${SIZES.senders} senders`, "envelopes/s", true, t, sf.storePerSecond);
     record(`tally store: flush of ${sf.stored} stored envelopes on register`, "ms", false, t, sf.flushMs);
@@ -135,7 +181,13 @@ async function measure(t: Target, s: Server): Promise<void> {
     const many = await withCpu(s, () => roomTraffic(s.url, { peers: SIZES.roomPeers, perSender: SIZES.room16, inFlight: 2, bytes: 200 }));
     record(`passnote room of ${SIZES.roomPeers}, each broadcasting`, "frames delivered/s", true, t, many.result.deliveriesPerSecond);
     record(`passnote room of ${SIZES.roomPeers}, latency p99`, "ms", false, t, many.result.p99);
-    record(`passnote room of ${SIZES.roomPeers}, CPU per frame delivered (incl. joining)`, "ms", false, t, many.cpuMs / many.result.deliveries);
+    record(
+      `passnote room of ${SIZES.roomPeers}, CPU per frame delivered (incl. joining)`,
+      "ms",
+      false,
+      t,
+      many.cpuMs / many.result.deliveries,
+    );
   }
   if (t !== "node" && wanted("minca")) {
     // (b) has no mailbox or hosting routes: these compare the relay with (a) only.
@@ -164,7 +216,13 @@ async function measure(t: Target, s: Server): Promise<void> {
     const users = Array.from({ length: SIZES.registers }, newUser);
     for (const who of ["new user", "returning user"]) {
       const rg = await withCpu(s, () => registers(s.url, { users, concurrency: SIZES.concurrency }));
-      record(`tally connect and register, ${who} (challenge + Schnorr verify), ${SIZES.concurrency} at a time`, "registers/s", true, t, rg.result.perSecond);
+      record(
+        `tally connect and register, ${who} (challenge + Schnorr verify), ${SIZES.concurrency} at a time`,
+        "registers/s",
+        true,
+        t,
+        rg.result.perSecond,
+      );
       record(`tally CPU per connect and register, ${who}`, "ms", false, t, rg.cpuMs / SIZES.registers);
     }
   }
@@ -264,7 +322,13 @@ async function measureIdle(): Promise<void> {
           record(`tally idle devices, ${n}: memory per device added since ${prev.devices.toLocaleString("en-US")}`, "kB", false, t, added);
         }
         record(`tally idle devices, ${n}: memory per device 20 s after the last register`, "kB", false, t, st.settledKbPerDevice);
-        record(`tally idle devices, ${n}: CPU per idle device per minute (median of ${st.cpuSamples.length} windows)`, "ms", false, t, median(st.cpuSamples));
+        record(
+          `tally idle devices, ${n}: CPU per idle device per minute (median of ${st.cpuSamples.length} windows)`,
+          "ms",
+          false,
+          t,
+          median(st.cpuSamples),
+        );
         if (st.pongs < st.pings * 0.99) throw new Error(`${t}: ${st.pings} pings, ${st.pongs} pongs`);
       }
     } finally {
@@ -372,7 +436,11 @@ async function main() {
       .map((f) => ({ label: f.name, values: [better(f, "bare"), better(f, "node")] }));
     writeFileSync(
       join(dir, "baselines.svg"),
-      barChart(`The relay against (a) bare DO and (b) Node + ws, ${date} (above 1: the relay does better)`, ["relay vs (a) bare DO on workerd", "relay vs (b) Node + ws"], rows),
+      barChart(
+        `The relay against (a) bare DO and (b) Node + ws, ${date} (above 1: the relay does better)`,
+        ["relay vs (a) bare DO on workerd", "relay vs (b) Node + ws"],
+        rows,
+      ),
     );
     process.stderr.write(`written to bench/results/\n`);
   }

@@ -13,7 +13,10 @@ const SENDERS = Number(process.env.SENDERS ?? 20);
 const PER_SENDER = Number(process.env.PER_SENDER ?? 100);
 const RATE = 40; // per sender per second, under the limit
 
-interface U { sk: Uint8Array; npub: string }
+interface U {
+  sk: Uint8Array;
+  npub: string;
+}
 const user = (): U => {
   const sk = generateSecretKey();
   return { sk, npub: npubEncode(getPublicKeyHex(sk)) };
@@ -24,7 +27,14 @@ function open(ws: string, u: U): Promise<WebSocket> {
     const s = new WebSocket(`${ws}/tally/v1/${u.npub}`);
     s.onmessage = (ev) => {
       const m = JSON.parse(String(ev.data));
-      if (m.type === "challenge") s.send(JSON.stringify({ type: "register", user_id: u.npub, auth: makeAuthEvent({ secretKey: u.sk, challenge: m.challenge, relayUrl: ws }) }));
+      if (m.type === "challenge")
+        s.send(
+          JSON.stringify({
+            type: "register",
+            user_id: u.npub,
+            auth: makeAuthEvent({ secretKey: u.sk, challenge: m.challenge, relayUrl: ws }),
+          }),
+        );
       if (m.type === "queue_drained") resolve(s);
     };
     s.onerror = () => reject(new Error("socket error"));
@@ -46,17 +56,31 @@ try {
     latencies.push(performance.now() - sentAt.get(m.id)!);
     if (latencies.length === SENDERS * PER_SENDER) done();
   };
-  const senders = await Promise.all(Array.from({ length: SENDERS }, async () => {
-    const u = user();
-    return { u, s: await open(ws, u) };
-  }));
+  const senders = await Promise.all(
+    Array.from({ length: SENDERS }, async () => {
+      const u = user();
+      return { u, s: await open(ws, u) };
+    }),
+  );
   const t0 = performance.now();
   await Promise.all(
     senders.map(async ({ u, s }, k) => {
       for (let i = 0; i < PER_SENDER; i++) {
         const id = `${k}-${i}`;
         sentAt.set(id, performance.now());
-        s.send(JSON.stringify({ type: "queue_peer_envelope", envelope: { type: "peer_envelope", envelope_version: 3, id, from_user_id: u.npub, to_user_id: bob.npub, ciphertext: base64Encode(randomBytes(64)) } }));
+        s.send(
+          JSON.stringify({
+            type: "queue_peer_envelope",
+            envelope: {
+              type: "peer_envelope",
+              envelope_version: 3,
+              id,
+              from_user_id: u.npub,
+              to_user_id: bob.npub,
+              ciphertext: base64Encode(randomBytes(64)),
+            },
+          }),
+        );
         await new Promise((r) => setTimeout(r, 1000 / RATE));
       }
     }),
@@ -67,14 +91,20 @@ try {
   const q = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))].toFixed(1);
   // Counts arrive within the flush interval (2 s); read them after it.
   await new Promise((r) => setTimeout(r, 3_000));
-  const status = await fetch(`${relay.url}/status.json`).then((r) => (r.ok ? r.json() : null)).catch(() => null);
-  console.log(JSON.stringify({
-    envelopes: latencies.length,
-    wall_ms: Math.round(wall),
-    per_second: Math.round(latencies.length / (wall / 1000)),
-    latency_ms: { p50: q(0.5), p95: q(0.95), p99: q(0.99) },
-    counted_deliveries: status ? (status as any).per_minute?.deliveries?.total?.reduce((a: number, b: number) => a + b, 0) : "no /status.json",
-  }));
+  const status = await fetch(`${relay.url}/status.json`)
+    .then((r) => (r.ok ? r.json() : null))
+    .catch(() => null);
+  console.log(
+    JSON.stringify({
+      envelopes: latencies.length,
+      wall_ms: Math.round(wall),
+      per_second: Math.round(latencies.length / (wall / 1000)),
+      latency_ms: { p50: q(0.5), p95: q(0.95), p99: q(0.99) },
+      counted_deliveries: status
+        ? (status as any).per_minute?.deliveries?.total?.reduce((a: number, b: number) => a + b, 0)
+        : "no /status.json",
+    }),
+  );
   for (const { s } of senders) s.close();
   bobSocket.close();
 } finally {

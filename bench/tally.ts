@@ -139,7 +139,10 @@ export interface StoreFlushResult {
 
 /** Offline: `senders` senders store `perSender` envelopes each for one offline recipient, which
  * then registers and receives them all before queue_drained. */
-export async function storeThenFlush(relayUrl: string, o: { senders: number; perSender: number; inFlight: number }): Promise<StoreFlushResult> {
+export async function storeThenFlush(
+  relayUrl: string,
+  o: { senders: number; perSender: number; inFlight: number },
+): Promise<StoreFlushResult> {
   const st = await storeFor(relayUrl, o);
   const flushMs = await flushTo(relayUrl, st.to, st.stored);
   return { stored: st.stored, storePerSecond: st.storePerSecond, flushMs, flushPerSecond: st.stored / (flushMs / 1000) };

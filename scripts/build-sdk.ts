@@ -47,7 +47,9 @@ export async function buildSdk(): Promise<void> {
     if (/(^|\/)(workers|durable-objects)\/|node_modules\/hono\//.test(input)) throw new Error(`the SDK must not include ${input}`);
   }
   await buildConnectCli();
-  execFileSync(process.execPath, [join(ROOT, "node_modules/typescript/bin/tsc"), "-p", join(ROOT, "tsconfig.sdk.json")], { stdio: "inherit" });
+  execFileSync(process.execPath, [join(ROOT, "node_modules/typescript/bin/tsc"), "-p", join(ROOT, "tsconfig.sdk.json")], {
+    stdio: "inherit",
+  });
   addJsExtensions(join(SDK_DIR, "types"));
   addWebGlobals(join(SDK_DIR, "types"));
   writeFileSync(join(SDK_DIR, "webrtc-node.js"), WEBRTC_IN_NODE);
@@ -99,7 +101,9 @@ export async function buildConnectCli(): Promise<string> {
     platform: "node",
     target: "node20",
     // ws is CommonJS: give the bundle a require for the Node built-ins it loads.
-    banner: { js: '#!/usr/bin/env node\nimport { createRequire as __sdkRequire } from "node:module";\nconst require = __sdkRequire(import.meta.url);' },
+    banner: {
+      js: '#!/usr/bin/env node\nimport { createRequire as __sdkRequire } from "node:module";\nconst require = __sdkRequire(import.meta.url);',
+    },
     logLevel: "warning",
   });
   chmodSync(outfile, 0o755);
@@ -115,12 +119,15 @@ function addJsExtensions(dir: string): void {
       continue;
     }
     if (!name.endsWith(".d.ts")) continue;
-    const text = readFileSync(path, "utf8").replace(/((?:from|import)\s*\(?\s*")(\.{1,2}\/[^"]*)(")/g, (all, pre: string, spec: string, post: string) => {
-      const base = resolve(dirname(path), spec.replace(/\.ts$/, ""));
-      if (existsSync(`${base}.d.ts`)) return `${pre}${spec.replace(/\.ts$/, "")}.js${post}`;
-      if (existsSync(join(base, "index.d.ts"))) return `${pre}${spec}/index.js${post}`;
-      return all;
-    });
+    const text = readFileSync(path, "utf8").replace(
+      /((?:from|import)\s*\(?\s*")(\.{1,2}\/[^"]*)(")/g,
+      (all, pre: string, spec: string, post: string) => {
+        const base = resolve(dirname(path), spec.replace(/\.ts$/, ""));
+        if (existsSync(`${base}.d.ts`)) return `${pre}${spec.replace(/\.ts$/, "")}.js${post}`;
+        if (existsSync(join(base, "index.d.ts"))) return `${pre}${spec}/index.js${post}`;
+        return all;
+      },
+    );
     writeFileSync(path, text);
   }
 }

@@ -78,7 +78,8 @@ function run(port: number, query: string, first: string | null, giveUp = 30_000)
         if (i < 0) return;
         upgraded = true;
         buf = buf.subarray(i + 4);
-        if (first === "close") setTimeout(() => s.write(mask(8, Buffer.from([0x0f, 0xa1]))), 300); // 4001
+        if (first === "close")
+          setTimeout(() => s.write(mask(8, Buffer.from([0x0f, 0xa1]))), 300); // 4001
         else if (first !== null) s.write(mask(1, Buffer.from(first)));
       }
       while (buf.length >= 2) {
@@ -115,7 +116,15 @@ async function freePort(): Promise<number> {
 async function listening(port: number, ms = 10_000): Promise<void> {
   const end = Date.now() + ms;
   while (Date.now() < end) {
-    const ok = await new Promise<boolean>((r) => net.connect(port, "127.0.0.1").on("connect", function (this: net.Socket) { this.destroy(); r(true); }).on("error", () => r(false)));
+    const ok = await new Promise<boolean>((r) =>
+      net
+        .connect(port, "127.0.0.1")
+        .on("connect", function (this: net.Socket) {
+          this.destroy();
+          r(true);
+        })
+        .on("error", () => r(false)),
+    );
     if (ok) return;
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -145,7 +154,9 @@ try {
     const after = closeFrame === null || tcpEnd === null ? null : tcpEnd - closeFrame;
     if (i === 0 && (after === null || after > 1000)) lingers = true;
     const fmt = (ms: number | null) => (ms === null ? "never" : `${(ms / 1000).toFixed(2)} s`);
-    console.log(`${name}: close frame at ${fmt(closeFrame)}, TCP end at ${fmt(tcpEnd)}${after === null ? "" : ` (${fmt(after)} after the close)`}`);
+    console.log(
+      `${name}: close frame at ${fmt(closeFrame)}, TCP end at ${fmt(tcpEnd)}${after === null ? "" : ` (${fmt(after)} after the close)`}`,
+    );
   }
   console.log(
     lingers

@@ -46,7 +46,9 @@ export function passLine(line: string, level: LauncherLevel, source: string): st
   if (!isJsonObjectLine(line)) return launcherLine(level, line, { source });
   const t = line.trim();
   if (/^\{\s*"ts"\s*:/.test(t) || "ts" in JSON.parse(t)) return t;
-  return t === "{}" ? JSON.stringify({ ts: new Date().toISOString() }) : `{"ts":${JSON.stringify(new Date().toISOString())},${t.slice(1).trimStart()}`;
+  return t === "{}"
+    ? JSON.stringify({ ts: new Date().toISOString() })
+    : `{"ts":${JSON.stringify(new Date().toISOString())},${t.slice(1).trimStart()}`;
 }
 
 /** Copies `from` to `to` line by line through passLine; resolves when `from` ends. */

@@ -40,9 +40,19 @@ export function checkPortFree(host: string, port: number): Promise<void> {
           ),
         );
       } else if (err.code === "EADDRNOTAVAIL" || err.code === "ENOTFOUND" || err.code === "EAI_AGAIN") {
-        reject(new StartError(`cannot listen on ${host}: no such address on this machine; change --host or the RELAY_HOST setting`, EXIT_BAD_SETTING));
+        reject(
+          new StartError(
+            `cannot listen on ${host}: no such address on this machine; change --host or the RELAY_HOST setting`,
+            EXIT_BAD_SETTING,
+          ),
+        );
       } else if (err.code === "EACCES") {
-        reject(new StartError(`not allowed to listen on port ${port} (below 1024 needs privileges); choose another with --port or RELAY_PORT`, EXIT_BAD_SETTING));
+        reject(
+          new StartError(
+            `not allowed to listen on port ${port} (below 1024 needs privileges); choose another with --port or RELAY_PORT`,
+            EXIT_BAD_SETTING,
+          ),
+        );
       } else {
         reject(new StartError(`cannot listen on ${host}:${port}: ${err.message}`, EXIT_BUSY));
       }

@@ -29,12 +29,27 @@ const error = z.object({
 /** File name (under docs/schemas) -> the schema of every message in that direction. */
 export function wireSchemas(): Record<string, z.ZodType> {
   return {
-    "tally.client-to-relay.json": z.union([tally.registerSchema, tally.queuePeerEnvelopeSchema, tally.ackSchema, tally.connectPeerSchema, tally.webrtcSignalSchema, ping]),
+    "tally.client-to-relay.json": z.union([
+      tally.registerSchema,
+      tally.queuePeerEnvelopeSchema,
+      tally.ackSchema,
+      tally.connectPeerSchema,
+      tally.webrtcSignalSchema,
+      ping,
+    ]),
     "tally.relay-to-client.json": tally.serverMessageSchema,
     "passnote.client-to-relay.json": z.union([passnote.joinSchema, ping]),
     "passnote.relay-to-client.json": passnote.roomServerMessageSchema,
     "minca-rooms.client-to-relay.json": z.union([minca.joinSchema, ping, minca.outgoingSchema]),
-    "minca-rooms.relay-to-client.json": z.union([minca.challengeSchema, minca.welcomeSchema, minca.peerSchema, minca.goneSchema, error, pong, minca.deliveredSchema]),
+    "minca-rooms.relay-to-client.json": z.union([
+      minca.challengeSchema,
+      minca.welcomeSchema,
+      minca.peerSchema,
+      minca.goneSchema,
+      error,
+      pong,
+      minca.deliveredSchema,
+    ]),
   };
 }
 
@@ -43,7 +58,10 @@ export function schemaFiles(): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [name, schema] of Object.entries(wireSchemas())) {
     const json = z.toJSONSchema(schema, { unrepresentable: "any", io: "input" }) as Record<string, unknown>;
-    const title = name.replace(/\.json$/, "").replace(/\./g, ": ").replace(/-to-/, " to ");
+    const title = name
+      .replace(/\.json$/, "")
+      .replace(/\./g, ": ")
+      .replace(/-to-/, " to ");
     out[name] = `${JSON.stringify({ $id: `edge-relay/${name}`, title, ...json }, null, 2)}\n`;
   }
   return out;

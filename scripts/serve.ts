@@ -64,7 +64,8 @@ interface Settings {
 /** A whole number in [min, max] written in decimal digits, or a ConfigError naming the flag and the setting. */
 function intSetting(raw: string, min: number, max: number, what: string): number {
   const n = /^\d+$/.test(raw.trim()) ? Number(raw.trim()) : NaN;
-  if (!Number.isSafeInteger(n) || n < min || n > max) throw new ConfigError(`${what}: "${raw}" is not a whole number from ${min} to ${max}`);
+  if (!Number.isSafeInteger(n) || n < min || n > max)
+    throw new ConfigError(`${what}: "${raw}" is not a whole number from ${min} to ${max}`);
   return n;
 }
 
@@ -90,15 +91,25 @@ function settings(argv: string[], env: NodeJS.ProcessEnv): Settings | null {
   const graceRaw = values.grace ?? env.RELAY_SHUTDOWN_GRACE ?? "30";
   const graceSeconds = /^\d+(\.\d+)?$/.test(graceRaw.trim()) ? Number(graceRaw) : NaN;
   if (!(graceSeconds >= 0 && graceSeconds <= 86_400)) {
-    throw new ConfigError(`the shutdown grace period (--grace, RELAY_SHUTDOWN_GRACE): "${graceRaw}" is not a number of seconds from 0 to 86400`);
+    throw new ConfigError(
+      `the shutdown grace period (--grace, RELAY_SHUTDOWN_GRACE): "${graceRaw}" is not a number of seconds from 0 to 86400`,
+    );
   }
   const host = (values.host ?? env.RELAY_HOST ?? "127.0.0.1").trim();
   if (host === "" || /[\s/]/.test(host)) throw new ConfigError(`the listen address (--host, RELAY_HOST): "${host}" is not an address`);
-  const outbound = (values.outbound ?? env.RELAY_OUTBOUND_ALLOW ?? "public").split(",").map((s) => s.trim()).filter(Boolean);
-  if (outbound.length === 0) throw new ConfigError("where the relay may connect out (--outbound, RELAY_OUTBOUND_ALLOW) is empty: name at least one network class (public) or CIDR");
+  const outbound = (values.outbound ?? env.RELAY_OUTBOUND_ALLOW ?? "public")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+  if (outbound.length === 0)
+    throw new ConfigError(
+      "where the relay may connect out (--outbound, RELAY_OUTBOUND_ALLOW) is empty: name at least one network class (public) or CIDR",
+    );
   for (const o of outbound) {
     if (!/^(public|private|local|network|unix|unix-abstract)$/.test(o) && !/^[0-9a-fA-F.:]+\/\d{1,3}$/.test(o)) {
-      throw new ConfigError(`where the relay may connect out (--outbound, RELAY_OUTBOUND_ALLOW): "${o}" is neither a workerd network class (public, private, local, network) nor a CIDR`);
+      throw new ConfigError(
+        `where the relay may connect out (--outbound, RELAY_OUTBOUND_ALLOW): "${o}" is neither a workerd network class (public, private, local, network) nor a CIDR`,
+      );
     }
   }
   const dataDir = values.data ?? env.RELAY_DATA_DIR ?? "data";
@@ -167,7 +178,10 @@ function checkBuilt(): void {
     [join(ROOT, "dist", "web"), "the pages"],
   ] as const) {
     if (!existsSync(path)) {
-      throw new StartError(`--no-build: ${what} (${path}) is missing: run \`npm run build\` first, as a user that can write the checkout`, EXIT_BAD_SETTING);
+      throw new StartError(
+        `--no-build: ${what} (${path}) is missing: run \`npm run build\` first, as a user that can write the checkout`,
+        EXIT_BAD_SETTING,
+      );
     }
   }
 }
@@ -186,7 +200,8 @@ async function main(): Promise<number> {
     return 0;
   }
   const adminSocket = join(s.runtimeDir, "admin.sock");
-  if (adminSocket.length > 100) throw new ConfigError(`the admin socket path is too long for a unix socket: ${adminSocket}; pass a shorter --runtime-dir`);
+  if (adminSocket.length > 100)
+    throw new ConfigError(`the admin socket path is too long for a unix socket: ${adminSocket}; pass a shorter --runtime-dir`);
   const listen = listenAddress(s.host, s.port);
   if (!s.printConfig) {
     // Nothing of a relay already running here is touched before these pass.
@@ -320,7 +335,12 @@ async function main(): Promise<number> {
     } catch (err) {
       say.warn(`GET /healthz on the relay failed: ${(err as Error).message}`);
     }
-    if (badSetting === null) say.info(`listening on http://${listen} (workerd, pid ${child.pid}); data in ${s.dataDir}`, { listen, pid: child.pid, data: s.dataDir });
+    if (badSetting === null)
+      say.info(`listening on http://${listen} (workerd, pid ${child.pid}); data in ${s.dataDir}`, {
+        listen,
+        pid: child.pid,
+        data: s.dataDir,
+      });
     break;
   }
   if (badSetting !== null && !stopping) {

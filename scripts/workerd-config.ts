@@ -72,7 +72,14 @@ export const ADMIN_ENTRYPOINT = "RelayAdmin";
  * one set in the environment of `npm start` reaches the Worker, read by workerd at its start
  * (fromEnvironment), never written to the generated config.
  */
-export const OPTIONAL_SECRETS = ["ADMIN_TOKEN", "VAPID_PRIVATE_KEY", "VAPID_SUBJECT", "MINCA_HOST_KEY", "MINCA_HOST_NAME", "MINCA_HOST_ADMISSION_TOKEN"];
+export const OPTIONAL_SECRETS = [
+  "ADMIN_TOKEN",
+  "VAPID_PRIVATE_KEY",
+  "VAPID_SUBJECT",
+  "MINCA_HOST_KEY",
+  "MINCA_HOST_NAME",
+  "MINCA_HOST_ADMISSION_TOKEN",
+];
 
 /** Bindings the generator adds itself; wrangler.toml must not define them. */
 export const RUNTIME_BINDING = "RELAY_RUNTIME";

@@ -23,7 +23,12 @@ export interface InfoOptions {
 
 /** Every limit group, each limit by name (every bound is a number). */
 const limitsSchema = z.object(
-  Object.fromEntries(Object.entries(LIMITS).map(([group, limits]) => [group, z.object(Object.fromEntries(Object.keys(limits).map((name) => [name, z.number()])))])),
+  Object.fromEntries(
+    Object.entries(LIMITS).map(([group, limits]) => [
+      group,
+      z.object(Object.fromEntries(Object.keys(limits).map((name) => [name, z.number()]))),
+    ]),
+  ),
 );
 
 const did = z.string().describe("did:key");
@@ -134,7 +139,15 @@ export function relayInfo(opts: InfoOptions): RelayInfo {
     },
     // The relay-wide totals as set (limits.storage holds their defaults until then).
     limits: opts.storage
-      ? { ...LIMITS, storage: { ...LIMITS.storage, tally_bytes: opts.storage.tally, mailbox_bytes: opts.storage.mailbox, host_bytes: opts.storage.host } }
+      ? {
+          ...LIMITS,
+          storage: {
+            ...LIMITS.storage,
+            tally_bytes: opts.storage.tally,
+            mailbox_bytes: opts.storage.mailbox,
+            host_bytes: opts.storage.host,
+          },
+        }
       : LIMITS,
   };
 }

@@ -28,42 +28,100 @@ export function renderMetrics(s: StatsSnapshot, counters?: CounterValues, build?
   };
   const gauge = (name: string, help: string, rows: Rows) => series("gauge", name, help, rows);
   const counter = (name: string, help: string, rows: Rows) => series("counter", name, help, rows);
-  gauge("connections", "Open client WebSockets.", STATS_PROTOCOLS.map((p) => [{ protocol: p }, s.connections[p]]));
+  gauge(
+    "connections",
+    "Open client WebSockets.",
+    STATS_PROTOCOLS.map((p) => [{ protocol: p }, s.connections[p]]),
+  );
   gauge("envelopes_stored", "Tally envelopes waiting for an offline device.", [[{}, s.envelopes_stored]]);
-  gauge("rooms_open", "Rooms with at least one socket.", (["passnote", "minca"] as const).map((p) => [{ protocol: p }, s.rooms_open[p]]));
+  gauge(
+    "rooms_open",
+    "Rooms with at least one socket.",
+    (["passnote", "minca"] as const).map((p) => [{ protocol: p }, s.rooms_open[p]]),
+  );
   gauge("mailbox_items", "Minca mailbox items held.", [[{}, s.mailbox_items]]);
-  gauge("storage_reserved_bytes", "Bytes leased from the relay-wide total, per stored kind.", STORAGE_KINDS.map((k) => [{ kind: k }, s.storage[k].reserved_bytes]));
-  gauge("storage_total_bytes", "The relay-wide total in force, per stored kind.", STORAGE_KINDS.map((k) => [{ kind: k }, s.storage[k].total_bytes]));
+  gauge(
+    "storage_reserved_bytes",
+    "Bytes leased from the relay-wide total, per stored kind.",
+    STORAGE_KINDS.map((k) => [{ kind: k }, s.storage[k].reserved_bytes]),
+  );
+  gauge(
+    "storage_total_bytes",
+    "The relay-wide total in force, per stored kind.",
+    STORAGE_KINDS.map((k) => [{ kind: k }, s.storage[k].total_bytes]),
+  );
   // The newest minute is still filling: the last complete one is the one before it.
   const lastComplete = s.window_minutes - 2;
   for (const c of STATS_COUNTERS) {
     const perMinute = s.per_minute[c].by_protocol;
-    gauge(`${c}_last_minute`, `${c} in the last complete minute.`, STATS_PROTOCOLS.map((p) => [{ protocol: p }, perMinute[p][lastComplete] ?? 0]));
-    gauge(`${c}_window`, `${c} over the last ${s.window_minutes} minutes.`, STATS_PROTOCOLS.map((p) => [{ protocol: p }, sum(perMinute[p])]));
+    gauge(
+      `${c}_last_minute`,
+      `${c} in the last complete minute.`,
+      STATS_PROTOCOLS.map((p) => [{ protocol: p }, perMinute[p][lastComplete] ?? 0]),
+    );
+    gauge(
+      `${c}_window`,
+      `${c} over the last ${s.window_minutes} minutes.`,
+      STATS_PROTOCOLS.map((p) => [{ protocol: p }, sum(perMinute[p])]),
+    );
   }
 
   // Relay-wide counters from the stats object (each object's counts reach it within its flush interval).
   const t = s.totals;
-  counter("sockets_opened_total", "Client WebSockets accepted.", STATS_PROTOCOLS.map((p) => [{ protocol: p }, t.connections_opened[p]]));
+  counter(
+    "sockets_opened_total",
+    "Client WebSockets accepted.",
+    STATS_PROTOCOLS.map((p) => [{ protocol: p }, t.connections_opened[p]]),
+  );
   counter(
     "sockets_closed_total",
     "Client WebSockets closed (accepted minus open now).",
     STATS_PROTOCOLS.map((p) => [{ protocol: p }, Math.max(0, t.connections_opened[p] - s.connections[p])]),
   );
-  counter("messages_total", "Frames received from clients.", STATS_PROTOCOLS.map((p) => [{ protocol: p }, t.messages[p]]));
-  counter("deliveries_total", "Frames delivered to clients.", STATS_PROTOCOLS.map((p) => [{ protocol: p }, t.deliveries[p]]));
-  counter("socket_errors_total", "Error frames sent to clients.", STATS_PROTOCOLS.map((p) => [{ protocol: p }, t.errors[p]]));
+  counter(
+    "messages_total",
+    "Frames received from clients.",
+    STATS_PROTOCOLS.map((p) => [{ protocol: p }, t.messages[p]]),
+  );
+  counter(
+    "deliveries_total",
+    "Frames delivered to clients.",
+    STATS_PROTOCOLS.map((p) => [{ protocol: p }, t.deliveries[p]]),
+  );
+  counter(
+    "socket_errors_total",
+    "Error frames sent to clients.",
+    STATS_PROTOCOLS.map((p) => [{ protocol: p }, t.errors[p]]),
+  );
 
   if (counters) {
-    counter("http_requests_total", "HTTP requests answered, by route pattern and status class (this isolate).", counters.requests.map((r) => [{ route: r.route, code: r.class }, r.n]));
-    counter("auth_failures_total", "HTTP requests refused for want of valid credentials (this isolate).", counters.authFailures.map((r) => [{ route: r.route }, r.n]));
-    counter("admin_actions_total", "Admin API calls, by method and outcome (this isolate).", counters.adminActions.map((r) => [{ method: r.method, outcome: r.outcome }, r.n]));
+    counter(
+      "http_requests_total",
+      "HTTP requests answered, by route pattern and status class (this isolate).",
+      counters.requests.map((r) => [{ route: r.route, code: r.class }, r.n]),
+    );
+    counter(
+      "auth_failures_total",
+      "HTTP requests refused for want of valid credentials (this isolate).",
+      counters.authFailures.map((r) => [{ route: r.route }, r.n]),
+    );
+    counter(
+      "admin_actions_total",
+      "Admin API calls, by method and outcome (this isolate).",
+      counters.adminActions.map((r) => [{ method: r.method, outcome: r.outcome }, r.n]),
+    );
     const h = counters.latency;
     const name = `${PREFIX}http_request_duration_seconds`;
     out.push(`# HELP ${name} Time from a request's arrival to its answer (this isolate).`, `# TYPE ${name} histogram`);
     for (const [i, le] of h.bucketsMs.entries()) out.push(`${name}_bucket{le="${le / 1000}"} ${h.cumulative[i]}`);
     out.push(`${name}_bucket{le="+Inf"} ${h.count}`, `${name}_sum ${h.sumMs / 1000}`, `${name}_count ${h.count}`);
-    series("gauge", "process_start_time_seconds", "When this isolate started, in seconds since the epoch.", [[{}, Math.floor(counters.startedAtMs / 1000)]], "");
+    series(
+      "gauge",
+      "process_start_time_seconds",
+      "When this isolate started, in seconds since the epoch.",
+      [[{}, Math.floor(counters.startedAtMs / 1000)]],
+      "",
+    );
   }
   if (build) gauge("build_info", "The relay's version and runtime; always 1.", [[{ version: build.version, runtime: build.runtime }, 1]]);
   return out.join("\n") + "\n";

@@ -2,7 +2,10 @@
 // form, and the admin API (docs/admin-api.md).
 type Json = Record<string, unknown>;
 
-const errorBody = (description: string): Json => ({ description, content: { "application/json": { schema: { $ref: "#/components/schemas/ErrorBody" } } } });
+const errorBody = (description: string): Json => ({
+  description,
+  content: { "application/json": { schema: { $ref: "#/components/schemas/ErrorBody" } } },
+});
 const retryAfter = { "Retry-After": { description: "seconds until a retry may succeed", schema: { type: "integer", minimum: 0 } } };
 const html = (description: string): Json => ({ description, content: { "text/html": { schema: { type: "string" } } } });
 
@@ -21,12 +24,19 @@ export function operatorPaths(): Record<string, Json> {
           required: true,
           content: {
             "application/x-www-form-urlencoded": {
-              schema: { type: "object", properties: { token: { type: "string" }, next: { type: "string", enum: ["/status", "/status.json", "/metrics"] } }, required: ["token"] },
+              schema: {
+                type: "object",
+                properties: { token: { type: "string" }, next: { type: "string", enum: ["/status", "/status.json", "/metrics"] } },
+                required: ["token"],
+              },
             },
           },
         },
         responses: {
-          "303": { description: "logged in: the cookie is set; Location is the page asked for", headers: { "Set-Cookie": { schema: { type: "string" } }, Location: { schema: { type: "string" } } } },
+          "303": {
+            description: "logged in: the cookie is set; Location is the page asked for",
+            headers: { "Set-Cookie": { schema: { type: "string" } }, Location: { schema: { type: "string" } } },
+          },
           "401": html("the form again, saying the token was wrong"),
           "429": { ...errorBody("rate_limited: too many wrong tokens from this address"), headers: retryAfter },
         },
@@ -63,7 +73,10 @@ export function adminOperation(operationId: string): Json {
     responses: {
       "200": { description: "the method's answer", content: { "application/json": { schema: rpcAnswer } } },
       "400": { description: "the body is not { method, params }", content: { "application/json": { schema: rpcAnswer } } },
-      "401": { ...errorBody("auth_failed: neither the admin token nor a NIP-98 event by an admin key"), headers: { "WWW-Authenticate": { schema: { type: "string" } } } },
+      "401": {
+        ...errorBody("auth_failed: neither the admin token nor a NIP-98 event by an admin key"),
+        headers: { "WWW-Authenticate": { schema: { type: "string" } } },
+      },
       "413": errorBody("too_large: the body is over admin.max_rpc_body_bytes"),
       "415": errorBody("bad_request: the Content-Type is not application/nostr+json+rpc"),
       "429": { ...errorBody("rate_limited: too many wrong credentials from this address"), headers: retryAfter },

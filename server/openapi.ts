@@ -8,10 +8,24 @@ import { httpErrorBodySchema } from "../shared/errors";
 import { OPENAPI_PATH, relayInfoSchema, SOFTWARE, VERSION } from "./info";
 import { adminOperation, operatorPaths } from "./openapi-operator";
 import { MAILBOX_LIMITS, MINCA_HOST_LIMITS } from "../shared/limits";
-import { pageQuerySchema, pageSchema, postedSchema, postQuerySchema, receiverAddedSchema, receiverIdSchema } from "../shared/mailbox/messages";
+import {
+  pageQuerySchema,
+  pageSchema,
+  postedSchema,
+  postQuerySchema,
+  receiverAddedSchema,
+  receiverIdSchema,
+} from "../shared/mailbox/messages";
 import { topicSchema } from "../shared/mailbox/topic";
 import { carryGrantSchema } from "../shared/minca/carry";
-import { accountStatusSchema, appendedSchema, carryStartedSchema, logPageSchema, logQuerySchema, versionsBodySchema } from "../shared/minca/host-wire";
+import {
+  accountStatusSchema,
+  appendedSchema,
+  carryStartedSchema,
+  logPageSchema,
+  logQuerySchema,
+  versionsBodySchema,
+} from "../shared/minca/host-wire";
 import { READ_SCHEME, TIME_HEADER } from "../shared/minca/read-proof";
 import { statusAnswerSchema } from "../shared/stats";
 import { pushSubscriptionSchema } from "../shared/webpush/subscription";
@@ -186,7 +200,13 @@ export function openApiDocument(): Json {
           security: adminOptional,
           responses: {
             "200": { description: "the page", content: { "text/html": { schema: { type: "string" } } } },
-            "401": { ...unauthorized(), content: { ...(unauthorized().content as Json), "text/html": { schema: { type: "string", description: "to a browser (Accept: text/html): the login form" } } } },
+            "401": {
+              ...unauthorized(),
+              content: {
+                ...(unauthorized().content as Json),
+                "text/html": { schema: { type: "string", description: "to a browser (Accept: text/html): the login form" } },
+              },
+            },
             "429": rateLimited,
           },
         },
@@ -197,7 +217,10 @@ export function openApiDocument(): Json {
           tags: ["operator"],
           summary: "The status counts as JSON",
           security: adminOptional,
-          responses: { "200": json("the counts; `open` says whether they are readable without a token", "StatusSnapshot"), "401": unauthorized() },
+          responses: {
+            "200": json("the counts; `open` says whether they are readable without a token", "StatusSnapshot"),
+            "401": unauthorized(),
+          },
         },
       },
       "/metrics": {
@@ -206,13 +229,25 @@ export function openApiDocument(): Json {
           tags: ["operator"],
           summary: "The status counts as Prometheus text (exposition format 0.0.4)",
           security: adminOptional,
-          responses: { "200": { description: "the metrics", content: { "text/plain": { schema: { type: "string" } } } }, "401": unauthorized() },
+          responses: {
+            "200": { description: "the metrics", content: { "text/plain": { schema: { type: "string" } } } },
+            "401": unauthorized(),
+          },
         },
       },
       ...operatorPaths(),
       "/tally/v1/{npub}": {
-        ...socket("tallySocket", "A Tally device connection", pathParam("npub", z.string().regex(/^npub1[02-9ac-hj-np-z]{58}$/), "the user's npub"), "tally", "docs/tally.md"),
-        post: { ...adminOperation("adminRpcTally"), parameters: [pathParam("npub", z.string(), "any npub: the admin API answers at the Tally endpoint's URL")] },
+        ...socket(
+          "tallySocket",
+          "A Tally device connection",
+          pathParam("npub", z.string().regex(/^npub1[02-9ac-hj-np-z]{58}$/), "the user's npub"),
+          "tally",
+          "docs/tally.md",
+        ),
+        post: {
+          ...adminOperation("adminRpcTally"),
+          parameters: [pathParam("npub", z.string(), "any npub: the admin API answers at the Tally endpoint's URL")],
+        },
       },
       "/passnote/v2/{room}": socket(
         "passnoteSocket",
@@ -221,7 +256,13 @@ export function openApiDocument(): Json {
         "passnote",
         "docs/passnote.md",
       ),
-      "/minca/v1/rooms/{room}": socket("mincaRoomSocket", "A Minca code-channel room", pathParam("room", mincaId, "the room derived from the code"), "minca-rooms", "docs/minca-rooms.md"),
+      "/minca/v1/rooms/{room}": socket(
+        "mincaRoomSocket",
+        "A Minca code-channel room",
+        pathParam("room", mincaId, "the room derived from the code"),
+        "minca-rooms",
+        "docs/minca-rooms.md",
+      ),
       "/minca/v1/mailbox/{topic}": {
         parameters: [topic],
         post: {
@@ -257,7 +298,10 @@ export function openApiDocument(): Json {
           tags: ["mailbox"],
           summary: "One item's blob as it was posted",
           responses: {
-            "200": { description: "the blob", content: { "application/octet-stream": { schema: { type: "string", contentMediaType: "application/octet-stream" } } } },
+            "200": {
+              description: "the blob",
+              content: { "application/octet-stream": { schema: { type: "string", contentMediaType: "application/octet-stream" } } },
+            },
             "400": error("invalid_topic"),
             "404": error("not_found: expired, evicted or never posted"),
             "429": rateLimited,
@@ -290,7 +334,12 @@ export function openApiDocument(): Json {
           operationId: "mailboxRemoveReceiver",
           tags: ["mailbox"],
           summary: "Remove a receiver",
-          responses: { "204": { description: "removed" }, "400": error("invalid_topic"), "404": error("not_found: no such receiver"), "429": rateLimited },
+          responses: {
+            "204": { description: "removed" },
+            "400": error("invalid_topic"),
+            "404": error("not_found: no such receiver"),
+            "429": rateLimited,
+          },
         },
       },
       "/minca/v1/host/accounts": {
@@ -349,7 +398,9 @@ export function openApiDocument(): Json {
             "404": error("not_found: the host carries no such space"),
             "413": error("too_large"),
             "429": rateLimited,
-            "507": error("quota_exceeded (the space's or the account's bound) or storage_full (the host-wide total, limits.storage.host_bytes)"),
+            "507": error(
+              "quota_exceeded (the space's or the account's bound) or storage_full (the host-wide total, limits.storage.host_bytes)",
+            ),
           },
         },
         get: {
@@ -373,7 +424,12 @@ export function openApiDocument(): Json {
       schemas: { ...componentSchemas(ANSWERS, "output"), ...componentSchemas(REQUESTS, "input") },
       securitySchemes: {
         adminToken: { type: "http", scheme: "bearer", description: "the operator's ADMIN_TOKEN; the pages are open when none is set" },
-        nip98: { type: "apiKey", in: "header", name: "Authorization", description: "`Nostr <base64 of a NIP-98 event>` signed by a key in ADMIN_PUBKEYS" },
+        nip98: {
+          type: "apiKey",
+          in: "header",
+          name: "Authorization",
+          description: "`Nostr <base64 of a NIP-98 event>` signed by a key in ADMIN_PUBKEYS",
+        },
         admissionToken: { type: "http", scheme: "bearer", description: "MINCA_HOST_ADMISSION_TOKEN, when the host's admission is `token`" },
         readProof: {
           type: "apiKey",
@@ -387,9 +443,18 @@ export function openApiDocument(): Json {
 }
 
 function unauthorized(): Json {
-  return { ...error("auth_failed: ADMIN_TOKEN is set and the request lacks it"), headers: { "WWW-Authenticate": { schema: { type: "string" } } } };
+  return {
+    ...error("auth_failed: ADMIN_TOKEN is set and the request lacks it"),
+    headers: { "WWW-Authenticate": { schema: { type: "string" } } },
+  };
 }
 
 function timeHeader(): Json {
-  return { name: TIME_HEADER, in: "header", required: false, description: "unix seconds the read proof was made at", schema: { type: "string", pattern: "^[0-9]{1,15}$" } };
+  return {
+    name: TIME_HEADER,
+    in: "header",
+    required: false,
+    description: "unix seconds the read proof was made at",
+    schema: { type: "string", pattern: "^[0-9]{1,15}$" },
+  };
 }

@@ -21,7 +21,12 @@ export interface Policy {
 
 export function policyOf(s: PolicySnapshot): Policy {
   const set = (l: PolicyList) => new Set(s[l].map((e) => e.value));
-  return { banned: set("banned_pubkeys"), allowed: set("allowed_pubkeys"), blockedIps: set("blocked_ips"), blockedTopics: set("blocked_topics") };
+  return {
+    banned: set("banned_pubkeys"),
+    allowed: set("allowed_pubkeys"),
+    blockedIps: set("blocked_ips"),
+    blockedTopics: set("blocked_topics"),
+  };
 }
 
 export const EMPTY_POLICY: Policy = policyOf({ banned_pubkeys: [], allowed_pubkeys: [], blocked_ips: [], blocked_topics: [] });
@@ -32,6 +37,7 @@ export const EMPTY_POLICY: Policy = policyOf({ banned_pubkeys: [], allowed_pubke
  */
 export function tallyRefusal(p: Policy, hex: string): { code: "banned" | "not_allowed"; message: string } | null {
   if (p.banned.has(hex)) return { code: "banned", message: "this key is banned by the relay's operator" };
-  if (p.allowed.size > 0 && !p.allowed.has(hex)) return { code: "not_allowed", message: "this relay admits only the keys its operator allows" };
+  if (p.allowed.size > 0 && !p.allowed.has(hex))
+    return { code: "not_allowed", message: "this relay admits only the keys its operator allows" };
   return null;
 }

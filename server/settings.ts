@@ -99,10 +99,13 @@ export function parseSettings(env: SettingsEnv): SettingsRead {
   }
 
   const level = str("LOG_LEVEL").toLowerCase() || "info";
-  if (!(LOG_LEVELS as readonly string[]).includes(level)) bad("LOG_LEVEL", `${JSON.stringify(str("LOG_LEVEL"))} is not one of ${LOG_LEVELS.join(", ")}`);
+  if (!(LOG_LEVELS as readonly string[]).includes(level))
+    bad("LOG_LEVEL", `${JSON.stringify(str("LOG_LEVEL"))} is not one of ${LOG_LEVELS.join(", ")}`);
 
   const adminPubkeys: string[] = [];
-  for (const k of str("ADMIN_PUBKEYS").split(/[\s,]+/).filter(Boolean)) {
+  for (const k of str("ADMIN_PUBKEYS")
+    .split(/[\s,]+/)
+    .filter(Boolean)) {
     if (HEX64.test(k.toLowerCase())) adminPubkeys.push(k.toLowerCase());
     else if (isNpub(k)) adminPubkeys.push(npubDecode(k));
     else bad("ADMIN_PUBKEYS", `${JSON.stringify(k)} is neither an npub nor 64 hex characters`);

@@ -25,9 +25,19 @@ export interface StatusPageOptions {
 
 export function renderStatusPage(s: StatsSnapshot, opts: StatusPageOptions): string {
   const tiles = [
-    tile("Connections", sum(Object.values(s.connections)), STATS_PROTOCOLS.map((p) => `${p} ${s.connections[p]}`).join(" · "), "connections"),
+    tile(
+      "Connections",
+      sum(Object.values(s.connections)),
+      STATS_PROTOCOLS.map((p) => `${p} ${s.connections[p]}`).join(" · "),
+      "connections",
+    ),
     tile("Stored envelopes", s.envelopes_stored, "Tally queues", "envelopes_stored"),
-    tile("Rooms open", s.rooms_open.passnote + s.rooms_open.minca, `passnote ${s.rooms_open.passnote} · minca ${s.rooms_open.minca}`, "rooms_open"),
+    tile(
+      "Rooms open",
+      s.rooms_open.passnote + s.rooms_open.minca,
+      `passnote ${s.rooms_open.passnote} · minca ${s.rooms_open.minca}`,
+      "rooms_open",
+    ),
     tile("Mailbox items", s.mailbox_items, "Minca mailboxes", "mailbox_items"),
   ].join("");
   const storage = STORAGE_KINDS.map((k) => {
@@ -88,15 +98,23 @@ function chart(metric: StatsCounter, s: StatsSnapshot): string {
       if (v <= 0) continue;
       const y0 = y(base);
       const y1 = y(base + v);
-      bars.push(`<rect x="${(left + i * bw + 0.5).toFixed(1)}" y="${y1.toFixed(1)}" width="${Math.max(1, bw - 1).toFixed(1)}" height="${Math.max(0.5, y0 - y1).toFixed(1)}" fill="${COLORS[p]}"><title>${p}: ${v}</title></rect>`);
+      bars.push(
+        `<rect x="${(left + i * bw + 0.5).toFixed(1)}" y="${y1.toFixed(1)}" width="${Math.max(1, bw - 1).toFixed(1)}" height="${Math.max(0.5, y0 - y1).toFixed(1)}" fill="${COLORS[p]}"><title>${p}: ${v}</title></rect>`,
+      );
       base += v;
     }
   }
   const grid = [0, max / 2, max]
-    .map((v) => `<line x1="${left}" x2="${w}" y1="${y(v).toFixed(1)}" y2="${y(v).toFixed(1)}" stroke="#e4e8f0"/><text x="${left - 4}" y="${(y(v) + 3).toFixed(1)}" text-anchor="end">${fmt(v)}</text>`)
+    .map(
+      (v) =>
+        `<line x1="${left}" x2="${w}" y1="${y(v).toFixed(1)}" y2="${y(v).toFixed(1)}" stroke="#e4e8f0"/><text x="${left - 4}" y="${(y(v) + 3).toFixed(1)}" text-anchor="end">${fmt(v)}</text>`,
+    )
     .join("");
   const ticks = [0, 15, 30, 45, n - 1]
-    .map((i) => `<text x="${(left + i * bw + bw / 2).toFixed(1)}" y="${h - 4}" text-anchor="${i === n - 1 ? "end" : "middle"}">${i === n - 1 ? "now" : `-${n - 1 - i}m`}</text>`)
+    .map(
+      (i) =>
+        `<text x="${(left + i * bw + bw / 2).toFixed(1)}" y="${h - 4}" text-anchor="${i === n - 1 ? "end" : "middle"}">${i === n - 1 ? "now" : `-${n - 1 - i}m`}</text>`,
+    )
     .join("");
   const total = sum(series.total);
   return `<figure data-testid="chart-${metric}" data-total="${total}"><figcaption>${TITLES[metric]} <span>· ${total} in the last hour</span></figcaption>

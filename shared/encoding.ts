@@ -144,5 +144,7 @@ export function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
 
 /** The bytes as an ArrayBuffer of exactly their length (SQLite BLOB values): no copy when `b` spans its whole buffer. */
 export function toArrayBuffer(b: Uint8Array): ArrayBuffer {
-  return b.byteOffset === 0 && b.byteLength === b.buffer.byteLength && b.buffer instanceof ArrayBuffer ? b.buffer : (b.slice().buffer as ArrayBuffer);
+  return b.byteOffset === 0 && b.byteLength === b.buffer.byteLength && b.buffer instanceof ArrayBuffer
+    ? b.buffer
+    : (b.slice().buffer as ArrayBuffer);
 }

@@ -96,7 +96,10 @@ export type ErrorFrame = z.infer<typeof errorFrameSchema>;
  * The one way a failed zod parse becomes a message for people: the first issue, with where it is.
  * `prefix` names the object the path is inside (`envelope` gives `at envelope.ciphertext`).
  */
-export function formatIssue(error: { issues: ReadonlyArray<{ message: string; path: ReadonlyArray<PropertyKey> }> }, prefix?: string): string {
+export function formatIssue(
+  error: { issues: ReadonlyArray<{ message: string; path: ReadonlyArray<PropertyKey> }> },
+  prefix?: string,
+): string {
   const issue = error.issues[0];
   if (!issue) return "invalid";
   const path = issue.path.map(String).join(".");

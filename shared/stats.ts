@@ -34,10 +34,9 @@ export type StatsReport = z.infer<typeof statsReportSchema>;
 export type StorageReport = Record<StorageKind, { reserved_bytes: number; holders: number; total_bytes: number }>;
 
 export const storageReportSchema = z.strictObject(
-  Object.fromEntries(STORAGE_KINDS.map((k) => [k, z.strictObject({ reserved_bytes: count, holders: count, total_bytes: count })])) as Record<
-    StorageKind,
-    z.ZodObject<{ reserved_bytes: typeof count; holders: typeof count; total_bytes: typeof count }>
-  >,
+  Object.fromEntries(
+    STORAGE_KINDS.map((k) => [k, z.strictObject({ reserved_bytes: count, holders: count, total_bytes: count })]),
+  ) as Record<StorageKind, z.ZodObject<{ reserved_bytes: typeof count; holders: typeof count; total_bytes: typeof count }>>,
 );
 
 /** A storage report before the ledger sent any: nothing reserved, the totals in force. */
@@ -63,11 +62,23 @@ export const statsSnapshotSchema = z.object({
   envelopes_stored: count,
   rooms_open: z.object({ passnote: count, minca: count }),
   mailbox_items: count,
-  storage: storageReportSchema.describe("per stored kind (docs/hostile.md, Relay-wide totals): bytes reserved of the relay-wide total, the objects holding them, and the total in force"),
+  storage: storageReportSchema.describe(
+    "per stored kind (docs/hostile.md, Relay-wide totals): bytes reserved of the relay-wide total, the objects holding them, and the total in force",
+  ),
   totals: z
-    .object(Object.fromEntries(STATS_COUNTERS.map((c) => [c, byProtocol(count)])) as Record<StatsCounter, ReturnType<typeof byProtocol<typeof count>>>)
+    .object(
+      Object.fromEntries(STATS_COUNTERS.map((c) => [c, byProtocol(count)])) as Record<
+        StatsCounter,
+        ReturnType<typeof byProtocol<typeof count>>
+      >,
+    )
     .describe("each counter since the stats object was made (what /metrics exposes as _total counters)"),
-  per_minute: z.object(Object.fromEntries(STATS_COUNTERS.map((c) => [c, z.object({ total: series, by_protocol: byProtocol(series) })])) as Record<StatsCounter, z.ZodObject<{ total: typeof series; by_protocol: ReturnType<typeof byProtocol<typeof series>> }>>),
+  per_minute: z.object(
+    Object.fromEntries(STATS_COUNTERS.map((c) => [c, z.object({ total: series, by_protocol: byProtocol(series) })])) as Record<
+      StatsCounter,
+      z.ZodObject<{ total: typeof series; by_protocol: ReturnType<typeof byProtocol<typeof series>> }>
+    >,
+  ),
 });
 export type StatsSnapshot = z.infer<typeof statsSnapshotSchema>;
 
@@ -124,14 +135,16 @@ export function buildSnapshot(
     STATS_COUNTERS.map((c) => [c, { total: zeros(), by_protocol: byProto(zeros) }]),
   ) as StatsSnapshot["per_minute"];
   for (const r of minutes) {
-    if (r.minute < first || r.minute > last || !isProtocol(r.protocol) || !(STATS_COUNTERS as readonly string[]).includes(r.metric)) continue;
+    if (r.minute < first || r.minute > last || !isProtocol(r.protocol) || !(STATS_COUNTERS as readonly string[]).includes(r.metric))
+      continue;
     const s = per[r.metric as StatsCounter];
     s.total[r.minute - first] += r.n;
     s.by_protocol[r.protocol][r.minute - first] += r.n;
   }
   const totals = Object.fromEntries(STATS_COUNTERS.map((c) => [c, byProto(() => 0)])) as StatsSnapshot["totals"];
   for (const t of totalRows) {
-    if (isProtocol(t.protocol) && (STATS_COUNTERS as readonly string[]).includes(t.metric)) totals[t.metric as StatsCounter][t.protocol] += t.n;
+    if (isProtocol(t.protocol) && (STATS_COUNTERS as readonly string[]).includes(t.metric))
+      totals[t.metric as StatsCounter][t.protocol] += t.n;
   }
   return {
     at: new Date(nowMs).toISOString(),

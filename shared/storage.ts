@@ -32,7 +32,9 @@ export function parseBytesSetting(value: string | undefined): number | null | un
 }
 
 /** The totals in force: each setting when it is valid, else its default (`invalid` names those that were not). */
-export function storageTotals(env: Partial<Record<(typeof STORAGE_SETTINGS)[StorageKind]["setting"], string>>): StorageTotals & { invalid: string[] } {
+export function storageTotals(
+  env: Partial<Record<(typeof STORAGE_SETTINGS)[StorageKind]["setting"], string>>,
+): StorageTotals & { invalid: string[] } {
   const invalid: string[] = [];
   const out = {} as StorageTotals;
   for (const kind of STORAGE_KINDS) {

@@ -39,11 +39,17 @@ function reasonParam(v: unknown): string {
 }
 
 /** ban/allow/block: add `value` (checked by `read`) to `list`, then `after`. */
-function adder(list: PolicyList, what: string, read: (v: unknown) => string | null, after?: (c: C, value: string) => Promise<unknown>): Method {
+function adder(
+  list: PolicyList,
+  what: string,
+  read: (v: unknown) => string | null,
+  after?: (c: C, value: string) => Promise<unknown>,
+): Method {
   return async (c, [v, reason]) => {
     const value = read(v);
     if (value === null) return { error: `params[0] must be ${what}` };
-    if (!(await relayPolicy(c.env).add(list, value, reasonParam(reason)))) return { error: `the list is full (admin.max_list_entries = ${ADMIN_LIMITS.max_list_entries})` };
+    if (!(await relayPolicy(c.env).add(list, value, reasonParam(reason))))
+      return { error: `the list is full (admin.max_list_entries = ${ADMIN_LIMITS.max_list_entries})` };
     forgetPolicy();
     if (after) await after(c, value);
     return { result: true };
@@ -93,7 +99,6 @@ export const METHODS: Record<string, Method> = {
   "edge.liststorageholders": async (c, [limit]) => ({ result: await relayLedger(c.env).largest(typeof limit === "number" ? limit : 10) }),
 };
 
-
 /** Who calls: "token", or the admin key (hex); else the 401. */
 function authorize(c: C, body: Uint8Array): { ok: true; by: string } | { ok: false; answer: Response } {
   const s = c.var.settings;
@@ -101,7 +106,15 @@ function authorize(c: C, body: Uint8Array): { ok: true; by: string } | { ok: fal
   const challenge = 'Nostr, Bearer realm="relay admin"';
   const fail = (reason: string, counted: boolean) => {
     if (counted) operatorThrottle.fail(c.var.client);
-    return { ok: false as const, answer: authFailed(c, challenge, `the admin API needs Authorization: Bearer <ADMIN_TOKEN> or a NIP-98 event signed by a key in ADMIN_PUBKEYS (${reason})`, reason) };
+    return {
+      ok: false as const,
+      answer: authFailed(
+        c,
+        challenge,
+        `the admin API needs Authorization: Bearer <ADMIN_TOKEN> or a NIP-98 event signed by a key in ADMIN_PUBKEYS (${reason})`,
+        reason,
+      ),
+    };
   };
   if (!header) return fail("no credentials", false);
   if (/^Bearer\s/i.test(header)) {
@@ -138,7 +151,9 @@ async function rpc(c: C): Promise<Response> {
     return c.json({ error: "the body is not JSON" }, 400);
   }
   const method = Object.hasOwn(METHODS, parsed.method) ? METHODS[parsed.method] : undefined;
-  const answer: Answer = method ? await method(c, parsed.params) : { error: `unknown method ${parsed.method}; supportedmethods lists them` };
+  const answer: Answer = method
+    ? await method(c, parsed.params)
+    : { error: `unknown method ${parsed.method}; supportedmethods lists them` };
   const outcome = "error" in answer ? "error" : "ok";
   const name = method ? parsed.method : "unknown";
   countAdminAction(name, outcome);

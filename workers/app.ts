@@ -27,7 +27,13 @@ app.get("/", async (c) => {
   anyOrigin(c);
   c.header("Vary", "Accept");
   const s = c.var.settings;
-  const info = relayInfo({ name: s.relayName, vapidPublicKey: await vapidPublicKey(c.env), host: await mincaHost(c.env), hostAdmission: s.admission.mode, storage: s.storage });
+  const info = relayInfo({
+    name: s.relayName,
+    vapidPublicKey: await vapidPublicKey(c.env),
+    host: await mincaHost(c.env),
+    hostAdmission: s.admission.mode,
+    storage: s.storage,
+  });
   const accept = c.req.header("accept") ?? "";
   if (accept.includes("application/json") || !accept.includes("text/html")) return c.json(info);
   return c.html(homePage(info));

@@ -55,7 +55,9 @@ hostingRoutes.post("/host/accounts", async (c) => {
   // Admission (the operator's MINCA_HOST_ADMISSION) before anything is stored.
   const admitted = admit(c.var.settings.admission, grant.value.account, c.req.header("authorization") ?? null);
   if (!admitted.ok) return httpError(c, admitted.status, admitted.code, admitted.message);
-  return answer(c, await account(c, grant.value.account).startCarrying(grant.value), (v) => c.json(v as object, 201, { "Cache-Control": "no-store" }));
+  return answer(c, await account(c, grant.value.account).startCarrying(grant.value), (v) =>
+    c.json(v as object, 201, { "Cache-Control": "no-store" }),
+  );
 });
 
 hostingRoutes.get("/host/accounts/:did", async (c) => {

@@ -49,7 +49,9 @@ export function methodNotAllowed(c: Context, methods: Array<"GET" | "POST" | "DE
 }
 
 /** What an object's request method answers (mailboxes, hosting): a value, or a documented error. */
-export type ObjectResult<T> = { ok: true; value: T } | { ok: false; status: number; code: ErrorCode; message: string; retryAfterSeconds?: number };
+export type ObjectResult<T> =
+  | { ok: true; value: T }
+  | { ok: false; status: number; code: ErrorCode; message: string; retryAfterSeconds?: number };
 
 /** Headers for answers that must not be cached (they change with every write). */
 export const NO_STORE = { "Cache-Control": "no-store" } as const;
@@ -73,7 +75,10 @@ export type Parsed<T> = { ok: true; value: T } | { ok: false; reason: string };
  * UTF-8 and handed to `parse` (400 `code` with its reason when it refuses). The parsed value, or
  * the answer to send.
  */
-export async function readBody<T>(c: C, opts: { max: number; tooLarge: string; code: ErrorCode; parse: (text: string) => Parsed<T> }): Promise<{ ok: true; value: T } | { ok: false; answer: Response }> {
+export async function readBody<T>(
+  c: C,
+  opts: { max: number; tooLarge: string; code: ErrorCode; parse: (text: string) => Parsed<T> },
+): Promise<{ ok: true; value: T } | { ok: false; answer: Response }> {
   const body = await readBounded(c.req.raw, opts.max);
   if (body === null) return { ok: false, answer: httpError(c, 413, "too_large", opts.tooLarge) };
   let text: string;

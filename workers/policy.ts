@@ -40,6 +40,7 @@ export const addressBlock: MiddlewareHandler<RelayHono> = async (c, next) => {
 /** A blocked mailbox topic answers 403 on every route under it. */
 export const topicBlock: MiddlewareHandler<RelayHono> = async (c, next) => {
   const topic = c.req.param("topic");
-  if (topic !== undefined && (await currentPolicy(c.env)).blockedTopics.has(topic)) return httpError(c, 403, "blocked", "this topic is blocked by the relay's operator");
+  if (topic !== undefined && (await currentPolicy(c.env)).blockedTopics.has(topic))
+    return httpError(c, 403, "blocked", "this topic is blocked by the relay's operator");
   await next();
 };

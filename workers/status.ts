@@ -34,7 +34,12 @@ function refused(c: C): Response | null {
     c.header("WWW-Authenticate", 'Bearer realm="relay status"');
     return c.html(loginPage(c.var.settings.relayName, c.req.path, ""), 401);
   }
-  return authFailed(c, 'Bearer realm="relay status"', "the status page and /metrics need Authorization: Bearer <ADMIN_TOKEN>", cred === "wrong" ? "wrong token" : "no token");
+  return authFailed(
+    c,
+    'Bearer realm="relay status"',
+    "the status page and /metrics need Authorization: Bearer <ADMIN_TOKEN>",
+    cred === "wrong" ? "wrong token" : "no token",
+  );
 }
 
 export const statusRoutes = new Hono<RelayHono>();

@@ -103,7 +103,11 @@ function hexBytes(h: string): Uint8Array {
   return out;
 }
 
-const b64url = (b: Uint8Array) => btoa(String.fromCharCode(...b)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+const b64url = (b: Uint8Array) =>
+  btoa(String.fromCharCode(...b))
+    .replace(/\+/g, "-")
+    .replace(/\//g, "_")
+    .replace(/=+$/, "");
 const json = (body: string, status = 200) => new Response(body, { status, headers: { "content-type": "application/json" } });
 
 /** A Minca mailbox topic: items in SQLite, a GET with ?wait= parked until a POST arrives. */
@@ -112,7 +116,9 @@ export class BareMailbox extends DurableObject<Env> {
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS items (seq INTEGER PRIMARY KEY, at INTEGER NOT NULL, until INTEGER NOT NULL, blob BLOB NOT NULL)");
+    ctx.storage.sql.exec(
+      "CREATE TABLE IF NOT EXISTS items (seq INTEGER PRIMARY KEY, at INTEGER NOT NULL, until INTEGER NOT NULL, blob BLOB NOT NULL)",
+    );
   }
 
   async fetch(request: Request): Promise<Response> {
@@ -122,18 +128,27 @@ export class BareMailbox extends DurableObject<Env> {
       const blob = await request.arrayBuffer();
       const at = Math.floor(Date.now() / 1000);
       const until = at + 30 * 86_400;
-      const seq = sql.exec<{ seq: number }>("INSERT INTO items (at, until, blob) VALUES (?, ?, ?) RETURNING seq", at, until, blob).one().seq;
+      const seq = sql
+        .exec<{ seq: number }>("INSERT INTO items (at, until, blob) VALUES (?, ?, ?) RETURNING seq", at, until, blob)
+        .one().seq;
       for (const wake of this.waiters.splice(0)) wake();
       return json(JSON.stringify({ seq, until }), 201);
     }
     const after = Number(url.searchParams.get("after") ?? 0);
     const deadline = Date.now() + Number(url.searchParams.get("wait") ?? 0) * 1000;
     for (;;) {
-      const rows = sql.exec<{ seq: number; at: number; until: number; blob: ArrayBuffer }>("SELECT seq, at, until, blob FROM items WHERE seq > ? ORDER BY seq LIMIT 100", after).toArray();
+      const rows = sql
+        .exec<{ seq: number; at: number; until: number; blob: ArrayBuffer }>(
+          "SELECT seq, at, until, blob FROM items WHERE seq > ? ORDER BY seq LIMIT 100",
+          after,
+        )
+        .toArray();
       const left = deadline - Date.now();
       if (rows.length > 0 || left <= 0) {
         const items = rows.map((r) => ({ seq: r.seq, at: r.at, until: r.until, blob: b64url(new Uint8Array(r.blob)) }));
-        return json(JSON.stringify({ items, next: rows.length ? rows[rows.length - 1].seq : after, more: false, oldest_seq: rows[0]?.seq ?? null }));
+        return json(
+          JSON.stringify({ items, next: rows.length ? rows[rows.length - 1].seq : after, more: false, oldest_seq: rows[0]?.seq ?? null }),
+        );
       }
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, left);
@@ -158,14 +173,20 @@ export class BareSpace extends DurableObject<Env> {
     if (request.method === "POST") {
       const versions = (await request.json()) as Array<{ id: string }>;
       const results = this.ctx.storage.transactionSync(() =>
-        versions.map((v) => ({ id: v.id, accepted: true, seq: sql.exec<{ seq: number }>("INSERT INTO log (version) VALUES (?) RETURNING seq", JSON.stringify(v)).one().seq })),
+        versions.map((v) => ({
+          id: v.id,
+          accepted: true,
+          seq: sql.exec<{ seq: number }>("INSERT INTO log (version) VALUES (?) RETURNING seq", JSON.stringify(v)).one().seq,
+        })),
       );
       return json(JSON.stringify({ results }));
     }
     const url = new URL(request.url);
     const after = Number(url.searchParams.get("after") ?? 0);
     const limit = Number(url.searchParams.get("limit") ?? 100);
-    const rows = sql.exec<{ seq: number; version: string }>("SELECT seq, version FROM log WHERE seq > ? ORDER BY seq LIMIT ?", after, limit + 1).toArray();
+    const rows = sql
+      .exec<{ seq: number; version: string }>("SELECT seq, version FROM log WHERE seq > ? ORDER BY seq LIMIT ?", after, limit + 1)
+      .toArray();
     const more = rows.length > limit;
     const page = rows.slice(0, limit);
     const items = page.map((r) => `{"seq":${r.seq},"version":${r.version}}`).join(",");

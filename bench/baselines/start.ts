@@ -36,10 +36,12 @@ async function launch(cmd: string, args: string[], cwd: string, port: number): P
   child.stdout?.on("data", (d) => (out += d));
   child.stderr?.on("data", (d) => (out += d));
   let exited = false;
-  const exit = new Promise<void>((resolve) => child.on("exit", () => {
-    exited = true;
-    resolve();
-  }));
+  const exit = new Promise<void>((resolve) =>
+    child.on("exit", () => {
+      exited = true;
+      resolve();
+    }),
+  );
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 30_000;
   for (;;) {
@@ -74,7 +76,14 @@ export async function startBareDo(opts: { workerd?: string; dir?: string } = {})
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), "bench-bare-do-"));
   const built = spawnSync(
     join(ROOT, "node_modules/.bin/esbuild"),
-    [join(ROOT, "bench/baselines/bare-do.ts"), "--bundle", "--format=esm", "--external:cloudflare:workers", `--outfile=${join(dir, "worker.js")}`, "--log-level=warning"],
+    [
+      join(ROOT, "bench/baselines/bare-do.ts"),
+      "--bundle",
+      "--format=esm",
+      "--external:cloudflare:workers",
+      `--outfile=${join(dir, "worker.js")}`,
+      "--log-level=warning",
+    ],
     { encoding: "utf8" },
   );
   if (built.status !== 0) throw new Error(`esbuild failed: ${built.stderr}`);

@@ -105,7 +105,10 @@ export class MailboxClient {
    * on 429 it waits as Retry-After says. Every wait ends early when the signal aborts. Other
    * refusals (a bad topic, 4xx) end it with the MailboxError.
    */
-  async *follow(topic: string, opts: { after?: number; wait?: number; signal?: AbortSignal; retryDelayMs?: number } = {}): AsyncGenerator<MailboxItem> {
+  async *follow(
+    topic: string,
+    opts: { after?: number; wait?: number; signal?: AbortSignal; retryDelayMs?: number } = {},
+  ): AsyncGenerator<MailboxItem> {
     let after = opts.after ?? 0;
     const wait = opts.wait ?? MAILBOX_LIMITS.max_wait_seconds;
     const firstDelay = opts.retryDelayMs ?? 1000;

@@ -8,7 +8,10 @@ import { relayBase } from "../relay-url";
  * The relay's VAPID public key (65 bytes, an uncompressed P-256 point), or null when the relay
  * has none to offer (it could not make or read its keys). `relayUrl` in any spelling.
  */
-export async function vapidPublicKey(relayUrl: string, opts: { fetch?: typeof fetch; signal?: AbortSignal } = {}): Promise<Uint8Array<ArrayBuffer> | null> {
+export async function vapidPublicKey(
+  relayUrl: string,
+  opts: { fetch?: typeof fetch; signal?: AbortSignal } = {},
+): Promise<Uint8Array<ArrayBuffer> | null> {
   const f = opts.fetch ?? ((input, init) => fetch(input, init));
   const res = await f(`${relayBase(relayUrl, "http")}/`, { headers: { accept: "application/json" }, signal: opts.signal });
   if (!res.ok) throw new Error(`the relay's information document answered ${res.status}`);

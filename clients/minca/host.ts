@@ -4,7 +4,22 @@
 // derived from the account key, the host's did and gen); passes, links and carry:closed; and
 // fetching a space's log, with a read proof for a private space. Runs wherever fetch does.
 import { base64urlEncode, randomBytes } from "../../shared/encoding";
-import { carryGrant, CLOSED_KEY, LINK, PASS, passBody, passKey, RECEIVER, receiverKey, REVOKE, revokeKey, WAKE, type CarryGrant, type RevokeBody, type WakeBody } from "../../shared/minca/carry";
+import {
+  carryGrant,
+  CLOSED_KEY,
+  LINK,
+  PASS,
+  passBody,
+  passKey,
+  RECEIVER,
+  receiverKey,
+  REVOKE,
+  revokeKey,
+  WAKE,
+  type CarryGrant,
+  type RevokeBody,
+  type WakeBody,
+} from "../../shared/minca/carry";
 import { MINCA_HOST_LIMITS } from "../../shared/limits";
 import { newP256Key, type P256Key } from "../../shared/minca/es256";
 import { encodeInvite } from "../../shared/minca/invite";
@@ -45,7 +60,14 @@ export const SESSION_TTL_SECONDS = 3_600;
 export const SESSION_RENEW_BEFORE_SECONDS = 600;
 
 /** A note from the account's root to a session key, on the whole account (seed §1.2), for SESSION_TTL_SECONDS. */
-export async function sessionNote(root: P256Key, audience: string, cmd = "/", sub = root.did, pol: unknown[] = [], now = Math.floor(Date.now() / 1000)): Promise<Note> {
+export async function sessionNote(
+  root: P256Key,
+  audience: string,
+  cmd = "/",
+  sub = root.did,
+  pol: unknown[] = [],
+  now = Math.floor(Date.now() / 1000),
+): Promise<Note> {
   return signNote(root, { iss: root.did, aud: audience, sub, cmd, pol, exp: now + SESSION_TTL_SECONDS, nonce: noteNonce() });
 }
 
@@ -176,7 +198,13 @@ export class HostConnection {
    */
   status(): Promise<Record<string, unknown>> {
     const carry = this.carrySpace();
-    return this.json("GET", `/minca/v1/host/accounts/${encodeURIComponent(this.account.root.did)}`, undefined, 200, readProofHeaders(readSeedOf(carry.key!), carry.id));
+    return this.json(
+      "GET",
+      `/minca/v1/host/accounts/${encodeURIComponent(this.account.root.did)}`,
+      undefined,
+      200,
+      readProofHeaders(readSeedOf(carry.key!), carry.id),
+    );
   }
 
   private carrySpace(): Space {
@@ -190,7 +218,11 @@ export class HostConnection {
    * account alone): the host then takes versions there only under a note granting /account/write.
    */
   async pass(space: Space, readKey?: string, opts: { own?: boolean } = {}): Promise<VersionResult> {
-    const v = await writeVersion(this.account, this.carrySpace(), { collection: PASS, key: passKey(space.id), body: passBody(space, readKey, opts.own) });
+    const v = await writeVersion(this.account, this.carrySpace(), {
+      collection: PASS,
+      key: passKey(space.id),
+      body: passBody(space, readKey, opts.own),
+    });
     return (await this.post(this.carrySpace().id, [v]))[0];
   }
 
@@ -202,7 +234,11 @@ export class HostConnection {
 
   /** A link (seed §4.2): the host answers a mailbox fetch of the blob's topic with it until `until`. */
   async link(key: string, blob: Uint8Array, until: number): Promise<VersionResult> {
-    const v = await writeVersion(this.account, this.carrySpace(), { collection: LINK, key, body: { v: 1, blob: base64urlEncode(blob), until } });
+    const v = await writeVersion(this.account, this.carrySpace(), {
+      collection: LINK,
+      key,
+      body: { v: 1, blob: base64urlEncode(blob), until },
+    });
     return (await this.post(this.carrySpace().id, [v]))[0];
   }
 
@@ -212,7 +248,11 @@ export class HostConnection {
   }
 
   async receiver(device: string, push: { endpoint: string; keys: { p256dh: string; auth: string } }): Promise<VersionResult> {
-    const v = await writeVersion(this.account, this.carrySpace(), { collection: RECEIVER, key: receiverKey(push.endpoint), body: { v: 1, device, push } });
+    const v = await writeVersion(this.account, this.carrySpace(), {
+      collection: RECEIVER,
+      key: receiverKey(push.endpoint),
+      body: { v: 1, device, push },
+    });
     return (await this.post(this.carrySpace().id, [v]))[0];
   }
 

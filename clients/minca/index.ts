@@ -8,7 +8,18 @@ export type { HomeOptions, HomeEvent, HomeOutcome, HomeState, AskShown, Decision
 export { newCode, codeLink, connectPage, homeOrigin, readCode } from "../../shared/minca/code";
 export { checkGrant, DEFAULT_GRANT_DAYS, type Account, type Grant, type GrantCheck } from "../../shared/minca/grant";
 export { newP256Key, p256KeyFromJwk, p256KeyToJwk, type P256Key } from "../../shared/minca/es256";
-export { newAccount, sessionNote, renewSession, SESSION_TTL_SECONDS, SESSION_RENEW_BEFORE_SECONDS, withNote, makeSpace, writeVersion, HostConnection, HostError } from "./host";
+export {
+  newAccount,
+  sessionNote,
+  renewSession,
+  SESSION_TTL_SECONDS,
+  SESSION_RENEW_BEFORE_SECONDS,
+  withNote,
+  makeSpace,
+  writeVersion,
+  HostConnection,
+  HostError,
+} from "./host";
 export type { MincaAccount, WriteInput, HostInfo, VersionResult, LogPage } from "./host";
 export { versionBody, type Version } from "../../shared/minca/version";
 export type { Space } from "../../shared/minca/space";

@@ -35,7 +35,6 @@ export interface PassnotePeerOptions extends Partial<Omit<SyncEngineOptions, "tr
   //   its inst token, moves its clock past the store's, and keeps the given keys in it.
 }
 
-
 export class PassnotePeer {
   readonly engine: SyncEngine;
   readonly transport: Transport;
@@ -145,7 +144,11 @@ export class PassnotePeer {
  * The keys the peer runs with: those the options give (kept in the store the first time; a store
  * that holds another device's keys is refused), or else those the store holds.
  */
-function keysFor(store: PassnoteStore, identity: DeviceIdentity | undefined, key: Uint8Array | undefined): { identity: DeviceIdentity } | { key: Uint8Array } {
+function keysFor(
+  store: PassnoteStore,
+  identity: DeviceIdentity | undefined,
+  key: Uint8Array | undefined,
+): { identity: DeviceIdentity } | { key: Uint8Array } {
   const given: StoredKeys | undefined = identity ? { identity } : key ? { key } : undefined;
   const held = store.keys();
   if (!given) {
@@ -160,7 +163,12 @@ function keysFor(store: PassnoteStore, identity: DeviceIdentity | undefined, key
 function sameKeys(a: StoredKeys, b: StoredKeys): boolean {
   if ("key" in a || "key" in b) return "key" in a && "key" in b && equalBytes(a.key, b.key);
   const [x, y] = [a.identity, b.identity];
-  return equalBytes(x.deviceKey, y.deviceKey) && equalBytes(x.group.rosterKey, y.group.rosterKey) && equalBytes(x.group.groupKey, y.group.groupKey) && equalBytes(x.group.owner, y.group.owner);
+  return (
+    equalBytes(x.deviceKey, y.deviceKey) &&
+    equalBytes(x.group.rosterKey, y.group.rosterKey) &&
+    equalBytes(x.group.groupKey, y.group.groupKey) &&
+    equalBytes(x.group.owner, y.group.owner)
+  );
 }
 
 /** Stores a peer has already run on. */

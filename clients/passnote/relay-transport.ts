@@ -71,7 +71,12 @@ export async function relayRate(relayUrl: string, timeoutMs = 5_000): Promise<Re
     const res = await fetch(relayUrl.replace(/^ws/, "http").replace(/\/$/, "") + "/", { signal: AbortSignal.timeout(timeoutMs) });
     const info = (await res.json()) as { limits?: { common?: { rate_messages_per_second?: unknown; rate_burst?: unknown } } };
     const c = info.limits?.common;
-    if (typeof c?.rate_messages_per_second === "number" && typeof c.rate_burst === "number" && c.rate_messages_per_second > 0 && c.rate_burst >= 1) {
+    if (
+      typeof c?.rate_messages_per_second === "number" &&
+      typeof c.rate_burst === "number" &&
+      c.rate_messages_per_second > 0 &&
+      c.rate_burst >= 1
+    ) {
       return { perSecond: c.rate_messages_per_second, burst: c.rate_burst };
     }
   } catch {
@@ -294,16 +299,19 @@ export class RelayTransport implements Transport {
 
   private startKeepalive(): void {
     const every = this.opts.keepaliveMs ?? 30_000;
-    this.keepalive = setInterval(() => {
-      const ws = this.ws;
-      if (ws?.readyState !== 1) return;
-      const idle = Date.now() - this.lastHeard;
-      if (idle >= 2 * every) {
-        ws.close(4000, "keepalive: no answer"); // lost() reconnects
-        return;
-      }
-      if (idle >= every) ws.send('{"type":"ping"}');
-    }, Math.max(10, Math.floor(every / 2)));
+    this.keepalive = setInterval(
+      () => {
+        const ws = this.ws;
+        if (ws?.readyState !== 1) return;
+        const idle = Date.now() - this.lastHeard;
+        if (idle >= 2 * every) {
+          ws.close(4000, "keepalive: no answer"); // lost() reconnects
+          return;
+        }
+        if (idle >= every) ws.send('{"type":"ping"}');
+      },
+      Math.max(10, Math.floor(every / 2)),
+    );
     (this.keepalive as { unref?: () => void }).unref?.();
   }
 }

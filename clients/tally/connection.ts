@@ -137,14 +137,17 @@ export class RelayConnection {
 
   private scheduleRelease(ws: WebSocket): void {
     if (this.holdTimer) return;
-    this.holdTimer = setTimeout(() => {
-      this.holdTimer = undefined;
-      if (this.ws !== ws || ws.readyState !== 1) return;
-      if (Date.now() < this.holdUntil) return this.scheduleRelease(ws);
-      // Released in order; a new rate_limited answer holds the rest again.
-      while (this.held.length > 0 && Date.now() >= this.holdUntil) ws.send(this.held.shift()!);
-      if (this.held.length > 0) this.scheduleRelease(ws);
-    }, Math.max(0, this.holdUntil - Date.now()));
+    this.holdTimer = setTimeout(
+      () => {
+        this.holdTimer = undefined;
+        if (this.ws !== ws || ws.readyState !== 1) return;
+        if (Date.now() < this.holdUntil) return this.scheduleRelease(ws);
+        // Released in order; a new rate_limited answer holds the rest again.
+        while (this.held.length > 0 && Date.now() >= this.holdUntil) ws.send(this.held.shift()!);
+        if (this.held.length > 0) this.scheduleRelease(ws);
+      },
+      Math.max(0, this.holdUntil - Date.now()),
+    );
   }
 
   private clearHold(): void {
@@ -189,7 +192,11 @@ export class RelayConnection {
       return;
     }
     if (msg.type === "challenge") {
-      const auth = makeAuthEvent({ secretKey: this.opts.secretKey, challenge: msg.challenge, relayUrl: relayBase(this.opts.relayUrl, "ws") });
+      const auth = makeAuthEvent({
+        secretKey: this.opts.secretKey,
+        challenge: msg.challenge,
+        relayUrl: relayBase(this.opts.relayUrl, "ws"),
+      });
       ws.send(JSON.stringify({ type: "register", user_id: this.opts.npub, auth, acks: this.opts.acks }));
       return;
     }
@@ -200,7 +207,8 @@ export class RelayConnection {
       this.attempt = 0;
       this.startPings(ws);
     }
-    if (msg.type === "error" && msg.code === "rate_limited") this.hold(ws, msg.retry_after_ms ?? CLIENT_LIMITS.rate_limited_default_wait_ms);
+    if (msg.type === "error" && msg.code === "rate_limited")
+      this.hold(ws, msg.retry_after_ms ?? CLIENT_LIMITS.rate_limited_default_wait_ms);
     if (msg.type === "pong" && this.pongDeadline) {
       clearTimeout(this.pongDeadline);
       this.pongDeadline = undefined;

@@ -29,7 +29,13 @@ export function openDefaultStore(npub: string, choice?: TallyStore | "memory"): 
   const g = globalThis as {
     indexedDB?: IDBFactory;
     navigator?: { locks?: Parameters<typeof claimBrowserSlot>[1] };
-    process?: { env?: Record<string, string | undefined>; getBuiltinModule?: (name: string) => unknown; pid: number; kill(pid: number, s: 0): boolean; on(e: "exit", fn: () => void): unknown };
+    process?: {
+      env?: Record<string, string | undefined>;
+      getBuiltinModule?: (name: string) => unknown;
+      pid: number;
+      kill(pid: number, s: 0): boolean;
+      on(e: "exit", fn: () => void): unknown;
+    };
   };
   if (g.indexedDB) {
     const idb = g.indexedDB;
@@ -37,7 +43,9 @@ export function openDefaultStore(npub: string, choice?: TallyStore | "memory"): 
     let released = false;
     void slot.then((s) => released && s.release());
     const kv = new DeferredKeyValue(slot.then((s: Slot) => new IndexedDbKeyValue(browserStoreName(npub, s.index), idb)));
-    return { store: new KeyValueTallyStore(kv), release: () => {
+    return {
+      store: new KeyValueTallyStore(kv),
+      release: () => {
         released = true;
         void slot.then((s) => s.release());
       },

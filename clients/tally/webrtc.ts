@@ -92,10 +92,20 @@ export class DirectMesh {
     const polite = isPolite({ userId: this.client.npub, deviceId: me }, { userId, deviceId });
     const pc = new this.RTC({ iceServers: this.opts.iceServers ?? [] });
     const dc = pc.createDataChannel(DATA_CHANNEL_LABEL, { negotiated: true, id: 0, ordered: true });
-    const p: Peer = { userId, deviceId, pc, dc, polite, makingOffer: false, ignoreOffer: false, state: "connecting", chain: Promise.resolve() };
+    const p: Peer = {
+      userId,
+      deviceId,
+      pc,
+      dc,
+      polite,
+      makingOffer: false,
+      ignoreOffer: false,
+      state: "connecting",
+      chain: Promise.resolve(),
+    };
     this.peers.set(k, p);
     const send = (signal: RtcSignal) => this.client.signal(userId, deviceId, signal);
-    const json = <T,>(v: { toJSON(): T }) => v.toJSON() as never;
+    const json = <T>(v: { toJSON(): T }) => v.toJSON() as never;
 
     const offer = async () => {
       try {
@@ -143,9 +153,7 @@ export class DirectMesh {
     const p = this.peer(userId, deviceId);
     if (!p) return;
     const signal = parsed.data;
-    p.chain = p.chain
-      .then(() => this.apply(p, signal))
-      .catch((err) => console.warn("direct channel: signal failed", err));
+    p.chain = p.chain.then(() => this.apply(p, signal)).catch((err) => console.warn("direct channel: signal failed", err));
   }
 
   /** Perfect negotiation: the impolite end ignores a colliding offer, the polite end rolls back. */

@@ -14,7 +14,12 @@ import type { Migration } from "../../migrations/index";
 export function applyMigrations(storage: DurableObjectStorage, migrations: readonly Migration[]): void {
   const sql = storage.sql;
   sql.exec("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)");
-  const done = new Set(sql.exec<{ name: string }>("SELECT name FROM _migrations").toArray().map((r) => r.name));
+  const done = new Set(
+    sql
+      .exec<{ name: string }>("SELECT name FROM _migrations")
+      .toArray()
+      .map((r) => r.name),
+  );
   for (const m of migrations) {
     if (done.has(m.name)) continue;
     storage.transactionSync(() => {
@@ -40,8 +45,7 @@ export class LazySchema {
   /** Whether this object has ever kept anything (its schema exists). Reads check it first. */
   get exists(): boolean {
     if (this.present === undefined) {
-      this.present =
-        this.sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'").toArray().length > 0;
+      this.present = this.sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'").toArray().length > 0;
       if (this.present) applyMigrations(this.storage, this.migrations);
     }
     return this.present;

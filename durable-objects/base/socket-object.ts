@@ -145,12 +145,7 @@ export abstract class SocketObject<Env, A extends BaseAttachment> extends Stored
    * A JSON object frame whose `type` is in no route (protocols whose clients choose their own
    * types, as Minca's network messages). Default: the unknown_type error.
    */
-  protected onUnrouted(
-    ws: WebSocket,
-    obj: Record<string, unknown> & { type: string },
-    _att: A,
-    _raw: string,
-  ): void | Promise<void> {
+  protected onUnrouted(ws: WebSocket, obj: Record<string, unknown> & { type: string }, _att: A, _raw: string): void | Promise<void> {
     const id = typeof obj.id === "string" ? obj.id : undefined;
     this.sendError(ws, "unknown_type", `unknown message type: ${obj.type.slice(0, 64)}`, id);
   }
@@ -408,7 +403,8 @@ export abstract class SocketObject<Env, A extends BaseAttachment> extends Stored
     let bucket = this.buckets.get(ws);
     if (!bucket) {
       const client = this.attachment(ws)?.client;
-      bucket = (client !== undefined ? this.clientRates.resume(client) : undefined) ??
+      bucket =
+        (client !== undefined ? this.clientRates.resume(client) : undefined) ??
         new TokenBucket(COMMON_LIMITS.rate_burst, COMMON_LIMITS.rate_messages_per_second);
       this.buckets.set(ws, bucket);
     }

@@ -75,12 +75,7 @@ export class UnauthenticatedSockets {
       const deadline = openedAt + this.timeoutMs;
       if (deadline <= now) {
         this.host.timedOut(ws);
-        this.host.refuse(
-          ws,
-          socketError("auth_failed", "authentication timed out"),
-          CLOSE_CODES.auth_failed,
-          "authentication timed out",
-        );
+        this.host.refuse(ws, socketError("auth_failed", "authentication timed out"), CLOSE_CODES.auth_failed, "authentication timed out");
         n++;
       } else next = Math.min(next, deadline);
     }
@@ -111,10 +106,13 @@ export class UnauthenticatedSockets {
     if (at >= this.timerAt) return;
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timerAt = at;
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      this.timerAt = Infinity;
-      this.closeExpired();
-    }, Math.max(0, at - now));
+    this.timer = setTimeout(
+      () => {
+        this.timer = undefined;
+        this.timerAt = Infinity;
+        this.closeExpired();
+      },
+      Math.max(0, at - now),
+    );
   }
 }

@@ -55,7 +55,12 @@ export class MailboxWakes implements OutboxStore<Wake> {
         MAILBOX_LIMITS.push_batch,
       )
       .toArray()
-      .map((d) => ({ receiverId: d.receiver_id, seq: d.seq, attempts: d.attempts, target: { endpoint: d.endpoint, keys: { p256dh: d.p256dh, auth: d.auth } } }));
+      .map((d) => ({
+        receiverId: d.receiver_id,
+        seq: d.seq,
+        attempts: d.attempts,
+        target: { endpoint: d.endpoint, keys: { p256dh: d.p256dh, auth: d.auth } },
+      }));
   }
 
   message(w: Wake): PushMessage | null {

@@ -55,7 +55,15 @@ export class MincaMailbox extends StoredObject<Env, Limited> {
     });
     this.lease = new StorageLease(ctx, env, "mailbox", this.schema, () => this.heldBytes());
     this.wakes = new MailboxWakes(ctx.storage, () => this.name);
-    this.outbox = new PushOutbox(this.wakes, MAILBOX_WAKE_RULES, relayOutboxDeps(env, (url, init) => this.pushFetch(url, init), () => this.stats.count("deliveries")));
+    this.outbox = new PushOutbox(
+      this.wakes,
+      MAILBOX_WAKE_RULES,
+      relayOutboxDeps(
+        env,
+        (url, init) => this.pushFetch(url, init),
+        () => this.stats.count("deliveries"),
+      ),
+    );
   }
 
   /** What wakes go out with: the runtime's fetch (the worker tests' subclass answers for a push service). */
@@ -186,7 +194,8 @@ export class MincaMailbox extends StoredObject<Env, Limited> {
     // Every fetch of the topic asks each linked account: at most max_link_accounts_per_topic of them.
     const known = this.sql.exec("SELECT 1 FROM link_accounts WHERE account = ?", account).toArray().length > 0;
     if (known) return true;
-    if (this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM link_accounts").one().n >= MINCA_HOST_LIMITS.max_link_accounts_per_topic) return false;
+    if (this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM link_accounts").one().n >= MINCA_HOST_LIMITS.max_link_accounts_per_topic)
+      return false;
     this.sql.exec("INSERT INTO link_accounts (account) VALUES (?)", account);
     return true;
   }

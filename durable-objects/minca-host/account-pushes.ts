@@ -41,7 +41,11 @@ export class AccountPushes implements OutboxStore<AccountPush> {
     /** The fetch pushes go out with (read at each send, so tests may replace it). */
     fetch: FetchLike,
   ) {
-    this.outbox = new PushOutbox<AccountPush>(this, { what: "minca account", maxAttempts: MINCA_WAKE_LIMITS.push_max_attempts, retry: WAKE_RETRY }, relayOutboxDeps(env, fetch));
+    this.outbox = new PushOutbox<AccountPush>(
+      this,
+      { what: "minca account", maxAttempts: MINCA_WAKE_LIMITS.push_max_attempts, retry: WAKE_RETRY },
+      relayOutboxDeps(env, fetch),
+    );
   }
 
   private get sql(): SqlStorage {
@@ -54,7 +58,10 @@ export class AccountPushes implements OutboxStore<AccountPush> {
    * oldest are dropped.
    */
   queue(account: string, arrivals: Array<{ arrival: Arrival; raw: string }>): number {
-    const wakes = this.sql.exec<{ body: string }>("SELECT body FROM wakes").toArray().map((r) => JSON.parse(r.body) as WakeBody);
+    const wakes = this.sql
+      .exec<{ body: string }>("SELECT body FROM wakes")
+      .toArray()
+      .map((r) => JSON.parse(r.body) as WakeBody);
     if (wakes.length === 0) return 0;
     const receivers = this.sql.exec<{ key: string; endpoint: string }>("SELECT key, endpoint FROM receivers WHERE gone = 0").toArray();
     if (receivers.length === 0) return 0;
@@ -66,7 +73,14 @@ export class AccountPushes implements OutboxStore<AccountPush> {
         const payload = toArrayBuffer(wakePayload(raw, arrival));
         const topic = wakeTopic(arrival.id);
         for (const r of receivers) {
-          this.sql.exec("INSERT INTO pushes (receiver, endpoint, payload, topic, next_at) VALUES (?, ?, ?, ?, ?)", r.key, r.endpoint, payload, topic, now);
+          this.sql.exec(
+            "INSERT INTO pushes (receiver, endpoint, payload, topic, next_at) VALUES (?, ?, ?, ?, ?)",
+            r.key,
+            r.endpoint,
+            payload,
+            topic,
+            now,
+          );
           queued++;
         }
       }
@@ -84,7 +98,11 @@ export class AccountPushes implements OutboxStore<AccountPush> {
   nextDue(): number | null {
     let push = this.sql.exec<{ t: number | null }>("SELECT MIN(next_at) AS t FROM pushes").one().t;
     const minute = Math.floor(Date.now() / 60_000);
-    if (push !== null && this.store.meta("push_minute") === String(minute) && Number(this.store.meta("push_count")) >= MINCA_WAKE_LIMITS.pushes_per_minute) {
+    if (
+      push !== null &&
+      this.store.meta("push_minute") === String(minute) &&
+      Number(this.store.meta("push_count")) >= MINCA_WAKE_LIMITS.pushes_per_minute
+    ) {
       push = Math.max(push, (minute + 1) * 60_000);
     }
     return push;
@@ -122,7 +140,15 @@ export class AccountPushes implements OutboxStore<AccountPush> {
     if (due.length === 0) return [];
     this.store.setMeta("push_minute", String(minute));
     this.store.setMeta("push_count", String(sent + due.length));
-    return due.map((p) => ({ id: p.id, receiver: p.receiver, endpoint: p.endpoint, payload: p.payload, topic: p.topic, attempts: p.attempts, target: { endpoint: p.endpoint, keys: { p256dh: p.p256dh, auth: p.auth } } }));
+    return due.map((p) => ({
+      id: p.id,
+      receiver: p.receiver,
+      endpoint: p.endpoint,
+      payload: p.payload,
+      topic: p.topic,
+      attempts: p.attempts,
+      target: { endpoint: p.endpoint, keys: { p256dh: p.p256dh, auth: p.auth } },
+    }));
   }
 
   message(p: AccountPush): PushMessage {

@@ -7,7 +7,17 @@ import type { AccountStore } from "./account-store";
 import type { MailboxStub, SpaceStub } from "./peers";
 import type { VersionRefusal, Version } from "../../shared/minca/version";
 import { MINCA_HOST_LIMITS, MINCA_WAKE_LIMITS } from "../../shared/limits";
-import { LINK, PASS, readCarryRecord, RECEIVER, strictestCutoff, supersedes, WAKE, type CarryRecord, type Written } from "../../shared/minca/carry";
+import {
+  LINK,
+  PASS,
+  readCarryRecord,
+  RECEIVER,
+  strictestCutoff,
+  supersedes,
+  WAKE,
+  type CarryRecord,
+  type Written,
+} from "../../shared/minca/carry";
 import { checkPushEndpoint, endpointPolicy } from "../../shared/webpush/endpoint";
 
 /** Why a carry-space version was refused, or null when it was taken. */
@@ -48,7 +58,12 @@ export class AccountRecords {
   revoke(did: string, cutoff: number | null): number | null {
     const held = this.sql.exec<{ cutoff: number | null }>("SELECT cutoff FROM revoked WHERE did = ?", did).toArray()[0];
     const now = held ? strictestCutoff(held.cutoff, cutoff) : cutoff;
-    this.sql.exec("INSERT INTO revoked (did, at, cutoff) VALUES (?, ?, ?) ON CONFLICT (did) DO UPDATE SET cutoff = excluded.cutoff", did, Date.now(), now);
+    this.sql.exec(
+      "INSERT INTO revoked (did, at, cutoff) VALUES (?, ?, ?) ON CONFLICT (did) DO UPDATE SET cutoff = excluded.cutoff",
+      did,
+      Date.now(),
+      now,
+    );
     return now;
   }
 
@@ -89,7 +104,9 @@ export class AccountRecords {
 
   /** The latest version the host took for a record key (a deletion included), if any. */
   private latest(collection: string, key: string): Written | undefined {
-    return this.sql.exec<{ at: number; id: string }>("SELECT at, id FROM latest WHERE collection = ? AND key = ?", collection, key).toArray()[0];
+    return this.sql
+      .exec<{ at: number; id: string }>("SELECT at, id FROM latest WHERE collection = ? AND key = ?", collection, key)
+      .toArray()[0];
   }
 
   private setLatest(v: Version): void {
@@ -128,10 +145,16 @@ export class AccountRecords {
       case "pass": {
         const held = this.sql.exec<{ at: number }>("SELECT at FROM passes WHERE space = ?", rec.space).toArray()[0];
         if (!held && this.store.count("passes") >= MINCA_HOST_LIMITS.max_spaces_per_account) {
-          return { reason: "too_many_spaces", detail: `a host carries at most ${MINCA_HOST_LIMITS.max_spaces_per_account} spaces per account` };
+          return {
+            reason: "too_many_spaces",
+            detail: `a host carries at most ${MINCA_HOST_LIMITS.max_spaces_per_account} spaces per account`,
+          };
         }
         if (!(await this.peers.space(rec.space).carry(account, rec.constitution, rec.readKey ?? null, rec.at, rec.own))) {
-          return { reason: "too_many_carriers", detail: `a host lets at most ${MINCA_HOST_LIMITS.max_carriers_per_space} accounts carry one space` };
+          return {
+            reason: "too_many_carriers",
+            detail: `a host lets at most ${MINCA_HOST_LIMITS.max_carriers_per_space} accounts carry one space`,
+          };
         }
         this.sql.exec(
           `INSERT INTO passes (space, key, at, visibility, read_key, author, own) VALUES (?, ?, ?, ?, ?, ?, ?)
@@ -152,7 +175,10 @@ export class AccountRecords {
       case "link": {
         const held = this.sql.exec<{ at: number; topic: string }>("SELECT at, topic FROM links WHERE key = ?", rec.key).toArray()[0];
         if (!(await this.peers.mailbox(rec.topic).linkAccount(account))) {
-          return { reason: "too_many_link_accounts", detail: `a mailbox topic serves the links of at most ${MINCA_HOST_LIMITS.max_link_accounts_per_topic} accounts` };
+          return {
+            reason: "too_many_link_accounts",
+            detail: `a mailbox topic serves the links of at most ${MINCA_HOST_LIMITS.max_link_accounts_per_topic} accounts`,
+          };
         }
         this.sql.exec(
           `INSERT INTO links (key, topic, blob, until, at, written, author) VALUES (?, ?, ?, ?, ?, (SELECT COALESCE(MAX(written), 0) + 1 FROM links), ?)
@@ -200,7 +226,10 @@ export class AccountRecords {
         if (!rule.ok) return { reason: "invalid_receiver", detail: rule.reason };
         const held = this.sql.exec<{ at: number }>("SELECT at FROM receivers WHERE key = ?", rec.key).toArray()[0];
         if (!held && this.store.count("receivers") >= MINCA_WAKE_LIMITS.max_receivers_per_account) {
-          return { reason: "too_many_receivers", detail: `a host keeps at most ${MINCA_WAKE_LIMITS.max_receivers_per_account} receivers per account` };
+          return {
+            reason: "too_many_receivers",
+            detail: `a host keeps at most ${MINCA_WAKE_LIMITS.max_receivers_per_account} receivers per account`,
+          };
         }
         {
           // Written again: a receiver its push service had said was gone is pushed to again.
@@ -239,7 +268,9 @@ export class AccountRecords {
       case PASS: {
         const held = this.sql.exec<{ space: string }>("SELECT space FROM passes WHERE key = ?", key).toArray()[0];
         if (!held) return;
-        const usage = this.sql.exec<{ versions: number; bytes: number }>("SELECT versions, bytes FROM usage WHERE space = ?", held.space).toArray()[0] ?? { versions: 0, bytes: 0 };
+        const usage = this.sql
+          .exec<{ versions: number; bytes: number }>("SELECT versions, bytes FROM usage WHERE space = ?", held.space)
+          .toArray()[0] ?? { versions: 0, bytes: 0 };
         if ((await this.peers.space(held.space).uncarry(account, usage, { keepLast: opts.byRevoke === true })) === "kept") return;
         this.sql.exec("DELETE FROM passes WHERE space = ?", held.space);
         this.sql.exec("DELETE FROM usage WHERE space = ?", held.space);
@@ -256,7 +287,8 @@ export class AccountRecords {
         this.sql.exec("DELETE FROM wakes WHERE key = ?", key);
         return;
       case RECEIVER:
-        if (this.sql.exec("DELETE FROM receivers WHERE key = ?", key).rowsWritten > 0) this.sql.exec("DELETE FROM pushes WHERE receiver = ?", key);
+        if (this.sql.exec("DELETE FROM receivers WHERE key = ?", key).rowsWritten > 0)
+          this.sql.exec("DELETE FROM pushes WHERE receiver = ?", key);
         return;
     }
   }
@@ -273,7 +305,10 @@ export class AccountRecords {
   /** Keeps at most max_links_per_account links: the least recently written go first. */
   private async evictLinks(): Promise<void> {
     const over = this.sql
-      .exec<{ key: string; topic: string }>("SELECT key, topic FROM links ORDER BY written DESC LIMIT -1 OFFSET ?", MINCA_HOST_LIMITS.max_links_per_account)
+      .exec<{ key: string; topic: string }>(
+        "SELECT key, topic FROM links ORDER BY written DESC LIMIT -1 OFFSET ?",
+        MINCA_HOST_LIMITS.max_links_per_account,
+      )
       .toArray();
     for (const o of over) this.sql.exec("DELETE FROM links WHERE key = ?", o.key);
     for (const topic of new Set(over.map((o) => o.topic))) await this.unlinkIfNone(topic);

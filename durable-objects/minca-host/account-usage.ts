@@ -45,7 +45,9 @@ export class AccountUsage {
   /** Gives back what reserve() charged for versions that were not kept. */
   refund(space: string, versions: number, bytes: number): void {
     if (!this.store.schema.exists) return;
-    this.lease.free(() => this.sql.exec("UPDATE usage SET versions = MAX(0, versions - ?), bytes = MAX(0, bytes - ?) WHERE space = ?", versions, bytes, space));
+    this.lease.free(() =>
+      this.sql.exec("UPDATE usage SET versions = MAX(0, versions - ?), bytes = MAX(0, bytes - ?) WHERE space = ?", versions, bytes, space),
+    );
   }
 
   /**
@@ -74,7 +76,9 @@ export class AccountUsage {
    */
   lostSlot(space: string): { versions: number; bytes: number } {
     if (!this.store.schema.exists) return { versions: 0, bytes: 0 };
-    const usage = this.sql.exec<{ versions: number; bytes: number }>("SELECT versions, bytes FROM usage WHERE space = ?", space).toArray()[0] ?? { versions: 0, bytes: 0 };
+    const usage = this.sql
+      .exec<{ versions: number; bytes: number }>("SELECT versions, bytes FROM usage WHERE space = ?", space)
+      .toArray()[0] ?? { versions: 0, bytes: 0 };
     this.lease.free(() =>
       this.store.ctx.storage.transactionSync(() => {
         this.sql.exec("DELETE FROM passes WHERE space = ?", space);

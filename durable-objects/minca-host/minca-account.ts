@@ -31,7 +31,6 @@ interface LinkRow extends Record<string, SqlStorageValue> {
   at: number;
 }
 
-
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
 export class MincaAccount extends StoredObject<Env> {
@@ -76,14 +75,16 @@ export class MincaAccount extends StoredObject<Env> {
   async startCarrying(start: CarryStart): Promise<HostResult<CarryStarted>> {
     // The name, kept for a start by id alone (the ledger's audit), also after a carry:closed emptied meta.
     if (this.meta.get("account") === null) this.meta.set("account", start.account);
-    if (this.meta.get("closed_space") === start.carrySpace) return fail(410, "carry_closed", "the account closed this carry space (carry:closed)");
+    if (this.meta.get("closed_space") === start.carrySpace)
+      return fail(410, "carry_closed", "the account closed this carry space (carry:closed)");
     const current = this.liveCarry(Date.now());
     if (current === start.carrySpace) {
       if (!this.proven()) this.meta.set("bound_at", String(Date.now()));
       await this.schedule();
       return { ok: true, value: { account: start.account, carry_space: current } };
     }
-    if (current !== null && this.proven()) return fail(409, "carry_space_conflict", "this host already carries the account through another carry space");
+    if (current !== null && this.proven())
+      return fail(409, "carry_space_conflict", "this host already carries the account through another carry space");
     const stale = this.meta.get("carry_space");
     if (stale !== null) await this.space(stale).forget();
     await this.space(start.carrySpace).openCarry(start.account, start.constitution);
@@ -120,10 +121,22 @@ export class MincaAccount extends StoredObject<Env> {
           ? { space: closedSpace, readKey: closedKey }
           : null;
     const verdict = checkStatusProof(proof, target, Math.floor(now / 1000));
-    if (verdict === "missing") return fail(401, "read_proof_required", "an account's status is answered only to its carry space's read key (Authorization: MincaRead)");
-    if (verdict === "invalid") return fail(403, "read_proof_invalid", "the proof does not verify with the read key of a carry space this host holds for that account");
+    if (verdict === "missing")
+      return fail(
+        401,
+        "read_proof_required",
+        "an account's status is answered only to its carry space's read key (Authorization: MincaRead)",
+      );
+    if (verdict === "invalid")
+      return fail(
+        403,
+        "read_proof_invalid",
+        "the proof does not verify with the read key of a carry space this host holds for that account",
+      );
     if (carry === null) return fail(410, "carry_closed", "the account closed its carry space: the host holds nothing for it");
-    const used = this.sql.exec<{ v: number; b: number }>("SELECT COALESCE(SUM(versions), 0) AS v, COALESCE(SUM(bytes), 0) AS b FROM usage").one();
+    const used = this.sql
+      .exec<{ v: number; b: number }>("SELECT COALESCE(SUM(versions), 0) AS v, COALESCE(SUM(bytes), 0) AS b FROM usage")
+      .one();
     return {
       ok: true,
       value: {
@@ -191,12 +204,20 @@ export class MincaAccount extends StoredObject<Env> {
    * `revoked`: the keys this batch revoked with a cutoff; once the versions are in the log, the
    * space calls recount() with them.
    */
-  async applyCarry(space: string, versions: Version[], opts: { requestHost?: string } = {}): Promise<{ verdicts: CarryVerdict[]; closed: boolean; revoked: string[] }> {
+  async applyCarry(
+    space: string,
+    versions: Version[],
+    opts: { requestHost?: string } = {},
+  ): Promise<{ verdicts: CarryVerdict[]; closed: boolean; revoked: string[] }> {
     const verdicts: CarryVerdict[] = [];
     const revoked: string[] = [];
     const bodyKey = this.carryBodyKey(space);
     if (bodyKey === null) {
-      return { verdicts: versions.map(() => ({ reason: "unreadable_record", detail: "not this account's carry space" })), closed: false, revoked };
+      return {
+        verdicts: versions.map(() => ({ reason: "unreadable_record", detail: "not this account's carry space" })),
+        closed: false,
+        revoked,
+      };
     }
     for (const v of versions) {
       // A key revoked earlier in this batch writes nothing after it (docs/hosting.md, "Revokes").
@@ -328,11 +349,14 @@ export class MincaAccount extends StoredObject<Env> {
     const carry = this.meta.get("carry_space");
     const key = this.meta.get("carry_key");
     const readKey = key === null ? null : readKeyDid(readSeedOf(base64urlDecode(key)));
-    const carried = this.sql.exec<{ space: string; versions: number | null; bytes: number | null }>(
-      "SELECT passes.space AS space, usage.versions AS versions, usage.bytes AS bytes FROM passes LEFT JOIN usage ON usage.space = passes.space",
-    ).toArray();
+    const carried = this.sql
+      .exec<{ space: string; versions: number | null; bytes: number | null }>(
+        "SELECT passes.space AS space, usage.versions AS versions, usage.bytes AS bytes FROM passes LEFT JOIN usage ON usage.space = passes.space",
+      )
+      .toArray();
     // Each carried space hands what the account was charged for it to an account that still carries it.
-    for (const c of carried) await this.space(c.space).uncarry(account, { versions: c.versions ?? 0, bytes: c.bytes ?? 0 }, { keepLast: false });
+    for (const c of carried)
+      await this.space(c.space).uncarry(account, { versions: c.versions ?? 0, bytes: c.bytes ?? 0 }, { keepLast: false });
     for (const { topic } of this.sql.exec<{ topic: string }>("SELECT DISTINCT topic FROM links").toArray()) {
       await this.mailbox(topic).unlinkAccount(account);
     }
@@ -348,7 +372,8 @@ export class MincaAccount extends StoredObject<Env> {
    */
   private keepOnlyTombstone(t: { at: string | null; space: string | null; readKey: string | null }): void {
     this.ctx.storage.transactionSync(() => {
-      for (const table of ["passes", "links", "usage", "wakes", "receivers", "pushes", "latest", "meta"]) this.sql.exec(`DELETE FROM ${table}`);
+      for (const table of ["passes", "links", "usage", "wakes", "receivers", "pushes", "latest", "meta"])
+        this.sql.exec(`DELETE FROM ${table}`);
       this.sql.exec("DELETE FROM sqlite_sequence");
       if (t.at !== null) this.meta.set("closed_at", t.at);
       if (t.space !== null) this.meta.set("closed_space", t.space);
@@ -361,7 +386,8 @@ export class MincaAccount extends StoredObject<Env> {
     const until = this.sql.exec<{ t: number | null }>("SELECT MIN(until) AS t FROM links").one().t;
     const push = this.pushes.nextDue();
     const boundAt = this.meta.get("bound_at");
-    const binding = boundAt === null || this.meta.get("carry_space") === null ? null : bindingExpiry({ boundAt: Number(boundAt), proven: this.proven() });
+    const binding =
+      boundAt === null || this.meta.get("carry_space") === null ? null : bindingExpiry({ boundAt: Number(boundAt), proven: this.proven() });
     const times = [until === null ? null : until * 1000, push, binding].filter((t): t is number => t !== null);
     if (times.length === 0) return void (await this.ctx.storage.deleteAlarm());
     await this.ctx.storage.setAlarm(Math.min(...times));

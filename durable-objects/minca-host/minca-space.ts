@@ -84,7 +84,9 @@ export class MincaSpace extends StoredObject<Env, "read" | "write"> {
   async carry(account: string, constitution: Constitution, readKey: string | null, at: number, own = false): Promise<boolean> {
     this.schema.ensure();
     const taken = this.ctx.storage.transactionSync((): { ok: boolean; evicted: string | null } => {
-      const held = this.sql.exec<{ account: string; read_key: string | null; added: number }>("SELECT account, read_key, added FROM carriers").toArray();
+      const held = this.sql
+        .exec<{ account: string; read_key: string | null; added: number }>("SELECT account, read_key, added FROM carriers")
+        .toArray();
       const slot = slotFor(
         held.map((c) => ({ account: c.account, readKey: c.read_key, added: c.added })),
         account,
@@ -119,7 +121,11 @@ export class MincaSpace extends StoredObject<Env, "read" | "write"> {
    * version id) that still counts — signed by no key in `revoked` after that key's cutoff — or
    * null when there is none.
    */
-  history(of: string, cutoff: number, revoked: Array<{ did: string; cutoff: number | null }>): Array<{ collection: string; key: string; version: string | null }> {
+  history(
+    of: string,
+    cutoff: number,
+    revoked: Array<{ did: string; cutoff: number | null }>,
+  ): Array<{ collection: string; key: string; version: string | null }> {
     if (this.meta.get("carry_of") === null) return [];
     return this.log.history(of, cutoff, revoked);
   }
@@ -147,7 +153,10 @@ export class MincaSpace extends StoredObject<Env, "read" | "write"> {
   private async handOver(usage: { versions: number; bytes: number }, besides: string[]): Promise<void> {
     if (usage.versions === 0 && usage.bytes === 0) return;
     const heirs = this.sql
-      .exec<{ account: string }>("SELECT account FROM carriers WHERE account NOT IN (SELECT value FROM json_each(?)) ORDER BY added, rowid", JSON.stringify(besides))
+      .exec<{ account: string }>(
+        "SELECT account FROM carriers WHERE account NOT IN (SELECT value FROM json_each(?)) ORDER BY added, rowid",
+        JSON.stringify(besides),
+      )
       .toArray();
     for (const { account } of heirs) if (await accountOf(this.env, account).adopt(this.id, usage.versions, usage.bytes)) return;
   }
@@ -226,14 +235,18 @@ export class MincaSpace extends StoredObject<Env, "read" | "write"> {
   /** Step 1, checks and dedup: the gates (shared/minca/version.ts), then whether the log holds each already. */
   private async checkStep(here: Carried, arrived: ArrivedVersion[]): Promise<AppendPlan> {
     const checks: VersionCheck[] = [];
-    for (const a of arrived) checks.push(await checkVersion(a.value, { space: here.id, constitution: here.constitution, ownMachinery: here.ownMachinery }, a.bytes, a.raw));
+    for (const a of arrived)
+      checks.push(
+        await checkVersion(a.value, { space: here.id, constitution: here.constitution, ownMachinery: here.ownMachinery }, a.bytes, a.raw),
+      );
     return plans.planArrivals(checks, arrived, (id) => this.log.seqOf(id));
   }
 
   /** Step 2, revocation: a version signed by a key its root account revoked is refused in every space the host carries for it. */
   private async revocationStep(here: Carried, plan: AppendPlan): Promise<AppendPlan> {
     const revoked = new Map<string, string[]>();
-    for (const [root, authors] of plans.authorsByRoot(plan, here.carrying)) revoked.set(root, await accountOf(this.env, root).revokedAmong(authors));
+    for (const [root, authors] of plans.authorsByRoot(plan, here.carrying))
+      revoked.set(root, await accountOf(this.env, root).revokedAmong(authors));
     return plans.refuseRevoked(plan, revoked);
   }
 
@@ -243,7 +256,10 @@ export class MincaSpace extends StoredObject<Env, "read" | "write"> {
    * share. Each account checks and charges in one step; when a share finds no payer nothing of
    * the request is stored and what was charged is given back.
    */
-  private async quotaStep(here: Carried, plan: AppendPlan): Promise<{ ok: true; plan: AppendPlan; charged: Charged } | { ok: false; error: HostResult<never> }> {
+  private async quotaStep(
+    here: Carried,
+    plan: AppendPlan,
+  ): Promise<{ ok: true; plan: AppendPlan; charged: Charged } | { ok: false; error: HostResult<never> }> {
     const shares = plans.sharesOf(plan, here.carrying);
     const charged: Charged = [];
     for (const share of shares) {
@@ -260,12 +276,31 @@ export class MincaSpace extends StoredObject<Env, "read" | "write"> {
       if (payer === null) {
         await this.refundAll(charged);
         // The host-wide total (docs/hosting.md, "Quotas"): no account has room because the host has none.
-        if (hostFull) return { ok: false, error: fail(507, "storage_full", "this host holds all it may for the accounts it carries (storage.host_bytes): nothing was stored") };
-        return { ok: false, error: fail(507, "quota_exceeded", `an account's carried spaces hold at most ${MINCA_HOST_LIMITS.max_account_bytes} bytes`) };
+        if (hostFull)
+          return {
+            ok: false,
+            error: fail(
+              507,
+              "storage_full",
+              "this host holds all it may for the accounts it carries (storage.host_bytes): nothing was stored",
+            ),
+          };
+        return {
+          ok: false,
+          error: fail(507, "quota_exceeded", `an account's carried spaces hold at most ${MINCA_HOST_LIMITS.max_account_bytes} bytes`),
+        };
       }
       charged.push({ account: payer, share });
     }
-    return { ok: true, plan: plans.withPayers(plan, shares, charged.map((c) => c.account)), charged };
+    return {
+      ok: true,
+      plan: plans.withPayers(
+        plan,
+        shares,
+        charged.map((c) => c.account),
+      ),
+      charged,
+    };
   }
 
   /** Step 4, carry records: in the carry space, the account reads its records and keeps what they say, refusing some. */
@@ -278,12 +313,19 @@ export class MincaSpace extends StoredObject<Env, "read" | "write"> {
     const fresh = plans.freshOf(plan);
     let applied: Awaited<ReturnType<ReturnType<typeof accountOf>["applyCarry"]>>;
     try {
-      applied = await accountOf(this.env, here.carryOf).applyCarry(here.id, fresh.map((f) => f.entry.version), opts);
+      applied = await accountOf(this.env, here.carryOf).applyCarry(
+        here.id,
+        fresh.map((f) => f.entry.version),
+        opts,
+      );
     } catch (err) {
       // Nothing of the request is logged; records applied before the failure are applied again,
       // to the same effect, when the request is sent again (docs/hosting.md).
       log.error("minca space: the account could not apply its carry records", { err });
-      return { ok: false, error: fail(503, "unavailable", "the host could not apply these records now: nothing was stored; send them again") };
+      return {
+        ok: false,
+        error: fail(503, "unavailable", "the host could not apply these records now: nothing was stored; send them again"),
+      };
     }
     const refusals = new Map<number, { reason: VersionRefusal; detail: string }>();
     applied.verdicts.forEach((verdict, k) => {
@@ -344,7 +386,11 @@ export class MincaSpace extends StoredObject<Env, "read" | "write"> {
   }
 
   private spaceFull(): HostResult<never> {
-    return fail(507, "quota_exceeded", `a carried space holds at most ${MINCA_HOST_LIMITS.max_space_versions} versions and ${MINCA_HOST_LIMITS.max_space_bytes} bytes`);
+    return fail(
+      507,
+      "quota_exceeded",
+      `a carried space holds at most ${MINCA_HOST_LIMITS.max_space_versions} versions and ${MINCA_HOST_LIMITS.max_space_bytes} bytes`,
+    );
   }
 
   /** After the answer: each carrying account hears of the new versions (wakes, the Minca protocol §4.4). */
@@ -360,11 +406,7 @@ export class MincaSpace extends StoredObject<Env, "read" | "write"> {
   }
 
   /** A page of the log; a private space's only to a request proven with its read key. */
-  async page(
-    q: PageQuery,
-    proof: { authorization: string | null; time: string | null },
-    client = "",
-  ): Promise<HostResult<LogPage>> {
+  async page(q: PageQuery, proof: { authorization: string | null; time: string | null }, client = ""): Promise<HostResult<LogPage>> {
     const here = this.carried();
     if (here === null) return fail(404, "not_found", "this host does not carry that space");
     const { id: space, constitution } = here;
@@ -373,8 +415,10 @@ export class MincaSpace extends StoredObject<Env, "read" | "write"> {
     if (limited) return limited;
     if (constitution.visibility === "private") {
       const verdict = checkReadProof(proof, space, this.readKeys(constitution), Math.floor(Date.now() / 1000));
-      if (verdict === "missing") return fail(401, "read_proof_required", "a private space's log is answered only to its read key (Authorization: MincaRead)");
-      if (verdict === "invalid") return fail(403, "read_proof_invalid", "the read proof does not verify for this space, or its time is off");
+      if (verdict === "missing")
+        return fail(401, "read_proof_required", "a private space's log is answered only to its read key (Authorization: MincaRead)");
+      if (verdict === "invalid")
+        return fail(403, "read_proof_invalid", "the read proof does not verify for this space, or its time is off");
     }
     const deadline = Date.now() + q.wait * 1000;
     for (;;) {
@@ -391,8 +435,15 @@ export class MincaSpace extends StoredObject<Env, "read" | "write"> {
   private limited(kind: "read" | "write", client: string, n = 1): HostResult<never> | null {
     const wait = this.admit(kind, client, n);
     if (wait === null) return null;
-    const what = kind === "write" ? `${MINCA_HOST_LIMITS.write_versions_per_second} versions` : `${MINCA_HOST_LIMITS.read_per_second} reads`;
-    return { ok: false, status: 429, code: "rate_limited", message: `too many ${kind}s on this space (about ${what} a second); retry later`, retryAfterSeconds: wait };
+    const what =
+      kind === "write" ? `${MINCA_HOST_LIMITS.write_versions_per_second} versions` : `${MINCA_HOST_LIMITS.read_per_second} reads`;
+    return {
+      ok: false,
+      status: 429,
+      code: "rate_limited",
+      message: `too many ${kind}s on this space (about ${what} a second); retry later`,
+      retryAfterSeconds: wait,
+    };
   }
 
   /**
@@ -402,13 +453,18 @@ export class MincaSpace extends StoredObject<Env, "read" | "write"> {
    */
   private readKeys(constitution: Constitution): string[] {
     if (this.meta.get("carry_of") !== null) return [constitution.readKey!];
-    const keys = this.sql.exec<{ k: string }>("SELECT DISTINCT COALESCE(read_key, ?) AS k FROM carriers", constitution.readKey ?? "").toArray();
+    const keys = this.sql
+      .exec<{ k: string }>("SELECT DISTINCT COALESCE(read_key, ?) AS k FROM carriers", constitution.readKey ?? "")
+      .toArray();
     return keys.map((r) => r.k).filter((k) => k !== "");
   }
 
   private carriers(): Array<{ account: string; own: boolean }> {
     if (!this.schema.exists) return [];
-    return this.sql.exec<{ account: string; own: number }>("SELECT account, own FROM carriers ORDER BY account").toArray().map((r) => ({ account: r.account, own: r.own === 1 }));
+    return this.sql
+      .exec<{ account: string; own: number }>("SELECT account, own FROM carriers ORDER BY account")
+      .toArray()
+      .map((r) => ({ account: r.account, own: r.own === 1 }));
   }
 
   /**

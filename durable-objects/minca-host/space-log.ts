@@ -20,17 +20,28 @@ export class SpaceLog {
 
   /** Appends a version (in the caller's transaction): its seq, and whether this call added it (a request alongside may have). */
   insert(id: string, bytes: number, raw: string): { seq: number; added: boolean } {
-    const seq = this.sql.exec<{ seq: number }>("INSERT INTO log (id, bytes, version) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING seq", id, bytes, raw).toArray()[0]?.seq;
+    const seq = this.sql
+      .exec<{ seq: number }>(
+        "INSERT INTO log (id, bytes, version) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING seq",
+        id,
+        bytes,
+        raw,
+      )
+      .toArray()[0]?.seq;
     return seq === undefined ? { seq: this.seqOf(id)!, added: false } : { seq, added: true };
   }
 
   /** Versions and bytes held. */
   usage(): { versions: number; bytes: number } {
-    return this.sql.exec<{ versions: number; bytes: number }>("SELECT COUNT(*) AS versions, COALESCE(SUM(bytes), 0) AS bytes FROM log").one();
+    return this.sql
+      .exec<{ versions: number; bytes: number }>("SELECT COUNT(*) AS versions, COALESCE(SUM(bytes), 0) AS bytes FROM log")
+      .one();
   }
 
   page(after: number, limit: number): LogPage {
-    const rows = this.sql.exec<LogRow>("SELECT seq, bytes, version FROM log WHERE seq > ? ORDER BY seq LIMIT ?", after, limit + 1).toArray();
+    const rows = this.sql
+      .exec<LogRow>("SELECT seq, bytes, version FROM log WHERE seq > ? ORDER BY seq LIMIT ?", after, limit + 1)
+      .toArray();
     const items: LogPage["items"] = [];
     let bytes = 0;
     for (const r of rows) {
@@ -48,7 +59,11 @@ export class SpaceLog {
    * wrote, the latest version of it (by `at`, then version id) that still counts — signed by no
    * key in `revoked` after that key's cutoff — or null when there is none.
    */
-  history(of: string, cutoff: number, revoked: Array<{ did: string; cutoff: number | null }>): Array<{ collection: string; key: string; version: string | null }> {
+  history(
+    of: string,
+    cutoff: number,
+    revoked: Array<{ did: string; cutoff: number | null }>,
+  ): Array<{ collection: string; key: string; version: string | null }> {
     const touched = this.sql
       .exec<{ c: string; k: string }>(
         `SELECT DISTINCT json_extract(version, '$.collection') AS c, json_extract(version, '$.key') AS k FROM log

@@ -11,15 +11,7 @@ import { MIGRATIONS } from "../../migrations/index";
 import { CLOSE_CODES, MINCA_ROOM_LIMITS } from "../../shared/limits";
 import { socketError } from "../../shared/errors";
 import { rawMember } from "../../shared/json-raw";
-import {
-  checkJoin,
-  deliveredFrame,
-  isRoomId,
-  joinSchema,
-  newChallenge,
-  outgoingSchema,
-  roomTimes,
-} from "../../shared/minca/room";
+import { checkJoin, deliveredFrame, isRoomId, joinSchema, newChallenge, outgoingSchema, roomTimes } from "../../shared/minca/room";
 
 export interface MincaRoomAttachment extends BaseAttachment {
   room: string;

@@ -42,7 +42,13 @@ export class PassnoteRoom extends SocketObject<Env, PassnoteAttachment> {
     // A room stores nothing (its peers live in their sockets): its id is the name it is addressed by.
     const room = this.name;
     if (!room) return new Response("not a Passnote room's object", { status: 400 });
-    return this.accept({ openedAt: Date.now(), authed: false, client: clientOf(request), challenge: base64urlEncode(randomBytes(32)), room });
+    return this.accept({
+      openedAt: Date.now(),
+      authed: false,
+      client: clientOf(request),
+      challenge: base64urlEncode(randomBytes(32)),
+      room,
+    });
   }
 
   protected onConnect(ws: WebSocket, att: PassnoteAttachment): void {

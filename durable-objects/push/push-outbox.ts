@@ -95,7 +95,9 @@ export class PushOutbox<P extends OutboxPush> {
     const live: P[] = [];
     for (const p of due) {
       if (!checkPushEndpoint(p.target.endpoint, policy).ok) {
-        log.warn(`${this.rules.what}: a receiver's endpoint fails the push-endpoint rule; not pushed to`, { origin: endpointOrigin(p.target.endpoint) });
+        log.warn(`${this.rules.what}: a receiver's endpoint fails the push-endpoint rule; not pushed to`, {
+          origin: endpointOrigin(p.target.endpoint),
+        });
         this.store.gone(p);
       } else if (p.attempts >= this.rules.maxAttempts) {
         // tried as often as it may be: each of those tries ended without an answer (the relay went down)
@@ -144,7 +146,11 @@ export class PushOutbox<P extends OutboxPush> {
         this.store.remove(p);
         return;
       case "rejected":
-        log.error(`${this.rules.what}: a push service refused a push (configuration error)`, { origin, status: outcome.status, answer: outcome.detail });
+        log.error(`${this.rules.what}: a push service refused a push (configuration error)`, {
+          origin,
+          status: outcome.status,
+          answer: outcome.detail,
+        });
         this.store.remove(p);
         return;
       case "retry":

@@ -34,7 +34,8 @@ export class RelayLedger extends StoredObject<Env> {
     super(ctx, env, { migrations: MIGRATIONS.RelayLedger });
     this.reportLater = new Debounced(ctx, STATS_LIMITS.flush_interval_ms, () => this.flushStats());
     const { invalid, ...totals } = storageTotals(env);
-    if (invalid.length > 0) log.warn("storage: settings that are not byte counts were ignored (their defaults hold)", { settings: invalid });
+    if (invalid.length > 0)
+      log.warn("storage: settings that are not byte counts were ignored (their defaults hold)", { settings: invalid });
     this.totals = totals;
   }
 
@@ -68,10 +69,12 @@ export class RelayLedger extends StoredObject<Env> {
     const n = Math.max(1, Math.min(100, Math.floor(limit) || 10));
     const out = {} as Record<StorageKind, Array<{ holder: string; bytes: number }>>;
     for (const kind of STORAGE_KINDS) {
-      out[kind] = !this.schema.exists ? [] : this.sql
-        .exec<{ holder: string; bytes: number }>("SELECT holder, bytes FROM leases WHERE kind = ? ORDER BY bytes DESC LIMIT ?", kind, n)
-        .toArray()
-        .map((r) => ({ holder: r.holder, bytes: r.bytes }));
+      out[kind] = !this.schema.exists
+        ? []
+        : this.sql
+            .exec<{ holder: string; bytes: number }>("SELECT holder, bytes FROM leases WHERE kind = ? ORDER BY bytes DESC LIMIT ?", kind, n)
+            .toArray()
+            .map((r) => ({ holder: r.holder, bytes: r.bytes }));
     }
     return out;
   }
@@ -108,7 +111,13 @@ export class RelayLedger extends StoredObject<Env> {
         this.touch(row.kind, row.holder, row.updated_at);
         continue;
       }
-      const held = this.sql.exec<{ bytes: number; updated_at: number }>("SELECT bytes, updated_at FROM leases WHERE kind = ? AND holder = ?", row.kind, row.holder).toArray()[0];
+      const held = this.sql
+        .exec<{ bytes: number; updated_at: number }>(
+          "SELECT bytes, updated_at FROM leases WHERE kind = ? AND holder = ?",
+          row.kind,
+          row.holder,
+        )
+        .toArray()[0];
       if (!held || held.updated_at !== row.updated_at) continue; // changed meanwhile: not stale
       if (recorded >= 0 && recorded < held.bytes) {
         this.set(row.kind, row.holder, held.bytes, recorded);
@@ -129,7 +138,9 @@ export class RelayLedger extends StoredObject<Env> {
   }
 
   private report(): StorageReport {
-    const rows = this.schema.exists ? this.sql.exec<{ kind: string; bytes: number; holders: number }>("SELECT kind, bytes, holders FROM totals").toArray() : [];
+    const rows = this.schema.exists
+      ? this.sql.exec<{ kind: string; bytes: number; holders: number }>("SELECT kind, bytes, holders FROM totals").toArray()
+      : [];
     const out = {} as StorageReport;
     for (const kind of STORAGE_KINDS) {
       const r = rows.find((x) => x.kind === kind);
@@ -151,7 +162,9 @@ export class RelayLedger extends StoredObject<Env> {
 
   private held(kind: StorageKind, holder: string): number {
     if (!this.schema.exists) return 0;
-    return this.sql.exec<{ bytes: number }>("SELECT bytes FROM leases WHERE kind = ? AND holder = ?", kind, holder).toArray()[0]?.bytes ?? 0;
+    return (
+      this.sql.exec<{ bytes: number }>("SELECT bytes FROM leases WHERE kind = ? AND holder = ?", kind, holder).toArray()[0]?.bytes ?? 0
+    );
   }
 
   private sum(kind: StorageKind): number {
@@ -203,6 +216,8 @@ interface LeaseHolder {
 
 /** The object holding a lease of `kind`, from its id (the ledger's `holder`). */
 function leaseHolder(env: Env, kind: StorageKind, holder: string): { leaseHeld(): Promise<number> } {
-  const ns = { tally: env.TALLY_USER, mailbox: env.MINCA_MAILBOX, host: env.MINCA_ACCOUNT }[kind] as unknown as DurableObjectNamespace<LeaseHolder & Rpc.DurableObjectBranded>;
+  const ns = { tally: env.TALLY_USER, mailbox: env.MINCA_MAILBOX, host: env.MINCA_ACCOUNT }[kind] as unknown as DurableObjectNamespace<
+    LeaseHolder & Rpc.DurableObjectBranded
+  >;
   return ns.get(ns.idFromString(holder)) as unknown as { leaseHeld(): Promise<number> };
 }

@@ -43,7 +43,9 @@ export class RelayPolicy extends StoredObject<Env> {
   async snapshot(): Promise<PolicySnapshot> {
     const out = Object.fromEntries(POLICY_LISTS.map((l) => [l, [] as PolicyEntry[]])) as PolicySnapshot;
     if (!this.schema.exists) return out;
-    for (const r of this.sql.exec<{ list: string; value: string; reason: string }>("SELECT list, value, reason FROM entries ORDER BY added_at, value")) {
+    for (const r of this.sql.exec<{ list: string; value: string; reason: string }>(
+      "SELECT list, value, reason FROM entries ORDER BY added_at, value",
+    )) {
       if ((POLICY_LISTS as readonly string[]).includes(r.list)) out[r.list as PolicyList].push({ value: r.value, reason: r.reason });
     }
     return out;

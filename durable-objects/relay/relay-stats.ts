@@ -119,7 +119,8 @@ export class RelayStats extends StoredObject<StatsEnv> {
     const out = emptyStorage(storageTotals(this.env));
     if (!this.schema.exists) return out;
     for (const r of this.sql.exec<StorageRow>("SELECT kind, reserved_bytes, holders, total_bytes FROM storage").toArray()) {
-      if ((STORAGE_KINDS as readonly string[]).includes(r.kind)) out[r.kind as keyof StorageReport] = { reserved_bytes: r.reserved_bytes, holders: r.holders, total_bytes: r.total_bytes };
+      if ((STORAGE_KINDS as readonly string[]).includes(r.kind))
+        out[r.kind as keyof StorageReport] = { reserved_bytes: r.reserved_bytes, holders: r.holders, total_bytes: r.total_bytes };
     }
     return out;
   }

@@ -165,7 +165,11 @@ export class StorageLease {
     this.granted = bytes;
     if (bytes === 0 && !this.schema.exists) return;
     this.schema.ensure();
-    this.schema.sql.exec("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", META_KEY, String(bytes));
+    this.schema.sql.exec(
+      "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+      META_KEY,
+      String(bytes),
+    );
   }
 
   private serial<T>(f: () => Promise<T>): Promise<T> {

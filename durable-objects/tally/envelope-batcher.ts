@@ -45,7 +45,10 @@ export class EnvelopeBatcher {
       if (queue.length === 0) return void this.waiting.delete(toHex);
       const batch = queue.splice(0, TALLY_LIMITS.rpc_batch_envelopes);
       try {
-        const statuses = await this.deliverBatch(toHex, batch.map((e) => e.call));
+        const statuses = await this.deliverBatch(
+          toHex,
+          batch.map((e) => e.call),
+        );
         batch.forEach((e, k) => {
           if (statuses[k]) e.resolve(statuses[k]);
           else e.reject(new Error(`delivery of ${e.call[2]} failed`));

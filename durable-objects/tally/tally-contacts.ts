@@ -50,7 +50,9 @@ export class TallyContacts {
     if (!this.contacts) {
       this.contacts = new Map();
       if (!this.schema.exists) return this.contacts;
-      for (const r of this.sql.exec<{ peer_hex: string; sent: number; received: number }>("SELECT peer_hex, sent, received FROM contacts")) {
+      for (const r of this.sql.exec<{ peer_hex: string; sent: number; received: number }>(
+        "SELECT peer_hex, sent, received FROM contacts",
+      )) {
         this.contacts.set(r.peer_hex, { sent: r.sent === 1, received: r.received === 1 });
       }
     }
@@ -62,16 +64,9 @@ export class TallyContacts {
   /** Device `deviceId` of this user met `peerDevice` of `peerHex` (at most max_introductions_per_device each). */
   addIntroduction(deviceId: string, peerHex: string, peerDevice: string): void {
     this.schema.ensure(); // kept only for a registered device, while it is online
-    const count = this.sql
-      .exec<{ n: number }>("SELECT COUNT(*) AS n FROM introductions WHERE device_id = ?", deviceId)
-      .one().n;
+    const count = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM introductions WHERE device_id = ?", deviceId).one().n;
     if (count >= TALLY_LIMITS.max_introductions_per_device) return;
-    this.sql.exec(
-      "INSERT OR IGNORE INTO introductions (device_id, peer_hex, peer_device) VALUES (?, ?, ?)",
-      deviceId,
-      peerHex,
-      peerDevice,
-    );
+    this.sql.exec("INSERT OR IGNORE INTO introductions (device_id, peer_hex, peer_device) VALUES (?, ?, ?)", deviceId, peerHex, peerDevice);
   }
 
   /** Device `deviceId` has gone: its introductions go, answered as the peer devices to tell, by user. */

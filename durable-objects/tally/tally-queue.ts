@@ -51,14 +51,17 @@ export class TallyQueue {
    * when the relay-wide total has no room for it (nothing kept; the lease, storage-lease.ts,
    * charges what the queue then holds in the same transaction as the write).
    */
-  async store(raw: string, fromHex: string, id: string, now: number): Promise<{ body: string; expires: number | null } | null | "storage_full"> {
+  async store(
+    raw: string,
+    fromHex: string,
+    id: string,
+    now: number,
+  ): Promise<{ body: string; expires: number | null } | null | "storage_full"> {
     const body = storedEnvelope(raw, new Date(now));
     const bytes = utf8ByteLength(body);
     if (bytes > TALLY_LIMITS.queue_max_bytes) return null;
     const r = await this.lease.store<{ body: string; expires: number | null } | null>(bytes, () => {
-      const existing = this.sql
-        .exec<{ body: string }>("SELECT body FROM queue WHERE from_hex = ? AND id = ?", fromHex, id)
-        .toArray()[0];
+      const existing = this.sql.exec<{ body: string }>("SELECT body FROM queue WHERE from_hex = ? AND id = ?", fromHex, id).toArray()[0];
       if (existing) return { value: { body: existing.body, expires: null } };
       const expires = now + TALLY_LIMITS.queue_ttl_days * DAY_MS;
       this.sql.exec(

@@ -12,13 +12,7 @@ import { rawMember } from "../../shared/json-raw";
 import { checkAuthEvent } from "../../shared/tally/auth";
 import { npubDecode, npubEncode } from "../../shared/tally/keys";
 import { peerEnvelopeSchema } from "../../shared/tally/envelope";
-import {
-  ackSchema,
-  connectPeerSchema,
-  queuePeerEnvelopeSchema,
-  registerSchema,
-  webrtcSignalSchema,
-} from "../../shared/tally/messages";
+import { ackSchema, connectPeerSchema, queuePeerEnvelopeSchema, registerSchema, webrtcSignalSchema } from "../../shared/tally/messages";
 import { relayUrlMatches } from "../../shared/tally/relay-url";
 import { log } from "../../shared/log";
 import { TallyQueue } from "./tally-queue";
@@ -173,11 +167,7 @@ export class TallyUser extends SocketObject<Env, TallyAttachment> {
     }),
   };
 
-  private async register(
-    ws: WebSocket,
-    msg: { user_id: string; auth: unknown; acks?: boolean },
-    att: TallyAttachment,
-  ): Promise<void> {
+  private async register(ws: WebSocket, msg: { user_id: string; auth: unknown; acks?: boolean }, att: TallyAttachment): Promise<void> {
     if (att.authed) return this.sendError(ws, "already_registered", "this connection is already registered");
     const me = this.userHex();
     let claimed: string;
@@ -227,17 +217,16 @@ export class TallyUser extends SocketObject<Env, TallyAttachment> {
     if (!next.acks && pushed > 0) this.queue.removeThrough(pushed);
 
     // Own devices meet each other (13.1).
-    this.signaling.registered(ws, deviceId, online.map((d) => ({ ws: d.ws, deviceId: d.att.deviceId })));
+    this.signaling.registered(
+      ws,
+      deviceId,
+      online.map((d) => ({ ws: d.ws, deviceId: d.att.deviceId })),
+    );
   }
 
   // ---- envelopes ----------------------------------------------------------------------------
 
-  private async queueEnvelope(
-    ws: WebSocket,
-    envelope: Record<string, unknown>,
-    att: TallyAttachment,
-    frame: string,
-  ): Promise<void> {
+  private async queueEnvelope(ws: WebSocket, envelope: Record<string, unknown>, att: TallyAttachment, frame: string): Promise<void> {
     const id = typeof envelope.id === "string" ? envelope.id : undefined;
     const checked = peerEnvelopeSchema.safeParse(envelope);
     if (!checked.success) {
@@ -269,7 +258,12 @@ export class TallyUser extends SocketObject<Env, TallyAttachment> {
       status = await this.batcher.deliver(toHex, raw, fromHex, env.id);
     }
     if (status === "storage_full") {
-      return this.sendError(ws, "storage_full", "the relay holds all the envelopes it may (storage.tally_bytes): not stored; send it again later", env.id);
+      return this.sendError(
+        ws,
+        "storage_full",
+        "the relay holds all the envelopes it may (storage.tally_bytes): not stored; send it again later",
+        env.id,
+      );
     }
     this.send(ws, { type: "queued", id: env.id, to_user_id: env.to_user_id, status });
   }

@@ -4,7 +4,10 @@ import * as z from "zod";
 import { base64urlEncode, utf8Encode } from "../encoding";
 import { MAILBOX_LIMITS } from "../limits";
 
-const uint = z.string().regex(/^\d{1,15}$/, "must be a non-negative integer").transform(Number);
+const uint = z
+  .string()
+  .regex(/^\d{1,15}$/, "must be a non-negative integer")
+  .transform(Number);
 
 /**
  * GET ?after=&limit=&wait= (all optional), within a log's page bounds: the mailbox's page shape,

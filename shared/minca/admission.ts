@@ -17,7 +17,11 @@ export interface AdmissionSettings {
   MINCA_HOST_ADMISSION_TOKEN?: string;
 }
 
-export type Admission = { mode: "open" } | { mode: "allowlist"; dids: ReadonlySet<string> } | { mode: "token"; token: string } | { mode: "closed"; why: string };
+export type Admission =
+  | { mode: "open" }
+  | { mode: "allowlist"; dids: ReadonlySet<string> }
+  | { mode: "token"; token: string }
+  | { mode: "closed"; why: string };
 
 export function admissionOf(env: AdmissionSettings): Admission {
   const mode = (env.MINCA_HOST_ADMISSION ?? "").trim() || "open";
@@ -28,7 +32,9 @@ export function admissionOf(env: AdmissionSettings): Admission {
       return { mode: "allowlist", dids: new Set((env.MINCA_HOST_ALLOWLIST ?? "").split(/[\s,]+/).filter(Boolean)) };
     case "token": {
       const token = (env.MINCA_HOST_ADMISSION_TOKEN ?? "").trim();
-      return token === "" ? { mode: "closed", why: "MINCA_HOST_ADMISSION is token but MINCA_HOST_ADMISSION_TOKEN is not set" } : { mode: "token", token };
+      return token === ""
+        ? { mode: "closed", why: "MINCA_HOST_ADMISSION is token but MINCA_HOST_ADMISSION_TOKEN is not set" }
+        : { mode: "token", token };
     }
     default:
       return { mode: "closed", why: `MINCA_HOST_ADMISSION is ${JSON.stringify(mode)}, not one of ${ADMISSION_MODES.join(", ")}` };
@@ -43,11 +49,21 @@ export function admit(a: Admission, account: string, authorization: string | nul
     case "open":
       return { ok: true };
     case "allowlist":
-      return a.dids.has(account) ? { ok: true } : { ok: false, status: 403, code: "not_admitted", message: "this host carries only the accounts its operator lists" };
+      return a.dids.has(account)
+        ? { ok: true }
+        : { ok: false, status: 403, code: "not_admitted", message: "this host carries only the accounts its operator lists" };
     case "token": {
       const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? "");
-      if (!m) return { ok: false, status: 401, code: "admission_required", message: "this host needs an admission token: Authorization: Bearer <token>" };
-      return sameBytes(m[1], a.token) ? { ok: true } : { ok: false, status: 403, code: "not_admitted", message: "the admission token is not this host's" };
+      if (!m)
+        return {
+          ok: false,
+          status: 401,
+          code: "admission_required",
+          message: "this host needs an admission token: Authorization: Bearer <token>",
+        };
+      return sameBytes(m[1], a.token)
+        ? { ok: true }
+        : { ok: false, status: 403, code: "not_admitted", message: "the admission token is not this host's" };
     }
     case "closed":
       return { ok: false, status: 403, code: "not_admitted", message: "this host admits no account (its admission setting is invalid)" };

@@ -30,7 +30,11 @@ export interface AppendPlan {
  * Step 1, checks and dedup: each arrival's gate verdict (`checks`, in order) and whether the log
  * already holds it (`heldSeq`). A version repeated within the request is planned once.
  */
-export function planArrivals(checks: VersionCheck[], arrived: Array<{ raw: string; bytes: number }>, heldSeq: (id: string) => number | undefined): AppendPlan {
+export function planArrivals(
+  checks: VersionCheck[],
+  arrived: Array<{ raw: string; bytes: number }>,
+  heldSeq: (id: string) => number | undefined,
+): AppendPlan {
   const firstAt = new Map<string, number>();
   const entries = checks.map((c, i): PlanEntry => {
     if (!c.ok) return { kind: "refused", ...(c.id ? { id: c.id } : {}), reason: c.reason, detail: c.detail };
@@ -143,13 +147,18 @@ export function afterWrite(plan: AppendPlan, written: Map<number, { seq: number;
     entries: plan.entries.map((e, i): PlanEntry => {
       const w = written.get(i);
       if (e.kind !== "fresh" || !w) return e;
-      return w.added ? { kind: "stored", id: e.version.id, seq: w.seq, version: e.version, raw: e.raw, bytes: e.bytes, payer: e.payer! } : { kind: "held", id: e.version.id, seq: w.seq };
+      return w.added
+        ? { kind: "stored", id: e.version.id, seq: w.seq, version: e.version, raw: e.raw, bytes: e.bytes, payer: e.payer! }
+        : { kind: "held", id: e.version.id, seq: w.seq };
     }),
   };
 }
 
 /** What was charged but not kept (refused after charging, or stored meanwhile by another request): per account, to give back. */
-export function refundsOf(charged: Array<{ account: string; share: Share }>, plan: AppendPlan): Array<{ account: string; versions: number; bytes: number }> {
+export function refundsOf(
+  charged: Array<{ account: string; share: Share }>,
+  plan: AppendPlan,
+): Array<{ account: string; versions: number; bytes: number }> {
   const out = new Map<string, { account: string; versions: number; bytes: number }>();
   for (const { account, share } of charged) {
     share.indexes.forEach((index, k) => {

@@ -16,7 +16,13 @@ export interface Carrier {
 export type SlotDecision = { ok: true; evict: string | null } | { ok: false };
 
 /** Whether `account`, passing with `readKey`, gets a slot among `carriers`, and whose slot it takes. */
-export function slotFor(carriers: readonly Carrier[], account: string, readKey: string | null, constitution: Constitution, max: number = MINCA_HOST_LIMITS.max_carriers_per_space): SlotDecision {
+export function slotFor(
+  carriers: readonly Carrier[],
+  account: string,
+  readKey: string | null,
+  constitution: Constitution,
+  max: number = MINCA_HOST_LIMITS.max_carriers_per_space,
+): SlotDecision {
   if (carriers.some((c) => c.account === account) || carriers.length < max) return { ok: true, evict: null };
   const member = constitution.visibility === "private" && constitution.readKey !== undefined && readKey === constitution.readKey;
   if (!member) return { ok: false };

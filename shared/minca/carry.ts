@@ -46,7 +46,11 @@ export const carryGrantSchema = z
     did: z.string().refine(isP256DidKey, "did is the account's P-256 did:key"),
     name: z.string().max(256).optional(),
     carry: z.object({ space: z.string(), invite: z.string() }).strict(),
-    pod: z.object({ dataPath: z.string().max(1024), folder: z.string().max(256) }).strict().nullable().optional(),
+    pod: z
+      .object({ dataPath: z.string().max(1024), folder: z.string().max(256) })
+      .strict()
+      .nullable()
+      .optional(),
     relays: z.array(z.string().max(2048)).max(64).optional(),
   })
   .strict();
@@ -79,7 +83,8 @@ export function checkCarryGrant(value: unknown, carrierDid?: string): CarryGrant
   if (invite.space !== grant.carry.space) return { ok: false, reason: "the invite is to another space" };
   const c = invite.constitution;
   if (c.visibility !== "private") return { ok: false, reason: "the carry space is not private" };
-  if (c.founders.length !== 1 || c.founders[0] !== grant.did) return { ok: false, reason: "the account is not the carry space's one founder" };
+  if (c.founders.length !== 1 || c.founders[0] !== grant.did)
+    return { ok: false, reason: "the account is not the carry space's one founder" };
   if (!invite.key) return { ok: false, reason: "the invite does not carry the space's key" };
   if (readKeyDid(readSeedOf(invite.key)) !== c.readKey) return { ok: false, reason: "the invite's key is not the space's key" };
   if (grant.pod) {
@@ -107,7 +112,13 @@ export function carryGenOf(nonce: string): number | null {
 }
 
 /** The CarryGrant a home answers a carrier with (seed §4.3), for a carry space the account derived. */
-export function carryGrant(opts: { account: string; name?: string; carrySpace: { id: string }; invite: string; relays?: string[] }): CarryGrant {
+export function carryGrant(opts: {
+  account: string;
+  name?: string;
+  carrySpace: { id: string };
+  invite: string;
+  relays?: string[];
+}): CarryGrant {
   const g: CarryGrant = { v: 1, kind: "carry", did: opts.account, carry: { space: opts.carrySpace.id, invite: opts.invite }, pod: null };
   if (opts.name !== undefined) g.name = opts.name;
   if (opts.relays !== undefined) g.relays = opts.relays;
@@ -133,21 +144,32 @@ export type PassBody = z.infer<typeof passBodySchema>;
 
 /** A revoke (the relay's hosting profile, "Revocations"): the key, and optionally a cutoff in unix ms. */
 export const revokeBodySchema = z
-  .object({ v: z.literal(1), key: z.string().refine(isP256DidKey, "key is a P-256 did:key"), cutoff: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional() })
+  .object({
+    v: z.literal(1),
+    key: z.string().refine(isP256DidKey, "key is a P-256 did:key"),
+    cutoff: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+  })
   .strict();
 export type RevokeBody = z.infer<typeof revokeBodySchema>;
 
 export const closedBodySchema = z.object({ v: z.literal(1), closed: z.literal(true) }).strict();
 
 export const linkBodySchema = z
-  .object({ v: z.literal(1), blob: b64.max(Math.ceil((MINCA_HOST_LIMITS.max_version_bytes * 4) / 3)), until: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER) })
+  .object({
+    v: z.literal(1),
+    blob: b64.max(Math.ceil((MINCA_HOST_LIMITS.max_version_bytes * 4) / 3)),
+    until: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
+  })
   .strict();
 
 export const wakeBodySchema = z
   .object({
     v: z.literal(1),
     name: z.string().min(1).max(256),
-    spaces: z.union([z.literal("all"), z.array(z.string().refine(isMincaId, "not a space id")).min(1).max(MINCA_HOST_LIMITS.max_spaces_per_account)]),
+    spaces: z.union([
+      z.literal("all"),
+      z.array(z.string().refine(isMincaId, "not a space id")).min(1).max(MINCA_HOST_LIMITS.max_spaces_per_account),
+    ]),
     collection: z.string().min(1).max(MINCA_HOST_LIMITS.max_name_chars),
     topics: z.array(z.string().min(1).max(MINCA_HOST_LIMITS.max_name_chars)).max(MINCA_HOST_LIMITS.max_topics).optional(),
     others: z.literal(true).optional(),
@@ -179,7 +201,11 @@ export type CarryRecord =
   | { kind: "receiver"; key: string; receiver: ReceiverBody }
   | { kind: "receiver_deleted"; key: string }
   | { kind: "other" }
-  | { kind: "refused"; reason: "unreadable_record" | "pass_space_mismatch" | "pass_read_key_mismatch" | "own_space_mismatch"; detail: string };
+  | {
+      kind: "refused";
+      reason: "unreadable_record" | "pass_space_mismatch" | "pass_read_key_mismatch" | "own_space_mismatch";
+      detail: string;
+    };
 
 /**
  * Reads a version of the carry space (one that passed the gates: written by the account under a
@@ -211,12 +237,20 @@ function readCarryRecordOrThrow(v: Version, bodyKey: Uint8Array): CarryRecord {
       if (!p.success) return unreadable("the pass does not open as a SpacePass");
       const space = spaceId(p.data.constitution);
       if (passKey(space) !== v.key) {
-        return { kind: "refused", reason: "pass_space_mismatch", detail: "the pass's constitution does not hash to the space its key names" };
+        return {
+          kind: "refused",
+          reason: "pass_space_mismatch",
+          detail: "the pass's constitution does not hash to the space its key names",
+        };
       }
       const own = p.data.own === true;
       const founders = p.data.constitution.founders;
       if (own && !(founders.length === 1 && founders[0] === v.note.payload.iss)) {
-        return { kind: "refused", reason: "own_space_mismatch", detail: "only a space the account founded alone is one of its own (own: true)" };
+        return {
+          kind: "refused",
+          reason: "own_space_mismatch",
+          detail: "only a space the account founded alone is one of its own (own: true)",
+        };
       }
       if (p.data.constitution.visibility === "public") {
         if (p.data.readSeed !== undefined) return unreadable("a public space's pass has no read seed");
@@ -231,7 +265,11 @@ function readCarryRecordOrThrow(v: Version, bodyKey: Uint8Array): CarryRecord {
         return { kind: "refused", reason: "pass_read_key_mismatch", detail: "a private space's pass carries a 32-byte read seed" };
       }
       if (did !== p.data.constitution.readKey && did !== p.data.readKey) {
-        return { kind: "refused", reason: "pass_read_key_mismatch", detail: "the read seed's did is neither the constitution's readKey nor the pass's" };
+        return {
+          kind: "refused",
+          reason: "pass_read_key_mismatch",
+          detail: "the read seed's did is neither the constitution's readKey nor the pass's",
+        };
       }
       return { kind: "pass", space, constitution: p.data.constitution, readKey: did, own, at: v.at };
     }

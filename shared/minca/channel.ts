@@ -4,15 +4,7 @@ import { x25519 } from "@noble/curves/ed25519.js";
 import { xchacha20poly1305 } from "@noble/ciphers/chacha.js";
 import { hkdf } from "@noble/hashes/hkdf.js";
 import { sha256 } from "@noble/hashes/sha2.js";
-import {
-  base64urlDecode,
-  base64urlEncode,
-  concatBytes,
-  equalBytes,
-  randomBytes,
-  utf8Decode,
-  utf8Encode,
-} from "../encoding";
+import { base64urlDecode, base64urlEncode, concatBytes, equalBytes, randomBytes, utf8Decode, utf8Encode } from "../encoding";
 import { canonicalize } from "./jcs";
 
 const KEY_LABEL = "minca/code-key/v1";

@@ -181,9 +181,7 @@ export class HomeExchange {
         connections.remember({ audience: req.audience, kind: "code", origin: this.opts.origin });
         this.sendSealed(CODE_TYPES.answer, SEQ.answer, { grant });
         this.setState("answered");
-        this.arm(this.opts.doneTimeoutMs ?? 15 * 60_000, () =>
-          this.end({ status: "granted", grant, why: "no code:done in time" }),
-        );
+        this.arm(this.opts.doneTimeoutMs ?? 15 * 60_000, () => this.end({ status: "granted", grant, why: "no code:done in time" }));
         return;
       }
       case CODE_TYPES.done: {

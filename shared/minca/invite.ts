@@ -13,7 +13,12 @@ export const INVITE_MAX_CHARS = 8_192;
 const b64key = z.string().regex(/^[A-Za-z0-9_-]{43}$/, "key is base64url of 32 bytes");
 
 export const inviteSchema = z
-  .object({ v: z.literal(1), space: z.string().refine(isMincaId, "not a space id"), constitution: constitutionSchema, key: b64key.optional() })
+  .object({
+    v: z.literal(1),
+    space: z.string().refine(isMincaId, "not a space id"),
+    constitution: constitutionSchema,
+    key: b64key.optional(),
+  })
   .strict();
 
 export interface Invite {

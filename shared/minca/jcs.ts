@@ -20,16 +20,20 @@ export function canonicalize(value: unknown): string {
     case "object": {
       if (value === null) return "null";
       if (Array.isArray(value)) {
-        return `[${value.map((v) => {
-          if (v === undefined) throw new JcsError("undefined in array");
-          return canonicalize(v);
-        }).join(",")}]`;
+        return `[${value
+          .map((v) => {
+            if (v === undefined) throw new JcsError("undefined in array");
+            return canonicalize(v);
+          })
+          .join(",")}]`;
       }
       const proto = Object.getPrototypeOf(value);
       if (proto !== Object.prototype && proto !== null) throw new JcsError("only plain objects have a canonical form");
       const obj = value as Record<string, unknown>;
       // Default string order compares UTF-16 code units, as RFC 8785 section 3.2.3 requires.
-      const keys = Object.keys(obj).filter((k) => obj[k] !== undefined).sort();
+      const keys = Object.keys(obj)
+        .filter((k) => obj[k] !== undefined)
+        .sort();
       return `{${keys.map((k) => `${canonicalize(k)}:${canonicalize(obj[k])}`).join(",")}}`;
     }
     default:

@@ -9,8 +9,15 @@ import { canonicalize } from "./jcs";
 
 export const NOTE_TYPE = "minca/ucan/dlg@1";
 
-const did = z.string().max(256).refine((d) => d.startsWith("did:"), "not a did");
-const seconds = z.number().int().min(0).max(2 ** 53 - 1);
+const did = z
+  .string()
+  .max(256)
+  .refine((d) => d.startsWith("did:"), "not a did");
+const seconds = z
+  .number()
+  .int()
+  .min(0)
+  .max(2 ** 53 - 1);
 
 export const notePayloadSchema = z
   .object({

@@ -26,9 +26,7 @@ export type ProgramOutcome =
   | { ok: true; grant: Grant; key: P256Key }
   | { ok: false; reason: "denied" | "refused" | "check_mismatch" | "timeout" | "closed"; message: string };
 
-export type ProgramEvent =
-  | { kind: "state"; state: ProgramState }
-  | { kind: "ignored"; type: string; from: string; why: string };
+export type ProgramEvent = { kind: "state"; state: ProgramState } | { kind: "ignored"; type: string; from: string; why: string };
 
 export interface ProgramOptions {
   /** The home it opens: a bare domain, an origin or its connect page. */

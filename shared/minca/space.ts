@@ -110,7 +110,13 @@ export function newSpace(opts: { founders: string[]; visibility: "private" | "pu
 export function carrySpace(accountKey: Uint8Array, accountDid: string, carrierDid: string, gen: number): Space {
   if (!Number.isSafeInteger(gen) || gen < 0) throw new RangeError("gen is a non-negative integer");
   if (accountKey.length !== 32) throw new RangeError("the account key is 32 bytes");
-  const info = concatBytes(utf8Encode(CARRY_SPACE_LABEL), Uint8Array.of(0), utf8Encode(carrierDid), Uint8Array.of(0), utf8Encode(String(gen)));
+  const info = concatBytes(
+    utf8Encode(CARRY_SPACE_LABEL),
+    Uint8Array.of(0),
+    utf8Encode(carrierDid),
+    Uint8Array.of(0),
+    utf8Encode(String(gen)),
+  );
   const key = hkdf(sha256, accountKey, new Uint8Array(0), info, 32);
   return newSpace({ founders: [accountDid], visibility: "private", nonce: carryNonce(carrierDid, gen), key });
 }

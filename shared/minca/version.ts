@@ -31,7 +31,10 @@ export const versionSchema = z
     topics: z.array(name).max(MINCA_HOST_LIMITS.max_topics),
     deleted: z.literal(true).optional(),
     body: z.record(z.string(), z.unknown()).optional(),
-    sealed: z.string().regex(/^[A-Za-z0-9_-]+$/, "sealed is base64url").optional(),
+    sealed: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]+$/, "sealed is base64url")
+      .optional(),
     note: z.unknown(),
     id: z.string().refine(isMincaId, "not a version id"),
     sig: z.string().max(128),
@@ -54,7 +57,16 @@ export interface Outside {
 }
 
 export function outsideOf(v: Version): Outside {
-  return { id: v.id, space: v.space, collection: v.collection, key: v.key, author: v.author, at: v.at, topics: v.topics, deleted: v.deleted === true };
+  return {
+    id: v.id,
+    space: v.space,
+    collection: v.collection,
+    key: v.key,
+    author: v.author,
+    at: v.at,
+    topics: v.topics,
+    deleted: v.deleted === true,
+  };
 }
 
 /** id = "b" + base32(SHA-256(UTF-8(JCS(version without id and sig)))). */
@@ -158,7 +170,12 @@ export interface GateContext {
   ownMachinery: boolean;
 }
 
-const refuse = (reason: VersionRefusal, detail: string, id?: string): VersionCheck => ({ ok: false, reason, detail, ...(id ? { id } : {}) });
+const refuse = (reason: VersionRefusal, detail: string, id?: string): VersionCheck => ({
+  ok: false,
+  reason,
+  detail,
+  ...(id ? { id } : {}),
+});
 
 /**
  * The gates of DESIGN 8.2, in order: well-formed and within bounds; the space; the id; the
@@ -167,7 +184,13 @@ const refuse = (reason: VersionRefusal, detail: string, id?: string): VersionChe
  * Records are judged with no time: the note's exp is not checked.
  */
 export async function checkVersion(value: unknown, ctx: GateContext, bytes?: number, raw?: string): Promise<VersionCheck> {
-  const claimedId = typeof value === "object" && value !== null && typeof (value as { id?: unknown }).id === "string" && isMincaId((value as { id: string }).id) ? (value as { id: string }).id : undefined;
+  const claimedId =
+    typeof value === "object" &&
+    value !== null &&
+    typeof (value as { id?: unknown }).id === "string" &&
+    isMincaId((value as { id: string }).id)
+      ? (value as { id: string }).id
+      : undefined;
   if (bytes !== undefined && bytes > MINCA_HOST_LIMITS.max_version_bytes) {
     return refuse("too_large", `a version is at most ${MINCA_HOST_LIMITS.max_version_bytes} bytes`, claimedId);
   }
@@ -195,14 +218,18 @@ export async function checkVersion(value: unknown, ctx: GateContext, bytes?: num
   const p = note.note.payload;
   if (p.aud !== v.author) return refuse("note_audience", "the note is made out to another key", v.id);
   if (p.sub !== p.iss && p.sub !== `space:${v.space}`) return refuse("note_subject", "the note's subject does not cover this space", v.id);
-  if (!policyAllows(p.pol, { space: v.space, collection: v.collection })) return refuse("note_policy", "the note's policy does not allow this write", v.id);
+  if (!policyAllows(p.pol, { space: v.space, collection: v.collection }))
+    return refuse("note_policy", "the note's policy does not allow this write", v.id);
   if (ctx.ownMachinery && !commandCovers(p.cmd, ACCOUNT_WRITE)) {
     return refuse("not_account_write", `in the account's own spaces a version counts only under a note granting ${ACCOUNT_WRITE}`, v.id);
   }
-  if (!ctx.ownMachinery && !commandCovers(p.cmd, RECORD_WRITE)) return refuse("note_command", `the note's command does not grant ${RECORD_WRITE}`, v.id);
+  if (!ctx.ownMachinery && !commandCovers(p.cmd, RECORD_WRITE))
+    return refuse("note_command", `the note's command does not grant ${RECORD_WRITE}`, v.id);
   if (!ctx.constitution.founders.includes(p.iss)) return refuse("not_founder", "the note is not rooted at a founder of the space", v.id);
-  if (ctx.constitution.visibility === "private" && v.body !== undefined) return refuse("body_in_private_space", "a private space's bodies are sealed", v.id);
-  if (ctx.constitution.visibility === "public" && v.sealed !== undefined) return refuse("sealed_in_public_space", "a public space's bodies are in the clear", v.id);
+  if (ctx.constitution.visibility === "private" && v.body !== undefined)
+    return refuse("body_in_private_space", "a private space's bodies are sealed", v.id);
+  if (ctx.constitution.visibility === "public" && v.sealed !== undefined)
+    return refuse("sealed_in_public_space", "a public space's bodies are in the clear", v.id);
   return { ok: true, version: { ...v, note: note.note } };
 }
 

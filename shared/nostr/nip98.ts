@@ -36,11 +36,14 @@ export function checkNip98(header: string | null | undefined, req: Nip98Request)
   if (!verifyEvent(ev)) return { ok: false, reason: "the event's id or signature is not valid" };
   const e = ev as NostrEvent;
   if (e.kind !== NIP98_KIND) return { ok: false, reason: `the event is not of kind ${NIP98_KIND}` };
-  if (Math.abs(e.created_at - req.nowSeconds) > req.maxSkewSeconds) return { ok: false, reason: `the event was not made within ${req.maxSkewSeconds} s of now` };
+  if (Math.abs(e.created_at - req.nowSeconds) > req.maxSkewSeconds)
+    return { ok: false, reason: `the event was not made within ${req.maxSkewSeconds} s of now` };
   const tag = (name: string) => e.tags.find((t) => t[0] === name)?.[1];
   if (!sameUrl(tag("u"), req.url, req.otherHosts ?? [])) return { ok: false, reason: "the event's u tag is not this request's URL" };
-  if ((tag("method") ?? "").toUpperCase() !== req.method.toUpperCase()) return { ok: false, reason: "the event's method tag is not this request's method" };
-  if (req.body.length > 0 && tag("payload")?.toLowerCase() !== bytesToHex(sha256(req.body))) return { ok: false, reason: "the event's payload tag is not the SHA-256 of the body" };
+  if ((tag("method") ?? "").toUpperCase() !== req.method.toUpperCase())
+    return { ok: false, reason: "the event's method tag is not this request's method" };
+  if (req.body.length > 0 && tag("payload")?.toLowerCase() !== bytesToHex(sha256(req.body)))
+    return { ok: false, reason: "the event's payload tag is not the SHA-256 of the body" };
   return { ok: true, pubkey: e.pubkey };
 }
 
@@ -61,7 +64,13 @@ function sameUrl(tagged: string | undefined, actual: string, otherHosts: readonl
 }
 
 /** The header value for a request (clients and tests): a fresh signed event for url, method, body. */
-export function nip98Header(secretKey: Uint8Array, url: string, method: string, body: Uint8Array, nowSeconds = Math.floor(Date.now() / 1000)): string {
+export function nip98Header(
+  secretKey: Uint8Array,
+  url: string,
+  method: string,
+  body: Uint8Array,
+  nowSeconds = Math.floor(Date.now() / 1000),
+): string {
   const tags = [
     ["u", url],
     ["method", method.toUpperCase()],

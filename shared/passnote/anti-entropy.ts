@@ -52,7 +52,9 @@ export function onState(core: EngineCore, peer: string, state: PeerState, m: Mes
     probed = new Map();
     state.stateSeries.set(ch, probed);
   }
-  const names = first ? [...new Set([...theirs.keys(), ...core.store.collectionNames().filter((c) => core.inScope(c, ch))])] : [...theirs.keys()];
+  const names = first
+    ? [...new Set([...theirs.keys(), ...core.store.collectionNames().filter((c) => core.inScope(c, ch))])]
+    : [...theirs.keys()];
   const recon = usesRecon(core, state);
   const recon2 = usesRecon2(core, state);
   for (const collection of names) {
@@ -63,7 +65,8 @@ export function onState(core: EngineCore, peer: string, state: PeerState, m: Mes
     // thousands of collections never fills the send queue.
     if (recon2) core.pace(peer, state, () => void core.send(peer, openingProbe2(core.store, collection), ch));
     else if (recon) core.pace(peer, state, () => void core.send(peer, openingProbe(core.store, collection), ch));
-    else core.pace(peer, state, () => void core.sendDelta(peer, collection, fallbackShipment(core, state, collection, watermark ?? ""), ch));
+    else
+      core.pace(peer, state, () => void core.sendDelta(peer, collection, fallbackShipment(core, state, collection, watermark ?? ""), ch));
   }
 }
 

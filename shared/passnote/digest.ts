@@ -23,7 +23,10 @@ import { DIGEST_BYTES, type MessageOf } from "./wire";
  */
 export function channelDigest(core: EngineCore, ch: Channel): Uint8Array {
   const w = new Writer();
-  for (const collection of core.store.collectionNames().filter((c) => core.inScope(c, ch)).sort()) {
+  for (const collection of core.store
+    .collectionNames()
+    .filter((c) => core.inScope(c, ch))
+    .sort()) {
     const s = core.store.summary(collection);
     if (s.count === 0) continue;
     w.string(collection).varint(s.count).raw(s.fingerprint);

@@ -8,7 +8,15 @@ import { encodeValue, Writer } from "./codec";
 import { CAP_RECON2, CAP_RECON2_LEGACY, InstTokens, makeHandshake, newInstToken, SUPPORTED_VERSIONS } from "./handshake";
 import { HlcClock } from "./hlc";
 import { MemoryStore, type PassnoteStore } from "./records";
-import { ROSTER_COLLECTION, devicePublicKey, deviceIdOf, keyTagOf, verifyRosterRecord, type DeviceIdentity, type RosterEntry } from "./roster";
+import {
+  ROSTER_COLLECTION,
+  devicePublicKey,
+  deviceIdOf,
+  keyTagOf,
+  verifyRosterRecord,
+  type DeviceIdentity,
+  type RosterEntry,
+} from "./roster";
 import { sealFrame, sealPlain } from "./seal";
 import type { Ephemeral, RatchetHello, Session } from "./session";
 import { SendWindow } from "./send-window";
@@ -230,7 +238,14 @@ export class EngineCore {
   }
 
   handshake(): MessageOf<"handshake"> {
-    return makeHandshake({ versions: this.versions, inst: this.inst, recon: this.recon, recon2: this.opts.recon2, digest: this.digest, deviceKey: this.identity?.pub });
+    return makeHandshake({
+      versions: this.versions,
+      inst: this.inst,
+      recon: this.recon,
+      recon2: this.opts.recon2,
+      digest: this.digest,
+      deviceKey: this.identity?.pub,
+    });
   }
 
   /** The channel of frames that are about no collection (handshake, hello, poke): plain or passphrase. */
@@ -278,7 +293,11 @@ export class EngineCore {
     if (state.overflowed && state.window.pending === 0 && state.paced.length === 0) {
       state.overflowed = false;
       state.shipped.clear(); // without recon1: what was left out may have carried records
-      for (const ch of this.identity ? (state.session ? (["plain", "session"] as const) : (["plain"] as const)) : (["passphrase"] as const)) {
+      for (const ch of this.identity
+        ? state.session
+          ? (["plain", "session"] as const)
+          : (["plain"] as const)
+        : (["passphrase"] as const)) {
         void this.send(peer, { type: "hello", node: this.node }, ch);
       }
     }
@@ -291,7 +310,11 @@ export class EngineCore {
     // The queue is bounded: past send_queue_max_frames a frame is left out (before it is sealed,
     // so no ratchet counter is skipped) and the peer is re-reconciled once the queue drains. The
     // connection's own handshakes and ratchet-hellos are never left out.
-    if (state.window.queued >= (this.opts.sendQueueMaxFrames ?? L.send_queue_max_frames) && m.type !== "handshake" && m.type !== "ratchet-hello") {
+    if (
+      state.window.queued >= (this.opts.sendQueueMaxFrames ?? L.send_queue_max_frames) &&
+      m.type !== "handshake" &&
+      m.type !== "ratchet-hello"
+    ) {
       state.overflowed = true;
       return Promise.resolve();
     }
@@ -301,7 +324,8 @@ export class EngineCore {
     let sealed: Uint8Array;
     if (ch === "passphrase") sealed = sealFrame(this.opts.key!, frame);
     else if (ch === "plain") sealed = sealPlain(this.identity!.group.rosterKey, frame);
-    else if (state.session) sealed = state.session.seal(frame); // the counter is taken in queue order
+    else if (state.session)
+      sealed = state.session.seal(frame); // the counter is taken in queue order
     else return Promise.resolve();
     if (m.type === "hello") state.stateSeries.delete(ch); // its answer starts a new state series
     this.sent.frames[m.type] = (this.sent.frames[m.type] ?? 0) + 1;

@@ -31,13 +31,25 @@ export function newInstToken(): string {
   return bytesToHex(randomBytes(8));
 }
 
-export function makeHandshake(opts: { versions?: readonly number[]; inst?: string; recon?: boolean; recon2?: boolean; digest?: boolean; deviceKey?: Uint8Array }): MessageOf<"handshake"> {
+export function makeHandshake(opts: {
+  versions?: readonly number[];
+  inst?: string;
+  recon?: boolean;
+  recon2?: boolean;
+  digest?: boolean;
+  deviceKey?: Uint8Array;
+}): MessageOf<"handshake"> {
   const capabilities: string[] = [];
   if (opts.recon ?? true) capabilities.push(CAP_RECON);
   if ((opts.recon ?? true) && opts.recon2) capabilities.push(CAP_RECON2, CAP_RECON2_LEGACY);
   if (opts.digest) capabilities.push(CAP_DIGEST);
   if (opts.inst) capabilities.push(`inst:${opts.inst}`);
-  return { type: "handshake", versions: [...(opts.versions ?? SUPPORTED_VERSIONS)], capabilities, deviceKey: opts.deviceKey ?? new Uint8Array(0) };
+  return {
+    type: "handshake",
+    versions: [...(opts.versions ?? SUPPORTED_VERSIONS)],
+    capabilities,
+    deviceKey: opts.deviceKey ?? new Uint8Array(0),
+  };
 }
 
 /** The highest version both sides speak, or null (PeerIncompatible). */

@@ -4,7 +4,10 @@ import * as z from "zod";
 import { errorFrameSchema } from "../errors";
 
 const b64url = (bytes: number) =>
-  z.string().regex(/^[A-Za-z0-9_-]+$/).length(Math.ceil((bytes * 4) / 3), `base64url of ${bytes} bytes`);
+  z
+    .string()
+    .regex(/^[A-Za-z0-9_-]+$/)
+    .length(Math.ceil((bytes * 4) / 3), `base64url of ${bytes} bytes`);
 const peerId = z.string().regex(/^[0-9a-f]{16}$/, "16 lowercase hex");
 
 /** Client to relay. */

@@ -60,7 +60,6 @@ export function usesRecon2(core: EngineCore, state: PeerState): boolean {
   return usesRecon(core, state) && (state.caps.has(CAP_RECON2) || state.caps.has(CAP_RECON2_LEGACY)) && !!core.opts.recon2;
 }
 
-
 /** Whether the anti-entropy pass opens with a digest (both sides offer x-edge-relay/digest). */
 export function usesDigest(core: EngineCore, state: PeerState): boolean {
   return state.caps.has(CAP_DIGEST) && core.digest;

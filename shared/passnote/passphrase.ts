@@ -13,7 +13,14 @@ import { pbkdf2 } from "@noble/hashes/pbkdf2.js";
 import { sha512 } from "@noble/hashes/sha2.js";
 import { utf8Encode } from "../encoding";
 
-export const PASSPHRASE_KDF = { pbkdf2Rounds: 2048, argonMemoryKiB: 19 * 1024, argonPasses: 2, argonLanes: 1, keyBytes: 32, minSaltBytes: 8 } as const;
+export const PASSPHRASE_KDF = {
+  pbkdf2Rounds: 2048,
+  argonMemoryKiB: 19 * 1024,
+  argonPasses: 2,
+  argonLanes: 1,
+  keyBytes: 32,
+  minSaltBytes: 8,
+} as const;
 
 /** The BIP39 seed of a phrase (empty BIP39 passphrase): the first step. */
 export function passphraseSeed(passphrase: string): Uint8Array {
@@ -23,11 +30,17 @@ export function passphraseSeed(passphrase: string): Uint8Array {
 
 function saltBytes(salt: string): Uint8Array {
   const s = utf8Encode(salt);
-  if (s.length < PASSPHRASE_KDF.minSaltBytes) throw new Error(`the salt is at least ${PASSPHRASE_KDF.minSaltBytes} bytes of UTF-8 (an app label such as "myapp:v1")`);
+  if (s.length < PASSPHRASE_KDF.minSaltBytes)
+    throw new Error(`the salt is at least ${PASSPHRASE_KDF.minSaltBytes} bytes of UTF-8 (an app label such as "myapp:v1")`);
   return s;
 }
 
-const argonOpts = () => ({ m: PASSPHRASE_KDF.argonMemoryKiB, t: PASSPHRASE_KDF.argonPasses, p: PASSPHRASE_KDF.argonLanes, dkLen: PASSPHRASE_KDF.keyBytes });
+const argonOpts = () => ({
+  m: PASSPHRASE_KDF.argonMemoryKiB,
+  t: PASSPHRASE_KDF.argonPasses,
+  p: PASSPHRASE_KDF.argonLanes,
+  dkLen: PASSPHRASE_KDF.keyBytes,
+});
 
 /**
  * The 32-byte key of a passphrase, under the app's salt. Deliberately slow (about a second of

@@ -70,7 +70,12 @@ function split(items: readonly Entry[], lo: number, hi: number, upper: Bound, bu
   for (let i = 0; i < f; i++) {
     const a = lo + Math.floor((i * n) / f);
     const b = lo + Math.floor(((i + 1) * n) / f);
-    out.push({ upper: i === f - 1 ? upper : boundBetween(items[b - 1], items[b]), mode: "fingerprint", count: b - a, fingerprint: fingerprintOf(items, a, b) });
+    out.push({
+      upper: i === f - 1 ? upper : boundBetween(items[b - 1], items[b]),
+      mode: "fingerprint",
+      count: b - a,
+      fingerprint: fingerprintOf(items, a, b),
+    });
   }
   return out;
 }
@@ -173,7 +178,12 @@ export function respondToReconcile2(store: PassnoteStore, msg: Reconcile2): Reco
       // Everything from here on goes as one fingerprint of the rest, for the next round to split.
       overflowed = true;
       if (lower) out.push(...gap);
-      out.push({ upper: INFINITE_BOUND, mode: "fingerprint", count: items.length - lo, fingerprint: fingerprintOf(items, lo, items.length) });
+      out.push({
+        upper: INFINITE_BOUND,
+        mode: "fingerprint",
+        count: items.length - lo,
+        fingerprint: fingerprintOf(items, lo, items.length),
+      });
       continue;
     }
     out.push(...gap, ...answer);

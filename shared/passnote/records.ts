@@ -294,7 +294,8 @@ export class WriteRefusedError extends RangeError {
 function checkName(what: string, s: string): void {
   if (!isWellFormedUnicode(s)) throw new WriteRefusedError(`the ${what} holds a lone surrogate: it would not arrive as written`, "unicode");
   const n = utf8ByteLength(s);
-  if (n > L.max_name_bytes) throw new WriteRefusedError(`the ${what} is ${n} bytes of UTF-8; peers read at most ${L.max_name_bytes}`, "max_name_bytes");
+  if (n > L.max_name_bytes)
+    throw new WriteRefusedError(`the ${what} is ${n} bytes of UTF-8; peers read at most ${L.max_name_bytes}`, "max_name_bytes");
 }
 
 /**
@@ -311,7 +312,14 @@ export function checkLocalWrite(collection: string, record: WireRecord): void {
   try {
     size = encodeRecord(new Writer(), record).finish().length;
   } catch (e) {
-    throw new WriteRefusedError(`the value cannot travel: ${(e as Error).message}`, e instanceof RangeError && /nested/.test((e as Error).message) ? "max_value_depth" : "value");
+    throw new WriteRefusedError(
+      `the value cannot travel: ${(e as Error).message}`,
+      e instanceof RangeError && /nested/.test((e as Error).message) ? "max_value_depth" : "value",
+    );
   }
-  if (size > L.record_max_bytes) throw new WriteRefusedError(`the record is ${size} bytes encoded; at most ${L.record_max_bytes} fit in one message`, "record_max_bytes");
+  if (size > L.record_max_bytes)
+    throw new WriteRefusedError(
+      `the record is ${size} bytes encoded; at most ${L.record_max_bytes} fit in one message`,
+      "record_max_bytes",
+    );
 }

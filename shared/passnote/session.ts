@@ -57,7 +57,14 @@ export function newEphemeral(): Ephemeral {
 
 /** The bytes a ratchet-hello's signature covers. */
 export function helloSignedBytes(h: Omit<RatchetHello, "type" | "signature">): Uint8Array {
-  return new Writer().raw(utf8Encode(RATCHET_HELLO_CONTEXT)).string(h.from).string(h.to).string(h.device).bytes(h.keyTag).raw(h.ephemeral).finish();
+  return new Writer()
+    .raw(utf8Encode(RATCHET_HELLO_CONTEXT))
+    .string(h.from)
+    .string(h.to)
+    .string(h.device)
+    .bytes(h.keyTag)
+    .raw(h.ephemeral)
+    .finish();
 }
 
 export function signRatchetHello(deviceKey: Uint8Array, h: Omit<RatchetHello, "type" | "signature">): RatchetHello {
@@ -79,7 +86,12 @@ function compareBytes(a: Uint8Array, b: Uint8Array): number {
 }
 
 /** HKDF-SHA256(groupKey ‖ shared, info = label ‖ sorted node ids ‖ sorted ephemerals). */
-export function sessionRoot(groupKey: Uint8Array, shared: Uint8Array, ids: [string, string], ephemerals: [Uint8Array, Uint8Array]): Uint8Array {
+export function sessionRoot(
+  groupKey: Uint8Array,
+  shared: Uint8Array,
+  ids: [string, string],
+  ephemerals: [Uint8Array, Uint8Array],
+): Uint8Array {
   const [idLo, idHi] = [...ids].sort();
   const [eLo, eHi] = [...ephemerals].sort(compareBytes);
   const info = new Writer().raw(utf8Encode(RATCHET_ROOT_INFO)).string(idLo).string(idHi).raw(eLo).raw(eHi).finish();

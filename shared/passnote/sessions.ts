@@ -6,7 +6,16 @@
 import { PASSNOTE_LIMITS as L } from "../limits";
 import { bytesToHex, equalBytes } from "../encoding";
 import type { EngineCore, PeerState } from "./engine-core";
-import { deriveSession, newEphemeral, openSession, signRatchetHello, verifyRatchetHello, wipeEphemeral, type RatchetHello, type Session } from "./session";
+import {
+  deriveSession,
+  newEphemeral,
+  openSession,
+  signRatchetHello,
+  verifyRatchetHello,
+  wipeEphemeral,
+  type RatchetHello,
+  type Session,
+} from "./session";
 
 /** Sends a ratchet-hello with a fresh ephemeral key (dropping any session with the peer). */
 export function sendRatchetHello(core: EngineCore, peer: string, state: PeerState): void {
@@ -77,7 +86,13 @@ export function onRatchetHello(core: EngineCore, peer: string, state: PeerState,
     if (state.mine?.secret) state.answered = h.ephemeral;
     return;
   }
-  const session = openSession({ groupKey: core.identity!.group.groupKey, mine: state.mine!, theirs: h.ephemeral, selfId: core.opts.selfId()!, peerId: peer });
+  const session = openSession({
+    groupKey: core.identity!.group.groupKey,
+    mine: state.mine!,
+    theirs: h.ephemeral,
+    selfId: core.opts.selfId()!,
+    peerId: peer,
+  });
   if (!session) {
     core.emit("helloRefused", peer, "degenerate ephemeral key");
     return;
@@ -102,7 +117,13 @@ function established(core: EngineCore, peer: string, state: PeerState, session: 
  */
 export function openAnswered(core: EngineCore, peer: string, state: PeerState, sealed: Uint8Array): Uint8Array | null {
   if (state.session || !state.answered || !state.mine?.secret) return null;
-  const candidate = deriveSession({ groupKey: core.identity!.group.groupKey, mine: state.mine, theirs: state.answered, selfId: core.opts.selfId()!, peerId: peer });
+  const candidate = deriveSession({
+    groupKey: core.identity!.group.groupKey,
+    mine: state.mine,
+    theirs: state.answered,
+    selfId: core.opts.selfId()!,
+    peerId: peer,
+  });
   const r = candidate?.open(sealed);
   if (!candidate || r?.status !== "ok") return null;
   wipeEphemeral(state.mine);

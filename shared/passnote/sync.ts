@@ -162,7 +162,11 @@ export class SyncEngine {
     for (const [peer, s] of this.core.peers) {
       if (s.version === undefined) continue;
       this.heal(peer, s, false);
-      for (const ch of this.core.identity ? (s.session ? (["plain", "session"] as const) : (["plain"] as const)) : (["passphrase"] as const)) {
+      for (const ch of this.core.identity
+        ? s.session
+          ? (["plain", "session"] as const)
+          : (["plain"] as const)
+        : (["passphrase"] as const)) {
         void this.core.send(peer, { type: "hello", node: this.node }, ch);
         void this.core.send(peer, { type: "poke" }, ch);
       }
@@ -228,7 +232,16 @@ export class SyncEngine {
   }
 
   peerInfo(peer: string):
-    | { version?: number; incompatible: boolean; node?: string; capabilities: string[]; session: boolean; device?: string; held: boolean; ephemeralSecretWiped: boolean }
+    | {
+        version?: number;
+        incompatible: boolean;
+        node?: string;
+        capabilities: string[];
+        session: boolean;
+        device?: string;
+        held: boolean;
+        ephemeralSecretWiped: boolean;
+      }
     | undefined {
     const s = this.core.peers.get(peer);
     return (
@@ -260,7 +273,8 @@ export class SyncEngine {
   // ---- local writes -----------------------------------------------------------------------------
 
   private userCollection(collection: string): void {
-    if (this.core.identity && collection === ROSTER_COLLECTION) throw new Error(`${ROSTER_COLLECTION} is the roster: use admit() and revoke()`);
+    if (this.core.identity && collection === ROSTER_COLLECTION)
+      throw new Error(`${ROSTER_COLLECTION} is the roster: use admit() and revoke()`);
   }
 
   /**

@@ -116,7 +116,10 @@ export function encodeRecord(w: Writer, r: WireRecord): Writer {
 
 /** Encodes one message as a frame. Throws on values the wire cannot carry (a caller bug). */
 export function encodeMessage(m: Message): Uint8Array {
-  const w = new Writer().byte(MAGIC).byte(m.type === "handshake" ? HANDSHAKE_VERSION : WIRE_VERSION).byte(MESSAGE_TAG[m.type]);
+  const w = new Writer()
+    .byte(MAGIC)
+    .byte(m.type === "handshake" ? HANDSHAKE_VERSION : WIRE_VERSION)
+    .byte(MESSAGE_TAG[m.type]);
   switch (m.type) {
     case "hello":
       w.string(m.node);

@@ -17,12 +17,7 @@ export type AuthFailureReason =
   | "bad_id"
   | "bad_signature";
 
-export function makeAuthEvent(opts: {
-  secretKey: Uint8Array;
-  challenge: string;
-  relayUrl: string;
-  createdAt?: number;
-}): NostrEvent {
+export function makeAuthEvent(opts: { secretKey: Uint8Array; challenge: string; relayUrl: string; createdAt?: number }): NostrEvent {
   return finalizeEvent(
     {
       kind: AUTH_EVENT_KIND,

@@ -15,16 +15,7 @@ import { secp256k1 } from "@noble/curves/secp256k1.js";
 import { gcm } from "@noble/ciphers/aes.js";
 import { sha256 } from "@noble/hashes/sha2.js";
 import * as z from "zod";
-import {
-  base64Decode,
-  base64Encode,
-  concatBytes,
-  hexToBytes,
-  isBase64,
-  randomBytes,
-  utf8Decode,
-  utf8Encode,
-} from "../encoding";
+import { base64Decode, base64Encode, concatBytes, hexToBytes, isBase64, randomBytes, utf8Decode, utf8Encode } from "../encoding";
 import { getPublicKeyHex, isNpub, npubDecode, npubEncode } from "./keys";
 import { decrypt as nip44Decrypt, encrypt as nip44Encrypt, getConversationKey } from "./nip44";
 import { verifyInner } from "./proof";
@@ -63,9 +54,7 @@ export type OpenEnvelopeFailure =
   | "not_for_me"
   | "bad_proof";
 
-export type OpenEnvelopeResult =
-  | { ok: true; inner: Record<string, unknown> }
-  | { ok: false; reason: OpenEnvelopeFailure };
+export type OpenEnvelopeResult = { ok: true; inner: Record<string, unknown> } | { ok: false; reason: OpenEnvelopeFailure };
 
 function checkSealable(inner: SealableInner, secretKey: Uint8Array): void {
   if (typeof inner.id !== "string" || inner.id.length < 1 || inner.id.length > ENVELOPE_ID_MAX_CHARS) {
@@ -172,9 +161,7 @@ export function openEnvelope(envelope: unknown, mySecret: Uint8Array): OpenEnvel
     let plaintext: string;
     try {
       plaintext =
-        version === ENVELOPE_VERSION
-          ? decryptV3(env.ciphertext, mySecret, fromHex)
-          : decryptV2(env.ciphertext, mySecret, fromHex);
+        version === ENVELOPE_VERSION ? decryptV3(env.ciphertext, mySecret, fromHex) : decryptV2(env.ciphertext, mySecret, fromHex);
     } catch {
       return fail("decrypt_failed");
     }

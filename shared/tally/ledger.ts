@@ -210,9 +210,7 @@ export function knownFromHello(parts: SyncHelloPayload[]): Known {
  * with an own device (peer === me), every entry; minus what the asker holds; chronological.
  */
 export function entriesForPeer(ledger: LedgerEntry[], me: string, peer: string, known: Known = emptyKnown()): LedgerEntry[] {
-  return chronological(
-    ledger.filter((e) => inConversation(e, me, peer) && !known.ids.has(e.id) && !known.hashes.has(knownHash(e))),
-  );
+  return chronological(ledger.filter((e) => inConversation(e, me, peer) && !known.ids.has(e.id) && !known.hashes.has(knownHash(e))));
 }
 
 // ---- cutting an answer into messages ------------------------------------------------------
@@ -280,7 +278,10 @@ export function syncDataParts(
  * an entry larger than that goes alone in a message when it fits one (up to
  * `seed_single_payload_bytes`). Returns the payloads and the entries too large for any message.
  */
-export function seedSyncData(entries: LedgerEntry[], maxBytes = SYNC_LIMITS.max_payload_bytes): { payloads: SyncDataPayload[]; tooLarge: LedgerEntry[] } {
+export function seedSyncData(
+  entries: LedgerEntry[],
+  maxBytes = SYNC_LIMITS.max_payload_bytes,
+): { payloads: SyncDataPayload[]; tooLarge: LedgerEntry[] } {
   const payloads: SyncDataPayload[] = [];
   const tooLarge: LedgerEntry[] = [];
   const budget = maxBytes - PART_OVERHEAD;

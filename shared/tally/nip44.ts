@@ -8,16 +8,7 @@ import { chacha20 } from "@noble/ciphers/chacha.js";
 import { expand, extract } from "@noble/hashes/hkdf.js";
 import { hmac } from "@noble/hashes/hmac.js";
 import { sha256 } from "@noble/hashes/sha2.js";
-import {
-  base64Decode,
-  base64Encode,
-  concatBytes,
-  equalBytes,
-  hexToBytes,
-  randomBytes,
-  utf8Decode,
-  utf8Encode,
-} from "../encoding";
+import { base64Decode, base64Encode, concatBytes, equalBytes, hexToBytes, randomBytes, utf8Decode, utf8Encode } from "../encoding";
 
 export class Nip44Error extends Error {
   constructor(message: string) {

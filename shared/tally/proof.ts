@@ -56,10 +56,7 @@ export function signInner<T extends object>(
 ): T & { proof: TallyProof } {
   assertSigner(inner, secretKey);
   const digest = innerDigestHex(inner as Record<string, unknown>);
-  const event = finalizeEvent(
-    { kind: PROOF_EVENT_KIND, created_at: nowSeconds, tags: [[...PROOF_TAG]], content: digest },
-    secretKey,
-  );
+  const event = finalizeEvent({ kind: PROOF_EVENT_KIND, created_at: nowSeconds, tags: [[...PROOF_TAG]], content: digest }, secretKey);
   return { ...inner, proof: { type: PROOF_TYPE, event } };
 }
 
@@ -89,10 +86,7 @@ function verifyLegacy(inner: Record<string, unknown>, pubkeyHex: string): boolea
   const sig = inner.signature;
   if (!isHex(sig, 64)) return false;
   const { signature: _s, ...rest } = inner;
-  const digests = [
-    sha256(utf8Encode(canonicalJson(rest))),
-    sha256(utf8Encode(canonicalJson({ ...rest, signature: "" }))),
-  ];
+  const digests = [sha256(utf8Encode(canonicalJson(rest))), sha256(utf8Encode(canonicalJson({ ...rest, signature: "" })))];
   const sigBytes = hexToBytes(sig);
   const pub = hexToBytes(pubkeyHex);
   return digests.some((d) => schnorr.verify(sigBytes, d, pub));

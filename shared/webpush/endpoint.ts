@@ -140,7 +140,14 @@ export function parseEndpointAllow(setting: string | undefined): { allow: Allowe
       continue;
     }
     const hasPort = /^[a-z]+:\/\/(\[[^\]]*\]|[^/:]*):\d+\/?$/i.test(entry);
-    if ((u.protocol !== "http:" && u.protocol !== "https:") || u.username || u.password || (u.pathname !== "/" && u.pathname !== "") || u.search || u.hash) {
+    if (
+      (u.protocol !== "http:" && u.protocol !== "https:") ||
+      u.username ||
+      u.password ||
+      (u.pathname !== "/" && u.pathname !== "") ||
+      u.search ||
+      u.hash
+    ) {
       bad.push(entry);
       continue;
     }

@@ -64,7 +64,10 @@ export function answerForLog(text: string): string {
  * Reads at most `max` bytes of a body and cancels the rest (an endless answer costs no more than
  * that); a body that fails or times out midway gives what was read.
  */
-export async function readAtMost(body: ReadableStream<Uint8Array> | null, max: number = WEBPUSH_LIMITS.max_answer_bytes): Promise<Uint8Array> {
+export async function readAtMost(
+  body: ReadableStream<Uint8Array> | null,
+  max: number = WEBPUSH_LIMITS.max_answer_bytes,
+): Promise<Uint8Array> {
   if (!body) return new Uint8Array(0);
   const reader = body.getReader();
   const out = new Uint8Array(max);

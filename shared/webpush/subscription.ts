@@ -22,13 +22,16 @@ function endpointOk(s: string): boolean {
 
 /** base64url, tolerating the padding some browsers add. */
 function b64urlBytes(len: number) {
-  return z.string().max(256).refine((s) => {
-    try {
-      return base64urlDecode(s.replace(/=+$/, "")).length === len;
-    } catch {
-      return false;
-    }
-  }, `must be base64url of ${len} bytes`);
+  return z
+    .string()
+    .max(256)
+    .refine((s) => {
+      try {
+        return base64urlDecode(s.replace(/=+$/, "")).length === len;
+      } catch {
+        return false;
+      }
+    }, `must be base64url of ${len} bytes`);
 }
 
 function isP256Point(s: string): boolean {

@@ -4,7 +4,14 @@
 // holds. The suite drives the outbox with an injected sender, gate, rule and clock: no network, no
 // sleeping.
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { PushOutbox, type OutboxDeps, type OutboxPush, type OutboxRules, type OutboxStore, type PushSender } from "../../durable-objects/push/push-outbox";
+import {
+  PushOutbox,
+  type OutboxDeps,
+  type OutboxPush,
+  type OutboxRules,
+  type OutboxStore,
+  type PushSender,
+} from "../../durable-objects/push/push-outbox";
 import type { PushOutcome } from "../../shared/webpush/send";
 import { waitFor } from "../helpers/wait";
 
@@ -76,7 +83,10 @@ export function pushOutboxContract<P extends OutboxPush>(name: string, withHarne
         const e = endpoint();
         h.queue(e);
         h.queue(e);
-        const o = outbox(h.store, [{ kind: "gone", status: 410 }, { kind: "gone", status: 410 }]);
+        const o = outbox(h.store, [
+          { kind: "gone", status: 410 },
+          { kind: "gone", status: 410 },
+        ]);
         await o.box.sendDue();
         expect(h.pending()).toEqual([]);
         expect(h.receiverLive(e)).toBe(false);

@@ -15,7 +15,9 @@ const adminKey = schnorr.utils.randomSecretKey();
 let relay: RelayProcess;
 
 beforeAll(async () => {
-  relay = await startRelay({ env: { ADMIN_TOKEN: TOKEN, ADMIN_PUBKEYS: bytesToHex(schnorr.getPublicKey(adminKey)), TRUSTED_PROXY_HEADER: "x-real-ip" } });
+  relay = await startRelay({
+    env: { ADMIN_TOKEN: TOKEN, ADMIN_PUBKEYS: bytesToHex(schnorr.getPublicKey(adminKey)), TRUSTED_PROXY_HEADER: "x-real-ip" },
+  });
 });
 
 afterAll(async () => {
@@ -41,7 +43,13 @@ async function call(method: string, params: unknown[] = [], auth: Auth = "nip98"
 function upgradeStatus(user: User): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const req = request(`${relay.url}/tally/v1/${user.npub}`, {
-      headers: { connection: "Upgrade", upgrade: "websocket", "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==", "sec-websocket-version": "13", "x-real-ip": "192.0.2.2" },
+      headers: {
+        connection: "Upgrade",
+        upgrade: "websocket",
+        "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==",
+        "sec-websocket-version": "13",
+        "x-real-ip": "192.0.2.2",
+      },
     });
     req.on("upgrade", (res, socket) => {
       socket.destroy();
@@ -59,16 +67,26 @@ function upgradeStatus(user: User): Promise<{ status: number; body: string }> {
 
 describe("the admin API (NIP-86) through the relay", () => {
   it("authorization: a NIP-98 event by a key in ADMIN_PUBKEYS or the ADMIN_TOKEN; anything else 401; another Content-Type 415", async () => {
-    expect(await call("supportedmethods")).toMatchObject({ status: 200, body: { result: expect.arrayContaining(["banpubkey", "listblockedips", "edge.liststorageholders"]) } });
+    expect(await call("supportedmethods")).toMatchObject({
+      status: 200,
+      body: { result: expect.arrayContaining(["banpubkey", "listblockedips", "edge.liststorageholders"]) },
+    });
     expect((await call("supportedmethods", [], "token")).status).toBe(200);
     expect((await call("supportedmethods", [], "none")).status).toBe(401);
     expect((await call("supportedmethods", [], { key: schnorr.utils.randomSecretKey() })).body.error.code).toBe("auth_failed");
     expect((await call("supportedmethods", [], { bearer: "nope" })).status).toBe(401);
-    const other = await fetch(`${relay.url}/`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${TOKEN}` }, body: "{}" });
+    const other = await fetch(`${relay.url}/`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${TOKEN}` },
+      body: "{}",
+    });
     expect(other.status).toBe(415);
     // The Tally endpoint's URL answers too.
     const npub = newUser().npub;
-    expect(await call("supportedmethods", [], "nip98", `/tally/v1/${npub}`)).toMatchObject({ status: 200, body: { result: expect.any(Array) } });
+    expect(await call("supportedmethods", [], "nip98", `/tally/v1/${npub}`)).toMatchObject({
+      status: 200,
+      body: { result: expect.any(Array) },
+    });
     expect((await call("nosuchmethod")).body).toEqual({ error: expect.stringMatching(/unknown method/) });
   });
 
@@ -141,12 +159,23 @@ describe("the admin API (NIP-86) through the relay", () => {
 
   it("every admin action is one JSON log line and a counter in /metrics", async () => {
     await call("listblockedips");
-    const metrics = await (await fetch(`${relay.url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}`, "x-real-ip": "192.0.2.1" } })).text();
+    const metrics = await (
+      await fetch(`${relay.url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}`, "x-real-ip": "192.0.2.1" } })
+    ).text();
     expect(metrics).toMatch(/^edge_relay_admin_actions_total\{method="banpubkey",outcome="ok"\} [1-9]\d*$/m);
     expect(metrics).toMatch(/^edge_relay_admin_actions_total\{method="listblockedips",outcome="ok"\} [1-9]\d*$/m);
     await waitFor(() => relay.output().includes('"msg":"admin action"'), { what: "an admin action log line" });
-    const line = relay.output().split("\n").find((l) => l.includes('"msg":"admin action"') && l.includes('"method":"banpubkey"'))!;
+    const line = relay
+      .output()
+      .split("\n")
+      .find((l) => l.includes('"msg":"admin action"') && l.includes('"method":"banpubkey"'))!;
     const json = JSON.parse(line.slice(line.indexOf("{")));
-    expect(json).toMatchObject({ level: "info", method: "banpubkey", outcome: "ok", by: bytesToHex(schnorr.getPublicKey(adminKey)), request_id: expect.any(String) });
+    expect(json).toMatchObject({
+      level: "info",
+      method: "banpubkey",
+      outcome: "ok",
+      by: bytesToHex(schnorr.getPublicKey(adminKey)),
+      request_id: expect.any(String),
+    });
   });
 });

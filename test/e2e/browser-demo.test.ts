@@ -19,7 +19,8 @@ interface Row {
   detail: string;
 }
 
-const demo = (page: Page) => page.evaluate(() => (window as any).tallyDemo as { npub: string; status: string; channels: Record<string, string>; log: Row[] });
+const demo = (page: Page) =>
+  page.evaluate(() => (window as any).tallyDemo as { npub: string; status: string; channels: Record<string, string>; log: Row[] });
 const rows = async (page: Page, what: string, id?: string) =>
   (await demo(page)).log.filter((r) => r.what === what && (id === undefined || r.id === id));
 

@@ -27,7 +27,13 @@ describe("a fresh clone", () => {
       cwd: clone,
       encoding: "utf8",
       timeout: 180_000,
-      env: { ...process.env, PATH: `${join(root, "node_modules/.bin")}:${process.env.PATH}`, WRANGLER_SEND_METRICS: "false", CI: "true", NO_COLOR: "1" },
+      env: {
+        ...process.env,
+        PATH: `${join(root, "node_modules/.bin")}:${process.env.PATH}`,
+        WRANGLER_SEND_METRICS: "false",
+        CI: "true",
+        NO_COLOR: "1",
+      },
     });
     expect(r.status, r.stdout + r.stderr).toBe(0);
     expect(r.stdout).toContain("--dry-run: exiting now.");

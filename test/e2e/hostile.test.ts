@@ -35,8 +35,7 @@ function objectFiles(dataDir: string): Map<string, { bytes: number; wal: number 
       const p = join(dir, e.name);
       if (e.isDirectory()) {
         if (!/-(RelayStats|RelayKeys)$/.test(e.name)) walk(p);
-      }
-      else if (e.name.endsWith(".sqlite") && e.name !== "metadata.sqlite") {
+      } else if (e.name.endsWith(".sqlite") && e.name !== "metadata.sqlite") {
         let wal = 0;
         try {
           wal = statSync(`${p}-wal`).size;
@@ -70,7 +69,11 @@ describe("DESIGN 3: nothing is stored for free (a relay process and its data dir
       expect(answers.map((r) => r.status)).toEqual([200, 404, 401, 404]);
       await Promise.all(answers.map((r) => r.arrayBuffer()));
       // upgrades that never authenticate, closed by the client
-      for (const path of [`/tally/v1/${newUser().npub}`, `/passnote/v2/${roomKeys(randomBytes(32)).roomId}`, `/minca/v1/rooms/${codeRoom(codeSecret(newCode()))}`]) {
+      for (const path of [
+        `/tally/v1/${newUser().npub}`,
+        `/passnote/v2/${roomKeys(randomBytes(32)).roomId}`,
+        `/minca/v1/rooms/${codeRoom(codeSecret(newCode()))}`,
+      ]) {
         const s = await TestSocket.open(ws(path));
         await s.next("challenge");
         s.close();
@@ -104,15 +107,20 @@ describe("self-hosted settings and files", () => {
     }
   });
 
-  it.skipIf(relayTarget() === "wrangler")("the data directory is the relay user's only (0700) and its files are not readable by others", async () => {
-    // something stored, so that files exist
-    const t = bytesToHex(randomBytes(16));
-    expect((await fetch(`${relay.url}/minca/v1/mailbox/${t}`, { method: "POST", body: "x" })).status).toBe(201);
-    expect(statSync(relay.dataDir).mode & 0o777).toBe(0o700);
-    const walk = (dir: string): string[] =>
-      readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? [join(dir, e.name), ...walk(join(dir, e.name))] : [join(dir, e.name)]));
-    const all = walk(relay.dataDir);
-    expect(all.length).toBeGreaterThan(0);
-    for (const p of all) expect({ p, other: statSync(p).mode & 0o077 }).toEqual({ p, other: 0 });
-  });
+  it.skipIf(relayTarget() === "wrangler")(
+    "the data directory is the relay user's only (0700) and its files are not readable by others",
+    async () => {
+      // something stored, so that files exist
+      const t = bytesToHex(randomBytes(16));
+      expect((await fetch(`${relay.url}/minca/v1/mailbox/${t}`, { method: "POST", body: "x" })).status).toBe(201);
+      expect(statSync(relay.dataDir).mode & 0o777).toBe(0o700);
+      const walk = (dir: string): string[] =>
+        readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+          e.isDirectory() ? [join(dir, e.name), ...walk(join(dir, e.name))] : [join(dir, e.name)],
+        );
+      const all = walk(relay.dataDir);
+      expect(all.length).toBeGreaterThan(0);
+      for (const p of all) expect({ p, other: statSync(p).mode & 0o077 }).toEqual({ p, other: 0 });
+    },
+  );
 });

@@ -53,9 +53,7 @@ describe.skipIf(relayTarget() !== "workerd")("the launcher (npm start)", () => {
   it("a second start on a busy port exits non-zero naming the port and --port, and the running relay still drains (1001)", async () => {
     const first = await startRelay();
     relays.push(first);
-    const before = Object.fromEntries(
-      readdirSync(first.runtimeDir).map((f) => [f, statSync(join(first.runtimeDir, f)).mtimeMs]),
-    );
+    const before = Object.fromEntries(readdirSync(first.runtimeDir).map((f) => [f, statSync(join(first.runtimeDir, f)).mtimeMs]));
     const pid = readFileSync(join(first.runtimeDir, "workerd.pid"), "utf8");
     const alice = await rawRegistered(first.url, newUser());
     sockets.push(alice);
@@ -90,8 +88,11 @@ describe.skipIf(relayTarget() !== "workerd")("the launcher (npm start)", () => {
     await fetch(`${r.url}/no-such-page`);
     expect(await r.stop()).toBe(0);
     const lines = jsonLines(r.output());
-    for (const l of lines) expect(typeof l.ts === "string" && typeof l.level === "string" && typeof l.msg === "string", JSON.stringify(l)).toBe(true);
-    expect(lines.map((l) => l.msg)).toEqual(expect.arrayContaining([expect.stringMatching(/^listening on /), "SIGTERM: draining", "stopped"]));
+    for (const l of lines)
+      expect(typeof l.ts === "string" && typeof l.level === "string" && typeof l.msg === "string", JSON.stringify(l)).toBe(true);
+    expect(lines.map((l) => l.msg)).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^listening on /), "SIGTERM: draining", "stopped"]),
+    );
     // A bad setting's refusal is JSON too.
     const bad = launch(["--port", "http"]);
     expect(bad.code).toBe(2);
@@ -118,13 +119,24 @@ describe.skipIf(relayTarget() !== "workerd")("the launcher (npm start)", () => {
     expect(r.stdout).not.toMatch(/(^|[\s(])node scripts\/serve\.ts/m);
   });
 
-  it.skipIf(!workerChecksSettings)("a setting the Worker finds wrong (STORAGE_TALLY_BYTES=lots) stops the start with its message, exit 2", async () => {
-    const r = launch(
-      ["--no-build", "--port", String(await freePort()), "--data", mkdtempSync(join(tmpdir(), "relay-bad-")), "--runtime-dir", mkdtempSync(join(tmpdir(), "relay-run-"))],
-      { STORAGE_TALLY_BYTES: "lots" },
-    );
-    expect(r.code, r.out).toBe(2);
-    expect(r.out).toContain("STORAGE_TALLY_BYTES");
-    expect(r.out).not.toMatch(/listening on/);
-  });
+  it.skipIf(!workerChecksSettings)(
+    "a setting the Worker finds wrong (STORAGE_TALLY_BYTES=lots) stops the start with its message, exit 2",
+    async () => {
+      const r = launch(
+        [
+          "--no-build",
+          "--port",
+          String(await freePort()),
+          "--data",
+          mkdtempSync(join(tmpdir(), "relay-bad-")),
+          "--runtime-dir",
+          mkdtempSync(join(tmpdir(), "relay-run-")),
+        ],
+        { STORAGE_TALLY_BYTES: "lots" },
+      );
+      expect(r.code, r.out).toBe(2);
+      expect(r.out).toContain("STORAGE_TALLY_BYTES");
+      expect(r.out).not.toMatch(/listening on/);
+    },
+  );
 });

@@ -73,7 +73,11 @@ describe("issue 9: a device connects the host and passes two spaces; members wri
     const wrongId = { ...good, body: { n: 2 } };
     const stranger = await newAccount();
     const notRooted = await writeVersion(stranger, pub, { collection: "std.post", key: "f", body: {} });
-    const recordsOnly = await writeVersion(await withNote(alice, "/record"), host.carry!, { collection: "sys.pass", key: passKey(pub.id), body: passBody(pub) });
+    const recordsOnly = await writeVersion(await withNote(alice, "/record"), host.carry!, {
+      collection: "sys.pass",
+      key: passKey(pub.id),
+      body: passBody(pub),
+    });
     const results = await host.post(pub.id, [badSig, wrongId, notRooted]);
     expect(results.map((r) => (r.accepted ? "accepted" : r.reason))).toEqual(["bad_signature", "id_mismatch", "not_founder"]);
     expect(await host.post(host.carry!.id, [recordsOnly])).toMatchObject([{ accepted: false, reason: "not_account_write" }]);
@@ -129,10 +133,17 @@ describe("issue 16: a stranger, a revoked key and a records-only program, each r
     const app = await withNote(alice, "/");
     const appHost = new HostConnection(app, relay.url);
     appHost.carry = host.carry;
-    expect(await appHost.post(board.id, [await writeVersion(app, board, { collection: "std.post", key: "1", body: {} })])).toMatchObject([{ accepted: true, seq: 1 }]);
+    expect(await appHost.post(board.id, [await writeVersion(app, board, { collection: "std.post", key: "1", body: {} })])).toMatchObject([
+      { accepted: true, seq: 1 },
+    ]);
     expect(await host.revoke(app.session.did)).toMatchObject({ accepted: true });
-    expect(await appHost.post(board.id, [await writeVersion(app, board, { collection: "std.post", key: "2", body: {} })])).toMatchObject([{ accepted: false, reason: "revoked" }]);
-    expect(await appHost.pass(newSpace({ founders: [alice.root.did], visibility: "public" }))).toMatchObject({ accepted: false, reason: "revoked" });
+    expect(await appHost.post(board.id, [await writeVersion(app, board, { collection: "std.post", key: "2", body: {} })])).toMatchObject([
+      { accepted: false, reason: "revoked" },
+    ]);
+    expect(await appHost.pass(newSpace({ founders: [alice.root.did], visibility: "public" }))).toMatchObject({
+      accepted: false,
+      reason: "revoked",
+    });
     expect(await appHost.close()).toMatchObject({ accepted: false, reason: "revoked" });
     expect((await host.fetchLog(board)).items).toHaveLength(1);
   });
@@ -142,7 +153,9 @@ describe("issue 16: a stranger, a revoked key and a records-only program, each r
     expect(await host.pass(registry, undefined, { own: true })).toMatchObject({ accepted: true });
     const program = await withNote(alice, "/record");
     const joined = await writeVersion(program, registry, { collection: "sys.joined", key: `space:${priv.id}`, body: { v: 1 } });
-    expect(await new HostConnection(program, relay.url).post(registry.id, [joined])).toMatchObject([{ accepted: false, reason: "not_account_write" }]);
+    expect(await new HostConnection(program, relay.url).post(registry.id, [joined])).toMatchObject([
+      { accepted: false, reason: "not_account_write" },
+    ]);
     const device = await writeVersion(alice, registry, { collection: "sys.joined", key: `space:${priv.id}`, body: { v: 1 } });
     expect(await host.post(registry.id, [device])).toMatchObject([{ accepted: true, seq: 1 }]);
   });
@@ -154,10 +167,22 @@ describe("seed §4.2: links", () => {
     expect((await fetch(`${relay.url}/minca/v1/mailbox/${topic}`, { method: "POST", body: "own item" })).status).toBe(201);
     const links = [];
     for (let i = 1; i <= 65; i++) {
-      links.push(await writeVersion(alice, host.carry!, { collection: "sys.link", key: `link:${i}`, body: { v: 1, blob: base64urlEncode(blob), until: now + 1000 + i } }));
+      links.push(
+        await writeVersion(alice, host.carry!, {
+          collection: "sys.link",
+          key: `link:${i}`,
+          body: { v: 1, blob: base64urlEncode(blob), until: now + 1000 + i },
+        }),
+      );
     }
     const short = Math.floor(Date.now() / 1000) + 3;
-    links.push(await writeVersion(alice, host.carry!, { collection: "sys.link", key: "link:short", body: { v: 1, blob: base64urlEncode(blob), until: short } }));
+    links.push(
+      await writeVersion(alice, host.carry!, {
+        collection: "sys.link",
+        key: "link:short",
+        body: { v: 1, blob: base64urlEncode(blob), until: short },
+      }),
+    );
     expect((await host.post(host.carry!.id, links)).every((r) => r.accepted)).toBe(true);
     let page = (await (await fetch(`${relay.url}/minca/v1/mailbox/${topic}`)).json()) as any;
     // a topic is its blob's: every link of it is one blob, served once, first
@@ -195,7 +220,9 @@ describe("seed §4.2: carry:closed", () => {
   it("the host forgets everything it held for the account: no stored row in the objects' storage, and the status answers 410", async () => {
     const ids = [priv.id, pub.id, host.carry!.id];
     expect(await host.close()).toMatchObject({ accepted: true });
-    const res = await fetch(`${relay.url}/minca/v1/host/accounts/${alice.root.did}`, { headers: readProofHeaders(readSeedOf(host.carry!.key!), host.carry!.id) });
+    const res = await fetch(`${relay.url}/minca/v1/host/accounts/${alice.root.did}`, {
+      headers: readProofHeaders(readSeedOf(host.carry!.key!), host.carry!.id),
+    });
     expect(res.status).toBe(410);
     expect(((await res.json()) as any).error.code).toBe("carry_closed");
     expect((await fetch(`${relay.url}/minca/v1/spaces/${pub.id}/versions`)).status).toBe(404);
@@ -212,11 +239,17 @@ describe("seed §4.2: carry:closed", () => {
     for (const f of files) {
       const db = new DatabaseSync(join(relay.dataDir, f), { readOnly: true });
       try {
-        const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_%' ESCAPE '\\' AND name NOT LIKE 'sqlite%'").all() as Array<{ name: string }>).map((t) => t.name);
+        const tables = (
+          db
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_%' ESCAPE '\\' AND name NOT LIKE 'sqlite%'")
+            .all() as Array<{ name: string }>
+        ).map((t) => t.name);
         if (!["passes", "carriers", "link_accounts"].some((t) => tables.includes(t))) continue;
         for (const t of tables) {
           for (const row of db.prepare(`SELECT * FROM "${t}"`).all() as Array<Record<string, unknown>>) {
-            const text = Object.values(row).map((v) => (v instanceof Uint8Array ? Buffer.from(v).toString("latin1") : String(v))).join(" ");
+            const text = Object.values(row)
+              .map((v) => (v instanceof Uint8Array ? Buffer.from(v).toString("latin1") : String(v)))
+              .join(" ");
             if (tables.includes("passes") && row.key === "closed_space" && row.value === host.carry!.id) accountFiles++;
             else if (text.includes(alice.root.did) || ids.some((id) => text.includes(id))) hits.push(`${f}/${t}: ${text.slice(0, 120)}`);
           }

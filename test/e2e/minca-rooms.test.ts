@@ -42,7 +42,7 @@ describe("the room endpoint on the running relay", () => {
   });
 });
 
-const systemNode = process.env.CLI_NODE ?? (["/usr/bin/node", "/usr/local/bin/node"].find((p) => existsSync(p)) ?? process.execPath);
+const systemNode = process.env.CLI_NODE ?? ["/usr/bin/node", "/usr/local/bin/node"].find((p) => existsSync(p)) ?? process.execPath;
 
 describe("npm run connect: a program and its home, two clients, through wrangler dev", () => {
   beforeAll(() => {
@@ -50,8 +50,19 @@ describe("npm run connect: a program and its home, two clients, through wrangler
   });
 
   it("the built CLI exits 2 on bad usage (no arguments, a mistyped flag, a flag missing its value) and 0 on --help", () => {
-    const run = (...args: string[]) => spawnSync(systemNode, [join(root, "dist/sdk/connect.mjs"), ...args], { cwd: root, encoding: "utf8", timeout: 20_000, env: { ...process.env, MINCA_RELAY: "" } });
-    for (const args of [[], ["home.example", "--relay", relay, "--bogus"], ["--relay", "--name", "x", "home.example"], ["home.example", "--relay"]]) {
+    const run = (...args: string[]) =>
+      spawnSync(systemNode, [join(root, "dist/sdk/connect.mjs"), ...args], {
+        cwd: root,
+        encoding: "utf8",
+        timeout: 20_000,
+        env: { ...process.env, MINCA_RELAY: "" },
+      });
+    for (const args of [
+      [],
+      ["home.example", "--relay", relay, "--bogus"],
+      ["--relay", "--name", "x", "home.example"],
+      ["home.example", "--relay"],
+    ]) {
       const r = run(...args);
       expect(r.status, args.join(" ")).toBe(2);
       expect(r.stderr, args.join(" ")).toContain("usage: minca-connect");
@@ -64,10 +75,14 @@ describe("npm run connect: a program and its home, two clients, through wrangler
   it("the program ends holding a grant that verifies, after the check the home shows is typed", async () => {
     const out = join(mkdtempSync(join(tmpdir(), "minca-connect-")), "grant.json");
     // The system's Node when there is one (Node 20 on the README's machine: no global WebSocket).
-    const child = spawn(systemNode, [join(root, "dist/sdk/connect.mjs"), "home.example", "--relay", relay, "--name", "e2e terminal", "--out", out], {
-      cwd: root,
-      stdio: ["pipe", "pipe", "pipe"],
-    });
+    const child = spawn(
+      systemNode,
+      [join(root, "dist/sdk/connect.mjs"), "home.example", "--relay", relay, "--name", "e2e terminal", "--out", out],
+      {
+        cwd: root,
+        stdio: ["pipe", "pipe", "pipe"],
+      },
+    );
     let stdout = "";
     child.stdout.on("data", (d) => (stdout += d));
     child.stderr.on("data", (d) => (stdout += d));

@@ -34,7 +34,10 @@ describe("the Minca protocol §1.2: a device signs out and nothing is lost", () 
     expect(await aHost.pass(shared)).toMatchObject({ accepted: true });
     expect(await aHost.pass(own)).toMatchObject({ accepted: true });
     expect(await bobHost.pass(shared)).toMatchObject({ accepted: true });
-    const byA = [await writeVersion(alice, shared, { collection: "std.message", key: "a1", body: { t: "from A" } }), await writeVersion(alice, own, { collection: "std.note", key: "a2", body: { t: "mine" } })];
+    const byA = [
+      await writeVersion(alice, shared, { collection: "std.message", key: "a1", body: { t: "from A" } }),
+      await writeVersion(alice, own, { collection: "std.note", key: "a2", body: { t: "mine" } }),
+    ];
     expect(await aHost.post(shared.id, [byA[0]])).toMatchObject([{ accepted: true }]);
     expect(await aHost.post(own.id, [byA[1]])).toMatchObject([{ accepted: true }]);
 
@@ -47,14 +50,20 @@ describe("the Minca protocol §1.2: a device signs out and nothing is lost", () 
     const bob1 = await writeVersion(bob, shared, { collection: "std.message", key: "c1", body: { t: "from Bob" } });
     expect(await bHost.post(shared.id, [b1])).toMatchObject([{ accepted: true }]);
     expect(await bobHost.post(shared.id, [bob1])).toMatchObject([{ accepted: true }]);
-    expect(await bHost.post(own.id, [await writeVersion(deviceB, own, { collection: "std.note", key: "b2", body: {} })])).toMatchObject([{ accepted: true }]);
+    expect(await bHost.post(own.id, [await writeVersion(deviceB, own, { collection: "std.note", key: "b2", body: {} })])).toMatchObject([
+      { accepted: true },
+    ]);
     expect((await bobHost.fetchLog(shared)).items.map((i) => i.version.id)).toEqual([byA[0].id, b1.id, bob1.id]);
     expect((await bHost.fetchLog(own)).items.map((i) => i.version.id)[0]).toBe(byA[1].id);
 
     // A's key is refused in every space: the shared one, its own, the carry space; carry:closed too
     const refused = [{ accepted: false, reason: "revoked" }];
-    expect(await aHost.post(shared.id, [await writeVersion(alice, shared, { collection: "std.message", key: "a3", body: {} })])).toMatchObject(refused);
-    expect(await aHost.post(own.id, [await writeVersion(alice, own, { collection: "std.note", key: "a4", body: {} })])).toMatchObject(refused);
+    expect(
+      await aHost.post(shared.id, [await writeVersion(alice, shared, { collection: "std.message", key: "a3", body: {} })]),
+    ).toMatchObject(refused);
+    expect(await aHost.post(own.id, [await writeVersion(alice, own, { collection: "std.note", key: "a4", body: {} })])).toMatchObject(
+      refused,
+    );
     expect(await aHost.pass(newSpace({ founders: [alice.root.did], visibility: "public" }))).toMatchObject(refused[0]);
     expect(await aHost.close()).toMatchObject(refused[0]);
     expect(await bHost.status()).toMatchObject({ spaces: 2 });
@@ -67,9 +76,13 @@ describe("the Minca protocol §1.2: a device signs out and nothing is lost", () 
     expect(await bHost2.pass(own)).toMatchObject({ accepted: true });
     const aHost2 = new HostConnection(alice, second.url);
     aHost2.carry = bHost2.carry;
-    expect(await aHost2.post(own.id, [await writeVersion(alice, own, { collection: "std.note", key: "a5", body: {} })])).toMatchObject(refused);
+    expect(await aHost2.post(own.id, [await writeVersion(alice, own, { collection: "std.note", key: "a5", body: {} })])).toMatchObject(
+      refused,
+    );
     expect(await aHost2.close()).toMatchObject(refused[0]);
-    expect(await bHost2.post(own.id, [await writeVersion(deviceB, own, { collection: "std.note", key: "b3", body: {} })])).toMatchObject([{ accepted: true }]);
+    expect(await bHost2.post(own.id, [await writeVersion(deviceB, own, { collection: "std.note", key: "b3", body: {} })])).toMatchObject([
+      { accepted: true },
+    ]);
     expect(await bHost2.status()).toMatchObject({ spaces: 1 });
   });
 });

@@ -25,7 +25,9 @@ beforeAll(async () => {
   await host.connect();
   club = makeSpace(alice, "private", [alice.root.did, bob.root.did]);
   expect(await host.pass(club)).toMatchObject({ accepted: true });
-  expect(await host.wake("automation:club", { v: 1, name: "New message in Club", spaces: [club.id], collection: "std.message", others: true })).toMatchObject({ accepted: true });
+  expect(
+    await host.wake("automation:club", { v: 1, name: "New message in Club", spaces: [club.id], collection: "std.message", others: true }),
+  ).toMatchObject({ accepted: true });
   phone = push.subscribe();
   laptop = push.subscribe();
   expect(await host.receiver("phone", phone.json)).toMatchObject({ accepted: true });

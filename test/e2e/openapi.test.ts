@@ -56,7 +56,10 @@ describe("GET /openapi.json", () => {
     expect(res.headers.get("content-type")).toMatch(/^application\/json/);
     expect(res.headers.get("access-control-allow-origin")).toBe("*");
     expect(doc.openapi).toBe("3.1.0");
-    expect((doc as unknown as { info: { title: string; version: string } }).info).toMatchObject({ title: "edge-relay", version: expect.any(String) });
+    expect((doc as unknown as { info: { title: string; version: string } }).info).toMatchObject({
+      title: "edge-relay",
+      version: expect.any(String),
+    });
     expect(operations(doc).sort()).toEqual([...ROUTES].sort());
     expect(danglingRefs(doc)).toEqual([]);
     // Every operation has a unique operationId and declares each of its path's parameters.
@@ -65,7 +68,10 @@ describe("GET /openapi.json", () => {
       for (const [method, op] of Object.entries(item)) {
         if (method === "parameters") continue;
         ids.push((op as { operationId: string }).operationId);
-        const params = [...((item.parameters as unknown as Array<{ name: string; in: string }>) ?? []), ...((op.parameters as Array<{ name: string; in: string }>) ?? [])];
+        const params = [
+          ...((item.parameters as unknown as Array<{ name: string; in: string }>) ?? []),
+          ...((op.parameters as Array<{ name: string; in: string }>) ?? []),
+        ];
         const declared = params.filter((p) => p.in === "path").map((p) => p.name);
         expect(declared.sort(), `${method} ${template}`).toEqual([...template.matchAll(/\{(\w+)\}/g)].map((m) => m[1]).sort());
       }
@@ -86,9 +92,18 @@ describe("GET /openapi.json", () => {
     await rec(`${base}/healthz`);
     for (const p of ["/status", "/status.json", "/metrics"]) await rec(`${base}${p}`);
     await rec(`${base}/favicon.ico`);
-    await rec(`${base}/status/login`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: "token=x", redirect: "manual" });
+    await rec(`${base}/status/login`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: "token=x",
+      redirect: "manual",
+    });
     // The admin API: this relay has neither ADMIN_TOKEN nor ADMIN_PUBKEYS, so 401 (its successes: test/e2e/admin-api.test.ts).
-    const rpc = { method: "POST", headers: { "content-type": "application/nostr+json+rpc" }, body: '{"method":"supportedmethods","params":[]}' };
+    const rpc = {
+      method: "POST",
+      headers: { "content-type": "application/nostr+json+rpc" },
+      body: '{"method":"supportedmethods","params":[]}',
+    };
     await rec(`${base}/`, rpc);
     await rec(`${base}/tally/v1/${newUser().npub}`, rpc);
 
@@ -146,7 +161,7 @@ describe("GET /openapi.json", () => {
     // the document lists one, an error (the operator pages' 401: test/worker/openapi.test.ts, as
     // this relay has no ADMIN_TOKEN).
     const seen = (ok: boolean) =>
-      new Set(answers.filter((a) => (a.status < 400) === ok).map((a) => `${a.method} ${templateOf(doc, a.path)}`));
+      new Set(answers.filter((a) => a.status < 400 === ok).map((a) => `${a.method} ${templateOf(doc, a.path)}`));
     const sockets = ROUTES.filter((r) => /\/(tally|passnote|minca\/v1\/rooms)\//.test(r));
     const operator = ["GET /status", "GET /status.json", "GET /metrics"];
     const adminApi = ["POST /", "POST /tally/v1/{npub}"];

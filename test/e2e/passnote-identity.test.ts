@@ -7,7 +7,18 @@ import { RelayTransport } from "../../clients/passnote/relay-transport";
 import { MemoryStore } from "../../shared/passnote/records";
 import { ROSTER_COLLECTION, type DeviceIdentity } from "../../shared/passnote/roster";
 import { bytesToHex } from "../../shared/encoding";
-import { collectionsNamed, dropSends, fillDifferent, idOf, newGroup, plainType, pubOf, recorder, sameRecords, viewReceived } from "../helpers/passnote";
+import {
+  collectionsNamed,
+  dropSends,
+  fillDifferent,
+  idOf,
+  newGroup,
+  plainType,
+  pubOf,
+  recorder,
+  sameRecords,
+  viewReceived,
+} from "../helpers/passnote";
 import { KIND_RATCHET } from "../../shared/passnote/seal";
 import { PASSNOTE_LIMITS } from "../../shared/limits";
 import { sleep, waitFor } from "../helpers/wait";
@@ -18,7 +29,12 @@ afterEach(() => {
   for (const c of open.splice(0)) c.close();
 });
 
-async function device(identity: DeviceIdentity, node: string, store?: MemoryStore, opts: { now?: () => number; drop?: (to: string, frame: Uint8Array) => boolean } = {}) {
+async function device(
+  identity: DeviceIdentity,
+  node: string,
+  store?: MemoryStore,
+  opts: { now?: () => number; drop?: (to: string, frame: Uint8Array) => boolean } = {},
+) {
   const t = await RelayTransport.connect({ relayUrl: wsUrl, rosterKey: identity.group.rosterKey });
   open.push(t);
   const received = recorder(t).frames;
@@ -59,7 +75,9 @@ describe("seed 001 identity mode over a sync room", () => {
     const r = await device(revoked, "mallory");
     const s = await device(stranger, "eve");
     await waitFor(() => refused.filter((x) => x === "revoked device").length >= 2, { what: "the revoked device refused by both" });
-    await waitFor(() => a.peer.engine.peerInfo(s.t.self!)?.held && b.peer.engine.peerInfo(s.t.self!)?.held, { what: "the stranger's hello held" });
+    await waitFor(() => a.peer.engine.peerInfo(s.t.self!)?.held && b.peer.engine.peerInfo(s.t.self!)?.held, {
+      what: "the stranger's hello held",
+    });
     a.peer.put("vault", "after-join", { secret: "written while they listen" });
     b.peer.put("journal", "entry-1", "bob's journal");
     a.peer.forceSync();
@@ -74,7 +92,9 @@ describe("seed 001 identity mode over a sync room", () => {
       expect(view.ratcheted).toBe(0);
       expect(view.other).toBe(0);
       expect([...collectionsNamed(view.plain)]).toEqual([ROSTER_COLLECTION]);
-      const everything = JSON.stringify(view.plain, (_k, v) => (v instanceof Uint8Array ? bytesToHex(v) : typeof v === "bigint" ? String(v) : v));
+      const everything = JSON.stringify(view.plain, (_k, v) =>
+        v instanceof Uint8Array ? bytesToHex(v) : typeof v === "bigint" ? String(v) : v,
+      );
       for (const secret of ["vault", "journal", "after-join", "entry-1", "written while they listen", "bob's journal", "changed "]) {
         expect(everything).not.toContain(secret);
       }
@@ -99,7 +119,11 @@ describe("seed 001 over a sync room: a peer that seals frames this side cannot o
     });
     a.peer.admit(pubOf(devices[0]));
     const b = await device(devices[0], "bob", undefined, { now });
-    await waitFor(() => a.peer.engine.sessionPeers().length === 1 && b.peer.engine.rosterEntry(idOf(owner)) !== null && a.peer.engine.pendingFrames() === 0, { what: "alice's session, bob's roster" });
+    await waitFor(
+      () =>
+        a.peer.engine.sessionPeers().length === 1 && b.peer.engine.rosterEntry(idOf(owner)) !== null && a.peer.engine.pendingFrames() === 0,
+      { what: "alice's session, bob's roster" },
+    );
     expect(b.peer.engine.sessionPeers()).toEqual([]);
     losing = false;
     a.peer.put("vault", "from-alice", 1);
@@ -107,7 +131,10 @@ describe("seed 001 over a sync room: a peer that seals frames this side cannot o
     heal(a.peer, b.peer, () => {
       skew += PASSNOTE_LIMITS.rehello_interval_ms;
     });
-    await waitFor(() => b.peer.get("vault", "from-alice") === 1 && a.peer.get("vault", "from-bob") === 2, { timeout: 15_000, what: "both records" });
+    await waitFor(() => b.peer.get("vault", "from-alice") === 1 && a.peer.get("vault", "from-bob") === 2, {
+      timeout: 15_000,
+      what: "both records",
+    });
     expect(b.peer.engine.sessionPeers()).toEqual([a.t.self]);
   }
 

@@ -21,7 +21,15 @@ let child = "";
 // The device's program, bundled once: each process then starts in a fraction of a second.
 beforeAll(async () => {
   child = join(mkdtempSync(join(tmpdir(), "passnote-child-")), "device.mjs");
-  await build({ entryPoints: [new URL("../helpers/passnote-peer-child.ts", import.meta.url).pathname], outfile: child, bundle: true, format: "esm", platform: "node", target: "node22", logLevel: "warning" });
+  await build({
+    entryPoints: [new URL("../helpers/passnote-peer-child.ts", import.meta.url).pathname],
+    outfile: child,
+    bundle: true,
+    format: "esm",
+    platform: "node",
+    target: "node22",
+    logLevel: "warning",
+  });
 });
 const running: ChildProcess[] = [];
 const closing: Array<{ close(): void }> = [];
@@ -32,7 +40,9 @@ afterEach(() => {
 
 /** A device process; its lines as they come, and a way to wait for one. */
 function device(db: string, identityJson?: string) {
-  const p = spawn(process.execPath, ["--no-warnings", child, relayUrl, db, String(RECORDS), ...(identityJson ? [identityJson] : [])], { stdio: ["ignore", "pipe", "pipe"] });
+  const p = spawn(process.execPath, ["--no-warnings", child, relayUrl, db, String(RECORDS), ...(identityJson ? [identityJson] : [])], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   running.push(p);
   const lines: string[] = [];
   let buf = "";
@@ -64,10 +74,21 @@ describe("the Passnote protocol with a persistent store: a device killed mid-syn
 
     const db = join(mkdtempSync(join(tmpdir(), "passnote-e2e-")), "bob.db");
     const hex = (b: Uint8Array) => bytesToHex(b);
-    const first = device(db, JSON.stringify({ deviceKey: hex(bob.deviceKey), rosterKey: hex(owner.group.rosterKey), groupKey: hex(owner.group.groupKey), owner: hex(owner.group.owner) }));
-    await waitFor(() => first.lines.includes("written"), { timeout: 30_000, what: `bob's ${RECORDS} writes acknowledged (${first.stderr()})` });
+    const first = device(
+      db,
+      JSON.stringify({
+        deviceKey: hex(bob.deviceKey),
+        rosterKey: hex(owner.group.rosterKey),
+        groupKey: hex(owner.group.groupKey),
+        owner: hex(owner.group.owner),
+      }),
+    );
+    await waitFor(() => first.lines.includes("written"), {
+      timeout: 30_000,
+      what: `bob's ${RECORDS} writes acknowledged (${first.stderr()})`,
+    });
     // Mid-sync: bob holds some of alice's records, not all.
-    await waitFor(() => first.have() > RECORDS || (first.p.exitCode !== null), { timeout: 30_000, what: "sync under way" });
+    await waitFor(() => first.have() > RECORDS || first.p.exitCode !== null, { timeout: 30_000, what: "sync under way" });
     first.p.kill("SIGKILL");
     await new Promise((r) => first.p.once("exit", r));
     const atKill = first.have();
@@ -75,7 +96,10 @@ describe("the Passnote protocol with a persistent store: a device killed mid-syn
 
     // Reopened from its database alone (no keys given): the records, keys and clock come back.
     const second = device(db);
-    await waitFor(() => second.digest() !== undefined && a.store.size("notes") === 2 * RECORDS, { timeout: 60_000, what: `convergence (bob has ${second.have()}, alice ${a.store.size("notes")}) ${second.stderr()}` });
+    await waitFor(() => second.digest() !== undefined && a.store.size("notes") === 2 * RECORDS, {
+      timeout: 60_000,
+      what: `convergence (bob has ${second.have()}, alice ${a.store.size("notes")}) ${second.stderr()}`,
+    });
     const ms = Math.round(performance.now() - started);
     console.log(`passnote persistent store, ${RECORDS} records each, bob killed at ${atKill}: converged in ${ms} ms`);
     // Nothing lost, nothing duplicated: each side holds exactly the 2 × RECORDS documents, the same ones.

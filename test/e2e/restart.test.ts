@@ -260,12 +260,19 @@ describe.skipIf(target !== "workerd")("clean shutdown of workerd serve on SIGTER
     // An upgrade now is answered 503 (node:http, since fetch refuses to send Upgrade).
     const res = await new Promise<{ status: number; retryAfter?: string; body: any }>((resolve, reject) => {
       const req = request(`${r.url}/tally/v1/${alice.npub}`, {
-        headers: { upgrade: "websocket", connection: "upgrade", "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==", "sec-websocket-version": "13" },
+        headers: {
+          upgrade: "websocket",
+          connection: "upgrade",
+          "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==",
+          "sec-websocket-version": "13",
+        },
       });
       req.on("response", (resp) => {
         let body = "";
         resp.on("data", (d) => (body += d));
-        resp.on("end", () => resolve({ status: resp.statusCode!, retryAfter: resp.headers["retry-after"] as string, body: JSON.parse(body) }));
+        resp.on("end", () =>
+          resolve({ status: resp.statusCode!, retryAfter: resp.headers["retry-after"] as string, body: JSON.parse(body) }),
+        );
       });
       req.on("upgrade", () => reject(new Error("upgraded while draining")));
       req.on("error", reject);

@@ -13,7 +13,12 @@ import { chromiumPath, launchChromium, NO_CHROMIUM_MESSAGE } from "../helpers/ch
 const relay = inject("relayUrl"); // http://127.0.0.1:PORT
 const root = new URL("../../", import.meta.url).pathname;
 const npm = (args: string[], cwd: string) =>
-  execFileSync("npm", args, { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, npm_config_update_notifier: "false" } });
+  execFileSync("npm", args, {
+    cwd,
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, npm_config_update_notifier: "false" },
+  });
 
 // Both sides: Alice sends Bob a note; Bob's listener answers with what arrived. A listener that
 // throws (on "registered") must not end the process or the page.
@@ -65,7 +70,10 @@ describe("the SDK as an installed package", () => {
   });
 
   it("(a) a Node script imports edge-relay/tally, registers two users and exchanges a message (relay as http://)", () => {
-    writeFileSync(join(app, "node-app.mjs"), `import { exchange } from "./exchange.mjs";\nconsole.log(JSON.stringify(await exchange(process.argv[2])));\n`);
+    writeFileSync(
+      join(app, "node-app.mjs"),
+      `import { exchange } from "./exchange.mjs";\nconsole.log(JSON.stringify(await exchange(process.argv[2])));\n`,
+    );
     const r = spawnSync(process.execPath, ["node-app.mjs", relay], { cwd: app, encoding: "utf8", timeout: 60_000 });
     expect(r.status, r.stderr).toBe(0); // an unhandled rejection would have ended it with 1
     expect(JSON.parse(r.stdout.trim().split("\n").pop()!)).toEqual({ type: "note", text: "hello from the package" });
@@ -79,7 +87,15 @@ describe("the SDK as an installed package", () => {
       `import { exchange } from "./exchange.mjs";\nimport { DirectMesh } from "edge-relay/webrtc";\nwindow.sdk = { exchange, hasMesh: typeof DirectMesh === "function" };\n`,
     );
     // esbuild resolves from the scratch app, with the browser condition (edge-relay/webrtc is browser-only).
-    await build({ absWorkingDir: app, entryPoints: ["page.mjs"], outfile: join(app, "page.js"), bundle: true, format: "iife", platform: "browser", logLevel: "warning" });
+    await build({
+      absWorkingDir: app,
+      entryPoints: ["page.mjs"],
+      outfile: join(app, "page.js"),
+      bundle: true,
+      format: "iife",
+      platform: "browser",
+      logLevel: "warning",
+    });
     const chrome = await launchChromium();
     try {
       const page = await chrome.context.newPage();
@@ -88,7 +104,10 @@ describe("the SDK as an installed package", () => {
       await page.goto(`${relay}/healthz`); // an http://127.0.0.1 origin: a secure context, as an app's page would be
       await page.addScriptTag({ content: readFileSync(join(app, "page.js"), "utf8") });
       const wsUrl = relay.replace(/^http/, "ws");
-      const got = await page.evaluate(async (u) => ({ ...(await (window as any).sdk.exchange(u)), mesh: (window as any).sdk.hasMesh }), wsUrl);
+      const got = await page.evaluate(
+        async (u) => ({ ...(await (window as any).sdk.exchange(u)), mesh: (window as any).sdk.hasMesh }),
+        wsUrl,
+      );
       expect(got).toEqual({ type: "note", text: "hello from the package", mesh: true });
       expect(errors).toEqual([]);
     } finally {
@@ -98,11 +117,17 @@ describe("the SDK as an installed package", () => {
 
   // docs/sdk.md: every block marked `// example: <name>` runs as written, from the installed package.
   const examples = [...readFileSync(join(root, "docs/sdk.md"), "utf8").matchAll(/```js\n\/\/ example: ([a-z-]+)\n([\s\S]*?)```/g)];
-  it("docs/sdk.md has its examples", () => expect(examples.map((m) => m[1])).toEqual(["tally", "passnote", "minca-connect", "mailbox", "minca-host"]));
+  it("docs/sdk.md has its examples", () =>
+    expect(examples.map((m) => m[1])).toEqual(["tally", "passnote", "minca-connect", "mailbox", "minca-host"]));
   for (const [, name, code] of examples) {
     it(`docs/sdk.md example "${name}" runs against the relay and exits 0`, () => {
       writeFileSync(join(app, `example-${name}.mjs`), code);
-      const r = spawnSync(process.execPath, [`example-${name}.mjs`], { cwd: app, encoding: "utf8", timeout: 60_000, env: { ...process.env, RELAY_URL: relay } });
+      const r = spawnSync(process.execPath, [`example-${name}.mjs`], {
+        cwd: app,
+        encoding: "utf8",
+        timeout: 60_000,
+        env: { ...process.env, RELAY_URL: relay },
+      });
       expect(r.status, `${r.stdout}\n${r.stderr}`).toBe(0);
       expect(r.stderr).toBe("");
       expect(r.stdout.trim()).not.toBe("");
@@ -137,13 +162,25 @@ describe("the SDK as an installed package", () => {
   it("the declarations compile without the DOM lib (a Node app: lib es2022, @types/node)", () => {
     writeFileSync(
       join(app, "types-check.ts"),
-      ["tally", "passnote", "passnote-sqlite", "minca", "mailbox", "node"].map((e, i) => `import * as m${i} from "edge-relay/${e}";\nexport { m${i} };`).join("\n") + "\n",
+      ["tally", "passnote", "passnote-sqlite", "minca", "mailbox", "node"]
+        .map((e, i) => `import * as m${i} from "edge-relay/${e}";\nexport { m${i} };`)
+        .join("\n") + "\n",
     );
     for (const lib of [["es2022"]]) {
       writeFileSync(
         join(app, "tsconfig.json"),
         JSON.stringify({
-          compilerOptions: { target: "es2022", module: "nodenext", moduleResolution: "nodenext", lib, types: ["node"], typeRoots: [join(root, "node_modules/@types")], strict: true, noEmit: true, skipLibCheck: false },
+          compilerOptions: {
+            target: "es2022",
+            module: "nodenext",
+            moduleResolution: "nodenext",
+            lib,
+            types: ["node"],
+            typeRoots: [join(root, "node_modules/@types")],
+            strict: true,
+            noEmit: true,
+            skipLibCheck: false,
+          },
           files: ["types-check.ts"],
         }),
       );
@@ -155,7 +192,11 @@ describe("the SDK as an installed package", () => {
   it("edge-relay/webrtc is browser only: importing it in Node says so", () => {
     const r = (() => {
       try {
-        execFileSync(process.execPath, ["-e", 'import("edge-relay/webrtc").then(() => console.log("loaded"))'], { cwd: app, encoding: "utf8", stdio: "pipe" });
+        execFileSync(process.execPath, ["-e", 'import("edge-relay/webrtc").then(() => console.log("loaded"))'], {
+          cwd: app,
+          encoding: "utf8",
+          stdio: "pipe",
+        });
         return "loaded";
       } catch (e) {
         return String((e as { stderr?: string }).stderr);

@@ -63,7 +63,12 @@ describe.skipIf(!canSwitchUser)("the README's systemd recipe on a fresh clone", 
     }
     execFileSync("cp", ["-al", join(root, "node_modules"), join(clone, "node_modules")]);
     // `npm run build`, once, as the installing user.
-    const build = spawnSync("npm", ["run", "-s", "build"], { cwd: clone, encoding: "utf8", timeout: 120_000, env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true" } });
+    const build = spawnSync("npm", ["run", "-s", "build"], {
+      cwd: clone,
+      encoding: "utf8",
+      timeout: 120_000,
+      env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true" },
+    });
     expect(build.status, `${build.stdout}${build.stderr}`).toBe(0);
     const builtAt = Date.now();
 
@@ -79,7 +84,10 @@ describe.skipIf(!canSwitchUser)("the README's systemd recipe on a fresh clone", 
     expect(env.RELAY_DATA_DIR).toBe(`/var/lib/${keys.get("StateDirectory")}`);
     expect(env.RELAY_RUNTIME_DIR).toBe(`/run/${keys.get("RuntimeDirectory")}`);
     Object.assign(env, { RELAY_DATA_DIR: state, RELAY_RUNTIME_DIR: run, RELAY_PORT: String(port), PUBLIC_URL: "" });
-    const words = keys.get("ExecStart")!.split(/\s+/).map((w) => w.replaceAll(install, clone));
+    const words = keys
+      .get("ExecStart")!
+      .split(/\s+/)
+      .map((w) => w.replaceAll(install, clone));
     const cmd = words[0]!;
     const args = words.slice(1);
     expect(args).toContain("--no-build");
@@ -115,7 +123,11 @@ describe.skipIf(!canSwitchUser)("the README's systemd recipe on a fresh clone", 
     expect(readdirSync(state).length).toBeGreaterThan(0);
     expect(statSync(state).uid).toBe(NOBODY);
     expect(existsSync(join(run, "workerd.capnp"))).toBe(true);
-    const written = execFileSync("find", [clone, "-path", join(clone, "node_modules"), "-prune", "-o", "-newermt", `@${Math.floor(builtAt / 1000) + 1}`, "-print"], { encoding: "utf8" });
+    const written = execFileSync(
+      "find",
+      [clone, "-path", join(clone, "node_modules"), "-prune", "-o", "-newermt", `@${Math.floor(builtAt / 1000) + 1}`, "-print"],
+      { encoding: "utf8" },
+    );
     expect(written.trim()).toBe("");
     for (const line of out.split("\n").filter((l) => l.trim())) expect(() => JSON.parse(line), line).not.toThrow();
   }, 150_000);

@@ -90,7 +90,12 @@ console.log(JSON.stringify(out));
 process.exit(0);
 `,
     );
-    const out = JSON.parse(execFileSync("/usr/bin/node", [join(dir, "run.mjs")], { encoding: "utf8", timeout: 30_000 }).trim().split("\n").at(-1)!);
+    const out = JSON.parse(
+      execFileSync("/usr/bin/node", [join(dir, "run.mjs")], { encoding: "utf8", timeout: 30_000 })
+        .trim()
+        .split("\n")
+        .at(-1)!,
+    );
     expect(out.node).toMatch(/^v20\./);
     expect(out.bare).toMatch(/no WebSocket here.*`ws`/);
     expect(out.refused).toBe("rejected");

@@ -41,7 +41,15 @@ describe("1 every client is a device with its own store", () => {
   it("1 a user may run several clients, each a device: two Node processes in one folder with the default store each receive and record every message, no write lost", async () => {
     const dir = mkdtempSync(join(tmpdir(), "tally-two-procs-"));
     const bundleDir = mkdtempSync(join(tmpdir(), "tally-bundle-"));
-    await build({ entryPoints: [join(root, "clients/tally/index.ts")], outfile: join(bundleDir, "tally.mjs"), bundle: true, format: "esm", platform: "neutral", mainFields: ["module", "main"], logLevel: "error" });
+    await build({
+      entryPoints: [join(root, "clients/tally/index.ts")],
+      outfile: join(bundleDir, "tally.mjs"),
+      bundle: true,
+      format: "esm",
+      platform: "neutral",
+      mainFields: ["module", "main"],
+      logLevel: "error",
+    });
     const user = newUser();
     writeFileSync(
       join(bundleDir, "device.mjs"),
@@ -65,11 +73,16 @@ const t = setInterval(async () => {
 `,
     );
     const run = () => {
-      const child = spawn(process.execPath, [join(bundleDir, "device.mjs"), bytesToHex(user.secretKey), wsBase(relay), String(N)], { env: { ...process.env, TALLY_STORE_DIR: dir }, stdio: ["ignore", "pipe", "inherit"] });
+      const child = spawn(process.execPath, [join(bundleDir, "device.mjs"), bytesToHex(user.secretKey), wsBase(relay), String(N)], {
+        env: { ...process.env, TALLY_STORE_DIR: dir },
+        stdio: ["ignore", "pipe", "inherit"],
+      });
       let out = "";
       child.stdout.on("data", (d) => (out += d));
       const done = new Promise<{ handled: string[]; ledger: number }>((resolve, reject) => {
-        child.on("exit", (code) => (code === 0 ? resolve(JSON.parse(out.trim().split("\n").at(-1)!)) : reject(new Error(`device exited ${code}: ${out}`))));
+        child.on("exit", (code) =>
+          code === 0 ? resolve(JSON.parse(out.trim().split("\n").at(-1)!)) : reject(new Error(`device exited ${code}: ${out}`)),
+        );
       });
       return { ready: () => out.includes("ready"), done };
     };
@@ -81,44 +94,65 @@ const t = setInterval(async () => {
     expect([...r1.handled].sort()).toEqual([...ids].sort());
     expect([...r2.handled].sort()).toEqual([...ids].sort());
     // Two stores, each holding every entry after both processes ended, owner-only.
-    const logs = readdirSync(dir).filter((f) => f.endsWith(".log")).sort();
+    const logs = readdirSync(dir)
+      .filter((f) => f.endsWith(".log"))
+      .sort();
     expect(logs).toEqual([`${user.npub}.1.log`, `${user.npub}.log`]);
     for (const f of logs) {
       expect(statSync(join(dir, f)).mode & 0o777).toBe(0o600);
-      const notes = (await new KeyValueTallyStore(new FileKeyValue(join(dir, f))).listLedger()).filter((e) => e.type === "note").map((e) => e.id);
+      const notes = (await new KeyValueTallyStore(new FileKeyValue(join(dir, f))).listLedger())
+        .filter((e) => e.type === "note")
+        .map((e) => e.id);
       expect(notes.sort()).toEqual([...ids].sort());
     }
   });
 
-  it.skipIf(!chromiumPath)("1 two tabs are two devices: two clients with the default store in one Chromium profile each receive and record every message", async () => {
-    const harness = (await build({ entryPoints: [join(root, "test/helpers/tally-browser.ts")], bundle: true, format: "iife", globalName: "tallyHarness", platform: "browser", write: false, logLevel: "warning" })).outputFiles[0].text;
-    const chrome = await launchChromium();
-    try {
-      const user = newUser();
-      const tab = async (): Promise<Page> => {
-        const page = await chrome.context.newPage();
-        page.on("pageerror", (e) => console.log(`tab error: ${e.message}`));
-        await page.goto(`${relay}/healthz`);
-        await page.addScriptTag({ content: harness });
-        await page.evaluate(
-          async ([url, sk]) => {
-            (window as any).d = await (window as any).tallyHarness.defaultStoreDevice(url, sk);
-          },
-          [wsBase(relay), bytesToHex(user.secretKey)] as const,
-        );
-        return page;
-      };
-      const t1 = await tab();
-      const t2 = await tab();
-      const ids = await sendNotes(user.npub);
-      for (const t of [t1, t2]) {
-        const handled = () => t.evaluate(() => (window as any).d.handled as string[]);
-        await waitFor(async () => (await handled()).length >= N, { what: "every message in the tab", timeout: 20_000 });
-        expect((await handled()).sort()).toEqual([...ids].sort());
-        await waitFor(async () => (await t.evaluate(() => (window as any).d.ledgerIds() as Promise<string[]>)).filter((id) => ids.includes(id)).length === N, { what: "every entry in the tab's ledger" });
+  it.skipIf(!chromiumPath)(
+    "1 two tabs are two devices: two clients with the default store in one Chromium profile each receive and record every message",
+    async () => {
+      const harness = (
+        await build({
+          entryPoints: [join(root, "test/helpers/tally-browser.ts")],
+          bundle: true,
+          format: "iife",
+          globalName: "tallyHarness",
+          platform: "browser",
+          write: false,
+          logLevel: "warning",
+        })
+      ).outputFiles[0].text;
+      const chrome = await launchChromium();
+      try {
+        const user = newUser();
+        const tab = async (): Promise<Page> => {
+          const page = await chrome.context.newPage();
+          page.on("pageerror", (e) => console.log(`tab error: ${e.message}`));
+          await page.goto(`${relay}/healthz`);
+          await page.addScriptTag({ content: harness });
+          await page.evaluate(
+            async ([url, sk]) => {
+              (window as any).d = await (window as any).tallyHarness.defaultStoreDevice(url, sk);
+            },
+            [wsBase(relay), bytesToHex(user.secretKey)] as const,
+          );
+          return page;
+        };
+        const t1 = await tab();
+        const t2 = await tab();
+        const ids = await sendNotes(user.npub);
+        for (const t of [t1, t2]) {
+          const handled = () => t.evaluate(() => (window as any).d.handled as string[]);
+          await waitFor(async () => (await handled()).length >= N, { what: "every message in the tab", timeout: 20_000 });
+          expect((await handled()).sort()).toEqual([...ids].sort());
+          await waitFor(
+            async () =>
+              (await t.evaluate(() => (window as any).d.ledgerIds() as Promise<string[]>)).filter((id) => ids.includes(id)).length === N,
+            { what: "every entry in the tab's ledger" },
+          );
+        }
+      } finally {
+        await chrome.close();
       }
-    } finally {
-      await chrome.close();
-    }
-  });
+    },
+  );
 });

@@ -103,7 +103,11 @@ describe("register (profile of seed 13.9)", () => {
     const s = await openFor(user.npub);
     const { challenge } = await s.next("challenge");
     const createdAt = Math.floor(Date.now() / 1000) - 601;
-    s.send({ type: "register", user_id: user.npub, auth: makeAuthEvent({ secretKey: user.secretKey, challenge, relayUrl: ws, createdAt }) });
+    s.send({
+      type: "register",
+      user_id: user.npub,
+      auth: makeAuthEvent({ secretKey: user.secretKey, challenge, relayUrl: ws, createdAt }),
+    });
     expect(await s.closed).toBe(4001);
   });
 
@@ -111,7 +115,11 @@ describe("register (profile of seed 13.9)", () => {
     const user = newUser();
     const s = await openFor(user.npub);
     const { challenge } = await s.next("challenge");
-    s.send({ type: "register", user_id: user.npub, auth: makeAuthEvent({ secretKey: user.secretKey, challenge, relayUrl: "wss://other.example" }) });
+    s.send({
+      type: "register",
+      user_id: user.npub,
+      auth: makeAuthEvent({ secretKey: user.secretKey, challenge, relayUrl: "wss://other.example" }),
+    });
     expect(await s.closed).toBe(4001);
   });
 

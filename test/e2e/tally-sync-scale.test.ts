@@ -64,7 +64,15 @@ describe("12.5/13.6 equal ledgers", () => {
     ];
     for (let i = 0; i < 9_996; i++) {
       const [from, to] = i % 2 ? [alice, bob] : [bob, alice];
-      shared.push({ id: `e${i}`, type: "note", from_user_id: from.npub, to_user_id: to.npub, originated_at: at(10 + i), timestamp: at(10 + i), payload: { i } });
+      shared.push({
+        id: `e${i}`,
+        type: "note",
+        from_user_id: from.npub,
+        to_user_id: to.npub,
+        originated_at: at(10 + i),
+        timestamp: at(10 + i),
+        payload: { i },
+      });
     }
     const aStore = memoryStore();
     const bStore = memoryStore();
@@ -93,7 +101,9 @@ describe("12.5/13.6 equal ledgers", () => {
     await a.send(bob.npub, "marker", {});
     await b.send(alice.npub, "marker", {});
     await waitFor(() => marks.includes("a got marker") && marks.includes("b got marker"), { what: "markers" });
-    console.log(`10,000 equal entries: hellos ${aT.hello}+${bT.hello} messages, ${aT.helloBytes + bT.helloBytes} bytes; sync_data ${aT.data + bT.data}, entries ${aT.entries + bT.entries}`);
+    console.log(
+      `10,000 equal entries: hellos ${aT.hello}+${bT.hello} messages, ${aT.helloBytes + bT.helloBytes} bytes; sync_data ${aT.data + bT.data}, entries ${aT.entries + bT.entries}`,
+    );
     expect([aT.data, bT.data, aT.entries, bT.entries]).toEqual([0, 0, 0, 0]);
   });
 
@@ -101,7 +111,13 @@ describe("12.5/13.6 equal ledgers", () => {
     const alice = newUser();
     const bob = newUser();
     const ledger: LedgerEntry[] = Array.from({ length: 10_000 }, (_, i) => ({
-      id: `s${i}`, type: "note", from_user_id: bob.npub, to_user_id: alice.npub, originated_at: at(i), timestamp: at(i), payload: { i },
+      id: `s${i}`,
+      type: "note",
+      from_user_id: bob.npub,
+      to_user_id: alice.npub,
+      originated_at: at(i),
+      timestamp: at(i),
+      payload: { i },
     }));
     const s1 = memoryStore();
     const s2 = memoryStore();
@@ -200,7 +216,10 @@ describe("12.6 the remainder, past ignored messages", () => {
     const handled: string[] = [];
     const a = await dev(alice, { store: aStore }, (c) => c.on("message", (m, via) => void (via === "sync" && handled.push(m.id))));
     await exchange(b, alice.npub);
-    await waitFor(async () => (await a.store.listLedger()).filter((e) => e.type === "note").length === 5, { what: "the 5 notes", timeout: 30_000 });
+    await waitFor(async () => (await a.store.listLedger()).filter((e) => e.type === "note").length === 5, {
+      what: "the 5 notes",
+      timeout: 30_000,
+    });
     expect(handled.filter((id) => id.startsWith("ign"))).toEqual([]);
     expect(handled.filter((id) => id.startsWith("note")).sort()).toEqual(["note0", "note1", "note2", "note3", "note4"]);
   });
@@ -236,8 +255,18 @@ describe("13.5/13.8 relay or channel, per device", () => {
     await waitFor(() => a1.ownDevices.size === 2, { what: "own devices" });
     // a1 has a working channel to a2, and one to a3 whose sends fail.
     a1.addDirectChannel(alice.npub, { send: (f) => void a2.handleDirectFrame(f, alice.npub) }, a2.deviceId);
-    a1.addDirectChannel(alice.npub, { send: () => { throw new Error("closing"); } }, a3.deviceId);
+    a1.addDirectChannel(
+      alice.npub,
+      {
+        send: () => {
+          throw new Error("closing");
+        },
+      },
+      a3.deviceId,
+    );
     const id = await a1.send(bob.npub, "note", { n: 1 });
-    await waitFor(async () => (await a2.store.hasLedger(alice.npub, id)) && (await a3.store.hasLedger(alice.npub, id)), { what: "both own devices" });
+    await waitFor(async () => (await a2.store.hasLedger(alice.npub, id)) && (await a3.store.hasLedger(alice.npub, id)), {
+      what: "both own devices",
+    });
   });
 });

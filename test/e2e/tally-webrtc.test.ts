@@ -67,10 +67,10 @@ describe.skipIf(!chromiumPath)("the client's store in Chromium", () => {
     const page = await chrome.context.newPage();
     await page.goto(`${relay}/healthz`);
     await page.addScriptTag({ content: harness });
-    const r = await page.evaluate(
-      ([sk, peer]) => (window as any).tallyHarness.defaultStoreRoundTrip(sk, peer),
-      [bytesToHex(newUser().secretKey), newUser().npub] as const,
-    );
+    const r = await page.evaluate(([sk, peer]) => (window as any).tallyHarness.defaultStoreRoundTrip(sk, peer), [
+      bytesToHex(newUser().secretKey),
+      newUser().npub,
+    ] as const);
     expect(r.seen).toEqual([r.sent]);
     expect(r.kind).toBe("IndexedDbKeyValue");
     await page.close();
@@ -101,18 +101,26 @@ describe.skipIf(!chromiumPath)("WebRTC direct channels in Chromium", () => {
     const alice = newUser();
     const p1 = await pageFor(alice);
     const p2 = await pageFor(alice);
-    const opened = (p: Page) => until("self channel open", async () => (await log(p)).states.filter(([u, , s]) => u === alice.npub && s === "open").length);
+    const opened = (p: Page) =>
+      until("self channel open", async () => (await log(p)).states.filter(([u, , s]) => u === alice.npub && s === "open").length);
     await opened(p1);
     await opened(p2);
     // 13.6: each end sent a sync_hello over the channel as soon as it opened.
-    await until("a sync_hello over the channel", async () => (await log(p2)).sync.some(([t, via]) => t === "sync_hello" && via === "direct"));
-    await until("a sync_hello over the channel", async () => (await log(p1)).sync.some(([t, via]) => t === "sync_hello" && via === "direct"));
+    await until("a sync_hello over the channel", async () =>
+      (await log(p2)).sync.some(([t, via]) => t === "sync_hello" && via === "direct"),
+    );
+    await until("a sync_hello over the channel", async () =>
+      (await log(p1)).sync.some(([t, via]) => t === "sync_hello" && via === "direct"),
+    );
     // 13.1: the data channel goes away while both devices stay online: a new channel opens.
     await p1.evaluate(() => {
       for (const peer of (window as any).h.mesh.peers.values()) peer.pc.close();
     });
     await until("re-paired", async () => (await log(p1)).states.filter(([u, , s]) => u === alice.npub && s === "open").length >= 2);
-    await until("re-paired on the other end", async () => (await log(p2)).states.filter(([u, , s]) => u === alice.npub && s === "open").length >= 2);
+    await until(
+      "re-paired on the other end",
+      async () => (await log(p2)).states.filter(([u, , s]) => u === alice.npub && s === "open").length >= 2,
+    );
     await p1.close();
     await p2.close();
   });

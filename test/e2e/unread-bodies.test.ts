@@ -48,14 +48,18 @@ describe("common.max_drained_body_bytes: bodies the relay does not want are drai
 
   it("the drain is bounded: a body declared past max_drained_body_bytes is answered at once without being read", async () => {
     const r = await new Promise<number | undefined>((resolve) => {
-      const req = request(`${base}/minca/v1/mailbox/${topic}`, {
-        method: "POST",
-        headers: { "content-type": "application/json", "content-length": COMMON_LIMITS.max_drained_body_bytes + 1 },
-      }, (res) => {
-        res.resume();
-        resolve(res.statusCode);
-        req.destroy();
-      });
+      const req = request(
+        `${base}/minca/v1/mailbox/${topic}`,
+        {
+          method: "POST",
+          headers: { "content-type": "application/json", "content-length": COMMON_LIMITS.max_drained_body_bytes + 1 },
+        },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode);
+          req.destroy();
+        },
+      );
       req.on("error", () => resolve(undefined));
       req.write(big(1024)); // and never the rest
     });

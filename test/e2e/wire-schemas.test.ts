@@ -34,7 +34,12 @@ describe("docs/schemas", () => {
     const user = newUser();
     const s = await TestSocket.open(`${ws}/tally/v1/${user.npub}`);
     const { challenge } = await s.next("challenge");
-    const register = { type: "register", user_id: user.npub, auth: makeAuthEvent({ secretKey: user.secretKey, challenge, relayUrl: ws }), acks: true };
+    const register = {
+      type: "register",
+      user_id: user.npub,
+      auth: makeAuthEvent({ secretKey: user.secretKey, challenge, relayUrl: ws }),
+      acks: true,
+    };
     s.send(register);
     await s.next("registered");
     await s.next("queue_drained");

@@ -134,7 +134,9 @@ export function roomContract(name: string, rooms: () => JoinRoom): void {
       const { program } = await programAndHome(recorded(rooms(), recording));
       expect((await program.outcome).ok).toBe(true);
       // Later, someone with the recording and the code plays the program's side to a home...
-      const fromProgram = recording.filter((m) => [CODE_TYPES.hello, CODE_TYPES.point, CODE_TYPES.ask, CODE_TYPES.done].includes(m.type as any));
+      const fromProgram = recording.filter((m) =>
+        [CODE_TYPES.hello, CODE_TYPES.point, CODE_TYPES.ask, CODE_TYPES.done].includes(m.type as any),
+      );
       const events: string[] = [];
       const home = new HomeExchange({
         origin: HOME,
@@ -228,7 +230,11 @@ export function roomContract(name: string, rooms: () => JoinRoom): void {
       const forAnother = await programAndHome(rooms(), {
         home: { makeGrant: (account, req) => grantByCode(account, { ...req, audience: other.did }) },
       });
-      expect(await forAnother.program.outcome).toMatchObject({ ok: false, reason: "refused", message: "the note is made out to another key" });
+      expect(await forAnother.program.outcome).toMatchObject({
+        ok: false,
+        reason: "refused",
+        message: "the note is made out to another key",
+      });
 
       const wide = await programAndHome(rooms(), {
         home: {
@@ -269,7 +275,13 @@ export function roomContract(name: string, rooms: () => JoinRoom): void {
       });
       await home.start();
       expect(await home.outcome).toEqual({ status: "nobody_waiting" });
-      const noCode = new HomeExchange({ origin: HOME, link: `${HOME}/connect`, account: await newAccount(), join: rooms(), approve: async () => ({ allow: true }) });
+      const noCode = new HomeExchange({
+        origin: HOME,
+        link: `${HOME}/connect`,
+        account: await newAccount(),
+        join: rooms(),
+        approve: async () => ({ allow: true }),
+      });
       await noCode.start();
       expect(await noCode.outcome).toEqual({ status: "no_code" });
     });

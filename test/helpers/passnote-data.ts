@@ -30,7 +30,12 @@ export function fillDifferent(a: PassnoteStore, b: PassnoteStore, { common, diff
     const wall = t0 + span + d * 1000;
     const edit = d % 4 < 2; // half are edits of an existing record, half are new records
     const key = edit ? `k${Math.floor((d * 7919) % common)}` : `new${d}`;
-    side.merge(collection, { key, value: { title: `changed ${d}` }, is_deleted: d % 10 === 9, hlc: formatHlc({ wall, counter: 0, node: d % 2 ? "b" : "a" }) });
+    side.merge(collection, {
+      key,
+      value: { title: `changed ${d}` },
+      is_deleted: d % 10 === 9,
+      hlc: formatHlc({ wall, counter: 0, node: d % 2 ? "b" : "a" }),
+    });
   }
 }
 

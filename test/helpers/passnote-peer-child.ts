@@ -19,7 +19,10 @@ const say = (line: string) => process.stdout.write(`${line}\n`);
   let identity: DeviceIdentity | undefined;
   if (identityArg) {
     const o = JSON.parse(identityArg) as Record<string, string>;
-    identity = { deviceKey: hexToBytes(o.deviceKey), group: { rosterKey: hexToBytes(o.rosterKey), groupKey: hexToBytes(o.groupKey), owner: hexToBytes(o.owner) } };
+    identity = {
+      deviceKey: hexToBytes(o.deviceKey),
+      group: { rosterKey: hexToBytes(o.rosterKey), groupKey: hexToBytes(o.groupKey), owner: hexToBytes(o.owner) },
+    };
   }
   const held = store.keys();
   const rosterKey = (identity ?? (held && "identity" in held ? held.identity : undefined))!.group.rosterKey;

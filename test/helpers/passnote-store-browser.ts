@@ -57,13 +57,20 @@ export async function rawContains(name: string, hex: string): Promise<boolean> {
  * The peer on IndexedDB across a restart: found a group, write, flush, close; reopen with no keys
  * given; what the new peer sees.
  */
-export async function peerRestart(name: string): Promise<{ value: unknown; sameDevice: boolean; owner: boolean; newInst: boolean; clockPassed: boolean }> {
+export async function peerRestart(
+  name: string,
+): Promise<{ value: unknown; sameDevice: boolean; owner: boolean; newInst: boolean; clockPassed: boolean }> {
   const { PassnotePeer } = await import("../../clients/passnote/peer");
   const { MemoryBus } = await import("../../clients/passnote/memory-bus");
   const { foundGroup } = await import("../../shared/passnote/roster");
   const bus = new MemoryBus();
   let now = 2_000_000_000_000;
-  const p1 = new PassnotePeer({ transport: await bus.connect(), identity: foundGroup(), store: await IndexedDbStore.open(name), now: () => now });
+  const p1 = new PassnotePeer({
+    transport: await bus.connect(),
+    identity: foundGroup(),
+    store: await IndexedDbStore.open(name),
+    now: () => now,
+  });
   const first = p1.put("notes", "n1", { text: "kept" });
   await p1.flushed();
   p1.close();
@@ -71,7 +78,13 @@ export async function peerRestart(name: string): Promise<{ value: unknown; sameD
   now -= 60_000;
   const p2 = new PassnotePeer({ transport: await bus.connect(), store: await IndexedDbStore.open(name), now: () => now });
   const second = p2.put("notes", "n2", 1);
-  const out = { value: p2.get("notes", "n1"), sameDevice: p2.engine.deviceId === p1.engine.deviceId, owner: p2.engine.isOwner, newInst: p2.engine.inst !== p1.engine.inst, clockPassed: second.hlc > first.hlc };
+  const out = {
+    value: p2.get("notes", "n1"),
+    sameDevice: p2.engine.deviceId === p1.engine.deviceId,
+    owner: p2.engine.isOwner,
+    newInst: p2.engine.inst !== p1.engine.inst,
+    clockPassed: second.hlc > first.hlc,
+  };
   p2.close();
   await p2.store.close();
   return out;

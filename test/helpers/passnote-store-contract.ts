@@ -36,7 +36,13 @@ export interface StoreHarness {
 }
 
 const hlc = (wall: number, counter = 0, node = "n1") => formatHlc({ wall, counter, node });
-const rec = (key: string, value: WireRecord["value"], h: string, extra: Partial<WireRecord> = {}): WireRecord => ({ key, value, is_deleted: false, hlc: h, ...extra });
+const rec = (key: string, value: WireRecord["value"], h: string, extra: Partial<WireRecord> = {}): WireRecord => ({
+  key,
+  value,
+  is_deleted: false,
+  hlc: h,
+  ...extra,
+});
 const hex = (byte: number) => byte.toString(16).padStart(2, "0").repeat(32);
 let dbCounter = 0;
 
@@ -77,7 +83,11 @@ export function storeContract(name: string, make: () => StoreHarness): void {
       const h = make();
       const name = db();
       const s = await h.open(name);
-      await s.merge("notes", [rec("a", "x", hlc(5_000)), rec("b", null, hlc(6_000, 3, "n2"), { is_deleted: true }), rec("c", { deep: [[1, [2, { k: true }]]] }, hlc(4_000))]);
+      await s.merge("notes", [
+        rec("a", "x", hlc(5_000)),
+        rec("b", null, hlc(6_000, 3, "n2"), { is_deleted: true }),
+        rec("c", { deep: [[1, [2, { k: true }]]] }, hlc(4_000)),
+      ]);
       await s.merge("diary", [rec("d", -7, hlc(9_000, 1))]);
       await s.merge("_roster", [rec("dev1", { pub: "p", revoked: false, sig: "s" }, hlc(3_000))]);
       await s.saveKeys({ deviceKey: hex(1), rosterKey: hex(2), groupKey: hex(3), owner: hex(4) });
@@ -94,28 +104,31 @@ export function storeContract(name: string, make: () => StoreHarness): void {
       await again.close();
     });
 
-    it.runIf(make().persistent)("two instances on one database do not lose each other's writes (the greater HLC wins in the database)", async () => {
-      const h = make();
-      const name = db();
-      const a = await h.open(name);
-      const b = await h.open(name);
-      await a.merge("notes", [rec("only-a", 1, hlc(1_000, 0, "a")), rec("shared", "a wins", hlc(3_000, 0, "a"))]);
-      await a.flushed();
-      // b never saw a's write (its index was loaded before): its older write to the same document
-      // comes later in time and must not replace a's.
-      await b.merge("notes", [rec("only-b", 2, hlc(1_000, 0, "b")), rec("shared", "b loses", hlc(2_000, 0, "b"))]);
-      await b.flushed();
-      await a.close();
-      await b.close();
-      const c = await h.open(name);
-      const d = await c.dump();
-      expect(d.records.notes.map((r) => [r.key, r.value])).toEqual([
-        ["only-a", 1],
-        ["only-b", 2],
-        ["shared", "a wins"],
-      ]);
-      await c.close();
-    });
+    it.runIf(make().persistent)(
+      "two instances on one database do not lose each other's writes (the greater HLC wins in the database)",
+      async () => {
+        const h = make();
+        const name = db();
+        const a = await h.open(name);
+        const b = await h.open(name);
+        await a.merge("notes", [rec("only-a", 1, hlc(1_000, 0, "a")), rec("shared", "a wins", hlc(3_000, 0, "a"))]);
+        await a.flushed();
+        // b never saw a's write (its index was loaded before): its older write to the same document
+        // comes later in time and must not replace a's.
+        await b.merge("notes", [rec("only-b", 2, hlc(1_000, 0, "b")), rec("shared", "b loses", hlc(2_000, 0, "b"))]);
+        await b.flushed();
+        await a.close();
+        await b.close();
+        const c = await h.open(name);
+        const d = await c.dump();
+        expect(d.records.notes.map((r) => [r.key, r.value])).toEqual([
+          ["only-a", 1],
+          ["only-b", 2],
+          ["shared", "a wins"],
+        ]);
+        await c.close();
+      },
+    );
 
     it.runIf(make().persistent)("a write the database cannot take is never acknowledged: merge throws or flushed() rejects", async () => {
       const h = make();

@@ -13,7 +13,11 @@ export function dumpStore(s: PassnoteStore): StoreDump {
     watermarks[c] = s.watermark(c);
   }
   const k = s.keys();
-  const keys = !k ? null : "key" in k ? bytesToHex(k.key) : [k.identity.deviceKey, k.identity.group.rosterKey, k.identity.group.groupKey, k.identity.group.owner].map(bytesToHex).join("");
+  const keys = !k
+    ? null
+    : "key" in k
+      ? bytesToHex(k.key)
+      : [k.identity.deviceKey, k.identity.group.rosterKey, k.identity.group.groupKey, k.identity.group.owner].map(bytesToHex).join("");
   return { records, watermarks, clock: s.clock(), keys };
 }
 
@@ -22,7 +26,16 @@ export function instanceOf(s: PassnoteStore): StoreInstance {
     inst: async () => s.inst,
     merge: async (collection, records) => records.map((r) => s.merge(collection, r)),
     saveKeys: async (k) =>
-      s.saveKeys("key" in k ? { key: hexToBytes(k.key) } : { identity: { deviceKey: hexToBytes(k.deviceKey), group: { rosterKey: hexToBytes(k.rosterKey), groupKey: hexToBytes(k.groupKey), owner: hexToBytes(k.owner) } } }),
+      s.saveKeys(
+        "key" in k
+          ? { key: hexToBytes(k.key) }
+          : {
+              identity: {
+                deviceKey: hexToBytes(k.deviceKey),
+                group: { rosterKey: hexToBytes(k.rosterKey), groupKey: hexToBytes(k.groupKey), owner: hexToBytes(k.owner) },
+              },
+            },
+      ),
     flushed: () => s.flushed(),
     dump: async () => dumpStore(s),
     close: () => s.close(),

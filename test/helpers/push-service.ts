@@ -32,7 +32,12 @@ export class LocalPushService {
       const chunks: Buffer[] = [];
       req.on("data", (c: Buffer) => chunks.push(c));
       req.on("end", () => {
-        const { status, headers } = self!.handle(req.url ?? "", req.method ?? "", req.headers as Record<string, string>, Buffer.concat(chunks));
+        const { status, headers } = self!.handle(
+          req.url ?? "",
+          req.method ?? "",
+          req.headers as Record<string, string>,
+          Buffer.concat(chunks),
+        );
         res.writeHead(status, headers);
         res.end();
       });

@@ -65,7 +65,13 @@ const root = new URL("../../", import.meta.url).pathname;
  */
 export const TEST_PUSH_ALLOW = "http://127.0.0.1";
 
-function command(target: RelayTarget, port: number, dataDir: string, runtimeDir: string, pushAllow: string): { cmd: string; args: string[] } {
+function command(
+  target: RelayTarget,
+  port: number,
+  dataDir: string,
+  runtimeDir: string,
+  pushAllow: string,
+): { cmd: string; args: string[] } {
   if (target === "wrangler") {
     return {
       cmd: join(root, "node_modules/.bin/wrangler"),
@@ -181,7 +187,8 @@ export async function startRelay(opts: StartOptions = {}): Promise<RelayProcess>
     runtimePid,
     async stop({ kill = false } = {}) {
       if (exited) return exitCode;
-      if (kill && target === "workerd") signal(runtimePid(), "SIGKILL"); // the launcher then exits by itself
+      if (kill && target === "workerd")
+        signal(runtimePid(), "SIGKILL"); // the launcher then exits by itself
       else signal(-child.pid!, kill ? "SIGKILL" : "SIGTERM");
       const timer = setTimeout(() => {
         signal(runtimePid(), "SIGKILL");

@@ -28,7 +28,11 @@ export async function defaultStoreRoundTrip(secretHex: string, peerNpub: string)
   first.close(); // as a reload: the next client of this user takes the same store
   await navigator.locks.request(`tally-store:${first.npub}:0`, () => {}); // its slot is free once released
   const second = new TallyClient({ relayUrl: "ws://unused", secretKey: sk });
-  return { sent, seen: (await second.store.listOutbox()).map((i) => i.id), kind: (await (second.store as unknown as { kv: { inner: Promise<object> } }).kv.inner).constructor.name };
+  return {
+    sent,
+    seen: (await second.store.listOutbox()).map((i) => i.id),
+    kind: (await (second.store as unknown as { kv: { inner: Promise<object> } }).kv.inner).constructor.name,
+  };
 }
 
 /** A client with the default store (IndexedDB) that records what it handled: one tab as one device. */

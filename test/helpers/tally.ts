@@ -56,7 +56,12 @@ export async function rawRegistered(relayUrl: string, user: User, opts: { acks?:
   const url = wsBase(relayUrl);
   const s = await TestSocket.open(`${url}/tally/v1/${user.npub}`);
   const { challenge } = await s.next("challenge");
-  s.send({ type: "register", user_id: user.npub, auth: makeAuthEvent({ secretKey: user.secretKey, challenge, relayUrl: url }), acks: opts.acks });
+  s.send({
+    type: "register",
+    user_id: user.npub,
+    auth: makeAuthEvent({ secretKey: user.secretKey, challenge, relayUrl: url }),
+    acks: opts.acks,
+  });
   await s.next("registered");
   return s;
 }

@@ -1,5 +1,8 @@
 /** Polls `check` until it returns a truthy value or the timeout passes. */
-export async function waitFor<T>(check: () => T | Promise<T>, { timeout = 10_000, interval = 20, what = "condition" } = {}): Promise<NonNullable<T>> {
+export async function waitFor<T>(
+  check: () => T | Promise<T>,
+  { timeout = 10_000, interval = 20, what = "condition" } = {},
+): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeout;
   for (;;) {
     const v = await check();

@@ -41,7 +41,9 @@ const documents = [
   "README.md",
   "CHANGELOG.md",
   "clients/README.md",
-  ...readdirSync(join(rootDir, "docs"), { recursive: true }).map((f) => `docs/${f}`).filter((f) => f.endsWith(".md")),
+  ...readdirSync(join(rootDir, "docs"), { recursive: true })
+    .map((f) => `docs/${f}`)
+    .filter((f) => f.endsWith(".md")),
   ...readdirSync(join(rootDir, "scripts")).map((f) => `scripts/${f}`),
 ];
 
@@ -78,12 +80,14 @@ describe("the README for a newcomer", () => {
 
   it("its first screen says what Tally, Passnote and Minca are, and how to run, try and test the relay", () => {
     for (const app of ["**Tally**", "**Passnote**", "**Minca**"]) expect(firstScreen).toContain(app);
-    for (const step of ["npm install && npm start", "/demo/", "/connect/", "curl ", "npm test", "docs/sdk.md"]) expect(firstScreen).toContain(step);
+    for (const step of ["npm install && npm start", "/demo/", "/connect/", "curl ", "npm test", "docs/sdk.md"])
+      expect(firstScreen).toContain(step);
     expect(firstScreen.split("\n").length).toBeLessThan(45);
   });
 
   it("has a table of contents, and the sections others add to (Settings, Layout, Running it in public, Self-hosting)", () => {
-    for (const h of ["## Contents", "## Settings", "## Layout", "### Running it in public", "## Self-hosting", "## Upgrading"]) expect(readme).toContain(`\n${h}\n`);
+    for (const h of ["## Contents", "## Settings", "## Layout", "### Running it in public", "## Self-hosting", "## Upgrading"])
+      expect(readme).toContain(`\n${h}\n`);
   });
 
   it("keeps release notes in CHANGELOG.md, not in the README", () => {
@@ -97,7 +101,10 @@ describe("the README for a newcomer", () => {
       expect(code).toMatch(/ES module|\.mjs/);
       expect(code).not.toMatch(/npub1\.\.\./);
       for (const [, names] of code.matchAll(/import \{([^}]+)\} from/g)) {
-        for (const name of names.split(",").map((n) => n.trim()).filter(Boolean)) {
+        for (const name of names
+          .split(",")
+          .map((n) => n.trim())
+          .filter(Boolean)) {
           const uses = code.split(new RegExp(`\\b${name}\\b`)).length - 1;
           expect(uses, `${name} is imported and not used`).toBeGreaterThan(1);
         }

@@ -24,13 +24,19 @@ pushOutboxContract<AccountPush>("a hosted account's pushes", (f) => {
         let key = sql.exec<{ key: string }>("SELECT key FROM receivers WHERE endpoint = ?", endpoint).toArray()[0]?.key;
         if (key === undefined) {
           key = `receiver:${++r}`;
-          sql.exec("INSERT INTO receivers (key, at, device, endpoint, p256dh, auth, gone) VALUES (?, 0, 'd', ?, 'k', 'a', 0)", key, endpoint);
+          sql.exec(
+            "INSERT INTO receivers (key, at, device, endpoint, p256dh, auth, gone) VALUES (?, 0, 'd', ?, 'k', 'a', 0)",
+            key,
+            endpoint,
+          );
         }
         sql.exec("INSERT INTO pushes (receiver, endpoint, payload, topic, next_at) VALUES (?, ?, X'00', 't', 0)", key, endpoint);
       },
       pending: () =>
         sql
-          .exec<{ endpoint: string; attempts: number; nextAt: number }>("SELECT endpoint, attempts, next_at AS nextAt FROM pushes ORDER BY id")
+          .exec<{ endpoint: string; attempts: number; nextAt: number }>(
+            "SELECT endpoint, attempts, next_at AS nextAt FROM pushes ORDER BY id",
+          )
           .toArray()
           .map((p) => ({ ...p })),
       receiverLive: (endpoint) => sql.exec("SELECT 1 FROM receivers WHERE endpoint = ? AND gone = 0", endpoint).toArray().length > 0,

@@ -61,7 +61,11 @@ describe("DESIGN 3: nothing is stored for free", () => {
     const stub = env.TALLY_USER.get(env.TALLY_USER.idFromName(bob.hex));
     const s = await upgrade(`/tally/v1/${bob.npub}`);
     const { challenge } = await s.next("challenge");
-    s.send({ type: "register", user_id: bob.npub, auth: makeAuthEvent({ secretKey: bob.secretKey, challenge, relayUrl: "ws://relay.test" }) });
+    s.send({
+      type: "register",
+      user_id: bob.npub,
+      auth: makeAuthEvent({ secretKey: bob.secretKey, challenge, relayUrl: "ws://relay.test" }),
+    });
     await s.next("queue_drained");
     s.close();
     await s.closed;
@@ -70,7 +74,10 @@ describe("DESIGN 3: nothing is stored for free", () => {
     expect(await deliver(stub, JSON.stringify(opaqueEnvelope(alice, bob, "kept")), alice.hex, "kept")).toBe("stored");
     await evictDurableObject(stub);
     const after = await runInDurableObject(stub, (_o, state) => ({
-      migrations: state.storage.sql.exec<{ name: string }>("SELECT name FROM _migrations").toArray().map((r) => r.name),
+      migrations: state.storage.sql
+        .exec<{ name: string }>("SELECT name FROM _migrations")
+        .toArray()
+        .map((r) => r.name),
       user: state.storage.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'user_hex'").one().value,
     }));
     expect(after).toEqual({ migrations: MIGRATIONS.TallyUser.map((m) => m.name), user: bob.hex });

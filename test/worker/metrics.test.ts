@@ -45,10 +45,15 @@ describe("/metrics counters", () => {
     const before = await metrics();
     const stats = relayStats(env);
     const old = minuteOf(Date.now()) - 10_000; // far older than the window: still counted in the total
-    await stats.report({ reporter: "f".repeat(32), protocol: "passnote", gauges: { connections: 1 }, counts: [
-      { minute: minuteOf(Date.now()), metric: "connections_opened", n: 3 },
-      { minute: old, metric: "messages", n: 5 },
-    ] });
+    await stats.report({
+      reporter: "f".repeat(32),
+      protocol: "passnote",
+      gauges: { connections: 1 },
+      counts: [
+        { minute: minuteOf(Date.now()), metric: "connections_opened", n: 3 },
+        { minute: old, metric: "messages", n: 5 },
+      ],
+    });
     const after = await metrics();
     const d = (s: string) => sample(after, s) - sample(before, s);
     expect(after).toContain("# TYPE edge_relay_sockets_opened_total counter");

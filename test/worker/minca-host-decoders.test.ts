@@ -27,7 +27,10 @@ describe("issue 15: decoders of a host's client input answer 4xx, never 500", ()
     const inner = JSON.parse(utf8Decode(base64urlDecode(grant.carry.invite)));
     inner.constitution.nonce = "carry:\ud800"; // JSON.stringify writes it as the escape \ud800
     const invite = base64urlEncode(utf8Encode(JSON.stringify(inner)));
-    const res = await SELF.fetch(`${RELAY}/minca/v1/host/accounts`, { method: "POST", body: JSON.stringify({ ...grant, carry: { ...grant.carry, invite } }) });
+    const res = await SELF.fetch(`${RELAY}/minca/v1/host/accounts`, {
+      method: "POST",
+      body: JSON.stringify({ ...grant, carry: { ...grant.carry, invite } }),
+    });
     expect(res.status).toBe(400);
     expect(((await res.json()) as any).error.code).toBe("invalid_grant");
     // and in the grant itself
@@ -49,7 +52,10 @@ describe("issue 15: decoders of a host's client input answer 4xx, never 500", ()
     expect(err.message).toMatch(/deeper than 64/);
     // just within the bound it is read, and refused by its schema as one version
     const within = `${"[".repeat(COMMON_LIMITS.max_json_depth - 2)}${"]".repeat(COMMON_LIMITS.max_json_depth - 2)}`;
-    const ok = await SELF.fetch(`${RELAY}/minca/v1/spaces/${carry.id}/versions`, { method: "POST", body: JSON.stringify([v]).replace('"note":', `"deep":${within},"note":`) });
+    const ok = await SELF.fetch(`${RELAY}/minca/v1/spaces/${carry.id}/versions`, {
+      method: "POST",
+      body: JSON.stringify([v]).replace('"note":', `"deep":${within},"note":`),
+    });
     expect(ok.status).toBe(200);
     expect(((await ok.json()) as any).results[0]).toMatchObject({ accepted: false, reason: "malformed" });
   });
@@ -58,9 +64,17 @@ describe("issue 15: decoders of a host's client input answer 4xx, never 500", ()
     const { acct, host } = await connected();
     const carry = host.carry!;
     const until = Math.floor(Date.now() / 1000) + 3_600;
-    const good = await writeVersion(acct, carry, { collection: LINK, key: "link:good", body: { v: 1, blob: base64urlEncode(new Uint8Array([1, 2, 3])), until } });
+    const good = await writeVersion(acct, carry, {
+      collection: LINK,
+      key: "link:good",
+      body: { v: 1, blob: base64urlEncode(new Uint8Array([1, 2, 3])), until },
+    });
     const bad = await writeVersion(acct, carry, { collection: LINK, key: "link:bad", body: { v: 1, blob: "AAAAA", until } });
-    const after = await writeVersion(acct, carry, { collection: LINK, key: "link:after", body: { v: 1, blob: base64urlEncode(new Uint8Array([4])), until } });
+    const after = await writeVersion(acct, carry, {
+      collection: LINK,
+      key: "link:after",
+      body: { v: 1, blob: base64urlEncode(new Uint8Array([4])), until },
+    });
     const results = await host.post(carry.id, [good, bad, after]);
     expect(results.map((r) => r.accepted)).toEqual([true, false, true]);
     expect(results[1]).toMatchObject({ reason: "unreadable_record" });
@@ -80,7 +94,10 @@ describe("issue 15: decoders of a host's client input answer 4xx, never 500", ()
     const deep = `{"endpoint":${"[".repeat(500)}${"]".repeat(500)}}`;
     const r1 = await SELF.fetch(`${RELAY}/minca/v1/mailbox/${topic}/receivers`, { method: "POST", body: deep });
     expect(r1.status).toBe(400);
-    const r2 = await SELF.fetch(`${RELAY}/minca/v1/mailbox/${topic}/receivers`, { method: "POST", body: '{"endpoint":"https://push.example/\\ud800","keys":{}}' });
+    const r2 = await SELF.fetch(`${RELAY}/minca/v1/mailbox/${topic}/receivers`, {
+      method: "POST",
+      body: '{"endpoint":"https://push.example/\\ud800","keys":{}}',
+    });
     expect(r2.status).toBe(400);
     expect(((await r2.json()) as any).error.code).toBe("invalid_subscription");
   });

@@ -24,7 +24,8 @@ async function connected() {
   return { acct, host };
 }
 
-const mailboxPage = async (topic: string) => (await (await SELF.fetch(`${RELAY}/minca/v1/mailbox/${topic}`)).json()) as { items: Array<{ seq: number; blob: string }> };
+const mailboxPage = async (topic: string) =>
+  (await (await SELF.fetch(`${RELAY}/minca/v1/mailbox/${topic}`)).json()) as { items: Array<{ seq: number; blob: string }> };
 
 describe("the Minca protocol §1.2, §2.10: a revoke keeps what the key wrote before it", () => {
   it("a one-device account that signs out keeps its spaces, passes, wakes and links at the host; its key can write nothing more", async () => {
@@ -42,7 +43,9 @@ describe("the Minca protocol §1.2, §2.10: a revoke keeps what the key wrote be
     expect(await host.status()).toMatchObject({ spaces: 1, links: 1, wakes: 1 });
     expect((await host.fetchLog(s)).items.map((i) => i.version.id)).toEqual([note.id]);
     expect((await mailboxPage(linkTopic(blob))).items).toMatchObject([{ seq: 0 }]);
-    expect(await host.post(s.id, [await writeVersion(acct, s, { collection: "std.note", key: "b", body: {} })])).toMatchObject([{ accepted: false, reason: "revoked" }]);
+    expect(await host.post(s.id, [await writeVersion(acct, s, { collection: "std.note", key: "b", body: {} })])).toMatchObject([
+      { accepted: false, reason: "revoked" },
+    ]);
     expect(await host.pass(makeSpace(acct, "public"))).toMatchObject({ accepted: false, reason: "revoked" });
   });
 
@@ -52,10 +55,15 @@ describe("the Minca protocol §1.2, §2.10: a revoke keeps what the key wrote be
     const appHost = new HostConnection(app, RELAY, { fetch: fetchSelf });
     appHost.carry = host.carry;
     const until = Math.floor(Date.now() / 1000) + 600;
-    const link = (key: string, text: string, at: number) => writeVersion(app, host.carry!, { collection: LINK, key, at, body: { v: 1, blob: Buffer.from(text).toString("base64url"), until } });
+    const link = (key: string, text: string, at: number) =>
+      writeVersion(app, host.carry!, { collection: LINK, key, at, body: { v: 1, blob: Buffer.from(text).toString("base64url"), until } });
     const early = `early ${Math.random()}`;
     const late = `late ${Math.random()}`;
-    const results = await appHost.post(host.carry!.id, [await link("link:kept", early, 1_000), await link("link:kept", late, 3_000), await link("link:after", late + "2", 3_000)]);
+    const results = await appHost.post(host.carry!.id, [
+      await link("link:kept", early, 1_000),
+      await link("link:kept", late, 3_000),
+      await link("link:after", late + "2", 3_000),
+    ]);
     expect(results.every((r) => r.accepted)).toBe(true);
     expect(await host.status()).toMatchObject({ links: 2 });
 
@@ -77,7 +85,9 @@ describe("the Minca protocol §1.2, §2.10: a revoke keeps what the key wrote be
     expect(await host.post(s.id, [v])).toMatchObject([{ accepted: true }]);
     expect(await host.revoke(app.session.did, { cutoff: 0 })).toMatchObject({ accepted: true });
     expect((await host.fetchLog(s)).items.map((i) => i.version.id)).toEqual([v.id]);
-    expect(await host.post(s.id, [await writeVersion(acct, s, { collection: "c", key: "k2", body: {} })])).toMatchObject([{ accepted: true }]);
+    expect(await host.post(s.id, [await writeVersion(acct, s, { collection: "c", key: "k2", body: {} })])).toMatchObject([
+      { accepted: true },
+    ]);
   });
 
   it("revokes are never refused for their number: past max_revocations_per_account's old figure a revoke is stored and counts", async () => {
@@ -129,7 +139,11 @@ describe("carrier slots: members are never locked out", () => {
     expect(await member.host.pass(s)).toMatchObject({ accepted: true });
     await runInDurableObject(spaceStub(s.id), (_i, state) => {
       for (let i = 2; i < MINCA_HOST_LIMITS.max_carriers_per_space; i++) {
-        state.storage.sql.exec("INSERT INTO carriers (account, at, read_key, own) VALUES (?, 0, ?, 0)", `did:key:zSquatter${i}`, "did:key:z6MkMadeUp");
+        state.storage.sql.exec(
+          "INSERT INTO carriers (account, at, read_key, own) VALUES (?, 0, ?, 0)",
+          `did:key:zSquatter${i}`,
+          "did:key:z6MkMadeUp",
+        );
       }
     });
     const squatter = await connected();
@@ -154,7 +168,9 @@ describe("every stored byte is charged to exactly one carrying account", () => {
     await b.host.pass(s);
     const bBefore = (await b.host.status()).bytes as number;
     const aBefore = (await a.host.status()).bytes as number;
-    const vs = await Promise.all([1, 2, 3].map((i) => writeVersion(a.acct, s, { collection: "c", key: `k${i}`, body: { pad: "x".repeat(500) } })));
+    const vs = await Promise.all(
+      [1, 2, 3].map((i) => writeVersion(a.acct, s, { collection: "c", key: `k${i}`, body: { pad: "x".repeat(500) } })),
+    );
     expect(await a.host.post(s.id, vs)).toMatchObject([{ accepted: true }, { accepted: true }, { accepted: true }]);
     const written = ((await a.host.status()).bytes as number) - aBefore;
     expect(written).toBeGreaterThan(1_500);
@@ -169,7 +185,12 @@ describe("last writer wins per record key by (at, version id), deletions include
     const { acct, host } = await connected();
     const until = Math.floor(Date.now() / 1000) + 600;
     const text = `lww ${Math.random()}`;
-    const older = await writeVersion(acct, host.carry!, { collection: LINK, key: "link:x", at: 1_000, body: { v: 1, blob: Buffer.from(text).toString("base64url"), until } });
+    const older = await writeVersion(acct, host.carry!, {
+      collection: LINK,
+      key: "link:x",
+      at: 1_000,
+      body: { v: 1, blob: Buffer.from(text).toString("base64url"), until },
+    });
     const deletion = await writeVersion(acct, host.carry!, { collection: LINK, key: "link:x", at: 2_000, deleted: true });
     expect(await host.post(host.carry!.id, [deletion])).toMatchObject([{ accepted: true }]);
     expect(await host.post(host.carry!.id, [older])).toMatchObject([{ accepted: true }]);

@@ -41,7 +41,14 @@ describe("issue 15: the host's endpoints are rate-limited per client", () => {
 
   it("log GETs are limited before the read proof is checked: past the burst, 429 instead of 403", async () => {
     const space = await carried();
-    const get = () => SELF.fetch(`${RELAY}/minca/v1/spaces/${space}/versions`, { headers: { "cf-connecting-ip": "198.51.100.9", authorization: "MincaRead AAAA", "minca-time": String(Math.floor(Date.now() / 1000)) } });
+    const get = () =>
+      SELF.fetch(`${RELAY}/minca/v1/spaces/${space}/versions`, {
+        headers: {
+          "cf-connecting-ip": "198.51.100.9",
+          authorization: "MincaRead AAAA",
+          "minca-time": String(Math.floor(Date.now() / 1000)),
+        },
+      });
     const statuses: number[] = [];
     // the bucket refills while the requests go out: ask until the first 429 (well within twice the burst)
     for (let i = 0; i < 2 * MINCA_HOST_LIMITS.read_burst && !statuses.includes(429); i++) statuses.push((await get()).status);
@@ -52,6 +59,7 @@ describe("issue 15: the host's endpoints are rate-limited per client", () => {
 
   it("cheapest first: a space the host does not carry is 404 however often it is asked", async () => {
     const unknown = `b${"a".repeat(52)}`;
-    for (let i = 0; i < 3; i++) expect((await postVersions(unknown, MINCA_HOST_LIMITS.max_versions_per_request, "198.51.100.10")).status).toBe(404);
+    for (let i = 0; i < 3; i++)
+      expect((await postVersions(unknown, MINCA_HOST_LIMITS.max_versions_per_request, "198.51.100.10")).status).toBe(404);
   });
 });

@@ -73,7 +73,9 @@ describe("DESIGN 8.3: the host's identity and connecting it", () => {
     expect(wrongBody).not.toContain(host.carry!.id);
     // a proof for an account the host does not know answers exactly as a wrong one
     const stranger = await newAccount();
-    const unknown = await SELF.fetch(`${RELAY}/minca/v1/host/accounts/${stranger.root.did}`, { headers: readProofHeaders(readSeedOf(other.key!), other.id) });
+    const unknown = await SELF.fetch(`${RELAY}/minca/v1/host/accounts/${stranger.root.did}`, {
+      headers: readProofHeaders(readSeedOf(other.key!), other.id),
+    });
     expect(unknown.status).toBe(403);
     expect(await unknown.text()).toBe(wrongBody.replace(acct.root.did, stranger.root.did));
     expect(await host.status()).toMatchObject({ account: acct.root.did, carry_space: host.carry!.id });
@@ -90,9 +92,21 @@ describe("DESIGN 8.3: the host's identity and connecting it", () => {
     const alarm = await runInDurableObject(stub, (_i, st) => st.storage.getAlarm());
     expect(alarm).toBeGreaterThan(Date.now() + (MINCA_HOST_LIMITS.unproven_binding_seconds - 60) * 1000);
     // an hour on, nothing arrived: the binding expires, and the objects keep nothing
-    await runInDurableObject(stub, (_i, st) => st.storage.sql.exec("UPDATE meta SET value = ? WHERE key = 'bound_at'", String(Date.now() - MINCA_HOST_LIMITS.unproven_binding_seconds * 1000 - 1)));
+    await runInDurableObject(stub, (_i, st) =>
+      st.storage.sql.exec(
+        "UPDATE meta SET value = ? WHERE key = 'bound_at'",
+        String(Date.now() - MINCA_HOST_LIMITS.unproven_binding_seconds * 1000 - 1),
+      ),
+    );
     await runDurableObjectAlarm(stub);
-    const tables = (s: DurableObjectStub) => runInDurableObject(s, (_i, st) => st.storage.sql.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_%' ESCAPE '\\' AND name NOT LIKE 'sqlite%'").toArray());
+    const tables = (s: DurableObjectStub) =>
+      runInDurableObject(s, (_i, st) =>
+        st.storage.sql
+          .exec<{ name: string }>(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_%' ESCAPE '\\' AND name NOT LIKE 'sqlite%'",
+          )
+          .toArray(),
+      );
     expect(await tables(stub)).toEqual([]);
     expect(await rows(spaceStub(real.carry!.id), ["log", "carriers", "meta"])).toEqual({ log: 0, carriers: 0, meta: 0 });
     await expect(real.status()).rejects.toMatchObject({ status: 403 });
@@ -111,7 +125,11 @@ describe("admission (MINCA_HOST_ADMISSION)", () => {
     const { default: worker } = await import("../../workers/index");
     const { createExecutionContext, waitOnExecutionContext } = await import("cloudflare:test");
     const ctx = createExecutionContext();
-    const res = await worker.fetch(new Request(`${RELAY}/minca/v1/host/accounts`, { method: "POST", body: JSON.stringify(grant), headers }), { ...env, ...settings }, ctx);
+    const res = await worker.fetch(
+      new Request(`${RELAY}/minca/v1/host/accounts`, { method: "POST", body: JSON.stringify(grant), headers }),
+      { ...env, ...settings },
+      ctx,
+    );
     await waitOnExecutionContext(ctx);
     return res;
   };
@@ -131,12 +149,20 @@ describe("admission (MINCA_HOST_ADMISSION)", () => {
     expect(((await none.json()) as any).error.code).toBe("admission_required");
     expect((await post(token, await grantOf(other), { authorization: "Bearer wrong" })).status).toBe(403);
     const stub = accountStub(other.root.did);
-    expect(await runInDurableObject(stub, (_i, st) => st.storage.sql.exec("SELECT name FROM sqlite_master WHERE name = 'meta'").toArray())).toEqual([]);
+    expect(
+      await runInDurableObject(stub, (_i, st) => st.storage.sql.exec("SELECT name FROM sqlite_master WHERE name = 'meta'").toArray()),
+    ).toEqual([]);
     expect((await post(token, await grantOf(other), { authorization: "Bearer handed-out" })).status).toBe(201);
     // the information document says which
     const { default: worker } = await import("../../workers/index");
     const { createExecutionContext } = await import("cloudflare:test");
-    const doc = (await (await worker.fetch(new Request(`${RELAY}/`, { headers: { accept: "application/json" } }), { ...env, ...token }, createExecutionContext())).json()) as any;
+    const doc = (await (
+      await worker.fetch(
+        new Request(`${RELAY}/`, { headers: { accept: "application/json" } }),
+        { ...env, ...token },
+        createExecutionContext(),
+      )
+    ).json()) as any;
     expect(doc.protocols.minca.host.admission).toBe("token");
   });
 });
@@ -248,7 +274,9 @@ describe("DESIGN 8.4: carried spaces", () => {
     await host.post(s.id, [await writeVersion(acct, s, { collection: "c", key: "k", body: {} })]);
     expect(await host.unpass(s)).toMatchObject({ accepted: true });
     expect(await host.status()).toMatchObject({ spaces: 0 });
-    await expect(host.post(s.id, [await writeVersion(acct, s, { collection: "c", key: "k2", body: {} })])).rejects.toMatchObject({ status: 404 });
+    await expect(host.post(s.id, [await writeVersion(acct, s, { collection: "c", key: "k2", body: {} })])).rejects.toMatchObject({
+      status: 404,
+    });
     expect(await rows(spaceStub(s.id), ["log", "carriers", "meta"])).toEqual({ log: 0, carriers: 0, meta: 0 });
   });
 
@@ -282,7 +310,9 @@ describe("DESIGN 8.4: revocations", () => {
     const { readKeyDid, readSeedOf } = await import("../../shared/minca/space");
     const appKey = new Uint8Array(32).fill(7);
     expect(await appHost.pass({ ...s3, key: appKey }, readKeyDid(readSeedOf(appKey)))).toMatchObject({ accepted: true });
-    expect(await appHost.link("link:app", utf8Encode(`app ${Math.random()}`), Math.floor(Date.now() / 1000) + 600)).toMatchObject({ accepted: true });
+    expect(await appHost.link("link:app", utf8Encode(`app ${Math.random()}`), Math.floor(Date.now() / 1000) + 600)).toMatchObject({
+      accepted: true,
+    });
     expect(await appHost.wake("wake:app", { v: 1, name: "app", spaces: "all", collection: "c" })).toMatchObject({ accepted: true });
     expect(await host.status()).toMatchObject({ spaces: 3, links: 1, wakes: 1 });
     expect((await appHost.fetchLog({ ...s3, key: appKey })).items).toEqual([]);
@@ -299,11 +329,15 @@ describe("DESIGN 8.4: revocations", () => {
     expect(await appHost.post(host.carry!.id, [undo])).toMatchObject([{ accepted: false, reason: "revoked" }]);
     // what it wrote before keeps counting (the revoker had seen it): its passes, its link, its wake
     expect(await host.status()).toMatchObject({ spaces: 3, links: 1, wakes: 1 });
-    expect(await host.post(s2.id, [await writeVersion(acct, s2, { collection: "c", key: "k", body: {} })])).toMatchObject([{ accepted: true }]);
+    expect(await host.post(s2.id, [await writeVersion(acct, s2, { collection: "c", key: "k", body: {} })])).toMatchObject([
+      { accepted: true },
+    ]);
     expect((await appHost.fetchLog({ ...s3, key: appKey })).items).toEqual([]);
     // what was stored before stays stored; the account's other keys write on
     expect((await host.fetchLog(s1)).items.map((i) => i.version.id)).toEqual([before.id]);
-    expect(await host.post(s1.id, [await writeVersion(acct, s1, { collection: "std.note", key: "c", body: {} })])).toMatchObject([{ accepted: true, seq: 2 }]);
+    expect(await host.post(s1.id, [await writeVersion(acct, s1, { collection: "std.note", key: "c", body: {} })])).toMatchObject([
+      { accepted: true, seq: 2 },
+    ]);
     // even the account deleting the revoke record takes nothing back
     const deleteRevoke = await writeVersion(acct, host.carry!, { collection: REVOKE, key: revokeKey(app.session.did), deleted: true });
     expect(await host.post(host.carry!.id, [deleteRevoke])).toMatchObject([{ accepted: true }]);
@@ -314,10 +348,17 @@ describe("DESIGN 8.4: revocations", () => {
     const { acct, host } = await connected();
     const app = await withNote(acct, "/");
     const { REVOKE, revokeKey } = await import("../../shared/minca/carry");
-    const revoke = await writeVersion(app, host.carry!, { collection: REVOKE, key: revokeKey(app.session.did), body: { v: 1, key: app.session.did } });
+    const revoke = await writeVersion(app, host.carry!, {
+      collection: REVOKE,
+      key: revokeKey(app.session.did),
+      body: { v: 1, key: app.session.did },
+    });
     const s = makeSpace(acct, "public");
     const laterPass = await writeVersion(app, host.carry!, { collection: "sys.pass", key: passKey(s.id), body: passBody(s) });
-    expect((await host.post(host.carry!.id, [revoke, laterPass])).map((r) => (r.accepted ? "accepted" : r.reason))).toEqual(["accepted", "revoked"]);
+    expect((await host.post(host.carry!.id, [revoke, laterPass])).map((r) => (r.accepted ? "accepted" : r.reason))).toEqual([
+      "accepted",
+      "revoked",
+    ]);
     expect(await host.status()).toMatchObject({ spaces: 0 });
   });
 });
@@ -339,7 +380,9 @@ describe("DESIGN 8.4: the account's own spaces", () => {
     // in a space that is not the account's own, the records-only program writes as before
     const shared = makeSpace(acct, "public");
     await host.pass(shared);
-    expect(await programHost.post(shared.id, [await writeVersion(program, shared, { collection: "std.note", key: "n", body: {} })])).toMatchObject([{ accepted: true }]);
+    expect(
+      await programHost.post(shared.id, [await writeVersion(program, shared, { collection: "std.note", key: "n", body: {} })]),
+    ).toMatchObject([{ accepted: true }]);
   });
 
   it("own: true counts only for a space the account founded alone: a pass saying so of a shared space is refused (own_space_mismatch)", async () => {
@@ -381,8 +424,13 @@ describe("quotas: an account pays for what it writes", () => {
     await a.host.pass(s);
     await b.host.pass(s);
     await fill(a.acct.root.did, MINCA_HOST_LIMITS.max_account_bytes - 10);
-    await expect(a.host.post(s.id, [await writeVersion(a.acct, s, { collection: "c", key: "a", body: {} })])).rejects.toMatchObject({ status: 507, code: "quota_exceeded" });
-    expect(await b.host.post(s.id, [await writeVersion(b.acct, s, { collection: "c", key: "b", body: {} })])).toMatchObject([{ accepted: true, seq: 1 }]);
+    await expect(a.host.post(s.id, [await writeVersion(a.acct, s, { collection: "c", key: "a", body: {} })])).rejects.toMatchObject({
+      status: 507,
+      code: "quota_exceeded",
+    });
+    expect(await b.host.post(s.id, [await writeVersion(b.acct, s, { collection: "c", key: "b", body: {} })])).toMatchObject([
+      { accepted: true, seq: 1 },
+    ]);
     expect(await b.host.status()).toMatchObject({ versions: 2 }); // its pass and its version
     expect(await a.host.status()).toMatchObject({ versions: 2 }); // its pass and the filler: the refused version left nothing
   });
@@ -391,9 +439,11 @@ describe("quotas: an account pays for what it writes", () => {
     const { acct, host } = await connected();
     const s = makeSpace(acct, "public");
     await host.pass(s);
-    const vs = await Promise.all([0, 1, 2, 3, 4, 5].map((i) => writeVersion(acct, s, { collection: "c", key: `k${i}`, body: { pad: "x".repeat(1_000) } })));
+    const vs = await Promise.all(
+      [0, 1, 2, 3, 4, 5].map((i) => writeVersion(acct, s, { collection: "c", key: `k${i}`, body: { pad: "x".repeat(1_000) } })),
+    );
     const size = JSON.stringify(vs[0]).length;
-    await fill(acct.root.did, MINCA_HOST_LIMITS.max_account_bytes - (await host.status() as any).bytes - Math.floor(2.5 * size));
+    await fill(acct.root.did, MINCA_HOST_LIMITS.max_account_bytes - ((await host.status()) as any).bytes - Math.floor(2.5 * size));
     const answers = await Promise.allSettled(vs.map((v) => host.post(s.id, [v])));
     const accepted = answers.filter((a) => a.status === "fulfilled").length;
     expect(accepted).toBe(2);
@@ -419,7 +469,11 @@ describe("seed §4.2: links and carry:closed", () => {
     // the alarm set at the link's until has swept it (run it now in case it has not fired yet)
     await runDurableObjectAlarm(accountStub(acct.root.did));
     expect(await rows(accountStub(acct.root.did), ["links"])).toEqual({ links: 0 });
-    expect(await runInDurableObject(env.MINCA_MAILBOX.get(env.MINCA_MAILBOX.idFromName(topic)), (_i, st) => st.storage.sql.exec("SELECT * FROM link_accounts").toArray())).toEqual([]);
+    expect(
+      await runInDurableObject(env.MINCA_MAILBOX.get(env.MINCA_MAILBOX.idFromName(topic)), (_i, st) =>
+        st.storage.sql.exec("SELECT * FROM link_accounts").toArray(),
+      ),
+    ).toEqual([]);
   });
 
   it("a mailbox topic serves the links of at most max_link_accounts_per_topic accounts: a link past it is refused (too_many_link_accounts)", async () => {
@@ -429,9 +483,13 @@ describe("seed §4.2: links and carry:closed", () => {
     const other = await connected();
     expect(await other.host.link("link:x", blob, Math.floor(Date.now() / 1000) + 600)).toMatchObject({ accepted: true });
     await runInDurableObject(env.MINCA_MAILBOX.get(env.MINCA_MAILBOX.idFromName(topic)), (_i, st) => {
-      for (let i = 1; i < MINCA_HOST_LIMITS.max_link_accounts_per_topic; i++) st.storage.sql.exec("INSERT INTO link_accounts (account) VALUES (?)", `did:key:filler${i}`);
+      for (let i = 1; i < MINCA_HOST_LIMITS.max_link_accounts_per_topic; i++)
+        st.storage.sql.exec("INSERT INTO link_accounts (account) VALUES (?)", `did:key:filler${i}`);
     });
-    expect(await host.link("link:y", blob, Math.floor(Date.now() / 1000) + 600)).toMatchObject({ accepted: false, reason: "too_many_link_accounts" });
+    expect(await host.link("link:y", blob, Math.floor(Date.now() / 1000) + 600)).toMatchObject({
+      accepted: false,
+      reason: "too_many_link_accounts",
+    });
     expect(await host.status()).toMatchObject({ links: 0 });
     expect(await other.host.link("link:x", blob, Math.floor(Date.now() / 1000) + 700)).toMatchObject({ accepted: true }); // one already there writes on
   });
@@ -445,9 +503,15 @@ describe("seed §4.2: links and carry:closed", () => {
     await host.post(p.id, [await writeVersion(acct, p, { collection: "c", key: "k", body: { a: 1 } })]);
     await host.link("link:1", utf8Encode("blob"), Math.floor(Date.now() / 1000) + 600);
     expect(await host.close()).toMatchObject({ accepted: true });
-    for (const id of [p.id, q.id, host.carry!.id]) expect(await rows(spaceStub(id), ["log", "carriers", "meta"])).toEqual({ log: 0, carriers: 0, meta: 0 });
+    for (const id of [p.id, q.id, host.carry!.id])
+      expect(await rows(spaceStub(id), ["log", "carriers", "meta"])).toEqual({ log: 0, carriers: 0, meta: 0 });
     expect(await rows(accountStub(acct.root.did), ["passes", "links", "usage"])).toEqual({ passes: 0, links: 0, usage: 0 });
-    const meta = await runInDurableObject(accountStub(acct.root.did), (_i, state) => state.storage.sql.exec<{ key: string }>("SELECT key FROM meta ORDER BY key").toArray().map((r) => r.key));
+    const meta = await runInDurableObject(accountStub(acct.root.did), (_i, state) =>
+      state.storage.sql
+        .exec<{ key: string }>("SELECT key FROM meta ORDER BY key")
+        .toArray()
+        .map((r) => r.key),
+    );
     expect(meta).toEqual(["closed_at", "closed_read_key", "closed_space"]);
     await expect(host.status()).rejects.toMatchObject({ status: 410, code: "carry_closed" });
     await expect(host.connect()).rejects.toMatchObject({ status: 410 });
@@ -461,16 +525,35 @@ describe("seed §4.2: links and carry:closed", () => {
     await host.pass(makeSpace(acct, "public"));
     expect(await host.close()).toMatchObject({ accepted: true });
     const stub = accountStub(acct.root.did);
-    const metaKeys = () => runInDurableObject(stub, (_i, st) => st.storage.sql.exec<{ key: string }>("SELECT key FROM meta ORDER BY key").toArray().map((r) => r.key));
+    const metaKeys = () =>
+      runInDurableObject(stub, (_i, st) =>
+        st.storage.sql
+          .exec<{ key: string }>("SELECT key FROM meta ORDER BY key")
+          .toArray()
+          .map((r) => r.key),
+      );
     // a grant for another carry space (anyone may post one: it is not signed), never written in
     const squatter = new HostConnection(acct, RELAY, { fetch: fetchSelf });
     await squatter.connect(1);
     await expect(host.connect(0)).rejects.toMatchObject({ status: 410, code: "carry_closed" });
     // an hour on, nothing arrived: the binding expires and only the tombstone is left
-    await runInDurableObject(stub, (_i, st) => st.storage.sql.exec("UPDATE meta SET value = ? WHERE key = 'bound_at'", String(Date.now() - MINCA_HOST_LIMITS.unproven_binding_seconds * 1000 - 1)));
+    await runInDurableObject(stub, (_i, st) =>
+      st.storage.sql.exec(
+        "UPDATE meta SET value = ? WHERE key = 'bound_at'",
+        String(Date.now() - MINCA_HOST_LIMITS.unproven_binding_seconds * 1000 - 1),
+      ),
+    );
     await runDurableObjectAlarm(stub);
     expect(await metaKeys()).toEqual(["closed_at", "closed_read_key", "closed_space"]);
-    expect(await rows(stub, ["passes", "links", "usage", "wakes", "receivers", "pushes", "revoked"])).toEqual({ passes: 0, links: 0, usage: 0, wakes: 0, receivers: 0, pushes: 0, revoked: 0 });
+    expect(await rows(stub, ["passes", "links", "usage", "wakes", "receivers", "pushes", "revoked"])).toEqual({
+      passes: 0,
+      links: 0,
+      usage: 0,
+      wakes: 0,
+      receivers: 0,
+      pushes: 0,
+      revoked: 0,
+    });
     expect(await runInDurableObject(stub, (_i, st) => st.storage.getAlarm())).toBeNull();
     await expect(host.connect(0)).rejects.toMatchObject({ status: 410, code: "carry_closed" });
     await expect(host.status()).rejects.toMatchObject({ status: 410 });
@@ -494,11 +577,17 @@ describe("DESIGN 8.5: wakes and receivers", () => {
     const got: Array<{ headers: Record<string, string>; body: string }> = [];
     await runInDurableObject(accountStub(did) as DurableObjectStub<MincaAccount>, (inst: MincaAccount) => {
       inst.pushFetch = async (_url: string, init: RequestInit) => {
-        got.push({ headers: init.headers as Record<string, string>, body: new TextDecoder().decode(decryptPushMessage(init.body as Uint8Array, uaPrivate, auth)) });
+        got.push({
+          headers: init.headers as Record<string, string>,
+          body: new TextDecoder().decode(decryptPushMessage(init.body as Uint8Array, uaPrivate, auth)),
+        });
         return new Response(null, { status: answers.shift() ?? 201 });
       };
     });
-    const push = { endpoint: `https://push.example/${Math.random().toString(36).slice(2)}`, keys: { p256dh: base64urlEncode(p256.getPublicKey(uaPrivate, false)), auth: base64urlEncode(auth) } };
+    const push = {
+      endpoint: `https://push.example/${Math.random().toString(36).slice(2)}`,
+      keys: { p256dh: base64urlEncode(p256.getPublicKey(uaPrivate, false)), auth: base64urlEncode(auth) },
+    };
     return { push, got };
   }
 
@@ -507,7 +596,9 @@ describe("DESIGN 8.5: wakes and receivers", () => {
     const s = makeSpace(acct, "public");
     await host.pass(s);
     const svc = await pushService(acct.root.did);
-    expect(await host.wake("wake:1", { v: 1, name: "New message", spaces: [s.id], collection: "std.message", topics: ["club"] })).toMatchObject({ accepted: true });
+    expect(
+      await host.wake("wake:1", { v: 1, name: "New message", spaces: [s.id], collection: "std.message", topics: ["club"] }),
+    ).toMatchObject({ accepted: true });
     expect(await host.receiver("phone", svc.push)).toMatchObject({ accepted: true });
     expect(await host.status()).toMatchObject({ wakes: 1, receivers: 1 });
     const miss = await writeVersion(acct, s, { collection: "std.message", key: "m0", body: {}, topics: ["other"] });
@@ -543,7 +634,9 @@ describe("DESIGN 8.5: wakes and receivers", () => {
     await pushes(2);
     await send("b"); // 410
     await pushes(3);
-    await waitFor(async () => (await host.status()).receivers === 1 && (await rows(accountStub(acct.root.did), ["pushes"])).pushes === 0, { what: "the 410 settled" });
+    await waitFor(async () => (await host.status()).receivers === 1 && (await rows(accountStub(acct.root.did), ["pushes"])).pushes === 0, {
+      what: "the 410 settled",
+    });
     await send("c"); // not pushed
     expect(svc.got).toHaveLength(3);
     expect(await host.status()).toMatchObject({ receivers: 1 });
@@ -580,7 +673,11 @@ describe("DESIGN 8.5: wakes and receivers", () => {
     await host.receiver("phone", svc.push);
     const { MINCA_WAKE_LIMITS } = await import("../../shared/limits");
     await runInDurableObject(accountStub(acct.root.did), (_i, st) => {
-      st.storage.sql.exec("INSERT OR REPLACE INTO meta (key, value) VALUES ('push_minute', ?), ('push_count', ?)", String(Math.floor(Date.now() / 60_000)), String(MINCA_WAKE_LIMITS.pushes_per_minute));
+      st.storage.sql.exec(
+        "INSERT OR REPLACE INTO meta (key, value) VALUES ('push_minute', ?), ('push_count', ?)",
+        String(Math.floor(Date.now() / 60_000)),
+        String(MINCA_WAKE_LIMITS.pushes_per_minute),
+      );
     });
     if (Date.now() % 60_000 > 58_000) return; // too close to a minute's end to tell
     await host.post(s.id, [await writeVersion(acct, s, { collection: "c", key: "x", body: {} })]);

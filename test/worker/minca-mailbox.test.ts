@@ -15,7 +15,8 @@ import { waitFor } from "../helpers/wait";
 const BASE = "http://relay.test/minca/v1/mailbox";
 let n = 0;
 const newTopic = () => `worker-test-topic-${Date.now()}-${++n}`;
-const stub = (topic: string) => env.MINCA_MAILBOX.get(env.MINCA_MAILBOX.idFromName(topic)) as unknown as DurableObjectStub<TestMincaMailbox>;
+const stub = (topic: string) =>
+  env.MINCA_MAILBOX.get(env.MINCA_MAILBOX.idFromName(topic)) as unknown as DurableObjectStub<TestMincaMailbox>;
 
 async function post(topic: string, body: BodyInit = "hello", query = "", headers: Record<string, string> = {}) {
   return SELF.fetch(`${BASE}/${topic}${query}`, { method: "POST", body, headers });
@@ -93,7 +94,10 @@ describe("DESIGN section 7: posting and reading", () => {
       state.storage.sql.exec("UPDATE items SET until = ? WHERE seq = 1", Math.floor(Date.now() / 1000) - 1);
       expect((await page(topic)).items.map((i: any) => i.seq)).toEqual([2]); // never served
       await inst.alarm();
-      return state.storage.sql.exec<{ seq: number }>("SELECT seq FROM items").toArray().map((r) => r.seq);
+      return state.storage.sql
+        .exec<{ seq: number }>("SELECT seq FROM items")
+        .toArray()
+        .map((r) => r.seq);
     });
     expect(left).toEqual([2]);
     expect((await page(topic)).oldest_seq).toBe(2);
@@ -106,7 +110,12 @@ describe("DESIGN section 7: posting and reading", () => {
     await post(topic, "first");
     await runInDurableObject(stub(topic), (_i, state) => {
       for (let i = 1; i < MAILBOX_LIMITS.max_items; i++) {
-        state.storage.sql.exec("INSERT INTO items (at, until, bytes, blob) VALUES (?, ?, 1, ?)", until - 60, until, new Uint8Array([i & 0xff]).buffer);
+        state.storage.sql.exec(
+          "INSERT INTO items (at, until, bytes, blob) VALUES (?, ?, 1, ?)",
+          until - 60,
+          until,
+          new Uint8Array([i & 0xff]).buffer,
+        );
       }
     });
     for (let i = 0; i < 3; i++) expect((await post(topic, "more")).status).toBe(201);
@@ -178,7 +187,10 @@ describe("DESIGN section 7: wakes by Web Push", () => {
     const svc = fakePushService([404]);
     const inner = svc.fetch;
     svc.fetch = async (url, init) => {
-      await runInDurableObject(stub(topic), (_i, state) => void state.storage.sql.exec("UPDATE receivers SET endpoint = 'https://push.example/new'"));
+      await runInDurableObject(
+        stub(topic),
+        (_i, state) => void state.storage.sql.exec("UPDATE receivers SET endpoint = 'https://push.example/new'"),
+      );
       return inner(url, init);
     };
     await withReceiver(topic, svc);
@@ -310,7 +322,7 @@ describe("DESIGN section 7: the push-endpoint rule, applied when a receiver regi
 
 describe("information document", () => {
   it("lists the mailbox endpoints and a stable 65-byte VAPID public key generated once", async () => {
-    const get = async () => ((await (await SELF.fetch("http://relay.test/", { headers: { accept: "application/json" } })).json()) as any);
+    const get = async () => (await (await SELF.fetch("http://relay.test/", { headers: { accept: "application/json" } })).json()) as any;
     const a = await get();
     const b = await get();
     expect(a.protocols.minca.mailbox.endpoint).toBe("/minca/v1/mailbox/<topic>");

@@ -80,7 +80,16 @@ describe("the code-channel room Durable Object (DESIGN section 6)", () => {
     const sBig = BigInt("0x" + [...sig.subarray(32)].map((b) => b.toString(16).padStart(2, "0")).join(""));
     const flipped = new Uint8Array(64);
     flipped.set(sig.subarray(0, 32));
-    flipped.set(Uint8Array.from((n - sBig).toString(16).padStart(64, "0").match(/../g)!.map((h) => parseInt(h, 16))), 32);
+    flipped.set(
+      Uint8Array.from(
+        (n - sBig)
+          .toString(16)
+          .padStart(64, "0")
+          .match(/../g)!
+          .map((h) => parseInt(h, 16)),
+      ),
+      32,
+    );
     s.send({ type: "join", did: key.did, sig: base64urlEncode(flipped) });
     expect((await s.next("welcome")).peers).toEqual([]);
     s.close();
@@ -94,7 +103,9 @@ describe("the code-channel room Durable Object (DESIGN section 6)", () => {
     expect((await a.s.next("peer")).did).toBe(b.did);
     const raw: string[] = [];
     (b.s.ws as any).addEventListener("message", (ev: MessageEvent) => void raw.push(ev.data as string));
-    a.s.send(`{"type":"code:hello","to":${JSON.stringify(b.did)},"from":"did:key:zDnaeyrPwbZxpDVLsnvAvAEGYazWB2ZrM7QL4Qb1JPzfiYpKy","payload":{"n":1.50,"s":"\\u00e9"}}`);
+    a.s.send(
+      `{"type":"code:hello","to":${JSON.stringify(b.did)},"from":"did:key:zDnaeyrPwbZxpDVLsnvAvAEGYazWB2ZrM7QL4Qb1JPzfiYpKy","payload":{"n":1.50,"s":"\\u00e9"}}`,
+    );
     const got = await b.s.next("code:hello");
     expect(got.from).toBe(a.did);
     expect(raw).toContain(`{"type":"code:hello","from":${JSON.stringify(a.did)},"payload":{"n":1.50,"s":"\\u00e9"}}`);
@@ -151,7 +162,9 @@ describe("the code-channel room Durable Object (DESIGN section 6)", () => {
     twinJoins.forEach((j, i) => {
       twins[i].send(j);
     });
-    const outcomes = await Promise.all(twins.map((s) => Promise.race([s.next("welcome").then(() => "welcome"), s.closed.then(() => "closed")])));
+    const outcomes = await Promise.all(
+      twins.map((s) => Promise.race([s.next("welcome").then(() => "welcome"), s.closed.then(() => "closed")])),
+    );
     expect(outcomes.filter((o) => o === "welcome")).toHaveLength(1);
     // as many at once as the room keeps unauthenticated (more would crowd the oldest out, see parked-sockets.test.ts)
     const crowd = await Promise.all(Array.from({ length: COMMON_LIMITS.max_unauthenticated_sockets_per_object }, () => connect(room)));
@@ -160,7 +173,9 @@ describe("the code-channel room Durable Object (DESIGN section 6)", () => {
     joins.forEach((j, i) => {
       crowd[i].send(j);
     });
-    const results = await Promise.all(crowd.map((s) => Promise.race([s.next("welcome").then(() => "welcome"), s.closed.then(() => "closed")])));
+    const results = await Promise.all(
+      crowd.map((s) => Promise.race([s.next("welcome").then(() => "welcome"), s.closed.then(() => "closed")])),
+    );
     expect(results.filter((o) => o === "welcome")).toHaveLength(MINCA_ROOM_LIMITS.max_peers - 1);
   });
 
@@ -222,7 +237,9 @@ describe("the code-channel room Durable Object (DESIGN section 6)", () => {
     s.close();
     await s.closed;
     const stub = stubOf(room);
-    await waitFor(() => runInDurableObject(stub, (_o, state) => state.getWebSockets().length === 0 || undefined), { what: "the close handled" });
+    await waitFor(() => runInDurableObject(stub, (_o, state) => state.getWebSockets().length === 0 || undefined), {
+      what: "the close handled",
+    });
     const tables = await runInDurableObject(stub, (_o, state) => state.storage.sql.exec("SELECT name FROM sqlite_master").toArray().length);
     expect(tables).toBe(0);
   });

@@ -38,7 +38,14 @@ describe("the OpenAPI document and the Worker's router", () => {
   });
 
   it("every path answers a method it does not list with 405, naming the ones it does in Allow (GET implies HEAD)", async () => {
-    const example: Record<string, string> = { npub: "npub1x", room: "b" + "a".repeat(52), topic: "A".repeat(43), seq: "1", id: "b" + "a".repeat(52), did: "did:key:zDnaexample" };
+    const example: Record<string, string> = {
+      npub: "npub1x",
+      room: "b" + "a".repeat(52),
+      topic: "A".repeat(43),
+      seq: "1",
+      id: "b" + "a".repeat(52),
+      did: "did:key:zDnaexample",
+    };
     const wrong: string[] = [];
     for (const [t, item] of Object.entries(doc.paths)) {
       const path = t.replace(/\{(\w+)\}/g, (_m, name: string) => example[name]);

@@ -31,7 +31,11 @@ const endpoints: Endpoint[] = [
     name: "Tally user",
     path: () => `/tally/v1/${user.npub}`,
     async authenticate(s, _path, challenge) {
-      s.send({ type: "register", user_id: user.npub, auth: makeAuthEvent({ secretKey: user.secretKey, challenge, relayUrl: "ws://relay.test" }) });
+      s.send({
+        type: "register",
+        user_id: user.npub,
+        auth: makeAuthEvent({ secretKey: user.secretKey, challenge, relayUrl: "ws://relay.test" }),
+      });
       await s.next("registered");
     },
   },
@@ -62,7 +66,8 @@ describe("common.max_unauthenticated_sockets_per_object: parked sockets never cr
     it(`${e.name}: ${cap} + 1 sockets that never authenticate close the oldest with 1013 (try again later); the others stay; a real device still authenticates`, async () => {
       const path = e.path();
       const parked: TestSocket[] = [];
-      const crowdedOut = (s: TestSocket) => s.ofType("error").some((m) => m.code === "rate_limited" && /too many unauthenticated/.test(m.message));
+      const crowdedOut = (s: TestSocket) =>
+        s.ofType("error").some((m) => m.code === "rate_limited" && /too many unauthenticated/.test(m.message));
       for (let i = 0; i < cap + 1; i++) {
         const s = await open(path);
         await s.next("challenge");

@@ -24,7 +24,10 @@ pushOutboxContract<Wake>("a mailbox's wakes", (f) => {
           sql.exec("INSERT INTO receivers (id, endpoint, p256dh, auth, created_at) VALUES (?, ?, 'k', 'a', 0)", id, endpoint);
         }
         const seq = sql
-          .exec<{ seq: number }>("INSERT INTO items (at, until, bytes, blob) VALUES (0, ?, 1, X'00') RETURNING seq", Math.floor(Date.now() / 1000) + 3600)
+          .exec<{ seq: number }>(
+            "INSERT INTO items (at, until, bytes, blob) VALUES (0, ?, 1, X'00') RETURNING seq",
+            Math.floor(Date.now() / 1000) + 3600,
+          )
           .one().seq;
         sql.exec("INSERT INTO deliveries (receiver_id, seq, attempts, next_at) VALUES (?, ?, 0, 0)", id, seq);
       },

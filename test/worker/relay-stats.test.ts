@@ -74,7 +74,11 @@ describe("the stats object", () => {
       const s = new TestSocket(res.webSocket! as unknown as WebSocket);
       res.webSocket!.accept();
       const { challenge } = await s.next("challenge");
-      s.send({ type: "register", user_id: u.npub, auth: makeAuthEvent({ secretKey: u.secretKey, challenge, relayUrl: "ws://relay.test" }) });
+      s.send({
+        type: "register",
+        user_id: u.npub,
+        auth: makeAuthEvent({ secretKey: u.secretKey, challenge, relayUrl: "ws://relay.test" }),
+      });
       await s.next("queue_drained");
       sockets.push(s);
     }
@@ -113,9 +117,15 @@ describe("GET /status, /status.json and /metrics", () => {
       const none = await app.fetch(new Request(`http://relay.test${path}`), withToken);
       expect(none.status).toBe(401);
       expect(none.headers.get("www-authenticate")).toMatch(/^Bearer/);
-      const wrong = await app.fetch(new Request(`http://relay.test${path}`, { headers: { authorization: "Bearer s3cret-tokem" } }), withToken);
+      const wrong = await app.fetch(
+        new Request(`http://relay.test${path}`, { headers: { authorization: "Bearer s3cret-tokem" } }),
+        withToken,
+      );
       expect(wrong.status).toBe(401);
-      const right = await app.fetch(new Request(`http://relay.test${path}`, { headers: { authorization: "Bearer s3cret-token" } }), withToken);
+      const right = await app.fetch(
+        new Request(`http://relay.test${path}`, { headers: { authorization: "Bearer s3cret-token" } }),
+        withToken,
+      );
       expect(right.status).toBe(200);
       const body = await right.text();
       expect(body).not.toContain("No admin token is configured");
@@ -133,7 +143,11 @@ describe("GET /status, /status.json and /metrics", () => {
     expect(text).toContain(`edge_relay_mailbox_items ${json.mailbox_items}`);
     expect(text).toMatch(/^edge_relay_messages_window\{protocol="passnote"\} \d+$/m);
     // Every sample line is name{labels} value, the exposition format's grammar.
-    for (const line of text.trim().split("\n").filter((l) => !l.startsWith("#"))) expect(line).toMatch(/^[a-z_]+(\{[a-z_]+="[^"\\\n]*"(,[a-z_]+="[^"\\\n]*")*\})? \d+(\.\d+)?$/);
+    for (const line of text
+      .trim()
+      .split("\n")
+      .filter((l) => !l.startsWith("#")))
+      expect(line).toMatch(/^[a-z_]+(\{[a-z_]+="[^"\\\n]*"(,[a-z_]+="[^"\\\n]*")*\})? \d+(\.\d+)?$/);
   });
 
   it("shows counts only: no user id, topic or room id appears", async () => {

@@ -6,7 +6,11 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../../workers/index";
 import { setLogLevel } from "../../shared/log";
 
-async function fetchWith(path: string, init: RequestInit = {}, settings: Record<string, string> = {}): Promise<{ res: Response; lines: any[] }> {
+async function fetchWith(
+  path: string,
+  init: RequestInit = {},
+  settings: Record<string, string> = {},
+): Promise<{ res: Response; lines: any[] }> {
   const spy = vi.spyOn(console, "log").mockImplementation(() => {});
   try {
     const ctx = createExecutionContext();
@@ -29,7 +33,14 @@ describe("request log lines", () => {
     const id = res.headers.get("x-request-id");
     expect(id).toBeTruthy();
     const line = lines.find((l) => l.msg === "request");
-    expect(line).toMatchObject({ level: "info", request_id: id, method: "GET", route: "/minca/v1/mailbox/:topic", status: 200, client: "203.0.113.7" });
+    expect(line).toMatchObject({
+      level: "info",
+      request_id: id,
+      method: "GET",
+      route: "/minca/v1/mailbox/:topic",
+      status: 200,
+      client: "203.0.113.7",
+    });
     expect(new Date(line.ts).toISOString()).toBe(line.ts);
     expect(line.duration_ms).toBeGreaterThanOrEqual(0);
     expect(JSON.stringify(lines)).not.toContain(topic);
@@ -38,16 +49,29 @@ describe("request log lines", () => {
   it("a client's own x-request-id is not taken on a direct connection; behind the proxy named in TRUSTED_PROXY_HEADER it is", async () => {
     const direct = await fetchWith("/healthz", { headers: { "x-request-id": "chosen-by-client" } }, { RELAY_RUNTIME: "workerd" });
     expect(direct.res.headers.get("x-request-id")).not.toBe("chosen-by-client");
-    const proxied = await fetchWith("/healthz", { headers: { "x-request-id": "proxy-id-1" } }, { RELAY_RUNTIME: "workerd", TRUSTED_PROXY_HEADER: "x-real-ip" });
+    const proxied = await fetchWith(
+      "/healthz",
+      { headers: { "x-request-id": "proxy-id-1" } },
+      { RELAY_RUNTIME: "workerd", TRUSTED_PROXY_HEADER: "x-real-ip" },
+    );
     expect(proxied.res.headers.get("x-request-id")).toBe("proxy-id-1");
     expect(proxied.lines.find((l) => l.msg === "request").request_id).toBe("proxy-id-1");
   });
 
   it("an auth failure on HTTP is logged as a warning with the route and client, never the token", async () => {
-    const { res, lines } = await fetchWith("/status.json", { headers: { authorization: "Bearer guess-123" } }, { ADMIN_TOKEN: "secret-token" });
+    const { res, lines } = await fetchWith(
+      "/status.json",
+      { headers: { authorization: "Bearer guess-123" } },
+      { ADMIN_TOKEN: "secret-token" },
+    );
     expect(res.status).toBe(401);
     const warn = lines.find((l) => l.msg === "auth failed");
-    expect(warn).toMatchObject({ level: "warn", route: "/status.json", reason: "wrong token", request_id: res.headers.get("x-request-id") });
+    expect(warn).toMatchObject({
+      level: "warn",
+      route: "/status.json",
+      reason: "wrong token",
+      request_id: res.headers.get("x-request-id"),
+    });
     expect(JSON.stringify(lines)).not.toContain("guess-123");
   });
 

@@ -6,7 +6,11 @@ import worker from "../../workers/index";
 
 async function get(path: string, settings: Record<string, string>): Promise<Response> {
   const ctx = createExecutionContext();
-  const res = await worker.fetch(new Request(`http://relay.test${path}`, { headers: { accept: "application/json" } }), { ...env, ...settings }, ctx);
+  const res = await worker.fetch(
+    new Request(`http://relay.test${path}`, { headers: { accept: "application/json" } }),
+    { ...env, ...settings },
+    ctx,
+  );
   await waitOnExecutionContext(ctx);
   return res;
 }

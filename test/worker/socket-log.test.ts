@@ -33,7 +33,9 @@ describe("socket log lines", () => {
     s.send({ type: "nope" });
     await s.next("error");
     s.close();
-    const line = await waitFor(() => lines(info).find((l) => l.msg === "socket session" && l.client === "198.51.100.77"), { what: "the session line" });
+    const line = await waitFor(() => lines(info).find((l) => l.msg === "socket session" && l.client === "198.51.100.77"), {
+      what: "the session line",
+    });
     expect(line).toMatchObject({ level: "info", object: "PassnoteRoom", authed: false, messages_in: 1, messages_out: 2, close_code: 1000 });
     expect(line.duration_ms).toBeGreaterThanOrEqual(0);
   });
@@ -45,7 +47,9 @@ describe("socket log lines", () => {
     await s.next("challenge");
     s.send({ type: "join", sig: base64urlEncode(randomBytes(64)) });
     await s.next("error");
-    const line = await waitFor(() => lines(warn).find((l) => l.msg === "authentication failed" && l.client === "198.51.100.78"), { what: "the auth line" });
+    const line = await waitFor(() => lines(warn).find((l) => l.msg === "authentication failed" && l.client === "198.51.100.78"), {
+      what: "the auth line",
+    });
     expect(line).toMatchObject({ level: "warn", object: "PassnoteRoom" });
     expect(JSON.stringify(line)).not.toContain(roomId);
   });

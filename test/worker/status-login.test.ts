@@ -18,7 +18,14 @@ async function get(path: string, headers: Record<string, string>, base = "http:/
 
 async function login(token: string, client: string, base = "http://relay.test"): Promise<Response> {
   const body = new URLSearchParams({ token, next: "/status" });
-  return app.fetch(new Request(`${base}/status/login`, { method: "POST", body, headers: { "cf-connecting-ip": client, "content-type": "application/x-www-form-urlencoded" } }), settings);
+  return app.fetch(
+    new Request(`${base}/status/login`, {
+      method: "POST",
+      body,
+      headers: { "cf-connecting-ip": client, "content-type": "application/x-www-form-urlencoded" },
+    }),
+    settings,
+  );
 }
 
 describe("status page login", () => {

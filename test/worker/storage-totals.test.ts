@@ -25,14 +25,22 @@ const ledger = () => relayLedger(env) as unknown as DurableObjectStub<RelayLedge
 const tallyStub = (u: User) => env.TALLY_USER.get(env.TALLY_USER.idFromName(u.hex)) as DurableObjectStub<TallyUser>;
 const tables = (stub: DurableObjectStub) =>
   runInDurableObject(stub, (_i, st) =>
-    st.storage.sql.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%'").toArray().map((r) => r.name),
+    st.storage.sql
+      .exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%'")
+      .toArray()
+      .map((r) => r.name),
   );
 
 /** Sets one kind's total to what is leased now plus `room` bytes; the others to their defaults. Answers the leased bytes. */
 async function roomFor(kind: StorageKind, room: number): Promise<number> {
   return runInDurableObject(ledger(), async (inst: RelayLedger) => {
     const leased = (await inst.snapshot())[kind].reserved_bytes;
-    inst.useTotals({ tally: STORAGE_LIMITS.tally_bytes, mailbox: STORAGE_LIMITS.mailbox_bytes, host: STORAGE_LIMITS.host_bytes, [kind]: leased + room });
+    inst.useTotals({
+      tally: STORAGE_LIMITS.tally_bytes,
+      mailbox: STORAGE_LIMITS.mailbox_bytes,
+      host: STORAGE_LIMITS.host_bytes,
+      [kind]: leased + room,
+    });
     return leased;
   });
 }
@@ -76,7 +84,9 @@ describe("relay-wide storage totals (issue 15)", () => {
 
   it("storage.mailbox_bytes: concurrent first stores of many topics never take the relay past its total (each lease is checked and granted in one step)", async () => {
     const before = await roomFor("mailbox", 50_000);
-    const answers = await Promise.all(Array.from({ length: 10 }, () => SELF.fetch(`${MAILBOX}/${newTopic()}`, { method: "POST", body: "c".repeat(20_000) })));
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, () => SELF.fetch(`${MAILBOX}/${newTopic()}`, { method: "POST", body: "c".repeat(20_000) })),
+    );
     const accepted = answers.filter((r) => r.status === 201).length;
     expect(accepted).toBeGreaterThanOrEqual(1);
     expect(accepted * 20_000).toBeLessThanOrEqual(50_000);
@@ -89,11 +99,17 @@ describe("relay-wide storage totals (issue 15)", () => {
     await resetTotals();
     const topic = newTopic();
     const before = await reserved("mailbox");
-    expect((await SELF.fetch(`${MAILBOX}/${topic}?until=${Math.floor(Date.now() / 1000) + 2}`, { method: "POST", body: "e".repeat(30_000) })).status).toBe(201);
+    expect(
+      (await SELF.fetch(`${MAILBOX}/${topic}?until=${Math.floor(Date.now() / 1000) + 2}`, { method: "POST", body: "e".repeat(30_000) }))
+        .status,
+    ).toBe(201);
     expect(await reserved("mailbox")).toBeGreaterThanOrEqual(before + 30_000);
     const stub: DurableObjectStub = env.MINCA_MAILBOX.get(env.MINCA_MAILBOX.idFromName(topic));
     // The item's time passes (its expiry moved into the past), then the alarm runs.
-    await runInDurableObject(stub, (_o, state) => void state.storage.sql.exec("UPDATE items SET until = ?", Math.floor(Date.now() / 1000) - 1));
+    await runInDurableObject(
+      stub,
+      (_o, state) => void state.storage.sql.exec("UPDATE items SET until = ?", Math.floor(Date.now() / 1000) - 1),
+    );
     await runDurableObjectAlarm(stub);
     await waitFor(async () => (await reserved("mailbox")) <= before, { timeout: 8_000 });
   });
@@ -109,14 +125,25 @@ describe("relay-wide storage totals (issue 15)", () => {
     expect(await ledger().claim("mailbox", lost, 40_000, 50_000)).toEqual({ ok: true, granted: 50_000 });
     const before = await reserved("mailbox");
     const lease = (holder: string) =>
-      runInDurableObject(ledger(), (_i, st) => st.storage.sql.exec<{ bytes: number; updated_at: number }>("SELECT bytes, updated_at FROM leases WHERE kind = 'mailbox' AND holder = ?", holder).toArray()[0]);
+      runInDurableObject(
+        ledger(),
+        (_i, st) =>
+          st.storage.sql
+            .exec<{ bytes: number; updated_at: number }>(
+              "SELECT bytes, updated_at FROM leases WHERE kind = 'mailbox' AND holder = ?",
+              holder,
+            )
+            .toArray()[0],
+      );
     const keptBefore = await lease(kept);
     // the ledger's alarm is set, no later than the oldest lease's audit
     const alarm = await runInDurableObject(ledger(), (_i, st) => st.storage.getAlarm());
     expect(alarm).not.toBeNull();
     expect(alarm!).toBeLessThanOrEqual(Date.now() + STORAGE_LIMITS.lease_audit_age_seconds * 1000);
     // a day on: every lease is of audit age; the audit runs batch by batch
-    await runInDurableObject(ledger(), (_i, st) => st.storage.sql.exec("UPDATE leases SET updated_at = updated_at - ?", STORAGE_LIMITS.lease_audit_age_seconds * 1000 + 1));
+    await runInDurableObject(ledger(), (_i, st) =>
+      st.storage.sql.exec("UPDATE leases SET updated_at = updated_at - ?", STORAGE_LIMITS.lease_audit_age_seconds * 1000 + 1),
+    );
     for (let i = 0; i < 10 && (await lease(lost)) !== undefined; i++) await runDurableObjectAlarm(ledger());
     expect(await lease(lost)).toBeUndefined();
     expect(await reserved("mailbox")).toBe(before - 50_000);
@@ -134,7 +161,9 @@ describe("relay-wide storage totals (issue 15)", () => {
     const pad = "p".repeat(30_000);
     expect(await deliver(tallyStub(bob), JSON.stringify(opaqueEnvelope(alice, bob, "b1", { pad })), alice.hex, "b1")).toBe("stored");
     expect(30_000).toBeLessThan(TALLY_LIMITS.queue_max_bytes);
-    expect(await deliver(tallyStub(carol), JSON.stringify(opaqueEnvelope(alice, carol, "c1", { pad })), alice.hex, "c1")).toBe("storage_full");
+    expect(await deliver(tallyStub(carol), JSON.stringify(opaqueEnvelope(alice, carol, "c1", { pad })), alice.hex, "c1")).toBe(
+      "storage_full",
+    );
     expect(await tables(tallyStub(carol))).toEqual([]);
     await resetTotals();
     expect(await deliver(tallyStub(carol), JSON.stringify(opaqueEnvelope(alice, carol, "c1", { pad })), alice.hex, "c1")).toBe("stored");
@@ -151,7 +180,11 @@ describe("relay-wide storage totals (issue 15)", () => {
     const s = new TestSocket(ws as unknown as WebSocket);
     ws.accept();
     const { challenge } = await s.next("challenge");
-    s.send({ type: "register", user_id: alice.npub, auth: makeAuthEvent({ secretKey: alice.secretKey, challenge, relayUrl: "ws://relay.test" }) });
+    s.send({
+      type: "register",
+      user_id: alice.npub,
+      auth: makeAuthEvent({ secretKey: alice.secretKey, challenge, relayUrl: "ws://relay.test" }),
+    });
     await s.next("queue_drained");
     s.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(alice, dave, "d1", { pad: "q".repeat(1_000) }) });
     expect(await s.next("error")).toMatchObject({ code: "storage_full", id: "d1" });
@@ -172,7 +205,12 @@ describe("relay-wide storage totals (issue 15)", () => {
       const s = new TestSocket(ws as unknown as WebSocket);
       ws.accept();
       const { challenge } = await s.next("challenge");
-      s.send({ type: "register", user_id: u.npub, acks, auth: makeAuthEvent({ secretKey: u.secretKey, challenge, relayUrl: "ws://relay.test" }) });
+      s.send({
+        type: "register",
+        user_id: u.npub,
+        acks,
+        auth: makeAuthEvent({ secretKey: u.secretKey, challenge, relayUrl: "ws://relay.test" }),
+      });
       await s.next("queue_drained");
       return { ws, s };
     };
@@ -204,7 +242,8 @@ describe("relay-wide storage totals (issue 15)", () => {
     const sb = makeSpace(b.acct, "public");
     await a.host.pass(sa);
     await b.host.pass(sb);
-    const big = (acct: typeof a.acct, s: typeof sa, key: string) => writeVersion(acct, s, { collection: "c", key, body: { pad: "h".repeat(30_000) } });
+    const big = (acct: typeof a.acct, s: typeof sa, key: string) =>
+      writeVersion(acct, s, { collection: "c", key, body: { pad: "h".repeat(30_000) } });
     // the host at its total: every byte of it leased to the accounts that hold something
     await roomFor("host", 0);
     // a writes on within the lease it holds (no ledger call on its way)
@@ -232,7 +271,9 @@ describe("relay-wide storage totals (issue 15)", () => {
       host: { total_bytes: STORAGE_LIMITS.host_bytes },
     });
     const html = await (await SELF.fetch(`${RELAY}/status`)).text();
-    expect(html).toContain(`data-testid="storage-mailbox" data-reserved="${snap.storage.mailbox.reserved_bytes}" data-total="${STORAGE_LIMITS.mailbox_bytes}"`);
+    expect(html).toContain(
+      `data-testid="storage-mailbox" data-reserved="${snap.storage.mailbox.reserved_bytes}" data-total="${STORAGE_LIMITS.mailbox_bytes}"`,
+    );
     const metrics = await (await SELF.fetch(`${RELAY}/metrics`)).text();
     expect(metrics).toContain(`edge_relay_storage_total_bytes{kind="host"} ${STORAGE_LIMITS.host_bytes}`);
   });

@@ -53,8 +53,9 @@ describe("Tally user object in workerd", () => {
     a.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(alice, bob, "x") });
     await a.next("queued");
     await evictDurableObject(stubOf(bob));
-    const hex = await runInDurableObject(stubOf(bob), (_o, state) =>
-      state.storage.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'user_hex'").one().value,
+    const hex = await runInDurableObject(
+      stubOf(bob),
+      (_o, state) => state.storage.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'user_hex'").one().value,
     );
     expect(hex).toBe(bob.hex);
   });
@@ -114,7 +115,9 @@ describe("Tally user object in workerd", () => {
 
   const queueRows = (stub: DurableObjectStub<TallyUser>) =>
     runInDurableObject(stub, (_o, state) =>
-      state.storage.sql.exec<{ from_hex: string; id: string; bytes: number }>("SELECT from_hex, id, bytes FROM queue ORDER BY seq").toArray(),
+      state.storage.sql
+        .exec<{ from_hex: string; id: string; bytes: number }>("SELECT from_hex, id, bytes FROM queue ORDER BY seq")
+        .toArray(),
     );
 
   it(`one sender evicts no one: a sender's share of a queue is at most ${TALLY_LIMITS.queue_max_bytes_per_sender} bytes (its own oldest go), and others' envelopes stay`, async () => {
@@ -122,7 +125,8 @@ describe("Tally user object in workerd", () => {
     const carol = newUser();
     const bob = newUser();
     const stub = stubOf(bob);
-    for (const id of ["c1", "c2", "c3"]) expect(await deliver(stub, JSON.stringify(opaqueEnvelope(carol, bob, id)), carol.hex, id)).toBe("stored");
+    for (const id of ["c1", "c2", "c3"])
+      expect(await deliver(stub, JSON.stringify(opaqueEnvelope(carol, bob, id)), carol.hex, id)).toBe("stored");
     const pad = "x".repeat(TALLY_LIMITS.max_envelope_bytes - 1_000);
     const total = Math.ceil(TALLY_LIMITS.queue_max_bytes / pad.length) + 3; // enough to fill the whole queue alone
     for (let i = 0; i < total; i++) {
@@ -194,7 +198,11 @@ describe("Tally user object in workerd", () => {
     await runInDurableObject(stub, (o, state) => {
       for (const ws of state.getWebSockets()) {
         const att = ws.deserializeAttachment();
-        if (att.deviceId === quietId) (o as unknown as { setAttachment(w: WebSocket, a: unknown): void }).setAttachment(ws, { ...att, seenAt: Date.now() - TALLY_LIMITS.idle_timeout_seconds * 1000 - 1 });
+        if (att.deviceId === quietId)
+          (o as unknown as { setAttachment(w: WebSocket, a: unknown): void }).setAttachment(ws, {
+            ...att,
+            seenAt: Date.now() - TALLY_LIMITS.idle_timeout_seconds * 1000 - 1,
+          });
       }
     });
     busy.send({ type: "ping" });
@@ -238,7 +246,10 @@ describe("Tally user object in workerd", () => {
     await deliver(stub, JSON.stringify(opaqueEnvelope(alice, bob, "n")), alice.hex, "n");
     await evictDurableObject(stub);
     const names = await runInDurableObject(stub, (_o, state) =>
-      state.storage.sql.exec<{ name: string }>("SELECT name FROM _migrations ORDER BY name").toArray().map((r) => r.name),
+      state.storage.sql
+        .exec<{ name: string }>("SELECT name FROM _migrations ORDER BY name")
+        .toArray()
+        .map((r) => r.name),
     );
     expect(names).toEqual(["0001_init", "0002_contacts"]);
   });

@@ -74,15 +74,23 @@ async function main(): Promise<void> {
         $("ask-name").textContent = shown.name;
         $("check").textContent = shown.check;
         $("ask").hidden = false;
-        $("decide").addEventListener("submit", (ev) => {
-          ev.preventDefault();
-          $("ask").hidden = true;
-          resolve({ allow: true });
-        }, { once: true });
-        $("deny").addEventListener("click", () => {
-          $("ask").hidden = true;
-          resolve({ allow: false, reason: "the person said no" });
-        }, { once: true });
+        $("decide").addEventListener(
+          "submit",
+          (ev) => {
+            ev.preventDefault();
+            $("ask").hidden = true;
+            resolve({ allow: true });
+          },
+          { once: true },
+        );
+        $("deny").addEventListener(
+          "click",
+          () => {
+            $("ask").hidden = true;
+            resolve({ allow: false, reason: "the person said no" });
+          },
+          { once: true },
+        );
       }),
     onEvent: (e) => {
       if (e.kind === "state") setState(e.state, e.state === "done" ? "ok" : "warn");

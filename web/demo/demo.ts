@@ -72,7 +72,13 @@ function log(row: Omit<LogRow, "at">): void {
   tr.dataset.what = row.what;
   tr.dataset.id = row.id;
   tr.dataset.via = row.via;
-  for (const [cls, v] of [["", full.at], ["", row.what], ["id", row.id.slice(0, 12)], ["", row.via], ["", row.detail]]) {
+  for (const [cls, v] of [
+    ["", full.at],
+    ["", row.what],
+    ["id", row.id.slice(0, 12)],
+    ["", row.via],
+    ["", row.detail],
+  ]) {
     const td = document.createElement("td");
     if (cls) td.className = cls;
     td.textContent = v;
@@ -108,7 +114,9 @@ client.on("message", (inner, via) => {
   const text = (inner.payload as { text?: unknown } | undefined)?.text;
   log({ what: "applied", id: inner.id, via, detail: `${inner.type}: ${typeof text === "string" ? text : ""}` });
 });
-client.on("duplicate", (inner, via) => log({ what: "duplicate", id: inner.id, via, detail: "already processed: dropped, receipted again" }));
+client.on("duplicate", (inner, via) =>
+  log({ what: "duplicate", id: inner.id, via, detail: "already processed: dropped, receipted again" }),
+);
 client.on("receipt", (id, result) => log({ what: "receipt", id, via: "", detail: String(result) }));
 // The relay's answer for our chat messages (receipts and sync messages go unlisted).
 const sentIds = new Set<string>();

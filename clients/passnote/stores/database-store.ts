@@ -24,13 +24,27 @@ export interface RecordRow {
 }
 
 export function toRow(collection: string, r: WireRecord, fp = recordFingerprint(r.key, r.hlc)): RecordRow {
-  return { collection, key: r.key, hlc: r.hlc, deleted: r.is_deleted ? 1 : 0, crdt_type: r.crdt_type ?? null, value: encodeValue(r.value), fp };
+  return {
+    collection,
+    key: r.key,
+    hlc: r.hlc,
+    deleted: r.is_deleted ? 1 : 0,
+    crdt_type: r.crdt_type ?? null,
+    value: encodeValue(r.value),
+    fp,
+  };
 }
 
 export function fromRow(row: RecordRow): WireRecord {
   const v = decodeValue(row.value);
   if (!v) throw new Error(`a stored record does not decode (${row.collection}/${row.key}): the database was changed outside this SDK`);
-  return { key: row.key, value: v.value, is_deleted: !!row.deleted, hlc: row.hlc, ...(row.crdt_type !== null ? { crdt_type: row.crdt_type } : {}) };
+  return {
+    key: row.key,
+    value: v.value,
+    is_deleted: !!row.deleted,
+    hlc: row.hlc,
+    ...(row.crdt_type !== null ? { crdt_type: row.crdt_type } : {}),
+  };
 }
 
 export abstract class DatabaseStore extends MemoryStore {

@@ -68,7 +68,8 @@ export class IndexedDbStore extends DatabaseStore {
     };
     const db = await request(req);
     try {
-      const seal = typeof opts.keys === "object" ? wrappingKeySeal(opts.keys.wrappingKey) : cryptoKeySeal(await IndexedDbStore.deviceKey(db));
+      const seal =
+        typeof opts.keys === "object" ? wrappingKeySeal(opts.keys.wrappingKey) : cryptoKeySeal(await IndexedDbStore.deviceKey(db));
       const store = new IndexedDbStore(db, seal);
       await store.load();
       return store;

@@ -8,7 +8,15 @@
 // Associated data binds a sealed blob to its purpose, so it cannot be swapped for another blob.
 import { xchacha20poly1305 } from "@noble/ciphers/chacha.js";
 import * as z from "zod";
-import { base64urlDecode, base64urlEncode, concatBytes, randomBytes, toArrayBuffer, utf8Decode, utf8Encode } from "../../../shared/encoding";
+import {
+  base64urlDecode,
+  base64urlEncode,
+  concatBytes,
+  randomBytes,
+  toArrayBuffer,
+  utf8Decode,
+  utf8Encode,
+} from "../../../shared/encoding";
 import type { StoredKeys } from "../../../shared/passnote/records";
 
 const AAD = utf8Encode("passnote-store-keys-v1");
@@ -30,7 +38,13 @@ export function encodeKeys(k: StoredKeys): Uint8Array {
   const o =
     "key" in k
       ? { mode: "passphrase", key: e(k.key) }
-      : { mode: "identity", rosterKey: e(k.identity.group.rosterKey), groupKey: e(k.identity.group.groupKey), owner: e(k.identity.group.owner), deviceKey: e(k.identity.deviceKey) };
+      : {
+          mode: "identity",
+          rosterKey: e(k.identity.group.rosterKey),
+          groupKey: e(k.identity.group.groupKey),
+          owner: e(k.identity.group.owner),
+          deviceKey: e(k.identity.deviceKey),
+        };
   return utf8Encode(JSON.stringify(o));
 }
 
@@ -73,12 +87,20 @@ export function cryptoKeySeal(key: CryptoKey): KeySeal {
   return {
     async seal(plain) {
       const iv = randomBytes(12);
-      const ct = await crypto.subtle.encrypt({ name: "AES-GCM", iv: toArrayBuffer(iv), additionalData: toArrayBuffer(AAD) }, key, toArrayBuffer(plain));
+      const ct = await crypto.subtle.encrypt(
+        { name: "AES-GCM", iv: toArrayBuffer(iv), additionalData: toArrayBuffer(AAD) },
+        key,
+        toArrayBuffer(plain),
+      );
       return concatBytes(iv, new Uint8Array(ct));
     },
     async open(sealed) {
       try {
-        const pt = await crypto.subtle.decrypt({ name: "AES-GCM", iv: toArrayBuffer(sealed.slice(0, 12)), additionalData: toArrayBuffer(AAD) }, key, toArrayBuffer(sealed.slice(12)));
+        const pt = await crypto.subtle.decrypt(
+          { name: "AES-GCM", iv: toArrayBuffer(sealed.slice(0, 12)), additionalData: toArrayBuffer(AAD) },
+          key,
+          toArrayBuffer(sealed.slice(12)),
+        );
         return new Uint8Array(pt);
       } catch {
         throw new Error("the database's keys do not open under its key: the database was changed");

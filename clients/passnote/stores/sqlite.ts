@@ -55,7 +55,9 @@ function loadSqlite(): Sqlite {
     mod = undefined;
   }
   if (!mod?.DatabaseSync) {
-    throw new Error(`SqliteStore needs node:sqlite, built into Node 22.13 and later (Node 22.5-22.12: run with --experimental-sqlite); this is Node ${get?.version ?? "unknown"}. On older Node, keep a MemoryStore or bring your own PassnoteStore.`);
+    throw new Error(
+      `SqliteStore needs node:sqlite, built into Node 22.13 and later (Node 22.5-22.12: run with --experimental-sqlite); this is Node ${get?.version ?? "unknown"}. On older Node, keep a MemoryStore or bring your own PassnoteStore.`,
+    );
   }
   return mod;
 }
@@ -80,11 +82,15 @@ export class SqliteStore extends DatabaseStore {
   /** Opens (creating if needed) the database at `path` as a new instance with a fresh inst token. */
   static async open(path: string, opts: SqliteStoreOptions = {}): Promise<SqliteStore> {
     const { DatabaseSync } = loadSqlite();
-    const fs = (globalThis as { process: { getBuiltinModule: (n: string) => unknown } }).process.getBuiltinModule("node:fs") as typeof import("node:fs");
+    const fs = (globalThis as { process: { getBuiltinModule: (n: string) => unknown } }).process.getBuiltinModule(
+      "node:fs",
+    ) as typeof import("node:fs");
     if (path !== ":memory:") fs.closeSync(fs.openSync(path, "a", 0o600)); // created readable by its owner only
     const db = new DatabaseSync(path);
     try {
-      db.exec(`PRAGMA busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}; PRAGMA journal_mode = WAL; PRAGMA synchronous = ${opts.durability === "full" ? "FULL" : "NORMAL"};`);
+      db.exec(
+        `PRAGMA busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}; PRAGMA journal_mode = WAL; PRAGMA synchronous = ${opts.durability === "full" ? "FULL" : "NORMAL"};`,
+      );
       db.exec(SCHEMA);
       const seal = opts.keys === undefined || opts.keys === "plain" ? plainKeySeal : wrappingKeySeal(opts.keys.wrappingKey);
       const store = new SqliteStore(db, seal);

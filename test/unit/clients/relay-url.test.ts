@@ -34,7 +34,13 @@ describe("one relay URL, every spelling", () => {
 describe("npm run connect: arguments", () => {
   const env = {};
   it("no arguments, an unknown flag, or a flag as --relay's value is bad usage: exit 2 with the usage", () => {
-    for (const argv of [[], ["home.example", "--relya", "r.example"], ["home.example", "--relay", "--name", "x"], ["home.example"], ["a", "b", "--relay", "r"]]) {
+    for (const argv of [
+      [],
+      ["home.example", "--relya", "r.example"],
+      ["home.example", "--relay", "--name", "x"],
+      ["home.example"],
+      ["a", "b", "--relay", "r"],
+    ]) {
       const r = parseArgs(argv, env);
       expect(r, argv.join(" ")).toMatchObject({ status: 2 });
       expect((r as { print: string }).print).toContain("usage: minca-connect");
@@ -45,7 +51,11 @@ describe("npm run connect: arguments", () => {
     expect(parseArgs(["-h"], env)).toMatchObject({ status: 0 });
   });
   it("a bare relay host is accepted, and MINCA_RELAY stands in for --relay", () => {
-    expect(parseArgs(["home.example", "--relay", "relay.example.com", "--out", "/tmp/g.json"], env)).toMatchObject({ home: "home.example", relay: "relay.example.com", out: "/tmp/g.json" });
+    expect(parseArgs(["home.example", "--relay", "relay.example.com", "--out", "/tmp/g.json"], env)).toMatchObject({
+      home: "home.example",
+      relay: "relay.example.com",
+      out: "/tmp/g.json",
+    });
     expect(parseArgs(["home.example"], { MINCA_RELAY: "ws://127.0.0.1:8787" })).toMatchObject({ relay: "ws://127.0.0.1:8787" });
     expect(parseArgs(["home.example", "--relay=relay.example", "--name=my laptop"], env)).toMatchObject({ name: "my laptop" });
   });

@@ -6,10 +6,15 @@ const dir = new URL("../../../migrations/", import.meta.url).pathname;
 
 describe("migrations", () => {
   it("every .sql file of every class folder is listed, in order", () => {
-    const folders = readdirSync(dir, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name).sort();
+    const folders = readdirSync(dir, { withFileTypes: true })
+      .filter((d) => d.isDirectory())
+      .map((d) => d.name)
+      .sort();
     expect(Object.keys(MIGRATIONS).sort()).toEqual(folders);
     for (const cls of folders) {
-      const files = readdirSync(`${dir}${cls}`).filter((f) => f.endsWith(".sql")).sort();
+      const files = readdirSync(`${dir}${cls}`)
+        .filter((f) => f.endsWith(".sql"))
+        .sort();
       const listed = (MIGRATIONS as Record<string, Array<{ name: string; sql: string }>>)[cls];
       expect(listed.map((m) => `${m.name}.sql`)).toEqual(files);
       for (const m of listed) expect(m.sql.length).toBeGreaterThan(0);

@@ -23,7 +23,10 @@ function serve(status: number, body: string): Promise<number> {
 describe("the launcher's checks before and after workerd starts", () => {
   it("a busy port is refused with a message naming the port, --port and RELAY_PORT (exit 1)", async () => {
     const port = await serve(200, "ok");
-    const err = await checkPortFree("127.0.0.1", port).then(() => null, (e) => e);
+    const err = await checkPortFree("127.0.0.1", port).then(
+      () => null,
+      (e) => e,
+    );
     expect(err).toBeInstanceOf(StartError);
     expect(err.exitCode).toBe(1);
     expect(err.message).toContain(`port ${port}`);

@@ -69,7 +69,12 @@ describe("the config generated from this repository's wrangler.toml", () => {
 
   it("renders as a workerd config that embeds the bundle's modules by their rules", async () => {
     const cfg = await wranglerToml();
-    const dir = fakeBundle({ "index.js": "export default {}", "abc-0001_init.sql": "CREATE TABLE t (x);", "index.js.map": "{}", "README.md": "" });
+    const dir = fakeBundle({
+      "index.js": "export default {}",
+      "abc-0001_init.sql": "CREATE TABLE t (x);",
+      "index.js.map": "{}",
+      "README.md": "",
+    });
     const text = base(dir, cfg);
     expect(text).toContain('(name = "index.js", esModule = embed "../');
     expect(text).toContain('(name = "abc-0001_init.sql", text = embed "../');
@@ -163,7 +168,9 @@ describe("Durable Object classes from the migrations", () => {
   it("refuses a binding to a class no migration creates, or to another script", () => {
     const cfg: WranglerConfig = { compatibility_date: "2026-01-01", migrations: [{ tag: "v1", new_sqlite_classes: ["A"] }] };
     expect(() => plan({ ...cfg, durable_objects: { bindings: [{ name: "X", class_name: "Nope" }] } }, {})).toThrow(/Nope/);
-    expect(() => plan({ ...cfg, durable_objects: { bindings: [{ name: "X", class_name: "A", script_name: "other" }] } }, {})).toThrow(/other/);
+    expect(() => plan({ ...cfg, durable_objects: { bindings: [{ name: "X", class_name: "A", script_name: "other" }] } }, {})).toThrow(
+      /other/,
+    );
   });
 });
 

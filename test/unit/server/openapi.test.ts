@@ -12,7 +12,8 @@ import { buildSnapshot } from "../../../shared/stats";
 import { danglingRefs, operations, resolveRefs, type Doc } from "../../helpers/openapi";
 
 const doc = openApiDocument() as unknown as Doc;
-const component = (name: string) => z.fromJSONSchema(resolveRefs(doc, doc.components.schemas[name]) as Parameters<typeof z.fromJSONSchema>[0]);
+const component = (name: string) =>
+  z.fromJSONSchema(resolveRefs(doc, doc.components.schemas[name]) as Parameters<typeof z.fromJSONSchema>[0]);
 
 describe("openApiDocument", () => {
   it("is OpenAPI 3.1.0 with the relay's version, the same every time, its references all resolving", () => {

@@ -9,7 +9,13 @@ describe("settings", () => {
     const r = parseSettings({});
     expect(r.ok).toBe(true);
     if (!r.ok) return;
-    expect(r.settings).toMatchObject({ relayName: "edge-relay", logLevel: "info", adminToken: null, adminPubkeys: [], trustedProxyHeader: null });
+    expect(r.settings).toMatchObject({
+      relayName: "edge-relay",
+      logLevel: "info",
+      adminToken: null,
+      adminPubkeys: [],
+      trustedProxyHeader: null,
+    });
     expect(r.settings.storage.tally).toBe(STORAGE_LIMITS.tally_bytes);
   });
 
@@ -27,7 +33,10 @@ describe("settings", () => {
     const other = "cd".repeat(32);
     const r = parseSettings({ ADMIN_PUBKEYS: `${hex.toUpperCase()}, ${npubEncode(other)}` });
     expect(r.ok && r.settings.adminPubkeys).toEqual([hex, other]);
-    expect(parseSettings({ ADMIN_PUBKEYS: "npub1nope" })).toMatchObject({ ok: false, problems: [expect.stringMatching(/^ADMIN_PUBKEYS: /)] });
+    expect(parseSettings({ ADMIN_PUBKEYS: "npub1nope" })).toMatchObject({
+      ok: false,
+      problems: [expect.stringMatching(/^ADMIN_PUBKEYS: /)],
+    });
   });
 
   it("PUBLIC_URL: one parser for the auth event's relay tag and the push endpoint rule", async () => {
@@ -41,7 +50,10 @@ describe("settings", () => {
   });
 
   it("MINCA_HOST_ADMISSION: an unknown mode, or token with no token, is a bad setting, not a silently closed host", () => {
-    expect(parseSettings({ MINCA_HOST_ADMISSION: "tokn" })).toMatchObject({ ok: false, problems: [expect.stringMatching(/^MINCA_HOST_ADMISSION: /)] });
+    expect(parseSettings({ MINCA_HOST_ADMISSION: "tokn" })).toMatchObject({
+      ok: false,
+      problems: [expect.stringMatching(/^MINCA_HOST_ADMISSION: /)],
+    });
     expect(parseSettings({ MINCA_HOST_ADMISSION: "token" })).toMatchObject({ ok: false });
     expect(parseSettings({ MINCA_HOST_ADMISSION: "token", MINCA_HOST_ADMISSION_TOKEN: "t" }).ok).toBe(true);
   });

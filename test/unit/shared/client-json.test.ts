@@ -54,10 +54,17 @@ describe("issue 15: client JSON has a documented nesting bound, checked on the r
 
   it("fuzz: readVersionsBody answers a refusal, never a throw, for deep, surrogate-laden and random bodies", () => {
     fc.assert(
-      fc.property(fc.oneof(fc.json(), fc.integer({ min: 60, max: 4_000 }).map((n) => `[${nest(n)}]`), fc.tuple(fc.jsonValue(), loneSurrogate).map(([v, s]) => JSON.stringify([{ v, s }]))), (text) => {
-        const r = readVersionsBody(text);
-        expect(typeof r.ok).toBe("boolean");
-      }),
+      fc.property(
+        fc.oneof(
+          fc.json(),
+          fc.integer({ min: 60, max: 4_000 }).map((n) => `[${nest(n)}]`),
+          fc.tuple(fc.jsonValue(), loneSurrogate).map(([v, s]) => JSON.stringify([{ v, s }])),
+        ),
+        (text) => {
+          const r = readVersionsBody(text);
+          expect(typeof r.ok).toBe("boolean");
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -89,7 +96,12 @@ describe("issue 15: invites, grants and links refuse instead of throwing", () =>
     const carry = carrySpace(acct.accountKey, acct.root.did, HOST, 0);
     const bk = bodyKeyOf(carry.key!);
     const until = 2_000_000_000;
-    expect(readCarryRecord((await writeVersion(acct, carry, { collection: LINK, key: "l", body: { v: 1, blob: "AAAAA", until } })) as Version, bk)).toMatchObject({
+    expect(
+      readCarryRecord(
+        (await writeVersion(acct, carry, { collection: LINK, key: "l", body: { v: 1, blob: "AAAAA", until } })) as Version,
+        bk,
+      ),
+    ).toMatchObject({
       kind: "refused",
       reason: "unreadable_record",
     });

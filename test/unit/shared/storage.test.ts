@@ -11,7 +11,12 @@ describe("relay-wide storage totals: settings", () => {
     expect(parseBytesSetting("512MiB")).toBe(512 * 2 ** 20);
     expect(parseBytesSetting("2 gib")).toBe(2 * 2 ** 30);
     for (const bad of ["-1", "1.5GiB", "1GB", "lots", "99999999999999999TiB"]) expect(parseBytesSetting(bad)).toBeNull();
-    expect(storageTotals({})).toEqual({ tally: STORAGE_LIMITS.tally_bytes, mailbox: STORAGE_LIMITS.mailbox_bytes, host: STORAGE_LIMITS.host_bytes, invalid: [] });
+    expect(storageTotals({})).toEqual({
+      tally: STORAGE_LIMITS.tally_bytes,
+      mailbox: STORAGE_LIMITS.mailbox_bytes,
+      host: STORAGE_LIMITS.host_bytes,
+      invalid: [],
+    });
     expect(storageTotals({ STORAGE_MAILBOX_BYTES: "1KiB", STORAGE_HOST_BYTES: "many" })).toEqual({
       tally: STORAGE_LIMITS.tally_bytes,
       mailbox: 1024,

@@ -25,8 +25,12 @@ describe("DESIGN 3: the client address rate limits key on", () => {
     const env = { RELAY_RUNTIME: "workerd", TRUSTED_PROXY_HEADER: "X-Forwarded-For" };
     expect(clientAddress(h({ "x-forwarded-for": "6.6.6.6, 203.0.113.9" }), env)).toBe("203.0.113.9");
     expect(clientAddress(h({ "cf-connecting-ip": "6.6.6.6" }), env)).toBe(SHARED_CLIENT);
-    expect(clientAddress(h({ "x-real-ip": "203.0.113.10" }), { RELAY_RUNTIME: "workerd", TRUSTED_PROXY_HEADER: "x-real-ip" })).toBe("203.0.113.10");
-    expect(clientAddress(h({ "x-real-ip": "not an address" }), { RELAY_RUNTIME: "workerd", TRUSTED_PROXY_HEADER: "x-real-ip" })).toBe(SHARED_CLIENT);
+    expect(clientAddress(h({ "x-real-ip": "203.0.113.10" }), { RELAY_RUNTIME: "workerd", TRUSTED_PROXY_HEADER: "x-real-ip" })).toBe(
+      "203.0.113.10",
+    );
+    expect(clientAddress(h({ "x-real-ip": "not an address" }), { RELAY_RUNTIME: "workerd", TRUSTED_PROXY_HEADER: "x-real-ip" })).toBe(
+      SHARED_CLIENT,
+    );
   });
 
   it("IPv6 addresses count by their /64, so one host cannot make up new addresses to escape its bucket", () => {

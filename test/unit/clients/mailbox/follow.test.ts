@@ -9,7 +9,12 @@ import { base64urlEncode } from "../../../../shared/encoding";
 const topic = "follow-test-topic-0001";
 const page = (items: Array<{ seq: number; text: string }>, next: number) =>
   new Response(
-    JSON.stringify({ items: items.map((i) => ({ seq: i.seq, at: 1, until: 2, blob: base64urlEncode(new TextEncoder().encode(i.text)) })), next, more: false, oldest_seq: items[0]?.seq ?? null }),
+    JSON.stringify({
+      items: items.map((i) => ({ seq: i.seq, at: 1, until: 2, blob: base64urlEncode(new TextEncoder().encode(i.text)) })),
+      next,
+      more: false,
+      oldest_seq: items[0]?.seq ?? null,
+    }),
     { status: 200, headers: { "content-type": "application/json" } },
   );
 const error = (status: number, headers: Record<string, string> = {}) =>
@@ -76,8 +81,28 @@ describe("MailboxClient.follow on a topic a host answers with links only", () =>
   it("yields each link once and backs off (1 s doubling) while next stays 0, instead of asking again at once", async () => {
     vi.useFakeTimers();
     try {
-      const links = () => page([{ seq: 0, text: "link a" }, { seq: 0, text: "link b" }], 0);
-      const relay = scripted([links, links, links, links, () => page([{ seq: 0, text: "link a" }, { seq: 1, text: "item" }], 1)]);
+      const links = () =>
+        page(
+          [
+            { seq: 0, text: "link a" },
+            { seq: 0, text: "link b" },
+          ],
+          0,
+        );
+      const relay = scripted([
+        links,
+        links,
+        links,
+        links,
+        () =>
+          page(
+            [
+              { seq: 0, text: "link a" },
+              { seq: 1, text: "item" },
+            ],
+            1,
+          ),
+      ]);
       const client = new MailboxClient({ relayUrl: "relay.example", fetch: relay.fetch });
       const ac = new AbortController();
       const got: string[] = [];
@@ -115,7 +140,10 @@ describe("Retry-After", () => {
   });
   it("a 429 with an HTTP date reaches the app as seconds on the MailboxError", async () => {
     const at = new Date(Date.now() + 60_000).toUTCString();
-    const client = new MailboxClient({ relayUrl: "https://relay.example", fetch: scripted([() => error(429, { "retry-after": at })]).fetch });
+    const client = new MailboxClient({
+      relayUrl: "https://relay.example",
+      fetch: scripted([() => error(429, { "retry-after": at })]).fetch,
+    });
     const err = (await client.page(topic).catch((e) => e)) as MailboxError;
     expect(err).toBeInstanceOf(MailboxError);
     expect(err.retryAfter).toBeGreaterThanOrEqual(58);

@@ -22,8 +22,15 @@ describe("seed §1.2: the session note", () => {
     const later = t0 + (SESSION_TTL_SECONDS - SESSION_RENEW_BEFORE_SECONDS + 1) * 1000;
     vi.setSystemTime(later);
     const renewed = await writeVersion(acct, s, { collection: "c", key: "c", body: {} });
-    expect(renewed.note.payload).toMatchObject({ aud: first.note.payload.aud, cmd: "/", sub: acct.root.did, exp: Math.floor(later / 1000) + SESSION_TTL_SECONDS });
+    expect(renewed.note.payload).toMatchObject({
+      aud: first.note.payload.aud,
+      cmd: "/",
+      sub: acct.root.did,
+      exp: Math.floor(later / 1000) + SESSION_TTL_SECONDS,
+    });
     expect(renewed.note.sig).not.toBe(first.note.sig);
-    expect(await checkVersion(JSON.parse(JSON.stringify(renewed)), { space: s.id, constitution: s.constitution, ownMachinery: false })).toMatchObject({ ok: true });
+    expect(
+      await checkVersion(JSON.parse(JSON.stringify(renewed)), { space: s.id, constitution: s.constitution, ownMachinery: false }),
+    ).toMatchObject({ ok: true });
   });
 });

@@ -33,7 +33,7 @@ function refusal(fn: () => unknown): string | undefined {
 }
 
 describe("issue 18: strings round-trip exactly", () => {
-  it("a leading U+FEFF survives: \"\\uFEFFk\" and \"k\" stay two records, in keys, collections and values", async () => {
+  it('a leading U+FEFF survives: "\\uFEFFk" and "k" stay two records, in keys, collections and values', async () => {
     const { a, b } = await pair();
     a.put("notes", "k", "plain");
     a.put("notes", "\uFEFFk", "\uFEFFwith mark");
@@ -77,7 +77,8 @@ describe("issue 18: local writes are checked against the decoder's bounds", () =
   it("a record that cannot fit one relay message is refused (record_max_bytes); the largest that fits travels in one message under 1 MiB", async () => {
     const { a, b, sentA } = await pair();
     const hlc = a.engine.clock.tick();
-    const sizeWith = (n: number) => encodeRecord(new Writer(), { key: "big", value: "x".repeat(n), is_deleted: false, hlc }).finish().length;
+    const sizeWith = (n: number) =>
+      encodeRecord(new Writer(), { key: "big", value: "x".repeat(n), is_deleted: false, hlc }).finish().length;
     const n = L.record_max_bytes - (sizeWith(0) + 2); // the value's length varint grows by 2 bytes at this size
     expect(sizeWith(n)).toBe(L.record_max_bytes);
     expect(refusal(() => a.put("blobs", "big", "x".repeat(n + 1)))).toBe("record_max_bytes");

@@ -2,7 +2,7 @@
 // frame restrictions, the roster, ratchet-hello's acceptance checks, sessions, revocation, and
 // replayed or reordered session frames.
 import { describe, expect, it } from "vitest";
-import { MemoryBus, } from "../../../../clients/passnote/memory-bus";
+import { MemoryBus } from "../../../../clients/passnote/memory-bus";
 import { PassnotePeer, type PassnotePeerOptions } from "../../../../clients/passnote/peer";
 import { bytesToHex, randomBytes } from "../../../../shared/encoding";
 import { formatHlc } from "../../../../shared/passnote/hlc";
@@ -17,7 +17,13 @@ import { sleep, waitFor } from "../../../helpers/wait";
 
 const PLAIN_TYPES = new Set(["handshake", "ratchet-hello", "hello", "poke", "state", "delta", "reconcile"]);
 
-async function join(bus: MemoryBus, identity: DeviceIdentity, node: string, opts: Partial<PassnotePeerOptions> = {}, drop?: (to: string, frame: Uint8Array) => boolean) {
+async function join(
+  bus: MemoryBus,
+  identity: DeviceIdentity,
+  node: string,
+  opts: Partial<PassnotePeerOptions> = {},
+  drop?: (to: string, frame: Uint8Array) => boolean,
+) {
   const t = await bus.connect();
   const received = recorder(t).frames;
   if (drop) dropSends(t, drop);
@@ -165,7 +171,13 @@ describe("seed 001 identity mode: ratchet-hello", () => {
     const { owner, bob, a, b } = await twoMembers();
     const reasons: string[] = [];
     a.peer.engine.on("helloRefused", (_p, r) => void reasons.push(r));
-    const fields = { from: b.t.self!, to: a.t.self!, device: idOf(bob), keyTag: keyTagOf(owner.group.groupKey), ephemeral: newEphemeral().pub };
+    const fields = {
+      from: b.t.self!,
+      to: a.t.self!,
+      device: idOf(bob),
+      keyTag: keyTagOf(owner.group.groupKey),
+      ephemeral: newEphemeral().pub,
+    };
     edit(fields);
     const hello = signRatchetHello(signer ?? bob.deviceKey, fields);
     await a.peer.engine.receive(b.t.self!, sealPlain(owner.group.rosterKey, encodeMessage(hello)));
@@ -177,11 +189,17 @@ describe("seed 001 identity mode: ratchet-hello", () => {
   });
 
   it("accepted only when it comes from the transport peer it names", async () => {
-    expect(await refusedFor((h) => (h.from = "0123456789abcdef"))).toEqual({ reasons: ["not from the transport peer it names"], stillSession: true });
+    expect(await refusedFor((h) => (h.from = "0123456789abcdef"))).toEqual({
+      reasons: ["not from the transport peer it names"],
+      stillSession: true,
+    });
   });
 
   it("accepted only when it matches this key generation (keyTag)", async () => {
-    expect(await refusedFor((h) => (h.keyTag = keyTagOf(randomBytes(32))))).toEqual({ reasons: ["another key generation"], stillSession: true });
+    expect(await refusedFor((h) => (h.keyTag = keyTagOf(randomBytes(32))))).toEqual({
+      reasons: ["another key generation"],
+      stillSession: true,
+    });
   });
 
   it("accepted only when it verifies under the key of the roster member it names", async () => {
@@ -292,7 +310,13 @@ describe("seed 001 identity mode: unused ephemeral secrets are wiped on every dr
     requestRehello(b.peer.engine.core, a.t.self!, stateOf(b, a));
     await waitFor(() => sessions === 1 && hasSession(b, a), { what: "the re-key" });
     // Another fresh hello of bob's, within the interval: it gets no session from alice's answer key.
-    const fields = { from: b.t.self!, to: a.t.self!, device: idOf(bob), keyTag: keyTagOf(owner.group.groupKey), ephemeral: newEphemeral().pub };
+    const fields = {
+      from: b.t.self!,
+      to: a.t.self!,
+      device: idOf(bob),
+      keyTag: keyTagOf(owner.group.groupKey),
+      ephemeral: newEphemeral().pub,
+    };
     await a.peer.engine.receive(b.t.self!, sealPlain(owner.group.rosterKey, encodeMessage(signRatchetHello(bob.deviceKey, fields))));
     const aliceHellos = plainOf(owner.group.rosterKey, a.sent).filter((m) => m.type === "ratchet-hello").length;
     expect(sessions + 1).toBeLessThanOrEqual(aliceHellos); // every session of alice's took a key of its own
@@ -331,7 +355,9 @@ describe("seed 001 identity mode: revoked and unknown devices", () => {
     b.peer.forceSync();
     await waitFor(() => b.peer.get("notes", "later-key"), { what: "members still sync" });
     // The outsiders do get the roster (it travels in plain frames): wait until both hold all of it.
-    await waitFor(() => [r, s].every((o) => o.peer.store.size(ROSTER_COLLECTION) === a.peer.store.size(ROSTER_COLLECTION)), { what: "outsiders hold the roster" });
+    await waitFor(() => [r, s].every((o) => o.peer.store.size(ROSTER_COLLECTION) === a.peer.store.size(ROSTER_COLLECTION)), {
+      what: "outsiders hold the roster",
+    });
     await sleep(50);
     for (const m of [a, b]) expect(m.peer.engine.sessionPeers().sort()).toEqual([m === a ? b.t.self : a.t.self]);
     for (const outsider of [r, s]) {
@@ -340,8 +366,11 @@ describe("seed 001 identity mode: revoked and unknown devices", () => {
       expect(view.other).toBe(0);
       for (const m of view.plain) expect(PLAIN_TYPES.has(m.type)).toBe(true);
       expect([...collectionsNamed(view.plain)]).toEqual([ROSTER_COLLECTION]);
-      const everything = JSON.stringify(view.plain, (_k, v) => (v instanceof Uint8Array ? bytesToHex(v) : typeof v === "bigint" ? String(v) : v));
-      for (const secret of ["notes", "diary", "quarterly plan", "dear diary", "after they joined", "plan-key", "diary-key", "later-key"]) expect(everything).not.toContain(secret);
+      const everything = JSON.stringify(view.plain, (_k, v) =>
+        v instanceof Uint8Array ? bytesToHex(v) : typeof v === "bigint" ? String(v) : v,
+      );
+      for (const secret of ["notes", "diary", "quarterly plan", "dear diary", "after they joined", "plan-key", "diary-key", "later-key"])
+        expect(everything).not.toContain(secret);
       expect(outsider.peer.store.collectionNames()).toEqual([ROSTER_COLLECTION]);
     }
     expect(a.peer.engine.peerInfo(s.t.self!)?.held).toBe(true); // never in the roster: held, never accepted
@@ -449,7 +478,9 @@ describe("seed 001 identity mode: session frames", () => {
 
   it("a stale hello replayed from beyond the remembered ones does not start an endless exchange: the peers re-key and sync", async () => {
     const { owner, a, b } = await twoMembers({ rehelloIntervalMs: 200 });
-    const stale = b.sent.filter(([, f]) => f[0] === KIND_PLAIN).find(([, f]) => decodeMessage(openPlain(owner.group.rosterKey, f)!)?.type === "ratchet-hello")![1];
+    const stale = b.sent
+      .filter(([, f]) => f[0] === KIND_PLAIN)
+      .find(([, f]) => decodeMessage(openPlain(owner.group.rosterKey, f)!)?.type === "ratchet-hello")![1];
     a.peer.engine.core.peers.get(b.t.self!)!.seenEphemerals.length = 0; // as if it fell out of the window
     const hellos = (m: Member) => plainOf(owner.group.rosterKey, m.sent).filter((x) => x.type === "ratchet-hello").length;
     const before = [hellos(a), hellos(b)];
@@ -490,7 +521,13 @@ describe("seed 001 identity mode: a peer that seals frames this side cannot open
     const clock = { a: 0, b: 0 };
     const control = { losing: true };
     // Alice's only peer is bob.
-    const a = await join(bus, owner, "alice", { now: () => Date.now() + clock.a, antiEntropyIntervalMs: 0 }, (_to, f) => control.losing && lose(plainType(owner.group.rosterKey, f), f));
+    const a = await join(
+      bus,
+      owner,
+      "alice",
+      { now: () => Date.now() + clock.a, antiEntropyIntervalMs: 0 },
+      (_to, f) => control.losing && lose(plainType(owner.group.rosterKey, f), f),
+    );
     a.peer.admit(pubOf(devices[0]));
     const b = await join(bus, devices[0], "bob", { now: () => Date.now() + clock.b, antiEntropyIntervalMs: 0 });
     return { owner, a, b, clock, control };
@@ -501,7 +538,9 @@ describe("seed 001 identity mode: a peer that seals frames this side cannot open
     let lost = 0;
     const pair = await lossyPair((type) => type === "ratchet-hello" && lost++ === 0);
     const { a, b } = pair;
-    await waitFor(() => hasSession(a, b) && b.peer.engine.rosterEntry(idOf(pair.owner)) !== null && a.peer.engine.pendingFrames() === 0, { what: "alice's session, bob's roster" });
+    await waitFor(() => hasSession(a, b) && b.peer.engine.rosterEntry(idOf(pair.owner)) !== null && a.peer.engine.pendingFrames() === 0, {
+      what: "alice's session, bob's roster",
+    });
     return pair;
   }
 
@@ -520,7 +559,9 @@ describe("seed 001 identity mode: a peer that seals frames this side cannot open
     clock.a += 5_000;
     clock.b += 5_000;
     b.peer.engine.antiEntropyPass(); // bob: no session, his hello unanswered for an interval
-    await waitFor(() => hasSession(b, a) && b.peer.get("notes", "from-alice") === 1 && a.peer.get("notes", "from-bob") === 2, { what: "both records" });
+    await waitFor(() => hasSession(b, a) && b.peer.get("notes", "from-alice") === 1 && a.peer.get("notes", "from-bob") === 2, {
+      what: "both records",
+    });
   });
 
   it("a lost ratchet-hello heals by repair() on the side without a session", async () => {

@@ -12,7 +12,6 @@ import { PASSNOTE_LIMITS } from "../../../../shared/limits";
 import { fillDifferent, groupKey, sameRecords, tapped } from "../../../helpers/passnote";
 import { waitFor, sleep } from "../../../helpers/wait";
 
-
 async function pair(opts: { a?: Partial<PassnotePeerOptions>; b?: Partial<PassnotePeerOptions>; key?: Uint8Array } = {}) {
   const bus = new MemoryBus();
   const key = opts.key ?? groupKey();
@@ -36,7 +35,10 @@ describe("seed 001: connection handshake", () => {
     expect(count(sentA)).toBeLessThanOrEqual(2);
     expect(count(sentB)).toBeLessThanOrEqual(2);
     const hs = sentA.find((m) => m.type === "handshake")!;
-    expect(hs).toMatchObject({ versions: [2], capabilities: ["recon1", "x-edge-relay/digest", expect.stringMatching(/^inst:[0-9a-f]{16}$/)] });
+    expect(hs).toMatchObject({
+      versions: [2],
+      capabilities: ["recon1", "x-edge-relay/digest", expect.stringMatching(/^inst:[0-9a-f]{16}$/)],
+    });
   });
 
   it("unknown capabilities are ignored, so is the excess: 40 capabilities, 20 versions and a 2,000-byte capability still agree", async () => {
@@ -143,7 +145,13 @@ describe("seed 001: deltas and the clock bound", () => {
 
   it("a delta carries at most 500 records", async () => {
     const { a, b, ta, tb, sentB } = await pair();
-    for (let i = 0; i < 1200; i++) b.store.merge("notes", { key: `k${i}`, value: i, is_deleted: false, hlc: formatHlc({ wall: 1_700_000_000_000, counter: 0, node: "x" }) });
+    for (let i = 0; i < 1200; i++)
+      b.store.merge("notes", {
+        key: `k${i}`,
+        value: i,
+        is_deleted: false,
+        hlc: formatHlc({ wall: 1_700_000_000_000, counter: 0, node: "x" }),
+      });
     a.forceSync();
     b.forceSync();
     await waitFor(() => a.store.size("notes") === 1200, { what: "records" });
@@ -177,12 +185,17 @@ describe("seed 001: deltas and the clock bound", () => {
 describe("seed 001: state (per-collection watermarks)", () => {
   const rec = (key: string) => ({ key, value: 1, is_deleted: false, hlc: formatHlc({ wall: 1_000, counter: 0, node: "x" }) });
   const openingProbes = (sent: Message[]) =>
-    sent.filter((m) => m.type === "reconcile" && m.probes.length === 1 && m.probes[0].depth === 0 && m.requests.length === 0).map((m) => (m as { collection: string }).collection);
-  const stateSizes = (sent: Message[]) => sent.filter((m) => m.type === "state").map((m) => (m as { watermarks: unknown[] }).watermarks.length);
+    sent
+      .filter((m) => m.type === "reconcile" && m.probes.length === 1 && m.probes[0].depth === 0 && m.requests.length === 0)
+      .map((m) => (m as { collection: string }).collection);
+  const stateSizes = (sent: Message[]) =>
+    sent.filter((m) => m.type === "state").map((m) => (m as { watermarks: unknown[] }).watermarks.length);
 
   it("state: 1,025 collections from a seed-only peer (all in one state message) sync", async () => {
     const { a, b, ta, tb, key } = await pair();
-    await waitFor(() => agreed(a, tb) && agreed(b, ta) && a.engine.pendingFrames() === 0 && b.engine.pendingFrames() === 0, { what: "agreement" });
+    await waitFor(() => agreed(a, tb) && agreed(b, ta) && a.engine.pendingFrames() === 0 && b.engine.pendingFrames() === 0, {
+      what: "agreement",
+    });
     for (let i = 0; i < 1_025; i++) a.store.merge(`c${i}`, rec(`k${i}`)); // not pushed: only the state tells bob
     const watermarks = a.store.collectionNames().map((collection) => ({ collection, watermark: a.store.watermark(collection) }));
     expect(watermarks).toHaveLength(1_025);
@@ -191,15 +204,20 @@ describe("seed 001: state (per-collection watermarks)", () => {
     expect(sameRecordsIn(a.store, b.store)).toBe(true);
   });
 
-  it("state: a state of exactly 1,024 entries is not read as \"more follow\": a later state naming a collection under a new watermark is probed again", async () => {
+  it('state: a state of exactly 1,024 entries is not read as "more follow": a later state naming a collection under a new watermark is probed again', async () => {
     const { a, b, ta, tb, key } = await pair();
-    await waitFor(() => agreed(a, tb) && agreed(b, ta) && a.engine.pendingFrames() === 0 && b.engine.pendingFrames() === 0, { what: "agreement" });
+    await waitFor(() => agreed(a, tb) && agreed(b, ta) && a.engine.pendingFrames() === 0 && b.engine.pendingFrames() === 0, {
+      what: "agreement",
+    });
     for (let i = 0; i < 1_024; i++) a.store.merge(`c${i}`, rec(`k${i}`));
     const stateOf = () => a.store.collectionNames().map((collection) => ({ collection, watermark: a.store.watermark(collection) }));
     await b.engine.receive(ta.self!, sealFrame(key, encodeMessage({ type: "state", watermarks: stateOf() })));
     await waitFor(() => b.store.collectionNames().length === 1_024, { what: "every collection" });
     a.store.merge("c0", { ...rec("later"), hlc: formatHlc({ wall: 2_000, counter: 0, node: "x" }) });
-    await b.engine.receive(ta.self!, sealFrame(key, encodeMessage({ type: "state", watermarks: stateOf().filter((w) => w.collection === "c0") })));
+    await b.engine.receive(
+      ta.self!,
+      sealFrame(key, encodeMessage({ type: "state", watermarks: stateOf().filter((w) => w.collection === "c0") })),
+    );
     await waitFor(() => b.get("c0", "later") === 1, { what: "the later record" });
   });
 
@@ -223,13 +241,17 @@ describe("seed 001: state (per-collection watermarks)", () => {
     for (let i = 0; i < 300; i++) sa.merge(long(i), rec("k"));
     for (let i = 0; i < 30; i++) sb.merge(`b${i}`, rec("k"));
     for (let i = 0; i < 10; i++) sb.merge(long(i), rec("other"));
-    const { a, b, sentA, sentB } = await pair({ a: { store: sa } , b: { store: sb } });
-    await waitFor(() => a.store.collectionNames().length === 330 && b.store.collectionNames().length === 330, { what: "every collection both ways" });
+    const { a, b, sentA, sentB } = await pair({ a: { store: sa }, b: { store: sb } });
+    await waitFor(() => a.store.collectionNames().length === 330 && b.store.collectionNames().length === 330, {
+      what: "every collection both ways",
+    });
     await waitFor(() => a.engine.pendingFrames() === 0 && b.engine.pendingFrames() === 0, { what: "quiet" });
     sentA.length = 0;
     sentB.length = 0;
     b.forceSync(); // bob's hello: alice answers with her state, in parts
-    await waitFor(() => openingProbes(sentB).length >= 330 && a.engine.pendingFrames() === 0 && b.engine.pendingFrames() === 0, { what: "bob's probes" });
+    await waitFor(() => openingProbes(sentB).length >= 330 && a.engine.pendingFrames() === 0 && b.engine.pendingFrames() === 0, {
+      what: "bob's probes",
+    });
     const sizes = stateSizes(sentA);
     expect(sizes.length).toBeGreaterThan(1);
     expect(sizes.reduce((x, y) => x + y, 0)).toBe(330);
@@ -370,7 +392,11 @@ describe("seed 001: flow control and inbound order", () => {
     a.engine.on("change", (_c, recs) => void order.push(...recs.map((r) => r.key)));
     const frames = [];
     for (let i = 0; i < 50; i++) {
-      const m = encodeMessage({ type: "delta", collection: "c", records: [{ key: `k${i}`, value: i, is_deleted: false, hlc: formatHlc({ wall: 1, counter: 0, node: "b" }) }] });
+      const m = encodeMessage({
+        type: "delta",
+        collection: "c",
+        records: [{ key: `k${i}`, value: i, is_deleted: false, hlc: formatHlc({ wall: 1, counter: 0, node: "b" }) }],
+      });
       frames.push(a.engine.receive(tb.self!, sealFrame(key, m)));
     }
     await Promise.all(frames);
@@ -395,7 +421,12 @@ describe("seed 001: sync", () => {
 
   it("without recon1 the fallback converges: records older than the peer's watermark that it lacks are shipped, both ways", async () => {
     // Interleaved clocks: each side holds records older than the other's highest HLC that the other lacks.
-    const rec = (key: string, wall: number, node: string) => ({ key, value: `${key}@${wall}`, is_deleted: false, hlc: formatHlc({ wall, counter: 0, node }) });
+    const rec = (key: string, wall: number, node: string) => ({
+      key,
+      value: `${key}@${wall}`,
+      is_deleted: false,
+      hlc: formatHlc({ wall, counter: 0, node }),
+    });
     const sa = new MemoryStore();
     const sb = new MemoryStore();
     for (let i = 0; i < 300; i++) {
@@ -406,7 +437,9 @@ describe("seed 001: sync", () => {
     sb.merge("diary", rec("only-bob", 5, "bob")); // and a collection only one side holds
     expect(sa.watermark("notes") < sb.watermark("notes")).toBe(true);
     const { a, b } = await pair({ a: { store: sa }, b: { store: sb, recon: false } });
-    await waitFor(() => sameRecords(a.store, b.store) && a.store.size("notes") === 700 && a.get("diary", "only-bob") !== undefined, { what: "fallback convergence" });
+    await waitFor(() => sameRecords(a.store, b.store) && a.store.size("notes") === 700 && a.get("diary", "only-bob") !== undefined, {
+      what: "fallback convergence",
+    });
     expect(a.engine.sent.frames.reconcile ?? 0).toBe(0);
     expect(b.engine.sent.frames.reconcile ?? 0).toBe(0);
   });

@@ -13,15 +13,28 @@ import { sealFrame, sealPlain } from "../../../../shared/passnote/seal";
 import { decodeMessage, encodeMessage, MESSAGE_TAG, PRIVATE_TAGS, type Message } from "../../../../shared/passnote/wire";
 import { openFrame } from "../../../../shared/passnote/seal";
 import type { Transport } from "../../../../clients/passnote/transport";
-import { collectionsNamed, fillDifferent, groupKey, newGroup, pubOf, sameRecords, tapSends, tapped, viewReceived } from "../../../helpers/passnote";
+import {
+  collectionsNamed,
+  fillDifferent,
+  groupKey,
+  newGroup,
+  pubOf,
+  sameRecords,
+  tapSends,
+  tapped,
+  viewReceived,
+} from "../../../helpers/passnote";
 import { sleep, waitFor } from "../../../helpers/wait";
-
 
 /**
  * Two passphrase-mode peers over one bus. The peer with the lower transport id (the one that
  * opens the reconciliation) gets store `lower` and options `lowerOpts`, so a run is repeatable.
  */
-async function pair(lowerOpts: Partial<PassnotePeerOptions>, higherOpts: Partial<PassnotePeerOptions>, data = { common: 2000, differences: 20 }) {
+async function pair(
+  lowerOpts: Partial<PassnotePeerOptions>,
+  higherOpts: Partial<PassnotePeerOptions>,
+  data = { common: 2000, differences: 20 },
+) {
   const bus = new MemoryBus();
   const key = groupKey();
   const [t1, t2] = [await bus.connect(), await bus.connect()];
@@ -61,7 +74,8 @@ describe("recon2: negotiation", () => {
   });
 
   it("recon1 is unchanged: a recon2 peer facing a recon1 peer sends the same reconcile and delta frames, byte for byte, as a recon1 peer", async () => {
-    const wire = (sent: Message[]) => sent.filter((m) => m.type === "reconcile" || m.type === "delta").map((m) => bytesToHex(encodeMessage(m)));
+    const wire = (sent: Message[]) =>
+      sent.filter((m) => m.type === "reconcile" || m.type === "delta").map((m) => bytesToHex(encodeMessage(m)));
     const withRecon2 = await pair({ recon2: true }, {});
     const without = await pair({}, {});
     expect(wire(withRecon2.sentL).length).toBeGreaterThan(1);
@@ -107,7 +121,8 @@ describe("recon2: an extension's name and tag no protocol version will take", ()
       t.send = (to, sealed) => {
         const frame = openFrame(key, sealed)!;
         const m = decodeMessage(frame)!;
-        if (m.type === "handshake") return send(to, sealFrame(key, encodeMessage({ ...m, capabilities: m.capabilities.filter((c) => c !== "x-edge-relay/recon2") })));
+        if (m.type === "handshake")
+          return send(to, sealFrame(key, encodeMessage({ ...m, capabilities: m.capabilities.filter((c) => c !== "x-edge-relay/recon2") })));
         if (m.type === "reconcile2") frame[2] = 8;
         return send(to, sealFrame(key, frame));
       };
@@ -152,7 +167,10 @@ describe("recon2: identity mode", () => {
     expect(sameRecords(a.store, b.store, ROSTER_COLLECTION)).toBe(true);
     // A plain reconcile2 about a user collection is ignored, like a plain reconcile.
     const before = a.engine.sent.frames.delta ?? 0;
-    await a.engine.receive(tb.self!, sealPlain(owner.group.rosterKey, encodeMessage({ type: "reconcile2", collection: "notes", ranges: [] })));
+    await a.engine.receive(
+      tb.self!,
+      sealPlain(owner.group.rosterKey, encodeMessage({ type: "reconcile2", collection: "notes", ranges: [] })),
+    );
     const probe = openingProbe2(new MemoryStore(), "notes");
     await a.engine.receive(tb.self!, sealPlain(owner.group.rosterKey, encodeMessage(probe)));
     await sleep(20);

@@ -73,7 +73,14 @@ describe("Tally client: receiving", () => {
     const { alice, b, got } = pair();
     const mallory = newUser();
     // Mallory seals with alice's claimed identity but her own proof: the proof fails.
-    const inner = { id: "f1", type: "note", from_user_id: alice.npub, to_user_id: b.npub, created_at: new Date().toISOString(), payload: {} };
+    const inner = {
+      id: "f1",
+      type: "note",
+      from_user_id: alice.npub,
+      to_user_id: b.npub,
+      created_at: new Date().toISOString(),
+      payload: {},
+    };
     const signedByMallory = signInner({ ...inner, from_user_id: mallory.npub }, mallory.secretKey);
     const forged = { ...signedByMallory, from_user_id: alice.npub };
     const env = sealEnvelope(forged as never, alice.secretKey);
@@ -83,7 +90,14 @@ describe("Tally client: receiving", () => {
 
   it("4: a version 2 envelope (AES-256-GCM) still decrypts", async () => {
     const { alice, b, got } = pair();
-    const inner = { id: "v2", type: "note", from_user_id: alice.npub, to_user_id: b.npub, created_at: new Date().toISOString(), payload: { old: true } };
+    const inner = {
+      id: "v2",
+      type: "note",
+      from_user_id: alice.npub,
+      to_user_id: b.npub,
+      created_at: new Date().toISOString(),
+      payload: { old: true },
+    };
     const env = sealLegacyV2(signInner(inner, alice.secretKey), alice.secretKey);
     await b.handleDirectFrame(JSON.stringify(env));
     expect(got.map((m) => m.id)).toEqual(["v2"]);
@@ -97,7 +111,14 @@ describe("Tally client: receiving", () => {
     d2.on("self", (m) => void seen.push(m));
     const back: string[] = [];
     d2.addDirectChannel(user.npub, { send: (f) => void back.push(f) });
-    const inner = { id: "s1", type: "sync_hello", from_user_id: d1.npub, to_user_id: d1.npub, created_at: new Date().toISOString(), payload: { known_ids: [] } };
+    const inner = {
+      id: "s1",
+      type: "sync_hello",
+      from_user_id: d1.npub,
+      to_user_id: d1.npub,
+      created_at: new Date().toISOString(),
+      payload: { known_ids: [] },
+    };
     const frame = JSON.stringify(sealEnvelope(signInner(inner, user.secretKey), user.secretKey));
     await d2.handleDirectFrame(frame);
     await d2.handleDirectFrame(frame);
@@ -113,7 +134,14 @@ describe("Tally client: receiving", () => {
     const seen: InnerMessage[] = [];
     d2.on("self", (m) => void seen.push(m));
     d2.on("message", (m) => void seen.push(m));
-    const inner = { id: "s2", type: "transaction_created", from_user_id: d2.npub, to_user_id: d2.npub, created_at: new Date().toISOString(), payload: {} };
+    const inner = {
+      id: "s2",
+      type: "transaction_created",
+      from_user_id: d2.npub,
+      to_user_id: d2.npub,
+      created_at: new Date().toISOString(),
+      payload: {},
+    };
     await d2.handleDirectFrame(JSON.stringify(sealEnvelope(signInner(inner, user.secretKey), user.secretKey)));
     expect(seen).toEqual([]);
   });

@@ -45,7 +45,13 @@ describe("the relay connection", () => {
   it("the SDK pings on an interval and reconnects on a missed pong", async () => {
     const relay = await silentRelay();
     const closes: number[] = [];
-    const c = new TallyClient({ relayUrl: relay.url, secretKey: newUser().secretKey, store: "memory", pingIntervalMs: 50, pongTimeoutMs: 100 });
+    const c = new TallyClient({
+      relayUrl: relay.url,
+      secretKey: newUser().secretKey,
+      store: "memory",
+      pingIntervalMs: 50,
+      pongTimeoutMs: 100,
+    });
     clients.push(c);
     c.on("close", (code) => void closes.push(code));
     await c.connect();
@@ -110,7 +116,10 @@ describe("the relay connection", () => {
       clients.push(c);
       const t0 = Date.now();
       const outcome = await Promise.race([
-        c.connect().then(() => "registered", (e: Error) => `rejected: ${e.message}`),
+        c.connect().then(
+          () => "registered",
+          (e: Error) => `rejected: ${e.message}`,
+        ),
         new Promise((r) => setTimeout(() => r("still pending"), CLIENT_LIMITS.connect_timeout_ms)),
       ]);
       expect(outcome).toMatch(/^rejected/);
@@ -123,7 +132,13 @@ describe("the relay connection", () => {
     servers.push(wss);
     await new Promise<void>((r) => wss.on("listening", () => r()));
     const { port } = wss.address() as { port: number };
-    const c = new TallyClient({ relayUrl: `ws://127.0.0.1:${port}`, secretKey: newUser().secretKey, store: "memory", reconnect: false, connectTimeoutMs: 300 });
+    const c = new TallyClient({
+      relayUrl: `ws://127.0.0.1:${port}`,
+      secretKey: newUser().secretKey,
+      store: "memory",
+      reconnect: false,
+      connectTimeoutMs: 300,
+    });
     clients.push(c);
     const t0 = Date.now();
     await expect(c.connect()).rejects.toThrow(/no registration in time/);

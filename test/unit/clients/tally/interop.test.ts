@@ -24,7 +24,14 @@ class SeedPeer {
   ) {}
 
   private send(to: string, type: string, payload: unknown): void {
-    const inner = { id: `seed-${this.n++}`, type, from_user_id: this.user.npub, to_user_id: to, created_at: new Date().toISOString(), payload };
+    const inner = {
+      id: `seed-${this.n++}`,
+      type,
+      from_user_id: this.user.npub,
+      to_user_id: to,
+      created_at: new Date().toISOString(),
+      payload,
+    };
     this.toClient(JSON.stringify(sealEnvelope(signInner(inner, this.user.secretKey), this.user.secretKey)));
   }
 
@@ -47,7 +54,13 @@ class SeedPeer {
 }
 
 function signed(from: User, to: User, id: string, payload: unknown = {}): LedgerEntry {
-  return innerToLedgerEntry(signInner({ id, type: "note", from_user_id: from.npub, to_user_id: to.npub, created_at: "2026-01-01T00:00:00.000Z", payload }, from.secretKey), new Date());
+  return innerToLedgerEntry(
+    signInner(
+      { id, type: "note", from_user_id: from.npub, to_user_id: to.npub, created_at: "2026-01-01T00:00:00.000Z", payload },
+      from.secretKey,
+    ),
+    new Date(),
+  );
 }
 
 async function setup(clientLedger: LedgerEntry[], seedLedger: LedgerEntry[], alice: User, bob: User) {

@@ -5,7 +5,16 @@ import { mkdtempSync, readdirSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { CLIENT_LIMITS, IGNORED, KeyValueTallyStore, MapKeyValue, TallyClient, connectInMemory, memoryStore, type InnerMessage } from "../../../../clients/tally/index";
+import {
+  CLIENT_LIMITS,
+  IGNORED,
+  KeyValueTallyStore,
+  MapKeyValue,
+  TallyClient,
+  connectInMemory,
+  memoryStore,
+  type InnerMessage,
+} from "../../../../clients/tally/index";
 import { OutboxRetry } from "../../../../clients/tally/outbox";
 import { directPair, newUser } from "../../../helpers/tally";
 import { waitFor } from "../../../helpers/wait";
@@ -42,7 +51,14 @@ describe("8.1 receipts", () => {
     expect(aToB).toHaveLength(1);
     const receipts: string[] = [];
     a.on("receipt", (mid) => void receipts.push(mid));
-    const plaintext = { id: "r1", type: "received", from_user_id: b.npub, to_user_id: a.npub, created_at: new Date().toISOString(), payload: { message_id: id, result: "processed" } };
+    const plaintext = {
+      id: "r1",
+      type: "received",
+      from_user_id: b.npub,
+      to_user_id: a.npub,
+      created_at: new Date().toISOString(),
+      payload: { message_id: id, result: "processed" },
+    };
     // From another channel's peer it is not taken; from b's channel it is.
     await a.handleDirectFrame(JSON.stringify(plaintext), newUser().npub);
     expect(receipts).toEqual([]);
@@ -172,8 +188,22 @@ describe("7 and 8.2: exactly once, and retries that end", () => {
     );
     const env = { type: "peer_envelope" as const, envelope_version: 3, id: "x", from_user_id: "a", to_user_id: "b", ciphertext: "AA==" };
     const now = Date.now();
-    await store.putOutbox({ id: "old", to_user_id: "b", envelope: { ...env, id: "old" }, created_at: now - CLIENT_LIMITS.outbox_max_age_ms - 1, attempts: 3, last_attempt_at: 0 });
-    await store.putOutbox({ id: "young", to_user_id: "b", envelope: { ...env, id: "young" }, created_at: now, attempts: 0, last_attempt_at: 0 });
+    await store.putOutbox({
+      id: "old",
+      to_user_id: "b",
+      envelope: { ...env, id: "old" },
+      created_at: now - CLIENT_LIMITS.outbox_max_age_ms - 1,
+      attempts: 3,
+      last_attempt_at: 0,
+    });
+    await store.putOutbox({
+      id: "young",
+      to_user_id: "b",
+      envelope: { ...env, id: "young" },
+      created_at: now,
+      attempts: 0,
+      last_attempt_at: 0,
+    });
     await retry.flush(true, now);
     expect(handed).toEqual(["young"]);
     expect(expired).toEqual(["old"]);
@@ -244,7 +274,14 @@ describe("smaller rules: plaintext receipts, self hellos on any channel, answers
     const id = await a.send(b.npub, "note", {});
     const dropped: string[] = [];
     a.on("dropped", (reason) => void dropped.push(reason));
-    const plaintext = { id: "r1", type: "received", from_user_id: b.npub, to_user_id: a.npub, created_at: new Date().toISOString(), payload: { message_id: id, result: "processed" } };
+    const plaintext = {
+      id: "r1",
+      type: "received",
+      from_user_id: b.npub,
+      to_user_id: a.npub,
+      created_at: new Date().toISOString(),
+      payload: { message_id: id, result: "processed" },
+    };
     await a.handleDirectFrame(JSON.stringify(plaintext));
     expect(dropped).toEqual(["plaintext_receipt_without_peer"]);
     expect((await a.store.listOutbox()).map((i) => i.id)).toEqual([id]);
@@ -264,12 +301,24 @@ describe("smaller rules: plaintext receipts, self hellos on any channel, answers
   it("12.6 an answer in several parts whose last part never comes is given up and asked for again", async () => {
     const alice = newUser();
     const bob = newUser();
-    const a = new TallyClient({ relayUrl: "ws://unused", secretKey: alice.secretKey, store: memoryStore(), sync: { isFriend: () => true, answerTimeoutMs: 100 } });
+    const a = new TallyClient({
+      relayUrl: "ws://unused",
+      secretKey: alice.secretKey,
+      store: memoryStore(),
+      sync: { isFriend: () => true, answerTimeoutMs: 100 },
+    });
     const toBob: string[] = [];
     a.addDirectChannel(bob.npub, { send: (f) => void toBob.push(f) });
     const bobsClient = new TallyClient({ relayUrl: "ws://unused", secretKey: bob.secretKey, store: memoryStore() });
     const part0 = { entries: [], set: "s1", part: 0, parts: 2 };
-    const inner = { id: "p0", type: "sync_data", from_user_id: bob.npub, to_user_id: alice.npub, created_at: new Date().toISOString(), payload: part0 };
+    const inner = {
+      id: "p0",
+      type: "sync_data",
+      from_user_id: bob.npub,
+      to_user_id: alice.npub,
+      created_at: new Date().toISOString(),
+      payload: part0,
+    };
     const { sealEnvelope } = await import("../../../../shared/tally/envelope");
     const { signInner } = await import("../../../../shared/tally/proof");
     await a.handleDirectFrame(JSON.stringify(sealEnvelope(signInner(inner, bob.secretKey), bob.secretKey)), bob.npub);
@@ -302,7 +351,9 @@ describe("1 every open client is a device", () => {
       await c1.handleDirectFrame(frames[0]);
       await c2.handleDirectFrame(frames[0]);
       expect(handled).toEqual(["c1", "c2"]);
-      const logs = readdirSync(dir).filter((f) => f.endsWith(".log")).sort();
+      const logs = readdirSync(dir)
+        .filter((f) => f.endsWith(".log"))
+        .sort();
       expect(logs).toEqual([`${user.npub}.1.log`, `${user.npub}.log`]);
       for (const f of logs) expect(statSync(join(dir, f)).mode & 0o777).toBe(0o600);
       c1.close();

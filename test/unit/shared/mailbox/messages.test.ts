@@ -114,7 +114,11 @@ describe("DESIGN section 7: the wake", () => {
     expect(JSON.parse(new TextDecoder().decode(big))).toEqual({ topic, seq: 6 });
     // right at the edge: the largest blob whose body is < 2048 bytes is carried
     let n = 0;
-    while (wakeBody(topic, 7, new Uint8Array(n + 1)).length < MAILBOX_LIMITS.wake_max_bytes && JSON.parse(new TextDecoder().decode(wakeBody(topic, 7, new Uint8Array(n + 1)))).blob) n++;
+    while (
+      wakeBody(topic, 7, new Uint8Array(n + 1)).length < MAILBOX_LIMITS.wake_max_bytes &&
+      JSON.parse(new TextDecoder().decode(wakeBody(topic, 7, new Uint8Array(n + 1)))).blob
+    )
+      n++;
     expect(wakeBody(topic, 7, new Uint8Array(n)).length).toBeLessThan(2048);
     expect(JSON.parse(new TextDecoder().decode(wakeBody(topic, 7, new Uint8Array(n + 1)))).blob).toBeUndefined();
   });

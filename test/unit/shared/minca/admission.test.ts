@@ -29,7 +29,11 @@ describe("MINCA_HOST_ADMISSION", () => {
   });
 
   it("an invalid setting (an unknown mode, token with no token set) admits no one", () => {
-    for (const env of [{ MINCA_HOST_ADMISSION: "opne" }, { MINCA_HOST_ADMISSION: "token" }, { MINCA_HOST_ADMISSION: "token", MINCA_HOST_ADMISSION_TOKEN: " " }]) {
+    for (const env of [
+      { MINCA_HOST_ADMISSION: "opne" },
+      { MINCA_HOST_ADMISSION: "token" },
+      { MINCA_HOST_ADMISSION: "token", MINCA_HOST_ADMISSION_TOKEN: " " },
+    ]) {
       const a = admissionOf(env);
       expect(a.mode).toBe("closed");
       expect(admit(a, ALICE, "Bearer x")).toMatchObject({ ok: false, status: 403, code: "not_admitted" });

@@ -1,6 +1,15 @@
 // The append pipeline's plan (shared/minca/append-plan.ts): each version's fate, step by step.
 import { describe, expect, it } from "vitest";
-import { answerOf, afterWrite, freshOf, planArrivals, refundsOf, refuseIn, sharesOf, withPayers } from "../../../../shared/minca/append-plan";
+import {
+  answerOf,
+  afterWrite,
+  freshOf,
+  planArrivals,
+  refundsOf,
+  refuseIn,
+  sharesOf,
+  withPayers,
+} from "../../../../shared/minca/append-plan";
 import type { Version, VersionCheck } from "../../../../shared/minca/version";
 
 const v = (id: string, iss: string): Version => ({ id, author: "did:key:author", note: { payload: { iss } } }) as unknown as Version;
@@ -8,7 +17,11 @@ const ok = (id: string, iss = "did:key:a"): VersionCheck => ({ ok: true, version
 
 describe("the append plan", () => {
   it("a version already held answers its first seq; one repeated in the request is planned once and answered alike", () => {
-    const plan = planArrivals([ok("b1"), ok("b2"), ok("b1"), { ok: false, reason: "bad_signature", detail: "x", id: "b9" }], [1, 2, 3, 4].map((n) => ({ raw: "{}", bytes: n })), (id) => (id === "b2" ? 7 : undefined));
+    const plan = planArrivals(
+      [ok("b1"), ok("b2"), ok("b1"), { ok: false, reason: "bad_signature", detail: "x", id: "b9" }],
+      [1, 2, 3, 4].map((n) => ({ raw: "{}", bytes: n })),
+      (id) => (id === "b2" ? 7 : undefined),
+    );
     expect(freshOf(plan).map((f) => f.index)).toEqual([0]);
     const written = afterWrite(withPayers(plan, sharesOf(plan, ["did:key:a"]), ["did:key:a"]), new Map([[0, { seq: 8, added: true }]]));
     expect(answerOf(written)).toEqual([
@@ -20,12 +33,30 @@ describe("the append plan", () => {
   });
 
   it("a version is charged to its root when that account carries the space, else to the carriers in turn; what is refused after charging is given back", () => {
-    const plan = planArrivals([ok("b1", "did:key:a"), ok("b2", "did:key:z")], [{ raw: "{}", bytes: 10 }, { raw: "{}", bytes: 5 }], () => undefined);
+    const plan = planArrivals(
+      [ok("b1", "did:key:a"), ok("b2", "did:key:z")],
+      [
+        { raw: "{}", bytes: 10 },
+        { raw: "{}", bytes: 5 },
+      ],
+      () => undefined,
+    );
     const shares = sharesOf(plan, ["did:key:a", "did:key:b"]);
-    expect(shares.map((s) => [s.candidates, s.bytes])).toEqual([[["did:key:a"], 10], [["did:key:a", "did:key:b"], 5]]);
+    expect(shares.map((s) => [s.candidates, s.bytes])).toEqual([
+      [["did:key:a"], 10],
+      [["did:key:a", "did:key:b"], 5],
+    ]);
     const refused = refuseIn(plan, new Map([[1, { reason: "revoked" as const, detail: "r" }]]));
     const written = afterWrite(refused, new Map([[0, { seq: 1, added: true }]]));
-    expect(refundsOf([{ account: "did:key:a", share: shares[0] }, { account: "did:key:b", share: shares[1] }], written)).toEqual([{ account: "did:key:b", versions: 1, bytes: 5 }]);
+    expect(
+      refundsOf(
+        [
+          { account: "did:key:a", share: shares[0] },
+          { account: "did:key:b", share: shares[1] },
+        ],
+        written,
+      ),
+    ).toEqual([{ account: "did:key:b", versions: 1, bytes: 5 }]);
   });
 
   it("an unsettled plan is never answered", () => {

@@ -4,7 +4,8 @@ import { slotFor, type Carrier } from "../../../../shared/minca/carrier-slots";
 import type { Constitution } from "../../../../shared/minca/space";
 
 const constitution = { v: 1, founders: ["did:key:f"], visibility: "private", readKey: "did:key:zRead", nonce: "n" } as Constitution;
-const full = (n: number, readKey: string | null = "did:key:zMadeUp"): Carrier[] => Array.from({ length: n }, (_x, i) => ({ account: `a${i}`, readKey, added: i + 1 }));
+const full = (n: number, readKey: string | null = "did:key:zMadeUp"): Carrier[] =>
+  Array.from({ length: n }, (_x, i) => ({ account: `a${i}`, readKey, added: i + 1 }));
 
 describe("carrier slots: a pass proven with the constitution's own read key takes the slot of the most recently added pass that is not", () => {
   it("below the bound everyone gets a slot; a carrier already there keeps its own", () => {

@@ -54,10 +54,16 @@ describe("seed 002 section 3: the code and the link", () => {
   it("fuzz: reading a code from any text never throws, and what it returns decodes to 16 bytes", () => {
     const alphabet = fc.constantFrom(..."mc_AZaz09-_ #/.QqEe".split(""));
     fc.assert(
-      fc.property(fc.oneof(fc.string(), fc.array(alphabet, { maxLength: 60 }).map((a) => a.join(""))), (s) => {
-        const got = readCode(s);
-        if (got !== null) expect(codeSecret(got).length).toBe(16);
-      }),
+      fc.property(
+        fc.oneof(
+          fc.string(),
+          fc.array(alphabet, { maxLength: 60 }).map((a) => a.join("")),
+        ),
+        (s) => {
+          const got = readCode(s);
+          if (got !== null) expect(codeSecret(got).length).toBe(16);
+        },
+      ),
       { numRuns: 500 },
     );
     fc.assert(

@@ -46,8 +46,14 @@ describe("seed 002 sections 2.5 and 2.6: notes and grant checks", () => {
     const grant = await grantByCode(account, req);
     const mine = { audience: program.did, recordsOnly: true };
     const other = await newP256Key();
-    expect(await checkGrant(grant, { ...mine, audience: other.did })).toMatchObject({ ok: false, reason: "the note is made out to another key" });
-    expect(await checkGrant({ ...grant, did: other.did }, mine)).toMatchObject({ ok: false, reason: "the note is not from the grant's account" });
+    expect(await checkGrant(grant, { ...mine, audience: other.did })).toMatchObject({
+      ok: false,
+      reason: "the note is made out to another key",
+    });
+    expect(await checkGrant({ ...grant, did: other.did }, mine)).toMatchObject({
+      ok: false,
+      reason: "the note is not from the grant's account",
+    });
     expect(await checkGrant({ ...grant, v: 1 }, mine)).toMatchObject({ ok: false });
     const wide = await signNote(account.key, { ...grant.note.payload, cmd: "/", nonce: noteNonce() });
     expect(await checkGrant({ ...grant, note: wide }, mine)).toMatchObject({ ok: false, reason: "the note grants more than records" });

@@ -59,4 +59,3 @@ describe("the Minca protocol §2.5 step 4: a lifetime outside the home's bounds 
     });
   }
 });
-

@@ -28,7 +28,11 @@ import { checkVersion, versionId, versionBody, type Version } from "../../../../
 import { codeRoom } from "../../../../shared/minca/code";
 
 const HOST = "did:key:zDnaeyrPwbZxpDVLsnvAvAEGYazWB2ZrM7QL4Qb1JPzfiYpKy";
-const gate = (space: ReturnType<typeof newSpace>, ownMachinery = false) => ({ space: space.id, constitution: space.constitution, ownMachinery });
+const gate = (space: ReturnType<typeof newSpace>, ownMachinery = false) => ({
+  space: space.id,
+  constitution: space.constitution,
+  ownMachinery,
+});
 
 describe("DESIGN 8.1: ids, constitutions, space keys and read keys", () => {
   it("ids are b + lowercase unpadded base32 of SHA-256, the shape of code rooms too (one function)", () => {
@@ -63,13 +67,19 @@ describe("DESIGN 8.1: ids, constitutions, space keys and read keys", () => {
 
   it("Ed25519 did:key decoding never throws anything but DidKeyError (fuzz)", () => {
     fc.assert(
-      fc.property(fc.oneof(fc.string(), fc.uint8Array({ maxLength: 40 }).map((b) => `did:key:z${base64urlEncode(b)}`)), (s) => {
-        try {
-          expect(ed25519FromDidKey(s).length).toBe(32);
-        } catch (e) {
-          expect(e).toBeInstanceOf(DidKeyError);
-        }
-      }),
+      fc.property(
+        fc.oneof(
+          fc.string(),
+          fc.uint8Array({ maxLength: 40 }).map((b) => `did:key:z${base64urlEncode(b)}`),
+        ),
+        (s) => {
+          try {
+            expect(ed25519FromDidKey(s).length).toBe(32);
+          } catch (e) {
+            expect(e).toBeInstanceOf(DidKeyError);
+          }
+        },
+      ),
       { seed: 901, numRuns: 400 },
     );
   });
@@ -79,7 +89,11 @@ describe("DESIGN 8.1: ids, constitutions, space keys and read keys", () => {
     const a = carrySpace(key, HOST, "did:key:zDnaemCBstFw5hzNdNggFHZm6GpHoHqNGrwEtrVi9CxGH9V7E", 0);
     const b = carrySpace(key, HOST, "did:key:zDnaemCBstFw5hzNdNggFHZm6GpHoHqNGrwEtrVi9CxGH9V7E", 0);
     expect(a.id).toBe(b.id);
-    expect(a.constitution).toMatchObject({ visibility: "private", founders: [HOST], nonce: "carry:did:key:zDnaemCBstFw5hzNdNggFHZm6GpHoHqNGrwEtrVi9CxGH9V7E:0" });
+    expect(a.constitution).toMatchObject({
+      visibility: "private",
+      founders: [HOST],
+      nonce: "carry:did:key:zDnaemCBstFw5hzNdNggFHZm6GpHoHqNGrwEtrVi9CxGH9V7E:0",
+    });
     expect(carrySpace(key, HOST, "did:key:zDnaemCBstFw5hzNdNggFHZm6GpHoHqNGrwEtrVi9CxGH9V7E", 1).id).not.toBe(a.id);
     expect(() => carrySpace(key, HOST, HOST, -1)).toThrow();
     expect(() => carrySpace(key, HOST, HOST, 0.5)).toThrow();
@@ -101,9 +115,15 @@ describe("DESIGN 8.1: view-only invites", () => {
     const forged = base64urlEncode(utf8Encode(canonicalize({ v: 1, space: mincaId(utf8Encode("x")), constitution: s.constitution })));
     expect(decodeInvite(forged)).toMatchObject({ ok: false });
     fc.assert(
-      fc.property(fc.oneof(fc.string(), fc.jsonValue().map((j) => base64urlEncode(utf8Encode(JSON.stringify(j))))), (x) => {
-        expect(decodeInvite(x).ok).toBe(false);
-      }),
+      fc.property(
+        fc.oneof(
+          fc.string(),
+          fc.jsonValue().map((j) => base64urlEncode(utf8Encode(JSON.stringify(j)))),
+        ),
+        (x) => {
+          expect(decodeInvite(x).ok).toBe(false);
+        },
+      ),
       { seed: 902, numRuns: 400 },
     );
   });
@@ -155,8 +175,12 @@ describe("DESIGN 8.2: versions (id, sig, sealed) and the gates a host applies", 
     expect(await reason(await writeVersion(await withNote(acct, "/record/read"), s, { collection: "c", key: "k" }))).toBe("note_command");
     // bodies in a private space are sealed; a public one's are in the clear
     const priv = makeSpace(acct, "private");
-    expect(await reason(await writeVersion(acct, { ...priv, key: undefined }, { collection: "c", key: "k", body: {} }), gate(priv))).toBe("body_in_private_space");
-    expect(await reason(await writeVersion(acct, { ...s, key: new Uint8Array(32) }, { collection: "c", key: "k", body: {} }))).toBe("sealed_in_public_space");
+    expect(await reason(await writeVersion(acct, { ...priv, key: undefined }, { collection: "c", key: "k", body: {} }), gate(priv))).toBe(
+      "body_in_private_space",
+    );
+    expect(await reason(await writeVersion(acct, { ...s, key: new Uint8Array(32) }, { collection: "c", key: "k", body: {} }))).toBe(
+      "sealed_in_public_space",
+    );
   });
 
   it("a version whose JSON holds a member the schema would drop or rename (__proto__ anywhere, a repeated name) is refused as malformed", async () => {
@@ -183,7 +207,18 @@ describe("DESIGN 8.2: versions (id, sig, sealed) and the gates a host applies", 
   it("seed §1.2: records are judged with no time — a version under an expired note still stands", async () => {
     const acct = await newAccount();
     const { signNote, noteNonce } = await import("../../../../shared/minca/note");
-    const old = { ...acct, note: await signNote(acct.root, { iss: acct.root.did, aud: acct.session.did, sub: acct.root.did, cmd: "/", pol: [], exp: 1, nonce: noteNonce() }) };
+    const old = {
+      ...acct,
+      note: await signNote(acct.root, {
+        iss: acct.root.did,
+        aud: acct.session.did,
+        sub: acct.root.did,
+        cmd: "/",
+        pol: [],
+        exp: 1,
+        nonce: noteNonce(),
+      }),
+    };
     const s = makeSpace(acct, "public");
     const { buildVersion } = await import("../../../../shared/minca/version");
     // built directly: the SDK's writeVersion would renew the note first
@@ -199,7 +234,10 @@ describe("DESIGN 8.2: versions (id, sig, sealed) and the gates a host applies", 
     const pass = (a: typeof acct) => writeVersion(a, carry, { collection: "sys.pass", key: passKey(target.id), body: passBody(target) });
     expect(await checkVersion(await pass(acct), gate(carry, true))).toMatchObject({ ok: true });
     expect(await checkVersion(await pass(await withNote(acct, "/account")), gate(carry, true))).toMatchObject({ ok: true });
-    expect(await checkVersion(await pass(await withNote(acct, "/record")), gate(carry, true))).toMatchObject({ ok: false, reason: "not_account_write" });
+    expect(await checkVersion(await pass(await withNote(acct, "/record")), gate(carry, true))).toMatchObject({
+      ok: false,
+      reason: "not_account_write",
+    });
     expect(commandCovers("/", "/account/write")).toBe(true);
     expect(commandCovers("/acc", "/account/write")).toBe(false);
   });
@@ -216,7 +254,20 @@ describe("DESIGN 8.2: versions (id, sig, sealed) and the gates a host applies", 
   it("policies: and, or, not, != over .space and .collection; anything unknown allows nothing", () => {
     const sub = { space: "s1", collection: "c1" };
     expect(policyAllows([], sub)).toBe(true);
-    expect(policyAllows([["or", [["==", ".space", "s2"], ["==", ".space", "s1"]]]], sub)).toBe(true);
+    expect(
+      policyAllows(
+        [
+          [
+            "or",
+            [
+              ["==", ".space", "s2"],
+              ["==", ".space", "s1"],
+            ],
+          ],
+        ],
+        sub,
+      ),
+    ).toBe(true);
     expect(policyAllows([["not", ["and", []]]], sub)).toBe(false);
     expect(policyAllows([["!=", ".collection", "c2"]], sub)).toBe(true);
     expect(policyAllows([["like", ".collection", "c*"]], sub)).toBe(false);
@@ -256,21 +307,35 @@ describe("seed §4.2: passes, carry:closed and links in the carry space", () => 
     const a = makeSpace(acct, "public");
     const b = makeSpace(acct, "public");
     expect(await read({ collection: "sys.pass", key: passKey(a.id), body: passBody(a) })).toMatchObject({ kind: "pass", space: a.id });
-    expect(await read({ collection: "sys.pass", key: passKey(a.id), body: passBody(b) })).toMatchObject({ kind: "refused", reason: "pass_space_mismatch" });
+    expect(await read({ collection: "sys.pass", key: passKey(a.id), body: passBody(b) })).toMatchObject({
+      kind: "refused",
+      reason: "pass_space_mismatch",
+    });
   });
 
   it("for a private space, only if the read seed's did equals space.readKey or the pass's readKey", async () => {
     const { acct, read } = await setup();
     const p = makeSpace(acct, "private");
-    expect(await read({ collection: "sys.pass", key: passKey(p.id), body: passBody(p) })).toMatchObject({ kind: "pass", readKey: p.constitution.readKey });
+    expect(await read({ collection: "sys.pass", key: passKey(p.id), body: passBody(p) })).toMatchObject({
+      kind: "pass",
+      readKey: p.constitution.readKey,
+    });
     // after a key change: the new key's read seed, naming its readKey in the pass
     const newKey = new Uint8Array(32).fill(3);
     const changed = passBody({ constitution: p.constitution, key: newKey }, readKeyDid(readSeedOf(newKey)));
-    expect(await read({ collection: "sys.pass", key: passKey(p.id), body: changed })).toMatchObject({ kind: "pass", readKey: readKeyDid(readSeedOf(newKey)) });
+    expect(await read({ collection: "sys.pass", key: passKey(p.id), body: changed })).toMatchObject({
+      kind: "pass",
+      readKey: readKeyDid(readSeedOf(newKey)),
+    });
     // a seed that matches neither
     const wrong = passBody({ constitution: p.constitution, key: newKey });
-    expect(await read({ collection: "sys.pass", key: passKey(p.id), body: wrong })).toMatchObject({ kind: "refused", reason: "pass_read_key_mismatch" });
-    expect(await read({ collection: "sys.pass", key: passKey(p.id), body: { v: 1, constitution: p.constitution } })).toMatchObject({ reason: "pass_read_key_mismatch" });
+    expect(await read({ collection: "sys.pass", key: passKey(p.id), body: wrong })).toMatchObject({
+      kind: "refused",
+      reason: "pass_read_key_mismatch",
+    });
+    expect(await read({ collection: "sys.pass", key: passKey(p.id), body: { v: 1, constitution: p.constitution } })).toMatchObject({
+      reason: "pass_read_key_mismatch",
+    });
   });
 
   it("a deleted pass, carry:closed, links (topic from the blob itself) and receivers read as what they are", async () => {
@@ -282,8 +347,13 @@ describe("seed §4.2: passes, carry:closed and links in the carry space", () => 
     const l = await read({ collection: "sys.link", key: "link:1", body: { v: 1, blob: base64urlEncode(blob), until: 99 } });
     expect(l).toMatchObject({ kind: "link", topic: linkTopic(blob), until: 99 });
     expect(linkTopic(blob)).toMatch(/^[A-Za-z0-9_-]{43}$/);
-    const push = { endpoint: "https://push.example/x", keys: { p256dh: base64urlEncode(new Uint8Array(65)), auth: "AAAAAAAAAAAAAAAAAAAAAA" } };
-    expect(await read({ collection: "sys.receiver", key: receiverKey(push.endpoint), body: { v: 1, device: "d", push } })).toMatchObject({ kind: "refused" });
+    const push = {
+      endpoint: "https://push.example/x",
+      keys: { p256dh: base64urlEncode(new Uint8Array(65)), auth: "AAAAAAAAAAAAAAAAAAAAAA" },
+    };
+    expect(await read({ collection: "sys.receiver", key: receiverKey(push.endpoint), body: { v: 1, device: "d", push } })).toMatchObject({
+      kind: "refused",
+    });
     expect(await read({ collection: "std.other", key: "x", body: {} })).toEqual({ kind: "other" });
   });
 
@@ -295,7 +365,11 @@ describe("seed §4.2: passes, carry:closed and links in the carry space", () => 
     const { REVOKE, revokeKey } = await import("../../../../shared/minca/carry");
     const ok = await writeVersion(acct, carry, { collection: REVOKE, key: revokeKey(app), body: { v: 1, key: app } });
     expect(readCarryRecord(ok, bk)).toEqual({ kind: "revoke", revoked: app, cutoff: null });
-    const withCutoff = await writeVersion(acct, carry, { collection: REVOKE, key: revokeKey(app), body: { v: 1, key: app, cutoff: 1_234 } });
+    const withCutoff = await writeVersion(acct, carry, {
+      collection: REVOKE,
+      key: revokeKey(app),
+      body: { v: 1, key: app, cutoff: 1_234 },
+    });
     expect(readCarryRecord(withCutoff, bk)).toEqual({ kind: "revoke", revoked: app, cutoff: 1_234 });
     const wrongKey = await writeVersion(acct, carry, { collection: REVOKE, key: revokeKey(acct.root.did), body: { v: 1, key: app } });
     expect(readCarryRecord(wrongKey, bk)).toMatchObject({ kind: "refused", reason: "unreadable_record" });
@@ -309,9 +383,11 @@ describe("seed §4.2: passes, carry:closed and links in the carry space", () => 
     const { acct, carry } = await setup();
     const bk = bodyKeyOf(carry.key!);
     const vs = await Promise.all(
-      fc.sample(fc.jsonValue(), { seed: 904, numRuns: 40 }).map((j) =>
-        writeVersion(acct, carry, { collection: "sys.pass", key: "pass:ab", body: { v: 1, constitution: j } as Record<string, unknown> }),
-      ),
+      fc
+        .sample(fc.jsonValue(), { seed: 904, numRuns: 40 })
+        .map((j) =>
+          writeVersion(acct, carry, { collection: "sys.pass", key: "pass:ab", body: { v: 1, constitution: j } as Record<string, unknown> }),
+        ),
     );
     for (const v of vs) expect(readCarryRecord(v, bk).kind).toBe("refused");
   });

@@ -45,7 +45,11 @@ describe("the room's join and relay rules (DESIGN section 6)", () => {
   it("the delivered frame carries the payload's own text, and parses as what was sent", () => {
     fc.assert(
       fc.property(fc.string({ minLength: 1, maxLength: 64 }), fc.option(fc.jsonValue(), { nil: undefined }), (type, payload) => {
-        const frame = deliveredFrame(type, "did:key:zDnaeyrPwbZxpDVLsnvAvAEGYazWB2ZrM7QL4Qb1JPzfiYpKy", payload === undefined ? undefined : JSON.stringify(payload));
+        const frame = deliveredFrame(
+          type,
+          "did:key:zDnaeyrPwbZxpDVLsnvAvAEGYazWB2ZrM7QL4Qb1JPzfiYpKy",
+          payload === undefined ? undefined : JSON.stringify(payload),
+        );
         const parsed = JSON.parse(frame);
         expect(parsed.type).toBe(type);
         expect(parsed.payload).toEqual(payload === undefined ? undefined : JSON.parse(JSON.stringify(payload)));

@@ -7,7 +7,17 @@ import { wakeMatches, wakePayload, wakeTopic, type Arrival } from "../../../../s
 import { MINCA_WAKE_LIMITS } from "../../../../shared/limits";
 
 const ACCOUNT = "did:key:zAccount";
-const a: Arrival = { id: "bid", space: "bs1", collection: "std.message", key: "k", author: "did:key:zS", at: 1, topics: ["t1", "t2"], deleted: false, root: "did:key:zOther" };
+const a: Arrival = {
+  id: "bid",
+  space: "bs1",
+  collection: "std.message",
+  key: "k",
+  author: "did:key:zS",
+  at: 1,
+  topics: ["t1", "t2"],
+  deleted: false,
+  root: "did:key:zOther",
+};
 
 describe("seed §4.4: a carrier matches arriving versions against the wakes from their outside alone", () => {
   it("space in spaces (or all), collection equal, every topic listed carried", () => {
@@ -32,7 +42,12 @@ describe("seed §4.4: a carrier matches arriving versions against the wakes from
     const edge = "x".repeat(MINCA_WAKE_LIMITS.push_max_bytes - 103 - 1);
     expect(wakePayload(edge, a).length).toBe(edge.length);
     const big = "x".repeat(MINCA_WAKE_LIMITS.push_max_bytes - 103);
-    expect(JSON.parse(new TextDecoder().decode(wakePayload(big, a)))).toEqual({ id: "bid", space: "bs1", collection: "std.message", key: "k" });
+    expect(JSON.parse(new TextDecoder().decode(wakePayload(big, a)))).toEqual({
+      id: "bid",
+      space: "bs1",
+      collection: "std.message",
+      key: "k",
+    });
     expect(wakeTopic("bid")).toMatch(/^[A-Za-z0-9_-]{32}$/);
     expect(wakeTopic("bid")).not.toBe(wakeTopic("bie"));
   });

@@ -5,7 +5,15 @@ import { schnorr } from "@noble/curves/secp256k1.js";
 import { finalizeEvent, getEventHash, nostrEventSchema, verifyEvent, type NostrEvent } from "../../../../shared/nostr/event";
 
 const sk = schnorr.utils.randomSecretKey();
-const template = { kind: 1, created_at: 1_700_000_000, tags: [["p", "ab"], ["t", "x"]], content: "hello ☕\n\"quoted\"" };
+const template = {
+  kind: 1,
+  created_at: 1_700_000_000,
+  tags: [
+    ["p", "ab"],
+    ["t", "x"],
+  ],
+  content: 'hello ☕\n"quoted"',
+};
 
 const templateArb = fc.record({
   kind: fc.integer({ min: 0, max: 2 ** 31 - 1 }),

@@ -23,7 +23,10 @@ describe("NIP-98", () => {
     expect(checkNip98(nip98Header(sk, "http://relay.test/other", "POST", body, now), req).ok).toBe(false);
     expect(checkNip98(nip98Header(sk, url, "GET", body, now), req).ok).toBe(false);
     expect(checkNip98(nip98Header(sk, url, "POST", utf8Encode("{}"), now), req).ok).toBe(false);
-    expect(checkNip98(nip98Header(sk, url, "POST", body, now - 61), req)).toMatchObject({ ok: false, reason: expect.stringMatching(/within 60 s/) });
+    expect(checkNip98(nip98Header(sk, url, "POST", body, now - 61), req)).toMatchObject({
+      ok: false,
+      reason: expect.stringMatching(/within 60 s/),
+    });
     const h = nip98Header(sk, url, "POST", body, now);
     const tampered = h.slice(0, -8) + (h.endsWith("AAAAAAAA") ? "BBBBBBBB" : "AAAAAAAA");
     expect(checkNip98(tampered, req).ok).toBe(false);
@@ -37,10 +40,17 @@ describe("NIP-98", () => {
 
   it("fuzz: any header is refused or accepted without throwing", () => {
     fc.assert(
-      fc.property(fc.oneof(fc.string(), fc.base64String().map((s) => `Nostr ${s}`), fc.json().map((j) => `Nostr ${btoa(j)}`)), (h) => {
-        const r = checkNip98(h, req);
-        expect(typeof r.ok).toBe("boolean");
-      }),
+      fc.property(
+        fc.oneof(
+          fc.string(),
+          fc.base64String().map((s) => `Nostr ${s}`),
+          fc.json().map((j) => `Nostr ${btoa(j)}`),
+        ),
+        (h) => {
+          const r = checkNip98(h, req);
+          expect(typeof r.ok).toBe("boolean");
+        },
+      ),
     );
   });
 });

@@ -54,7 +54,10 @@ const bomString = fc.oneof(
 /** Strings holding at least one lone surrogate (which must be refused when written). */
 const loneSurrogateString = fc
   .tuple(fc.string(), fc.integer({ min: 0xd800, max: 0xdfff }), fc.string(), fc.boolean())
-  .map(([a, c, b, bom]) => (bom ? "\uFEFF" : "") + a.replace(/[\uD800-\uDFFF]/g, "") + String.fromCharCode(c) + b.replace(/[\uD800-\uDFFF]/g, ""));
+  .map(
+    ([a, c, b, bom]) =>
+      (bom ? "\uFEFF" : "") + a.replace(/[\uD800-\uDFFF]/g, "") + String.fromCharCode(c) + b.replace(/[\uD800-\uDFFF]/g, ""),
+  );
 
 const valueArb: fc.Arbitrary<Value> = fc.letrec<{ v: Value }>((tie) => ({
   v: fc.oneof(
@@ -62,7 +65,9 @@ const valueArb: fc.Arbitrary<Value> = fc.letrec<{ v: Value }>((tie) => ({
     fc.constant(null),
     fc.boolean(),
     fc.integer(),
-    fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }).filter((b) => b > BigInt(Number.MAX_SAFE_INTEGER) || b < BigInt(Number.MIN_SAFE_INTEGER)),
+    fc
+      .bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n })
+      .filter((b) => b > BigInt(Number.MAX_SAFE_INTEGER) || b < BigInt(Number.MIN_SAFE_INTEGER)),
     fc.double({ noNaN: true }).filter((d) => !Number.isSafeInteger(d)),
     bomString,
     fc.array(tie("v"), { maxLength: 5 }),
@@ -135,7 +140,11 @@ describe("seed 001: tagged values keep their type (double stays double)", () => 
     }
     // Inside a delta, as a relaying peer decodes and re-encodes it.
     const hlc = formatHlc({ wall: 1_000, counter: 0, node: "x" });
-    const frame = encodeMessage({ type: "delta", collection: "c", records: [{ key: "k", value: { n: new Double(2), list: [new Double(3), 2.5, 4] }, is_deleted: false, hlc }] });
+    const frame = encodeMessage({
+      type: "delta",
+      collection: "c",
+      records: [{ key: "k", value: { n: new Double(2), list: [new Double(3), 2.5, 4] }, is_deleted: false, hlc }],
+    });
     const relayed = encodeMessage(decodeMessage(frame)!);
     expect(bytesToHex(relayed)).toBe(bytesToHex(frame));
   });

@@ -33,13 +33,20 @@ describe("seed 001: the excess of a handshake is ignored, not the handshake", ()
     });
     // At the bounds exactly nothing is lost; a capability of exactly 1,024 bytes is kept.
     const edge = ["d".repeat(1024), ...Array.from({ length: 31 }, (_, i) => `e-${i}`)];
-    expect(decodeMessage(encodeMessage({ type: "handshake", versions: versions.slice(0, 16), capabilities: edge, deviceKey: new Uint8Array(0) }))).toMatchObject({ capabilities: edge });
+    expect(
+      decodeMessage(
+        encodeMessage({ type: "handshake", versions: versions.slice(0, 16), capabilities: edge, deviceKey: new Uint8Array(0) }),
+      ),
+    ).toMatchObject({ capabilities: edge });
   });
 
   it("a version above 255 or a capability that is not valid UTF-8 is ignored, not the handshake", () => {
     // Built by hand: versions [2, 256, 2^64 - 1], capabilities ["recon1", 0xFF 0xFE, "inst:..."], a device key.
     const w = new Writer().byte(0xc7).byte(0x01).byte(6);
-    w.varint(3).varint(2).varint(256).varint(2n ** 64n - 1n);
+    w.varint(3)
+      .varint(2)
+      .varint(256)
+      .varint(2n ** 64n - 1n);
     w.varint(3).string("recon1").bytes(Uint8Array.of(0xff, 0xfe)).string("inst:00000000000000aa");
     w.bytes(new Uint8Array(32).fill(7));
     expect(decodeMessage(w.finish())).toEqual({

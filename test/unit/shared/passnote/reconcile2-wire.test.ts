@@ -33,11 +33,28 @@ describe("recon2: the reconcile2 layout", () => {
     const hex = bytesToHex(encodeMessage(sample));
     expect(decodeMessage(hexToBytes("c70208" + hex.slice(6)))).toEqual(sample);
     expect(hex).toBe(
-      "c702f0" + "056e6f746573" + "04" +
-        "e907" + "00" + "00" + // wall 1000 (1000 − 0 + 1 = 1001), no prefix, skip
-        "01" + "0180" + "01" + "03" + "aa".repeat(16) + // same wall (delta 0 + 1), prefix 80, fingerprint of 3
-        "e907" + "00" + "02" + "02" + "01".repeat(16) + "02".repeat(16) + // wall 2000, ids
-        "00" + "00" + "03" + "01" + "03".repeat(16), // infinity, need
+      "c702f0" +
+        "056e6f746573" +
+        "04" +
+        "e907" +
+        "00" +
+        "00" + // wall 1000 (1000 − 0 + 1 = 1001), no prefix, skip
+        "01" +
+        "0180" +
+        "01" +
+        "03" +
+        "aa".repeat(16) + // same wall (delta 0 + 1), prefix 80, fingerprint of 3
+        "e907" +
+        "00" +
+        "02" +
+        "02" +
+        "01".repeat(16) +
+        "02".repeat(16) + // wall 2000, ids
+        "00" +
+        "00" +
+        "03" +
+        "01" +
+        "03".repeat(16), // infinity, need
     );
     expect(decodeMessage(hexToBytes(hex))).toEqual(sample);
   });
@@ -47,23 +64,45 @@ describe("recon2: the reconcile2 layout", () => {
     const cases: Array<[string, Uint8Array]> = [
       ["equal bounds", frame((w) => bound(bound(w.varint(2), 6).byte(0), 1).byte(0))],
       ["a bound at the lowest point", frame((w) => bound(w.varint(1), 1).byte(0))],
-      ["a prefix equal after zero padding", frame((w) => bound(bound(w.varint(2), 6, Uint8Array.of(5)).byte(0), 1, Uint8Array.of(5, 0)).byte(0))],
+      [
+        "a prefix equal after zero padding",
+        frame((w) => bound(bound(w.varint(2), 6, Uint8Array.of(5)).byte(0), 1, Uint8Array.of(5, 0)).byte(0)),
+      ],
       ["infinity with a prefix", frame((w) => bound(w.varint(1), 0, Uint8Array.of(1)).byte(0))],
       ["a range after infinity", frame((w) => bound(bound(w.varint(2), 0).byte(0), 6).byte(0))],
       ["a prefix of 17 bytes", frame((w) => bound(w.varint(1), 6, new Uint8Array(17)).byte(0))],
       ["mode 4", frame((w) => bound(w.varint(1), 6).byte(4))],
       ["ids not ascending", frame((w) => bound(w.varint(1), 6).byte(2).varint(2).raw(id(2)).raw(id(1)))],
       ["duplicate ids", frame((w) => bound(w.varint(1), 6).byte(3).varint(2).raw(id(2)).raw(id(2)))],
-      ["a wall delta beyond 2^53", frame((w) => w.varint(1).varint(2n ** 53n + 1n).bytes(none).byte(0))],
+      [
+        "a wall delta beyond 2^53",
+        frame((w) =>
+          w
+            .varint(1)
+            .varint(2n ** 53n + 1n)
+            .bytes(none)
+            .byte(0),
+        ),
+      ],
       ["walls that add up beyond 2^53", frame((w) => bound(bound(w.varint(2), 2 ** 53 - 1).byte(0), 10).byte(0))],
-      ["ids over the limit", frame((w) => bound(w.varint(1), 6).byte(2).varint(L.recon2_max_ids + 1).raw(new Uint8Array(16 * (L.recon2_max_ids + 1))))],
+      [
+        "ids over the limit",
+        frame((w) =>
+          bound(w.varint(1), 6)
+            .byte(2)
+            .varint(L.recon2_max_ids + 1)
+            .raw(new Uint8Array(16 * (L.recon2_max_ids + 1))),
+        ),
+      ],
       ["ranges over the limit", frame((w) => w.varint(L.recon2_max_ranges + 1).raw(new Uint8Array(3 * (L.recon2_max_ranges + 1))))],
       ["a truncated fingerprint", frame((w) => bound(w.varint(1), 6).byte(1).varint(1).raw(new Uint8Array(15)))],
       ["trailing bytes", frame((w) => bound(w.varint(1), 6).byte(0).byte(0))],
     ];
     for (const [what, f] of cases) expect([what, decodeMessage(f)]).toEqual([what, null]);
     // The well-formed neighbours of these cases decode.
-    expect(decodeMessage(frame((w) => bound(bound(w.varint(2), 6, Uint8Array.of(5)).byte(0), 1, Uint8Array.of(5, 1)).byte(0)))).not.toBeNull();
+    expect(
+      decodeMessage(frame((w) => bound(bound(w.varint(2), 6, Uint8Array.of(5)).byte(0), 1, Uint8Array.of(5, 1)).byte(0))),
+    ).not.toBeNull();
     expect(decodeMessage(frame((w) => w.varint(0)))).toEqual({ type: "reconcile2", collection: "c", ranges: [] });
   });
 });
@@ -126,14 +165,19 @@ describe("recon2: decodeMessage is fail-closed on reconcile2 (fuzz, fixed seed)"
 
   it("corruptions and truncations of valid reconcile2 frames return a message or null, never throw", () => {
     fc.assert(
-      fc.property(validMessage, fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { maxLength: 4 }), fc.nat(), (m, flips, cut) => {
-        const f = encodeMessage(m);
-        const g = f.slice();
-        for (const [i, b] of flips) g[i % g.length] = b;
-        never(g);
-        never(f.subarray(0, cut % (f.length + 1)));
-        expect(decodeMessage(f.subarray(0, f.length - 1))).toBeNull();
-      }),
+      fc.property(
+        validMessage,
+        fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { maxLength: 4 }),
+        fc.nat(),
+        (m, flips, cut) => {
+          const f = encodeMessage(m);
+          const g = f.slice();
+          for (const [i, b] of flips) g[i % g.length] = b;
+          never(g);
+          never(f.subarray(0, cut % (f.length + 1)));
+          expect(decodeMessage(f.subarray(0, f.length - 1))).toBeNull();
+        },
+      ),
       { seed: 82, numRuns: 800 },
     );
   });
@@ -141,6 +185,17 @@ describe("recon2: decodeMessage is fail-closed on reconcile2 (fuzz, fixed seed)"
   it("huge counts and walls return null quickly", () => {
     expect(never(frame((w) => w.varint(2n ** 63n)))).toBeNull();
     expect(never(frame((w) => w.varint(1).varint(2n ** 63n)))).toBeNull();
-    expect(never(frame((w) => w.varint(1).varint(5).bytes(none).byte(2).varint(2n ** 40n)))).toBeNull();
+    expect(
+      never(
+        frame((w) =>
+          w
+            .varint(1)
+            .varint(5)
+            .bytes(none)
+            .byte(2)
+            .varint(2n ** 40n),
+        ),
+      ),
+    ).toBeNull();
   });
 });

@@ -82,7 +82,12 @@ describe("recon2: the responder's rules", () => {
     expect(range.mode).toBe("ids");
     expect(range.upper).toEqual(INFINITE_BOUND);
     const ids = range.ids.map(bytesToHex);
-    expect(ids).toEqual(b.ordered(C).map((e) => bytesToHex(e.fp)).sort());
+    expect(ids).toEqual(
+      b
+        .ordered(C)
+        .map((e) => bytesToHex(e.fp))
+        .sort(),
+    );
   });
 
   it("ids: the prober ships exactly what the responder lacks and asks (need) for exactly what it lacks itself", () => {
@@ -92,7 +97,9 @@ describe("recon2: the responder's rules", () => {
     expect(modes(ids)).toEqual(["ids"]);
     const out = respondToReconcile2(a, ids);
     expect(out.ship.map((r) => r.key)).toEqual(["only-a"]);
-    expect(out.reply!.ranges).toEqual([{ upper: INFINITE_BOUND, mode: "need", ids: [b.ordered(C).find((e) => e.record.key === "only-b")!.fp] }]);
+    expect(out.reply!.ranges).toEqual([
+      { upper: INFINITE_BOUND, mode: "need", ids: [b.ordered(C).find((e) => e.record.key === "only-b")!.fp] },
+    ]);
     const last = respondToReconcile2(b, out.reply!);
     expect(last.ship.map((r) => r.key)).toEqual(["only-b"]);
     expect(last.reply).toBeNull();

@@ -7,7 +7,15 @@ import { hkdf } from "@noble/hashes/hkdf.js";
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex, concatBytes, randomBytes, utf8Encode, base64urlDecode } from "../../../../shared/encoding";
 import { formatHlc } from "../../../../shared/passnote/hlc";
-import { deviceIdOf, devicePublicKey, foundGroup, keyTagOf, newDeviceKey, signRosterRecord, verifyRosterRecord } from "../../../../shared/passnote/roster";
+import {
+  deviceIdOf,
+  devicePublicKey,
+  foundGroup,
+  keyTagOf,
+  newDeviceKey,
+  signRosterRecord,
+  verifyRosterRecord,
+} from "../../../../shared/passnote/roster";
 import type { Value } from "../../../../shared/passnote/codec";
 
 const hlc = formatHlc({ wall: 1_733_140_000_000, counter: 1, node: "alice" });
@@ -62,7 +70,15 @@ describe("roster (profile): device records", () => {
       fc.constant(null),
       fc.string(),
       fc.integer(),
-      fc.dictionary(fc.constantFrom("pub", "revoked", "sig", "x"), fc.oneof(fc.string(), fc.boolean(), fc.constant(null), fc.uint8Array({ minLength: 32, maxLength: 64 }).map((b) => Buffer.from(b).toString("base64url")))),
+      fc.dictionary(
+        fc.constantFrom("pub", "revoked", "sig", "x"),
+        fc.oneof(
+          fc.string(),
+          fc.boolean(),
+          fc.constant(null),
+          fc.uint8Array({ minLength: 32, maxLength: 64 }).map((b) => Buffer.from(b).toString("base64url")),
+        ),
+      ),
     );
     fc.assert(
       fc.property(valueArb, fc.string(), fc.boolean(), (value, key, del) => {

@@ -9,7 +9,16 @@ import { hmac } from "@noble/hashes/hmac.js";
 import { sha256 } from "@noble/hashes/sha2.js";
 import { concatBytes, randomBytes, utf8Encode } from "../../../../shared/encoding";
 import { KIND_RATCHET } from "../../../../shared/passnote/seal";
-import { Session, helloSignedBytes, newEphemeral, openSession, ratchetCounter, sessionRoot, signRatchetHello, verifyRatchetHello } from "../../../../shared/passnote/session";
+import {
+  Session,
+  helloSignedBytes,
+  newEphemeral,
+  openSession,
+  ratchetCounter,
+  sessionRoot,
+  signRatchetHello,
+  verifyRatchetHello,
+} from "../../../../shared/passnote/session";
 
 const str = (s: string) => concatBytes(Uint8Array.of(s.length), utf8Encode(s));
 
@@ -26,10 +35,23 @@ function pairOfSessions(groupKey = randomBytes(32)) {
 
 describe("seed 001: ratchet-hello", () => {
   const device = randomBytes(32);
-  const fields = { from: "1111111111111111", to: "2222222222222222", device: "dev-1", keyTag: Uint8Array.of(1, 2, 3), ephemeral: randomBytes(32) };
+  const fields = {
+    from: "1111111111111111",
+    to: "2222222222222222",
+    device: "dev-1",
+    keyTag: Uint8Array.of(1, 2, 3),
+    ephemeral: randomBytes(32),
+  };
 
   it('the Ed25519 signature covers "passnote-ratchet-hello-v2" ‖ from ‖ to ‖ deviceId ‖ keyTag ‖ ephemeral', () => {
-    const expected = concatBytes(utf8Encode("passnote-ratchet-hello-v2"), str(fields.from), str(fields.to), str(fields.device), Uint8Array.of(3, 1, 2, 3), fields.ephemeral);
+    const expected = concatBytes(
+      utf8Encode("passnote-ratchet-hello-v2"),
+      str(fields.from),
+      str(fields.to),
+      str(fields.device),
+      Uint8Array.of(3, 1, 2, 3),
+      fields.ephemeral,
+    );
     expect(helloSignedBytes(fields)).toEqual(expected);
     const hello = signRatchetHello(device, fields);
     expect(ed25519.verify(hello.signature, expected, ed25519.getPublicKey(device))).toBe(true);
@@ -64,7 +86,9 @@ describe("seed 001: the session root and chains", () => {
     const info = concatBytes(utf8Encode("passnote-ratchet-root-v2"), str("aaaa"), str("bbbb"), eLo, eHi);
     const expected = hkdf(sha256, concatBytes(groupKey, shared), new Uint8Array(0), info, 32);
     expect(sessionRoot(groupKey, shared, ["bbbb", "aaaa"], [b.publicKey, a.publicKey])).toEqual(expected);
-    expect(sessionRoot(groupKey, x25519.getSharedSecret(b.secretKey, a.publicKey), ["aaaa", "bbbb"], [a.publicKey, b.publicKey])).toEqual(expected);
+    expect(sessionRoot(groupKey, x25519.getSharedSecret(b.secretKey, a.publicKey), ["aaaa", "bbbb"], [a.publicKey, b.publicKey])).toEqual(
+      expected,
+    );
   });
 
   it("the side with the lower node id sends on the low chain: message key 0 = HMAC(chain_low, 0x01), frame = 0x01 ‖ counter ‖ AEAD", () => {
@@ -79,7 +103,9 @@ describe("seed 001: the session root and chains", () => {
     expect(opened).toEqual(utf8Encode("frame"));
     const low1 = hmac(sha256, low, Uint8Array.of(2));
     const second = s.seal(utf8Encode("again"));
-    expect(xchacha20poly1305(hmac(sha256, low1, Uint8Array.of(1)), new Uint8Array(24), second.subarray(0, 9)).decrypt(second.subarray(9))).toEqual(utf8Encode("again"));
+    expect(
+      xchacha20poly1305(hmac(sha256, low1, Uint8Array.of(1)), new Uint8Array(24), second.subarray(0, 9)).decrypt(second.subarray(9)),
+    ).toEqual(utf8Encode("again"));
   });
 
   it("both sides derive the same session: each side's send chain is the other's receive chain, not its own", () => {
@@ -157,17 +183,21 @@ describe("seed 001: one-use message keys", () => {
     const { sa, sb } = pairOfSessions();
     const real = sa.seal(utf8Encode("hello"));
     fc.assert(
-      fc.property(fc.uint8Array({ maxLength: 200 }), fc.array(fc.tuple(fc.nat(), fc.integer({ min: 1, max: 255 })), { minLength: 1, maxLength: 4 }), (junk, flips) => {
-        const withKind = concatBytes(Uint8Array.of(KIND_RATCHET), junk);
-        for (const bytes of [junk, withKind]) {
-          let r: ReturnType<Session["open"]> | undefined;
-          expect(() => (r = sb.open(bytes))).not.toThrow();
-          expect(r!.status).not.toBe("ok");
-        }
-        const m = real.slice();
-        for (const [i, x] of flips) m[9 + (i % (m.length - 9))] ^= x; // corrupt the ciphertext or tag
-        expect(sb.open(m).status).not.toBe("ok");
-      }),
+      fc.property(
+        fc.uint8Array({ maxLength: 200 }),
+        fc.array(fc.tuple(fc.nat(), fc.integer({ min: 1, max: 255 })), { minLength: 1, maxLength: 4 }),
+        (junk, flips) => {
+          const withKind = concatBytes(Uint8Array.of(KIND_RATCHET), junk);
+          for (const bytes of [junk, withKind]) {
+            let r: ReturnType<Session["open"]> | undefined;
+            expect(() => (r = sb.open(bytes))).not.toThrow();
+            expect(r!.status).not.toBe("ok");
+          }
+          const m = real.slice();
+          for (const [i, x] of flips) m[9 + (i % (m.length - 9))] ^= x; // corrupt the ciphertext or tag
+          expect(sb.open(m).status).not.toBe("ok");
+        },
+      ),
       { seed: 51, numRuns: 300 },
     );
     expect(sb.open(real).status).toBe("ok");

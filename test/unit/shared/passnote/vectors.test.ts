@@ -62,13 +62,21 @@ describe("fixed vectors: seed 001", () => {
     expect(hex(high)).toBe(s.chainHigh);
     // Frame 0 from the lower id (the low chain), sealed by the session from both ephemeral secrets.
     const f = s.frame0;
-    const a = openSession({ groupKey: h(s.groupKey), mine: { pub: h(s.ephemeralA), secret: h(s.ephemeralSecretA) }, theirs: h(s.ephemeralB), selfId: s.idA, peerId: s.idB })!;
+    const a = openSession({
+      groupKey: h(s.groupKey),
+      mine: { pub: h(s.ephemeralA), secret: h(s.ephemeralSecretA) },
+      theirs: h(s.ephemeralB),
+      selfId: s.idA,
+      peerId: s.idB,
+    })!;
     expect(hex(a.seal(h(f.plaintext)))).toBe(f.sealed);
     // The layout without the Session class: 0x01 ‖ counter (8 bytes BE) ‖ XChaCha20-Poly1305(mk0,
     // 24 zero bytes, frame, aad = 0x01 ‖ counter), mk0 = HMAC(chain_low, 0x01).
     const sealed = h(f.sealed);
     expect(hex(sealed.subarray(0, 9))).toBe("010000000000000000");
-    expect(hex(xchacha20poly1305(h(f.messageKey), new Uint8Array(24), sealed.subarray(0, 9)).decrypt(sealed.subarray(9)))).toBe(f.plaintext);
+    expect(hex(xchacha20poly1305(h(f.messageKey), new Uint8Array(24), sealed.subarray(0, 9)).decrypt(sealed.subarray(9)))).toBe(
+      f.plaintext,
+    );
     const b = new Session(h(s.root), s.idB, s.idA);
     expect(b.open(sealed)).toEqual({ status: "ok", frame: h(f.plaintext) });
     // The chain then moves on: chain = HMAC(chain_low, 0x02), and frame 1 is sealed under its key.

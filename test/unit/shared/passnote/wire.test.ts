@@ -9,7 +9,13 @@ import { randomBytes } from "../../../../shared/encoding";
 const hlc = "001733140000000-00003-nodeA";
 const samples: Message[] = [
   { type: "hello", node: "nodeA" },
-  { type: "state", watermarks: [{ collection: "notes", watermark: hlc }, { collection: "empty", watermark: "" }] },
+  {
+    type: "state",
+    watermarks: [
+      { collection: "notes", watermark: hlc },
+      { collection: "empty", watermark: "" },
+    ],
+  },
   {
     type: "delta",
     collection: "notes",
@@ -50,7 +56,18 @@ const bomSamples: Message[] = [
 // This project's extension messages, from the private tag range, fuzzed like the rest.
 const extensionSamples: Message[] = [
   { type: "digest", digest: new Uint8Array(16).fill(0xab) },
-  { type: "reconcile2", collection: "notes", ranges: [{ upper: { wall: Number.POSITIVE_INFINITY, prefix: new Uint8Array(0) }, mode: "fingerprint", count: 3, fingerprint: new Uint8Array(16).fill(1) }] },
+  {
+    type: "reconcile2",
+    collection: "notes",
+    ranges: [
+      {
+        upper: { wall: Number.POSITIVE_INFINITY, prefix: new Uint8Array(0) },
+        mode: "fingerprint",
+        count: 3,
+        fingerprint: new Uint8Array(16).fill(1),
+      },
+    ],
+  },
 ];
 const allSamples = [...samples, ...bomSamples, ...extensionSamples];
 
@@ -82,7 +99,9 @@ describe("seed 001: frame encoding", () => {
     const w = new Writer().byte(MAGIC).byte(2).byte(3).string("c").varint(501);
     for (let i = 0; i < 501; i++) w.string("k").byte(0).byte(0).string(hlc);
     expect(decodeMessage(w.finish())).toBeNull();
-    expect(() => encodeMessage({ type: "delta", collection: "c", records: Array(501).fill({ key: "k", value: null, is_deleted: false, hlc }) })).toThrow();
+    expect(() =>
+      encodeMessage({ type: "delta", collection: "c", records: Array(501).fill({ key: "k", value: null, is_deleted: false, hlc }) }),
+    ).toThrow();
   });
 
   it("a record with a malformed HLC is refused as a whole frame", () => {
@@ -156,7 +175,11 @@ describe("seed 001: decodeMessage is fail-closed (fuzz, fixed seed)", () => {
       }),
       { seed: 44, numRuns: 50 },
     );
-    const huge = new Writer().raw(head).byte(6).varint(2n ** 63n).finish();
+    const huge = new Writer()
+      .raw(head)
+      .byte(6)
+      .varint(2n ** 63n)
+      .finish();
     expect(never(huge)).toBeNull();
   });
 });

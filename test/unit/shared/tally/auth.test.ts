@@ -55,16 +55,37 @@ describe("register authentication (kind 22242)", () => {
   it("a missing or different challenge is bad_challenge", () => {
     expect(checkAuthEvent(auth({ tags: [["relay", relayUrl]] }), expectBase)).toEqual({ ok: false, reason: "bad_challenge" });
     expect(
-      checkAuthEvent(auth({ tags: [["relay", relayUrl], ["challenge", challenge + "0"]] }), expectBase),
+      checkAuthEvent(
+        auth({
+          tags: [
+            ["relay", relayUrl],
+            ["challenge", challenge + "0"],
+          ],
+        }),
+        expectBase,
+      ),
     ).toEqual({ ok: false, reason: "bad_challenge" });
   });
 
   it("a missing relay tag, a rejected relay URL or a throwing URL check is bad_relay", () => {
     expect(checkAuthEvent(auth({ tags: [["challenge", challenge]] }), expectBase)).toEqual({ ok: false, reason: "bad_relay" });
     expect(
-      checkAuthEvent(auth({ tags: [["relay", "wss://evil.example"], ["challenge", challenge]] }), expectBase),
+      checkAuthEvent(
+        auth({
+          tags: [
+            ["relay", "wss://evil.example"],
+            ["challenge", challenge],
+          ],
+        }),
+        expectBase,
+      ),
     ).toEqual({ ok: false, reason: "bad_relay" });
-    const throwing = { ...expectBase, relayUrlOk: () => { throw new Error("boom"); } };
+    const throwing = {
+      ...expectBase,
+      relayUrlOk: () => {
+        throw new Error("boom");
+      },
+    };
     expect(checkAuthEvent(auth(), throwing)).toEqual({ ok: false, reason: "bad_relay" });
   });
 

@@ -15,9 +15,13 @@ const inner = {
 describe("§3.3 canonical JSON", () => {
   it("§3.3: keys are sorted at every depth and no whitespace is written", () => {
     expect(canonicalJson(inner)).toBe(
-      '{"created_at":"2026-01-02T03:04:05.000Z","from_user_id":"' + NPUB + '","id":"m-1",' +
+      '{"created_at":"2026-01-02T03:04:05.000Z","from_user_id":"' +
+        NPUB +
+        '","id":"m-1",' +
         '"payload":{"amount":1250,"note":"café ☕","z":[1,true,null,{"a":1,"b":2}]},' +
-        '"to_user_id":"' + NPUB + '","type":"transaction_created"}',
+        '"to_user_id":"' +
+        NPUB +
+        '","type":"transaction_created"}',
     );
   });
 

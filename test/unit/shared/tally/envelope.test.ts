@@ -40,7 +40,12 @@ function inner(from = alice, to = bob, over: Record<string, unknown> = {}) {
 }
 
 /** Encrypts an arbitrary plaintext as a v3 envelope from `sender` with the given header. */
-function rawV3(sender: { sk: Uint8Array }, recipientHex: string, header: Omit<PeerEnvelope, "ciphertext" | "type" | "envelope_version">, plaintext: string) {
+function rawV3(
+  sender: { sk: Uint8Array },
+  recipientHex: string,
+  header: Omit<PeerEnvelope, "ciphertext" | "type" | "envelope_version">,
+  plaintext: string,
+) {
   return {
     type: "peer_envelope",
     envelope_version: 3,
@@ -82,7 +87,14 @@ describe("§4/§5 envelopes", () => {
   it("§5.3: a NIP-07-style sender (nostr-tools nip44) produces envelopes the recipient opens", () => {
     const signed = signInner(inner(), alice.sk);
     const ck = ntNip44.utils.getConversationKey(alice.sk, bob.pubHex);
-    const env = { type: "peer_envelope", envelope_version: 3, id: signed.id, from_user_id: alice.npub, to_user_id: bob.npub, ciphertext: ntNip44.encrypt(JSON.stringify(signed), ck) };
+    const env = {
+      type: "peer_envelope",
+      envelope_version: 3,
+      id: signed.id,
+      from_user_id: alice.npub,
+      to_user_id: bob.npub,
+      ciphertext: ntNip44.encrypt(JSON.stringify(signed), ck),
+    };
     expect(openEnvelope(env, bob.sk)).toMatchObject({ ok: true });
   });
 
@@ -141,7 +153,11 @@ describe("§4 versions", () => {
     const keyBytes = new Uint8Array(await crypto.subtle.digest("SHA-256", new Uint8Array(shared)));
     const key = await crypto.subtle.importKey("raw", keyBytes, "AES-GCM", false, ["encrypt", "decrypt"]);
     const data = base64Decode(v2.ciphertext);
-    const pt = await crypto.subtle.decrypt({ name: "AES-GCM", iv: new Uint8Array(data.subarray(0, 12)) }, key, new Uint8Array(data.subarray(12)));
+    const pt = await crypto.subtle.decrypt(
+      { name: "AES-GCM", iv: new Uint8Array(data.subarray(0, 12)) },
+      key,
+      new Uint8Array(data.subarray(12)),
+    );
     expect(JSON.parse(new TextDecoder().decode(pt))).toEqual(signed);
 
     // and a v2 envelope produced by WebCrypto (as an old client would) opens
@@ -284,7 +300,10 @@ describe("openEnvelope never throws (fuzz)", () => {
   it("valid headers with random ciphertext strings and random base64 bytes", () => {
     fc.assert(
       fc.property(
-        fc.oneof(fc.string({ unit: "binary", maxLength: 400 }), fc.uint8Array({ maxLength: 400 }).map((b) => base64Encode(b))),
+        fc.oneof(
+          fc.string({ unit: "binary", maxLength: 400 }),
+          fc.uint8Array({ maxLength: 400 }).map((b) => base64Encode(b)),
+        ),
         fc.constantFrom(2, 3),
         (ciphertext, envelope_version) => {
           const r = openEnvelope({ ...env, envelope_version, ciphertext }, bob.sk);
@@ -325,7 +344,12 @@ describe("openEnvelope never throws (fuzz)", () => {
 
   it("a throwing getter or a bad secret key yields a failure, not an exception", () => {
     const hostile = { ...env };
-    Object.defineProperty(hostile, "ciphertext", { enumerable: true, get() { throw new Error("boom"); } });
+    Object.defineProperty(hostile, "ciphertext", {
+      enumerable: true,
+      get() {
+        throw new Error("boom");
+      },
+    });
     expect(openEnvelope(hostile, bob.sk).ok).toBe(false);
     expect(openEnvelope(env, new Uint8Array(32)).ok).toBe(false);
     expect(openEnvelope(env, "nope" as unknown as Uint8Array).ok).toBe(false);

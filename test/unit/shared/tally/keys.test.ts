@@ -3,14 +3,7 @@ import fc from "fast-check";
 import * as nip19 from "nostr-tools/nip19";
 import { getPublicKey } from "nostr-tools/pure";
 import { bech32 } from "@scure/base";
-import {
-  generateSecretKey,
-  getPublicKeyHex,
-  isNpub,
-  npubDecode,
-  npubEncode,
-  userIdToHex,
-} from "../../../../shared/tally/keys";
+import { generateSecretKey, getPublicKeyHex, isNpub, npubDecode, npubEncode, userIdToHex } from "../../../../shared/tally/keys";
 
 // NIP-19's own example.
 const HEX = "3bf0c63fcb93463407af97a5e5ee64fa883d107ef9e558472c4eb9aaaefa459d";

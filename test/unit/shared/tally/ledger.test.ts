@@ -119,7 +119,17 @@ describe("ledger keyed by (from_user_id, id) (3.1, 7)", () => {
 describe("preserve unknown inner fields exactly (3)", () => {
   const at = "2026-01-01T00:00:00.000Z";
   it("preserve unknown fields: an inner's own timestamp and originated_at survive the entry, and it verifies after sync", () => {
-    const inner = { id: "t1", type: "note", from_user_id: alice.npub, to_user_id: bob.npub, created_at: at, timestamp: 17, originated_at: "elsewhere", inner_fields: { x: 1 }, payload: {} };
+    const inner = {
+      id: "t1",
+      type: "note",
+      from_user_id: alice.npub,
+      to_user_id: bob.npub,
+      created_at: at,
+      timestamp: 17,
+      originated_at: "elsewhere",
+      inner_fields: { x: 1 },
+      payload: {},
+    };
     const signed = signInner(inner, alice.secretKey);
     const e = JSON.parse(JSON.stringify(innerToLedgerEntry(signed, new Date("2026-02-01T00:00:00.000Z"))));
     expect(e.originated_at).toBe(at);
@@ -131,7 +141,14 @@ describe("preserve unknown inner fields exactly (3)", () => {
 
   it("preserve unknown fields: an inner without created_at (or with a non-string one) can be synced", () => {
     for (const extra of [{}, { created_at: 1_760_000_000 }]) {
-      const inner = { id: `c${JSON.stringify(extra).length}`, type: "note", from_user_id: alice.npub, to_user_id: bob.npub, payload: { a: 1 }, ...extra };
+      const inner = {
+        id: `c${JSON.stringify(extra).length}`,
+        type: "note",
+        from_user_id: alice.npub,
+        to_user_id: bob.npub,
+        payload: { a: 1 },
+        ...extra,
+      };
       const signed = signInner(inner, alice.secretKey);
       const e = JSON.parse(JSON.stringify(innerToLedgerEntry(signed, new Date(at))));
       expect(typeof e.originated_at).toBe("string");
@@ -189,7 +206,10 @@ describe("cutting an answer (12.4-12.7)", () => {
   it("fuzz: part sets and pieces of any shape never throw", () => {
     fc.assert(
       fc.property(fc.array(fc.jsonValue(), { maxLength: 6 }), (raw) => {
-        const parts = raw.map((r) => syncDataPayloadSchema.safeParse(r)).filter((r) => r.success).map((r) => r.data!);
+        const parts = raw
+          .map((r) => syncDataPayloadSchema.safeParse(r))
+          .filter((r) => r.success)
+          .map((r) => r.data!);
         expect(() => entriesOfParts(parts)).not.toThrow();
         const c = new PartCollector<SyncDataPayload>();
         for (const p of parts) c.add("x", p);

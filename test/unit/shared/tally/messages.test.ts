@@ -15,7 +15,9 @@ describe("frames the relay builds from raw text", () => {
 
   it("a webrtc_signal names the sender's user and device and keeps the signal's JSON as sent", () => {
     const frame = signalFrame("npub1a", "00112233aabbccdd", '{"sdp":"v=0","n":1.0}');
-    expect(frame).toBe('{"type":"webrtc_signal","peer_user_id":"npub1a","peer_device_id":"00112233aabbccdd","signal":{"sdp":"v=0","n":1.0}}');
+    expect(frame).toBe(
+      '{"type":"webrtc_signal","peer_user_id":"npub1a","peer_device_id":"00112233aabbccdd","signal":{"sdp":"v=0","n":1.0}}',
+    );
     expect(JSON.parse(frame).signal).toEqual({ sdp: "v=0", n: 1 });
   });
 });

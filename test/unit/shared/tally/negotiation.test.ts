@@ -48,7 +48,11 @@ describe("polite / impolite by lexicographic key order", () => {
 describe("the signal shape", () => {
   it("takes descriptions and ICE candidates as browsers serialize them, and nothing else", () => {
     expect(rtcSignalSchema.safeParse({ description: { type: "offer", sdp: "v=0\r\n" } }).success).toBe(true);
-    expect(rtcSignalSchema.safeParse({ candidate: { candidate: "candidate:1 1 udp 1 127.0.0.1 5000 typ host", sdpMid: "0", sdpMLineIndex: 0, usernameFragment: "x" } }).success).toBe(true);
+    expect(
+      rtcSignalSchema.safeParse({
+        candidate: { candidate: "candidate:1 1 udp 1 127.0.0.1 5000 typ host", sdpMid: "0", sdpMLineIndex: 0, usernameFragment: "x" },
+      }).success,
+    ).toBe(true);
     expect(rtcSignalSchema.safeParse({ candidate: null }).success).toBe(true);
     expect(rtcSignalSchema.safeParse({ description: { type: "hello" } }).success).toBe(false);
     expect(rtcSignalSchema.safeParse("offer").success).toBe(false);

@@ -4,14 +4,7 @@ import { v2 as ntNip44 } from "nostr-tools/nip44";
 import { getPublicKey } from "nostr-tools/pure";
 import { hex } from "@scure/base";
 import vectors from "../../../fixtures/nip44.vectors.json";
-import {
-  Nip44Error,
-  calcPaddedLen,
-  decrypt,
-  encrypt,
-  getConversationKey,
-  getMessageKeys,
-} from "../../../../shared/tally/nip44";
+import { Nip44Error, calcPaddedLen, decrypt, encrypt, getConversationKey, getMessageKeys } from "../../../../shared/tally/nip44";
 import { base64Encode, randomBytes } from "../../../../shared/encoding";
 
 const V = vectors.v2;
@@ -159,11 +152,16 @@ describe("NIP-44 v2: cross-check with nostr-tools (independent implementation)",
 
   it("our payloads decrypt with nostr-tools and are byte-identical for the same nonce", () => {
     fc.assert(
-      fc.property(textArb, fc.uint8Array({ minLength: 32, maxLength: 32 }), fc.uint8Array({ minLength: 32, maxLength: 32 }), (pt, ck, nonce) => {
-        const payload = encrypt(pt, ck, nonce);
-        expect(payload).toBe(ntNip44.encrypt(pt, ck, nonce));
-        expect(ntNip44.decrypt(payload, ck)).toBe(pt);
-      }),
+      fc.property(
+        textArb,
+        fc.uint8Array({ minLength: 32, maxLength: 32 }),
+        fc.uint8Array({ minLength: 32, maxLength: 32 }),
+        (pt, ck, nonce) => {
+          const payload = encrypt(pt, ck, nonce);
+          expect(payload).toBe(ntNip44.encrypt(pt, ck, nonce));
+          expect(ntNip44.decrypt(payload, ck)).toBe(pt);
+        },
+      ),
       { numRuns: 300 },
     );
   });

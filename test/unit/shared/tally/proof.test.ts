@@ -136,7 +136,7 @@ describe("§3.3 authorship proofs", () => {
     expect(verifyInner(JSON.parse(JSON.stringify(signed)))).toBe(true);
   });
 
-  it("§3.3: legacy signature computed with signature set to \"\" is also accepted", () => {
+  it('§3.3: legacy signature computed with signature set to "" is also accepted', () => {
     const inner = message();
     const digest = sha256(new TextEncoder().encode(canonicalJson({ ...inner, signature: "" })));
     const signature = hex.encode(schnorr.sign(digest, aliceSk));

@@ -21,10 +21,14 @@ describe("RFC 8291 message encryption", () => {
   });
 
   it("Appendix A: with the published sender key and salt, the body is the published one", () => {
-    const body = encryptPushMessage(d(A.plaintext), { p256dh: d(A.ua_public), auth: d(A.auth_secret) }, {
-      senderPrivateKey: d(A.as_private),
-      salt: d(A.salt),
-    });
+    const body = encryptPushMessage(
+      d(A.plaintext),
+      { p256dh: d(A.ua_public), auth: d(A.auth_secret) },
+      {
+        senderPrivateKey: d(A.as_private),
+        salt: d(A.salt),
+      },
+    );
     expect(e(body)).toBe(A.body);
     expect(body.length).toBe(144);
   });

@@ -92,7 +92,10 @@ describe("DESIGN section 7: a push endpoint is an https URL on the default port 
   });
 
   it("refuses the relay's own host and every PUBLIC_URL host, on any port and in any case", () => {
-    const policy: EndpointPolicy = { allow: [], ownHosts: ["relay.example.com", ...hostsOf("wss://Relay.Example.net, https://other.example.org:8443")] };
+    const policy: EndpointPolicy = {
+      allow: [],
+      ownHosts: ["relay.example.com", ...hostsOf("wss://Relay.Example.net, https://other.example.org:8443")],
+    };
     expect(reason("https://relay.example.com/minca/v1/mailbox/aaaaaaaaaaaaaaaa", policy)).toBe("endpoint must not be this relay");
     expect(reason("https://RELAY.example.com./x", policy)).toBe("endpoint must not be this relay");
     expect(reason("https://relay.example.net/x", policy)).toBe("endpoint must not be this relay");
@@ -101,7 +104,9 @@ describe("DESIGN section 7: a push endpoint is an https URL on the default port 
   });
 
   it("PUSH_ENDPOINT_ALLOW: an allowed origin passes the rule, http included; without a port, every port of its host", () => {
-    const { allow, bad } = parseEndpointAllow(" http://127.0.0.1 , https://push.lan:8443,,nonsense, ftp://x.example, https://a.example/path");
+    const { allow, bad } = parseEndpointAllow(
+      " http://127.0.0.1 , https://push.lan:8443,,nonsense, ftp://x.example, https://a.example/path",
+    );
     expect(bad).toEqual(["nonsense", "ftp://x.example", "https://a.example/path"]);
     const policy: EndpointPolicy = { allow, ownHosts: ["127.0.0.1"] };
     expect(ok("http://127.0.0.1:9999/push/1", policy)).toBe(true);
@@ -130,7 +135,15 @@ describe("DESIGN section 7: a push endpoint is an https URL on the default port 
       fc.property(privateV4, form, fc.constantFrom("", ":443", ":8080"), (b, f, port) => {
         const n = ((b[0] << 24) >>> 0) + (b[1] << 16) + (b[2] << 8) + b[3];
         const host =
-          f === "dotted" ? b.join(".") : f === "decimal" ? String(n) : f === "hex" ? `0x${n.toString(16)}` : f === "mapped" ? `[::ffff:${b.join(".")}]` : `${b.join(".")}.`;
+          f === "dotted"
+            ? b.join(".")
+            : f === "decimal"
+              ? String(n)
+              : f === "hex"
+                ? `0x${n.toString(16)}`
+                : f === "mapped"
+                  ? `[::ffff:${b.join(".")}]`
+                  : `${b.join(".")}.`;
         return !ok(`https://${host}${port}/push`);
       }),
       { numRuns: 500 },

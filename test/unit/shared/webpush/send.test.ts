@@ -66,7 +66,11 @@ describe("RFC 8030 push message requests", () => {
     expect((await c(410)).kind).toBe("gone");
     expect((await c(413)).kind).toBe("too_large");
     expect(await c(429, { "retry-after": "120" })).toEqual({ kind: "retry", status: 429, retryAfterSeconds: 120 });
-    expect(await c(503, { "retry-after": new Date(now + 30_000).toUTCString() })).toEqual({ kind: "retry", status: 503, retryAfterSeconds: 30 });
+    expect(await c(503, { "retry-after": new Date(now + 30_000).toUTCString() })).toEqual({
+      kind: "retry",
+      status: 503,
+      retryAfterSeconds: 30,
+    });
     expect((await c(500)).kind).toBe("retry");
     for (const s of [400, 401, 403]) expect(await c(s)).toEqual({ kind: "rejected", status: s, detail: "why" });
   });
@@ -79,7 +83,9 @@ describe("RFC 8030 push message requests", () => {
   });
 
   it("DESIGN section 7: a redirect is never followed: fetch is asked not to, and a 3xx answer is rejected, not retried", async () => {
-    const { sender, calls } = senderWith(() => new Response(null, { status: 307, headers: { location: "https://relay.example/minca/v1/mailbox/x" } }));
+    const { sender, calls } = senderWith(
+      () => new Response(null, { status: 307, headers: { location: "https://relay.example/minca/v1/mailbox/x" } }),
+    );
     const out = await sender.send(nodeSubscription("https://push.example/abc"), utf8Encode("x"), { ttl: 1 });
     expect(out).toEqual({ kind: "rejected", status: 307, detail: "a redirect (not followed)" });
     expect(calls[0].init.redirect).toBe("manual");
@@ -140,7 +146,9 @@ describe("PushSubscription.toJSON() as receivers send it", () => {
   const good = nodeSubscription("https://fcm.googleapis.com/fcm/send/x");
   it("accepts https endpoints with a P-256 p256dh and a 16-byte auth (padding tolerated)", () => {
     expect(pushSubscriptionSchema.safeParse({ endpoint: good.endpoint, keys: good.keys, expirationTime: null }).success).toBe(true);
-    expect(pushSubscriptionSchema.safeParse({ endpoint: good.endpoint, keys: { ...good.keys, auth: good.keys.auth + "==" } }).success).toBe(true);
+    expect(pushSubscriptionSchema.safeParse({ endpoint: good.endpoint, keys: { ...good.keys, auth: good.keys.auth + "==" } }).success).toBe(
+      true,
+    );
   });
   it("refuses non-http(s) endpoints, credentials, short keys, and points off the curve (where it may send: endpoint.test.ts)", () => {
     const bad = (o: object) => expect(pushSubscriptionSchema.safeParse(o).success).toBe(false);
@@ -154,10 +162,7 @@ describe("PushSubscription.toJSON() as receivers send it", () => {
   it("fuzz: arbitrary JSON is refused or gives keys that decode to 65 and 16 bytes", () => {
     fc.assert(
       fc.property(
-        fc.oneof(
-          fc.jsonValue(),
-          fc.record({ endpoint: fc.webUrl(), keys: fc.record({ p256dh: fc.base64String(), auth: fc.string() }) }),
-        ),
+        fc.oneof(fc.jsonValue(), fc.record({ endpoint: fc.webUrl(), keys: fc.record({ p256dh: fc.base64String(), auth: fc.string() }) })),
         (v) => {
           const r = pushSubscriptionSchema.safeParse(v);
           if (r.success) {

@@ -61,7 +61,9 @@ describe("RFC 8292 VAPID", () => {
     const sig = p256.Signature.fromBytes(base64urlDecode(s), "compact");
     const high = new p256.Signature(sig.r, p256.Point.CURVE().n - sig.s).toBytes("compact");
     const t = `${h}.${p}.${base64urlEncode(high)}`;
-    expect(verifyVapid(`vapid t=${t}, k=${base64urlEncode(keys.publicKey)}`, { audience: claims.aud, nowSeconds: 1_999_990_000 }).claims).toEqual(claims);
+    expect(
+      verifyVapid(`vapid t=${t}, k=${base64urlEncode(keys.publicKey)}`, { audience: claims.aud, nowSeconds: 1_999_990_000 }).claims,
+    ).toEqual(claims);
   });
 
   it("one JWT per push-service origin, reused while an hour is left, then re-signed", () => {
@@ -111,8 +113,12 @@ describe("RFC 8292 VAPID", () => {
 describe("RFC 8292 §2.1: the VAPID sub is a contact for the relay's operator", () => {
   it("the operator's VAPID_SUBJECT, else the relay's https PUBLIC_URL, never the placeholder on a public relay", async () => {
     const { vapidSubjectFor, DEFAULT_VAPID_SUBJECT } = await import("../../../../shared/webpush/vapid");
-    expect(vapidSubjectFor({ VAPID_SUBJECT: "mailto:ops@relay.example", PUBLIC_URL: "https://relay.example" })).toBe("mailto:ops@relay.example");
-    expect(vapidSubjectFor({ VAPID_SUBJECT: "", PUBLIC_URL: "http://10.0.0.1:8787, https://relay.example/base" })).toBe("https://relay.example");
+    expect(vapidSubjectFor({ VAPID_SUBJECT: "mailto:ops@relay.example", PUBLIC_URL: "https://relay.example" })).toBe(
+      "mailto:ops@relay.example",
+    );
+    expect(vapidSubjectFor({ VAPID_SUBJECT: "", PUBLIC_URL: "http://10.0.0.1:8787, https://relay.example/base" })).toBe(
+      "https://relay.example",
+    );
     expect(vapidSubjectFor({ VAPID_SUBJECT: "not a contact", PUBLIC_URL: "https://relay.example" })).toBe("https://relay.example");
     expect(vapidSubjectFor({ PUBLIC_URL: "" })).toBe(DEFAULT_VAPID_SUBJECT);
   });

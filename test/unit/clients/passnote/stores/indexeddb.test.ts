@@ -22,7 +22,9 @@ beforeAll(async () => {
   });
   chrome = await launchChromium();
   page = await chrome.context.newPage();
-  await page.route("http://localhost:9/passnote-store/**", (route) => route.fulfill({ contentType: "text/html", body: "<!doctype html><title>store</title>" }));
+  await page.route("http://localhost:9/passnote-store/**", (route) =>
+    route.fulfill({ contentType: "text/html", body: "<!doctype html><title>store</title>" }),
+  );
   await page.goto("http://localhost:9/passnote-store/");
   await page.addScriptTag({ content: out.outputFiles[0].text });
 }, 60_000);
@@ -32,9 +34,18 @@ afterAll(async () => {
 });
 
 function remote(id: number): StoreInstance {
-  const call = (method: keyof StoreInstance) => (...args: unknown[]) =>
-    page.evaluate(([i, m, a]) => (window as any).storeHarness.call(i, m, a), [id, method, args] as const) as Promise<never>;
-  return { inst: call("inst"), merge: call("merge"), saveKeys: call("saveKeys"), flushed: call("flushed"), dump: call("dump"), close: call("close") };
+  const call =
+    (method: keyof StoreInstance) =>
+    (...args: unknown[]) =>
+      page.evaluate(([i, m, a]) => (window as any).storeHarness.call(i, m, a), [id, method, args] as const) as Promise<never>;
+  return {
+    inst: call("inst"),
+    merge: call("merge"),
+    saveKeys: call("saveKeys"),
+    flushed: call("flushed"),
+    dump: call("dump"),
+    close: call("close"),
+  };
 }
 
 describe.skipIf(!chromiumPath)(`IndexedDB under Chromium${chromiumPath ? "" : ` (${NO_CHROMIUM_MESSAGE})`}`, () => {

@@ -12,19 +12,27 @@ describe("stored keys and rows: decoders of what a database holds", () => {
     expect(decodeKeys(await seal.open(sealed))).toEqual({ identity: id });
     sealed[30] ^= 1;
     await expect(seal.open(sealed)).rejects.toThrow(/do not open/);
-    await expect(wrappingKeySeal(new Uint8Array(32)).open(await seal.seal(encodeKeys({ key: new Uint8Array(32) })))).rejects.toThrow(/do not open/);
+    await expect(wrappingKeySeal(new Uint8Array(32)).open(await seal.seal(encodeKeys({ key: new Uint8Array(32) })))).rejects.toThrow(
+      /do not open/,
+    );
   });
 
   it("fuzz: any bytes given as keys decode to keys or throw the one plain error", () => {
     fc.assert(
-      fc.property(fc.oneof(fc.uint8Array({ maxLength: 300 }), fc.json().map((j) => new TextEncoder().encode(j))), (bytes) => {
-        try {
-          const k = decodeKeys(bytes);
-          expect("key" in k || "identity" in k).toBe(true);
-        } catch (e) {
-          expect((e as Error).message).toMatch(/not readable/);
-        }
-      }),
+      fc.property(
+        fc.oneof(
+          fc.uint8Array({ maxLength: 300 }),
+          fc.json().map((j) => new TextEncoder().encode(j)),
+        ),
+        (bytes) => {
+          try {
+            const k = decodeKeys(bytes);
+            expect("key" in k || "identity" in k).toBe(true);
+          } catch (e) {
+            expect((e as Error).message).toMatch(/not readable/);
+          }
+        },
+      ),
       { numRuns: 500 },
     );
   });

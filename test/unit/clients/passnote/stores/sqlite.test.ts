@@ -60,7 +60,11 @@ describe("SQLite store: keys and the peer on reopen", () => {
     p2.close();
     await p2.store.close();
     // Another device's keys on this database are refused.
-    await expect(SqliteStore.open(path("peer")).then(async (store) => new PassnotePeer({ transport: await bus.connect(), identity: foundGroup(), store }))).rejects.toThrow(/another device's keys/);
+    await expect(
+      SqliteStore.open(path("peer")).then(
+        async (store) => new PassnotePeer({ transport: await bus.connect(), identity: foundGroup(), store }),
+      ),
+    ).rejects.toThrow(/another device's keys/);
     expect(bytesToHex(identity.deviceKey)).toHaveLength(64);
   });
 });
@@ -97,7 +101,12 @@ describe("SQLite store: two instances of one database, two peers", () => {
       await p.store.close();
     }
     const reopened = await SqliteStore.open(path("shared"));
-    expect(reopened.all("notes").map((r) => r.key).sort()).toEqual(["from-first", "from-second"]);
+    expect(
+      reopened
+        .all("notes")
+        .map((r) => r.key)
+        .sort(),
+    ).toEqual(["from-first", "from-second"]);
     await reopened.close();
   });
 });
