@@ -88,7 +88,7 @@ export async function hostingSetup(url: string, o: { batches: number; perBatch?:
     batches.push(batch);
   }
   if (o.host) {
-    // The relay hosts the space only once the account connected and passed it (seed 002 §4.1).
+    // The relay hosts the space only once the account connected and passed it (the Minca protocol §4.1).
     const host = new HostConnection(account, url);
     await host.connect(0, "bench");
     const passed = await host.pass(space);

@@ -13,7 +13,7 @@ export interface InfoOptions {
   name: string;
   /** The relay's VAPID public key (base64url, 65 bytes), when it has one. */
   vapidPublicKey?: string | null;
-  /** The Minca host's own identity (DESIGN 8.3), when it has one. */
+  /** The Minca host's own identity (docs/hosting.md), when it has one. */
   host?: { did: string; name: string } | null;
   /** Who may connect the host (MINCA_HOST_ADMISSION): open, allowlist, token, or closed when the setting is invalid. */
   hostAdmission?: string;
@@ -132,7 +132,7 @@ export function relayInfo(opts: InfoOptions): RelayInfo {
           accounts: "/minca/v1/host/accounts",
           admission: opts.hostAdmission ?? "open",
           versions: "/minca/v1/spaces/<id>/versions",
-          seed: "Minca 002 §4.1-4.3 (carriers and hosts), DESIGN section 8",
+          seed: "Minca 002 §4.1-4.3 (carriers and hosts), docs/hosting.md",
           limits: "minca_host",
         },
       },

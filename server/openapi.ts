@@ -350,7 +350,7 @@ export function openApiDocument(): Json {
           security: [{}, { admissionToken: [] }],
           requestBody: {
             required: true,
-            description: `a CarryGrant (seed 002 §4.3), at most ${MINCA_HOST_LIMITS.max_grant_bytes} bytes`,
+            description: `a CarryGrant (the Minca protocol §4.3), at most ${MINCA_HOST_LIMITS.max_grant_bytes} bytes`,
             content: { "application/json": { schema: ref("CarryGrant") } },
           },
           responses: {

@@ -3,7 +3,7 @@
 import * as z from "zod";
 
 export const ERROR_CODES = [
-  // common (DESIGN section 3)
+  // common (docs/hostile.md)
   "invalid_message",
   "unknown_type",
   "auth_failed",
@@ -45,7 +45,7 @@ export const ERROR_CODES = [
   "too_many_receivers",
   "invalid_endpoint",
   "receiver_exists",
-  // minca hosting (DESIGN section 8)
+  // minca hosting (docs/hosting.md)
   "invalid_grant",
   "invalid_versions",
   "carry_closed",
@@ -64,7 +64,7 @@ export interface SocketError {
   code: ErrorCode;
   message: string;
   id?: string;
-  /** rate_limited only: milliseconds until the socket's rate allows one more message (DESIGN section 5). */
+  /** rate_limited only: milliseconds until the socket's rate allows one more message (docs/passnote.md). */
   retry_after_ms?: number;
 }
 
@@ -72,7 +72,7 @@ export function socketError(code: ErrorCode, message: string, id?: string): Sock
   return id === undefined ? { type: "error", code, message } : { type: "error", code, message, id };
 }
 
-/** The answer to a message refused by the rate limit: never dropped silently (DESIGN section 5). */
+/** The answer to a message refused by the rate limit: never dropped silently (docs/passnote.md). */
 export function rateLimitedError(message: string, retryAfterMs: number): SocketError {
   return { type: "error", code: "rate_limited", message, retry_after_ms: Math.max(1, Math.ceil(retryAfterMs)) };
 }

@@ -1,5 +1,5 @@
 // Finding a member of a JSON object as the exact text it was sent in, so that a relay can store
-// and forward a nested object byte for byte (seed 003 section 6.2: the relay MUST NOT modify
+// and forward a nested object byte for byte (the Tally protocol section 6.2: the relay MUST NOT modify
 // envelopes; a parse and re-serialise would rewrite number forms, escapes and large integers).
 // The input must already be known to be valid JSON (JSON.parse succeeded on it).
 

@@ -12,7 +12,7 @@ export const COMMON_LIMITS = {
   rate_limited_before_close: 20,
   /** Sockets one object keeps open unauthenticated (not yet registered / joined), below every object's cap of authenticated ones; one more closes the oldest of them with 1013 (try again later). */
   max_unauthenticated_sockets_per_object: 8,
-  /** New sockets one client (address, DESIGN section 3) may open to one object: burst, then this many per second; more are answered HTTP 429 with Retry-After. */
+  /** New sockets one client (address, docs/hostile.md) may open to one object: burst, then this many per second; more are answered HTTP 429 with Retry-After. */
   client_connect_burst: 64,
   /** New sockets one client may open to one object per second, sustained (past the burst). */
   client_connects_per_second: 4,
@@ -58,14 +58,14 @@ export const TALLY_LIMITS = {
 } as const;
 
 export const PASSNOTE_LIMITS = {
-  // ---- the relay's sync rooms (DESIGN section 5) ----
+  // ---- the relay's sync rooms (docs/passnote.md) ----
   /** Peers (joined sockets) in one sync room at once; the next join is refused with room_full. */
   max_peers_per_room: 64,
   /** Largest binary message on /passnote/v2 (8-byte peer id included); larger closes with 1009. */
   max_binary_bytes: 1_048_576,
   /** Largest text frame on /passnote/v2 (join, ping); larger closes with 1009. */
   max_frame_bytes: 1_024,
-  // ---- the Passnote protocol (seed 001), what a peer enforces ----
+  // ---- the Passnote protocol (the Passnote protocol), what a peer enforces ----
   /** Records per delta frame (seed: at most 500). */
   delta_max_records: 500,
   /** Encoded bytes of records per delta frame, so a delta always fits in one binary message. */
@@ -137,7 +137,7 @@ export const PASSNOTE_LIMITS = {
 } as const;
 
 export const MINCA_ROOM_LIMITS = {
-  /** Peers joined in one code-channel room at once (DESIGN section 6). */
+  /** Peers joined in one code-channel room at once (docs/minca-rooms.md). */
   max_peers: 8,
   /** Sockets open on one room at once, joined or not (joining takes at most 10 s). */
   max_sockets: 16,
@@ -304,7 +304,7 @@ export const MINCA_WAKE_LIMITS = {
 } as const;
 
 /**
- * Relay-wide totals per stored kind (DESIGN section 3, "Nothing is stored for free";
+ * Relay-wide totals per stored kind (docs/hostile.md, "Nothing is stored for free";
  * docs/hostile.md, "Relay-wide totals"): the defaults of the settings STORAGE_TALLY_BYTES,
  * STORAGE_MAILBOX_BYTES and STORAGE_HOST_BYTES (the information document shows the values in force).
  * Objects that store reserve bytes from the one RelayLedger object in leases.

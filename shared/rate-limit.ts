@@ -78,7 +78,7 @@ export class ClientBuckets<K extends string> {
 }
 
 /**
- * Per-client bounds of one object's sockets that a reconnect does not reset (DESIGN section 3):
+ * Per-client bounds of one object's sockets that a reconnect does not reset (docs/hostile.md):
  * a token bucket on new sockets per client, and the message bucket (with its count of refusals)
  * of a client's socket that closed, which that client's next socket takes over. Held in memory:
  * an evicted object forgets them, which only forgives a client that was idle long enough for its

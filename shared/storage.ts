@@ -1,4 +1,4 @@
-// Relay-wide storage totals (DESIGN section 3, "Nothing is stored for free"; docs/hostile.md,
+// Relay-wide storage totals (docs/hostile.md, "Nothing is stored for free"; docs/hostile.md,
 // "Relay-wide totals"): the stored kinds, the settings that bound each across the relay, and the
 // lease arithmetic both sides use. Objects that store hold a lease of bytes from the one
 // RelayLedger object and charge what they keep against it with no await between the check and

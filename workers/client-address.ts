@@ -1,4 +1,4 @@
-// Who a rate limit counts against (DESIGN section 3, "The client address"): the address the
+// Who a rate limit counts against (docs/hostile.md, "The client address"): the address the
 // request came from, taken only from where it can be trusted.
 //
 // - On Cloudflare: `cf-connecting-ip`, which Cloudflare sets on every request (a client's own

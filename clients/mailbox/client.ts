@@ -1,4 +1,4 @@
-// The mailbox client apps use (DESIGN section 7): post items, read pages, follow a topic by
+// The mailbox client apps use (docs/mailbox.md): post items, read pages, follow a topic by
 // long-poll, and register a browser PushSubscription for wakes. Runs wherever fetch does.
 import { base64urlDecode, base64urlEncode } from "../../shared/encoding";
 import { MAILBOX_LIMITS } from "../../shared/limits";
@@ -113,7 +113,7 @@ export class MailboxClient {
     const wait = opts.wait ?? MAILBOX_LIMITS.max_wait_seconds;
     const firstDelay = opts.retryDelayMs ?? 1000;
     let delay = firstDelay;
-    // A host's links (seq 0, DESIGN 8.4) come on every first page (after 0): each is yielded once,
+    // A host's links (seq 0, docs/hosting.md) come on every first page (after 0): each is yielded once,
     // and while a page holds nothing but links (next stays 0, so the relay answers at once and
     // never long-polls), the next ask waits, 1 s doubling to 30 s, instead of looping.
     const seenLinks = new Set<string>();

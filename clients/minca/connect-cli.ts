@@ -1,5 +1,5 @@
 // `minca-connect <home> --relay <url>` (the package's bin; `npm run connect --` here): a program with no browser connects to an account by
-// code (seed 002 section 3). It makes a code, prints the home's connect link, joins the code's
+// code (the Minca protocol section 3). It makes a code, prints the home's connect link, joins the code's
 // room on the relay, asks for the six digits the home shows, and saves the grant with its key.
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";

@@ -1,4 +1,4 @@
-// What an account's device needs to use a Minca host (seed 002 §4.2-4.3, DESIGN section 8):
+// What an account's device needs to use a Minca host (the Minca protocol §4.2-4.3, docs/hosting.md):
 // an account (its root P-256 key and 32-byte account key) writing through a session key under
 // one note; making spaces; writing and sealing versions; connecting a host (the carry space
 // derived from the account key, the host's did and gen); passes, links and carry:closed; and
@@ -194,7 +194,7 @@ export class HostConnection {
 
   /**
    * What the host holds for the account (410 once it read carry:closed), asked with a proof by
-   * the carry space's read key (DESIGN 8.3): the host answers no one else.
+   * the carry space's read key (docs/hosting.md): the host answers no one else.
    */
   status(): Promise<Record<string, unknown>> {
     const carry = this.carrySpace();

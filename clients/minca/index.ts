@@ -1,4 +1,4 @@
-// The Minca client SDK: what apps import. Connecting by code (seed 002 section 3) from both
+// The Minca client SDK: what apps import. Connecting by code (the Minca protocol section 3) from both
 // sides over the relay's code-channel rooms, and an account's use of a Minca host (section 4).
 export { relayRooms, roomUrl, type RelayRoomOptions } from "./relay-room";
 export { ProgramExchange } from "../../shared/minca/program";

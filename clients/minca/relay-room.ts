@@ -1,4 +1,4 @@
-// The code-channel room on a relay (DESIGN section 6) as a RoomTransport: joins with a fresh
+// The code-channel room on a relay (docs/minca-rooms.md) as a RoomTransport: joins with a fresh
 // throwaway P-256 key per room, answers the challenge, and turns welcome/peer/gone and relayed
 // messages into room events.
 import { newP256Key } from "../../shared/minca/es256";

@@ -1,8 +1,8 @@
-// The Passnote transport over an edge relay's sync room (DESIGN section 5): connect to
+// The Passnote transport over an edge relay's sync room (docs/passnote.md): connect to
 // /passnote/v2/<room>, answer the challenge with the room key's Ed25519 signature, then exchange
 // binary messages prefixed with 8-byte peer ids.
 //
-// Staying steady over a real relay (issue 18; the decisions are in docs/passnote.md):
+// Staying steady over a real relay (the decisions are in docs/passnote.md):
 // - Pacing: every message leaves through a token bucket set below the relay's published rate
 //   (`limits.common` of the information document, GET /): half its burst, 90 % of its rate. A
 //   well-behaved peer is then never refused.

@@ -1,5 +1,5 @@
 // The one transport interface a Passnote peer syncs over: peers, their arrival and loss, and
-// per-peer ordered delivery of binary frames (DESIGN section 5). Two implementations: the relay's
+// per-peer ordered delivery of binary frames (docs/passnote.md). Two implementations: the relay's
 // sync rooms (relay-transport.ts) and an in-memory bus for tests (memory-bus.ts); both pass the
 // same contract tests.
 import { callListener } from "../listeners";

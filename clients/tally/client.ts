@@ -1,4 +1,4 @@
-// The Tally client apps use with a relay (seed 003): send signed and encrypted messages through a
+// The Tally client apps use with a relay (the Tally protocol): send signed and encrypted messages through a
 // persistent outbox with a stable id, receive envelopes from any path with the receiver's checks,
 // dedup and receipts, and keep the ledger that sync (sync.ts) recovers and converges. The socket's
 // life is in connection.ts, retries in outbox.ts, direct channels in direct.ts; protocol decisions
@@ -40,7 +40,7 @@ export interface TallyClientOptions {
   secretKey: Uint8Array;
   /** Where the outbox, ledger and processed set persist. Default: IndexedDB or a file (default-store.ts); "memory" keeps nothing. */
   store?: TallyStore | "memory";
-  /** Ask the relay to keep envelopes until this device acks them (DESIGN section 4). Default true. */
+  /** Ask the relay to keep envelopes until this device acks them (docs/tally.md). Default true. */
   acks?: boolean;
   /** Reconnect after a lost connection, with a jittered backoff. Default true. */
   reconnect?: boolean;

@@ -1,4 +1,4 @@
-// One Tally client's connection to a relay (DESIGN section 4): open the socket, answer the
+// One Tally client's connection to a relay (docs/tally.md): open the socket, answer the
 // challenge with a signed register, keep the socket alive with pings, and come back after a loss
 // with a jittered backoff. What the frames mean is the client's business (client.ts).
 import { makeAuthEvent } from "../../shared/tally/auth";

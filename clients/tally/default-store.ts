@@ -1,4 +1,4 @@
-// The store a Tally client uses when the app names none (seed 003 sections 1, 7, 8.2: the outbox,
+// The store a Tally client uses when the app names none (the Tally protocol sections 1, 7, 8.2: the outbox,
 // the ledger and the processed set persist across restarts). Decision: IndexedDB where it exists
 // (browsers; database `tally-<npub>`), else a log file in Node (`<TALLY_STORE_DIR or ./.tally>/<npub>.log`);
 // a store in memory only when the app asks for it (`store: "memory"`). Anywhere else the client

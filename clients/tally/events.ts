@@ -1,4 +1,4 @@
-// What a Tally client tells the app (seed 003): the inner message as the app sees it, how it
+// What a Tally client tells the app (the Tally protocol): the inner message as the app sees it, how it
 // arrived, and the client's events, with the small typed emitter they go through.
 import type { QueuedStatus } from "../../shared/tally/messages";
 import type { LedgerEntry } from "../../shared/tally/entry";

@@ -1,4 +1,4 @@
-// The receiving half of a Tally client (seed 003 sections 5.3, 7, 8.1, 12.7 and 13.7): every
+// The receiving half of a Tally client (the Tally protocol sections 5.3, 7, 8.1, 12.7 and 13.7): every
 // envelope, from any path, goes through one ordered pipeline: the receiver's checks, dedup
 // against the processed set, the app's handler, the ledger, the relay ack and the receipt.
 //

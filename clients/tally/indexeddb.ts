@@ -1,4 +1,4 @@
-// A KeyValue over IndexedDB, the Tally client's default store in browsers (seed 003 sections 1,
+// A KeyValue over IndexedDB, the Tally client's default store in browsers (the Tally protocol sections 1,
 // 7, 8.2: the outbox, the ledger and the processed set persist). One database per name, one
 // object store of string keys and values.
 import type { KeyValue } from "./store";

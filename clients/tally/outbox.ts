@@ -1,4 +1,4 @@
-// The sending side's retries (seed 003 section 8.2): outbox messages are handed to the relay
+// The sending side's retries (the Tally protocol section 8.2): outbox messages are handed to the relay
 // again after every registration (8.2, 8.3) and, while connected, whenever their backoff passes;
 // a message older than CLIENT_LIMITS.outbox_max_age_ms is given up before any recipient may
 // forget its id (7), so it can never be processed twice.

@@ -1,4 +1,4 @@
-// The relays one Tally client uses at once (seed 003 section 6.5: a client MAY be connected to
+// The relays one Tally client uses at once (the Tally protocol section 6.5: a client MAY be connected to
 // several relays and hand an envelope to several; recipients dedup by id; the relays do not
 // coordinate). One RelayConnection per relay, each with its own registration, device id, flush
 // and reconnect backoff; this module keeps their state and says where a frame goes: to every

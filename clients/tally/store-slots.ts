@@ -1,4 +1,4 @@
-// One store per open client (seed 003 section 1: every tab, every process is a device of its own,
+// One store per open client (the Tally protocol section 1: every tab, every process is a device of its own,
 // and each device dedups against its own processed set, section 7). Two clients of one user on
 // one machine (two tabs of a browser profile, two Node processes in one folder) must not share a
 // store: the second would find every message already processed, and in Node the two would

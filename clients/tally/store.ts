@@ -1,4 +1,4 @@
-// What a Tally client keeps across restarts (seed 003 sections 7, 8.2 and 12): the outbox of
+// What a Tally client keeps across restarts (the Tally protocol sections 7, 8.2 and 12): the outbox of
 // unacknowledged messages, the set of processed message ids with each one's receipt result, and
 // the ledger keyed by (from_user_id, id). One small interface, with an implementation over any
 // key-value store (memory, a file, IndexedDB, localStorage).

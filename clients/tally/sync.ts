@@ -1,4 +1,4 @@
-// The client's sync engine (seed 003 sections 12 and 13): ledger recovery from friends, the
+// The client's sync engine (the Tally protocol sections 12 and 13): ledger recovery from friends, the
 // remote allowance for unknown peers, and the self-mesh that keeps a user's devices converged
 // (initial self-sync, live broadcast, relay fallback). Decisions about entries and messages are in
 // shared/tally/ledger.ts; this is the state machine around them. It reaches the client through

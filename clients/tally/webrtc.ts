@@ -1,4 +1,4 @@
-// WebRTC direct channels (seed 003 sections 6.1, 6.3 and 13.1) for a browser client: one
+// WebRTC direct channels (the Tally protocol sections 6.1, 6.3 and 13.1) for a browser client: one
 // RTCPeerConnection per peer device, negotiated through the relay's device-scoped signaling
 // (peer_connect, webrtc_signal) with "perfect negotiation" — both ends may offer, the polite end
 // (shared/tally/negotiation.ts) rolls back on a collision; to keep collisions rare, the impolite

@@ -1,4 +1,4 @@
-// An object's SQLite schema, made on the first write that keeps something (DESIGN section 3,
+// An object's SQLite schema, made on the first write that keeps something (docs/hostile.md,
 // "nothing is stored for free"; docs/hostile.md). A request or socket that stores nothing (a GET of
 // an unknown space, account or topic; an upgrade that never authenticates) reads through
 // `exists` and finds nothing, without a table being created: the object leaves no storage behind.

@@ -1,4 +1,4 @@
-// A mailbox's wakes (DESIGN section 7, seed 002 §4.4): one `deliveries` row per receiver and new
+// A mailbox's wakes (docs/mailbox.md, the Minca protocol §4.4): one `deliveries` row per receiver and new
 // item, written with the item (minca-mailbox.ts), and the store the mailbox's push outbox
 // (push/push-outbox.ts) sends them from when its alarm fires. A receiver that is gone (404/410, or
 // an endpoint the push-endpoint rule no longer allows) is forgotten with its wakes.

@@ -1,4 +1,4 @@
-// One Minca mailbox (DESIGN section 7, seed 002 §4.2 and §4.4): the items posted to one topic,
+// One Minca mailbox (docs/mailbox.md, the Minca protocol §4.2 and §4.4): the items posted to one topic,
 // the push receivers woken by each new item, and the wakes still to send. HTTP-only: the Worker
 // validates the request with shared/mailbox and calls these methods over RPC. An item is in
 // SQLite before post() returns, so the 201 only leaves once it is stored; wakes are written in
@@ -186,7 +186,7 @@ export class MincaMailbox extends StoredObject<Env, Limited> {
     return ok(null);
   }
 
-  // ---- a Minca host's links (DESIGN 8.4) ------------------------------------------------------
+  // ---- a Minca host's links (docs/hosting.md) ------------------------------------------------------
 
   /** `account` (a carried account) holds a live link of this topic. */
   linkAccount(account: string): boolean {

@@ -1,4 +1,4 @@
-// One Minca code-channel room (DESIGN section 6, seed 002 section 3): peers that proved a
+// One Minca code-channel room (docs/minca-rooms.md, the Minca protocol section 3): peers that proved a
 // throwaway P-256 did:key, the welcome/peer/gone notices, and network messages relayed with
 // `from` set to the sender's proven did and the payload passed on as it arrived, never read.
 // The room lives 15 minutes from its first join, then closes every socket with 4008 and refuses

@@ -1,4 +1,4 @@
-// One Passnote sync room (DESIGN section 5): the group's devices, each a socket that proved the
+// One Passnote sync room (docs/passnote.md): the group's devices, each a socket that proved the
 // room key, and the routing of their binary frames by 8-byte peer id, byte-exact and in order
 // per sender. The relay never looks inside a frame; the join proof is checked in shared/passnote.
 import type * as z from "zod";

@@ -1,4 +1,4 @@
-// The relay-wide rate of pushes to one push-service origin (DESIGN section 7): one object per
+// The relay-wide rate of pushes to one push-service origin (docs/mailbox.md): one object per
 // origin, named by it, holding a token bucket in memory only (it stores nothing; an evicted gate
 // forgets its bucket, which only forgives an origin that was idle). Every object that sends Web
 // Push asks the gate of each origin before a batch, so no number of mailboxes or accounts can

@@ -1,4 +1,4 @@
-// The relay's storage ledger (DESIGN section 3, "Nothing is stored for free"; docs/hostile.md,
+// The relay's storage ledger (docs/hostile.md, "Nothing is stored for free"; docs/hostile.md,
 // "Relay-wide totals"): one RelayLedger object per relay holds, per stored kind (Tally queues,
 // mailboxes, hosted accounts), the bytes leased to each object that stores, and grants a lease
 // only while the kind's total (STORAGE_*_BYTES) has room. Objects ask for a lease only when what

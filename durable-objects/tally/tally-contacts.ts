@@ -1,4 +1,4 @@
-// Whom one Tally user's devices may meet and whom they met (DESIGN section 4, seed 003 section
+// Whom one Tally user's devices may meet and whom they met (docs/tally.md, the Tally protocol section
 // 13; docs/tally.md): the user's contacts (the users it exchanged envelopes with, which decide who
 // gets presence) and the introductions of its online devices to other users' devices (which decide
 // who hears peer_disconnect). The `contacts` and `introductions` tables' only reader and writer;

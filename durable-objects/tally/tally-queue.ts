@@ -1,4 +1,4 @@
-// The queue of one Tally user (seed 003 section 6, DESIGN sections 3 and 4): the envelopes stored
+// The queue of one Tally user (the Tally protocol section 6, docs/hostile.md and docs/tally.md): the envelopes stored
 // for the user while no device takes them, idempotent by (sender, id), bounded per sender by count
 // and by bytes and as a whole (the largest sharer loses its oldest first), expiring after
 // queue_ttl_days, and charged against the user's lease of the relay-wide total (storage.tally_bytes)
@@ -143,7 +143,7 @@ export class TallyQueue {
    * The whole queue, by count and by bytes: while it is over a bound, the largest sharer (the
    * sender holding the most envelopes, or bytes; on a tie, the one whose oldest is oldest) loses
    * its oldest envelopes, as many as the excess. No sender can evict what others stored while it
-   * holds more than they do (DESIGN section 3). Answers the bytes the queue then holds.
+   * holds more than they do (docs/hostile.md). Answers the bytes the queue then holds.
    */
   private evictLargestSharers(): number {
     for (;;) {

@@ -1,4 +1,4 @@
-// Tally signaling between devices (seed 003 sections 9 and 13): who meets whom (peer_connect),
+// Tally signaling between devices (the Tally protocol sections 9 and 13): who meets whom (peer_connect),
 // webrtc_signal routed to one device, and peer_disconnect to the devices that were introduced.
 // Presence goes only to users with an envelope exchange (docs/tally.md); introductions are kept in
 // tally-contacts.ts. The TallyUser object holds the sockets and the RPC entry points.

@@ -1,6 +1,6 @@
 // One Tally user: that user's devices (sockets), the queue of envelopes addressed to the user
-// (kept by tally-queue.ts), and the introductions that decide who hears peer_disconnect (DESIGN
-// section 4, seed 003 sections 6, 8, 9 and 13). Decisions about bytes live in shared/tally; this
+// (kept by tally-queue.ts), and the introductions that decide who hears peer_disconnect (docs/tally.md,
+// the Tally protocol sections 6, 8, 9 and 13). Decisions about bytes live in shared/tally; this
 // file holds state.
 import type * as z from "zod";
 import { SocketObject, clientOf, type BaseAttachment, type Route } from "../base/socket-object";

@@ -1,4 +1,4 @@
--- One account a Minca host carries for (DESIGN 8.3-8.5): who it is and its carry space (meta),
+-- One account a Minca host carries for (docs/hosting.md-8.5): who it is and its carry space (meta),
 -- the spaces it has passed, its links, and the bytes each carried space uses. After carry:closed
 -- every table is emptied; only the tombstone in meta (closed_at, closed_space) stays, so the
 -- status answers 410 and the closed carry space cannot be connected again.
@@ -32,7 +32,7 @@ CREATE TABLE usage (
   bytes INTEGER NOT NULL
 );
 
--- Wakes and receivers (DESIGN 8.5): the carry space's sys.wake and sys.receiver records as read,
+-- Wakes and receivers (docs/hosting.md): the carry space's sys.wake and sys.receiver records as read,
 -- and the pushes still to send (one per receiver and version), retried by the alarm. A receiver
 -- whose push service answered 404/410 is marked gone until its record is written again.
 CREATE TABLE wakes (

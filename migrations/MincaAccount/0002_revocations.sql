@@ -1,4 +1,4 @@
--- Revocations and the account's own spaces (DESIGN 8.4): the keys the account revoked (sys.revoke
+-- Revocations and the account's own spaces (docs/hosting.md): the keys the account revoked (sys.revoke
 -- in its carry space, kept for good), the signing key that wrote each record the host keeps (so a
 -- revoke can make what that key wrote stop counting), and whether a pass names one of the
 -- account's own spaces ("own": true: the account registry, the contacts space).

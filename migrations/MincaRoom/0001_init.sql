@@ -1,4 +1,4 @@
--- One code-channel room (Minca, DESIGN section 6): its id, when it was first joined (its life
+-- One code-channel room (Minca, docs/minca-rooms.md): its id, when it was first joined (its life
 -- and its tombstone run from then), and whether it has expired. Peers live in socket
 -- attachments. Once the tombstone lapses the object deletes everything, this table included.
 CREATE TABLE room (

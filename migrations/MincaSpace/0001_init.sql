@@ -1,4 +1,4 @@
--- One space a Minca host carries (DESIGN 8.4): its id and constitution (meta; carry_of when it is
+-- One space a Minca host carries (docs/hosting.md): its id and constitution (meta; carry_of when it is
 -- an account's carry space), the accounts that carry it with the read key of each one's pass,
 -- and its log of versions, each stored exactly as it arrived.
 CREATE TABLE meta (

@@ -1,4 +1,4 @@
-// The mailbox wire (DESIGN section 7): query parameters, answers and the wake a receiver gets,
+// The mailbox wire (docs/mailbox.md): query parameters, answers and the wake a receiver gets,
 // with the rules that decide them (until range, page bounds, whether a wake carries the blob).
 import * as z from "zod";
 import { base64urlEncode, utf8Encode } from "../encoding";
@@ -11,7 +11,7 @@ const uint = z
 
 /**
  * GET ?after=&limit=&wait= (all optional), within a log's page bounds: the mailbox's page shape,
- * which a Minca host's space logs share (DESIGN 8.4).
+ * which a Minca host's space logs share (docs/hosting.md).
  */
 export function pageQuerySchemaFor(bounds: { page_max_items: number; max_wait_seconds: number }) {
   return z.object({
@@ -82,7 +82,7 @@ export type Page = z.infer<typeof pageSchema>;
 /**
  * A page from the live items after `after`, oldest first (`rows` may hold one more than
  * `limit`, which is how `more` is known). Stops before the item that would pass page_max_bytes,
- * but always holds at least one. A host's links of this topic (DESIGN 8.4, seed 002 §4.2) come
+ * but always holds at least one. A host's links of this topic (docs/hosting.md, the Minca protocol §4.2) come
  * first, each with seq 0, on the first page only (after = 0); they change neither `next` nor
  * `more`, and do not count against `limit`.
  */

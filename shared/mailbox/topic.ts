@@ -1,4 +1,4 @@
-// Mailbox topics (DESIGN section 7): 16-128 characters of [A-Za-z0-9_-], and the RFC 8030
+// Mailbox topics (docs/mailbox.md): 16-128 characters of [A-Za-z0-9_-], and the RFC 8030
 // Topic a wake of that mailbox carries, so a push service keeps only its newest undelivered one.
 import { sha256 } from "@noble/hashes/sha2.js";
 import * as z from "zod";

@@ -1,4 +1,4 @@
-// Who may connect a Minca host (issue 16; DESIGN 8.3): the operator's choice, a setting
+// Who may connect a Minca host (docs/hosting.md): the operator's choice, a setting
 // MINCA_HOST_ADMISSION checked on the CarryGrant POST before anything is stored.
 //   open       anyone (the local default);
 //   allowlist  only the account dids listed in MINCA_HOST_ALLOWLIST (comma- or space-separated);

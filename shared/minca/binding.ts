@@ -1,9 +1,9 @@
-// Binding an account to a host (DESIGN 8.3): a CarryGrant is unsigned, so posting one proves
+// Binding an account to a host (docs/hosting.md): a CarryGrant is unsigned, so posting one proves
 // nothing. A binding is proven only once a version under the account's /account/write authority
 // arrives in its carry space (the carry space's gates take nothing else); until then another
 // CarryGrant may replace it, and it expires unproven_binding_seconds after it was made. What the
 // host holds for an account is answered only to a request proven with the carry space's read key
-// (the MincaRead headers of DESIGN 8.4 over the carry space's id). Pure decisions.
+// (the MincaRead headers of docs/hosting.md over the carry space's id). Pure decisions.
 import { MINCA_HOST_LIMITS } from "../limits";
 import { checkReadProof, type ReadProofCheck } from "./read-proof";
 

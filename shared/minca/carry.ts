@@ -1,4 +1,4 @@
-// What a host reads in an account's carry space (seed 002 §4.2-4.3; DESIGN 8.3-8.5): the
+// What a host reads in an account's carry space (the Minca protocol §4.2-4.3; docs/hosting.md-8.5): the
 // CarryGrant it is connected with and its checks, passes (accepted only by the seed's rule),
 // carry:closed, links and their topics, and (section 8.5) wakes and receivers. Pure decisions:
 // the Durable Objects store what these functions accept.
@@ -296,12 +296,12 @@ function readCarryRecordOrThrow(v: Version, bodyKey: Uint8Array): CarryRecord {
     case WAKE: {
       if (deleted) return { kind: "wake_deleted", key: v.key };
       const w = wakeBodySchema.safeParse(body);
-      return w.success ? { kind: "wake", key: v.key, wake: w.data } : unreadable("a wake does not match DESIGN 8.5");
+      return w.success ? { kind: "wake", key: v.key, wake: w.data } : unreadable("a wake does not match docs/hosting.md");
     }
     case RECEIVER: {
       if (deleted) return { kind: "receiver_deleted", key: v.key };
       const r = receiverBodySchema.safeParse(body);
-      if (!r.success) return unreadable("a receiver does not match DESIGN 8.5");
+      if (!r.success) return unreadable("a receiver does not match docs/hosting.md");
       if (receiverKey(r.data.push.endpoint) !== v.key) return unreadable("a receiver's key is receiver:<hash of its endpoint>");
       return { kind: "receiver", key: v.key, receiver: r.data };
     }

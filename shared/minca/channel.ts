@@ -1,4 +1,4 @@
-// The code channel's cryptography (seed 002 section 3 and the DESIGN section 6 profile): the
+// The code channel's cryptography (the Minca protocol section 3 and the docs/minca-rooms.md profile): the
 // commitment, the two direction keys, sealing bound to {type, seq}, and the six-digit check.
 import { x25519 } from "@noble/curves/ed25519.js";
 import { xchacha20poly1305 } from "@noble/ciphers/chacha.js";

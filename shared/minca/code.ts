@@ -1,4 +1,4 @@
-// The one-time code of seed 002 section 3: "mc_" + base64url of a 16-byte CSPRNG secret, the
+// The one-time code of the Minca protocol section 3: "mc_" + base64url of a 16-byte CSPRNG secret, the
 // connect-page link that carries it in the fragment, reading it back out of typed text, and the
 // room both sides meet in.
 import { ID_PATTERN, mincaId } from "./id";

@@ -1,4 +1,4 @@
-// The connections an account home remembers (seed 002 §2.10), as far as the home's refusals need
+// The connections an account home remembers (the Minca protocol §2.10), as far as the home's refusals need
 // them (§2.5): a request is refused whose audience is the home's own session key (or the
 // account's root key), or a key another connection of a different kind already holds. A
 // connection by code is kept by its audience, and connecting the same key again by code replaces

@@ -1,6 +1,6 @@
 // ES256 over WebCrypto (present in workerd, Node and browsers): P-256 keys named by did:key,
 // signatures in the 64-byte r‖s form WebCrypto produces, as unpadded base64url on the wire.
-// WebCrypto's verify accepts high-S signatures (DESIGN section 3: verifiers must), so nothing
+// WebCrypto's verify accepts high-S signatures (docs/hostile.md: verifiers must), so nothing
 // here normalises s.
 import { base64urlDecode, base64urlEncode, EncodingError } from "../encoding";
 import { p256DidKey, p256UncompressedFromDidKey } from "./did-key";

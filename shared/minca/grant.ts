@@ -1,4 +1,4 @@
-// Grants (seed 002 sections 2.5, 2.6 and 3): what a home answers with, how a home makes one for a
+// Grants (the Minca protocol sections 2.5, 2.6 and 3): what a home answers with, how a home makes one for a
 // program connected by code (records only, the whole account, to the ask's key), and the checks
 // every app and program makes before using one.
 import * as z from "zod";

@@ -1,4 +1,4 @@
-// The account home's side of connecting by code (seed 002 section 3), the offering side: an
+// The account home's side of connecting by code (the Minca protocol section 3), the offering side: an
 // explicit state machine over a RoomTransport. It answers the first code:hello only, takes only
 // a point that keeps its commitment, spends the code on the first ask that opens, and grants
 // records only, in the whole account, to the ask's key, when the person allows it.

@@ -1,5 +1,5 @@
-// The host's own P-256 identity (seed 002 §4.1: "its own P-256 key; its DID is what peers and
-// keepers lists name"; DESIGN 8.3): a 32-byte private scalar kept as base64url, and its did:key.
+// The host's own P-256 identity (the Minca protocol §4.1: "its own P-256 key; its DID is what peers and
+// keepers lists name"; docs/hosting.md): a 32-byte private scalar kept as base64url, and its did:key.
 // The host signs nothing (a carrier writes nothing); the did names it, and carry spaces are
 // derived for it.
 import { p256 } from "@noble/curves/nist.js";

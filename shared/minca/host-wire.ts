@@ -1,4 +1,4 @@
-// The HTTP wire of a Minca host (DESIGN 8.3-8.4): reading a POST .../versions body into the
+// The HTTP wire of a Minca host (docs/hosting.md-8.4): reading a POST .../versions body into the
 // versions as they arrived (raw text kept, so each is stored exactly as sent), the log's query
 // parameters, and the schemas of the host's answers (the Durable Objects build them, the
 // OpenAPI document in server/openapi.ts publishes them).

@@ -1,4 +1,4 @@
-// Minca ids (DESIGN 8.1): "b" + lowercase unpadded base32 of SHA-256 — spaces, versions and
+// Minca ids (docs/hosting.md): "b" + lowercase unpadded base32 of SHA-256 — spaces, versions and
 // code-channel rooms all have this shape — and the record keys that name a thing by hash
 // (`pass:`, `receiver:`, `carrier:`): hex of the first 20 bytes of SHA-256(UTF-8(s)).
 import { sha256 } from "@noble/hashes/sha2.js";

@@ -1,4 +1,4 @@
-// View-only invites (DESIGN 8.1): base64url(UTF-8(JCS({ v: 1, space, constitution, key? }))), the
+// View-only invites (docs/hosting.md): base64url(UTF-8(JCS({ v: 1, space, constitution, key? }))), the
 // key present for a private space, never a role secret.
 import * as z from "zod";
 import { parseClientJson } from "../client-json";

@@ -1,4 +1,4 @@
-// Key proofs (seed 002 section 2.4): the key an app or program asks a note for signs a statement
+// Key proofs (the Minca protocol section 2.4): the key an app or program asks a note for signs a statement
 // binding its audience, via, recordsOnly and (via a code) the home's origin, so the proof is no
 // use for any other kind of connection nor at any other home.
 import { utf8Encode } from "../encoding";

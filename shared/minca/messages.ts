@@ -1,4 +1,4 @@
-// Every message of the code exchange (seed 002 section 3, DESIGN section 6): the three in the
+// Every message of the code exchange (the Minca protocol section 3, docs/minca-rooms.md): the three in the
 // clear and the bodies of the sealed ones, as zod schemas. Sealed messages are numbered per
 // direction; SEQ says which number each one has in an exchange that follows the protocol.
 import * as z from "zod";

@@ -1,4 +1,4 @@
-// Notes (seed 002 section 2.5; DESIGN section 6 signing profile): a delegation from a key to
+// Notes (the Minca protocol section 2.5; docs/minca-rooms.md signing profile): a delegation from a key to
 // another, { payload, sig, type: "minca/ucan/dlg@1" }, signed over
 // UTF-8("minca/ucan/dlg@1") ‖ 0x00 ‖ UTF-8(JCS(payload)) by the payload's `iss` (a P-256 did:key).
 import * as z from "zod";

@@ -1,4 +1,4 @@
-// A note's policy (seed 002 §2.5; UCAN 1.0 policy language, the subset a host can judge): a list
+// A note's policy (the Minca protocol §2.5; UCAN 1.0 policy language, the subset a host can judge): a list
 // of statements, all of which must hold, over what a write touches: `.space` and `.collection`.
 // Statements: ["==", sel, value], ["!=", sel, value], ["and", [..]], ["or", [..]], ["not", s].
 // Anything else (another operator, another selector's value, deeper than 16) does not hold, so

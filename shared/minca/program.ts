@@ -1,4 +1,4 @@
-// The program's side of connecting by code (seed 002 section 3), the joining side: an explicit
+// The program's side of connecting by code (the Minca protocol section 3), the joining side: an explicit
 // state machine over a RoomTransport. It makes the code, commits to its point before it sees any
 // code:key, sends its point to the first peer whose key it takes, asks only the home it opened,
 // checks the grant as an app does, and keeps nothing until the person gives it the matching

@@ -1,4 +1,4 @@
-// Read proofs (DESIGN 8.4): a private space's log is answered only to a request signed with its
+// Read proofs (docs/hosting.md): a private space's log is answered only to a request signed with its
 // read key — Ed25519 over UTF-8("minca/space-read/v1") ‖ 0 ‖ UTF-8(space id) ‖ 0 ‖ UTF-8(time),
 // sent as `Authorization: MincaRead <base64url sig>` with `Minca-Time: <unix seconds>`.
 import { ed25519 } from "@noble/curves/ed25519.js";

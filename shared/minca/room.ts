@@ -1,4 +1,4 @@
-// The relay's code-channel room (DESIGN section 6): who may join and what a peer may send. The
+// The relay's code-channel room (docs/minca-rooms.md): who may join and what a peer may send. The
 // Durable Object holds sockets and state; every decision about bytes is made here.
 import * as z from "zod";
 import { base64urlDecode, base64urlEncode, concatBytes, randomBytes, utf8Encode } from "../encoding";

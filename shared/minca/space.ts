@@ -1,7 +1,7 @@
-// Spaces (DESIGN 8.1, 8.3 profile): a constitution that hashes to the space's id, the 32-byte
+// Spaces (docs/hosting.md, 8.3 profile): a constitution that hashes to the space's id, the 32-byte
 // space key of a private space and what is derived one way from it (the read key, whose did:key
 // is the constitution's `readKey`, and the body key that seals bodies), and the carry space an
-// account derives for one carrier (seed 002 §4.2).
+// account derives for one carrier (the Minca protocol §4.2).
 import { xchacha20poly1305 } from "@noble/ciphers/chacha.js";
 import { ed25519 } from "@noble/curves/ed25519.js";
 import { hkdf } from "@noble/hashes/hkdf.js";
@@ -102,7 +102,7 @@ export function newSpace(opts: { founders: string[]; visibility: "private" | "pu
 }
 
 /**
- * The carry space of an account for one carrier (DESIGN 8.3): space key =
+ * The carry space of an account for one carrier (docs/hosting.md): space key =
  * HKDF-SHA256(account key, info "minca/carry-space/v1" ‖ 0 ‖ carrier did ‖ 0 ‖ decimal gen, 32);
  * private, the account its one founder, nonce "carry:<carrier did>:<gen>". Every device derives
  * the same one.

@@ -1,5 +1,5 @@
-// Versions (DESIGN 8.2): one write of one record as it travels, its id and signature, its sealed
-// body, its outside (what a carrier sees, seed 002 §4.1), and the gates a host runs it through —
+// Versions (docs/hosting.md): one write of one record as it travels, its id and signature, its sealed
+// body, its outside (what a carrier sees, the Minca protocol §4.1), and the gates a host runs it through —
 // every check that needs no body. A version that fails one is refused with a reason.
 import * as z from "zod";
 import { base64urlDecode, base64urlEncode, concatBytes, utf8Encode } from "../encoding";
@@ -44,7 +44,7 @@ export const versionSchema = z
   .refine((v) => !(v.deleted && (v.body !== undefined || v.sealed !== undefined)), "a deletion has no body");
 export type Version = Omit<z.infer<typeof versionSchema>, "note"> & { note: Note };
 
-/** What a carrier sees of a version (seed 002 §4.1). */
+/** What a carrier sees of a version (the Minca protocol §4.1). */
 export interface Outside {
   id: string;
   space: string;
@@ -178,7 +178,7 @@ const refuse = (reason: VersionRefusal, detail: string, id?: string): VersionChe
 });
 
 /**
- * The gates of DESIGN 8.2, in order: well-formed and within bounds; the space; the id; the
+ * The gates of docs/hosting.md, in order: well-formed and within bounds; the space; the id; the
  * signature; the note (verifies, aud is the author, sub covers the space, policy allows the
  * collection, command covers the write); its root is a founder; a private space's body is sealed.
  * Records are judged with no time: the note's exp is not checked.

@@ -1,4 +1,4 @@
-// Wakes (DESIGN 8.5, seed 002 §4.4): whether a new version wakes an account's wake — from its
+// Wakes (docs/hosting.md, the Minca protocol §4.4): whether a new version wakes an account's wake — from its
 // outside alone: its space, collection and topic tags, and (with `others`) whether its note roots
 // at the account — and the push a receiver gets: the version as held when the encrypted message
 // stays under 3 KB, else { id, space, collection, key }; Topic from the version id.
@@ -37,7 +37,7 @@ export function wakeTopic(versionId: string): string {
   return base64urlEncode(sha256(utf8Encode(versionId)).subarray(0, 24));
 }
 
-/** How a wake's push is retried (DESIGN 8.5): backoff from push_retry_base_seconds, Retry-After honoured within its bound. */
+/** How a wake's push is retried (docs/hosting.md): backoff from push_retry_base_seconds, Retry-After honoured within its bound. */
 export const WAKE_RETRY: RetryPolicy = {
   baseSeconds: MINCA_WAKE_LIMITS.push_retry_base_seconds,
   maxSeconds: MINCA_WAKE_LIMITS.push_retry_max_seconds,

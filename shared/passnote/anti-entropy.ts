@@ -1,4 +1,4 @@
-// Anti-entropy as the engine runs it (seed 001, "Messages", "Clock bound", "Reconciliation
+// Anti-entropy as the engine runs it (the Passnote protocol, "Messages", "Clock bound", "Reconciliation
 // exchange"): hello asks for state; the receiver of state probes every collection either side
 // named (recon2 when both sides offer it, else recon1 on both sides) or, without recon1, ships
 // what the peer may lack (a full pass first and when in doubt, then what changed since); delta
@@ -71,7 +71,7 @@ export function onState(core: EngineCore, peer: string, state: PeerState, m: Mes
 }
 
 /**
- * Without recon1 (issue 18): what to ship the peer of one collection. The peer's watermark alone
+ * Without recon1: what to ship the peer of one collection. The peer's watermark alone
  * misses older records it lacks (one learnt from a third peer, or written offline with an older
  * clock), so the first pass on a connection is a full one (every record), and so is any pass in
  * doubt: the peer says it holds nothing, or a frame was refused since (repair() forgets the

@@ -1,4 +1,4 @@
-// Byte-level building blocks of Passnote frames (seed 001, "Frame encoding"): a writer and a
+// Byte-level building blocks of Passnote frames (the Passnote protocol, "Frame encoding"): a writer and a
 // strict reader, varints by arithmetic (no shifts, so 64-bit values survive JavaScript), and the
 // compact tagged value encoding of record values (null, bool, int, double, string, list, map).
 import { PASSNOTE_LIMITS } from "../limits";

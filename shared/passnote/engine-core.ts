@@ -1,4 +1,4 @@
-// The state the Passnote sync engine's parts share (seed 001): the options, the store and clock,
+// The state the Passnote sync engine's parts share (the Passnote protocol): the options, the store and clock,
 // the local identity, one PeerState per transport peer, the event listeners, and the one way a
 // message leaves (sealed for its channel, queued in the peer's ordered send window). The parts
 // that act on it: negotiation.ts (the connection handshake), sessions.ts (ratchet-hello and

@@ -1,4 +1,4 @@
-// The connection handshake (seed 001, "Connection handshake"): both sides send one on connect and
+// The connection handshake (the Passnote protocol, "Connection handshake"): both sides send one on connect and
 // reply once to the first one they receive; sync runs on the highest common wire version, and no
 // overlap is PeerIncompatible. Capabilities are feature flags; unknown names are ignored:
 //   recon1        range reconciliation;

@@ -1,4 +1,4 @@
-// The JSON messages of a sync room (DESIGN section 5), both directions. Binary messages carry the
+// The JSON messages of a sync room (docs/passnote.md), both directions. Binary messages carry the
 // protocol itself: see room.ts for their 8-byte prefix and codec.ts for the frames.
 import * as z from "zod";
 import { errorFrameSchema } from "../errors";

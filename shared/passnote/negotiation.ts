@@ -1,4 +1,4 @@
-// The connection handshake as the engine runs it (seed 001, "Connection handshake"; the message
+// The connection handshake as the engine runs it (the Passnote protocol, "Connection handshake"; the message
 // and its rules are handshake.ts): reply once, restart on a new inst token, agree the highest
 // common version or report PeerIncompatible, then open the exchange.
 //

@@ -1,4 +1,4 @@
-// Range reconciliation (seed 001, "Reconciliation exchange", capability recon1). One side probes
+// Range reconciliation (the Passnote protocol, "Reconciliation exchange", capability recon1). One side probes
 // a collection with the fingerprint of everything it holds; for each probe the responder compares
 // its own fingerprint of the same range:
 //   match            settled, nothing sent;

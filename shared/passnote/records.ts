@@ -1,4 +1,4 @@
-// Records and their store (seed 001: records travel as (key, value, is_deleted, hlc, crdt_type?)).
+// Records and their store (the Passnote protocol: records travel as (key, value, is_deleted, hlc, crdt_type?)).
 // Where the seed is silent (the roster, the CRDT merge of a field) this profile takes
 // last-writer-wins by HLC for whole records: the record with the greater HLC string wins, an
 // equal HLC changes nothing, so merging is idempotent, commutative and associative. crdt_type is

@@ -1,4 +1,4 @@
-// Sync rooms (DESIGN section 5): the room id and its join proof, and the 8-byte peer-id prefix of
+// Sync rooms (docs/passnote.md): the room id and its join proof, and the 8-byte peer-id prefix of
 // every binary message. Used by the room object (verify) and by peers (derive, sign).
 import { ed25519 } from "@noble/curves/ed25519.js";
 import { hkdf } from "@noble/hashes/hkdf.js";

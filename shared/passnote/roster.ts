@@ -1,4 +1,4 @@
-// Device identities and the roster (seed 001, "The layer stack" and "Session handshake"). With
+// Device identities and the roster (the Passnote protocol, "The layer stack" and "Session handshake"). With
 // device identities (the default) the group shares three secrets and one public key:
 //   rosterKey  32 bytes; seals plain frames (kind 0x00) and names the relay room. Every device
 //              that ever joined keeps it, so it proves membership of nothing.

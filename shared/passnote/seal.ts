@@ -1,5 +1,5 @@
 // Without a device identity the passphrase key is the only membership, and every message travels
-// under it (seed 001, "The layer stack"): transport message = nonce (24 random bytes) ‖
+// under it (the Passnote protocol, "The layer stack"): transport message = nonce (24 random bytes) ‖
 // XChaCha20-Poly1305(passphrase key, nonce, frame), no associated data (profile). Anything that
 // fails to open is dropped silently by the caller.
 //

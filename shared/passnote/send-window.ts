@@ -1,4 +1,4 @@
-// Flow control (seed 001, "Flow control"): every frame to one peer passes through an ordered send
+// Flow control (the Passnote protocol, "Flow control"): every frame to one peer passes through an ordered send
 // window of maxInFlightFrames (16). Frames leave in the order they were queued, and at most 16
 // are in flight (handed to the transport, not yet confirmed); the rest wait. That bound is the
 // backpressure that stops a fast sender from burying a slow receiver.

@@ -1,4 +1,4 @@
-// Ratchet sessions (seed 001, "Session handshake" and "The layer stack", kind 0x01). Per
+// Ratchet sessions (the Passnote protocol, "Session handshake" and "The layer stack", kind 0x01). Per
 // connection each side offers a fresh X25519 ephemeral key in a ratchet-hello signed with its
 // device key over "passnote-ratchet-hello-v2" ‖ from ‖ to ‖ deviceId ‖ keyTag ‖ ephemeral. Once
 // both hellos are in, the session root is

@@ -1,4 +1,4 @@
-// Identity mode, as the engine runs it (seed 001, "Session handshake"; the bytes are session.ts):
+// Identity mode, as the engine runs it (the Passnote protocol, "Session handshake"; the bytes are session.ts):
 // send a ratchet-hello with a fresh ephemeral key once the version is agreed, accept a peer's
 // hello only under the checks of the seed (or hold it until its device's roster record arrives),
 // open the session, ask a peer to re-send its hello when its frames cannot be opened

@@ -1,4 +1,4 @@
-// The Passnote sync engine (seed 001): the connection handshake with version negotiation and inst
+// The Passnote sync engine (the Passnote protocol): the connection handshake with version negotiation and inst
 // tokens, hello / state / poke, deltas of at most 500 whole records with the clock bound, range
 // reconciliation, an ordered send window per peer and one-at-a-time inbound handling per peer.
 // It does no I/O: the caller gives it a `transmit` function and feeds it transport events.

@@ -1,4 +1,4 @@
-// The Passnote frame (seed 001, "Frame encoding" and "Messages"): magic 0xC7 ‖ version ‖ type ‖
+// The Passnote frame (the Passnote protocol, "Frame encoding" and "Messages"): magic 0xC7 ‖ version ‖ type ‖
 // body, version 0x02 for every message but the handshake, which keeps 0x01 so that a 1.0 peer
 // can still read which versions this build speaks. One typed union of the seven messages, an
 // encoder, and decodeMessage, which is fail-closed: malformed, truncated, unknown-tag,

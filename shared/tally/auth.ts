@@ -1,4 +1,4 @@
-// Register authentication for the Tally relay (NIP-42 style; DESIGN §4, seed 003 §13.9).
+// Register authentication for the Tally relay (NIP-42 style; docs/tally.md, the Tally protocol §13.9).
 // The client answers the relay's challenge with a kind-22242 event tagged with the challenge and the
 // relay URL, signed by the key of the user id it registers.
 import { getEventHash, finalizeEvent, nostrEventSchema, verifyEvent, type NostrEvent } from "../nostr/event";

@@ -1,4 +1,4 @@
-// Canonical JSON for Tally authorship digests (seed 003 §3.3 "Digest construction").
+// Canonical JSON for Tally authorship digests (the Tally protocol §3.3 "Digest construction").
 //
 // Rules: object keys sorted by UTF-16 code unit (the default JS sort) at every depth; no whitespace;
 // arrays in order; strings and numbers written exactly as JSON.stringify writes them. It agrees

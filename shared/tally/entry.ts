@@ -1,4 +1,4 @@
-// A ledger entry and the signed inner message it was made from (seed 003 sections 3 and 12.6),
+// A ledger entry and the signed inner message it was made from (the Tally protocol sections 3 and 12.6),
 // both ways, exactly. An entry is the inner message with `created_at` renamed `originated_at` and
 // `timestamp` the time this client appended it. The seed requires unknown fields to survive
 // storing and forwarding (3), so the mapping must be reversible for every inner message:

@@ -1,4 +1,4 @@
-// Tally peer envelopes (seed 003 §4, §5).
+// Tally peer envelopes (the Tally protocol §4, §5).
 //
 // Version 3 (sent): ciphertext = NIP-44 v2 payload of JSON.stringify(signed inner) under
 //   getConversationKey(my secret, hex(to_user_id)). Self-addressed envelopes (from == to, §13.2)

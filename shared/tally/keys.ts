@@ -1,4 +1,4 @@
-// Tally identities (seed 003 §2): an x-only secp256k1 public key (BIP-340), written as 64 lowercase
+// Tally identities (the Tally protocol §2): an x-only secp256k1 public key (BIP-340), written as 64 lowercase
 // hex for crypto calls and as a bech32 "npub" everywhere else.
 //
 // Decision: the canonical npub is the lowercase bech32 string. npubDecode (and so isNpub) accepts

@@ -1,4 +1,4 @@
-// The ledger and its sync messages (seed 003 sections 12 and 13): which entries a peer gets, how
+// The ledger and its sync messages (the Tally protocol sections 12 and 13): which entries a peer gets, how
 // a client says what it holds (every key, compactly), in which order entries apply, and how an
 // answer is cut into messages that fit one envelope (an entry too large for one is cut in pieces).
 // Pure; the client's sync engine (clients/tally/sync.ts) drives it. The entry <-> inner message

@@ -1,4 +1,4 @@
-// Every message on the Tally relay wire (DESIGN section 4), as zod schemas with inferred types.
+// Every message on the Tally relay wire (docs/tally.md), as zod schemas with inferred types.
 // The relay validates what clients send with these; the client SDK parses what the relay sends.
 import * as z from "zod";
 import { rawMember, withRawMember } from "../json-raw";
@@ -82,7 +82,7 @@ export type ServerMessageOf<T extends ServerMessage["type"]> = Extract<ServerMes
 
 /**
  * The form an envelope is stored in (and flushed as): the text it arrived in, with the
- * non-normative hint `queued_at` added, unless the envelope already carries one (DESIGN 4).
+ * non-normative hint `queued_at` added, unless the envelope already carries one (docs/tally.md).
  */
 export function storedEnvelope(raw: string, queuedAt: Date): string {
   return withRawMember(raw, "queued_at", queuedAt.toISOString(), rawMember(raw, "queued_at") !== undefined);

@@ -1,4 +1,4 @@
-// WebRTC roles for a direct channel (seed 003 sections 6.3 and 13.1): "perfect negotiation",
+// WebRTC roles for a direct channel (the Tally protocol sections 6.3 and 13.1): "perfect negotiation",
 // where both ends may offer at once and the polite end yields. The role comes from a
 // lexicographic comparison of the two ends' keys: the users' ids between two users, the device
 // ids between two devices of one user (13.1). Seed 2: a user id or key is the npub unless hex is

@@ -1,4 +1,4 @@
-// Authorship proofs for Tally inner messages (seed 003 §3.3).
+// Authorship proofs for Tally inner messages (the Tally protocol §3.3).
 //
 // DECISION (the project docs copy this block):
 //

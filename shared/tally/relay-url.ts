@@ -1,4 +1,4 @@
-// Which `relay` tag an auth event may carry (DESIGN section 4; docs/tally.md): a ws:, wss:, http:
+// Which `relay` tag an auth event may carry (docs/tally.md; docs/tally.md): a ws:, wss:, http:
 // or https: URL whose host (with port) is one of the hosts of the relay's PUBLIC_URL setting (a
 // comma-separated list of URLs) when it is set, and then only those; with it unset (local use),
 // the host the client connected to. A Host header is the client's to choose: a relay that trusted

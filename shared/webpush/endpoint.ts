@@ -1,4 +1,4 @@
-// Which push endpoints the relay will send to (DESIGN section 7, profile). A push endpoint is an
+// Which push endpoints the relay will send to (docs/mailbox.md, profile). A push endpoint is an
 // outbound request an anonymous client chooses, so the rule keeps the relay from being pointed
 // at itself (a wake that wakes itself forever), at the operator's own network (SSRF), or at
 // anything but a public push service: an `https:` URL on the default port whose host is a DNS
@@ -166,7 +166,7 @@ function allowed(u: URL, allow: readonly AllowedOrigin[]): boolean {
   return allow.some((a) => a.protocol === u.protocol && a.hostname === host && (a.port === undefined || a.port === u.port));
 }
 
-/** DESIGN section 7's endpoint rule: whether the relay may send pushes to `endpoint`. */
+/** docs/mailbox.md's endpoint rule: whether the relay may send pushes to `endpoint`. */
 export function checkPushEndpoint(endpoint: string, policy: EndpointPolicy): EndpointCheck {
   let u: URL;
   try {

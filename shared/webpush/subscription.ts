@@ -7,7 +7,7 @@ import type { PushKeys } from "./encrypt";
 
 /**
  * The shape of an endpoint: an http(s) URL without credentials. Whether the relay will send to it
- * is DESIGN section 7's rule (checkPushEndpoint in ./endpoint), applied with the relay's settings.
+ * is docs/mailbox.md's rule (checkPushEndpoint in ./endpoint), applied with the relay's settings.
  */
 function endpointOk(s: string): boolean {
   let u: URL;

@@ -1,4 +1,4 @@
-// Issue 19, "done when": `wrangler deploy --dry-run` works on a fresh clone with no other step.
+// "done when": `wrangler deploy --dry-run` works on a fresh clone with no other step.
 // The clone is the repository's tracked files as they are in this work tree (what `git clone`
 // of this state gives: no dist/, no data/, no .wrangler/), with this checkout's node_modules
 // linked in place of `npm ci`. wrangler's [build] must build the static pages itself.

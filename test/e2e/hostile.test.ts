@@ -1,4 +1,4 @@
-// The relay against a hostile internet (issue 15, DESIGN section 3), against a relay process of
+// The relay against a hostile internet (docs/hostile.md), against a relay process of
 // its own (`npm start`'s launcher, or wrangler dev with RELAY_TARGET=wrangler), so that its data
 // directory can be looked at.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -52,7 +52,7 @@ function objectFiles(dataDir: string): Map<string, { bytes: number; wal: number 
 
 const ws = (path: string) => `${relay.url.replace(/^http/, "ws")}${path}`;
 
-describe("DESIGN 3: nothing is stored for free (a relay process and its data directory)", () => {
+describe("docs/hostile.md: nothing is stored for free (a relay process and its data directory)", () => {
   it("a burst of requests and upgrades that store nothing leaves no table, row or alarm: each object's SQLite file stays the runtime's empty one", async () => {
     const before = objectFiles(relay.dataDir);
     const burst = 10;

@@ -26,7 +26,7 @@ beforeAll(async () => {
 afterAll(() => chrome?.close());
 
 describe("the relay's Minca home page and npm run connect", () => {
-  it("seed 002 §3 end to end: the program connects to the account the page holds, after the check the page shows is typed", async (ctx) => {
+  it("the Minca protocol §3 end to end: the program connects to the account the page holds, after the check the page shows is typed", async (ctx) => {
     if (!chrome) return ctx.skip(NO_CHROMIUM_MESSAGE);
     const page = await chrome.context.newPage();
     const errors: string[] = [];

@@ -1,4 +1,4 @@
-// Minca hosting against a running relay (issue 9, DESIGN section 8, seed 002 §4.1-4.3): a device
+// Minca hosting against a running relay (docs/hosting.md, the Minca protocol §4.1-4.3): a device
 // connects the host and passes two spaces, members write and later fetch, forgeries leave
 // nothing, links are served on a mailbox's first page, a killed relay loses nothing, and
 // carry:closed leaves no row for the account in the objects' SQLite files. This file runs its
@@ -35,7 +35,7 @@ const topic = linkTopic(blob);
 
 const json = (v: unknown) => JSON.parse(JSON.stringify(v));
 
-describe("issue 9: a device connects the host and passes two spaces; members write and later fetch", () => {
+describe("a device connects the host and passes two spaces; members write and later fetch", () => {
   it("connect, pass a private and a public space, write as two members, fetch exactly those versions later", async () => {
     alice = await newAccount();
     bob = await newAccount();
@@ -101,7 +101,7 @@ describe("issue 9: a device connects the host and passes two spaces; members wri
   });
 });
 
-describe("issue 16: a stranger, a revoked key and a records-only program, each refused with its documented reason", () => {
+describe("a stranger, a revoked key and a records-only program, each refused with its documented reason", () => {
   it("a stranger account's pass takeover (its own read key, at = 2^53-1) locks no member out; its versions are not_founder", async () => {
     const club = newSpace({ founders: [alice.root.did, bob.root.did], visibility: "private" });
     expect(await host.pass(club)).toMatchObject({ accepted: true });

@@ -1,4 +1,4 @@
-// Minca mailboxes over HTTPS and their Web Push wakes (DESIGN section 7, seed 002 §4.2, §4.4),
+// Minca mailboxes over HTTPS and their Web Push wakes (docs/mailbox.md, the Minca protocol §4.2, §4.4),
 // against the running relay, with a real push service on loopback that checks the VAPID JWT and
 // decrypts each wake with an independent implementation (Node's crypto).
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -24,7 +24,7 @@ async function errorOf(res: Response): Promise<string> {
   return ((await res.json()) as any).error.code;
 }
 
-describe("seed 002 §4.2, DESIGN section 7: a mailbox fetched over HTTPS", () => {
+describe("the Minca protocol §4.2, docs/mailbox.md: a mailbox fetched over HTTPS", () => {
   it("POST answers 201 { seq, until }; GET pages oldest first with next, more and oldest_seq", async () => {
     const topic = newTopic();
     for (let i = 1; i <= 5; i++) {
@@ -172,7 +172,7 @@ describe("the mailbox client (clients/mailbox)", () => {
   });
 });
 
-describe("seed 002 §4.4, DESIGN section 7: wakes by Web Push to a push service on loopback", () => {
+describe("the Minca protocol §4.4, docs/mailbox.md: wakes by Web Push to a push service on loopback", () => {
   let push: LocalPushService;
   let vapidKey: string;
   beforeAll(async () => {

@@ -1,4 +1,4 @@
-// Minca code-channel rooms against the running relay: the room contract and seed 002 section 3's
+// Minca code-channel rooms against the running relay: the room contract and the Minca protocol section 3's
 // list over real WebSockets, and the `connect` command and an account home as two separate
 // clients meeting through `wrangler dev`.
 import { spawn, spawnSync, execFileSync } from "node:child_process";

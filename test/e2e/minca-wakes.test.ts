@@ -1,4 +1,4 @@
-// Minca wakes against the running relay (issue 10, DESIGN 8.5, seed 002 §4.4), with a push
+// Minca wakes against the running relay (docs/hosting.md, the Minca protocol §4.4), with a push
 // service on loopback that checks each push's VAPID JWT and decrypts it with an independent
 // implementation (Node's crypto).
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -43,7 +43,7 @@ const post = async (who: MincaAccount, w: Parameters<typeof writeVersion>[2]) =>
   return v;
 };
 
-describe("DESIGN 8.5: a carried space's new version wakes the account's devices by Web Push", () => {
+describe("docs/hosting.md: a carried space's new version wakes the account's devices by Web Push", () => {
   it("a version that matches a wake reaches every receiver once each: VAPID-signed, decrypted independently, the version as held, Topic from its id, TTL one day", async () => {
     const v = await post(bob, { collection: "std.message", key: "m1", body: { text: "hi Alice" } });
     await waitFor(() => push.pushesTo(phone.id).length >= 1 && push.pushesTo(laptop.id).length >= 1, { what: "both pushes" });

@@ -1,4 +1,4 @@
-// GET /openapi.json (issue 19): the running relay publishes its HTTPS endpoints as an OpenAPI 3.1
+// GET /openapi.json: the running relay publishes its HTTPS endpoints as an OpenAPI 3.1
 // document generated from the zod schemas (server/openapi.ts), and its real answers, a success
 // and an error of every operation, are what the document promises: a listed status, a listed
 // content type, and a body valid under the schema given for them.

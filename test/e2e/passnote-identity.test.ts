@@ -43,7 +43,7 @@ async function device(
   return { t, peer, received };
 }
 
-describe("seed 001 identity mode over a sync room", () => {
+describe("the Passnote protocol identity mode over a sync room", () => {
   it("two members converge through ratchet sessions; a revoked device and one never in the roster learn no user collection name, watermark or record", async () => {
     const { owner, devices } = newGroup(3);
     const [bob, revoked, stranger] = devices;
@@ -103,7 +103,7 @@ describe("seed 001 identity mode over a sync room", () => {
   });
 });
 
-describe("seed 001 over a sync room: a peer that seals frames this side cannot open is asked to re-send its hello", () => {
+describe("the Passnote protocol over a sync room: a peer that seals frames this side cannot open is asked to re-send its hello", () => {
   /**
    * Alice's ratchet-hello to bob is lost (as a frame the relay refused), and so is everything she
    * seals to bob until `heal` runs: alice holds a session, bob none. Clocks are driven by hand.

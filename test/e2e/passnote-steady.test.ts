@@ -1,4 +1,4 @@
-// Issue 18: Passnote steady over a real relay. Two reference peers through a real sync room with
+// Passnote steady over a real relay. Two reference peers through a real sync room with
 // a large dataset and a burst of writes: the client paces itself by the relay's published rate,
 // the send window is real, and nothing is refused or closed. The transport's connect timeout,
 // reconnection and keepalive, against the relay and a silent server.
@@ -30,7 +30,7 @@ function watchCloses(t: RelayTransport): number[] {
   return codes;
 }
 
-describe("issue 18: steady over a real relay", () => {
+describe("steady over a real relay", () => {
   it("a large dataset (100,000 records; PN_COMMON) with 1,000 scattered differences plus a burst of 2,000 writes to distinct collections converge: no socket closed by the relay, no frame refused", async () => {
     const key = groupKey();
     const t0 = performance.now();
@@ -65,7 +65,7 @@ describe("issue 18: steady over a real relay", () => {
   }, 180_000);
 });
 
-describe("issue 18: RelayTransport connect timeout, reconnection, keepalive", () => {
+describe("RelayTransport connect timeout, reconnection, keepalive", () => {
   it("connect gives up after connectTimeoutMs when the server never welcomes", async () => {
     const silent = new WebSocketServer({ port: 0 });
     try {

@@ -1,5 +1,5 @@
-// Passnote over a real relay (`wrangler dev`): DESIGN section 5's sync rooms on the wire, the
-// transport contract, and seed 001's sync between two reference peers through a room.
+// Passnote over a real relay (`wrangler dev`): docs/passnote.md's sync rooms on the wire, the
+// transport contract, and the Passnote protocol's sync between two reference peers through a room.
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { PassnotePeer } from "../../clients/passnote/peer";
 import { MemoryStore } from "../../shared/passnote/records";
@@ -28,7 +28,7 @@ transportContract("relay sync room (wrangler dev)", () => {
   return () => transport(key);
 });
 
-describe("DESIGN 5: sync rooms on the wire", () => {
+describe("docs/passnote.md: sync rooms on the wire", () => {
   it("challenge (32 bytes, base64url), join with the room key's signature, welcome with a 16-hex peer id", async () => {
     const keys = roomKeys(groupKey());
     const s = await TestSocket.open(`${wsUrl}/passnote/v2/${keys.roomId}`);
@@ -53,7 +53,7 @@ describe("DESIGN 5: sync rooms on the wire", () => {
   });
 });
 
-describe("seed 001 over a sync room: two reference peers", () => {
+describe("the Passnote protocol over a sync room: two reference peers", () => {
   it("two peers with 10,000 records each and 50 differences converge; round trips and bytes reported", async () => {
     const key = groupKey();
     const ta = await transport(key);

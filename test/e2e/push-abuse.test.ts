@@ -1,4 +1,4 @@
-// Web Push against hostile push services (DESIGN section 7): push services on loopback that
+// Web Push against hostile push services (docs/mailbox.md): push services on loopback that
 // redirect, that answer an error with an endless body, and a relay that was not told to allow
 // loopback. Each is a real HTTP server the running relay pushes to.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
@@ -44,7 +44,7 @@ async function register(mailboxBase: string, topic: string, endpoint: string): P
   return fetch(`${mailboxBase}/${topic}/receivers`, { method: "POST", body: JSON.stringify({ endpoint, keys: sub.keys }) });
 }
 
-describe("DESIGN section 7: sending to a push service never follows it further than one answer", () => {
+describe("docs/mailbox.md: sending to a push service never follows it further than one answer", () => {
   const servers: Hostile[] = [];
   afterAll(async () => {
     for (const s of servers) await stop(s);
@@ -90,7 +90,7 @@ describe("DESIGN section 7: sending to a push service never follows it further t
   });
 });
 
-describe("DESIGN section 7: loopback push services pass only by PUSH_ENDPOINT_ALLOW", () => {
+describe("docs/mailbox.md: loopback push services pass only by PUSH_ENDPOINT_ALLOW", () => {
   it("a relay started without the setting refuses the tests' loopback push service (400 invalid_endpoint); the suite's relay, with it, accepts it", async () => {
     const own = await startRelay({ env: { PUSH_ENDPOINT_ALLOW: "" } });
     try {

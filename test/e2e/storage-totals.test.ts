@@ -1,4 +1,4 @@
-// Relay-wide storage totals set through their settings (issue 15; docs/hostile.md, "Relay-wide
+// Relay-wide storage totals set through their settings (docs/hostile.md, "Relay-wide
 // totals"), against a relay process of its own started with tiny totals: the information
 // document shows them, a second topic's store is refused with the documented error once the first
 // holds the total, and /status.json shows what is reserved of each.

@@ -1,4 +1,4 @@
-// Nothing lost in ordinary trouble, through two real relay processes (seed 003 sections 6.5, 7,
+// Nothing lost in ordinary trouble, through two real relay processes (the Tally protocol sections 6.5, 7,
 // 8.2, 13): three users with two devices each, all on both relays; messages between random
 // users from random devices, app handlers that fail at random, one relay restarted and the other
 // stopped for a while mid-run. Every message is handled exactly once on every device of its

@@ -1,4 +1,4 @@
-// Every open client is a device of its own (seed 003 section 1, 7): two tabs of one browser
+// Every open client is a device of its own (the Tally protocol section 1, 7): two tabs of one browser
 // profile and two Node processes in one folder, all with the default store, each receive and
 // record every message; neither loses the other's writes.
 import { spawn } from "node:child_process";

@@ -1,4 +1,4 @@
-// The seed's data flows (seed 003 section 9) and multi-device rules (section 13), with real
+// The seed's data flows (the Tally protocol section 9) and multi-device rules (section 13), with real
 // clients against the running relay.
 import { afterEach, describe, expect, inject, it } from "vitest";
 import type { TallyClient, InnerMessage } from "../../clients/tally/index";
@@ -31,7 +31,7 @@ function receipts(c: TallyClient) {
 /** Wires two clients with an in-memory direct channel, as a WebRTC data channel would. */
 const directChannel = connectInMemory;
 
-describe("seed 003 section 9: data flows", () => {
+describe("the Tally protocol section 9: data flows", () => {
   it("9.1 both online, direct channel: delivered without the relay, receipt on the channel", async () => {
     const alice = newUser();
     const bob = newUser();
@@ -145,7 +145,7 @@ describe("seed 003 section 9: data flows", () => {
   });
 });
 
-describe("seed 003 section 13: multi-device", () => {
+describe("the Tally protocol section 13: multi-device", () => {
   it("6.3 an envelope reaches every online device of the recipient", async () => {
     const alice = newUser();
     const { user: bob, a: b1, b: b2 } = await twoDevices(relay);

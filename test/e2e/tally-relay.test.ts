@@ -1,4 +1,4 @@
-// The relay's own rules (DESIGN sections 3 and 4), spoken by raw WebSockets to the running relay.
+// The relay's own rules (docs/hostile.md and docs/tally.md), spoken by raw WebSockets to the running relay.
 import { describe, expect, inject, it } from "vitest";
 import { makeAuthEvent } from "../../shared/tally/auth";
 import { TALLY_LIMITS } from "../../shared/limits";
@@ -150,7 +150,7 @@ describe("register (profile of seed 13.9)", () => {
   });
 });
 
-describe("frames (DESIGN section 3)", () => {
+describe("frames (docs/hostile.md)", () => {
   it("a frame that is not JSON, not an object, or fails its schema gets invalid_message and the connection stays open", async () => {
     const user = newUser();
     const s = await rawRegistered(relay, user);
@@ -275,7 +275,7 @@ describe("envelopes (seed 6.2, 6.4, 8.2)", () => {
     b.close();
   });
 
-  it("6.4 a full queue evicts the largest sharer's oldest envelope (DESIGN 3: no sender evicts what others stored)", async () => {
+  it("6.4 a full queue evicts the largest sharer's oldest envelope (docs/hostile.md: no sender evicts what others stored)", async () => {
     const bob = newUser();
     const senders = Array.from({ length: Math.ceil((TALLY_LIMITS.queue_max_envelopes + 5) / TALLY_LIMITS.queue_max_per_sender) }, newUser);
     const sockets = await Promise.all(senders.map((u) => rawRegistered(relay, u)));
@@ -427,7 +427,7 @@ describe("signaling bounds", () => {
   });
 });
 
-describe("rate limits (DESIGN section 3)", () => {
+describe("rate limits (docs/hostile.md)", () => {
   it("a socket that floods gets rate_limited errors and is closed with 4029", async () => {
     const s = await rawRegistered(relay, newUser());
     for (let i = 0; i < 600; i++) s.send({ type: "connect_peer", peer_user_id: "bad" });

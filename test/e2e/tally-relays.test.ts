@@ -1,4 +1,4 @@
-// Several relays at once (seed 003 section 6.5): a client registers on each, hands an envelope to
+// Several relays at once (the Tally protocol section 6.5): a client registers on each, hands an envelope to
 // every registered relay (or to the first), receives from all, processes each message once (dedup
 // by id), acks each relay's copy, and keeps working while one relay is down.
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";

@@ -1,4 +1,4 @@
-// Ledger sync through the running relay at scale and in order (seed 003 sections 12.4-12.8 and
+// Ledger sync through the running relay at scale and in order (the Tally protocol sections 12.4-12.8 and
 // 13.6): equal ledgers exchange nothing, answers apply chronologically across parts, entries too
 // large for one part still arrive, a big recovery through the relay keeps the queue usable, and
 // a relay reconnect does not leak an unknown peer's connections.

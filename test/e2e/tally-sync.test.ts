@@ -1,4 +1,4 @@
-// Ledger sync through the running relay (seed 003 sections 12 and 13), with no direct channel:
+// Ledger sync through the running relay (the Tally protocol sections 12 and 13), with no direct channel:
 // every sync message travels as an envelope.
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { connectInMemory, memoryStore, type InnerMessage, type TallyClient } from "../../clients/tally/index";
@@ -43,7 +43,7 @@ async function friends(alice: User, bob: User) {
   return { a, b, ids };
 }
 
-describe("seed 003 section 12: ledger recovery", () => {
+describe("the Tally protocol section 12: ledger recovery", () => {
   it("12.4-12.7 a client whose data was wiped recovers its friendships and messages from a friend; a forged entry is dropped", async () => {
     const alice = newUser();
     const bob = newUser();
@@ -106,7 +106,7 @@ describe("seed 003 section 12: ledger recovery", () => {
   });
 });
 
-describe("seed 003 section 13: multi-device convergence", () => {
+describe("the Tally protocol section 13: multi-device convergence", () => {
   it("13.6/13.8 a second device started empty converges to the first device's ledger with no direct channel", async () => {
     const alice = newUser();
     const bob = newUser();

@@ -1,4 +1,4 @@
-// Issue 15, "Connections": a body the relay does not read to its end (one over its bound, or one on
+// "Connections": a body the relay does not read to its end (one over its bound, or one on
 // a route that takes none) is drained, so the documented answer arrives whole instead of a
 // connection reset (EPIPE) or a truncated answer (workers/body.ts, docs/hostile.md).
 import { describe, expect, inject, it } from "vitest";

@@ -1,5 +1,5 @@
 // One suite every code-room transport runs (the relay's rooms end to end, the in-memory bus in
-// unit tests): the room's own contract, then seed 002 section 3's list for connecting by code.
+// unit tests): the room's own contract, then the Minca protocol section 3's list for connecting by code.
 import { describe, expect, it } from "vitest";
 import { x25519 } from "@noble/curves/ed25519.js";
 import { base64urlDecode, base64urlEncode } from "../../shared/encoding";
@@ -64,7 +64,7 @@ function playback(from: string, messages: Msg[]): JoinRoom {
 }
 
 export function roomContract(name: string, rooms: () => JoinRoom): void {
-  describe(`${name}: the code-channel room (DESIGN section 6)`, () => {
+  describe(`${name}: the code-channel room (docs/minca-rooms.md)`, () => {
     it("a peer joining is welcomed with the peers present; the others hear of it, and of its going", async () => {
       const join = rooms();
       const room = codeRoom(codeSecret(newCode()));
@@ -101,7 +101,7 @@ export function roomContract(name: string, rooms: () => JoinRoom): void {
     });
   });
 
-  describe(`${name}: seed 002 section 3, connecting by code`, () => {
+  describe(`${name}: the Minca protocol section 3, connecting by code`, () => {
     it("the room for a code, and the link that carries it: the program ends holding a grant that verifies, after the check is typed", async () => {
       const { program, home, account, shown } = await programAndHome(rooms());
       expect(program.link).toBe(`${HOME}/connect#${program.code}`);

@@ -60,7 +60,7 @@ const root = new URL("../../", import.meta.url).pathname;
 
 /**
  * The setting that lets the relay push to the tests' loopback push services (test/helpers/
- * push-service.ts): without it, DESIGN section 7's endpoint rule refuses them like any other
+ * push-service.ts): without it, docs/mailbox.md's endpoint rule refuses them like any other
  * loopback address.
  */
 export const TEST_PUSH_ALLOW = "http://127.0.0.1";
@@ -88,7 +88,7 @@ function command(
         "--show-interactive-dev-session=false",
         "--log-level",
         "warn",
-        // The tests' push services on loopback pass DESIGN section 7's endpoint rule only by name.
+        // The tests' push services on loopback pass docs/mailbox.md's endpoint rule only by name.
         "--var",
         `PUSH_ENDPOINT_ALLOW:${pushAllow}`,
       ],

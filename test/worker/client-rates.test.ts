@@ -1,4 +1,4 @@
-// DESIGN section 3 and issue 15, "Rate limits that reset on reconnect need a per-client bound too":
+// docs/hostile.md and "Rate limits that reset on reconnect need a per-client bound too":
 // a client's new sockets to one object are rate-limited (HTTP 429), and a reconnecting client's
 // socket takes over its last socket's message bucket and rate_limited count. The client is its
 // address as the Worker can trust it (here cf-connecting-ip, as on Cloudflare).

@@ -1,4 +1,4 @@
-// DESIGN section 3, "Nothing is stored for free": a request or socket that keeps nothing leaves
+// docs/hostile.md, "Nothing is stored for free": a request or socket that keeps nothing leaves
 // no storage behind on any object: no table, no row, no alarm. (workerd keeps an empty SQLite
 // file per started object; that is the runtime's.) The schema is made on the first write that
 // keeps something, with its migrations recorded.
@@ -42,7 +42,7 @@ async function upgrade(path: string): Promise<TestSocket> {
 const topic = () => bytesToHex(randomBytes(16));
 const spaceId = () => codeRoom(codeSecret(newCode()));
 
-describe("DESIGN 3: nothing is stored for free", () => {
+describe("docs/hostile.md: nothing is stored for free", () => {
   it("a Tally upgrade that never registers leaves no storage on the user's object, before and after the auth timeout closes it", async () => {
     const bob = newUser();
     const stub = env.TALLY_USER.get(env.TALLY_USER.idFromName(bob.hex));

@@ -1,4 +1,4 @@
-// Issue 15, "refused upgrades leave entries in the self-hosted live-socket map": a self-hosted relay
+// "refused upgrades leave entries in the self-hosted live-socket map": a self-hosted relay
 // notes which objects hold open sockets (server/live.ts) to close them on shutdown; an
 // upgrade the object refuses (a 101 carrying only an error and a close, as an expired Minca room
 // answers) must not be noted, or the map grows with every refusal and never shrinks.

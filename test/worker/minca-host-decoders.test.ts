@@ -1,4 +1,4 @@
-// Every decoder of a Minca host's client input answers a 4xx, never a 500 (issue 15, "500s"): a
+// Every decoder of a Minca host's client input answers a 4xx, never a 500 ("500s"): a
 // lone surrogate in a CarryGrant's invite, a link blob whose length is 1 mod 4, a version nested
 // thousands of levels deep. And a batch is applied whole: a record that cannot be read is
 // refused alone, and the records before it are applied and logged.
@@ -19,7 +19,7 @@ async function connected() {
   return { acct, host };
 }
 
-describe("issue 15: decoders of a host's client input answer 4xx, never 500", () => {
+describe("decoders of a host's client input answer 4xx, never 500", () => {
   it("a CarryGrant whose invite holds a lone surrogate is 400 invalid_grant", async () => {
     const acct = await newAccount();
     const host = new HostConnection(acct, RELAY, { fetch: fetchSelf });

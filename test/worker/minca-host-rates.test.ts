@@ -1,5 +1,5 @@
-// A Minca host's endpoints are rate-limited per client address like the mailbox (issue 15,
-// "Hosting endpoints are unlimited"): version POSTs counted in versions (each an ES256
+// A Minca host's endpoints are rate-limited per client address like the mailbox (the attack
+// once called "Hosting endpoints are unlimited"): version POSTs counted in versions (each an ES256
 // verification), log GETs (a read proof's Ed25519 verification each, and long-polls), with the
 // cheapest checks first: an uncarried space is 404 whatever the rate.
 import { SELF } from "cloudflare:test";
@@ -24,7 +24,7 @@ const postVersions = (space: string, n: number, ip: string) =>
     headers: { "cf-connecting-ip": ip },
   });
 
-describe("issue 15: the host's endpoints are rate-limited per client", () => {
+describe("the host's endpoints are rate-limited per client", () => {
   it("version POSTs count each version against the client's bucket: past the burst, 429 rate_limited with Retry-After; another client is served", async () => {
     const space = await carried();
     const ip = "198.51.100.7";

@@ -1,4 +1,4 @@
-// The Minca host inside workerd (DESIGN section 8): accounts and spaces as Durable Objects, the
+// The Minca host inside workerd (docs/hosting.md): accounts and spaces as Durable Objects, the
 // carry space's records driving them, durability across eviction, the alarm's link sweep, and
 // what carry:closed leaves in storage (nothing but the tombstone).
 import { SELF, env, evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
@@ -19,7 +19,7 @@ const rows = (stub: DurableObjectStub, tables: string[]) =>
   runInDurableObject(stub, (_i, state) => {
     const out: Record<string, number> = {};
     for (const t of tables) {
-      // an object that never kept anything has no tables at all (DESIGN 3: nothing is stored for free)
+      // an object that never kept anything has no tables at all (docs/hostile.md: nothing is stored for free)
       const exists = state.storage.sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", t).toArray().length > 0;
       out[t] = exists ? state.storage.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM ${t}`).one().n : 0;
     }
@@ -33,7 +33,7 @@ async function connected() {
   return { acct, host };
 }
 
-describe("DESIGN 8.3: the host's identity and connecting it", () => {
+describe("docs/hosting.md: the host's identity and connecting it", () => {
   it("the information document names the host's did and name; the same did on every request", async () => {
     const doc = (await (await SELF.fetch(`${RELAY}/`, { headers: { accept: "application/json" } })).json()) as any;
     expect(doc.protocols.minca.host.did).toMatch(/^did:key:zDn/);
@@ -59,7 +59,7 @@ describe("DESIGN 8.3: the host's identity and connecting it", () => {
     expect(await host.status()).toMatchObject({ account: acct.root.did, carry_space: grant.carry.space, spaces: 0 });
   });
 
-  it("DESIGN 8.3: an account's status answers only a request proven with its carry space's read key — 401 without, 403 with a wrong one or for an account the host does not carry, nothing about the account", async () => {
+  it("docs/hosting.md: an account's status answers only a request proven with its carry space's read key — 401 without, 403 with a wrong one or for an account the host does not carry, nothing about the account", async () => {
     const { acct, host } = await connected();
     const url = `${RELAY}/minca/v1/host/accounts/${acct.root.did}`;
     const none = await SELF.fetch(url);
@@ -81,7 +81,7 @@ describe("DESIGN 8.3: the host's identity and connecting it", () => {
     expect(await host.status()).toMatchObject({ account: acct.root.did, carry_space: host.carry!.id });
   });
 
-  it("DESIGN 8.3: a binding is proven only by a version under the account's /account/write authority in its carry space; an unproven one expires after unproven_binding_seconds and leaves nothing", async () => {
+  it("docs/hosting.md: a binding is proven only by a version under the account's /account/write authority in its carry space; an unproven one expires after unproven_binding_seconds and leaves nothing", async () => {
     const acct = await newAccount();
     const squatter = new HostConnection(acct, RELAY, { fetch: fetchSelf });
     await squatter.connect(0);
@@ -180,7 +180,7 @@ describe("one carry space per account", () => {
   });
 });
 
-describe("DESIGN 8.4: carried spaces", () => {
+describe("docs/hosting.md: carried spaces", () => {
   it("a space is carried only once a pass names it; its log survives eviction of both objects", async () => {
     const { acct, host } = await connected();
     const s = makeSpace(acct, "public");
@@ -260,7 +260,7 @@ describe("DESIGN 8.4: carried spaces", () => {
     const w = await writeVersion(a.acct, s, { collection: "std.note", key: "n2", body: { secret: 2 } });
     expect(await a.host.post(s.id, [w])).toMatchObject([{ accepted: true, seq: 2 }]);
     expect((await a.host.fetchLog(s)).items).toHaveLength(2);
-    // the stranger's own pass proves its own key (DESIGN 8.4 accepts that cost: ciphertext only)
+    // the stranger's own pass proves its own key (docs/hosting.md accepts that cost: ciphertext only)
     expect((await stranger.host.fetchLog({ ...s, key: strangerKey })).items).toHaveLength(2);
     // the member's account, writing a later pass of its own, changes nothing for the stranger and vice versa
     expect(await a.host.pass(s)).toMatchObject({ accepted: true });
@@ -292,7 +292,7 @@ describe("DESIGN 8.4: carried spaces", () => {
   });
 });
 
-describe("DESIGN 8.4: revocations", () => {
+describe("docs/hosting.md: revocations", () => {
   it("from the moment a revoke is stored, the revoked key's versions are refused (revoked) in every space carried for the account; what it wrote before keeps counting, and nothing is forgotten", async () => {
     const { acct, host } = await connected();
     const app = await withNote(acct, "/");
@@ -363,7 +363,7 @@ describe("DESIGN 8.4: revocations", () => {
   });
 });
 
-describe("DESIGN 8.4: the account's own spaces", () => {
+describe("docs/hosting.md: the account's own spaces", () => {
   it("in the carry space and in a space whose pass says own: true, a records-only note is refused with not_account_write; /account/write counts", async () => {
     const { acct, host } = await connected();
     const registry = makeSpace(acct, "private");
@@ -566,7 +566,7 @@ describe("seed §4.2: links and carry:closed", () => {
   });
 });
 
-describe("DESIGN 8.5: wakes and receivers", () => {
+describe("docs/hosting.md: wakes and receivers", () => {
   /** A browser-like subscription and an in-process push service answering `answers` (then 201). */
   async function pushService(did: string, answers: number[] = []) {
     const { p256 } = await import("@noble/curves/nist.js");
@@ -645,7 +645,7 @@ describe("DESIGN 8.5: wakes and receivers", () => {
     await pushes(4);
   });
 
-  it("DESIGN section 7: a sys.receiver whose endpoint the relay may not push to does not count; its version is refused (invalid_receiver)", async () => {
+  it("docs/mailbox.md: a sys.receiver whose endpoint the relay may not push to does not count; its version is refused (invalid_receiver)", async () => {
     const { acct, host } = await connected();
     const svc = await pushService(acct.root.did);
     for (const endpoint of [

@@ -62,7 +62,7 @@ const deliveries = (topic: string) =>
     state.storage.sql.exec<{ attempts: number; next_at: number }>("SELECT attempts, next_at FROM deliveries").toArray(),
   );
 
-describe("DESIGN section 7: posting and reading", () => {
+describe("docs/mailbox.md: posting and reading", () => {
   it("an acknowledged POST is durable: the item survives the object's eviction", async () => {
     const topic = newTopic();
     const res = await post(topic, new Uint8Array([0, 1, 2, 255]));
@@ -156,7 +156,7 @@ describe("DESIGN section 7: posting and reading", () => {
   });
 });
 
-describe("DESIGN section 7: wakes by Web Push", () => {
+describe("docs/mailbox.md: wakes by Web Push", () => {
   it("each new item sends each receiver one push with { topic, seq, blob } and the mailbox's Topic", async () => {
     const topic = newTopic();
     const svc = fakePushService();
@@ -272,7 +272,7 @@ describe("DESIGN section 7: wakes by Web Push", () => {
   });
 });
 
-describe("DESIGN section 7: the push-endpoint rule, applied when a receiver registers", () => {
+describe("docs/mailbox.md: the push-endpoint rule, applied when a receiver registers", () => {
   const register = (topic: string, endpoint: string) => {
     const svc = fakePushService();
     return SELF.fetch(`${BASE}/${topic}/receivers`, { method: "POST", body: JSON.stringify({ ...svc.subscription, endpoint }) });

@@ -59,7 +59,7 @@ describe("GET /minca/v1/rooms/<room>", () => {
   });
 });
 
-describe("the code-channel room Durable Object (DESIGN section 6)", () => {
+describe("the code-channel room Durable Object (docs/minca-rooms.md)", () => {
   it("a join that does not prove its did for this room and challenge closes 4001", async () => {
     const room = newRoom();
     const s = await connect(room);

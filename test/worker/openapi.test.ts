@@ -1,4 +1,4 @@
-// The OpenAPI document (server/openapi.ts) against the Worker's own router (issue 19): every
+// The OpenAPI document (server/openapi.ts) against the Worker's own router: every
 // route the app registers is a path of the document, with its methods, and every path of the
 // document is a route; and the operator pages' 401 (ADMIN_TOKEN set) is an answer it promises.
 import { env, SELF } from "cloudflare:test";

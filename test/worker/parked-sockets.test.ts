@@ -1,4 +1,4 @@
-// DESIGN section 3 and issue 15, "Parked sockets": npubs and room ids are public, so anyone can
+// docs/hostile.md and "Parked sockets": npubs and room ids are public, so anyone can
 // open sockets to an object that never authenticate. An object keeps at most
 // common.max_unauthenticated_sockets_per_object of them; one more closes the oldest with 1013, and
 // a real device still registers / joins.

@@ -1,4 +1,4 @@
-// DESIGN section 5: Passnote sync rooms, inside workerd. The room proves membership with the
+// docs/passnote.md: Passnote sync rooms, inside workerd. The room proves membership with the
 // room key, reports peers, and routes binary frames by 8-byte peer id, byte-exact and in order.
 import { SELF, env, evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
@@ -33,7 +33,7 @@ async function joined(keys: RoomKeys): Promise<{ s: TestSocket; peer: string; pe
 
 const bytes = (...b: number[]) => new Uint8Array(b);
 
-describe("DESIGN 5: sync room endpoint", () => {
+describe("docs/passnote.md: sync room endpoint", () => {
   it("GET /passnote/v2/<room> refuses a malformed room id (400), a missing upgrade (426), other methods (405)", async () => {
     const bad = await SELF.fetch(`${base}/passnote/v2/not-a-room`, { headers: { upgrade: "websocket" } });
     expect(bad.status).toBe(400);
@@ -54,7 +54,7 @@ describe("DESIGN 5: sync room endpoint", () => {
   });
 });
 
-describe("DESIGN 5: join proof, welcome, join and leave reports", () => {
+describe("docs/passnote.md: join proof, welcome, join and leave reports", () => {
   it("a device that signs the challenge with the room key is welcomed with its peer id and the peers present; the others hear join", async () => {
     const keys = group();
     const a = await joined(keys);
@@ -119,7 +119,7 @@ describe("DESIGN 5: join proof, welcome, join and leave reports", () => {
   });
 });
 
-describe("DESIGN 5: binary frames routed by 8-byte peer id", () => {
+describe("docs/passnote.md: binary frames routed by 8-byte peer id", () => {
   it("unicast reaches exactly the named peer, prefixed with the sender's id, byte-exact", async () => {
     const keys = group();
     const a = await joined(keys);
@@ -193,7 +193,7 @@ describe("DESIGN 5: binary frames routed by 8-byte peer id", () => {
   });
 });
 
-describe("DESIGN 3 and 5: bounds and errors on a sync room socket", () => {
+describe("docs/hostile.md and 5: bounds and errors on a sync room socket", () => {
   it("an unknown text message type is unknown_type and the socket stays open", async () => {
     const a = await joined(group());
     a.s.send({ type: "frobnicate" });

@@ -1,4 +1,4 @@
-// DESIGN section 3, every input bounded: a WebSocket text frame whose JSON nests deeper than
+// docs/hostile.md, every input bounded: a WebSocket text frame whose JSON nests deeper than
 // common.max_json_depth is answered invalid_message before it is parsed, on every text endpoint
 // (the check is the Durable Object base's), and the socket stays open.
 import { describe, expect, it } from "vitest";

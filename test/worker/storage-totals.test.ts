@@ -1,4 +1,4 @@
-// Relay-wide storage totals (DESIGN section 3, "Nothing is stored for free"; docs/hostile.md,
+// Relay-wide storage totals (docs/hostile.md, "Nothing is stored for free"; docs/hostile.md,
 // "Relay-wide totals"; docs/hosting.md, "Quotas"): with a kind's total reached, a new name's store
 // is refused with storage_full while well within its own per-name quota, and leaves nothing
 // behind; what is freed goes back to the ledger; the ledger is made by the first lease only; the
@@ -50,7 +50,7 @@ const resetTotals = () =>
     inst.useTotals({ tally: STORAGE_LIMITS.tally_bytes, mailbox: STORAGE_LIMITS.mailbox_bytes, host: STORAGE_LIMITS.host_bytes });
   });
 
-describe("relay-wide storage totals (issue 15)", () => {
+describe("relay-wide storage totals", () => {
   it("the ledger is made by the first lease only: GETs of unknown topics, spaces and accounts, and a mailbox item within a lease, never reach it", async () => {
     for (let i = 0; i < 5; i++) {
       expect((await SELF.fetch(`${MAILBOX}/${newTopic()}`)).status).toBe(200);
@@ -229,7 +229,7 @@ describe("relay-wide storage totals (issue 15)", () => {
     await resetTotals();
   });
 
-  it("storage.host_bytes (issue 16): with the host at its host-wide total, a second account's version is refused 507 storage_full within its own quota, and nothing of it is stored", async () => {
+  it("storage.host_bytes: with the host at its host-wide total, a second account's version is refused 507 storage_full within its own quota, and nothing of it is stored", async () => {
     const connect = async () => {
       const acct = await newAccount();
       const host = new HostConnection(acct, RELAY, { fetch: fetchSelf });

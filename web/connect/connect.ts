@@ -1,4 +1,4 @@
-// The relay's small Minca home (served at /connect/, the connect page seed 002 §2.2 puts at
+// The relay's small Minca home (served at /connect/, the connect page the Minca protocol §2.2 puts at
 // <origin>/connect): an account held in this browser that answers a code in the page's link,
 // using the home side of shared/minca/home.ts over the rooms of the relay that served the page.
 // State for tests and the curious: window.mincaHome.

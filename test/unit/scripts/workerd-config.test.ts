@@ -135,7 +135,7 @@ describe("settings and secrets", () => {
     expect([...OPTIONAL_SECRETS].sort()).toEqual(names.sort());
   });
 
-  it("DESIGN 3 and 4: listening beyond loopback without PUBLIC_URL or ADMIN_TOKEN is said loudly at start", () => {
+  it("docs/hostile.md and 4: listening beyond loopback without PUBLIC_URL or ADMIN_TOKEN is said loudly at start", () => {
     expect(publicWarnings("127.0.0.1", {})).toEqual([]);
     expect(publicWarnings("::1", {})).toEqual([]);
     const open = publicWarnings("0.0.0.0", { PUBLIC_URL: "" });

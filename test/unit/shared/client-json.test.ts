@@ -1,4 +1,4 @@
-// Client JSON (issue 15, "500s"): every decoder of a client's JSON answers a refusal, never a
+// Client JSON ("500s"): every decoder of a client's JSON answers a refusal, never a
 // throw: nesting depth bounded on the raw text, lone surrogates refused, base64url of a length no
 // encoding has refused. Fuzzed at a fixed seed with the inputs that used to be 500s.
 import fc from "fast-check";
@@ -19,7 +19,7 @@ const nest = (n: number, open = "[", close = "]") => `${open.repeat(n)}${close.r
 /** JSON text with a lone surrogate escape in a string: what JSON.stringify writes for one. */
 const loneSurrogate = fc.integer({ min: 0xd800, max: 0xdfff }).map((c) => String.fromCharCode(c));
 
-describe("issue 15: client JSON has a documented nesting bound, checked on the raw text", () => {
+describe("client JSON has a documented nesting bound, checked on the raw text", () => {
   it(`nesting up to max_json_depth (${COMMON_LIMITS.max_json_depth}) is read; one level deeper is refused before parsing`, () => {
     const max = COMMON_LIMITS.max_json_depth;
     expect(parseClientJson(nest(max)).ok).toBe(true);
@@ -70,7 +70,7 @@ describe("issue 15: client JSON has a documented nesting bound, checked on the r
   });
 });
 
-describe("issue 15: invites, grants and links refuse instead of throwing", () => {
+describe("invites, grants and links refuse instead of throwing", () => {
   it("fuzz: an invite whose JSON holds a lone surrogate anywhere is refused, never thrown", async () => {
     const acct = await newAccount();
     const carry = carrySpace(acct.accountKey, acct.root.did, HOST, 0);

@@ -1,4 +1,4 @@
-// Issue 19: clients read relay errors leniently. A newer relay may send an error code this SDK
+// clients read relay errors leniently. A newer relay may send an error code this SDK
 // does not list (ERROR_CODES); the frame must still parse, so it reaches the app (Tally's
 // relay_error, a Passnote transport's errors) instead of being dropped as invalid.
 import { describe, expect, it } from "vitest";

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { publicHosts, relayUrlMatches } from "../../../shared/tally/relay-url";
 
-describe("auth event relay tag (DESIGN 4)", () => {
+describe("auth event relay tag (docs/tally.md)", () => {
   it("with PUBLIC_URL unset: matches the host the client connected to, whatever the scheme or path", () => {
     expect(relayUrlMatches("wss://relay.example/tally/v1/npub1x", "relay.example")).toBe(true);
     expect(relayUrlMatches("ws://127.0.0.1:8787", "127.0.0.1:8787")).toBe(true);

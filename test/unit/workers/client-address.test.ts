@@ -1,4 +1,4 @@
-// DESIGN section 3, "The client address": rate limits key on an address taken only from where it
+// docs/hostile.md, "The client address": rate limits key on an address taken only from where it
 // can be trusted: cf-connecting-ip on Cloudflare; self-hosted, the header the operator names
 // (TRUSTED_PROXY_HEADER) or, with none named, one shared bucket; never a header the client sets
 // on a direct connection.
@@ -8,7 +8,7 @@ import { clientAddress, normalizeAddress, SHARED_CLIENT } from "../../../workers
 
 const h = (o: Record<string, string>) => new Headers(o);
 
-describe("DESIGN 3: the client address rate limits key on", () => {
+describe("docs/hostile.md: the client address rate limits key on", () => {
   it("on Cloudflare (and wrangler dev) it is cf-connecting-ip", () => {
     expect(clientAddress(h({ "cf-connecting-ip": "203.0.113.7" }), {})).toBe("203.0.113.7");
     expect(clientAddress(h({ "x-forwarded-for": "198.51.100.1" }), { TRUSTED_PROXY_HEADER: "x-forwarded-for" })).toBe(SHARED_CLIENT);

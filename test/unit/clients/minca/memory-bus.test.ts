@@ -1,4 +1,4 @@
-// The room contract and seed 002 section 3's list, over the in-memory bus.
+// The room contract and the Minca protocol section 3's list, over the in-memory bus.
 import { MemoryBus } from "../../../../clients/minca/memory-bus";
 import { roomContract } from "../../../helpers/minca-contract";
 

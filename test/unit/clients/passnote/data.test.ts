@@ -1,4 +1,4 @@
-// Issue 18, data: strings round-trip exactly (a leading U+FEFF survives; lone surrogates are
+// data: strings round-trip exactly (a leading U+FEFF survives; lone surrogates are
 // refused at write time), local writes are checked against the decoder's bounds, and a record
 // that could not travel in one relay message is refused at the API, never sent.
 import { describe, expect, it } from "vitest";
@@ -32,7 +32,7 @@ function refusal(fn: () => unknown): string | undefined {
   return undefined;
 }
 
-describe("issue 18: strings round-trip exactly", () => {
+describe("strings round-trip exactly", () => {
   it('a leading U+FEFF survives: "\\uFEFFk" and "k" stay two records, in keys, collections and values', async () => {
     const { a, b } = await pair();
     a.put("notes", "k", "plain");
@@ -58,7 +58,7 @@ describe("issue 18: strings round-trip exactly", () => {
   });
 });
 
-describe("issue 18: local writes are checked against the decoder's bounds", () => {
+describe("local writes are checked against the decoder's bounds", () => {
   it("a key, collection or crdt type over 1,024 bytes is refused at the API; 1,024 bytes travels", async () => {
     const { a, b } = await pair();
     const long = "é".repeat(513); // 1,026 bytes of UTF-8 in 513 code units

@@ -52,7 +52,7 @@ function plainOf(rosterKey: Uint8Array, frames: Array<[string, Uint8Array]>): Me
   return viewReceived(rosterKey, frames).plain;
 }
 
-describe("seed 001 identity mode: the kind byte", () => {
+describe("the Passnote protocol identity mode: the kind byte", () => {
   it("every transport message starts with 0x00 (plain, under the roster key) or 0x01 (ratcheted); user data only in 0x01", async () => {
     const { owner, a, b } = await twoMembers();
     a.peer.put("notes", "n1", { title: "secret title" });
@@ -80,7 +80,7 @@ describe("seed 001 identity mode: the kind byte", () => {
   });
 });
 
-describe("seed 001 identity mode: the two modes", () => {
+describe("the Passnote protocol identity mode: the two modes", () => {
   it("an identity-mode peer and a passphrase-only peer whose passphrase key is the roster key never agree nor sync", async () => {
     const bus = new MemoryBus();
     const { owner } = newGroup(0);
@@ -99,7 +99,7 @@ describe("seed 001 identity mode: the two modes", () => {
   });
 });
 
-describe("seed 001 identity mode: plain frames", () => {
+describe("the Passnote protocol identity mode: plain frames", () => {
   it("plain frames carry only handshake, ratchet-hello, hello, poke and the roster collection's state, delta and reconcile", async () => {
     const { owner, a, b } = await twoMembers();
     a.peer.put("notes", "n1", 1);
@@ -129,7 +129,7 @@ describe("seed 001 identity mode: plain frames", () => {
   });
 });
 
-describe("seed 001 identity mode: the roster", () => {
+describe("the Passnote protocol identity mode: the roster", () => {
   it("the roster syncs by reconciliation: a device learns the owner's record and its own from the owner", async () => {
     const { owner, bob, b } = await twoMembers();
     await waitFor(() => b.peer.engine.rosterEntry(idOf(owner)) && b.peer.engine.rosterEntry(idOf(bob)), { what: "roster" });
@@ -165,7 +165,7 @@ describe("seed 001 identity mode: the roster", () => {
   });
 });
 
-describe("seed 001 identity mode: ratchet-hello", () => {
+describe("the Passnote protocol identity mode: ratchet-hello", () => {
   /** A ratchet-hello from bob's transport, changed by `edit`, as a plain frame into alice. */
   async function refusedFor(edit: (h: Parameters<typeof signRatchetHello>[1]) => void, signer?: Uint8Array) {
     const { owner, bob, a, b } = await twoMembers();
@@ -234,7 +234,7 @@ describe("seed 001 identity mode: ratchet-hello", () => {
   });
 });
 
-describe("seed 001 identity mode: unused ephemeral secrets are wiped on every drop path", () => {
+describe("the Passnote protocol identity mode: unused ephemeral secrets are wiped on every drop path", () => {
   const stateOf = (x: Member, y: Member) => x.peer.engine.core.peers.get(y.t.self!)!;
   /** x offers y a fresh hello (as a re-send request does) and returns its secret's buffer, unused. */
   const freshSecret = (x: Member, y: Member) => {
@@ -331,7 +331,7 @@ describe("seed 001 identity mode: unused ephemeral secrets are wiped on every dr
   });
 });
 
-describe("seed 001 identity mode: revoked and unknown devices", () => {
+describe("the Passnote protocol identity mode: revoked and unknown devices", () => {
   it("a revoked device and a device never in the roster, both holding the roster key, are refused sessions and learn no user collection name, watermark or record", async () => {
     const bus = new MemoryBus();
     const { owner, devices } = newGroup(3);
@@ -402,7 +402,7 @@ describe("seed 001 identity mode: revoked and unknown devices", () => {
   });
 });
 
-describe("seed 001 identity mode: session frames", () => {
+describe("the Passnote protocol identity mode: session frames", () => {
   it("a captured session frame replayed is dropped, and so is one that another overtook", async () => {
     const { a, b } = await twoMembers();
     const dropped: string[] = [];
@@ -510,7 +510,7 @@ describe("seed 001 identity mode: session frames", () => {
   });
 });
 
-describe("seed 001 identity mode: a peer that seals frames this side cannot open is asked to re-send its hello", () => {
+describe("the Passnote protocol identity mode: a peer that seals frames this side cannot open is asked to re-send its hello", () => {
   /**
    * Owner alice and member bob (admitted before either connects), where alice loses frames to bob
    * that `lose` picks while `losing` is on; each side's clock is driven by hand.

@@ -1,4 +1,4 @@
-// The reference peer over the in-memory bus: seed 001's handshake, inst tokens, sealing under the
+// The reference peer over the in-memory bus: the Passnote protocol's handshake, inst tokens, sealing under the
 // passphrase key, deltas, the clock bound, flow control and reconciliation, end to end in memory.
 import { describe, expect, it, vi } from "vitest";
 import { MemoryBus } from "../../../../clients/passnote/memory-bus";
@@ -26,7 +26,7 @@ async function pair(opts: { a?: Partial<PassnotePeerOptions>; b?: Partial<Passno
 
 const agreed = (p: PassnotePeer, peer: Transport) => p.engine.peerInfo(peer.self!)?.version === 2;
 
-describe("seed 001: connection handshake", () => {
+describe("the Passnote protocol: connection handshake", () => {
   it("both sides send a handshake on connect and reply once: at most two handshake frames each, version 2 agreed", async () => {
     const { a, b, ta, tb, sentA, sentB } = await pair();
     await waitFor(() => agreed(a, tb) && agreed(b, ta), { what: "agreement" });
@@ -109,7 +109,7 @@ describe("seed 001: connection handshake", () => {
   });
 });
 
-describe("seed 001: layer stack without an identity", () => {
+describe("the Passnote protocol: layer stack without an identity", () => {
   it("every frame travels sealed under the passphrase key; a peer with another key is dropped silently and never syncs", async () => {
     const { a, b, ta, tb } = await pair({ b: { key: groupKey() } });
     a.put("notes", "k", "v");
@@ -122,7 +122,7 @@ describe("seed 001: layer stack without an identity", () => {
   });
 });
 
-describe("seed 001: deltas and the clock bound", () => {
+describe("the Passnote protocol: deltas and the clock bound", () => {
   it("writes made together leave together: 1,200 puts in one turn are 3 delta frames of at most 500", async () => {
     const { a, b, ta, tb, sentA } = await pair();
     await waitFor(() => agreed(a, tb) && agreed(b, ta), { what: "agreement" });
@@ -182,7 +182,7 @@ describe("seed 001: deltas and the clock bound", () => {
   });
 });
 
-describe("seed 001: state (per-collection watermarks)", () => {
+describe("the Passnote protocol: state (per-collection watermarks)", () => {
   const rec = (key: string) => ({ key, value: 1, is_deleted: false, hlc: formatHlc({ wall: 1_000, counter: 0, node: "x" }) });
   const openingProbes = (sent: Message[]) =>
     sent
@@ -265,7 +265,7 @@ function sameRecordsIn(x: PassnoteStore, y: PassnoteStore): boolean {
   return x.collectionNames().every((c) => JSON.stringify(x.all(c)) === JSON.stringify(y.all(c)));
 }
 
-describe("seed 001: the clock bound's document rule and periodic anti-entropy (issue 18)", () => {
+describe("the Passnote protocol: the clock bound's document rule and periodic anti-entropy", () => {
   it("clock bound, document rule: a refused record takes the rest of its document (its key's other records in the delta) with it, and nothing else", async () => {
     const { a, b, ta, tb, key } = await pair();
     await waitFor(() => agreed(a, tb) && agreed(b, ta), { what: "agreement" });
@@ -375,7 +375,7 @@ describe("the periodic anti-entropy pass is bounded", () => {
   });
 });
 
-describe("seed 001: flow control and inbound order", () => {
+describe("the Passnote protocol: flow control and inbound order", () => {
   it("at most 16 frames are in flight to one peer, and they leave in order", async () => {
     const { a, b, ta, tb } = await pair();
     await waitFor(() => agreed(a, tb) && agreed(b, ta), { what: "agreement" });
@@ -404,7 +404,7 @@ describe("seed 001: flow control and inbound order", () => {
   });
 });
 
-describe("seed 001: sync", () => {
+describe("the Passnote protocol: sync", () => {
   it("two peers with 2,000 records and 20 differences converge by range reconciliation", async () => {
     const bus = new MemoryBus();
     const key = groupKey();

@@ -10,7 +10,7 @@ import { base64urlDecode, base64urlEncode, utf8Encode } from "../../../../shared
 const NOW = 1_800_000_000;
 const item = (seq: number, bytes = 4) => ({ seq, at: NOW, until: NOW + 60, blob: new Uint8Array(bytes).fill(seq) });
 
-describe("DESIGN section 7: mailbox topics", () => {
+describe("docs/mailbox.md: mailbox topics", () => {
   it("16-128 characters of [A-Za-z0-9_-]; anything else is not a topic", () => {
     expect(isTopic("a".repeat(16))).toBe(true);
     expect(isTopic("Az09_-".repeat(21) + "xx")).toBe(true); // 128
@@ -29,7 +29,7 @@ describe("DESIGN section 7: mailbox topics", () => {
   });
 });
 
-describe("DESIGN section 7: until", () => {
+describe("docs/mailbox.md: until", () => {
   it("defaults to 30 days ahead", () => {
     expect(resolveUntil(undefined, NOW)).toEqual({ until: NOW + 30 * 86_400 });
   });
@@ -45,7 +45,7 @@ describe("DESIGN section 7: until", () => {
   });
 });
 
-describe("DESIGN section 7: query parameters", () => {
+describe("docs/mailbox.md: query parameters", () => {
   it("after, limit and wait default and bound", () => {
     expect(pageQuerySchema.parse({})).toEqual({ after: 0, limit: MAILBOX_LIMITS.page_max_items, wait: 0 });
     expect(pageQuerySchema.parse({ after: "7", limit: "3", wait: "25" })).toEqual({ after: 7, limit: 3, wait: 25 });
@@ -70,7 +70,7 @@ describe("DESIGN section 7: query parameters", () => {
   });
 });
 
-describe("DESIGN section 7: pages", () => {
+describe("docs/mailbox.md: pages", () => {
   it("oldest first, next is the last seq served, more says there is another page", () => {
     const p = buildPage([item(3), item(4), item(5)], 2, 2, 3);
     expect(p.items.map((i) => i.seq)).toEqual([3, 4]);
@@ -105,7 +105,7 @@ describe("DESIGN section 7: pages", () => {
   });
 });
 
-describe("DESIGN section 7: the wake", () => {
+describe("docs/mailbox.md: the wake", () => {
   it("is { topic, seq, blob } while the whole body stays under 2 KB, else { topic, seq }", () => {
     const topic = "t".repeat(16);
     const small = JSON.parse(new TextDecoder().decode(wakeBody(topic, 5, new Uint8Array([1, 2, 3]))));

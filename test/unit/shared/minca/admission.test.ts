@@ -1,4 +1,4 @@
-// Admission of a Minca host (issue 16): who may post a CarryGrant, as the operator's
+// Admission of a Minca host: who may post a CarryGrant, as the operator's
 // MINCA_HOST_ADMISSION says. Pure decisions; the worker test posts real grants under each mode.
 import { describe, expect, it } from "vitest";
 import { admissionOf, admit } from "../../../../shared/minca/admission";

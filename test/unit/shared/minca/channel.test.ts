@@ -12,7 +12,7 @@ function exchange() {
   return { secret, home, program, atHome, atProgram };
 }
 
-describe("the code channel (DESIGN section 6 profile)", () => {
+describe("the code channel (docs/minca-rooms.md profile)", () => {
   it("both ends derive the same keys and six-digit check; the two directions differ", () => {
     const { atHome, atProgram } = exchange();
     expect(atHome).toEqual(atProgram);

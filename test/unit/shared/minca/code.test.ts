@@ -14,7 +14,7 @@ import {
   readCode,
 } from "../../../../shared/minca/code";
 
-describe("seed 002 section 3: the code and the link", () => {
+describe("the Minca protocol section 3: the code and the link", () => {
   it("the room for a code is the seed's vector", () => {
     for (const v of vectors.room) {
       expect(codeRoom(codeSecret(v.code))).toBe(v.room);

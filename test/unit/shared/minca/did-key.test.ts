@@ -54,7 +54,7 @@ describe("did:key for P-256 (multicodec 0x1200, compressed point, base58btc)", (
   });
 });
 
-describe("ES256 over WebCrypto (DESIGN section 3)", () => {
+describe("ES256 over WebCrypto (docs/hostile.md)", () => {
   it("verifies r‖s signatures, high-S ones too, and nothing else", async () => {
     const key = await newP256Key();
     const msg = utf8Encode("minca");

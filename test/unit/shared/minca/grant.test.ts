@@ -13,7 +13,7 @@ async function setup() {
   return { account, program, req };
 }
 
-describe("seed 002 sections 2.5 and 2.6: notes and grant checks", () => {
+describe("the Minca protocol sections 2.5 and 2.6: notes and grant checks", () => {
   it("a grant by code is a records-only note from the account to the ask's key, for the whole account", async () => {
     const { account, program, req } = await setup();
     const grant = await grantByCode(account, req, { days: 2, now: 1_790_000_000 });

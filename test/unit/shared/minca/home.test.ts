@@ -1,4 +1,4 @@
-// The account home's refusals (seed 002 §2.5) with its default connection store: they run
+// The account home's refusals (the Minca protocol §2.5) with its default connection store: they run
 // without the caller passing any hook.
 import { describe, expect, it } from "vitest";
 import { MemoryBus } from "../../../../clients/minca/memory-bus";

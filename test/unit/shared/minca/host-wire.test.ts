@@ -1,4 +1,4 @@
-// The host's HTTP wire (DESIGN 8.4): a POST body read into versions kept exactly as they arrived,
+// The host's HTTP wire (docs/hosting.md): a POST body read into versions kept exactly as they arrived,
 // the log's query, and links on a mailbox's first page with seq 0.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
@@ -6,7 +6,7 @@ import { logQuerySchema, readVersionsBody } from "../../../../shared/minca/host-
 import { buildPage } from "../../../../shared/mailbox/messages";
 import { rawElements } from "../../../../shared/json-raw";
 
-describe("DESIGN 8.4: versions are appended exactly as they arrived", () => {
+describe("docs/hosting.md: versions are appended exactly as they arrived", () => {
   it("each element's raw text is kept: spacing, escapes and number forms untouched", () => {
     const text = ' [ {"a": 1.50, "b":"\\u00e9"} ,\n{"x":[1,2,{"y":"]"}]}, 7 ]';
     const r = readVersionsBody(text);

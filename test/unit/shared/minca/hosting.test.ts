@@ -1,4 +1,4 @@
-// The hosting profile (DESIGN 8.1-8.4) and the rules of seed 002 §4.1-4.3 a host applies, checked
+// The hosting profile (docs/hosting.md-8.4) and the rules of the Minca protocol §4.1-4.3 a host applies, checked
 // on the pure modules: ids, constitutions and space keys, read keys (Ed25519 did:key), invites,
 // versions and their gates, passes, links, carry:closed, CarryGrants, read proofs. Every decoder
 // of untrusted input is fuzzed at a fixed seed.
@@ -34,7 +34,7 @@ const gate = (space: ReturnType<typeof newSpace>, ownMachinery = false) => ({
   ownMachinery,
 });
 
-describe("DESIGN 8.1: ids, constitutions, space keys and read keys", () => {
+describe("docs/hosting.md: ids, constitutions, space keys and read keys", () => {
   it("ids are b + lowercase unpadded base32 of SHA-256, the shape of code rooms too (one function)", () => {
     const id = mincaId(utf8Encode("x"));
     expect(isMincaId(id)).toBe(true);
@@ -100,7 +100,7 @@ describe("DESIGN 8.1: ids, constitutions, space keys and read keys", () => {
   });
 });
 
-describe("DESIGN 8.1: view-only invites", () => {
+describe("docs/hosting.md: view-only invites", () => {
   it("round-trips a private space with its key and a public one without", () => {
     for (const vis of ["private", "public"] as const) {
       const s = newSpace({ founders: [HOST], visibility: vis });
@@ -129,7 +129,7 @@ describe("DESIGN 8.1: view-only invites", () => {
   });
 });
 
-describe("DESIGN 8.2: versions (id, sig, sealed) and the gates a host applies", () => {
+describe("docs/hosting.md: versions (id, sig, sealed) and the gates a host applies", () => {
   it("a version's id is the hash of it without id and sig; its sealed body opens only with the body key", async () => {
     const acct = await newAccount();
     const s = makeSpace(acct, "private");
@@ -357,7 +357,7 @@ describe("seed §4.2: passes, carry:closed and links in the carry space", () => 
     expect(await read({ collection: "std.other", key: "x", body: {} })).toEqual({ kind: "other" });
   });
 
-  it("DESIGN 8.4: a revoke reads as the did it revokes only under its own key (revoke:<hash of the did>); a deleted revoke takes nothing back", async () => {
+  it("docs/hosting.md: a revoke reads as the did it revokes only under its own key (revoke:<hash of the did>); a deleted revoke takes nothing back", async () => {
     const acct = await newAccount();
     const carry = carrySpace(acct.accountKey, acct.root.did, HOST, 0);
     const bk = bodyKeyOf(carry.key!);
@@ -444,7 +444,7 @@ describe("seed §4.3: the carrier's checks of a CarryGrant", () => {
   });
 });
 
-describe("DESIGN 8.4: read proofs", () => {
+describe("docs/hosting.md: read proofs", () => {
   it("a proof by the read key within 60 s reads; none is missing; a wrong key, space or stale time is invalid", () => {
     const s = newSpace({ founders: [HOST], visibility: "private" });
     const seed = readSeedOf(s.key!);

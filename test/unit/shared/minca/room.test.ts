@@ -18,7 +18,7 @@ import { answerBodySchema, askBodySchema, helloSchema, homeBodySchema, keySchema
 
 const ROOM = "bihn55ne2az53tlealtmk3ervpyk6xa6364ii25ogc7xv54zkjszq";
 
-describe("the room's join and relay rules (DESIGN section 6)", () => {
+describe("the room's join and relay rules (docs/minca-rooms.md)", () => {
   it("a join signs UTF-8('minca/relay-join/v1') ‖ UTF-8(room) ‖ the challenge's 32 bytes", async () => {
     const challenge = newChallenge();
     const bytes = joinStatement(ROOM, challenge);

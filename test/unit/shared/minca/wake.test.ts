@@ -1,4 +1,4 @@
-// Wakes (DESIGN 8.5, seed 002 §4.4): matching reads a version's outside only; the push body and
+// Wakes (docs/hosting.md, the Minca protocol §4.4): matching reads a version's outside only; the push body and
 // its Topic.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";

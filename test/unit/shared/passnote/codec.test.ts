@@ -9,7 +9,7 @@ import { bytesToHex } from "../../../../shared/encoding";
 
 const varint = (v: number | bigint) => bytesToHex(new Writer().varint(v).finish());
 
-describe("seed 001: varints by arithmetic", () => {
+describe("the Passnote protocol: varints by arithmetic", () => {
   it("known encodings (LEB128)", () => {
     expect(varint(0)).toBe("00");
     expect(varint(127)).toBe("7f");
@@ -75,7 +75,7 @@ const valueArb: fc.Arbitrary<Value> = fc.letrec<{ v: Value }>((tie) => ({
   ),
 })).v;
 
-describe("seed 001: tagged values", () => {
+describe("the Passnote protocol: tagged values", () => {
   it("null, bool, int, double, string, list and map round-trip", () => {
     fc.assert(
       fc.property(valueArb, (v) => {
@@ -123,7 +123,7 @@ describe("seed 001: tagged values", () => {
   });
 });
 
-describe("seed 001: tagged values keep their type (double stays double)", () => {
+describe("the Passnote protocol: tagged values keep their type (double stays double)", () => {
   const doubleBytes = (x: number) => {
     const b = new Uint8Array(9);
     b[0] = 4; // the double tag

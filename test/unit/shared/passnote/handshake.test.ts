@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { InstTokens, instToken, makeHandshake, negotiateVersion } from "../../../../shared/passnote/handshake";
 import { decodeMessage, encodeMessage } from "../../../../shared/passnote/wire";
 
-describe("seed 001: version negotiation", () => {
+describe("the Passnote protocol: version negotiation", () => {
   it("sync starts on the highest common version; no overlap is PeerIncompatible (null)", () => {
     expect(negotiateVersion([2], [1, 2])).toBe(2);
     expect(negotiateVersion([2, 3], [3, 2, 1])).toBe(3);
@@ -19,7 +19,7 @@ describe("seed 001: version negotiation", () => {
   });
 });
 
-describe("seed 001: the excess of a handshake is ignored, not the handshake", () => {
+describe("the Passnote protocol: the excess of a handshake is ignored, not the handshake", () => {
   it("past 16 versions, 32 capabilities or a capability over 1,024 bytes, the rest still decodes", () => {
     const versions = Array.from({ length: 20 }, (_, i) => i + 1);
     const long = "c".repeat(2000);
@@ -68,7 +68,7 @@ describe("seed 001: the excess of a handshake is ignored, not the handshake", ()
   });
 });
 
-describe("seed 001: inst tokens", () => {
+describe("the Passnote protocol: inst tokens", () => {
   it("the first token is no restart; a new one is; a seen one (redelivery, replay) changes nothing; the last 8 are remembered", () => {
     const t = new InstTokens();
     const tok = (i: number) => i.toString(16).padStart(16, "0");

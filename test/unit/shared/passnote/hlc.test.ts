@@ -1,5 +1,5 @@
-// HLC string form (profile, seed 001 "with the HLC in string form") and the seal under the
-// passphrase key (seed 001 "The layer stack").
+// HLC string form (profile, the Passnote protocol "with the HLC in string form") and the seal under the
+// passphrase key (the Passnote protocol "The layer stack").
 import { describe, expect, it } from "vitest";
 import { HlcClock, formatHlc, parseHlc, hlcWall } from "../../../../shared/passnote/hlc";
 import { openFrame, sealFrame } from "../../../../shared/passnote/seal";
@@ -27,7 +27,7 @@ describe("HLC string form", () => {
   });
 });
 
-describe("seed 001: without an identity every message travels under the passphrase key", () => {
+describe("the Passnote protocol: without an identity every message travels under the passphrase key", () => {
   it("seal/open round-trips; another key, a flipped bit or a truncation opens to null", () => {
     const key = randomBytes(32);
     const frame = randomBytes(100);

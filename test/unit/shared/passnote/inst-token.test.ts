@@ -1,4 +1,4 @@
-// Seed 001 "Connection handshake", inst tokens (issue 18): any token not seen before from a peer
+// Seed 001 "Connection handshake", inst tokens: any token not seen before from a peer
 // means that peer restarted, the first token after token-less handshakes included; a peer that
 // sends no token is never reset.
 import { describe, expect, it } from "vitest";
@@ -17,7 +17,7 @@ function engine() {
   return { e, restarted, handshake };
 }
 
-describe("seed 001: inst tokens", () => {
+describe("the Passnote protocol: inst tokens", () => {
   it("a token seen for the first time after token-less handshakes means the peer restarted", async () => {
     const { restarted, handshake } = engine();
     await handshake(undefined);

@@ -1,4 +1,4 @@
-// Seed 001 "Messages", poke: "send me a hello", the pull half of forceSync (issue 18: its own test).
+// Seed 001 "Messages", poke: "send me a hello", the pull half of forceSync (its own test).
 import { describe, expect, it } from "vitest";
 import { randomBytes } from "../../../../shared/encoding";
 import { makeHandshake } from "../../../../shared/passnote/handshake";
@@ -25,7 +25,7 @@ function engine() {
   return { e, sent, from, settle };
 }
 
-describe("seed 001: poke", () => {
+describe("the Passnote protocol: poke", () => {
   it("poke: an agreed peer's poke is answered with one hello, and nothing else", async () => {
     const { e, sent, from, settle } = engine();
     e.put("notes", "n1", 1); // something to sync, so that a wrong answer would show

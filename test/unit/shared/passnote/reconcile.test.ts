@@ -29,7 +29,7 @@ function exchange(a: MemoryStore, b: MemoryStore, collection = "notes") {
   return { messages, shipped };
 }
 
-describe("seed 001: fingerprints", () => {
+describe("the Passnote protocol: fingerprints", () => {
   it("a record's fingerprint is SHA-256(key ‖ 0x00 ‖ hlc) truncated to 16 bytes", () => {
     const expected = sha256(concatBytes(utf8Encode("k1"), Uint8Array.of(0), utf8Encode(hlc(5)))).subarray(0, 16);
     expect(recordFingerprint("k1", hlc(5))).toEqual(expected);
@@ -48,7 +48,7 @@ describe("seed 001: fingerprints", () => {
   });
 });
 
-describe("seed 001: responder rules", () => {
+describe("the Passnote protocol: responder rules", () => {
   it("match: the range is settled and nothing is sent", () => {
     const a = new MemoryStore();
     const b = new MemoryStore();
@@ -102,7 +102,7 @@ describe("seed 001: responder rules", () => {
   });
 });
 
-describe("seed 001: the exchange converges; merging is idempotent", () => {
+describe("the Passnote protocol: the exchange converges; merging is idempotent", () => {
   it("10,000 records with 50 differences converge, with few messages and few records shipped", () => {
     const a = new MemoryStore();
     const b = new MemoryStore();

@@ -1,4 +1,4 @@
-// DESIGN section 5: room ids from the roster key, the join proof (verified with WebCrypto), and
+// docs/passnote.md: room ids from the roster key, the join proof (verified with WebCrypto), and
 // the 8-byte peer-id prefix of binary messages.
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
@@ -19,7 +19,7 @@ import {
 } from "../../../../shared/passnote/room";
 import { bytesToHex } from "../../../../shared/encoding";
 
-describe("DESIGN 5: room id and join proof", () => {
+describe("docs/passnote.md: room id and join proof", () => {
   it("room id = base64url(P), P the Ed25519 key of HKDF-SHA256(roster key, salt empty, 'passnote-relay-room-v1', 32)", () => {
     const roster = new Uint8Array(32).fill(7);
     const seed = hkdf(sha256, roster, new Uint8Array(0), utf8Encode("passnote-relay-room-v1"), 32);

@@ -1,4 +1,4 @@
-// The roster (profile where seed 001 is silent): device ids, the owner-signed record, keyTag,
+// The roster (profile where the Passnote protocol is silent): device ids, the owner-signed record, keyTag,
 // and a fail-closed record verifier (fuzzed).
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";

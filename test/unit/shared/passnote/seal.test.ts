@@ -6,7 +6,7 @@ import { xchacha20poly1305 } from "@noble/ciphers/chacha.js";
 import { concatBytes, randomBytes, utf8Encode } from "../../../../shared/encoding";
 import { KIND_PLAIN, KIND_RATCHET, openFrame, openPlain, sealFrame, sealPlain } from "../../../../shared/passnote/seal";
 
-describe("seed 001: the kind byte", () => {
+describe("the Passnote protocol: the kind byte", () => {
   it("a plain frame is 0x00 ‖ nonce (24) ‖ XChaCha20-Poly1305(roster key, nonce, frame)", () => {
     const key = randomBytes(32);
     const sealed = sealPlain(key, utf8Encode("frame"));

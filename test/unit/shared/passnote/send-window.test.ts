@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { SendWindow } from "../../../../shared/passnote/send-window";
 
-describe("seed 001: ordered send window", () => {
+describe("the Passnote protocol: ordered send window", () => {
   it("at most 16 frames in flight; the rest wait and leave in the order queued", async () => {
     const handed: number[] = [];
     const release: Array<() => void> = [];

@@ -33,7 +33,7 @@ function pairOfSessions(groupKey = randomBytes(32)) {
   return { sa, sb, a, b };
 }
 
-describe("seed 001: ratchet-hello", () => {
+describe("the Passnote protocol: ratchet-hello", () => {
   const device = randomBytes(32);
   const fields = {
     from: "1111111111111111",
@@ -76,7 +76,7 @@ describe("seed 001: ratchet-hello", () => {
   });
 });
 
-describe("seed 001: the session root and chains", () => {
+describe("the Passnote protocol: the session root and chains", () => {
   it('root = HKDF-SHA256(groupKey ‖ X25519(ephemeral, peerEphemeral), info "passnote-ratchet-root-v2" ‖ sorted node ids ‖ sorted ephemerals)', () => {
     const groupKey = randomBytes(32);
     const a = x25519.keygen();
@@ -135,7 +135,7 @@ describe("seed 001: the session root and chains", () => {
   });
 });
 
-describe("seed 001: one-use message keys", () => {
+describe("the Passnote protocol: one-use message keys", () => {
   it("every frame uses a new key: the same frame sealed twice differs, and each opens once", () => {
     const { sa, sb } = pairOfSessions();
     const f1 = sa.seal(utf8Encode("same"));

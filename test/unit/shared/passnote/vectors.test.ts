@@ -1,5 +1,4 @@
-// Fixed vectors (hex in, hex out) for every derivation of seed 001 and of the sync rooms (issue
-// 18): the fingerprint, the ratchet-hello signed bytes, the session root, the low and high chains,
+// Fixed vectors (hex in, hex out) for every derivation of the Passnote protocol and of the sync rooms: the fingerprint, the ratchet-hello signed bytes, the session root, the low and high chains,
 // ratcheted frame 0, the key tag, the roster signature, the room id and the join message. The
 // values were computed once from this code after each derivation was read against the seed (labels,
 // byte order) and recomputed independently with node:crypto; they are pinned here, so any change
@@ -20,7 +19,7 @@ import { decodeMessage, encodeMessage } from "../../../../shared/passnote/wire";
 const h = hexToBytes;
 const hex = bytesToHex;
 
-describe("fixed vectors: seed 001", () => {
+describe("fixed vectors: the Passnote protocol", () => {
   it("vector: the fingerprint of a record is SHA-256(key ‖ 0x00 ‖ hlc)[0..16], a range's their XOR", () => {
     const store = new MemoryStore();
     for (const r of v.fingerprint.records) {
@@ -102,7 +101,7 @@ describe("fixed vectors: seed 001", () => {
   });
 });
 
-describe("fixed vectors: sync rooms (DESIGN section 5)", () => {
+describe("fixed vectors: sync rooms (docs/passnote.md)", () => {
   it("vector: the room id is base64url of the Ed25519 key from HKDF-SHA256(roster key, 'passnote-relay-room-v1')", () => {
     const keys = roomKeys(h(v.room.rosterKey));
     expect(hex(keys.seed)).toBe(v.room.seed);

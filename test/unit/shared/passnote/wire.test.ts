@@ -43,7 +43,7 @@ const samples: Message[] = [
   },
 ];
 
-/** Messages whose strings start with U+FEFF: the decoder must keep it (issue 18). */
+/** Messages whose strings start with U+FEFF: the decoder must keep it. */
 const bomSamples: Message[] = [
   { type: "hello", node: "\uFEFFnodeA" },
   { type: "state", watermarks: [{ collection: "\uFEFFnotes", watermark: hlc }] },
@@ -71,7 +71,7 @@ const extensionSamples: Message[] = [
 ];
 const allSamples = [...samples, ...bomSamples, ...extensionSamples];
 
-describe("seed 001: frame encoding", () => {
+describe("the Passnote protocol: frame encoding", () => {
   it("every frame is magic 0xC7 ‖ version 0x02 ‖ type ‖ body; the handshake keeps version 0x01", () => {
     const tags = samples.map((m) => Array.from(encodeMessage(m).subarray(0, 3)));
     expect(tags).toEqual([
@@ -110,7 +110,7 @@ describe("seed 001: frame encoding", () => {
   });
 });
 
-describe("seed 001: decodeMessage is fail-closed (fuzz, fixed seed)", () => {
+describe("the Passnote protocol: decodeMessage is fail-closed (fuzz, fixed seed)", () => {
   const never = (bytes: Uint8Array) => {
     let out: unknown;
     expect(() => (out = decodeMessage(bytes))).not.toThrow();

@@ -1,4 +1,4 @@
-// Roles for perfect negotiation of a direct channel (seed 003 sections 6.3 and 13.1).
+// Roles for perfect negotiation of a direct channel (the Tally protocol sections 6.3 and 13.1).
 import { describe, expect, it } from "vitest";
 import { isPolite, rtcSignalSchema } from "../../../../shared/tally/negotiation";
 import { generateSecretKey, getPublicKeyHex, npubEncode } from "../../../../shared/tally/keys";

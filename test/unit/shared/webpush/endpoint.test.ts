@@ -1,4 +1,4 @@
-// DESIGN section 7's push-endpoint rule, range by range, in every form a URL parser normalises.
+// docs/mailbox.md's push-endpoint rule, range by range, in every form a URL parser normalises.
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { addressRange, checkPushEndpoint, hostsOf, parseEndpointAllow, type EndpointPolicy } from "../../../../shared/webpush/endpoint";
@@ -11,7 +11,7 @@ const reason = (endpoint: string, policy = none) => {
   return r.ok ? "ok" : r.reason;
 };
 
-describe("DESIGN section 7: a push endpoint is an https URL on the default port whose host is a public name", () => {
+describe("docs/mailbox.md: a push endpoint is an https URL on the default port whose host is a public name", () => {
   it("accepts the big push services' endpoints", () => {
     expect(ok("https://fcm.googleapis.com/fcm/send/abc:def")).toBe(true);
     expect(ok("https://updates.push.services.mozilla.com/wpush/v2/gAAAA")).toBe(true);

@@ -82,7 +82,7 @@ describe("RFC 8030 push message requests", () => {
     expect((await sender.send(nodeSubscription("https://push.example/abc"), utf8Encode("x"), { ttl: 1 })).kind).toBe("retry");
   });
 
-  it("DESIGN section 7: a redirect is never followed: fetch is asked not to, and a 3xx answer is rejected, not retried", async () => {
+  it("docs/mailbox.md: a redirect is never followed: fetch is asked not to, and a 3xx answer is rejected, not retried", async () => {
     const { sender, calls } = senderWith(
       () => new Response(null, { status: 307, headers: { location: "https://relay.example/minca/v1/mailbox/x" } }),
     );
@@ -91,7 +91,7 @@ describe("RFC 8030 push message requests", () => {
     expect(calls[0].init.redirect).toBe("manual");
   });
 
-  it("DESIGN section 7: at most max_answer_bytes of an endless error answer are read, then the rest is cancelled", async () => {
+  it("docs/mailbox.md: at most max_answer_bytes of an endless error answer are read, then the rest is cancelled", async () => {
     let pulled = 0;
     let cancelled = false;
     const endless = new ReadableStream<Uint8Array>({
@@ -110,7 +110,7 @@ describe("RFC 8030 push message requests", () => {
     expect(await readAtMost(new Response("x".repeat(10_000)).body)).toHaveLength(WEBPUSH_LIMITS.max_answer_bytes);
   });
 
-  it("DESIGN section 7: a push that takes longer than the timeout is given up and retried", async () => {
+  it("docs/mailbox.md: a push that takes longer than the timeout is given up and retried", async () => {
     const fetch: FetchLike = (_url, init) =>
       new Promise((_resolve, reject) => init.signal?.addEventListener("abort", () => reject(init.signal?.reason)));
     const sender = new WebPushSender({ keys: generateVapidKeys(), subject: "mailto:ops@example.com", fetch, timeoutMs: 20 });

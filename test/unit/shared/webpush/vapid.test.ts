@@ -53,7 +53,7 @@ describe("RFC 8292 VAPID", () => {
     expect(got.publicKey).toBe(base64urlEncode(keys.publicKey));
   });
 
-  it("high-S signatures are accepted (DESIGN section 3)", () => {
+  it("high-S signatures are accepted (docs/hostile.md)", () => {
     const keys = generateVapidKeys();
     const claims = { aud: "https://push.example", exp: 2_000_000_000, sub: "https://relay.example" };
     const jwt = signVapidJwt(claims, keys);
