@@ -303,10 +303,14 @@ export class TallyClient {
 
   /**
    * Receives one envelope from any path (the relay, or a direct channel that hands its frames
-   * here): the checks of 5.3, dedup (7), receipts (8.1), and the relay ack.
+   * here): the checks of 5.3, dedup (7), receipts (8.1), and the relay ack. It waits its turn
+   * behind every frame received before it, so two copies of one message never run the handler
+   * twice (the processed check and its write would interleave).
    */
   receiveEnvelope(envelope: unknown, via: Delivery): Promise<void> {
-    return this.inbound.receiveEnvelope(envelope, via, via === "relay" ? () => this.ack(undefined, envelope) : undefined);
+    return this.enqueueInbound(() =>
+      this.inbound.receiveEnvelope(envelope, via, via === "relay" ? () => this.ack(undefined, envelope) : undefined),
+    );
   }
 
   /** Acks a relay's copy of an envelope (acks mode) on that relay; with none named, on every relay. */
@@ -444,7 +448,7 @@ export class TallyClient {
     }
     if (typeof msg !== "object" || msg === null) return Promise.resolve();
     if (msg.type === "peer_envelope") {
-      return this.enqueueInbound(() => this.receiveEnvelope(msg, "direct"));
+      return this.receiveEnvelope(msg, "direct");
     }
     if (msg.type === RECEIPT_TYPE && fromUserId === undefined) {
       return this.events.emit("dropped", "plaintext_receipt_without_peer", msg).then(() => undefined);

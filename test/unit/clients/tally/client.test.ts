@@ -57,6 +57,19 @@ describe("Tally client: receiving", () => {
     expect(dups).toEqual([[id, "relay"]]);
   });
 
+  it("7: two copies arriving at once by two paths run the handler once (the processed check and its write are not interleaved)", async () => {
+    const { a, b, aToB, got } = pair();
+    const id = await a.send(b.npub, "note", {});
+    let inHandler = 0;
+    b.on("message", async () => {
+      inHandler++;
+      await new Promise((r) => setTimeout(r, 0)); // a handler that awaits: the second copy arrives meanwhile
+    });
+    await Promise.all([b.handleDirectFrame(aToB[0]), b.receiveEnvelope(JSON.parse(aToB[0]), "relay")]);
+    expect(got.map((m) => m.id)).toEqual([id]);
+    expect(inHandler).toBe(1);
+  });
+
   it("5.3: an envelope whose claims were altered is dropped without a receipt", async () => {
     const { a, b, aToB, bToA, got } = pair();
     const dropped: string[] = [];
