@@ -54,12 +54,12 @@ export async function newAccount(cmd = "/"): Promise<MincaAccount> {
   return { root, accountKey: randomBytes(32), session, note: await sessionNote(root, session.did, cmd), revoked: [] };
 }
 
-/** How long a session note lives (seed §1.2: "exp": now + ttl; one root signature an hour). */
+/** How long a session note lives (the Minca protocol §1.2: "exp": now + ttl; one root signature an hour). */
 export const SESSION_TTL_SECONDS = 3_600;
-/** A session note is renewed when less than this is left of it (seed §1.2: before it runs out). */
+/** A session note is renewed when less than this is left of it (the Minca protocol §1.2: before it runs out). */
 export const SESSION_RENEW_BEFORE_SECONDS = 600;
 
-/** A note from the account's root to a session key, on the whole account (seed §1.2), for SESSION_TTL_SECONDS. */
+/** A note from the account's root to a session key, on the whole account (the Minca protocol §1.2), for SESSION_TTL_SECONDS. */
 export async function sessionNote(
   root: P256Key,
   audience: string,
@@ -166,7 +166,7 @@ export class HostConnection {
     return host;
   }
 
-  /** The CarryGrant a home would answer this host with (seed §4.3), for carry space `gen`. */
+  /** The CarryGrant a home would answer this host with (the Minca protocol §4.3), for carry space `gen`. */
   async grant(gen = 0, name?: string): Promise<CarryGrant> {
     const host = await this.info();
     this.carry = carrySpace(this.account.accountKey, this.account.root.did, host.did, gen);
@@ -232,7 +232,7 @@ export class HostConnection {
     return (await this.post(this.carrySpace().id, [v]))[0];
   }
 
-  /** A link (seed §4.2): the host answers a mailbox fetch of the blob's topic with it until `until`. */
+  /** A link (the Minca protocol §4.2): the host answers a mailbox fetch of the blob's topic with it until `until`. */
   async link(key: string, blob: Uint8Array, until: number): Promise<VersionResult> {
     const v = await writeVersion(this.account, this.carrySpace(), {
       collection: LINK,
@@ -285,7 +285,7 @@ export class HostConnection {
     return writeVersion(this.account, this.carrySpace(), { collection: REVOKE, key: revokeKey(body.key), body });
   }
 
-  /** Removing the host (seed §4.2): carry:closed. The host forgets everything it held for the account. */
+  /** Removing the host (the Minca protocol §4.2): carry:closed. The host forgets everything it held for the account. */
   async close(): Promise<VersionResult> {
     const v = await writeVersion(this.account, this.carrySpace(), { collection: PASS, key: CLOSED_KEY, body: { v: 1, closed: true } });
     return (await this.post(this.carrySpace().id, [v]))[0];

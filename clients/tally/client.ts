@@ -491,7 +491,7 @@ export class TallyClient {
   }
 }
 
-/** A random 128-bit message id (seed 3.1), as 32 hex characters. */
+/** A random 128-bit message id (the Tally protocol §3.1), as 32 hex characters. */
 export function newMessageId(): string {
   return bytesToHex(randomBytes(16));
 }

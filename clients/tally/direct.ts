@@ -1,4 +1,4 @@
-// Direct channels (seed 6.1): the client sends envelopes and receipts over any channel that
+// Direct channels (the Tally protocol §6.1): the client sends envelopes and receipts over any channel that
 // carries string frames. The client keeps its open channels in a DirectChannels registry, by peer
 // user and (when known) device. A WebRTC data channel plugs in with `dataChannelAdapter`; tests
 // use `connectInMemory`, two clients joined as if by a data channel.

@@ -16,7 +16,7 @@ import type { Emitter, Delivery, InnerMessage, TallyClientEvents } from "./event
 import { IGNORED_RESULT, type TallyStore } from "./store";
 import type { SyncEngine } from "./sync";
 
-/** Receipt type (seed 8.1). */
+/** Receipt type (the Tally protocol §8.1). */
 export const RECEIPT_TYPE = "received";
 /** Types that travel between one user's devices (self-envelopes, 13.8) and never get receipts. */
 export const SELF_SYNC_TYPES = new Set(["sync_hello", "sync_data"]);

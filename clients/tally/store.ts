@@ -49,7 +49,7 @@ export interface TallyStore {
   addProcessed(fromUserId: string, id: string, at: number, result?: string): Promise<void>;
   /** Every message recorded "ignored". Optional for stores written before it: none are named then. */
   listIgnored?(): Promise<MessageKey[]>;
-  /** The ledger (seed 12), keyed by (from_user_id, id): append-only; a key already held changes nothing (false). */
+  /** The ledger (the Tally protocol §12), keyed by (from_user_id, id): append-only; a key already held changes nothing (false). */
   appendLedger(entry: LedgerEntry): Promise<boolean>;
   hasLedger(fromUserId: string, id: string): Promise<boolean>;
   listLedger(): Promise<LedgerEntry[]>;

@@ -290,7 +290,7 @@ export class MincaAccount extends StoredObject<Env> {
   // ---- links (called by MincaMailbox) ---------------------------------------------------------
 
   /**
-   * The account's links of `topic` a mailbox fetch is answered with (seed §4.2): among its 64
+   * The account's links of `topic` a mailbox fetch is answered with (the Minca protocol §4.2): among its 64
    * most recently written live links, those whose topic (computed from the blob) is `topic`.
    */
   linksFor(topic: string): Array<{ blob: Uint8Array; until: number; at: number }> {

@@ -103,7 +103,7 @@ export class TallyQueue {
     return r.stored ? r.value : "storage_full";
   }
 
-  /** An acking device took one envelope (seed 6.3): it goes. */
+  /** An acking device took one envelope (the Tally protocol §6.3): it goes. */
   ack(fromHex: string, id: string): void {
     if (!this.schema.exists) return;
     this.lease.free(() => this.sql.exec("DELETE FROM queue WHERE from_hex = ? AND id = ?", fromHex, id));
@@ -118,7 +118,7 @@ export class TallyQueue {
     return n;
   }
 
-  /** Pushed to a device that does not ack: every envelope up to `seq` goes (seed 6.2). */
+  /** Pushed to a device that does not ack: every envelope up to `seq` goes (the Tally protocol §6.2). */
   removeThrough(seq: number): void {
     this.lease.free(() => this.sql.exec("DELETE FROM queue WHERE seq <= ?", seq));
   }

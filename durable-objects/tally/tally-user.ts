@@ -200,7 +200,7 @@ export class TallyUser extends SocketObject<Env, TallyAttachment> {
     await this.wakeAt(Date.now() + IDLE_MS);
     this.contacts.pruneIntroductions(this.devices().map((d) => d.att.deviceId));
 
-    // registered, the stored envelopes oldest first, queue_drained (seed 6.2 step 2).
+    // registered, the stored envelopes oldest first, queue_drained (the Tally protocol §6.2 step 2).
     this.queue.purgeExpired(Date.now());
     const rows = this.queue.pending();
     this.send(ws, { type: "registered", user_id: this.userNpub(), device_id: deviceId, queued: rows.length });
@@ -296,7 +296,7 @@ export class TallyUser extends SocketObject<Env, TallyAttachment> {
   }
 
   /**
-   * Delivers one envelope for this user (seed 6.2): pushed at once to the online devices that do
+   * Delivers one envelope for this user (the Tally protocol §6.2): pushed at once to the online devices that do
    * not ack; stored first when no device is online or one acks, then pushed in its stored form.
    * When the relay-wide total has no room to store it, the online devices still get it as it
    * arrived (step 1: deliver to online devices): "delivered" if one took it, else storage_full.

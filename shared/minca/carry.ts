@@ -37,7 +37,7 @@ export function receiverKey(endpoint: string): string {
   return `receiver:${keyHash(endpoint)}`;
 }
 
-// ---- CarryGrant (seed §4.3) ----------------------------------------------------------------
+// ---- CarryGrant (the Minca protocol §4.3) ----------------------------------------------------------------
 
 export const carryGrantSchema = z
   .object({
@@ -67,7 +67,7 @@ export interface CarryStart {
 export type CarryGrantCheck = { ok: true; start: CarryStart } | { ok: false; reason: string };
 
 /**
- * The carrier's checks of a CarryGrant (seed §4.3): kind is carry; the invite is to the named
+ * The carrier's checks of a CarryGrant (the Minca protocol §4.3): kind is carry; the invite is to the named
  * space; the space is private with did its one founder and no roles; the invite carries its key
  * (and that key makes the constitution's read key); pod.dataPath has no empty or ".." segment.
  * With `carrierDid`, the carry space must also be derived for this carrier (its nonce names it).
@@ -100,7 +100,7 @@ export function checkCarryGrant(value: unknown, carrierDid?: string): CarryGrant
 }
 
 /**
- * The gen a carry space's nonce names (seed §4.2: "a gen that is not a non-negative integer names
+ * The gen a carry space's nonce names (the Minca protocol §4.2: "a gen that is not a non-negative integer names
  * no carry space"): `carry:<carrier did>:<gen>` with gen in canonical decimal (no sign, no leading
  * zero, no fraction, a safe integer); null for anything else (-1, abc, 01, 1.5, nothing).
  */
@@ -111,7 +111,7 @@ export function carryGenOf(nonce: string): number | null {
   return Number.isSafeInteger(gen) ? gen : null;
 }
 
-/** The CarryGrant a home answers a carrier with (seed §4.3), for a carry space the account derived. */
+/** The CarryGrant a home answers a carrier with (the Minca protocol §4.3), for a carry space the account derived. */
 export function carryGrant(opts: {
   account: string;
   name?: string;
@@ -310,7 +310,7 @@ function readCarryRecordOrThrow(v: Version, bodyKey: Uint8Array): CarryRecord {
   }
 }
 
-/** A pass body for a space (what a device writes, seed §4.2). */
+/** A pass body for a space (what a device writes, the Minca protocol §4.2). */
 export function passBody(space: { constitution: Constitution; key?: Uint8Array }, readKey?: string, own?: boolean): PassBody {
   const body: PassBody = { v: 1, constitution: space.constitution };
   if (space.key) body.readSeed = base64urlEncode(readSeedOf(space.key));

@@ -59,7 +59,7 @@ export function readCode(text: string): string | null {
   return null;
 }
 
-/** A home's connect page from its origin or bare domain (seed §2.2): <origin>/connect. */
+/** A home's connect page from its origin or bare domain (the Minca protocol §2.2): <origin>/connect. */
 export function connectPage(home: string): string {
   const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(home) ? home : `https://${home}`;
   const url = new URL(withScheme);

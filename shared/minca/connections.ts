@@ -27,7 +27,7 @@ export class HomeConnections {
     return this.byAudience.get(did);
   }
 
-  /** Whether `did` is held by a connection of another kind (seed §2.5, §2.10: one key is never both). */
+  /** Whether `did` is held by a connection of another kind (the Minca protocol §2.5, §2.10: one key is never both). */
   heldElsewhere(did: string, kind: ConnectionKind): boolean {
     const held = this.byAudience.get(did);
     return held !== undefined && held.kind !== kind;

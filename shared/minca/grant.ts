@@ -8,14 +8,14 @@ import type { P256Key } from "./es256";
 
 export const GRANT_VERSION = 2;
 const DAY_SECONDS = 86_400;
-/** The lifetime a home gives when neither the person nor the request chose one (seed §2.5 step 4). */
+/** The lifetime a home gives when neither the person nor the request chose one (the Minca protocol §2.5 step 4). */
 export const DEFAULT_GRANT_DAYS = 7;
-/** The home's own bounds on a grant's lifetime (seed §2.5 step 4: "within the home's own bounds"), in days. */
+/** The home's own bounds on a grant's lifetime (the Minca protocol §2.5 step 4: "within the home's own bounds"), in days. */
 export const MIN_GRANT_DAYS = 1 / 24;
 export const MAX_GRANT_DAYS = 365;
 
 /**
- * A grant's lifetime in days, within the home's bounds (seed §2.5 step 4): unset is the default
+ * A grant's lifetime in days, within the home's bounds (the Minca protocol §2.5 step 4): unset is the default
  * (7); a finite positive number is clamped to [1 hour, 365 days]; anything else (NaN, an
  * infinity, zero, a negative number) is refused with null: no grant is made from it.
  */
@@ -42,7 +42,7 @@ export const grantSchema = z
   .passthrough();
 export type Grant = z.infer<typeof grantSchema> & { note: Note };
 
-/** The ConnectRequest a home makes itself for a program's ask (seed §3). */
+/** The ConnectRequest a home makes itself for a program's ask (the Minca protocol §3). */
 export interface CodeRequest {
   v: 1;
   audience: string;
@@ -61,7 +61,7 @@ export function codeRequest(ask: { did: string; proof: string; name?: string }):
 export type RequestCheck = { ok: true } | { ok: false; reason: string };
 
 /**
- * A home's checks of a request by code (seed §2.5): the proof verifies with the audience key
+ * A home's checks of a request by code (the Minca protocol §2.5): the proof verifies with the audience key
  * over the statement naming the home's own origin; the audience is not the home's own session
  * key, nor one another connection of another kind holds.
  */
@@ -91,7 +91,7 @@ export interface Account {
 }
 
 /**
- * The grant for a program by code (seed §3, §2.5): a note from the account's root to the ask's
+ * The grant for a program by code (the Minca protocol §3, §2.5): a note from the account's root to the ask's
  * key, cmd /record, sub the account, no policy, for `days` (default 7).
  */
 export async function grantByCode(account: Account, req: CodeRequest, opts: { days?: number; now?: number } = {}): Promise<Grant> {
@@ -118,7 +118,7 @@ export async function grantByCode(account: Account, req: CodeRequest, opts: { da
 export type GrantCheck = { ok: true; grant: Grant } | { ok: false; reason: string };
 
 /**
- * What an app or program checks before using a grant (seed §2.6): v is 2; the note verifies;
+ * What an app or program checks before using a grant (the Minca protocol §2.6): v is 2; the note verifies;
  * its aud is the asker's own key; its iss is grant.did; and, for one that asked for records
  * only, its command is under /record.
  */

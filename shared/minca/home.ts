@@ -53,10 +53,10 @@ export interface HomeOptions {
   join: JoinRoom;
   /** The person's approval, given what the home shows. */
   approve: (shown: AskShown) => Promise<Decision>;
-  /** Whether another connection of a different kind already holds this key (seed §2.5), besides what `connections` holds. */
+  /** Whether another connection of a different kind already holds this key (the Minca protocol §2.5), besides what `connections` holds. */
   heldElsewhere?: (did: string) => boolean;
   /**
-   * The connections the home remembers (seed §2.10): the one it grants is added, and its refusals
+   * The connections the home remembers (the Minca protocol §2.10): the one it grants is added, and its refusals
    * (its own session key, a key another kind of connection holds) read it. Default: one
    * in-memory store per account object (connectionsOf), so the refusals always run.
    */

@@ -82,7 +82,7 @@ export async function verifyNote(value: unknown, now?: number): Promise<NoteChec
   return { ok: true, note: { payload: payload.data, sig: outer.data.sig, type: NOTE_TYPE } };
 }
 
-/** Whether a command is /record or under it (records only, seed 01 §8). */
+/** Whether a command is /record or under it (records only, the Minca protocol §01 §8). */
 export function isRecordsOnly(cmd: string): boolean {
   return cmd === "/record" || cmd.startsWith("/record/");
 }

@@ -166,7 +166,7 @@ export interface GateContext {
   /** The space the versions are posted to. */
   space: string;
   constitution: Constitution;
-  /** The account's own spaces (its carry space, a space its pass says is its own): a note must grant /account/write (seed §1.3). */
+  /** The account's own spaces (its carry space, a space its pass says is its own): a note must grant /account/write (the Minca protocol §1.3). */
   ownMachinery: boolean;
 }
 

@@ -1,7 +1,7 @@
 // WebRTC roles for a direct channel (the Tally protocol sections 6.3 and 13.1): "perfect negotiation",
 // where both ends may offer at once and the polite end yields. The role comes from a
 // lexicographic comparison of the two ends' keys: the users' ids between two users, the device
-// ids between two devices of one user (13.1). Seed 2: a user id or key is the npub unless hex is
+// ids between two devices of one user (13.1). The Tally protocol §2: a user id or key is the npub unless hex is
 // stated, and 13.1 states none, so two users compare their npubs (the bech32 strings; the order
 // differs from the hex order for about 61% of pairs).
 // Decision: the end with the smaller key is the polite one.

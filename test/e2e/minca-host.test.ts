@@ -161,7 +161,7 @@ describe("a stranger, a revoked key and a records-only program, each refused wit
   });
 });
 
-describe("seed §4.2: links", () => {
+describe("the Minca protocol §4.2: links", () => {
   it("a mailbox fetch's first page carries the account's live links of the topic with seq 0, the blob once, until its last link expires; expired ones never", async () => {
     const now = Math.floor(Date.now() / 1000);
     expect((await fetch(`${relay.url}/minca/v1/mailbox/${topic}`, { method: "POST", body: "own item" })).status).toBe(201);
@@ -216,7 +216,7 @@ describe("a restart loses nothing", () => {
   });
 });
 
-describe("seed §4.2: carry:closed", () => {
+describe("the Minca protocol §4.2: carry:closed", () => {
   it("the host forgets everything it held for the account: no stored row in the objects' storage, and the status answers 410", async () => {
     const ids = [priv.id, pub.id, host.carry!.id];
     expect(await host.close()).toMatchObject({ accepted: true });

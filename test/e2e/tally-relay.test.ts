@@ -46,7 +46,7 @@ describe("HTTP surface", () => {
   });
 });
 
-describe("register (profile of seed 13.9)", () => {
+describe("register (profile of the Tally protocol §13.9)", () => {
   it("the relay opens with a 64-hex challenge, and a signed kind-22242 event registers a fresh device", async () => {
     const user = newUser();
     const s = await openFor(user.npub);
@@ -187,7 +187,7 @@ describe("frames (docs/hostile.md)", () => {
   });
 });
 
-describe("envelopes (seed 6.2, 6.4, 8.2)", () => {
+describe("envelopes (the Tally protocol §6.2, 6.4, 8.2)", () => {
   it("a spoofed from_user_id is refused with forbidden_sender and nothing is delivered", async () => {
     const alice = newUser();
     const bob = newUser();
@@ -372,7 +372,7 @@ describe("delivery acks (profile)", () => {
     b3.close();
   });
 
-  it("without acks, a flushed envelope is removed after the push (seed 6.2 step 3)", async () => {
+  it("without acks, a flushed envelope is removed after the push (the Tally protocol §6.2 step 3)", async () => {
     const alice = newUser();
     const bob = newUser();
     const a = await rawRegistered(relay, alice);

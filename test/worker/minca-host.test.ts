@@ -43,7 +43,7 @@ describe("docs/hosting.md: the host's identity and connecting it", () => {
     expect(again.protocols.minca.host.did).toBe(doc.protocols.minca.host.did);
   });
 
-  it("seed §4.3: a CarryGrant failing the carrier's checks is refused with invalid_grant; a good one starts carrying", async () => {
+  it("the Minca protocol §4.3: a CarryGrant failing the carrier's checks is refused with invalid_grant; a good one starts carrying", async () => {
     const acct = await newAccount();
     const host = new HostConnection(acct, RELAY, { fetch: fetchSelf });
     const grant = await host.grant();
@@ -267,7 +267,7 @@ describe("docs/hosting.md: carried spaces", () => {
     expect((await a.host.fetchLog(s)).items).toHaveLength(2);
   });
 
-  it("seed §4.2: a deleted pass stops carrying that space for that account; with no other carrier the space is forgotten", async () => {
+  it("the Minca protocol §4.2: a deleted pass stops carrying that space for that account; with no other carrier the space is forgotten", async () => {
     const { acct, host } = await connected();
     const s = makeSpace(acct, "public");
     await host.pass(s);
@@ -454,7 +454,7 @@ describe("quotas: an account pays for what it writes", () => {
   });
 });
 
-describe("seed §4.2: links and carry:closed", () => {
+describe("the Minca protocol §4.2: links and carry:closed", () => {
   it("the alarm sweeps expired links; a mailbox fetch never serves one", async () => {
     const { acct, host } = await connected();
     const blob = utf8Encode(`link ${Math.random()}`);

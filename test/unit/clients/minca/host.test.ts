@@ -5,7 +5,7 @@ import { checkVersion } from "../../../../shared/minca/version";
 
 afterEach(() => vi.useRealTimers());
 
-describe("seed §1.2: the session note", () => {
+describe("the Minca protocol §1.2: the session note", () => {
   it("carries exp = now + ttl, and is renewed (same key, same terms, a later exp) before it runs out", async () => {
     vi.useFakeTimers({ toFake: ["Date"] });
     const t0 = Date.parse("2026-12-02T12:00:00Z");

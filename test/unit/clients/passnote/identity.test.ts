@@ -1,4 +1,4 @@
-// Seed 001 with device identities (the default), over the in-memory bus: the kind byte, the plain
+// The Passnote protocol, with device identities (the default), over the in-memory bus: the kind byte, the plain
 // frame restrictions, the roster, ratchet-hello's acceptance checks, sessions, revocation, and
 // replayed or reordered session frames.
 import { describe, expect, it } from "vitest";

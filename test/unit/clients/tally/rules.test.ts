@@ -1,4 +1,4 @@
-// Seed 003 rules the client keeps on its own (no relay): results, the friend rule, persistence,
+// The Tally protocol, rules the client keeps on its own (no relay): results, the friend rule, persistence,
 // retries that end, transport-only receipts, the default store. Two clients joined by in-memory
 // channels whose frames the test hands over.
 import { mkdtempSync, readdirSync, statSync } from "node:fs";

@@ -33,7 +33,7 @@ describe("the Minca protocol section 3: the code and the link", () => {
     }
   });
 
-  it("a home's address is its bare domain's /connect (seed 2.2)", () => {
+  it("a home's address is its bare domain's /connect (the Minca protocol §2.2)", () => {
     expect(connectPage("minca.example.com")).toBe("https://minca.example.com/connect");
     expect(connectPage("http://127.0.0.1:9999/anything?x#y")).toBe("http://127.0.0.1:9999/connect");
   });

@@ -22,7 +22,7 @@ describe("the Minca protocol sections 2.5 and 2.6: notes and grant checks", () =
     expect((await checkGrant(grant, { audience: program.did, recordsOnly: true })).ok).toBe(true);
   });
 
-  it("seed §2.5 step 4: a grant's lifetime is within the home's bounds — NaN, infinite, zero or negative days are refused; huge or tiny ones are clamped to [1 hour, 365 days]", async () => {
+  it("the Minca protocol §2.5 step 4: a grant's lifetime is within the home's bounds — NaN, infinite, zero or negative days are refused; huge or tiny ones are clamped to [1 hour, 365 days]", async () => {
     const { account, req } = await setup();
     for (const days of [Number.NaN, -1, 0, Number.POSITIVE_INFINITY, -Number.MAX_VALUE]) {
       expect(grantDays(days), String(days)).toBeNull();

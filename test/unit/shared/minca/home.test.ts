@@ -6,7 +6,7 @@ import { connectionsOf } from "../../../../shared/minca/connections";
 import { newP256Key } from "../../../../shared/minca/es256";
 import { programAndHome } from "../../../helpers/minca";
 
-describe("seed §2.5: the home's refusals always run (a default connection store)", () => {
+describe("the Minca protocol §2.5: the home's refusals always run (a default connection store)", () => {
   it("a key another kind of connection holds, and the home's own key, are refused with no hook passed; a granted code connection is remembered", async () => {
     const bus = new MemoryBus();
     const first = await programAndHome(bus.join);

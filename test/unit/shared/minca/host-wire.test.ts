@@ -45,7 +45,7 @@ describe("docs/hosting.md: versions are appended exactly as they arrived", () =>
   });
 });
 
-describe("seed §4.2: a host answers a mailbox fetch with its links, on the first page, with seq 0", () => {
+describe("the Minca protocol §4.2: a host answers a mailbox fetch with its links, on the first page, with seq 0", () => {
   const item = (seq: number) => ({ seq, at: 1, until: 9, blob: new Uint8Array([seq]) });
   const link = { seq: 0, at: 2, until: 8, blob: new Uint8Array([42]) };
   it("first page: links first with seq 0, not counted in limit, next and more from the mailbox's own items", () => {

@@ -39,7 +39,7 @@ describe("docs/hosting.md: ids, constitutions, space keys and read keys", () => 
     const id = mincaId(utf8Encode("x"));
     expect(isMincaId(id)).toBe(true);
     expect(id).toMatch(/^b[a-z2-7]{52}$/);
-    // the code room of seed §3's vector is computed by the same function
+    // the code room of the Minca protocol §3's vector is computed by the same function
     expect(codeRoom(Buffer.from("eYV4XGMvhkky6OWpPfqfRQ", "base64url"))).toBe("bihn55ne2az53tlealtmk3ervpyk6xa6364ii25ogc7xv54zkjszq");
     expect(keyHash("abc")).toBe("ba7816bf8f01cfea414140de5dae2223b00361a3");
   });
@@ -84,7 +84,7 @@ describe("docs/hosting.md: ids, constitutions, space keys and read keys", () => 
     );
   });
 
-  it("seed §4.2: every device derives the same carry space from the account key, the carrier's did and gen", () => {
+  it("the Minca protocol §4.2: every device derives the same carry space from the account key, the carrier's did and gen", () => {
     const key = new Uint8Array(32).fill(7);
     const a = carrySpace(key, HOST, "did:key:zDnaemCBstFw5hzNdNggFHZm6GpHoHqNGrwEtrVi9CxGH9V7E", 0);
     const b = carrySpace(key, HOST, "did:key:zDnaemCBstFw5hzNdNggFHZm6GpHoHqNGrwEtrVi9CxGH9V7E", 0);
@@ -142,7 +142,7 @@ describe("docs/hosting.md: versions (id, sig, sealed) and the gates a host appli
     expect(await checkVersion(JSON.parse(JSON.stringify(v)), gate(s))).toMatchObject({ ok: true });
   });
 
-  it("seed §4.1: a carrier runs every record through the gates that need no body — each forgery is refused with its reason", async () => {
+  it("the Minca protocol §4.1: a carrier runs every record through the gates that need no body — each forgery is refused with its reason", async () => {
     const acct = await newAccount();
     const other = await newAccount();
     const s = makeSpace(acct, "public");
@@ -204,7 +204,7 @@ describe("docs/hosting.md: versions (id, sig, sealed) and the gates a host appli
     expect(r).toMatchObject({ ok: false, reason: "malformed", detail: expect.stringMatching(/repeated/) });
   });
 
-  it("seed §1.2: records are judged with no time — a version under an expired note still stands", async () => {
+  it("the Minca protocol §1.2: records are judged with no time — a version under an expired note still stands", async () => {
     const acct = await newAccount();
     const { signNote, noteNonce } = await import("../../../../shared/minca/note");
     const old = {
@@ -227,7 +227,7 @@ describe("docs/hosting.md: versions (id, sig, sealed) and the gates a host appli
     expect(await checkVersion(v, gate(s))).toMatchObject({ ok: true });
   });
 
-  it("seed §1.3: in the account's own machinery only a note granting /account/write counts — a records-only note writing a pass is refused", async () => {
+  it("the Minca protocol §1.3: in the account's own machinery only a note granting /account/write counts — a records-only note writing a pass is refused", async () => {
     const acct = await newAccount();
     const carry = carrySpace(acct.accountKey, acct.root.did, HOST, 0);
     const target = makeSpace(acct, "public");
@@ -242,7 +242,7 @@ describe("docs/hosting.md: versions (id, sig, sealed) and the gates a host appli
     expect(commandCovers("/acc", "/account/write")).toBe(false);
   });
 
-  it("seed §4.2: only pass records verified as written by the carried account count — another account's pass in its carry space is refused", async () => {
+  it("the Minca protocol §4.2: only pass records verified as written by the carried account count — another account's pass in its carry space is refused", async () => {
     const acct = await newAccount();
     const mallory = await newAccount();
     const carry = carrySpace(acct.accountKey, acct.root.did, HOST, 0);
@@ -293,7 +293,7 @@ describe("docs/hosting.md: versions (id, sig, sealed) and the gates a host appli
   });
 });
 
-describe("seed §4.2: passes, carry:closed and links in the carry space", () => {
+describe("the Minca protocol §4.2: passes, carry:closed and links in the carry space", () => {
   async function setup() {
     const acct = await newAccount();
     const carry = carrySpace(acct.accountKey, acct.root.did, HOST, 0);
@@ -393,7 +393,7 @@ describe("seed §4.2: passes, carry:closed and links in the carry space", () => 
   });
 });
 
-describe("seed §4.3: the carrier's checks of a CarryGrant", () => {
+describe("the Minca protocol §4.3: the carrier's checks of a CarryGrant", () => {
   it("accepts the grant a home makes, and refuses each thing the seed names", async () => {
     const acct = await newAccount();
     const carry = carrySpace(acct.accountKey, acct.root.did, HOST, 0);
@@ -420,7 +420,7 @@ describe("seed §4.3: the carrier's checks of a CarryGrant", () => {
     bad({ ...good, roles: {} }, /malformed/);
   });
 
-  it("seed §4.2: a gen that is not a non-negative integer names no carry space — -1, abc, 01, 1.5 and nothing are refused", async () => {
+  it("the Minca protocol §4.2: a gen that is not a non-negative integer names no carry space — -1, abc, 01, 1.5 and nothing are refused", async () => {
     const acct = await newAccount();
     for (const gen of ["-1", "abc", "01", "1.5", "", "1e3", " 1", "99999999999999999"]) {
       const bad = newSpace({ founders: [acct.root.did], visibility: "private", nonce: `carry:${HOST}:${gen}` });

@@ -19,7 +19,7 @@ const a: Arrival = {
   root: "did:key:zOther",
 };
 
-describe("seed §4.4: a carrier matches arriving versions against the wakes from their outside alone", () => {
+describe("the Minca protocol §4.4: a carrier matches arriving versions against the wakes from their outside alone", () => {
   it("space in spaces (or all), collection equal, every topic listed carried", () => {
     const w = { v: 1 as const, name: "n", spaces: ["bs1"], collection: "std.message" };
     expect(wakeMatches(w, a, ACCOUNT)).toBe(true);

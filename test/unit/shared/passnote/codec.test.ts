@@ -1,4 +1,4 @@
-// Seed 001 "Frame encoding": varints by arithmetic so 64-bit values survive JavaScript, and the
+// The Passnote protocol, "Frame encoding": varints by arithmetic so 64-bit values survive JavaScript, and the
 // compact tagged value encoding (null, bool, int, double, string, list, map).
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";

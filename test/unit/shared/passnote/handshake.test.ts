@@ -1,4 +1,4 @@
-// Seed 001 "Connection handshake": version negotiation and inst tokens.
+// The Passnote protocol, "Connection handshake": version negotiation and inst tokens.
 import { Writer } from "../../../../shared/passnote/codec";
 import { describe, expect, it } from "vitest";
 import { InstTokens, instToken, makeHandshake, negotiateVersion } from "../../../../shared/passnote/handshake";

@@ -1,4 +1,4 @@
-// Seed 001 "Connection handshake", inst tokens: any token not seen before from a peer
+// The Passnote protocol, "Connection handshake", inst tokens: any token not seen before from a peer
 // means that peer restarted, the first token after token-less handshakes included; a peer that
 // sends no token is never reset.
 import { describe, expect, it } from "vitest";

@@ -1,4 +1,4 @@
-// Seed 001 "Messages", poke: "send me a hello", the pull half of forceSync (its own test).
+// The Passnote protocol, "Messages", poke: "send me a hello", the pull half of forceSync (its own test).
 import { describe, expect, it } from "vitest";
 import { randomBytes } from "../../../../shared/encoding";
 import { makeHandshake } from "../../../../shared/passnote/handshake";

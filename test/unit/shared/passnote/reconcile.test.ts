@@ -1,4 +1,4 @@
-// Seed 001 "Reconciliation exchange": fingerprints, leaves, splits at the time midpoint of the
+// The Passnote protocol, "Reconciliation exchange": fingerprints, leaves, splits at the time midpoint of the
 // responder's data, the 64-probe fan-out cap, and convergence with idempotent merging.
 import { describe, expect, it } from "vitest";
 import { sha256 } from "@noble/hashes/sha2.js";

@@ -1,4 +1,4 @@
-// Seed 001 "The layer stack": the kind byte, plain frames (0x00) under the roster key, and a
+// The Passnote protocol, "The layer stack": the kind byte, plain frames (0x00) under the roster key, and a
 // fail-closed opener (fuzzed at a fixed seed).
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";

@@ -1,4 +1,4 @@
-// Seed 001 "Flow control": the ordered send window of maxInFlightFrames (16).
+// The Passnote protocol, "Flow control": the ordered send window of maxInFlightFrames (16).
 import { describe, expect, it } from "vitest";
 import { SendWindow } from "../../../../shared/passnote/send-window";
 

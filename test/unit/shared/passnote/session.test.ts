@@ -1,4 +1,4 @@
-// Seed 001 "Session handshake": the ratchet-hello signature, the session root, the low and high
+// The Passnote protocol, "Session handshake": the ratchet-hello signature, the session root, the low and high
 // send chains, one-use message keys, the wiped ephemeral secret, and a fail-closed opener (fuzzed).
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";

@@ -1,4 +1,4 @@
-// Seed 001 "Frame encoding" and "Messages": the frame layout, all seven messages, and a
+// The Passnote protocol, "Frame encoding" and "Messages": the frame layout, all seven messages, and a
 // fail-closed decodeMessage, fuzzed with random bytes, corruptions, truncations and nesting bombs.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";

@@ -22,7 +22,7 @@ describe("polite / impolite by lexicographic key order", () => {
     expect(isPolite(big, small)).toBe(false);
   });
 
-  it("polite/impolite by the npub comparison (seed 2: keys are npubs unless hex is stated), also where the hex order differs", () => {
+  it("polite/impolite by the npub comparison (the Tally protocol §2: keys are npubs unless hex is stated), also where the hex order differs", () => {
     let differing = 0;
     for (let i = 0; i < 200; i++) {
       const [hx, hy] = [generateSecretKey(), generateSecretKey()].map(getPublicKeyHex);
