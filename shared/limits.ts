@@ -316,6 +316,12 @@ export const STORAGE_LIMITS = {
   mailbox_bytes: 1024 * 1024 * 1024,
   /** Bytes of versions across every account the Minca host carries for (the host-wide total); past it 507 storage_full. */
   host_bytes: 8 * 1024 * 1024 * 1024,
+  /**
+   * What one stored row costs a total beyond its own bytes (its key, indexes and its share of
+   * SQLite's pages): every row of every kind is charged this plus its bytes, so rows of no bytes
+   * (an empty item, a receiver, a link, a contact, a binding) still count.
+   */
+  row_overhead_bytes: 128,
   /** Smallest lease an object asks the ledger for beyond what it needs now. */
   lease_min_bytes: 65_536,
   /** Largest lease an object asks for beyond what it needs now (a lease grows with what the object holds, up to this). */

@@ -46,6 +46,11 @@ export function storageTotals(
   return { ...out, invalid };
 }
 
+/** What storing one row of `bytes` bytes charges a total: a fixed per-row overhead plus the bytes. */
+export function rowBytes(bytes = 0): number {
+  return STORAGE_LIMITS.row_overhead_bytes + bytes;
+}
+
 /** How far past what it needs an object holding `used` bytes leases: grows with what it holds, within the two lease bounds. */
 export function leaseBlock(used: number): number {
   return Math.min(STORAGE_LIMITS.lease_max_bytes, Math.max(STORAGE_LIMITS.lease_min_bytes, Math.ceil(used / 4)));
