@@ -2,7 +2,8 @@
 // persistent outbox with a stable id, receive envelopes from any path with the receiver's checks,
 // dedup and receipts, and keep the ledger that sync (sync.ts) recovers and converges. The socket's
 // life is in connection.ts, retries in outbox.ts, direct channels in direct.ts; protocol decisions
-// come from shared/tally. This file is the state machine that joins them.
+// come from shared/tally; which path a frame takes is in paths.ts. This file is the state machine
+// that joins them.
 import { sealEnvelope, type PeerEnvelope } from "../../shared/tally/envelope";
 import { getPublicKeyHex, npubDecode, npubEncode } from "../../shared/tally/keys";
 import { signInner } from "../../shared/tally/proof";
@@ -11,58 +12,19 @@ import { innerToLedgerEntry, type LedgerEntry } from "../../shared/tally/entry";
 import { bytesToHex, randomBytes } from "../../shared/encoding";
 import type { OutboxItem, TallyStore } from "./store";
 import { openDefaultStore } from "./default-store";
-import { SyncEngine, type SyncOptions } from "./sync";
-import { RelaySet, type Relay, type RelayMode } from "./relays";
+import { SyncEngine } from "./sync";
+import { RelaySet, type Relay } from "./relays";
 import { OutboxRetry } from "./outbox";
 import { DirectChannels, type DirectChannel } from "./direct";
+import { Paths } from "./paths";
+import type { SendOptions, TallyClientOptions } from "./options";
 import { Emitter, type Delivery, type InnerMessage, type TallyClientEvents } from "./events";
 import { IGNORED, InboundPipeline, RECEIPT_TYPE, SELF_SYNC_TYPES } from "./inbound";
 
 export type { Delivery, InnerMessage, TallyClientEvents } from "./events";
 export type { DirectChannel } from "./direct";
+export type { SendOptions, TallyClientOptions } from "./options";
 export { IGNORED, RECEIPT_TYPE, SELF_SYNC_TYPES };
-
-export interface TallyClientOptions {
-  /** The relay: ws(s)://, http(s):// or a bare host (clients/relay-url.ts); /tally/v1/<npub> is added. */
-  relayUrl?: string;
-  /**
-   * Several relays at once (6.5), instead of relayUrl: the client registers on each, receives from
-   * all (copies dedup by id), acks each relay's own copy, and reconnects to each on its own.
-   */
-  relayUrls?: string[];
-  /**
-   * Where an envelope goes with several relays: "all" (default) hands it to every registered
-   * relay; "first" to the first registered one in the list, and to the next when that one refuses
-   * it (an error naming its id) or is not registered. Retries follow the same rule until a receipt
-   * arrives by any path.
-   */
-  relayMode?: RelayMode;
-  secretKey: Uint8Array;
-  /** Where the outbox, ledger and processed set persist. Default: IndexedDB or a file (default-store.ts); "memory" keeps nothing. */
-  store?: TallyStore | "memory";
-  /** Ask the relay to keep envelopes until this device acks them (docs/tally.md). Default true. */
-  acks?: boolean;
-  /** Reconnect after a lost connection, with a jittered backoff. Default true. */
-  reconnect?: boolean;
-  /** First retry delay for outbox items, doubled per attempt up to maxRetryMs. */
-  retryMs?: number;
-  maxRetryMs?: number;
-  /** A connection not registered this long after it opened is given up. Default CLIENT_LIMITS.connect_timeout_ms. */
-  connectTimeoutMs?: number;
-  /** Ping interval and pong timeout on the relay socket (connection.ts). */
-  pingIntervalMs?: number;
-  pongTimeoutMs?: number;
-  /** Ledger sync (12, 13) settings. */
-  sync?: SyncOptions;
-  WebSocket?: typeof WebSocket;
-}
-
-export interface SendOptions {
-  /** A message id chosen by the caller (it must be new); default a random 128-bit id. */
-  id?: string;
-  /** "auto": a direct channel if open, else the relay; "relay"; "direct"; "both" (9.5). */
-  paths?: "auto" | "relay" | "direct" | "both";
-}
 
 export class TallyClient {
   readonly npub: string;
@@ -71,10 +33,9 @@ export class TallyClient {
   readonly sync: SyncEngine;
 
   private readonly secretKey: Uint8Array;
-  private readonly acks: boolean;
   private readonly events = new Emitter<TallyClientEvents>();
   private readonly relays: RelaySet;
-  private readonly relayMode: RelayMode;
+  private readonly paths: Paths;
   /** Relays whose attempt failed since connect() was called (connect rejects when all did). */
   private readonly failedAttempts = new Set<number>();
   private readonly outbox: OutboxRetry;
@@ -86,7 +47,7 @@ export class TallyClient {
 
   constructor(options: TallyClientOptions) {
     this.secretKey = options.secretKey;
-    this.acks = options.acks ?? true;
+    const acks = options.acks ?? true;
     this.pubkeyHex = getPublicKeyHex(options.secretKey);
     this.npub = npubEncode(this.pubkeyHex);
     const opened = openDefaultStore(this.npub, options.store);
@@ -98,8 +59,8 @@ export class TallyClient {
         npub: this.npub,
         store: this.store,
         connectPeer: (u) => this.connectPeer(u),
-        syncNeedsRelay: (to) => this.syncNeedsRelay(to),
-        sendSyncMessage: (to, type, payload) => this.sendSyncMessage(to, type, payload),
+        syncNeedsRelay: (to) => this.paths.syncNeedsRelay(to),
+        sendSyncMessage: (to, type, payload) => this.paths.sendSync(to, this.seal(to, type, payload)),
         applyFromSync: (inner, entry) => this.inbound.applyFromSync(inner, entry),
         appendLedger: (e) => this.appendLedger(e),
         dropPeer: (u) => this.channels.closeAll(u),
@@ -115,16 +76,15 @@ export class TallyClient {
       events: this.events,
       sync: this.sync,
       appendLedger: (e) => this.appendLedger(e),
-      sendReceipt: (to, id, result) => this.sendReceipt(to, id, result),
+      sendReceipt: async (to, id, result) => this.paths.sendReceipt(to, this.seal(to, RECEIPT_TYPE, { message_id: id, result })),
     });
     const urls = options.relayUrls ?? (options.relayUrl !== undefined ? [options.relayUrl] : []);
-    this.relayMode = options.relayMode ?? "all";
     this.relays = new RelaySet(
       urls,
       {
         secretKey: options.secretKey,
         npub: this.npub,
-        acks: this.acks,
+        acks,
         reconnect: options.reconnect ?? true,
         WebSocket: options.WebSocket ?? (globalThis as { WebSocket?: typeof WebSocket }).WebSocket,
         pingIntervalMs: options.pingIntervalMs,
@@ -133,10 +93,16 @@ export class TallyClient {
       },
       { onMessage: (r, m) => this.onRelayMessage(r, m), onClosed: (r, code, reason) => this.onRelayClosed(r, code, reason) },
     );
+    this.paths = new Paths(this.relays, this.channels, {
+      npub: this.npub,
+      acks,
+      relayMode: options.relayMode ?? "all",
+      ownDeviceIds: () => this.sync.ownDeviceIds(),
+    });
     this.outbox = new OutboxRetry(
       this.store,
       { retryMs: options.retryMs ?? 5_000, maxRetryMs: options.maxRetryMs ?? 3_600_000 },
-      (item) => this.toRelays({ type: "queue_peer_envelope", envelope: item.envelope }),
+      (item) => this.paths.queue(item.envelope),
       (item) => void this.events.emit("expired", item.id, item.to_user_id),
     );
   }
@@ -210,14 +176,6 @@ export class TallyClient {
     return this.relays.relays.map((r) => r.conn.socket);
   }
 
-  /**
-   * Hands a frame to the relays: every registered one ("all"), or the first registered one
-   * ("first"; relay_error for that id moves it to the next). False when no relay took it.
-   */
-  private toRelays(msg: unknown): boolean {
-    return this.relayMode === "all" ? this.relays.sendAll(msg) > 0 : this.relays.sendFirst(msg) !== undefined;
-  }
-
   private onRelayClosed(relay: Relay, code: number, reason: string): void {
     relay.deviceId = undefined;
     relay.drained = false;
@@ -255,7 +213,7 @@ export class TallyClient {
         });
         return;
       case "peer_envelope":
-        this.enqueueInbound(() => this.inbound.receiveEnvelope(msg, "relay", () => this.ack(relay, msg)));
+        this.enqueueInbound(() => this.inbound.receiveEnvelope(msg, "relay", () => this.paths.ack(relay, msg)));
         return;
       case "queued":
         void this.events.emit("queued", msg.id, msg.status, relay.url);
@@ -275,7 +233,7 @@ export class TallyClient {
         void this.events.emit("signal", msg.peer_user_id, msg.peer_device_id, msg.signal);
         return;
       case "error":
-        if (this.relayMode === "first" && msg.id !== undefined && msg.code !== "rate_limited") void this.nextRelay(relay, msg.id);
+        if (this.paths.firstMode && msg.id !== undefined && msg.code !== "rate_limited") void this.nextRelay(relay, msg.id);
         void this.events.emit("relay_error", msg.code, msg.message, msg.id, relay.url);
         return;
       case "challenge":
@@ -287,7 +245,7 @@ export class TallyClient {
   /** "first" mode: a relay refused an outbox message; the next registered relay gets it now. */
   private async nextRelay(relay: Relay, id: string): Promise<void> {
     const item = await this.store.getOutbox(id);
-    if (item) this.relays.sendFirst({ type: "queue_peer_envelope", envelope: item.envelope }, relay.index);
+    if (item) this.paths.queueAfter(relay, item.envelope);
   }
 
   private enqueueInbound(task: () => Promise<void>): Promise<void> {
@@ -309,24 +267,8 @@ export class TallyClient {
    */
   receiveEnvelope(envelope: unknown, via: Delivery): Promise<void> {
     return this.enqueueInbound(() =>
-      this.inbound.receiveEnvelope(envelope, via, via === "relay" ? () => this.ack(undefined, envelope) : undefined),
+      this.inbound.receiveEnvelope(envelope, via, via === "relay" ? () => this.paths.ack(undefined, envelope) : undefined),
     );
-  }
-
-  /** Acks a relay's copy of an envelope (acks mode) on that relay; with none named, on every relay. */
-  private ack(relay: Relay | undefined, envelope: unknown): void {
-    if (!this.acks) return;
-    const env = envelope as Partial<PeerEnvelope>;
-    if (typeof env.id !== "string" || typeof env.from_user_id !== "string") return;
-    const frame = { type: "ack", id: env.id, from_user_id: env.from_user_id };
-    if (relay) relay.conn.send(frame);
-    else this.relays.sendAll(frame);
-  }
-
-  private async sendReceipt(to: string, messageId: string, result: string): Promise<void> {
-    const envelope = this.seal(to, RECEIPT_TYPE, { message_id: messageId, result });
-    // Over a live direct channel when there is one (8.1), else through the relay.
-    if (this.sendDirect(to, envelope) === 0) this.toRelays({ type: "queue_peer_envelope", envelope });
   }
 
   // ---- sending ----------------------------------------------------------------------------
@@ -358,7 +300,7 @@ export class TallyClient {
     await this.store.putOutbox(item);
     await this.appendLedger(innerToLedgerEntry(signed, new Date(now)));
     const paths = opts.paths ?? "auto";
-    const sentDirect = paths !== "relay" && this.sendDirect(to, envelope) > 0;
+    const sentDirect = paths !== "relay" && this.paths.sendDirect(to, envelope) > 0;
     // The relay is the fallback (6.2); "both" races the paths (9.5). With no receipt, the retry
     // timer hands the message to the relay later in any case.
     if (paths === "both" || paths === "relay" || (paths === "auto" && !sentDirect)) await this.outbox.tryQueue(item);
@@ -378,7 +320,7 @@ export class TallyClient {
   /** Sends a self-addressed message to this user's other online devices (13.2, 13.8). Never stored. */
   sendToOwnDevices(type: string, payload: unknown): string {
     const envelope = this.seal(this.npub, type, payload);
-    this.relays.sendAll({ type: "queue_peer_envelope", envelope }); // each relay reaches the devices registered on it
+    this.paths.queueEverywhere(envelope);
     return envelope.id;
   }
 
@@ -390,32 +332,6 @@ export class TallyClient {
     this.sync.onLedgerAppend(entry);
     await this.events.emit("ledger", entry);
     return true;
-  }
-
-  /** Own devices the relay reports online that no open direct channel reaches (13.8). */
-  private ownDevicesWithoutChannel(reached: Array<string | undefined>): number {
-    const covered = new Set(reached);
-    const uncovered = [...this.sync.ownDeviceIds()].filter((d) => !covered.has(d)).length;
-    const anonymous = reached.filter((d) => d === undefined).length; // channels registered without a device id
-    return Math.max(0, uncovered - anonymous);
-  }
-
-  private syncNeedsRelay(to: string): boolean {
-    if (to !== this.npub) return this.channels.count(to) === 0;
-    return this.ownDevicesWithoutChannel(this.channels.devices(to)) > 0;
-  }
-
-  /**
-   * Sends a sync message by every path that reaches `to`: its direct channels, and the relay for
-   * a friend with none, or (to === npub, 13.8) for any own device the relay reports that no channel
-   * took it to. Failed channel sends count as not sent. True if any path carried it.
-   */
-  private sendSyncMessage(to: string, type: string, payload: unknown): boolean {
-    const envelope = this.seal(to, type, payload);
-    const { devices } = this.channels.send(to, JSON.stringify(envelope));
-    const needRelay = to === this.npub ? this.ownDevicesWithoutChannel(devices) > 0 : devices.length === 0;
-    const relayed = needRelay && this.relays.sendAll({ type: "queue_peer_envelope", envelope }) > 0;
-    return devices.length > 0 || relayed;
   }
 
   // ---- direct channels --------------------------------------------------------------------
@@ -459,30 +375,16 @@ export class TallyClient {
     return Promise.resolve();
   }
 
-  /** Sends an envelope over every open channel to `to`; how many took it. */
-  private sendDirect(to: string, envelope: PeerEnvelope): number {
-    return this.channels.send(to, JSON.stringify(envelope)).devices.length;
-  }
-
   // ---- signaling --------------------------------------------------------------------------
 
   /** Asks every relay to introduce this device to every online device of `userId` there (6.3, 13.1). */
   connectPeer(userId: string): void {
-    this.relays.sendAll({ type: "connect_peer", peer_user_id: userId });
+    this.paths.connectPeer(userId);
   }
 
   /** Sends a WebRTC offer / answer / ICE candidate to exactly one device (6.3). */
   signal(userId: string, deviceId: string | undefined, signal: unknown): void {
-    const msg: Record<string, unknown> = { type: "webrtc_signal", peer_user_id: userId, signal };
-    if (deviceId === undefined) {
-      this.relays.sendFirst(msg);
-      return;
-    }
-    msg.peer_device_id = deviceId;
-    // Device ids are each relay's own: the signal goes by the relay that announced the device.
-    const relay = this.relays.relayOf(userId, deviceId);
-    if (relay) relay.conn.send(msg);
-    else this.relays.sendFirst(msg);
+    this.paths.signal(userId, deviceId, signal);
   }
 
   /** Own devices the relay reports online (13.8), kept by the sync engine. */

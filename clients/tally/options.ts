@@ -1,0 +1,47 @@
+// What an app passes to a Tally client: its relays, key, store, and the timers of the connection,
+// the outbox and sync; and the choices of one send.
+import type { TallyStore } from "./store";
+import type { SyncOptions } from "./sync";
+import type { RelayMode } from "./relays";
+
+export interface TallyClientOptions {
+  /** The relay: ws(s)://, http(s):// or a bare host (clients/relay-url.ts); /tally/v1/<npub> is added. */
+  relayUrl?: string;
+  /**
+   * Several relays at once (6.5), instead of relayUrl: the client registers on each, receives from
+   * all (copies dedup by id), acks each relay's own copy, and reconnects to each on its own.
+   */
+  relayUrls?: string[];
+  /**
+   * Where an envelope goes with several relays: "all" (default) hands it to every registered
+   * relay; "first" to the first registered one in the list, and to the next when that one refuses
+   * it (an error naming its id) or is not registered. Retries follow the same rule until a receipt
+   * arrives by any path.
+   */
+  relayMode?: RelayMode;
+  secretKey: Uint8Array;
+  /** Where the outbox, ledger and processed set persist. Default: IndexedDB or a file (default-store.ts); "memory" keeps nothing. */
+  store?: TallyStore | "memory";
+  /** Ask the relay to keep envelopes until this device acks them (docs/tally.md). Default true. */
+  acks?: boolean;
+  /** Reconnect after a lost connection, with a jittered backoff. Default true. */
+  reconnect?: boolean;
+  /** First retry delay for outbox items, doubled per attempt up to maxRetryMs. */
+  retryMs?: number;
+  maxRetryMs?: number;
+  /** A connection not registered this long after it opened is given up. Default CLIENT_LIMITS.connect_timeout_ms. */
+  connectTimeoutMs?: number;
+  /** Ping interval and pong timeout on the relay socket (connection.ts). */
+  pingIntervalMs?: number;
+  pongTimeoutMs?: number;
+  /** Ledger sync (12, 13) settings. */
+  sync?: SyncOptions;
+  WebSocket?: typeof WebSocket;
+}
+
+export interface SendOptions {
+  /** A message id chosen by the caller (it must be new); default a random 128-bit id. */
+  id?: string;
+  /** "auto": a direct channel if open, else the relay; "relay"; "direct"; "both" (9.5). */
+  paths?: "auto" | "relay" | "direct" | "both";
+}
