@@ -4,7 +4,7 @@ import { afterEach, describe, expect, inject, it } from "vitest";
 import type { TallyClient, InnerMessage } from "../../clients/tally/index";
 import { connectInMemory, memoryStore } from "../../clients/tally/index";
 import { device, exchange, newUser, twoDevices } from "../helpers/tally";
-import { sleep, waitFor } from "../helpers/wait";
+import { waitFor } from "../helpers/wait";
 
 const relay = inject("relayUrl");
 const open: TallyClient[] = [];
@@ -93,16 +93,22 @@ describe("the Tally protocol section 9: data flows", () => {
     const a1 = await dev(alice, { store: aStore });
     const id = await a1.send(bob.npub, "transaction_created", { amount: 5 });
     await waitFor(async () => (await aStore.getOutbox(id))?.attempts === 1, { what: "queued once" });
+    const aSocket = a1.socket!;
     a1.close(); // A goes offline
-    await sleep(100);
+    await waitFor(() => aSocket.readyState === WebSocket.CLOSED, { what: "A's socket closed" });
     const got: InnerMessage[] = [];
     const bStore = memoryStore();
-    const b = await dev(bob, { store: bStore }, (c) => c.on("message", (m) => void got.push(m)));
+    const bQueued: string[] = [];
+    const b = await dev(bob, { store: bStore }, (c) => {
+      c.on("message", (m) => void got.push(m));
+      c.on("queued", (_id, status) => void bQueued.push(status));
+    });
     await b.idle();
     expect(got.map((m) => [m.id, m.payload])).toEqual([[id, { amount: 5 }]]);
     expect(await bStore.hasProcessed(alice.npub, id)).toBe(true);
-    b.close(); // B goes offline; its receipt waits in A's queue
-    await sleep(200);
+    // B goes offline once the relay took its receipt into A's queue.
+    await waitFor(() => bQueued.length >= 1, { what: "B's receipt queued" });
+    b.close();
     const receipts: string[] = [];
     await dev(alice, { store: aStore }, (c) => c.on("receipt", (r) => void receipts.push(r)));
     await waitFor(() => receipts.includes(id), { what: "receipt after A reconnects" });
@@ -117,9 +123,11 @@ describe("the Tally protocol section 9: data flows", () => {
     directChannel(a, b);
     const got = inbox(b);
     const acks = receipts(a);
+    const seenTwice: string[] = [];
+    b.on("duplicate", (m) => void seenTwice.push(m.id));
     const id = await a.send(bob.npub, "note", { race: true }, { paths: "both" });
     await waitFor(() => acks.includes(id), { what: "receipt" });
-    await sleep(300); // let the second copy arrive
+    await waitFor(() => seenTwice.includes(id), { what: "the second copy, dropped" });
     await b.idle();
     expect(got.map((m) => m.id)).toEqual([id]);
     expect(acks).toEqual([id]); // the second receipt is a no-op
@@ -177,8 +185,8 @@ describe("the Tally protocol section 13: multi-device", () => {
     expect(mine.filter((m) => m.id === id)).toEqual([]);
     // A device that comes later gets nothing of it: self envelopes are never stored.
     const d3seen: InnerMessage[] = [];
-    await dev(user, {}, (c) => c.on("self", (m) => void d3seen.push(m)));
-    await sleep(200);
+    const d3 = await dev(user, {}, (c) => c.on("self", (m) => void d3seen.push(m)));
+    await d3.idle(); // it is drained: everything the relay held for it came before queue_drained
     expect(d3seen.filter((m) => m.id === id)).toEqual([]);
   });
 

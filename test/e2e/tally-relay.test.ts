@@ -4,7 +4,7 @@ import { makeAuthEvent } from "../../shared/tally/auth";
 import { TALLY_LIMITS } from "../../shared/limits";
 import { TestSocket } from "../helpers/socket";
 import { newUser, opaqueEnvelope, rawRegistered, wsBase } from "../helpers/tally";
-import { sleep, waitFor } from "../helpers/wait";
+import { waitFor } from "../helpers/wait";
 
 const relay = inject("relayUrl");
 const ws = wsBase(relay);
@@ -130,8 +130,7 @@ describe("register (profile of the Tally protocol §13.9)", () => {
     s.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(user, newUser(), "x") });
     s.send({ type: "connect_peer", peer_user_id: newUser().npub });
     s.send({ type: "ping" });
-    await s.next("pong");
-    await sleep(100);
+    await s.next("pong"); // frames on one socket are handled in order: the two before it are done
     expect(s.messages.map((m) => m.type)).toEqual(["challenge", "pong"]);
     s.close();
   });
@@ -196,8 +195,10 @@ describe("envelopes (the Tally protocol §6.2, 6.4, 8.2)", () => {
     const b = await rawRegistered(relay, bob);
     a.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(carol, bob, "spoof-1") });
     expect(await a.next("error")).toMatchObject({ code: "forbidden_sender", id: "spoof-1" });
-    await sleep(150);
-    expect(b.ofType("peer_envelope")).toEqual([]);
+    // An envelope sent after it reaches bob in order: had the spoof been delivered, it came first.
+    a.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(alice, bob, "after-spoof") });
+    await b.next("peer_envelope");
+    expect(b.ofType("peer_envelope").map((e) => e.id)).toEqual(["after-spoof"]);
     a.close();
     b.close();
   });
@@ -338,7 +339,8 @@ describe("delivery acks (profile)", () => {
       const e = await b1.next("peer_envelope");
       b1.send({ type: "ack", id: e.id, from_user_id: e.from_user_id });
     }
-    await sleep(100);
+    b1.send({ type: "ping" }); // answered after the acks before it
+    await b1.next("pong");
     b1.close(4000);
     await b1.closed;
     const b2 = await rawRegistered(relay, bob, { acks: true });
@@ -363,7 +365,8 @@ describe("delivery acks (profile)", () => {
     const b2 = await rawRegistered(relay, bob, { acks: true });
     expect((await b2.next("peer_envelope")).id).toBe("live-1");
     b2.send({ type: "ack", id: "live-1", from_user_id: alice.npub });
-    await sleep(100);
+    b2.send({ type: "ping" }); // answered after the ack before it
+    await b2.next("pong");
     b2.close();
     const b3 = await rawRegistered(relay, bob, { acks: true });
     await b3.next("queue_drained");
