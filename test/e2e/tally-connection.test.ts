@@ -44,11 +44,12 @@ describe("connection life", () => {
       open.push(c);
       let registrations = 0;
       c.on("registered", () => void registrations++);
+      let closes = 0;
+      c.on("close", () => void closes++);
       await c.connect();
       await r.stop({ kill: true }); // a crash; a clean stop (1001) is the easy case
-      // Down for a while: several refused attempts, the backoff growing.
-      await waitFor(() => !c.connected, { what: "the client to notice" });
-      await new Promise((res) => setTimeout(res, 3_000));
+      // Down for a while: the lost connection, then three refused attempts, the backoff growing.
+      await waitFor(() => closes >= 4, { what: "three refused attempts", timeout: 15_000 });
       r = await startRelay({ dataDir, port });
       const back = Date.now();
       await waitFor(() => registrations === 2, { what: "registered again", timeout: CLIENT_LIMITS.reconnect_max_ms + 1_000 });

@@ -99,7 +99,13 @@ describe("the Tally protocol section 12: ledger recovery", () => {
     b.on("receipt", (id) => void receipts.push(id));
     const wiped = await dev(alice, { store: memoryStore() });
     await waitFor(async () => (await wiped.store.listLedger()).length === 5, { what: "recovered ledger", timeout: 30_000 });
-    await new Promise((r) => setTimeout(r, 300));
+    // A note sent now reaches bob after anything the wiped client sent him before it (one relay,
+    // in order): had it receipted a sync message, bob would hold that receipt by then.
+    const marks: string[] = [];
+    b.on("message", (m) => void marks.push(m.id));
+    const mark = await wiped.send(bob.npub, "note", { text: "after the recovery" }, { paths: "relay" });
+    await waitFor(() => marks.includes(mark), { what: "the note after the recovery" });
+    await b.idle();
     expect(receipts).toEqual([]);
     // The processed set holds the applied messages (so a late relay copy is not applied again) ...
     for (const id of [ids[0], ids[2], ids[3]]) expect(await wiped.store.hasProcessed(bob.npub, id)).toBe(true);
