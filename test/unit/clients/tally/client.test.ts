@@ -1,9 +1,10 @@
 // The client's receiving rules over an in-memory direct channel (no relay involved).
 import { describe, expect, it } from "vitest";
-import { TallyClient, memoryStore, type InnerMessage } from "../../../../clients/tally/index";
+import type { InnerMessage } from "../../../../clients/tally/index";
 import { openEnvelope, sealEnvelope, sealLegacyV2 } from "../../../../shared/tally/envelope";
 import { signInner } from "../../../../shared/tally/proof";
 import { directPair, newUser } from "../../../helpers/tally";
+import { innerMessage, offlineClient, sealedFrame } from "../../../helpers/tally-frames";
 
 function pair() {
   const p = directPair();
@@ -86,14 +87,7 @@ describe("Tally client: receiving", () => {
     const { alice, b, got } = pair();
     const mallory = newUser();
     // Mallory seals with alice's claimed identity but her own proof: the proof fails.
-    const inner = {
-      id: "f1",
-      type: "note",
-      from_user_id: alice.npub,
-      to_user_id: b.npub,
-      created_at: new Date().toISOString(),
-      payload: {},
-    };
+    const inner = innerMessage(alice.npub, b.npub, "f1", "note");
     const signedByMallory = signInner({ ...inner, from_user_id: mallory.npub }, mallory.secretKey);
     const forged = { ...signedByMallory, from_user_id: alice.npub };
     const env = sealEnvelope(forged as never, alice.secretKey);
@@ -103,14 +97,7 @@ describe("Tally client: receiving", () => {
 
   it("4: a version 2 envelope (AES-256-GCM) still decrypts", async () => {
     const { alice, b, got } = pair();
-    const inner = {
-      id: "v2",
-      type: "note",
-      from_user_id: alice.npub,
-      to_user_id: b.npub,
-      created_at: new Date().toISOString(),
-      payload: { old: true },
-    };
+    const inner = innerMessage(alice.npub, b.npub, "v2", "note", { old: true });
     const env = sealLegacyV2(signInner(inner, alice.secretKey), alice.secretKey);
     await b.handleDirectFrame(JSON.stringify(env));
     expect(got.map((m) => m.id)).toEqual(["v2"]);
@@ -118,21 +105,13 @@ describe("Tally client: receiving", () => {
 
   it("13.7: a self-addressed sync message from another own device is handled once and never receipted", async () => {
     const user = newUser();
-    const d1 = new TallyClient({ relayUrl: "ws://unused", secretKey: user.secretKey, store: memoryStore() });
-    const d2 = new TallyClient({ relayUrl: "ws://unused", secretKey: user.secretKey, store: memoryStore() });
+    const d1 = offlineClient(user);
+    const d2 = offlineClient(user);
     const seen: InnerMessage[] = [];
     d2.on("self", (m) => void seen.push(m));
     const back: string[] = [];
     d2.addDirectChannel(user.npub, { send: (f) => void back.push(f) });
-    const inner = {
-      id: "s1",
-      type: "sync_hello",
-      from_user_id: d1.npub,
-      to_user_id: d1.npub,
-      created_at: new Date().toISOString(),
-      payload: { known_ids: [] },
-    };
-    const frame = JSON.stringify(sealEnvelope(signInner(inner, user.secretKey), user.secretKey));
+    const frame = sealedFrame(user, innerMessage(d1.npub, d1.npub, "s1", "sync_hello", { known_ids: [] }));
     await d2.handleDirectFrame(frame);
     await d2.handleDirectFrame(frame);
     expect(seen.map((m) => m.id)).toEqual(["s1"]);
@@ -143,19 +122,11 @@ describe("Tally client: receiving", () => {
 
   it("13.8: only sync_hello and sync_data are accepted on the self path", async () => {
     const user = newUser();
-    const d2 = new TallyClient({ relayUrl: "ws://unused", secretKey: user.secretKey, store: memoryStore() });
+    const d2 = offlineClient(user);
     const seen: InnerMessage[] = [];
     d2.on("self", (m) => void seen.push(m));
     d2.on("message", (m) => void seen.push(m));
-    const inner = {
-      id: "s2",
-      type: "transaction_created",
-      from_user_id: d2.npub,
-      to_user_id: d2.npub,
-      created_at: new Date().toISOString(),
-      payload: {},
-    };
-    await d2.handleDirectFrame(JSON.stringify(sealEnvelope(signInner(inner, user.secretKey), user.secretKey)));
+    await d2.handleDirectFrame(sealedFrame(user, innerMessage(d2.npub, d2.npub, "s2", "transaction_created")));
     expect(seen).toEqual([]);
   });
 });

@@ -1,8 +1,7 @@
 // The Tally protocol, rules the client keeps on its own (no relay): results, the friend rule, persistence,
 // retries that end, transport-only receipts, the default store. Two clients joined by in-memory
 // channels whose frames the test hands over.
-import { mkdtempSync, readdirSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import {
@@ -16,7 +15,9 @@ import {
   type InnerMessage,
 } from "../../../../clients/tally/index";
 import { OutboxRetry } from "../../../../clients/tally/outbox";
+import { openEnvelope } from "../../../../shared/tally/envelope";
 import { directPair, newUser } from "../../../helpers/tally";
+import { innerMessage, offlineClient, plaintextReceipt, sealedFrame, withStoreDir } from "../../../helpers/tally-frames";
 import { waitFor } from "../../../helpers/wait";
 
 const pair = directPair;
@@ -51,18 +52,11 @@ describe("8.1 receipts", () => {
     expect(aToB).toHaveLength(1);
     const receipts: string[] = [];
     a.on("receipt", (mid) => void receipts.push(mid));
-    const plaintext = {
-      id: "r1",
-      type: "received",
-      from_user_id: b.npub,
-      to_user_id: a.npub,
-      created_at: new Date().toISOString(),
-      payload: { message_id: id, result: "processed" },
-    };
+    const plaintext = plaintextReceipt(b.npub, a.npub, id);
     // From another channel's peer it is not taken; from b's channel it is.
-    await a.handleDirectFrame(JSON.stringify(plaintext), newUser().npub);
+    await a.handleDirectFrame(plaintext, newUser().npub);
     expect(receipts).toEqual([]);
-    await a.handleDirectFrame(JSON.stringify(plaintext), b.npub);
+    await a.handleDirectFrame(plaintext, b.npub);
     expect(receipts).toEqual([id]);
     expect(await a.store.listOutbox()).toEqual([]);
   });
@@ -71,11 +65,14 @@ describe("8.1 receipts", () => {
 describe("3.1 and 7: ignored for good", () => {
   it("3.1 a recipient who has already processed an id MUST NOT process it again: a message ignored stays ignored after its processed id expired", async () => {
     const { alice, bob, a, aToB } = pair();
-    const b = new TallyClient({ relayUrl: "ws://unused", secretKey: bob.secretKey, store: new KeyValueTallyStore(new MapKeyValue(), 1) });
+    const b = offlineClient(bob, { store: new KeyValueTallyStore(new MapKeyValue(), 1) });
     const back: string[] = [];
     b.addDirectChannel(alice.npub, { send: (f) => void back.push(f) });
     const handled: string[] = [];
-    b.on("message", (m: InnerMessage) => (handled.push(m.id), IGNORED));
+    b.on("message", (m: InnerMessage) => {
+      handled.push(m.id);
+      return IGNORED;
+    });
     const id = await a.send(bob.npub, "note", {});
     await b.handleDirectFrame(aToB[0]);
     await new Promise((r) => setTimeout(r, 5)); // the processed id's 1 ms lifetime passes
@@ -145,13 +142,13 @@ describe("7 and 8.2: exactly once, and retries that end", () => {
   it("7 a crash between the processed-id write and the handler loses nothing: the next client on the store handles the message", async () => {
     const { alice, bob, a, aToB } = pair();
     const store = memoryStore();
-    const first = new TallyClient({ relayUrl: "ws://unused", secretKey: bob.secretKey, store });
+    const first = offlineClient(bob, { store });
     first.on("message", () => new Promise<never>(() => {})); // the process dies inside the handler
     const id = await a.send(bob.npub, "note", {});
     void first.handleDirectFrame(aToB[0]);
     await new Promise((r) => setTimeout(r, 0));
     // The app restarts on the same store; the relay (which got no ack) delivers its copy again.
-    const second = new TallyClient({ relayUrl: "ws://unused", secretKey: bob.secretKey, store });
+    const second = offlineClient(bob, { store });
     const handled: string[] = [];
     second.on("message", (m: InnerMessage) => void handled.push(m.id));
     const back: string[] = [];
@@ -215,10 +212,7 @@ describe("7 and 8.2: exactly once, and retries that end", () => {
 
 describe("default persistent store", () => {
   it("default persistent store: in Node a client with no store keeps its outbox in a file, and memory only when asked", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "tally-default-"));
-    const before = process.env.TALLY_STORE_DIR;
-    process.env.TALLY_STORE_DIR = dir;
-    try {
+    await withStoreDir(async (dir) => {
       const user = newUser();
       const peer = newUser();
       const first = new TallyClient({ relayUrl: "ws://unused", secretKey: user.secretKey });
@@ -230,10 +224,7 @@ describe("default persistent store", () => {
       expect((await again.store.listLedger()).map((e) => e.id)).toEqual([id]);
       const mem = new TallyClient({ relayUrl: "ws://unused", secretKey: user.secretKey, store: "memory" });
       expect(await mem.store.listOutbox()).toEqual([]);
-    } finally {
-      if (before === undefined) delete process.env.TALLY_STORE_DIR;
-      else process.env.TALLY_STORE_DIR = before;
-    }
+    });
   });
 });
 
@@ -241,8 +232,8 @@ describe("13.5 the self mesh without the relay", () => {
   it("13.5 broadcast to every connected self-peer by whichever path works: with no relay and a self channel open, a new entry reaches the other device", async () => {
     const alice = newUser();
     const bob = newUser();
-    const d1 = new TallyClient({ relayUrl: "ws://unused", secretKey: alice.secretKey, store: memoryStore() });
-    const d2 = new TallyClient({ relayUrl: "ws://unused", secretKey: alice.secretKey, store: memoryStore() });
+    const d1 = offlineClient(alice);
+    const d2 = offlineClient(alice);
     connectInMemory(d1, d2);
     const id = await d1.send(bob.npub, "note", { offline: true });
     await waitFor(async () => d2.store.hasLedger(alice.npub, id), { what: "broadcast over the self channel" });
@@ -251,8 +242,8 @@ describe("13.5 the self mesh without the relay", () => {
   it("13.5 mark only what was sent: an entry no path carried is broadcast once a self channel works", async () => {
     const alice = newUser();
     const bob = newUser();
-    const d1 = new TallyClient({ relayUrl: "ws://unused", secretKey: alice.secretKey, store: memoryStore() });
-    const d2 = new TallyClient({ relayUrl: "ws://unused", secretKey: alice.secretKey, store: memoryStore() });
+    const d1 = offlineClient(alice);
+    const d2 = offlineClient(alice);
     let working = false;
     d1.addDirectChannel(alice.npub, {
       send: (f) => {
@@ -274,15 +265,7 @@ describe("smaller rules: plaintext receipts, self hellos on any channel, answers
     const id = await a.send(b.npub, "note", {});
     const dropped: string[] = [];
     a.on("dropped", (reason) => void dropped.push(reason));
-    const plaintext = {
-      id: "r1",
-      type: "received",
-      from_user_id: b.npub,
-      to_user_id: a.npub,
-      created_at: new Date().toISOString(),
-      payload: { message_id: id, result: "processed" },
-    };
-    await a.handleDirectFrame(JSON.stringify(plaintext));
+    await a.handleDirectFrame(plaintextReceipt(b.npub, a.npub, id));
     expect(dropped).toEqual(["plaintext_receipt_without_peer"]);
     expect((await a.store.listOutbox()).map((i) => i.id)).toEqual([id]);
   });
@@ -290,8 +273,8 @@ describe("smaller rules: plaintext receipts, self hellos on any channel, answers
   it("13.6 immediately after a self-peer data channel opens, both devices exchange a sync_hello: also for a channel the app registers itself", async () => {
     const alice = newUser();
     const bob = newUser();
-    const d1 = new TallyClient({ relayUrl: "ws://unused", secretKey: alice.secretKey, store: memoryStore() });
-    const d2 = new TallyClient({ relayUrl: "ws://unused", secretKey: alice.secretKey, store: memoryStore() });
+    const d1 = offlineClient(alice);
+    const d2 = offlineClient(alice);
     const id = await d1.send(bob.npub, "note", { before: "the channel" }); // no channel yet: d2 does not have it
     expect(await d2.store.hasLedger(alice.npub, id)).toBe(false);
     connectInMemory(d1, d2); // the app's own channel (addDirectChannel), not the WebRTC mesh
@@ -301,42 +284,20 @@ describe("smaller rules: plaintext receipts, self hellos on any channel, answers
   it("12.6 an answer in several parts whose last part never comes is given up and asked for again", async () => {
     const alice = newUser();
     const bob = newUser();
-    const a = new TallyClient({
-      relayUrl: "ws://unused",
-      secretKey: alice.secretKey,
-      store: memoryStore(),
-      sync: { isFriend: () => true, answerTimeoutMs: 100 },
-    });
+    const a = offlineClient(alice, { sync: { isFriend: () => true, answerTimeoutMs: 100 } });
     const toBob: string[] = [];
     a.addDirectChannel(bob.npub, { send: (f) => void toBob.push(f) });
-    const bobsClient = new TallyClient({ relayUrl: "ws://unused", secretKey: bob.secretKey, store: memoryStore() });
     const part0 = { entries: [], set: "s1", part: 0, parts: 2 };
-    const inner = {
-      id: "p0",
-      type: "sync_data",
-      from_user_id: bob.npub,
-      to_user_id: alice.npub,
-      created_at: new Date().toISOString(),
-      payload: part0,
-    };
-    const { sealEnvelope } = await import("../../../../shared/tally/envelope");
-    const { signInner } = await import("../../../../shared/tally/proof");
-    await a.handleDirectFrame(JSON.stringify(sealEnvelope(signInner(inner, bob.secretKey), bob.secretKey)), bob.npub);
-    const hellos = async () => {
-      const { openEnvelope } = await import("../../../../shared/tally/envelope");
-      return toBob.map((f) => openEnvelope(JSON.parse(f), bob.secretKey)).filter((o) => o.ok && o.inner.type === "sync_hello").length;
-    };
-    await waitFor(async () => (await hellos()) > 0, { what: "a new hello after the timeout", timeout: 3_000 });
-    bobsClient.close();
+    await a.handleDirectFrame(sealedFrame(bob, innerMessage(bob.npub, alice.npub, "p0", "sync_data", part0)), bob.npub);
+    const hellos = () =>
+      toBob.map((f) => openEnvelope(JSON.parse(f), bob.secretKey)).filter((o) => o.ok && o.inner.type === "sync_hello").length;
+    await waitFor(() => hellos() > 0, { what: "a new hello after the timeout", timeout: 3_000 });
   });
 });
 
 describe("1 every open client is a device", () => {
   it("1 each device dedups against its own processed set: two clients of one user with the default store in one folder get two stores, owner-only", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "tally-slots-"));
-    const before = process.env.TALLY_STORE_DIR;
-    process.env.TALLY_STORE_DIR = dir;
-    try {
+    await withStoreDir(async (dir) => {
       const user = newUser();
       const peer = newUser();
       const c1 = new TallyClient({ relayUrl: "ws://unused", secretKey: user.secretKey });
@@ -358,9 +319,6 @@ describe("1 every open client is a device", () => {
       for (const f of logs) expect(statSync(join(dir, f)).mode & 0o777).toBe(0o600);
       c1.close();
       c2.close();
-    } finally {
-      if (before === undefined) delete process.env.TALLY_STORE_DIR;
-      else process.env.TALLY_STORE_DIR = before;
-    }
+    });
   });
 });
