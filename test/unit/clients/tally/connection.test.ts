@@ -17,28 +17,36 @@ afterEach(() => {
   for (const s of servers.splice(0)) s.close();
 });
 
-/** A relay that registers anyone and answers nothing after that (a half-open connection, as far as pings go). */
-async function silentRelay(): Promise<{ url: string; connections: WsSocket[]; pings: number[] }> {
+/**
+ * A relay that registers anyone (challenge, registered, queue_drained) and hands every other
+ * frame, with its connection's number, to `onFrame`.
+ */
+async function fakeRelay(onFrame: (ws: WsSocket, msg: { type: string }, n: number) => void = () => {}) {
   const wss = new WebSocketServer({ port: 0, host: "127.0.0.1" });
   servers.push(wss);
   await new Promise<void>((r) => wss.on("listening", () => r()));
   const connections: WsSocket[] = [];
-  const pings: number[] = [];
   wss.on("connection", (ws) => {
     const n = connections.push(ws) - 1;
-    pings[n] = 0;
     ws.send(JSON.stringify({ type: "challenge", challenge: "ab".repeat(32) }));
     ws.on("message", (data) => {
       const msg = JSON.parse(String(data));
-      if (msg.type === "register") {
-        ws.send(JSON.stringify({ type: "registered", user_id: msg.user_id, device_id: "0123456789abcdef", queued: 0 }));
-        ws.send(JSON.stringify({ type: "queue_drained" }));
-      }
-      if (msg.type === "ping") pings[n]++;
+      if (msg.type !== "register") return onFrame(ws, msg, n);
+      ws.send(JSON.stringify({ type: "registered", user_id: msg.user_id, device_id: "0123456789abcdef", queued: 0 }));
+      ws.send(JSON.stringify({ type: "queue_drained" }));
     });
   });
   const { port } = wss.address() as { port: number };
-  return { url: `ws://127.0.0.1:${port}`, connections, pings };
+  return { url: `ws://127.0.0.1:${port}`, connections };
+}
+
+/** A relay that registers anyone and answers nothing after that (a half-open connection, as far as pings go). */
+async function silentRelay(): Promise<{ url: string; connections: WsSocket[]; pings: number[] }> {
+  const pings: number[] = [];
+  const relay = await fakeRelay((_ws, msg, n) => {
+    if (msg.type === "ping") pings[n] = (pings[n] ?? 0) + 1;
+  });
+  return { ...relay, pings };
 }
 
 describe("the relay connection", () => {
@@ -77,27 +85,16 @@ describe("the relay connection", () => {
   });
 
   it("rate_limited with retry_after_ms is honoured: after the answer the client sends nothing more until the wait has passed", async () => {
-    const wss = new WebSocketServer({ port: 0, host: "127.0.0.1" });
-    servers.push(wss);
-    await new Promise<void>((r) => wss.on("listening", () => r()));
     const WAIT = 400;
     let limitedAt = 0;
     const after: number[] = []; // arrival times of frames after the rate_limited answer
-    wss.on("connection", (ws) => {
-      ws.send(JSON.stringify({ type: "challenge", challenge: "ab".repeat(32) }));
-      ws.on("message", (data) => {
-        const msg = JSON.parse(String(data));
-        if (msg.type === "register") {
-          ws.send(JSON.stringify({ type: "registered", user_id: msg.user_id, device_id: "0123456789abcdef", queued: 0 }));
-          ws.send(JSON.stringify({ type: "queue_drained" }));
-        } else if (msg.type === "queue_peer_envelope" && limitedAt === 0) {
-          limitedAt = Date.now();
-          ws.send(JSON.stringify({ type: "error", code: "rate_limited", message: "too many messages; slow down", retry_after_ms: WAIT }));
-        } else if (limitedAt > 0) after.push(Date.now());
-      });
+    const relay = await fakeRelay((ws, msg) => {
+      if (msg.type === "queue_peer_envelope" && limitedAt === 0) {
+        limitedAt = Date.now();
+        ws.send(JSON.stringify({ type: "error", code: "rate_limited", message: "too many messages; slow down", retry_after_ms: WAIT }));
+      } else if (limitedAt > 0) after.push(Date.now());
     });
-    const { port } = wss.address() as { port: number };
-    const c = new TallyClient({ relayUrl: `ws://127.0.0.1:${port}`, secretKey: newUser().secretKey, store: "memory" });
+    const c = new TallyClient({ relayUrl: relay.url, secretKey: newUser().secretKey, store: "memory" });
     clients.push(c);
     await c.connect();
     await c.send(newUser().npub, "note", { n: 0 });
