@@ -84,24 +84,18 @@ export class DirectChannels {
 /** Joins two clients (of two users, or two devices of one) with an in-memory channel each way. */
 export function connectInMemory(a: DirectHost, b: DirectHost): () => void {
   let open = true;
-  const offA = a.addDirectChannel(b.npub, {
+  // Frames arrive in a later microtask, as from a real channel; closing either end closes both.
+  const channel = (to: DirectHost, from: DirectHost): DirectChannel => ({
     send: (f) => {
       if (!open) throw new Error("channel closed");
-      queueMicrotask(() => void b.handleDirectFrame(f, a.npub));
+      queueMicrotask(() => void to.handleDirectFrame(f, from.npub));
     },
     close: () => {
       open = false;
     },
   });
-  const offB = b.addDirectChannel(a.npub, {
-    send: (f) => {
-      if (!open) throw new Error("channel closed");
-      queueMicrotask(() => void a.handleDirectFrame(f, b.npub));
-    },
-    close: () => {
-      open = false;
-    },
-  });
+  const offA = a.addDirectChannel(b.npub, channel(b, a));
+  const offB = b.addDirectChannel(a.npub, channel(a, b));
   return () => {
     open = false;
     offA();
