@@ -3,6 +3,7 @@
 import type { QueuedStatus } from "../../shared/tally/messages";
 import type { LedgerEntry } from "../../shared/tally/entry";
 import { awaitListener } from "../listeners";
+import { Listeners, type AnyListener } from "../../shared/listeners";
 
 /** An inner message as the application sees it (seed section 3). */
 export interface InnerMessage {
@@ -64,33 +65,25 @@ export interface TallyClientEvents {
   close: (code: number, reason: string, relay: string) => void;
 }
 
-type AnyFn = (...args: any[]) => unknown;
-
 /** Typed listeners; emit awaits each in turn and returns what they returned. */
-export class Emitter<E extends { [K in keyof E]: AnyFn }> {
-  private readonly listeners = new Map<keyof E, Set<AnyFn>>();
+export class Emitter<E extends { [K in keyof E]: AnyListener }> {
+  private readonly listeners = new Listeners<E>();
 
   on<K extends keyof E>(event: K, fn: E[K]): () => void {
-    let set = this.listeners.get(event);
-    if (!set) {
-      set = new Set();
-      this.listeners.set(event, set);
-    }
-    set.add(fn);
-    return () => void set!.delete(fn);
+    return this.listeners.on(event, fn);
   }
 
   async emit<K extends keyof E>(event: K, ...args: Parameters<E[K]>): Promise<unknown[]> {
     const results: unknown[] = [];
     // A listener that throws is reported and counts as having returned nothing (clients/listeners.ts).
-    for (const fn of this.listeners.get(event) ?? []) results.push(await awaitListener(String(event), fn, ...args));
+    for (const fn of this.listeners.of(event)) results.push(await awaitListener(String(event), fn, ...args));
     return results;
   }
 
   /** Like emit, but the first listener that throws (or rejects) stops it, and emitStrict throws that error. */
   async emitStrict<K extends keyof E>(event: K, ...args: Parameters<E[K]>): Promise<unknown[]> {
     const results: unknown[] = [];
-    for (const fn of this.listeners.get(event) ?? []) results.push(await fn(...args));
+    for (const fn of this.listeners.of(event)) results.push(await fn(...args));
     return results;
   }
 }

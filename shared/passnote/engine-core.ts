@@ -21,6 +21,7 @@ import { sealFrame, sealPlain } from "./seal";
 import type { Ephemeral, RatchetHello, Session } from "./session";
 import { SendWindow } from "./send-window";
 import { encodeMessage, encodeRecord, LEGACY_RECONCILE2_TAG, type Message, type MessageOf, type WireRecord } from "./wire";
+import { Listeners } from "../listeners";
 
 export interface SyncEngineOptions {
   /** This node's id (HLC node part, hello). */
@@ -169,7 +170,7 @@ export class EngineCore {
   readonly sent: TrafficStats = emptyStats();
   readonly received: TrafficStats = emptyStats();
   readonly peers = new Map<string, PeerState>();
-  private readonly listeners = new Map<keyof SyncEvents, Set<(...args: any[]) => void>>();
+  private readonly listeners = new Listeners<SyncEvents>();
   private readonly rosterCache = new Map<string, { hlc: string; entry: RosterEntry | null }>();
 
   constructor(readonly opts: SyncEngineOptions) {
@@ -189,17 +190,11 @@ export class EngineCore {
   }
 
   on<K extends keyof SyncEvents>(event: K, fn: SyncEvents[K]): () => void {
-    let set = this.listeners.get(event);
-    if (!set) {
-      set = new Set();
-      this.listeners.set(event, set);
-    }
-    set.add(fn);
-    return () => set.delete(fn);
+    return this.listeners.on(event, fn);
   }
 
   emit<K extends keyof SyncEvents>(event: K, ...args: Parameters<SyncEvents[K]>): void {
-    for (const fn of this.listeners.get(event) ?? []) fn(...args);
+    for (const fn of this.listeners.of(event)) (fn as (...a: Parameters<SyncEvents[K]>) => void)(...args);
   }
 
   /** Whether this side offers x-edge-relay/digest. */
