@@ -151,7 +151,7 @@ describe("the mailbox client (clients/mailbox)", () => {
       }
     })();
     await client.post(topic, Buffer.from("one"));
-    await sleep(100);
+    await waitFor(() => got.length === 1, { what: "the first item, before the next long-poll" });
     await client.post(topic, Buffer.from("two"));
     await client.post(topic, Buffer.from("three"));
     await following;

@@ -126,7 +126,7 @@ describe("the Tally protocol section 13: multi-device convergence", () => {
   it("13.5 a message received on one device appears on the other through the live broadcast, with no receipt loop", async () => {
     const alice = newUser();
     const bob = newUser();
-    const { a: a1, b } = await friends(alice, bob);
+    const { a: a1, b, ids } = await friends(alice, bob);
     const a2 = await dev(alice, { store: memoryStore() });
     await waitFor(async () => (await a2.store.listLedger()).length === 5, { what: "converged" });
     // Bob reaches only a1, over a direct channel; a2 learns of it from a1's broadcast.
@@ -139,9 +139,21 @@ describe("the Tally protocol section 13: multi-device convergence", () => {
     await waitFor(() => onA2.length === 1, { what: "broadcast to a2" });
     expect(onA2).toEqual([[id, "sync"]]);
     await waitFor(() => receipts.length === 1, { what: "receipt" });
-    await new Promise((r) => setTimeout(r, 500));
+    // A note from each of alice's devices, by the path a receipt of theirs would take, reaches bob
+    // after anything they sent him before it: a second receipt or a loop would be there by then.
+    const onB: string[] = [];
+    b.on("message", (m) => void onB.push(m.id));
+    const marks = [
+      await a1.send(bob.npub, "note", { mark: 1 }, { paths: "direct" }),
+      await a2.send(bob.npub, "note", { mark: 2 }, { paths: "relay" }),
+    ];
+    await waitFor(() => marks.every((m) => onB.includes(m)), { what: "the notes after the receipt" });
+    await b.idle();
     expect(receipts).toEqual([id]); // one receipt, from a1; none from a2, no loop
-    expect((await a1.store.listLedger()).length).toBe(6);
-    expect((await a2.store.listLedger()).length).toBe(6);
+    // Both devices hold the six entries and the two notes, nothing more.
+    const all = [...ids, id, ...marks].sort();
+    await waitFor(async () => (await ledgerIds(a1)).length === 8 && (await ledgerIds(a2)).length === 8, { what: "ledgers" });
+    expect(await ledgerIds(a1)).toEqual(all);
+    expect(await ledgerIds(a2)).toEqual(all);
   });
 });
