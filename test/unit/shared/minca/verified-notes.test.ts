@@ -7,6 +7,7 @@ import { newAccount, sessionNote, writeVersion, makeSpace } from "../../../../cl
 import { base64urlDecode, base64urlEncode } from "../../../../shared/encoding";
 import { isP256DidKey, p256FromDidKey } from "../../../../shared/minca/did-key";
 import { newP256Key } from "../../../../shared/minca/es256";
+import { digestMincaId, mincaId } from "../../../../shared/minca/id";
 import { verifyNote } from "../../../../shared/minca/note";
 import { checkVersion, versionId } from "../../../../shared/minca/version";
 import { RecentMap } from "../../../../shared/recent-map";
@@ -105,6 +106,17 @@ describe("verified notes: a note is verified once, what it grants is checked eve
         expect(isP256DidKey(mutated)).toBe(other !== null);
       }),
       { seed: 35, numRuns: 300 },
+    );
+  });
+});
+
+describe("a version's id hashed by WebCrypto", () => {
+  it("is the id the JavaScript hash gives, for any bytes (fuzz)", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.uint8Array({ maxLength: 4_096 }), async (bytes) => {
+        expect(await digestMincaId(bytes)).toBe(mincaId(bytes));
+      }),
+      { seed: 35, numRuns: 200 },
     );
   });
 });
