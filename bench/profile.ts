@@ -1,7 +1,8 @@
 // `npm run bench:profile`: a CPU profile of the relay's isolate under `workerd serve` while it
 // carries Tally online delivery (or, with --store, offline store then flush; with --flush, only
 // the flush of 1,000 stored envelopes; with --register,
-// connect and register of new users; with --passnote, room traffic). workerd runs with its
+// connect and register of new users; with --passnote, room traffic; with --hosting, Minca
+// hosting appends of 100 versions per POST). workerd runs with its
 // inspector on a loopback port (through a wrapper given to scripts/serve.ts as --workerd); the V8
 // sampling profiler is driven over the inspector protocol. Prints the functions with the most
 // self time and writes the whole profile to dist/relay.cpuprofile (open it in Chrome
@@ -18,6 +19,7 @@ import { freePort, startRelay } from "../test/helpers/relay-process";
 import { startBareDo, workerdBinary } from "./baselines/start";
 import { roomTraffic } from "./passnote";
 import { newUser } from "../test/helpers/tally";
+import { BENCH_CLIENT_HEADER, hostingAppends, hostingSetup } from "./minca";
 import { flushTo, onlineDelivery, registers, storeFor, storeThenFlush } from "./tally";
 
 const { values } = parseArgs({
@@ -26,6 +28,7 @@ const { values } = parseArgs({
     store: { type: "boolean" },
     flush: { type: "boolean" },
     register: { type: "boolean" },
+    hosting: { type: "boolean" },
     bare: { type: "boolean" },
     top: { type: "string" },
   },
@@ -80,19 +83,26 @@ async function main() {
   const wrapper = join(dir, "workerd");
   writeFileSync(wrapper, `#!/bin/sh\nexec ${JSON.stringify(real)} "$@" --inspector-addr=127.0.0.1:${port}\n`);
   chmodSync(wrapper, 0o755);
-  const relay = values.bare ? await startBareDo({ workerd: wrapper }) : await startRelay({ target: "workerd", env: { WORKERD: wrapper } });
+  const relay = values.bare
+    ? await startBareDo({ workerd: wrapper })
+    : await startRelay({ target: "workerd", env: { WORKERD: wrapper, TRUSTED_PROXY_HEADER: BENCH_CLIENT_HEADER } });
   try {
     // --flush: only the flush of 1,000 stored envelopes is profiled (their storing is not).
     const flushLoad = { senders: 10, perSender: 100, inFlight: 8 };
     const stored = values.flush ? await storeFor(relay.url, flushLoad) : undefined;
+    // --hosting: each run appends to a space of its own (signed before the profile starts).
+    const hosting = async () => hostingSetup(relay.url, { batches: 5, host: !values.bare });
+    const spaces = values.hosting ? [await hosting(), await hosting()] : [];
     const load = () =>
-      values.passnote
-        ? roomTraffic(relay.url, { peers: 16, perSender: 100, inFlight: 2, bytes: 200 })
-        : values.register
-          ? registers(relay.url, { users: Array.from({ length: 100 }, newUser), concurrency: 8 })
-          : values.store
-            ? storeThenFlush(relay.url, flushLoad)
-            : onlineDelivery(relay.url, { pairs: 20, inFlight: 8, perSender: 150 });
+      values.hosting
+        ? hostingAppends(relay.url, spaces.shift()!)
+        : values.passnote
+          ? roomTraffic(relay.url, { peers: 16, perSender: 100, inFlight: 2, bytes: 200 })
+          : values.register
+            ? registers(relay.url, { users: Array.from({ length: 100 }, newUser), concurrency: 8 })
+            : values.store
+              ? storeThenFlush(relay.url, flushLoad)
+              : onlineDelivery(relay.url, { pairs: 20, inFlight: 8, perSender: 150 });
     if (!values.flush)
       await load(); // warm-up
     else await storeThenFlush(relay.url, flushLoad); // warm-up

@@ -12,7 +12,8 @@
 //   npm run bench                  full run; writes bench/results/baselines.md, baselines.svg, reconcile.md
 //   npm run bench -- --big         also reconciliation of 10^6 records with 1 and 100 differences (minutes, 1.6 GB more)
 //   npm run bench -- --wrangler    also the relay under wrangler dev, as a column of its own
-//   npm run bench -- --only tally  only the figures whose name contains "tally" (quick profiling)
+//   npm run bench -- --only tally  only the figures whose name contains "tally" (quick profiling;
+//                                  "mailbox" or "hosting" for one half of the Minca figures)
 //   npm run bench -- --only reconcil  only reconciliation (no servers started); still writes reconcile.md
 //   npm run bench -- --smoke       a few seconds, one round, nothing written (part of npm test)
 //   (the full run also reopens a Passnote SQLite database of 100,000 records: bench/passnote-store.ts)
@@ -189,8 +190,8 @@ async function measure(t: Target, s: Server): Promise<void> {
       many.cpuMs / many.result.deliveries,
     );
   }
-  if (t !== "node" && wanted("minca")) {
-    // (b) has no mailbox or hosting routes: these compare the relay with (a) only.
+  // (b) has no mailbox or hosting routes: these compare the relay with (a) only.
+  if (t !== "node" && wanted("minca mailbox")) {
     const wake = await mailboxWake(s.url, { rounds: SIZES.wakes, topic: "fresh" });
     record("minca mailbox: POST to long-poll answer, p50", "ms", false, t, wake.p50);
     record("minca mailbox: POST to long-poll answer, p99", "ms", false, t, wake.p99);
@@ -202,6 +203,8 @@ async function measure(t: Target, s: Server): Promise<void> {
     const many = await withCpu(s, () => mailboxPosts(s.url, { topics: SIZES.topics, perTopic: SIZES.perTopic, inFlight: SIZES.inFlight }));
     record(`minca mailbox: POSTs across ${SIZES.topics} topics, ${SIZES.inFlight} in flight`, "POSTs/s", true, t, many.result.perSecond);
     record("minca mailbox: CPU per POST (both)", "ms", false, t, (one.cpuMs + many.cpuMs) / (one.result.posts + many.result.posts));
+  }
+  if (t !== "node" && wanted("minca hosting")) {
     const space = await hostingSetup(s.url, { batches: SIZES.batches, perBatch: SIZES.perBatch, host: t !== "bare" });
     const app = await withCpu(s, () => hostingAppends(s.url, space));
     record(`minca hosting: version appends, ${SIZES.perBatch} per POST`, "versions/s", true, t, app.result.perSecond);

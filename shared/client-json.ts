@@ -30,6 +30,17 @@ export function jsonNestsDeeper(text: string, max: number): boolean {
   return false;
 }
 
+/**
+ * Whether JSON text could parse to a string holding a surrogate at all: a surrogate code unit in
+ * the text itself, or a \u escape of one (\uD800 to \uDFFF, any case). Text with neither (nearly
+ * every client's) needs no walk of the parsed value; a false "maybe" (an escaped backslash before
+ * a "uD8") only costs the walk.
+ */
+const SURROGATE_OR_ESCAPE = /[\uD800-\uDFFF]|\\u[dD][89a-fA-F]/;
+function mayHoldSurrogate(text: string): boolean {
+  return SURROGATE_OR_ESCAPE.test(text);
+}
+
 /** A string or member name anywhere in `value` that is not well-formed Unicode, or null. */
 function loneSurrogateIn(value: unknown): boolean {
   const stack: unknown[] = [value];
@@ -58,6 +69,6 @@ export function parseClientJson(text: string, maxDepth: number = COMMON_LIMITS.m
   } catch {
     return { ok: false, reason: "not JSON" };
   }
-  if (loneSurrogateIn(value)) return { ok: false, reason: "a string holds a lone surrogate (not I-JSON)" };
+  if (mayHoldSurrogate(text) && loneSurrogateIn(value)) return { ok: false, reason: "a string holds a lone surrogate (not I-JSON)" };
   return { ok: true, value };
 }

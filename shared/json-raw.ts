@@ -12,16 +12,21 @@ function skipWs(s: string, i: number): number {
   return i;
 }
 
-function skipString(s: string, i: number): number {
-  // s[i] === '"'
-  i++;
-  while (i < s.length) {
-    const c = s.charCodeAt(i);
-    if (c === 0x5c) i += 2;
-    else if (c === 0x22) return i + 1;
-    else i++;
+/** The index after the string that opens at s[i] (a quote). */
+export function skipString(s: string, i: number): number {
+  // The next quote is found natively (indexOf), not one character at a time: envelopes and
+  // versions are mostly long base64 strings. A quote ends the string unless an odd run of
+  // backslashes stands before it; a run cannot reach back past `from`, which follows the opening
+  // quote or an escaped one.
+  let from = i + 1;
+  for (;;) {
+    const q = s.indexOf('"', from);
+    if (q < 0) throw new Error("unterminated string");
+    let b = q;
+    while (b > from && s.charCodeAt(b - 1) === 0x5c) b--;
+    if ((q - b) % 2 === 0) return q + 1;
+    from = q + 1;
   }
-  throw new Error("unterminated string");
 }
 
 function hasEscape(s: string, from: number, to: number): boolean {

@@ -240,6 +240,10 @@ export const MINCA_HOST_LIMITS = {
   max_name_chars: 256,
   /** Founders in one constitution. */
   max_founders: 16,
+  /** P-256 did:keys an isolate keeps decoded (the point, and its WebCrypto key) after checking them once; the least recently used is dropped. Only valid keys are kept. */
+  decoded_keys_kept: 1_024,
+  /** Notes an isolate remembers as verified (keyed by the exact bytes the note's signature covers and the signature), so the versions a device writes under one note verify it once; the least recently used is dropped. Each version's own signature is verified every time. */
+  verified_notes_kept: 1_024,
   /** Versions one carried space holds; past it a request is refused with 507. */
   max_space_versions: 10_000,
   /** Bytes of versions one carried space holds; past it a request is refused with 507. */

@@ -12,7 +12,7 @@ import { isP256DidKey } from "../shared/minca/did-key";
 import { logQuerySchema, readVersionsBody } from "../shared/minca/host-wire";
 import { isMincaId } from "../shared/minca/id";
 import { TIME_HEADER } from "../shared/minca/read-proof";
-import { answer, httpError, methodNotAllowed, readBody, type C, type RelayHono } from "./http";
+import { answer, httpError, methodNotAllowed, NO_STORE, readBody, type C, type RelayHono } from "./http";
 
 /** Mounted at MINCA_PATH: the host's endpoints (HOST_PATH) and the carried spaces' (SPACES_PATH). */
 export const MINCA_PATH = "/minca/v1";
@@ -92,7 +92,10 @@ hostingRoutes.get("/spaces/:id/versions", async (c) => {
   const id = c.req.param("id");
   const q = logQuerySchema.safeParse(c.req.query());
   if (!q.success) return httpError(c, 400, "invalid_query", formatIssue(q.error));
-  return answer(c, await space(c, id).page(q.data, readProof(c), c.var.client));
+  // The object answers with the page's JSON text: the versions in it as they arrived, not parsed and serialised again.
+  return answer(c, await space(c, id).page(q.data, readProof(c), c.var.client), (text) =>
+    c.body(text, 200, { ...NO_STORE, "Content-Type": "application/json" }),
+  );
 });
 
 hostingRoutes.all("/host/accounts", (c) => methodNotAllowed(c, ["POST"]));

@@ -11,7 +11,7 @@ import { checkReadProof } from "../../shared/minca/read-proof";
 import type { Constitution } from "../../shared/minca/space";
 import { checkVersion, outsideOf, rootOf, type VersionCheck, type VersionRefusal } from "../../shared/minca/version";
 import type { Arrival } from "../../shared/minca/wake";
-import type { Appended, ArrivedVersion, LogPage } from "../../shared/minca/host-wire";
+import type { Appended, ArrivedVersion } from "../../shared/minca/host-wire";
 import type { PageQuery } from "../../shared/mailbox/messages";
 import * as plans from "../../shared/minca/append-plan";
 import type { AppendPlan, FreshEntry, Share } from "../../shared/minca/append-plan";
@@ -406,7 +406,8 @@ export class MincaSpace extends StoredObject<Env, "read" | "write"> {
   }
 
   /** A page of the log; a private space's only to a request proven with its read key. */
-  async page(q: PageQuery, proof: { authorization: string | null; time: string | null }, client = ""): Promise<HostResult<LogPage>> {
+  /** A page of the log, as the text of a LogPage (the versions in it exactly as they arrived). */
+  async page(q: PageQuery, proof: { authorization: string | null; time: string | null }, client = ""): Promise<HostResult<string>> {
     const here = this.carried();
     if (here === null) return fail(404, "not_found", "this host does not carry that space");
     const { id: space, constitution } = here;
@@ -424,7 +425,7 @@ export class MincaSpace extends StoredObject<Env, "read" | "write"> {
     for (;;) {
       const page = this.log.page(q.after, q.limit);
       const left = deadline - Date.now();
-      if (page.items.length > 0 || left <= 0) return { ok: true, value: page };
+      if (page.count > 0 || left <= 0) return { ok: true, value: page.text };
       await this.waiters.wait(left);
     }
   }

@@ -38,20 +38,35 @@ export class SpaceLog {
       .one();
   }
 
-  page(after: number, limit: number): LogPage {
+  /**
+   * A page of the log as the text of a LogPage: each version spliced in exactly as it arrived (it
+   * was checked as JSON then), not parsed here and serialised again by the Worker. `count` is how
+   * many versions it holds.
+   */
+  page(after: number, limit: number): { text: string; count: number } {
     const rows = this.sql
       .exec<LogRow>("SELECT seq, bytes, version FROM log WHERE seq > ? ORDER BY seq LIMIT ?", after, limit + 1)
       .toArray();
-    const items: LogPage["items"] = [];
+    let items = "";
+    let count = 0;
+    let next = after;
     let bytes = 0;
     for (const r of rows) {
-      if (items.length >= limit) break;
-      if (items.length > 0 && bytes + r.bytes > MINCA_HOST_LIMITS.page_max_bytes) break;
+      if (count >= limit) break;
+      if (count > 0 && bytes + r.bytes > MINCA_HOST_LIMITS.page_max_bytes) break;
       bytes += r.bytes;
-      items.push({ seq: r.seq, version: JSON.parse(r.version) });
+      items += `${count === 0 ? "" : ","}{"seq":${r.seq},"version":${r.version}}`;
+      next = r.seq;
+      count++;
     }
     const oldest = this.sql.exec<{ s: number | null }>("SELECT MIN(seq) AS s FROM log").one().s;
-    return { items, next: items.length ? items[items.length - 1].seq : after, more: rows.length > items.length, oldest_seq: oldest };
+    const page: Record<keyof LogPage, string> = {
+      items: `[${items}]`,
+      next: String(next),
+      more: String(rows.length > count),
+      oldest_seq: oldest === null ? "null" : String(oldest),
+    };
+    return { text: `{"items":${page.items},"next":${page.next},"more":${page.more},"oldest_seq":${page.oldest_seq}}`, count };
   }
 
   /**

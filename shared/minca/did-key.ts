@@ -3,6 +3,8 @@
 // an account's key) is named this way.
 import { p256 } from "@noble/curves/nist.js";
 import { base58 } from "@scure/base";
+import { MINCA_HOST_LIMITS } from "../limits";
+import { RecentMap } from "../recent-map";
 
 export class DidKeyError extends Error {}
 
@@ -16,11 +18,26 @@ export function p256DidKey(publicKey: Uint8Array): string {
   return didKeyOf(P256_PREFIX, pointOf(publicKey).toBytes(true));
 }
 
+/**
+ * P-256 did:keys checked lately, with their point in both forms. Decoding one (base58, then the
+ * square root that decompresses the point) costs more than the signature check it is for, and a
+ * host sees the same few keys on every version. Only keys that decoded are kept; anything else
+ * is decoded (and refused) every time.
+ */
+const decodedP256 = new RecentMap<string, { compressed: Uint8Array; uncompressed: Uint8Array }>(MINCA_HOST_LIMITS.decoded_keys_kept);
+
+function decodeP256(did: string): { compressed: Uint8Array; uncompressed: Uint8Array } {
+  const hit = typeof did === "string" ? decodedP256.get(did) : undefined;
+  if (hit !== undefined) return hit;
+  const compressed = keyFromDidKey(did, P256_PREFIX, 33, "a P-256 key");
+  const decoded = { compressed, uncompressed: pointOf(compressed).toBytes(false) };
+  decodedP256.set(did, decoded);
+  return decoded;
+}
+
 /** The compressed point a P-256 did:key names; throws DidKeyError for anything else. */
 export function p256FromDidKey(did: string): Uint8Array {
-  const compressed = keyFromDidKey(did, P256_PREFIX, 33, "a P-256 key");
-  pointOf(compressed);
-  return compressed;
+  return decodeP256(did).compressed.slice();
 }
 
 /** The key bytes after a did:key's multicodec prefix, when it is that prefix and length. */
@@ -50,13 +67,13 @@ function didKeyOf(prefix: Uint8Array, key: Uint8Array): string {
 
 /** The 65-byte uncompressed form of a P-256 did:key's point (what WebCrypto imports as raw). */
 export function p256UncompressedFromDidKey(did: string): Uint8Array {
-  return pointOf(p256FromDidKey(did)).toBytes(false);
+  return decodeP256(did).uncompressed.slice();
 }
 
 export function isP256DidKey(did: unknown): did is string {
   if (typeof did !== "string") return false;
   try {
-    p256FromDidKey(did);
+    decodeP256(did);
     return true;
   } catch {
     return false;

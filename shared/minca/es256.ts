@@ -3,6 +3,8 @@
 // WebCrypto's verify accepts high-S signatures (docs/hostile.md: verifiers must), so nothing
 // here normalises s.
 import { base64urlDecode, base64urlEncode, EncodingError } from "../encoding";
+import { MINCA_HOST_LIMITS } from "../limits";
+import { RecentMap } from "../recent-map";
 import { p256DidKey, p256UncompressedFromDidKey } from "./did-key";
 
 const ALG = { name: "ECDSA", namedCurve: "P-256" } as const;
@@ -61,11 +63,24 @@ export async function es256Verify(did: string, sig: Uint8Array | string, bytes: 
     throw e;
   }
   if (raw.length !== 64) return false;
+  const key = await verifyKeyOf(did);
+  if (key === null) return false;
+  return crypto.subtle.verify(SIGN, key, buf(raw), buf(bytes));
+}
+
+/** WebCrypto verify keys imported lately, by did (a key is a pure function of its did); only keys that imported are kept. */
+const verifyKeys = new RecentMap<string, CryptoKey>(MINCA_HOST_LIMITS.decoded_keys_kept);
+
+/** The WebCrypto verify key a P-256 did:key names; null for anything that is not one. */
+async function verifyKeyOf(did: string): Promise<CryptoKey | null> {
+  const hit = verifyKeys.get(did);
+  if (hit !== undefined) return hit;
   let key: CryptoKey;
   try {
     key = await crypto.subtle.importKey("raw", buf(p256UncompressedFromDidKey(did)), ALG, false, ["verify"]);
   } catch {
-    return false;
+    return null;
   }
-  return crypto.subtle.verify(SIGN, key, buf(raw), buf(bytes));
+  verifyKeys.set(did, key);
+  return key;
 }

@@ -12,6 +12,16 @@ export function mincaId(bytes: Uint8Array): string {
   return "b" + base32nopad.encode(sha256(bytes)).toLowerCase();
 }
 
+/**
+ * The same id, hashed by WebCrypto's SHA-256 (native in workerd, Node and browsers, where the
+ * synchronous one above runs in JavaScript): for ids computed per request, such as a host
+ * checking each version's.
+ */
+export async function digestMincaId(bytes: Uint8Array): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", new Uint8Array(bytes));
+  return "b" + base32nopad.encode(new Uint8Array(digest)).toLowerCase();
+}
+
 export function isMincaId(s: unknown): s is string {
   return typeof s === "string" && ID_PATTERN.test(s);
 }

@@ -6,6 +6,8 @@ import { base64urlEncode, concatBytes, randomBytes, utf8Encode } from "../encodi
 import { isP256DidKey } from "./did-key";
 import { es256SignB64, es256Verify, type P256Key } from "./es256";
 import { canonicalize } from "./jcs";
+import { MINCA_HOST_LIMITS } from "../limits";
+import { RecentMap } from "../recent-map";
 
 export const NOTE_TYPE = "minca/ucan/dlg@1";
 
@@ -44,8 +46,23 @@ export const noteSchema = z
 export type Note = { payload: NotePayload; sig: string; type: typeof NOTE_TYPE };
 
 export function noteBytes(payload: NotePayload): Uint8Array {
-  return concatBytes(utf8Encode(NOTE_TYPE), Uint8Array.of(0), utf8Encode(canonicalize(payload)));
+  return signedText(payload).bytes;
 }
+
+/** What a note's signature covers, as bytes and as the text that names it in the cache below. */
+function signedText(payload: NotePayload): { text: string; bytes: Uint8Array } {
+  const jcs = canonicalize(payload);
+  return { text: jcs, bytes: concatBytes(utf8Encode(NOTE_TYPE), Uint8Array.of(0), utf8Encode(jcs)) };
+}
+
+/**
+ * Notes whose signature verified lately, keyed by the signature and the exact text it covers (the
+ * payload's JCS, iss included): a device writes every version under the same note, so a host
+ * verifies that note once and each version's own signature every time. A hit stands only for
+ * "this iss signed these bytes"; what the note grants (its aud, sub, policy, command, time) is
+ * checked against each use by the caller, every time. Only verified notes are kept.
+ */
+const verifiedNotes = new RecentMap<string, true>(MINCA_HOST_LIMITS.verified_notes_kept);
 
 /** A fresh nonce for a note. */
 export function noteNonce(): string {
@@ -71,9 +88,14 @@ export async function verifyNote(value: unknown, now?: number): Promise<NoteChec
   if (!outer.success) return { ok: false, reason: "not a note" };
   const payload = notePayloadSchema.safeParse(outer.data.payload);
   if (!payload.success) return { ok: false, reason: "the note's payload is malformed" };
-  if (!isP256DidKey(payload.data.iss)) return { ok: false, reason: "the note's issuer is not a P-256 did:key" };
-  if (!(await es256Verify(payload.data.iss, outer.data.sig, noteBytes(payload.data)))) {
-    return { ok: false, reason: "the note's signature does not verify" };
+  const signed = signedText(payload.data);
+  const cacheKey = `${outer.data.sig}.${signed.text}`;
+  if (verifiedNotes.get(cacheKey) === undefined) {
+    if (!isP256DidKey(payload.data.iss)) return { ok: false, reason: "the note's issuer is not a P-256 did:key" };
+    if (!(await es256Verify(payload.data.iss, outer.data.sig, signed.bytes))) {
+      return { ok: false, reason: "the note's signature does not verify" };
+    }
+    verifiedNotes.set(cacheKey, true);
   }
   if (now !== undefined) {
     if (payload.data.exp !== null && now >= payload.data.exp) return { ok: false, reason: "the note has expired" };

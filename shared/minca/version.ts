@@ -7,7 +7,7 @@ import { lostMember } from "../json-raw";
 import { MINCA_HOST_LIMITS } from "../limits";
 import { isP256DidKey } from "./did-key";
 import { es256SignB64, es256Verify, type P256Key } from "./es256";
-import { isMincaId, mincaId } from "./id";
+import { digestMincaId, isMincaId, mincaId } from "./id";
 import { canonicalize } from "./jcs";
 import { verifyNote, type Note } from "./note";
 import { commandCovers, policyAllows } from "./policy";
@@ -73,6 +73,12 @@ export function outsideOf(v: Version): Outside {
 export function versionId(v: Record<string, unknown>): string {
   const { id: _id, sig: _sig, ...rest } = v;
   return mincaId(utf8Encode(canonicalize(rest)));
+}
+
+/** versionId, hashed natively (a host checks every version's id). */
+async function digestVersionId(v: Record<string, unknown>): Promise<string> {
+  const { id: _id, sig: _sig, ...rest } = v;
+  return digestMincaId(utf8Encode(canonicalize(rest)));
 }
 
 export function versionSigBytes(id: string): Uint8Array {
@@ -207,7 +213,7 @@ export async function checkVersion(value: unknown, ctx: GateContext, bytes?: num
   if (v.space !== ctx.space) return refuse("wrong_space", "the version names another space", v.id);
   let id: string;
   try {
-    id = versionId(v as unknown as Record<string, unknown>);
+    id = await digestVersionId(v as unknown as Record<string, unknown>);
   } catch {
     return refuse("malformed", "the version has no canonical form", v.id);
   }

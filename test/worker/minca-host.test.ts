@@ -211,6 +211,31 @@ describe("docs/hosting.md: carried spaces", () => {
     expect((await host.fetchLog(s)).items).toHaveLength(1);
   });
 
+  it("a page of the log hands back each version exactly as it was posted: its text, not the host's re-serialisation of it", async () => {
+    const { acct, host } = await connected();
+    const s = makeSpace(acct, "public");
+    await host.pass(s);
+    const v = await writeVersion(acct, s, { collection: "c", key: "k", body: { text: "caf\u00e9 \u2028" } });
+    const w = await writeVersion(acct, s, { collection: "c", key: "k2", body: { n: 2 } });
+    // Posted pretty-printed, with an escape the writer chose: the same JSON value, other text.
+    const posted = JSON.stringify([v, w], null, 2).replace('"collection": "c"', '"collection": "\\u0063"');
+    const rawV = posted.slice(posted.indexOf("{"), posted.indexOf("\n  },") + 4);
+    expect(JSON.parse(rawV)).toEqual(JSON.parse(JSON.stringify(v)));
+    const res = await SELF.fetch(`${RELAY}/minca/v1/spaces/${s.id}/versions`, { method: "POST", body: posted });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { results: Array<{ accepted: boolean }> }).results.map((r) => r.accepted)).toEqual([true, true]);
+    const page = await SELF.fetch(`${RELAY}/minca/v1/spaces/${s.id}/versions?after=0&limit=1`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get("content-type")).toMatch(/^application\/json/);
+    expect(page.headers.get("cache-control")).toBe("no-store");
+    const text = await page.text();
+    expect(text).toBe(`{"items":[{"seq":1,"version":${rawV}}],"next":1,"more":true,"oldest_seq":1}`);
+    // The client reads it as the versions it wrote.
+    const log = await host.fetchLog(s);
+    expect(log.items.map((i) => i.version)).toEqual(JSON.parse(JSON.stringify([v, w])));
+    expect(log).toMatchObject({ next: 2, more: false, oldest_seq: 1 });
+  });
+
   it("a private space answers only a request proven with its read key: none 401, wrong 403", async () => {
     const { acct, host } = await connected();
     const s = makeSpace(acct, "private");

@@ -38,6 +38,28 @@ describe("client JSON has a documented nesting bound, checked on the raw text", 
     expect(parseClientJson('[[[{"a":["x\\udfff"]}]]]').ok).toBe(false);
   });
 
+  it("a lone surrogate is refused however the text carries it: raw in the text, or escaped in either case (fuzz)", () => {
+    const escaped = (c: string, upper: boolean) => {
+      const hex = c.charCodeAt(0).toString(16);
+      return `\\u${upper ? hex.toUpperCase() : hex}`;
+    };
+    fc.assert(
+      fc.property(fc.jsonValue(), loneSurrogate, fc.boolean(), fc.constantFrom("raw", "escaped", "key"), (v, lone, upper, how) => {
+        const text =
+          how === "raw"
+            ? `[${JSON.stringify(v)},"a${lone}b"]`
+            : how === "escaped"
+              ? `[${JSON.stringify(v)},"a${escaped(lone, upper)}b"]`
+              : `{"${escaped(lone, upper)}":${JSON.stringify(v)}}`;
+        expect(parseClientJson(text)).toEqual({ ok: false, reason: "a string holds a lone surrogate (not I-JSON)" });
+        // The same text with the surrogate paired is read.
+        const pair = lone.charCodeAt(0) < 0xdc00 ? `${lone}\udc00` : `\ud800${lone}`;
+        expect(parseClientJson(`[${JSON.stringify(v)},${JSON.stringify(`a${pair}b`)}]`).ok).toBe(true);
+      }),
+      { numRuns: 400 },
+    );
+  });
+
   it("fuzz: parseClientJson never throws, and what it accepts nests within the bound and has no lone surrogate", () => {
     const deep = fc.integer({ min: 0, max: 5_000 }).map((n) => nest(n));
     const withSurrogate = fc.tuple(fc.jsonValue(), loneSurrogate).map(([v, s]) => JSON.stringify([v, s]));

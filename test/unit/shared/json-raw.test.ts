@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { lostMember, rawMember, withRawMember } from "../../../shared/json-raw";
+import { lostMember, rawMember, skipString, withRawMember } from "../../../shared/json-raw";
 
 describe("rawMember", () => {
   it("returns a member's exact text, whitespace and number forms included", () => {
@@ -67,5 +67,42 @@ describe("lostMember", () => {
       expect(lostMember(t, JSON.parse(t)), t).not.toBeNull();
     }
     for (const t of ['{"a":"b:c","d":["e:f"]}', '"::"', "[]", '{"a\\"":1}']) expect(lostMember(t, JSON.parse(t)), t).toBeNull();
+  });
+});
+
+describe("skipString finds a string's end natively", () => {
+  it("ends where a character-by-character scan ends, for any text of quotes, backslashes and letters (fuzz)", () => {
+    /** The definition: a backslash escapes the next character; an unescaped quote ends the string. */
+    const plain = (s: string, i: number): number => {
+      for (i++; i < s.length; ) {
+        const c = s[i];
+        if (c === "\\") i += 2;
+        else if (c === '"') return i + 1;
+        else i++;
+      }
+      return -1;
+    };
+    const end = (s: string) => {
+      try {
+        return skipString(s, 0);
+      } catch {
+        return -1;
+      }
+    };
+    fc.assert(
+      fc.property(fc.string({ unit: fc.constantFrom('"', "\\", "a", "u") }), (tail) => {
+        const s = `"${tail}`;
+        expect(end(s)).toBe(plain(s, 0));
+      }),
+      { seed: 35, numRuns: 2_000 },
+    );
+    // Every string JSON.stringify makes ends at its closing quote.
+    fc.assert(
+      fc.property(fc.string({ unit: "binary" }), (v) => {
+        const s = `${JSON.stringify(v)},"next"`;
+        expect(end(s)).toBe(JSON.stringify(v).length);
+      }),
+      { seed: 35, numRuns: 500 },
+    );
   });
 });

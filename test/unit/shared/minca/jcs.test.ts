@@ -34,4 +34,54 @@ describe("JCS (RFC 8785)", () => {
       { numRuns: 200 },
     );
   });
+
+  it("the fast path (strings without surrogates, no intermediate arrays) gives the text of the plain definition, and refuses what it refuses (fuzz)", () => {
+    /** RFC 8785 written plainly: the reference the faster canonicalize is held to. */
+    const plain = (value: unknown): string => {
+      if (typeof value === "string") {
+        if (/\p{Surrogate}/u.test(value.replace(/[\uD800-\uDBFF][\uDC00-\uDFFF]/g, ""))) throw new JcsError("lone surrogate");
+        return JSON.stringify(value);
+      }
+      if (typeof value === "number") {
+        if (!Number.isFinite(value)) throw new JcsError("not finite");
+        return JSON.stringify(value);
+      }
+      if (typeof value === "boolean") return String(value);
+      if (value === null) return "null";
+      if (value === undefined) throw new JcsError("no JSON form");
+      if (Array.isArray(value)) return `[${value.map(plain).join(",")}]`;
+      const obj = value as Record<string, unknown>;
+      const keys = Object.keys(obj)
+        .filter((k) => obj[k] !== undefined)
+        .sort();
+      return `{${keys.map((k) => `${plain(k)}:${plain(obj[k])}`).join(",")}}`;
+    };
+    const outcome = (f: (v: unknown) => string, v: unknown) => {
+      try {
+        return f(v);
+      } catch (e) {
+        return e instanceof JcsError ? "refused" : `threw ${e}`;
+      }
+    };
+    // Strings of any UTF-16 code units, lone surrogates included, in keys and values.
+    const anyString = fc.string({ unit: "binary" });
+    const value = fc.letrec((tie) => ({
+      v: fc.oneof(
+        { depthSize: "small" },
+        anyString,
+        fc.double(),
+        fc.boolean(),
+        fc.constant(null),
+        fc.constant(undefined),
+        fc.array(tie("v").filter((x) => x !== undefined)),
+        fc.dictionary(anyString, tie("v")),
+      ),
+    })).v;
+    fc.assert(
+      fc.property(value, (v) => {
+        expect(outcome(canonicalize, v)).toBe(outcome(plain, v));
+      }),
+      { seed: 35, numRuns: 2_000 },
+    );
+  });
 });
