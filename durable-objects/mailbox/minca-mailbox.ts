@@ -82,6 +82,11 @@ export class MincaMailbox extends StoredObject<Env, Limited> {
     return this.lease.bytes;
   }
 
+  /** RPC, the ledger (storage-lease.ts): a claim elsewhere needs this lease's slack; the lease becomes what is held (null: busy). */
+  leaseReclaim(): number | null {
+    return this.lease.reclaim();
+  }
+
   /**
    * Stores one item (until already resolved by shared/mailbox) and answers its seq. What the
    * topic then holds is charged against its lease of the relay-wide mailbox total in the same

@@ -73,6 +73,11 @@ export class TallyUser extends SocketObject<Env, TallyAttachment> {
     return this.queue.lease.bytes;
   }
 
+  /** RPC, the ledger (storage-lease.ts): a claim elsewhere needs this lease's slack; the lease becomes what is held (null: busy). */
+  leaseReclaim(): number | null {
+    return this.queue.lease.reclaim();
+  }
+
   protected socketGauges() {
     return { envelopes_stored: this.queue.count() };
   }
