@@ -6,3 +6,5 @@ ALTER TABLE leases ADD COLUMN held INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE totals ADD COLUMN held INTEGER NOT NULL DEFAULT 0;
 UPDATE leases SET held = bytes;
 UPDATE totals SET held = bytes;
+-- The lenders a claim asks first: the most slack of a kind.
+CREATE INDEX leases_by_slack ON leases (kind, (bytes - held));
