@@ -23,6 +23,7 @@ import relayStats0003 from "./RelayStats/0003_meta.sql";
 import relayStats0004 from "./RelayStats/0004_totals.sql";
 import relayLedger0003 from "./RelayLedger/0003_meta.sql";
 import relayPolicy0001 from "./RelayPolicy/0001_init.sql";
+import relayLedger0004 from "./RelayLedger/0004_held.sql";
 
 export interface Migration {
   name: string;
@@ -67,6 +68,7 @@ export const MIGRATIONS = {
     { name: "0001_init", sql: relayLedger0001 },
     { name: "0002_audit", sql: relayLedger0002 },
     { name: "0003_meta", sql: relayLedger0003 },
+    { name: "0004_held", sql: relayLedger0004 },
   ],
   RelayPolicy: [{ name: "0001_init", sql: relayPolicy0001 }],
 } satisfies Record<string, Migration[]>;

@@ -337,6 +337,13 @@ export const STORAGE_LIMITS = {
   lease_audit_age_seconds: 86_400,
   /** Leases the ledger checks with its holders per alarm (the next batch follows a second later). */
   lease_audit_batch: 64,
+  /**
+   * Holders the ledger asks per round to give back their slack (leased beyond what they hold) when
+   * a claim finds the leases, but not what is held, at the total: those lending the most first.
+   */
+  lease_reclaim_batch: 16,
+  /** Rounds of taking slack back one claim may run before it is refused (each round reads the ledger afresh). */
+  lease_reclaim_rounds: 4,
 } as const;
 
 export const STATS_LIMITS = {

@@ -9,14 +9,15 @@ import { Waiters } from "../base/waiters";
 import { fail, ok, type ObjectResult } from "../base/result";
 import { StorageLease } from "../relay/storage-lease";
 import { MIGRATIONS } from "../../migrations/index";
-import { bytesToHex, randomBytes, toArrayBuffer } from "../../shared/encoding";
+import { bytesToHex, randomBytes, toArrayBuffer, utf8ByteLength } from "../../shared/encoding";
 import { MAILBOX_WAKE_RULES, MailboxWakes, type Wake } from "./mailbox-wakes";
 import { PushOutbox } from "../push/push-outbox";
 import { relayOutboxDeps } from "../push/relay-outbox";
-import { MAILBOX_LIMITS, MINCA_HOST_LIMITS } from "../../shared/limits";
+import { MAILBOX_LIMITS, MINCA_HOST_LIMITS, STORAGE_LIMITS } from "../../shared/limits";
 import { buildPage, type Page, type PageQuery, type Posted, type ReceiverAdded, type StoredItem } from "../../shared/mailbox/messages";
 import type { PushSubscriptionJSON } from "../../shared/webpush/subscription";
 import { log } from "../../shared/log";
+import { rowBytes } from "../../shared/storage";
 
 /** What an RPC call answers: a value, or the HTTP error the Worker turns it into. */
 export type MailboxResult<T> = ObjectResult<T>;
@@ -82,6 +83,11 @@ export class MincaMailbox extends StoredObject<Env, Limited> {
     return this.lease.bytes;
   }
 
+  /** RPC, the ledger (storage-lease.ts): a claim elsewhere needs this lease's slack; the lease becomes what is held (null: busy). */
+  leaseReclaim(): number | null {
+    return this.lease.reclaim();
+  }
+
   /**
    * Stores one item (until already resolved by shared/mailbox) and answers its seq. What the
    * topic then holds is charged against its lease of the relay-wide mailbox total in the same
@@ -92,7 +98,7 @@ export class MincaMailbox extends StoredObject<Env, Limited> {
     const limited = this.limit("write", client);
     if (limited) return limited;
     const now = Date.now();
-    const r = await this.lease.store(blob.length, () => {
+    const r = await this.lease.store(rowBytes(blob.length), () => {
       this.sweep(now);
       const seq = this.sql
         .exec<{ seq: number }>(
@@ -149,61 +155,77 @@ export class MincaMailbox extends StoredObject<Env, Limited> {
   async addReceiver(sub: PushSubscriptionJSON, client: string): Promise<MailboxResult<ReceiverAdded>> {
     const limited = this.limit("write", client);
     if (limited) return limited;
-    this.schema.ensure();
-    const known = this.sql
-      .exec<{ id: string; p256dh: string; auth: string }>("SELECT id, p256dh, auth FROM receivers WHERE endpoint = ?", sub.endpoint)
-      .toArray()[0];
-    if (known) {
-      if (sameKey(known.p256dh, sub.keys.p256dh) && sameKey(known.auth, sub.keys.auth)) return ok({ id: known.id });
-      return {
-        ok: false,
-        status: 409,
-        code: "receiver_exists",
-        message: "this endpoint is registered with other keys; its registrant may DELETE it by its id and register again",
-      };
-    }
-    const count = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM receivers").one().n;
-    if (count >= MAILBOX_LIMITS.max_receivers) {
-      return fail(409, "too_many_receivers", `a mailbox has at most ${MAILBOX_LIMITS.max_receivers} receivers`);
-    }
-    const id = bytesToHex(randomBytes(8));
-    this.sql.exec(
-      "INSERT INTO receivers (id, endpoint, p256dh, auth, created_at) VALUES (?, ?, ?, ?, ?)",
-      id,
-      sub.endpoint,
-      sub.keys.p256dh,
-      sub.keys.auth,
-      Date.now(),
-    );
-    return ok({ id });
+    // The receiver's row is charged like an item (docs/hostile.md, "Relay-wide totals"): checked and
+    // written in one step through the lease; a total with no room answers 507 storage_full.
+    const size = utf8ByteLength(sub.endpoint) + utf8ByteLength(sub.keys.p256dh) + utf8ByteLength(sub.keys.auth);
+    const r = await this.lease.store<MailboxResult<ReceiverAdded>>(rowBytes(size), () => {
+      const known = this.schema.exists
+        ? this.sql
+            .exec<{ id: string; p256dh: string; auth: string }>("SELECT id, p256dh, auth FROM receivers WHERE endpoint = ?", sub.endpoint)
+            .toArray()[0]
+        : undefined;
+      if (known) {
+        if (sameKey(known.p256dh, sub.keys.p256dh) && sameKey(known.auth, sub.keys.auth)) return { value: ok({ id: known.id }) };
+        return {
+          value: {
+            ok: false,
+            status: 409,
+            code: "receiver_exists",
+            message: "this endpoint is registered with other keys; its registrant may DELETE it by its id and register again",
+          },
+        };
+      }
+      const count = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM receivers").one().n;
+      if (count >= MAILBOX_LIMITS.max_receivers) {
+        return { value: fail(409, "too_many_receivers", `a mailbox has at most ${MAILBOX_LIMITS.max_receivers} receivers`) };
+      }
+      const id = bytesToHex(randomBytes(8));
+      this.sql.exec(
+        "INSERT INTO receivers (id, endpoint, p256dh, auth, created_at) VALUES (?, ?, ?, ?, ?)",
+        id,
+        sub.endpoint,
+        sub.keys.p256dh,
+        sub.keys.auth,
+        Date.now(),
+      );
+      return { value: ok({ id }), held: this.heldBytes() };
+    });
+    if (!r.stored) return fail(507, "storage_full", "the relay's mailboxes hold all they may (storage.mailbox_bytes); nothing was stored");
+    return r.value;
   }
 
   async removeReceiver(id: string, client: string): Promise<MailboxResult<null>> {
     const limited = this.limit("write", client);
     if (limited) return limited;
-    const gone = this.schema.exists && this.wakes.forgetReceiver(id);
+    const gone = this.schema.exists && this.lease.free(() => this.wakes.forgetReceiver(id));
     if (!gone) return fail(404, "not_found", "no such receiver");
     return ok(null);
   }
 
   // ---- a Minca host's links (docs/hosting.md) ------------------------------------------------------
 
-  /** `account` (a carried account) holds a live link of this topic. */
-  linkAccount(account: string): boolean {
-    this.schema.ensure();
+  /**
+   * `account` (a carried account) holds a live link of this topic. False when the topic serves
+   * max_link_accounts_per_topic accounts already, or the relay's mailbox total has no room for
+   * the row (it is charged like an item).
+   */
+  async linkAccount(account: string): Promise<boolean> {
     // Every fetch of the topic asks each linked account: at most max_link_accounts_per_topic of them.
-    const known = this.sql.exec("SELECT 1 FROM link_accounts WHERE account = ?", account).toArray().length > 0;
-    if (known) return true;
-    if (this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM link_accounts").one().n >= MINCA_HOST_LIMITS.max_link_accounts_per_topic)
-      return false;
-    this.sql.exec("INSERT INTO link_accounts (account) VALUES (?)", account);
-    return true;
+    const r = await this.lease.store(rowBytes(utf8ByteLength(account)), () => {
+      const known = this.schema.exists && this.sql.exec("SELECT 1 FROM link_accounts WHERE account = ?", account).toArray().length > 0;
+      if (known) return { value: true };
+      if (this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM link_accounts").one().n >= MINCA_HOST_LIMITS.max_link_accounts_per_topic)
+        return { value: false };
+      this.sql.exec("INSERT INTO link_accounts (account) VALUES (?)", account);
+      return { value: true, held: this.heldBytes() };
+    });
+    return r.stored && r.value;
   }
 
   /** `account` holds no live link of this topic any more. */
   unlinkAccount(account: string): void {
     if (!this.schema.exists) return;
-    this.sql.exec("DELETE FROM link_accounts WHERE account = ?", account);
+    this.lease.free(() => this.sql.exec("DELETE FROM link_accounts WHERE account = ?", account));
   }
 
   /** The links of this topic each carrying account serves (its 64 most recently written live ones). */
@@ -246,9 +268,25 @@ export class MincaMailbox extends StoredObject<Env, Limited> {
     this.sql.exec("DELETE FROM items WHERE until <= ?", now);
   }
 
-  /** Blob bytes the topic holds. */
+  /**
+   * What the topic holds against the relay-wide mailbox total: every row it stores, each charged
+   * storage.row_overhead_bytes plus its bytes (items, receivers, wakes still to send, linked
+   * accounts; docs/mailbox.md, "Storage").
+   */
   private heldBytes(): number {
-    return this.sql.exec<{ b: number }>("SELECT TOTAL(bytes) AS b FROM items").one().b;
+    const row = STORAGE_LIMITS.row_overhead_bytes;
+    return this.sql
+      .exec<{ b: number }>(
+        `SELECT (SELECT TOTAL(bytes) + ? * COUNT(*) FROM items)
+              + (SELECT TOTAL(LENGTH(CAST(endpoint AS BLOB)) + LENGTH(CAST(p256dh AS BLOB)) + LENGTH(CAST(auth AS BLOB))) + ? * COUNT(*) FROM receivers)
+              + (SELECT ? * COUNT(*) FROM deliveries)
+              + (SELECT TOTAL(LENGTH(CAST(account AS BLOB))) + ? * COUNT(*) FROM link_accounts) AS b`,
+        row,
+        row,
+        row,
+        row,
+      )
+      .one().b;
   }
 
   /** Evicts the oldest items while the topic holds more than its count or byte bound. */

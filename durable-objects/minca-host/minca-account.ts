@@ -63,6 +63,11 @@ export class MincaAccount extends StoredObject<Env> {
     return this.lease.bytes;
   }
 
+  /** RPC, the ledger (storage-lease.ts): a claim elsewhere needs this lease's slack; the lease becomes what is held (null: busy). */
+  leaseReclaim(): number | null {
+    return this.lease.reclaim();
+  }
+
   // ---- connecting (POST /minca/v1/host/accounts) ----------------------------------------------
 
   /**

@@ -29,6 +29,8 @@ export class RelayLedger extends StoredObject<Env> {
   private readonly reportLater: Debounced;
   /** Whether this instance made sure the audit's alarm is set (once per instance, after its first change). */
   private auditArmed = false;
+  /** How often each lease changed in this instance: a reclaim applies only to a lease unchanged while its holder was asked. */
+  private readonly versions = new Map<string, number>();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env, { migrations: MIGRATIONS.RelayLedger });
@@ -42,26 +44,83 @@ export class RelayLedger extends StoredObject<Env> {
   /**
    * RPC: `holder` must hold `need` bytes of `kind` (and would like `want`). Its lease becomes
    * `want`, or as much as the total leaves when that covers `need`; refused (its lease unchanged)
-   * when the total has no room for `need`. Absolute amounts, so asking twice changes nothing more.
+   * when what is *held* across the relay leaves no room for `need`. When only the slack lent to
+   * other holders stands in the way, the ledger takes it back from them first (reclaim()), so
+   * slack never makes the total unreachable for names that hold data. `held` is what the holder
+   * holds once it stores (`need` unless it asks ahead of need). Absolute amounts, so asking twice
+   * changes nothing more.
    */
-  async claim(kind: StorageKind, holder: string, need: number, want: number): Promise<{ ok: boolean; granted: number }> {
+  async claim(kind: StorageKind, holder: string, need: number, want: number, held = need): Promise<{ ok: boolean; granted: number }> {
     if (!isKind(kind) || !(need >= 0) || !(want >= need)) return { ok: false, granted: 0 };
-    const held = this.held(kind, holder);
-    if (need <= held) return { ok: true, granted: held };
-    const sum = this.sum(kind);
-    const granted = grantLease(sum - held, this.totals[kind], need, want);
-    if (granted === null) return { ok: false, granted: held };
-    this.set(kind, holder, held, granted);
-    return { ok: true, granted };
+    held = Math.min(need, Math.max(0, held));
+    for (let round = 0; ; round++) {
+      // Read afresh each round: other claims run while a reclaim awaits its holders.
+      const mine = this.lease(kind, holder);
+      if (need <= mine.bytes) {
+        if (held !== mine.held) this.set(kind, holder, mine, mine.bytes, held);
+        return { ok: true, granted: mine.bytes };
+      }
+      const sum = this.sum(kind);
+      const granted = grantLease(sum.bytes - mine.bytes, this.totals[kind], need, want);
+      if (granted !== null) {
+        this.set(kind, holder, mine, granted, held);
+        return { ok: true, granted };
+      }
+      // What is held leaves no room either: the total is reached.
+      if (need > this.totals[kind] - (sum.held - mine.held)) return { ok: false, granted: mine.bytes };
+      // Slack is taken back only for bytes about to be held, never for a claim ahead of need.
+      const short = need - (this.totals[kind] - (sum.bytes - mine.bytes));
+      if (held < need || round >= STORAGE_LIMITS.lease_reclaim_rounds || (await this.reclaim(kind, holder, short)) === 0)
+        return { ok: false, granted: mine.bytes };
+    }
   }
 
-  /** RPC: `holder` gives back what it holds of `kind` beyond `keep` bytes (0: all of it). Its new lease. */
-  async release(kind: StorageKind, holder: string, keep: number): Promise<number> {
+  /**
+   * RPC: `holder` gives back what it holds of `kind` beyond `keep` bytes (0: all of it), and says
+   * it holds `held` of them (at most `keep`). Its new lease.
+   */
+  async release(kind: StorageKind, holder: string, keep: number, held = keep): Promise<number> {
     if (!isKind(kind) || !(keep >= 0)) return 0;
-    const held = this.held(kind, holder);
-    if (keep >= held) return held;
-    this.set(kind, holder, held, keep);
+    const mine = this.lease(kind, holder);
+    if (keep >= mine.bytes) return mine.bytes;
+    this.set(kind, holder, mine, keep, Math.min(keep, Math.max(0, held)));
     return keep;
+  }
+
+  /**
+   * Takes back at least `short` bytes of slack (leased beyond what is held) of `kind` from other
+   * holders than `claimer`, those lending the most first, a batch at a time: each is asked to
+   * keep only what it holds (leaseReclaim(); a holder with a claim of its own in flight declines).
+   * A lease that changed while its holder was asked is left as it is. Answers the bytes taken back.
+   */
+  private async reclaim(kind: StorageKind, claimer: string, short: number): Promise<number> {
+    const lenders = this.sql
+      .exec<{ holder: string }>(
+        "SELECT holder FROM leases WHERE kind = ? AND holder != ? AND bytes > held ORDER BY bytes - held DESC LIMIT ?",
+        kind,
+        claimer,
+        STORAGE_LIMITS.lease_reclaim_batch,
+      )
+      .toArray();
+    let taken = 0;
+    for (const { holder } of lenders) {
+      if (taken >= short) break;
+      const version = this.versions.get(key(kind, holder)) ?? 0;
+      let kept: number | null;
+      try {
+        kept = await leaseHolder(this.env, kind, holder).leaseReclaim();
+      } catch (err) {
+        log.warn("storage: a lease's slack could not be taken back", { kind, err });
+        continue;
+      }
+      if (kept === null || !(kept >= 0) || (this.versions.get(key(kind, holder)) ?? 0) !== version) continue;
+      const now = this.lease(kind, holder);
+      if (kept >= now.bytes) continue;
+      this.set(kind, holder, now, kept, kept);
+      taken += now.bytes - kept;
+    }
+    if (taken > 0) log.info("storage: slack taken back from holders for a claim", { kind, bytes: taken });
+    return taken;
   }
 
   /** RPC, the admin API: per kind, the `limit` objects holding the largest leases (opaque ids, bytes), largest first. */
@@ -112,15 +171,15 @@ export class RelayLedger extends StoredObject<Env> {
         continue;
       }
       const held = this.sql
-        .exec<{ bytes: number; updated_at: number }>(
-          "SELECT bytes, updated_at FROM leases WHERE kind = ? AND holder = ?",
+        .exec<{ bytes: number; held: number; updated_at: number }>(
+          "SELECT bytes, held, updated_at FROM leases WHERE kind = ? AND holder = ?",
           row.kind,
           row.holder,
         )
         .toArray()[0];
       if (!held || held.updated_at !== row.updated_at) continue; // changed meanwhile: not stale
       if (recorded >= 0 && recorded < held.bytes) {
-        this.set(row.kind, row.holder, held.bytes, recorded);
+        this.set(row.kind, row.holder, held, recorded, Math.min(held.held, recorded));
         taken += held.bytes - recorded;
       } else this.touch(row.kind, row.holder, row.updated_at);
     }
@@ -160,40 +219,49 @@ export class RelayLedger extends StoredObject<Env> {
     return oldest === null ? null : oldest + STORAGE_LIMITS.lease_audit_age_seconds * 1000;
   }
 
-  private held(kind: StorageKind, holder: string): number {
-    if (!this.schema.exists) return 0;
+  /** The holder's lease and what it said it holds (zero when it has none). */
+  private lease(kind: StorageKind, holder: string): Lease {
+    if (!this.schema.exists) return { bytes: 0, held: 0 };
     return (
-      this.sql.exec<{ bytes: number }>("SELECT bytes FROM leases WHERE kind = ? AND holder = ?", kind, holder).toArray()[0]?.bytes ?? 0
+      this.sql.exec<Lease>("SELECT bytes, held FROM leases WHERE kind = ? AND holder = ?", kind, holder).toArray()[0] ?? {
+        bytes: 0,
+        held: 0,
+      }
     );
   }
 
-  private sum(kind: StorageKind): number {
-    if (!this.schema.exists) return 0;
-    return this.sql.exec<{ bytes: number }>("SELECT bytes FROM totals WHERE kind = ?", kind).toArray()[0]?.bytes ?? 0;
+  /** The kind's leased bytes and held bytes across the relay. */
+  private sum(kind: StorageKind): Lease {
+    if (!this.schema.exists) return { bytes: 0, held: 0 };
+    return this.sql.exec<Lease>("SELECT bytes, held FROM totals WHERE kind = ?", kind).toArray()[0] ?? { bytes: 0, held: 0 };
   }
 
-  /** The holder's lease goes from `held` to `bytes`, and the kind's sum with it, in one step. */
-  private set(kind: StorageKind, holder: string, held: number, bytes: number): void {
+  /** The holder's lease goes from `was` to `bytes` (of which it holds `held`), and the kind's sums with it, in one step. */
+  private set(kind: StorageKind, holder: string, was: Lease, bytes: number, held: number): void {
     this.schema.ensure();
+    held = Math.min(held, bytes);
+    this.versions.set(key(kind, holder), (this.versions.get(key(kind, holder)) ?? 0) + 1);
     this.ctx.storage.transactionSync(() => {
-      const holders = (held > 0 ? -1 : 0) + (bytes > 0 ? 1 : 0);
+      const holders = (was.bytes > 0 ? -1 : 0) + (bytes > 0 ? 1 : 0);
       if (bytes > 0) {
         this.sql.exec(
-          "INSERT INTO leases (kind, holder, bytes, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (kind, holder) DO UPDATE SET bytes = excluded.bytes, updated_at = excluded.updated_at",
+          "INSERT INTO leases (kind, holder, bytes, held, updated_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (kind, holder) DO UPDATE SET bytes = excluded.bytes, held = excluded.held, updated_at = excluded.updated_at",
           kind,
           holder,
           bytes,
+          held,
           Date.now(),
         );
       } else {
         this.sql.exec("DELETE FROM leases WHERE kind = ? AND holder = ?", kind, holder);
       }
       this.sql.exec(
-        `INSERT INTO totals (kind, bytes, holders) VALUES (?, ?, ?)
-         ON CONFLICT (kind) DO UPDATE SET bytes = bytes + excluded.bytes, holders = holders + excluded.holders`,
+        `INSERT INTO totals (kind, bytes, holders, held) VALUES (?, ?, ?, ?)
+         ON CONFLICT (kind) DO UPDATE SET bytes = bytes + excluded.bytes, holders = holders + excluded.holders, held = held + excluded.held`,
         kind,
-        bytes - held,
+        bytes - was.bytes,
         holders,
+        held - was.held,
       );
     });
     if (!this.auditArmed) {
@@ -205,6 +273,13 @@ export class RelayLedger extends StoredObject<Env> {
   }
 }
 
+interface Lease extends Record<string, SqlStorageValue> {
+  bytes: number;
+  held: number;
+}
+
+const key = (kind: StorageKind, holder: string) => `${kind}:${holder}`;
+
 function isKind(k: string): k is StorageKind {
   return (STORAGE_KINDS as readonly string[]).includes(k);
 }
@@ -212,12 +287,17 @@ function isKind(k: string): k is StorageKind {
 /** What the ledger asks a lease's holder (TallyUser, MincaMailbox, MincaAccount). */
 interface LeaseHolder {
   leaseHeld(): number;
+  leaseReclaim(): number | null;
 }
 
 /** The object holding a lease of `kind`, from its id (the ledger's `holder`). */
-function leaseHolder(env: Env, kind: StorageKind, holder: string): { leaseHeld(): Promise<number> } {
+function leaseHolder(
+  env: Env,
+  kind: StorageKind,
+  holder: string,
+): { leaseHeld(): Promise<number>; leaseReclaim(): Promise<number | null> } {
   const ns = { tally: env.TALLY_USER, mailbox: env.MINCA_MAILBOX, host: env.MINCA_ACCOUNT }[kind] as unknown as DurableObjectNamespace<
     LeaseHolder & Rpc.DurableObjectBranded
   >;
-  return ns.get(ns.idFromString(holder)) as unknown as { leaseHeld(): Promise<number> };
+  return ns.get(ns.idFromString(holder)) as unknown as { leaseHeld(): Promise<number>; leaseReclaim(): Promise<number | null> };
 }

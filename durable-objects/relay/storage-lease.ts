@@ -9,6 +9,9 @@
 //   back to the ledger.
 // and `releaseAll()` before it deletes its whole storage. The lease is kept in the object's `meta`
 // table, so an evicted object knows what it holds. Ledger calls run one at a time.
+// The slack of a lease (leased beyond what the object holds) is lent: when a claim elsewhere finds
+// the total taken by leases but not by what is held, the ledger calls the holder's
+// `leaseReclaim()` (`reclaim()` here), which keeps only what the object holds, at once.
 import type { LazySchema } from "../base/schema";
 import { Debounced } from "../base/debounced";
 import { relayLedger, type RelayLedger } from "./relay-ledger";
@@ -23,6 +26,8 @@ export class StorageLease {
   private chain: Promise<unknown> = Promise.resolve();
   private readonly giveBack: Debounced;
   private toppingUp = false;
+  /** A claim of this object is at the ledger: a reclaim now would race its answer, so it is declined. */
+  private claiming = 0;
 
   constructor(
     private readonly ctx: DurableObjectState,
@@ -91,17 +96,20 @@ export class StorageLease {
    * the kind's relay-wide total has no room (or the ledger cannot be asked). The caller checks
    * covers() again, synchronously, with its write.
    */
-  extend(need: number): Promise<boolean> {
+  extend(need: number, held = need): Promise<boolean> {
     return this.serial(async () => {
       if (this.covers(need)) return true;
       const { want } = leaseRequest(need);
+      this.claiming++;
       try {
-        const r = await this.ledger().claim(this.kind, this.holder(), need, want);
+        const r = await this.ledger().claim(this.kind, this.holder(), need, want, held);
         this.keep(r.granted);
         return r.ok && this.covers(need);
       } catch (err) {
         log.error("storage: the ledger could not be asked for a lease", { kind: this.kind, err });
         return false;
+      } finally {
+        this.claiming--;
       }
     });
   }
@@ -114,7 +122,7 @@ export class StorageLease {
     if (this.toppingUp || this.bytes - used >= leaseBlock(used) / 2) return;
     this.toppingUp = true;
     this.ctx.waitUntil(
-      this.extend(used + leaseBlock(used)).finally(() => {
+      this.extend(used + leaseBlock(used), used).finally(() => {
         this.toppingUp = false;
       }),
     );
@@ -130,11 +138,24 @@ export class StorageLease {
   settle(): Promise<void> {
     return this.serial(async () => {
       if (this.bytes === 0) return;
-      const keep = leaseKeep(this.schema.exists ? this.used() : 0, this.bytes);
+      const held = this.schema.exists ? this.used() : 0;
+      const keep = leaseKeep(held, this.bytes);
       if (keep >= this.bytes) return;
       this.keep(keep);
-      await this.tell(keep);
+      await this.tell(keep, held);
     });
+  }
+
+  /**
+   * The ledger takes this lease's slack back (a claim elsewhere needs it): the lease becomes what
+   * the object holds now, synchronously (no write of this object can fall between), and that is
+   * the answer. Null, and nothing changes, while a claim of this object is at the ledger.
+   */
+  reclaim(): number | null {
+    if (this.claiming > 0) return null;
+    const held = this.schema.exists ? this.used() : 0;
+    if (held < this.bytes) this.keep(held);
+    return this.bytes;
   }
 
   /** Before the object deletes its storage: the whole lease goes back. */
@@ -142,7 +163,7 @@ export class StorageLease {
     return this.serial(async () => {
       if (this.bytes === 0) return;
       this.keep(0);
-      await this.tell(0);
+      await this.tell(0, 0);
     });
   }
 
@@ -151,9 +172,9 @@ export class StorageLease {
     this.granted = 0;
   }
 
-  private async tell(keep: number): Promise<void> {
+  private async tell(keep: number, held: number): Promise<void> {
     try {
-      await this.ledger().release(this.kind, this.holder(), keep);
+      await this.ledger().release(this.kind, this.holder(), keep, held);
     } catch (err) {
       // The ledger keeps counting the larger lease (never too little); the next settle tells it again.
       log.warn("storage: a lease could not be given back now", { kind: this.kind, err });

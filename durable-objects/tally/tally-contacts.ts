@@ -4,7 +4,12 @@
 // who hears peer_disconnect). The `contacts` and `introductions` tables' only reader and writer;
 // TallyUser (tally-user.ts) sends the frames and makes the calls to other users' objects.
 import { TALLY_LIMITS } from "../../shared/limits";
+import { rowBytes } from "../../shared/storage";
 import type { LazySchema } from "../base/schema";
+import type { StorageLease } from "../relay/storage-lease";
+
+/** What one contact row charges the relay-wide Tally total: a row of a 64-hex key and its flags. */
+export const CONTACT_ROW_BYTES = rowBytes(64);
 
 export class TallyContacts {
   private readonly sql: SqlStorage;
@@ -14,30 +19,54 @@ export class TallyContacts {
   constructor(
     ctx: DurableObjectState,
     private readonly schema: LazySchema,
+    /** The user's lease of the Tally total (the queue's): a new contact row is charged through it. */
+    private readonly lease: StorageLease,
+    /** What the user holds against that total (tally-queue.ts held()). */
+    private readonly held: () => number,
   ) {
     this.sql = ctx.storage.sql;
   }
 
   // ---- contacts: who exchanged envelopes with this user ----------------------------------------
 
-  /** Notes that this user sent an envelope to, or received one from, `peerHex` (written once per flag). */
-  noteContact(peerHex: string, how: "sent" | "received"): void {
+  /**
+   * Notes that this user sent an envelope to, or received one from, `peerHex` (written once per
+   * flag). A new contact's row is charged against the user's lease of the Tally total, checked
+   * and written in one step (storage-lease.ts); with the total full it is not kept (false), and
+   * the next envelope exchanged notes it again.
+   */
+  async noteContact(peerHex: string, how: "sent" | "received"): Promise<boolean> {
     const map = this.contactMap();
-    const c = map.get(peerHex) ?? { sent: false, received: false };
-    if (c[how]) return;
-    c[how] = true;
-    map.set(peerHex, c);
-    this.schema.ensure(); // a contact is kept like a stored envelope (bounded per user)
-    this.sql.exec(
-      `INSERT INTO contacts (peer_hex, ${how}, at) VALUES (?, 1, ?) ON CONFLICT (peer_hex) DO UPDATE SET ${how} = 1, at = excluded.at`,
-      peerHex,
-      Date.now(),
-    );
-    if (map.size > TALLY_LIMITS.max_contacts_per_user) {
-      const old = this.sql.exec<{ peer_hex: string }>("SELECT peer_hex FROM contacts ORDER BY at LIMIT 1").one().peer_hex;
-      this.sql.exec("DELETE FROM contacts WHERE peer_hex = ?", old);
-      map.delete(old);
+    const had = map.get(peerHex);
+    if (had?.[how]) return true;
+    const write = () =>
+      this.sql.exec(
+        `INSERT INTO contacts (peer_hex, ${how}, at) VALUES (?, 1, ?) ON CONFLICT (peer_hex) DO UPDATE SET ${how} = 1, at = excluded.at`,
+        peerHex,
+        Date.now(),
+      );
+    if (had) {
+      write(); // the row exists: a flag more costs nothing
+      had[how] = true;
+      return true;
     }
+    const r = await this.lease.store(CONTACT_ROW_BYTES, () => {
+      write();
+      // bounded per user: the oldest contact goes (its row's charge with it)
+      const n = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM contacts").one().n;
+      const old =
+        n > TALLY_LIMITS.max_contacts_per_user
+          ? this.sql.exec<{ peer_hex: string }>("SELECT peer_hex FROM contacts ORDER BY at LIMIT 1").one().peer_hex
+          : null;
+      if (old !== null) this.sql.exec("DELETE FROM contacts WHERE peer_hex = ?", old);
+      return { value: old, held: this.held() };
+    });
+    if (!r.stored) return false;
+    const now = map.get(peerHex) ?? { sent: false, received: false };
+    now[how] = true;
+    map.set(peerHex, now);
+    if (r.value !== null) map.delete(r.value);
+    return true;
   }
 
   /** An envelope exchange: this user both sent to and received from `peerHex`. */

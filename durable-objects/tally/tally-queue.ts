@@ -4,11 +4,13 @@
 // queue_ttl_days, and charged against the user's lease of the relay-wide total (storage.tally_bytes)
 // in the same transaction as each store. The `queue` table's only writer; TallyUser (tally-user.ts)
 // holds the sockets and decides when to store, push and delete.
-import { TALLY_LIMITS } from "../../shared/limits";
+import { STORAGE_LIMITS, TALLY_LIMITS } from "../../shared/limits";
+import { rowBytes } from "../../shared/storage";
 import { utf8ByteLength } from "../../shared/encoding";
 import { storedEnvelope } from "../../shared/tally/messages";
 import type { LazySchema } from "../base/schema";
 import { StorageLease } from "../relay/storage-lease";
+import { CONTACT_ROW_BYTES } from "./tally-contacts";
 
 const DAY_MS = 86_400_000;
 
@@ -23,7 +25,23 @@ export class TallyQueue {
     private readonly schema: LazySchema,
   ) {
     this.sql = ctx.storage.sql;
-    this.lease = new StorageLease(ctx, env, "tally", schema, () => this.bytes());
+    this.lease = new StorageLease(ctx, env, "tally", schema, () => this.held());
+  }
+
+  /**
+   * What the user holds against the relay-wide Tally total: every row of its queue and of its
+   * contacts, each charged storage.row_overhead_bytes plus its bytes (docs/hostile.md, "Relay-wide
+   * totals"). Introductions are not charged: they live only while their device is online.
+   */
+  held(): number {
+    if (!this.schema.exists) return 0;
+    return this.sql
+      .exec<{ b: number }>(
+        "SELECT (SELECT TOTAL(bytes) + ? * COUNT(*) FROM queue) + (SELECT ? * COUNT(*) FROM contacts) AS b",
+        STORAGE_LIMITS.row_overhead_bytes,
+        CONTACT_ROW_BYTES,
+      )
+      .one().b;
   }
 
   /** Bytes of the stored envelopes (0 for a user that never stored one: no schema is made). */
@@ -60,7 +78,7 @@ export class TallyQueue {
     const body = storedEnvelope(raw, new Date(now));
     const bytes = utf8ByteLength(body);
     if (bytes > TALLY_LIMITS.queue_max_bytes) return null;
-    const r = await this.lease.store<{ body: string; expires: number | null } | null>(bytes, () => {
+    const r = await this.lease.store<{ body: string; expires: number | null } | null>(rowBytes(bytes), () => {
       const existing = this.sql.exec<{ body: string }>("SELECT body FROM queue WHERE from_hex = ? AND id = ?", fromHex, id).toArray()[0];
       if (existing) return { value: { body: existing.body, expires: null } };
       const expires = now + TALLY_LIMITS.queue_ttl_days * DAY_MS;
@@ -94,8 +112,9 @@ export class TallyQueue {
           TALLY_LIMITS.queue_max_bytes_per_sender,
         );
       }
-      // What the queue then holds is what the user's lease of the relay-wide total must cover.
-      const held = this.evictLargestSharers();
+      this.evictLargestSharers();
+      // What the user then holds is what its lease of the relay-wide total must cover.
+      const held = this.held();
       // Evicted at once (its sender was the largest sharer of a full queue): it was not stored.
       const kept = this.sql.exec("SELECT 1 FROM queue WHERE from_hex = ? AND id = ?", fromHex, id).toArray().length > 0;
       return { value: kept ? { body, expires } : null, held };

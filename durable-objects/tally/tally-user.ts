@@ -53,7 +53,7 @@ export class TallyUser extends SocketObject<Env, TallyAttachment> {
   /** The envelopes stored for this user, and its lease of the relay-wide total (storage.tally_bytes). */
   private readonly queue = new TallyQueue(this.ctx, this.env, this.schema);
   /** Whom this user exchanged envelopes with, and which of its devices met whose. */
-  private readonly contacts = new TallyContacts(this.ctx, this.schema);
+  private readonly contacts = new TallyContacts(this.ctx, this.schema, this.queue.lease, () => this.queue.held());
   /** Envelopes on their way to other users' objects, in batches. */
   private readonly batcher = new EnvelopeBatcher((toHex, batch) => this.stubFor(toHex).deliverAll(batch));
   private readonly signaling = new TallySignaling(
@@ -71,6 +71,11 @@ export class TallyUser extends SocketObject<Env, TallyAttachment> {
   /** RPC, the ledger's audit (storage-lease.ts): the lease this object recorded, in bytes. Reads only. */
   leaseHeld(): number {
     return this.queue.lease.bytes;
+  }
+
+  /** RPC, the ledger (storage-lease.ts): a claim elsewhere needs this lease's slack; the lease becomes what is held (null: busy). */
+  leaseReclaim(): number | null {
+    return this.queue.lease.reclaim();
   }
 
   protected socketGauges() {
@@ -254,7 +259,10 @@ export class TallyUser extends SocketObject<Env, TallyAttachment> {
       this.stats.count("deliveries", n);
       status = n > 0 ? "delivered" : "not_stored";
     } else {
-      this.contacts.noteContact(toHex, "sent");
+      // Noted beside the delivery, not before it: a note that waits on the ledger never holds up the envelope.
+      this.ctx.waitUntil(
+        this.contacts.noteContact(toHex, "sent").catch((err) => log.error("tally: a contact could not be noted", { err })),
+      );
       status = await this.batcher.deliver(toHex, raw, fromHex, env.id);
     }
     if (status === "storage_full") {
@@ -330,8 +338,8 @@ export class TallyUser extends SocketObject<Env, TallyAttachment> {
   }
 
   /** An envelope was handed on or kept: its sender is a contact (a refused one leaves nothing behind). */
-  private delivered(status: Delivery, fromHex: string): Delivery {
-    this.contacts.noteContact(fromHex, "received");
+  private async delivered(status: Delivery, fromHex: string): Promise<Delivery> {
+    await this.contacts.noteContact(fromHex, "received");
     return status;
   }
 

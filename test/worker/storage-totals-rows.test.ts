@@ -1,0 +1,104 @@
+// Every stored row is charged against the relay-wide totals (docs/hostile.md, "Relay-wide
+// totals"; docs/mailbox.md, "Storage"): a row costs storage.row_overhead_bytes plus its bytes, so
+// rows of no bytes (an empty item, a receiver, a Tally contact) count too, and with a total full
+// they are refused like any other store. The totals are set on the one ledger object.
+import { SELF, env, runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { p256 } from "@noble/curves/nist.js";
+import { relayLedger } from "../../durable-objects/relay/relay-ledger";
+import type { TestRelayLedger as RelayLedger } from "./test-objects";
+import { STORAGE_LIMITS } from "../../shared/limits";
+import { rowBytes, type StorageKind } from "../../shared/storage";
+import { base64urlEncode, randomBytes } from "../../shared/encoding";
+import { newUser, opaqueEnvelope, type User } from "../helpers/tally";
+import type { TallyUser } from "../../durable-objects/tally/tally-user";
+import { deliver } from "../helpers/tally-user";
+import { CONTACT_ROW_BYTES } from "../../durable-objects/tally/tally-contacts";
+
+const RELAY = "http://relay.test";
+const MAILBOX = `${RELAY}/minca/v1/mailbox`;
+let n = 0;
+const newTopic = () => `storage-rows-topic-${Date.now()}-${++n}`;
+const ledger = () => relayLedger(env) as unknown as DurableObjectStub<RelayLedger>;
+const tallyStub = (u: User) => env.TALLY_USER.get(env.TALLY_USER.idFromName(u.hex)) as DurableObjectStub<TallyUser>;
+const subscription = () => ({
+  endpoint: `https://push.example/sub/${Math.random().toString(36).slice(2)}`,
+  keys: {
+    p256dh: base64urlEncode(p256.getPublicKey(p256.utils.randomSecretKey(), false)),
+    auth: base64urlEncode(randomBytes(16)),
+  },
+});
+const addReceiver = (topic: string) =>
+  SELF.fetch(`${MAILBOX}/${topic}/receivers`, { method: "POST", body: JSON.stringify(subscription()) });
+
+/** Sets one kind's total to what is held now plus `room`. */
+const roomForHeld = (kind: StorageKind, room: number) =>
+  runInDurableObject(ledger(), async (inst: RelayLedger, st) => {
+    const sql = st.storage.sql;
+    const made = sql.exec("SELECT 1 FROM sqlite_master WHERE name = 'totals'").toArray().length > 0;
+    const h = made ? (sql.exec<{ held: number }>("SELECT held FROM totals WHERE kind = ?", kind).toArray()[0]?.held ?? 0) : 0;
+    inst.useTotals({
+      tally: STORAGE_LIMITS.tally_bytes,
+      mailbox: STORAGE_LIMITS.mailbox_bytes,
+      host: STORAGE_LIMITS.host_bytes,
+      [kind]: h + room,
+    });
+  });
+const resetTotals = () =>
+  runInDurableObject(ledger(), (inst: RelayLedger) => {
+    inst.useTotals({ tally: STORAGE_LIMITS.tally_bytes, mailbox: STORAGE_LIMITS.mailbox_bytes, host: STORAGE_LIMITS.host_bytes });
+  });
+
+describe("every stored row is charged", () => {
+  it("storage.row_overhead_bytes: with the mailbox total full, an empty POST and a receiver on fresh topics are refused 507 storage_full and leave nothing", async () => {
+    await roomForHeld("mailbox", 0);
+    const empty = newTopic();
+    const r1 = await SELF.fetch(`${MAILBOX}/${empty}`, { method: "POST", body: "" });
+    expect(r1.status).toBe(507);
+    expect(((await r1.json()) as any).error.code).toBe("storage_full");
+    const r2 = await addReceiver(newTopic());
+    expect(r2.status).toBe(507);
+    expect(((await r2.json()) as any).error.code).toBe("storage_full");
+    expect((await (await SELF.fetch(`${MAILBOX}/${empty}`)).json()) as any).toMatchObject({ items: [] });
+    await resetTotals();
+    expect((await SELF.fetch(`${MAILBOX}/${empty}`, { method: "POST", body: "" })).status).toBe(201);
+    expect((await addReceiver(newTopic())).status).toBe(201);
+  });
+
+  it("storage.row_overhead_bytes: empty mailbox items are charged a row each; a topic's receivers are charged too", async () => {
+    await resetTotals();
+    const topic = newTopic();
+    for (let i = 0; i < 3; i++) expect((await SELF.fetch(`${MAILBOX}/${topic}`, { method: "POST", body: "" })).status).toBe(201);
+    const sub = subscription();
+    const added = await SELF.fetch(`${MAILBOX}/${topic}/receivers`, { method: "POST", body: JSON.stringify(sub) });
+    expect(added.status).toBe(201);
+    // what the topic holds (its lease once the ledger takes the slack back): three empty rows and the receiver's row
+    const stub = env.MINCA_MAILBOX.get(env.MINCA_MAILBOX.idFromName(topic));
+    const held = await stub.leaseReclaim();
+    expect(held).toBe(3 * rowBytes(0) + rowBytes(sub.endpoint.length + sub.keys.p256dh.length + sub.keys.auth.length));
+  });
+
+  it("storage.row_overhead_bytes: a Tally user's contact rows are charged against its lease of the Tally total", async () => {
+    await resetTotals();
+    const bob = newUser();
+    const senders = Array.from({ length: 4 }, () => newUser());
+    for (const [i, s] of senders.entries()) {
+      const raw = JSON.stringify(opaqueEnvelope(s, bob, `c${i}`));
+      expect(await deliver(tallyStub(bob), raw, s.hex, `c${i}`)).toBe("stored");
+    }
+    const [queue, contacts] = await runInDurableObject(tallyStub(bob), (_i, st): number[] => [
+      st.storage.sql.exec<{ b: number }>("SELECT TOTAL(bytes) + COUNT(*) * ? AS b FROM queue", rowBytes(0)).one().b,
+      st.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM contacts").one().n,
+    ]);
+    expect(contacts).toBe(4);
+    // what the user holds (its lease once the ledger takes the slack back): the envelopes' rows and the contacts' rows
+    expect(await tallyStub(bob).leaseReclaim()).toBe(queue + contacts * CONTACT_ROW_BYTES);
+    // and with the Tally total full, a stranger's contact row is not kept while its envelope is refused
+    await roomForHeld("tally", 0);
+    const carol = newUser();
+    const stranger = newUser();
+    const big = JSON.stringify(opaqueEnvelope(stranger, carol, "s1", { pad: "z".repeat(2_000) }));
+    expect(await deliver(tallyStub(carol), big, stranger.hex, "s1")).toBe("storage_full");
+    await resetTotals();
+  });
+});
