@@ -8,6 +8,7 @@
 // setting PUSH_ENDPOINT_ALLOW names origins that pass the host rules whatever they are (a private
 // push service; the tests' loopback one), but never with a relay path. Pure: the URL parser does the normalising
 // (decimal, hex and octal IPv4 forms, IPv4-mapped IPv6, case), this module judges the result.
+import { getDomain } from "tldts-icann";
 import { parsePublicUrl } from "../public-url";
 
 /** What a check needs besides the endpoint. */
@@ -247,7 +248,26 @@ export function endpointPolicy(settings: EndpointSettings, requestHost?: string)
   return { allow: parseEndpointAllow(settings.PUSH_ENDPOINT_ALLOW).allow, ownHosts };
 }
 
-/** The origin of a push endpoint, for the per-origin gate and for logs ("null" when it is no URL). */
+/**
+ * The push origin an endpoint counts as, for the relay-wide gates and the per-topic and per-client
+ * bounds: its registrable domain (eTLD+1 by the ICANN section of the Public Suffix List, no DNS),
+ * so every subdomain of one domain is one push origin (`a.evil.example` and `b.evil.example` are
+ * `evil.example`; `fcm.googleapis.com` is `googleapis.com`). A host with no registrable domain (an
+ * IP literal, a public suffix itself, a one-label name an allowed origin names) counts as itself.
+ * "null" when the endpoint is no URL.
+ */
+export function pushDomain(endpoint: string): string {
+  let host: string;
+  try {
+    host = stripDot(new URL(endpoint).hostname);
+  } catch {
+    return "null";
+  }
+  if (host.startsWith("[") || addressRange(host) !== null) return host;
+  return getDomain(host) ?? host;
+}
+
+/** The origin of a push endpoint, for logs ("null" when it is no URL). */
 export function endpointOrigin(endpoint: string): string {
   try {
     return new URL(endpoint).origin;
