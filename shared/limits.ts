@@ -231,6 +231,12 @@ export const WEBPUSH_LIMITS = {
   relay_push_burst: 1_000,
   /** Tries of one push that may end with no answer (connection failed, timed out); then it is dropped. */
   push_max_unanswered_tries: 3,
+  /** Distinct push origins (registrable domains) among one mailbox topic's receivers, or one hosted account's. */
+  max_push_origins_per_topic: 4,
+  /** Distinct push origins (registrable domains) one client may register mailbox receivers at within push_origin_window_seconds. */
+  max_push_origins_per_client: 8,
+  /** Seconds a push origin a client registered a receiver at counts toward its max_push_origins_per_client. */
+  push_origin_window_seconds: 3_600,
 } as const;
 
 export const MINCA_HOST_LIMITS = {

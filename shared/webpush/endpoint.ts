@@ -267,6 +267,16 @@ export function pushDomain(endpoint: string): string {
   return getDomain(host) ?? host;
 }
 
+/**
+ * Whether adding a receiver at `endpoint` to receivers at `held` (their endpoints) would pass
+ * `max` distinct push origins (pushDomain): a new endpoint at an origin already held always fits.
+ */
+export function exceedsPushOrigins(held: Iterable<string>, endpoint: string, max: number): boolean {
+  const origins = new Set<string>();
+  for (const e of held) origins.add(pushDomain(e));
+  return !origins.has(pushDomain(endpoint)) && origins.size >= max;
+}
+
 /** The origin of a push endpoint, for logs ("null" when it is no URL). */
 export function endpointOrigin(endpoint: string): string {
   try {

@@ -67,3 +67,53 @@ describe("docs/hostile.md: the relay's push gates", () => {
     expect(go.length + wait.length).toBe(items.length);
   });
 });
+
+describe("docs/hostile.md: how many push origins receivers may name", () => {
+  const register = (topic: string, endpoint: string, address = "203.0.113.7") =>
+    SELF.fetch(`http://relay.test/minca/v1/mailbox/${topic}/receivers`, {
+      method: "POST",
+      headers: { "cf-connecting-ip": address },
+      body: JSON.stringify({ endpoint, keys: keys() }),
+    });
+  const fresh = () => `o${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
+
+  it("max_push_origins_per_topic: a topic's receivers name at most 4 push origins; more endpoints at a held origin still fit", async () => {
+    const topic = newTopic();
+    const max = WEBPUSH_LIMITS.max_push_origins_per_topic;
+    // Each registration from its own address, so the per-client bound stays out of the way.
+    const domains = Array.from({ length: max }, () => `${fresh()}.example`);
+    for (const [i, d] of domains.entries())
+      expect((await register(topic, `https://push.${d}/s/1`, `198.51.100.${i + 1}`)).status).toBe(201);
+    const over = await register(topic, `https://push.${fresh()}.example/s/1`, "198.51.100.50");
+    expect(over.status).toBe(409);
+    expect(((await over.json()) as any).error.code).toBe("too_many_receivers");
+    // Another subdomain of a held domain is the same push origin.
+    expect((await register(topic, `https://other.${domains[0]}/s/2`, "198.51.100.51")).status).toBe(201);
+  });
+
+  it("max_push_origins_per_client: one client registers receivers at no more than 8 push origins within the window, on any topics (429 with Retry-After)", async () => {
+    const address = `192.0.2.${Math.floor(Math.random() * 200) + 1}`;
+    const max = WEBPUSH_LIMITS.max_push_origins_per_client;
+    const held: string[] = [];
+    for (let i = 0; i < max; i++) {
+      held.push(`${fresh()}.example`);
+      expect((await register(newTopic(), `https://push.${held[i]}/s/1`, address)).status).toBe(201);
+    }
+    const over = await register(newTopic(), `https://push.${fresh()}.example/s/1`, address);
+    expect(over.status).toBe(429);
+    expect(Number(over.headers.get("retry-after"))).toBeGreaterThan(0);
+    // An origin it already holds still goes, and another client is not affected.
+    expect((await register(newTopic(), `https://b.${held[0]}/s/2`, address)).status).toBe(201);
+    expect((await register(newTopic(), `https://push.${fresh()}.example/s/1`, "192.0.2.250")).status).toBe(201);
+  });
+
+  it("without a trusted client address (the shared client), the per-client bound does not apply: one attacker cannot lock everyone out", async () => {
+    for (let i = 0; i <= WEBPUSH_LIMITS.max_push_origins_per_client; i++) {
+      const res = await SELF.fetch(`http://relay.test/minca/v1/mailbox/${newTopic()}/receivers`, {
+        method: "POST",
+        body: JSON.stringify({ endpoint: `https://push.${fresh()}.example/s/1`, keys: keys() }),
+      });
+      expect(res.status).toBe(201);
+    }
+  });
+});
