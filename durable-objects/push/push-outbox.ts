@@ -166,6 +166,7 @@ export class PushOutbox<P extends OutboxPush> {
           this.store.remove(p);
           return;
         }
+        if (outcome.status === 0) log.info(`${this.rules.what}: a push to ${origin} got no answer`, { attempts, error: outcome.error });
         if (attempts >= this.rules.maxAttempts) {
           log.warn(`${this.rules.what}: a push to ${origin} dropped after ${attempts} tries (last ${outcome.status})`);
           this.store.remove(p);
