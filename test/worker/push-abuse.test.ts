@@ -3,6 +3,7 @@
 // that is one of its own routes, and the relay's real gates hold many subdomains of one domain,
 // and many domains together, to their rates.
 import { SELF, env } from "cloudflare:test";
+import { HostConnection, newAccount } from "../../clients/minca/host";
 import { describe, expect, it } from "vitest";
 import { p256 } from "@noble/curves/nist.js";
 import { app } from "../../workers/app";
@@ -115,5 +116,23 @@ describe("docs/hostile.md: how many push origins receivers may name", () => {
       });
       expect(res.status).toBe(201);
     }
+  });
+});
+
+describe("docs/hosting.md: a hosted account's receivers name at most max_push_origins_per_topic push origins", () => {
+  it("a sys.receiver at a fifth push origin is refused (too_many_receivers); another device at a held origin is taken", async () => {
+    const acct = await newAccount();
+    const fetchSelf = ((input: RequestInfo | URL, init?: RequestInit) => SELF.fetch(input as string, init)) as typeof fetch;
+    const host = new HostConnection(acct, "http://relay.test", { fetch: fetchSelf });
+    await host.connect();
+    const push = (domain: string) => ({ endpoint: `https://push.${domain}/s/${Math.random().toString(36).slice(2)}`, keys: keys() });
+    const domains = Array.from({ length: WEBPUSH_LIMITS.max_push_origins_per_topic }, (_, i) => `h${i}${Date.now().toString(36)}.example`);
+    for (const [i, d] of domains.entries()) expect(await host.receiver(`device${i}`, push(d))).toMatchObject({ accepted: true });
+    expect(await host.receiver("extra", push(`h9${Date.now().toString(36)}.example`))).toMatchObject({
+      accepted: false,
+      reason: "too_many_receivers",
+    });
+    expect(await host.receiver("extra", push(domains[1]))).toMatchObject({ accepted: true });
+    expect(await host.status()).toMatchObject({ receivers: WEBPUSH_LIMITS.max_push_origins_per_topic + 1 });
   });
 });
