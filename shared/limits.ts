@@ -221,10 +221,22 @@ export const WEBPUSH_LIMITS = {
   max_answer_bytes: 4_096,
   /** Characters of a push service's answer text kept for the log (control characters removed). */
   max_logged_answer_chars: 200,
-  /** Pushes per second the whole relay sends to one push-service origin (token bucket, sustained). */
+  /** Pushes per second the whole relay sends to one push origin, a registrable domain with all its subdomains (token bucket, sustained). */
   origin_pushes_per_second: 100,
-  /** Pushes the whole relay may send to one push-service origin at once (token bucket, burst). */
+  /** Pushes the whole relay may send to one push origin (registrable domain) at once (token bucket, burst). */
   origin_push_burst: 200,
+  /** Pushes per second the whole relay sends, to every push origin together (token bucket, sustained). */
+  relay_pushes_per_second: 500,
+  /** Pushes the whole relay may send at once, to every push origin together (token bucket, burst). */
+  relay_push_burst: 1_000,
+  /** Tries of one push that may end with no answer (connection failed, timed out); then it is dropped. */
+  push_max_unanswered_tries: 3,
+  /** Distinct push origins (registrable domains) among one mailbox topic's receivers, or one hosted account's. */
+  max_push_origins_per_topic: 4,
+  /** Distinct push origins (registrable domains) one client may register mailbox receivers at within push_origin_window_seconds. */
+  max_push_origins_per_client: 8,
+  /** Seconds a push origin a client registered a receiver at counts toward its max_push_origins_per_client. */
+  push_origin_window_seconds: 3_600,
 } as const;
 
 export const MINCA_HOST_LIMITS = {

@@ -4,12 +4,14 @@ import { Hono } from "hono";
 import { cors } from "hono/cors";
 import { parseClientJson } from "../shared/client-json";
 import { formatIssue } from "../shared/errors";
-import { MAILBOX_LIMITS } from "../shared/limits";
+import { MAILBOX_LIMITS, WEBPUSH_LIMITS } from "../shared/limits";
 import { pageQuerySchema, postQuerySchema, receiverIdSchema, resolveUntil } from "../shared/mailbox/messages";
 import { checkPushEndpoint, endpointPolicy } from "../shared/webpush/endpoint";
 import { pushSubscriptionSchema } from "../shared/webpush/subscription";
 import { answer, httpError, methodNotAllowed, NO_STORE, readBody, topicCheck, type C, type RelayHono } from "./http";
 import { readBounded } from "./body";
+import { SHARED_CLIENT } from "./client-address";
+import { admitClientOrigin } from "../durable-objects/push/push-gate";
 import { topicBlock } from "./policy";
 
 export const MAILBOX_PATH = "/minca/v1/mailbox";
@@ -76,6 +78,15 @@ mailboxRoutes.post("/receivers", async (c) => {
   // Where the relay will send pushes (https, a public name, not itself): the push endpoint rule.
   const rule = checkPushEndpoint(sub.value.endpoint, endpointPolicy(c.env, new URL(c.req.url).host));
   if (!rule.ok) return httpError(c, 400, "invalid_endpoint", rule.reason);
+  // How many push origins one client may name (not for the shared client: that is everyone).
+  if (c.var.client !== SHARED_CLIENT) {
+    const origins = await admitClientOrigin(c.env, c.var.client, sub.value.endpoint);
+    if (!origins.ok) {
+      const { max_push_origins_per_client: max, push_origin_window_seconds: window } = WEBPUSH_LIMITS;
+      c.header("Retry-After", String(origins.retryAfterSeconds));
+      return httpError(c, 429, "rate_limited", `a client registers receivers at ${max} push origins at most within ${window} s`);
+    }
+  }
   return answer(c, await mailbox(c).addReceiver(sub.value, c.var.client), (v) => c.json(v, 201));
 });
 

@@ -13,7 +13,8 @@ import { bytesToHex, randomBytes, toArrayBuffer, utf8ByteLength } from "../../sh
 import { MAILBOX_WAKE_RULES, MailboxWakes, type Wake } from "./mailbox-wakes";
 import { PushOutbox } from "../push/push-outbox";
 import { relayOutboxDeps } from "../push/relay-outbox";
-import { MAILBOX_LIMITS, MINCA_HOST_LIMITS, STORAGE_LIMITS } from "../../shared/limits";
+import { MAILBOX_LIMITS, MINCA_HOST_LIMITS, STORAGE_LIMITS, WEBPUSH_LIMITS } from "../../shared/limits";
+import { exceedsPushOrigins } from "../../shared/webpush/endpoint";
 import { buildPage, type Page, type PageQuery, type Posted, type ReceiverAdded, type StoredItem } from "../../shared/mailbox/messages";
 import type { PushSubscriptionJSON } from "../../shared/webpush/subscription";
 import { log } from "../../shared/log";
@@ -178,6 +179,17 @@ export class MincaMailbox extends StoredObject<Env, Limited> {
       const count = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM receivers").one().n;
       if (count >= MAILBOX_LIMITS.max_receivers) {
         return { value: fail(409, "too_many_receivers", `a mailbox has at most ${MAILBOX_LIMITS.max_receivers} receivers`) };
+      }
+      const held = this.sql.exec<{ endpoint: string }>("SELECT endpoint FROM receivers").toArray();
+      if (
+        exceedsPushOrigins(
+          held.map((r) => r.endpoint),
+          sub.endpoint,
+          WEBPUSH_LIMITS.max_push_origins_per_topic,
+        )
+      ) {
+        const max = WEBPUSH_LIMITS.max_push_origins_per_topic;
+        return { value: fail(409, "too_many_receivers", `a mailbox's receivers are at most ${max} push origins (registrable domains)`) };
       }
       const id = bytesToHex(randomBytes(8));
       this.sql.exec(

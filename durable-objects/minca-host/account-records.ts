@@ -6,7 +6,7 @@ import { toArrayBuffer } from "../../shared/encoding";
 import type { AccountStore } from "./account-store";
 import type { MailboxStub, SpaceStub } from "./peers";
 import type { VersionRefusal, Version } from "../../shared/minca/version";
-import { MINCA_HOST_LIMITS, MINCA_WAKE_LIMITS } from "../../shared/limits";
+import { MINCA_HOST_LIMITS, MINCA_WAKE_LIMITS, WEBPUSH_LIMITS } from "../../shared/limits";
 import {
   LINK,
   PASS,
@@ -18,7 +18,7 @@ import {
   type CarryRecord,
   type Written,
 } from "../../shared/minca/carry";
-import { checkPushEndpoint, endpointPolicy } from "../../shared/webpush/endpoint";
+import { checkPushEndpoint, endpointPolicy, exceedsPushOrigins } from "../../shared/webpush/endpoint";
 
 /** Why a carry-space version was refused, or null when it was taken. */
 export type CarryVerdict = { reason: VersionRefusal; detail: string } | null;
@@ -230,6 +230,19 @@ export class AccountRecords {
             reason: "too_many_receivers",
             detail: `a host keeps at most ${MINCA_WAKE_LIMITS.max_receivers_per_account} receivers per account`,
           };
+        }
+        // At most max_push_origins_per_topic push origins among the account's live receivers.
+        const others = this.sql.exec<{ endpoint: string }>("SELECT endpoint FROM receivers WHERE key != ? AND gone = 0", rec.key).toArray();
+        const max = WEBPUSH_LIMITS.max_push_origins_per_topic;
+        if (
+          !opts.current &&
+          exceedsPushOrigins(
+            others.map((r) => r.endpoint),
+            endpoint,
+            max,
+          )
+        ) {
+          return { reason: "too_many_receivers", detail: `an account's receivers are at most ${max} push origins (registrable domains)` };
         }
         {
           // Written again: a receiver its push service had said was gone is pushed to again.

@@ -10,11 +10,14 @@
 //   a mailbox forgets it, a hosted account stops pushing to it until it is written again);
 //   413: dropped, warned ("too_large"); other 4xx: dropped, logged as an error (a configuration
 //   error); 429/5xx/no answer: tried again after the backoff or the service's Retry-After, dropped
-//   (warned) once the tries are spent; a push that cannot be built: dropped, logged as an error.
+//   (warned) once the tries are spent, and a try with no answer at all (the connection failed or
+//   timed out: perhaps no push service is there) spends them sooner: after
+//   push_max_unanswered_tries tries in all; a push that cannot be built: dropped, logged as an error.
 // The outbox holds no state: the store (OutboxStore) keeps the pushes.
 import { endpointOrigin, checkPushEndpoint, type EndpointPolicy } from "../../shared/webpush/endpoint";
 import { retryDelaySeconds, type PushOptions, type PushOutcome, type PushTarget, type RetryPolicy } from "../../shared/webpush/send";
 import { log } from "../../shared/log";
+import { WEBPUSH_LIMITS } from "../../shared/limits";
 
 /** One push as its store hands it out. */
 export interface OutboxPush {
@@ -52,6 +55,8 @@ export interface OutboxRules {
   /** Who is pushing, for the log ("mailbox", "minca account"). */
   what: string;
   maxAttempts: number;
+  /** Tries after which a try with no answer drops the push; WEBPUSH_LIMITS.push_max_unanswered_tries when absent. */
+  maxUnansweredAttempts?: number;
   retry: RetryPolicy;
 }
 
@@ -154,6 +159,14 @@ export class PushOutbox<P extends OutboxPush> {
         this.store.remove(p);
         return;
       case "retry":
+        if (outcome.status === 0 && attempts >= (this.rules.maxUnansweredAttempts ?? WEBPUSH_LIMITS.push_max_unanswered_tries)) {
+          log.warn(`${this.rules.what}: a push to ${origin} dropped after ${attempts} tries, the last unanswered`, {
+            error: outcome.error,
+          });
+          this.store.remove(p);
+          return;
+        }
+        if (outcome.status === 0) log.info(`${this.rules.what}: a push to ${origin} got no answer`, { attempts, error: outcome.error });
         if (attempts >= this.rules.maxAttempts) {
           log.warn(`${this.rules.what}: a push to ${origin} dropped after ${attempts} tries (last ${outcome.status})`);
           this.store.remove(p);

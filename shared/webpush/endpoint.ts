@@ -3,9 +3,12 @@
 // at itself (a wake that wakes itself forever), at the operator's own network (SSRF), or at
 // anything but a public push service: an `https:` URL on the default port whose host is a DNS
 // name, not an IP literal, not a loopback or local-only name, and not one of the relay's own
-// hosts. The operator's setting PUSH_ENDPOINT_ALLOW names origins that pass whatever they are
-// (a private push service; the tests' loopback one). Pure: the URL parser does the normalising
+// hosts, and whose path is none of the relay's own routes on any host (the Host a request names
+// can be anything, so the relay's own host names alone cannot recognise it). The operator's
+// setting PUSH_ENDPOINT_ALLOW names origins that pass the host rules whatever they are (a private
+// push service; the tests' loopback one), but never with a relay path. Pure: the URL parser does the normalising
 // (decimal, hex and octal IPv4 forms, IPv4-mapped IPv6, case), this module judges the result.
+import { getDomain } from "tldts-icann";
 import { parsePublicUrl } from "../public-url";
 
 /** What a check needs besides the endpoint. */
@@ -161,6 +164,47 @@ export function hostsOf(setting: string | undefined): string[] {
   return parsePublicUrl(setting).urls.map((u) => stripDot(u.hostname));
 }
 
+/**
+ * The first path segment of every route the relay serves (workers/app.ts and the routers it
+ * mounts, and the static pages): a push endpoint whose path starts with one of them, or is the
+ * bare root, could be this relay under a name it does not know it has.
+ */
+export const RELAY_PATH_ROOTS: readonly string[] = [
+  "tally",
+  "passnote",
+  "minca",
+  "status",
+  "status.json",
+  "metrics",
+  "healthz",
+  "openapi.json",
+  "favicon.ico",
+  "demo",
+  "connect",
+];
+
+/**
+ * Whether a URL path names one of the relay's routes (or its root): judged as the router reads it,
+ * percent escapes decoded (until nothing changes), case folded, empty and `.` segments skipped.
+ */
+export function isRelayPath(pathname: string): boolean {
+  let p = pathname;
+  for (let i = 0; i < 4 && p.includes("%"); i++) {
+    try {
+      const next = decodeURIComponent(p);
+      if (next === p) break;
+      p = next;
+    } catch {
+      break;
+    }
+  }
+  const first = p
+    .toLowerCase()
+    .split(/[/\\]/)
+    .find((seg) => seg !== "" && seg !== ".");
+  return first === undefined || RELAY_PATH_ROOTS.includes(first);
+}
+
 function allowed(u: URL, allow: readonly AllowedOrigin[]): boolean {
   const host = stripDot(u.hostname);
   return allow.some((a) => a.protocol === u.protocol && a.hostname === host && (a.port === undefined || a.port === u.port));
@@ -175,7 +219,8 @@ export function checkPushEndpoint(endpoint: string, policy: EndpointPolicy): End
     return { ok: false, reason: "endpoint is not a URL" };
   }
   if (u.username || u.password) return { ok: false, reason: "endpoint carries credentials" };
-  if (allowed(u, policy.allow)) return { ok: true, origin: u.origin };
+  const relayPath = { ok: false, reason: "endpoint path must not be a route of this relay" } as const;
+  if (allowed(u, policy.allow)) return isRelayPath(u.pathname) ? relayPath : { ok: true, origin: u.origin };
   if (u.protocol !== "https:") return { ok: false, reason: "endpoint must be an https URL" };
   if (u.port !== "") return { ok: false, reason: "endpoint must use the default https port" };
   const range = addressRange(u.hostname);
@@ -183,6 +228,7 @@ export function checkPushEndpoint(endpoint: string, policy: EndpointPolicy): End
   if (isLocalName(u.hostname)) return { ok: false, reason: "endpoint host must be a public DNS name" };
   const host = stripDot(u.hostname);
   if (policy.ownHosts.some((h) => stripDot(h.toLowerCase()) === host)) return { ok: false, reason: "endpoint must not be this relay" };
+  if (isRelayPath(u.pathname)) return relayPath;
   return { ok: true, origin: u.origin };
 }
 
@@ -202,7 +248,36 @@ export function endpointPolicy(settings: EndpointSettings, requestHost?: string)
   return { allow: parseEndpointAllow(settings.PUSH_ENDPOINT_ALLOW).allow, ownHosts };
 }
 
-/** The origin of a push endpoint, for the per-origin gate and for logs ("null" when it is no URL). */
+/**
+ * The push origin an endpoint counts as, for the relay-wide gates and the per-topic and per-client
+ * bounds: its registrable domain (eTLD+1 by the ICANN section of the Public Suffix List, no DNS),
+ * so every subdomain of one domain is one push origin (`a.evil.example` and `b.evil.example` are
+ * `evil.example`; `fcm.googleapis.com` is `googleapis.com`). A host with no registrable domain (an
+ * IP literal, a public suffix itself, a one-label name an allowed origin names) counts as itself.
+ * "null" when the endpoint is no URL.
+ */
+export function pushDomain(endpoint: string): string {
+  let host: string;
+  try {
+    host = stripDot(new URL(endpoint).hostname);
+  } catch {
+    return "null";
+  }
+  if (host.startsWith("[") || addressRange(host) !== null) return host;
+  return getDomain(host) ?? host;
+}
+
+/**
+ * Whether adding a receiver at `endpoint` to receivers at `held` (their endpoints) would pass
+ * `max` distinct push origins (pushDomain): a new endpoint at an origin already held always fits.
+ */
+export function exceedsPushOrigins(held: Iterable<string>, endpoint: string, max: number): boolean {
+  const origins = new Set<string>();
+  for (const e of held) origins.add(pushDomain(e));
+  return !origins.has(pushDomain(endpoint)) && origins.size >= max;
+}
+
+/** The origin of a push endpoint, for logs ("null" when it is no URL). */
 export function endpointOrigin(endpoint: string): string {
   try {
     return new URL(endpoint).origin;

@@ -13,6 +13,7 @@ import {
   type PushSender,
 } from "../../durable-objects/push/push-outbox";
 import type { PushOutcome } from "../../shared/webpush/send";
+import { WEBPUSH_LIMITS } from "../../shared/limits";
 import { waitFor } from "../helpers/wait";
 
 export interface OutboxHarness<P extends OutboxPush> {
@@ -34,7 +35,12 @@ let n = 0;
 const endpoint = (origin = "https://push.example") => `${origin}/sub/${Date.now()}-${++n}`;
 
 /** An outbox with a sender answering `answers` in turn (status codes), a gate that admits all, and a fixed clock. */
-function outbox<P extends OutboxPush>(store: OutboxStore<P>, answers: Array<PushOutcome | "hang">, over: Partial<OutboxDeps> = {}) {
+function outbox<P extends OutboxPush>(
+  store: OutboxStore<P>,
+  answers: Array<PushOutcome | "hang">,
+  over: Partial<OutboxDeps> = {},
+  rules: OutboxRules = RULES,
+) {
   const sent: string[] = [];
   let now = 1_000_000;
   const sender: PushSender = {
@@ -46,7 +52,7 @@ function outbox<P extends OutboxPush>(store: OutboxStore<P>, answers: Array<Push
     },
   };
   const delivered = vi.fn();
-  const box = new PushOutbox(store, RULES, {
+  const box = new PushOutbox(store, rules, {
     sender: async () => sender,
     admit: async (items) => ({ go: items, wait: [] }),
     policy: () => ({ allow: [], ownHosts: [] }),
@@ -139,6 +145,28 @@ export function pushOutboxContract<P extends OutboxPush>(name: string, withHarne
         expect(h.pending()).toEqual([]);
         expect(h.receiverLive(e)).toBe(true);
         expect(lines(warn).some((l) => /after 3 tries/.test(l) && /"level":"warn"/.test(l))).toBe(true);
+      }));
+
+    it("a push whose tries get no answer (connection failed, timed out) is dropped after push_max_unanswered_tries tries, not after every try the rules allow", () =>
+      withHarness(async (h) => {
+        const warn = vi.spyOn(console, "log").mockImplementation(() => {});
+        const e = endpoint();
+        h.queue(e);
+        const unanswered: PushOutcome = { kind: "retry", status: 0, error: "connection refused" };
+        const o = outbox(
+          h.store,
+          Array.from({ length: 8 }, () => unanswered),
+          {},
+          { ...RULES, maxAttempts: 8 },
+        );
+        for (let i = 0; i < 8 && h.pending().length > 0; i++) {
+          await o.box.sendDue();
+          o.advance(1_000_000);
+        }
+        expect(o.sent).toHaveLength(WEBPUSH_LIMITS.push_max_unanswered_tries);
+        expect(h.pending()).toEqual([]);
+        expect(h.receiverLive(e)).toBe(true);
+        expect(lines(warn).some((l) => /last unanswered/.test(l) && /"level":"warn"/.test(l))).toBe(true);
       }));
 
     it("each try is counted, and its retry time set, before it is made: a send that never returns leaves it counted", () =>

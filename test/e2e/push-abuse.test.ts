@@ -4,7 +4,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { nodeSubscription } from "../helpers/webpush-node";
-import { startRelay } from "../helpers/relay-process";
+import { type RelayProcess, startRelay } from "../helpers/relay-process";
 import { waitFor } from "../helpers/wait";
 
 const relay = inject("relayUrl");
@@ -90,17 +90,63 @@ describe("docs/mailbox.md: sending to a push service never follows it further th
   });
 });
 
+// One relay started as `npm start` starts it by default (outbound: public networks only) whose
+// PUSH_ENDPOINT_ALLOW names only `localhost`, for the two describes below.
+let own: RelayProcess | undefined;
+const ownRelay = async () => (own ??= await startRelay({ env: { PUSH_ENDPOINT_ALLOW: "http://localhost" }, outbound: "public" }));
+afterAll(async () => {
+  await own?.stop();
+});
+
 describe("docs/mailbox.md: loopback push services pass only by PUSH_ENDPOINT_ALLOW", () => {
-  it("a relay started without the setting refuses the tests' loopback push service (400 invalid_endpoint); the suite's relay, with it, accepts it", async () => {
-    const own = await startRelay({ env: { PUSH_ENDPOINT_ALLOW: "" } });
+  it("a relay whose setting does not name the tests' loopback push service refuses it (400 invalid_endpoint); the suite's relay, with it, accepts it", async () => {
+    const relay = await ownRelay();
+    const topic = newTopic();
+    const res = await register(`${relay.url}/minca/v1/mailbox`, topic, "http://127.0.0.1:9/push/x");
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as any).error.code).toBe("invalid_endpoint");
+    expect((await register(base, topic, "http://127.0.0.1:9/push/x")).status).toBe(201);
+  });
+});
+
+describe("docs/hostile.md: a public name that resolves to loopback is stopped by the runtime's outbound filter", () => {
+  it("under npm start's default outbound (public), a push to a name resolving to 127.0.0.1 never reaches the loopback service; the same service is reachable when loopback is allowed", async () => {
+    // A loopback push service on both loopback addresses (a name may resolve to either).
+    let requests = 0;
+    const handler = (req: IncomingMessage, res: ServerResponse) => {
+      requests++;
+      req.resume();
+      res.writeHead(201).end();
+    };
+    const v4 = createServer(handler);
+    await new Promise<void>((resolve) => v4.listen(0, "127.0.0.1", resolve));
+    const port = (v4.address() as { port: number }).port;
+    const v6 = createServer(handler);
+    await new Promise<void>((resolve) => v6.listen(port, "::1", resolve).on("error", () => resolve()));
     try {
+      // `localhost` stands in for a public wildcard name such as 127.0.0.1.nip.io (this machine has
+      // no DNS): the endpoint rule passes it only because the setting names it, as it passes
+      // 127.0.0.1.nip.io because that is a public name; what stops either is where the runtime may
+      // connect, judged on the address the name resolves to.
+      const relay = await ownRelay();
       const topic = newTopic();
-      const res = await register(`${own.url}/minca/v1/mailbox`, topic, "http://127.0.0.1:9/push/x");
-      expect(res.status).toBe(400);
-      expect(((await res.json()) as any).error.code).toBe("invalid_endpoint");
-      expect((await register(base, topic, "http://127.0.0.1:9/push/x")).status).toBe(201);
+      expect((await register(`${relay.url}/minca/v1/mailbox`, topic, `http://localhost:${port}/push/nip`)).status).toBe(201);
+      expect((await fetch(`${relay.url}/minca/v1/mailbox/${topic}`, { method: "POST", body: "wake" })).status).toBe(201);
+      await waitFor(() => new RegExp(`a push to http://localhost:${port} got no answer`).test(relay.output()), {
+        what: "the relay's try, refused by the runtime",
+        timeout: 20_000,
+      });
+      expect(relay.output()).toMatch(new RegExp(`connecting to localhost:${port} is not allowed`));
+      expect(requests).toBe(0);
+      // The control: the suite's relay (outbound public and local) reaches the same service.
+      const control = newTopic();
+      expect((await register(base, control, `http://127.0.0.1:${port}/push/control`)).status).toBe(201);
+      expect((await fetch(`${base}/${control}`, { method: "POST", body: "wake" })).status).toBe(201);
+      await waitFor(() => requests === 1, { what: "the control push" });
     } finally {
-      await own.stop();
+      v4.closeAllConnections();
+      v6.closeAllConnections();
+      await Promise.all([new Promise((r) => v4.close(r)), new Promise((r) => v6.close(r))]);
     }
   });
 });

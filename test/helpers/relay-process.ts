@@ -35,6 +35,8 @@ export interface StartOptions {
   port?: number;
   dataDir?: string;
   env?: Record<string, string>;
+  /** Where the relay may connect out (workerd target: --outbound); default public,local (the tests' loopback push services). */
+  outbound?: string;
 }
 
 export function relayTarget(): RelayTarget {
@@ -71,6 +73,7 @@ function command(
   dataDir: string,
   runtimeDir: string,
   pushAllow: string,
+  outbound = "public,local",
 ): { cmd: string; args: string[] } {
   if (target === "wrangler") {
     return {
@@ -111,7 +114,7 @@ function command(
       // Loopback too: tests stand up their own push services on 127.0.0.1 (allowed by
       // PUSH_ENDPOINT_ALLOW, set in startRelay's environment).
       "--outbound",
-      "public,local",
+      outbound,
       "--grace",
       "10",
     ],
@@ -123,7 +126,7 @@ export async function startRelay(opts: StartOptions = {}): Promise<RelayProcess>
   const port = opts.port ?? (await freePort());
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), "relay-data-"));
   const runtimeDir = mkdtempSync(join(tmpdir(), "relay-run-"));
-  const { cmd, args } = command(target, port, dataDir, runtimeDir, opts.env?.PUSH_ENDPOINT_ALLOW ?? TEST_PUSH_ALLOW);
+  const { cmd, args } = command(target, port, dataDir, runtimeDir, opts.env?.PUSH_ENDPOINT_ALLOW ?? TEST_PUSH_ALLOW, opts.outbound);
   let out = "";
   const child: ChildProcess = spawn(cmd, args, {
     cwd: root,

@@ -1,7 +1,14 @@
 // docs/mailbox.md's push-endpoint rule, range by range, in every form a URL parser normalises.
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { addressRange, checkPushEndpoint, hostsOf, parseEndpointAllow, type EndpointPolicy } from "../../../../shared/webpush/endpoint";
+import {
+  addressRange,
+  checkPushEndpoint,
+  hostsOf,
+  isRelayPath,
+  parseEndpointAllow,
+  type EndpointPolicy,
+} from "../../../../shared/webpush/endpoint";
 import "../../../helpers/fast-check-seed";
 
 const none: EndpointPolicy = { allow: [], ownHosts: [] };
@@ -101,6 +108,42 @@ describe("docs/mailbox.md: a push endpoint is an https URL on the default port w
     expect(reason("https://relay.example.net/x", policy)).toBe("endpoint must not be this relay");
     expect(reason("https://other.example.org/x", policy)).toBe("endpoint must not be this relay");
     expect(ok("https://push.example.com/x", policy)).toBe(true);
+  });
+
+  it("a relay path is refused on any host, allowed origins included: the Host a request names cannot make the relay's own mailbox an endpoint", () => {
+    const allow = parseEndpointAllow("http://127.0.0.1").allow;
+    for (const url of [
+      "https://relay-under-another-name.example/minca/v1/mailbox/aaaaaaaaaaaaaaaa",
+      "https://push.example.com/tally/v1/npub1xyz",
+      "https://push.example.com/passnote/v2/abc",
+      "https://push.example.com/minca/v1/host/accounts",
+      "https://push.example.com/status/login",
+      "https://push.example.com/metrics",
+      "https://push.example.com/",
+      "https://push.example.com",
+      "https://push.example.com//minca/v1/mailbox/x", // empty segments skipped, as a router may
+      "https://push.example.com/./minca/v1/mailbox/x",
+      "https://push.example.com/x/../minca/v1/mailbox/x", // the URL parser resolves dot segments
+      "https://push.example.com/%6Dinca/v1/mailbox/x", // percent escapes, decoded as the router decodes them
+      "https://push.example.com/%256Dinca/v1/mailbox/x",
+      "https://push.example.com/MINCA/v1/mailbox/x",
+      "http://127.0.0.1:8787/minca/v1/mailbox/aaaaaaaaaaaaaaaa", // an allowed origin, still not a relay path
+    ]) {
+      expect(reason(url, { allow, ownHosts: [] }), url).toBe("endpoint path must not be a route of this relay");
+    }
+    expect(ok("https://push.example.com/push/minca/v1/mailbox/x")).toBe(true); // only the first segment names a route
+    expect(ok("https://push.example.com/mincab/x")).toBe(true);
+    expect(ok("http://127.0.0.1:8787/push/1", { allow, ownHosts: [] })).toBe(true);
+  });
+
+  it("isRelayPath never throws and reads every path whose first segment folds to a route as one (fuzzed)", () => {
+    fc.assert(
+      fc.property(fc.string(), (p) => {
+        isRelayPath(p);
+        expect(isRelayPath(`/minca/${p}`)).toBe(true);
+        expect(isRelayPath(`/TALLY/${p}`)).toBe(true);
+      }),
+    );
   });
 
   it("PUSH_ENDPOINT_ALLOW: an allowed origin passes the rule, http included; without a port, every port of its host", () => {
