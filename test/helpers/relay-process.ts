@@ -25,6 +25,8 @@ export interface RelayProcess {
    * launcher's exit code (null when it died by a signal).
    */
   stop(opts?: { kill?: boolean }): Promise<number | null>;
+  /** Resolves with the launcher's exit code once it exits by itself (null when it died by a signal). */
+  exited(): Promise<number | null>;
   /** The pid of the workerd process serving the relay (workerd target), else undefined. */
   runtimePid(): number | undefined;
   output(): string;
@@ -188,6 +190,7 @@ export async function startRelay(opts: StartOptions = {}): Promise<RelayProcess>
     pid: child.pid!,
     runtimeDir,
     runtimePid,
+    exited: () => exit.then(() => exitCode),
     async stop({ kill = false } = {}) {
       if (exited) return exitCode;
       if (kill && target === "workerd")
