@@ -12,6 +12,8 @@ import { isP256DidKey } from "../shared/minca/did-key";
 import { logQuerySchema, readVersionsBody } from "../shared/minca/host-wire";
 import { isMincaId } from "../shared/minca/id";
 import { TIME_HEADER } from "../shared/minca/read-proof";
+import { ClientBuckets } from "../shared/rate-limit";
+import { SHARED_CLIENT } from "./client-address";
 import { answer, httpError, methodNotAllowed, readBody, type C, type RelayHono } from "./http";
 
 /** Mounted at MINCA_PATH: the host's endpoints (HOST_PATH) and the carried spaces' (SPACES_PATH). */
@@ -24,6 +26,29 @@ const space = (c: C, id: string) => c.env.MINCA_SPACE.get(c.env.MINCA_SPACE.idFr
 const readProof = (c: C) => ({ authorization: c.req.header("authorization") ?? null, time: c.req.header(TIME_HEADER) ?? null });
 
 export const hostingRoutes = new Hono<RelayHono>();
+
+/**
+ * Per-client buckets of the account endpoints, across every account (docs/hosting.md, "Rates"):
+ * each account is its own object, so a bucket per object would never throttle a client that
+ * makes up new dids. Held in this isolate's memory (self-hosted: the whole relay; on Cloudflare,
+ * per isolate), checked before the body is read or any object is reached. Not in shared mode
+ * (no trusted client address): one bucket for everyone would let one client lock every account
+ * out of connecting; what a grant stores is charged to the host's total either way.
+ */
+const accountRates = new ClientBuckets<"grant" | "read">({
+  grant: { burst: MINCA_HOST_LIMITS.grants_burst, perSecond: MINCA_HOST_LIMITS.grants_per_second },
+  read: { burst: MINCA_HOST_LIMITS.account_reads_burst, perSecond: MINCA_HOST_LIMITS.account_reads_per_second },
+});
+
+function limited(c: C, kind: "grant" | "read"): Response | null {
+  if (c.var.client === SHARED_CLIENT) return null;
+  const wait = accountRates.take(kind, c.var.client);
+  if (wait === null) return null;
+  c.header("Retry-After", String(wait));
+  const what =
+    kind === "grant" ? `${MINCA_HOST_LIMITS.grants_per_second} CarryGrant` : `${MINCA_HOST_LIMITS.account_reads_per_second} account reads`;
+  return httpError(c, 429, "rate_limited", `too many requests from this client (about ${what} a second); retry later`);
+}
 
 for (const path of ["/host/*", "/spaces/*"]) {
   hostingRoutes.use(
@@ -39,6 +64,8 @@ for (const path of ["/host/*", "/spaces/*"]) {
 }
 
 hostingRoutes.post("/host/accounts", async (c) => {
+  const slow = limited(c, "grant");
+  if (slow) return slow;
   const host = await hostIdentity(c.env);
   const grant = await readBody(c, {
     max: MINCA_HOST_LIMITS.max_grant_bytes,
@@ -63,6 +90,8 @@ hostingRoutes.post("/host/accounts", async (c) => {
 hostingRoutes.get("/host/accounts/:did", async (c) => {
   const did = c.req.param("did");
   if (!isP256DidKey(did)) return httpError(c, 400, "bad_request", "the path must end in the account's P-256 did:key");
+  const slow = limited(c, "read");
+  if (slow) return slow;
   return answer(c, await account(c, did).status(readProof(c)));
 });
 

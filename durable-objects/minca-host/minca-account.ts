@@ -19,7 +19,7 @@ import { readCarryRecord, type CarryStart } from "../../shared/minca/carry";
 import type { Arrival } from "../../shared/minca/wake";
 import type { FetchLike } from "../../shared/webpush/send";
 import { bodyKeyOf, readKeyDid, readSeedOf } from "../../shared/minca/space";
-import { bindingExpiry, bindingHolds, checkStatusProof } from "../../shared/minca/binding";
+import { bindingBytes, bindingExpiry, bindingHolds, checkStatusProof } from "../../shared/minca/binding";
 import type { Version } from "../../shared/minca/version";
 import type { AccountStatus, CarryStarted } from "../../shared/minca/host-wire";
 
@@ -52,6 +52,7 @@ export class MincaAccount extends StoredObject<Env> {
       space: (id) => this.space(id),
       mailbox: (topic) => this.mailbox(topic),
       schedule: () => this.schedule(),
+      storeRow: (bytes, write) => this.usage.storeRow(bytes, write),
     });
     this.usage = new AccountUsage(this.store, env);
     this.lease = this.usage.lease;
@@ -73,8 +74,6 @@ export class MincaAccount extends StoredObject<Env> {
    * so a grant anyone can post never takes over an account in use: else 409.
    */
   async startCarrying(start: CarryStart): Promise<HostResult<CarryStarted>> {
-    // The name, kept for a start by id alone (the ledger's audit), also after a carry:closed emptied meta.
-    if (this.meta.get("account") === null) this.meta.set("account", start.account);
     if (this.meta.get("closed_space") === start.carrySpace)
       return fail(410, "carry_closed", "the account closed this carry space (carry:closed)");
     const current = this.liveCarry(Date.now());
@@ -86,19 +85,25 @@ export class MincaAccount extends StoredObject<Env> {
     if (current !== null && this.proven())
       return fail(409, "carry_space_conflict", "this host already carries the account through another carry space");
     const stale = this.meta.get("carry_space");
-    if (stale !== null) await this.space(stale).forget();
-    await this.space(start.carrySpace).openCarry(start.account, start.constitution);
-    this.schema.ensure();
-    this.ctx.storage.transactionSync(() => {
+    // The binding's rows (here and in the carry space's object) are charged to the host-wide
+    // total before either is written, unproven bindings included: with no room, nothing is kept.
+    const bound = await this.usage.storeRow(bindingBytes(start), () => {
       // A tombstone stays until the new binding is proven (prove()): a grant anyone may post
       // must not clear it, or the closed carry space could be connected again once that
       // binding expired.
       this.sql.exec("DELETE FROM meta WHERE key IN ('claimed', 'name')");
+      // The name, kept for a start by id alone (the ledger's audit), also after a carry:closed emptied meta.
+      this.meta.set("account", start.account);
       this.meta.set("carry_space", start.carrySpace);
       this.meta.set("carry_key", base64urlEncode(start.key));
       this.meta.set("bound_at", String(Date.now()));
+      this.meta.set("binding_bytes", String(bindingBytes(start)));
       if (start.name !== undefined) this.meta.set("name", start.name);
     });
+    if (!bound)
+      return fail(507, "storage_full", "this host holds all it may for the accounts it carries (storage.host_bytes): nothing was stored");
+    if (stale !== null && stale !== start.carrySpace) await this.space(stale).forget();
+    await this.space(start.carrySpace).openCarry(start.account, start.constitution);
     await this.schedule();
     return { ok: true, value: { account: start.account, carry_space: start.carrySpace } };
   }
@@ -134,9 +139,7 @@ export class MincaAccount extends StoredObject<Env> {
         "the proof does not verify with the read key of a carry space this host holds for that account",
       );
     if (carry === null) return fail(410, "carry_closed", "the account closed its carry space: the host holds nothing for it");
-    const used = this.sql
-      .exec<{ v: number; b: number }>("SELECT COALESCE(SUM(versions), 0) AS v, COALESCE(SUM(bytes), 0) AS b FROM usage")
-      .one();
+    const versions = this.sql.exec<{ v: number }>("SELECT COALESCE(SUM(versions), 0) AS v FROM usage").one().v;
     return {
       ok: true,
       value: {
@@ -147,8 +150,9 @@ export class MincaAccount extends StoredObject<Env> {
         links: this.count("links"),
         wakes: this.count("wakes"),
         receivers: this.count("receivers"),
-        versions: used.v,
-        bytes: used.b,
+        versions,
+        // What the account is charged: its carried spaces' versions and its own rows (binding, links).
+        bytes: this.usage.used(),
       },
     };
   }
@@ -336,6 +340,7 @@ export class MincaAccount extends StoredObject<Env> {
     await this.expireBinding();
     if (!this.schema.exists) return null;
     await this.records.expireLinks();
+    this.lease.free(() => undefined); // expired links took their bytes with them
     await this.pushes.sendDue();
     await this.schedule(); // sets the alarm to exactly the next time needed (or none)
     return null;
