@@ -23,14 +23,6 @@ import { bindingBytes, bindingExpiry, bindingHolds, checkStatusProof } from "../
 import type { Version } from "../../shared/minca/version";
 import type { AccountStatus, CarryStarted } from "../../shared/minca/host-wire";
 
-interface LinkRow extends Record<string, SqlStorageValue> {
-  key: string;
-  topic: string;
-  blob: ArrayBuffer;
-  until: number;
-  at: number;
-}
-
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
 export class MincaAccount extends StoredObject<Env> {
@@ -295,27 +287,31 @@ export class MincaAccount extends StoredObject<Env> {
 
   /**
    * The account's links of `topic` a mailbox fetch is answered with (the Minca protocol §4.2): among its 64
-   * most recently written live links, those whose topic (computed from the blob) is `topic`.
+   * most recently written live links, those whose topic (computed from the blob) is `topic`, each
+   * distinct blob once with its latest `until`. A topic is computed from its blob, so that is one
+   * blob, however many links name it. With `withBlob` false (the mailbox already holds the blob,
+   * from another account) the blob is not loaded: `blob` is null and only `until` counts. So one
+   * mailbox GET loads one blob, not one per account and link.
    */
-  linksFor(topic: string): Array<{ blob: Uint8Array; until: number; at: number }> {
+  linksFor(topic: string, withBlob = true): Array<{ blob: Uint8Array | null; until: number; at: number }> {
     if (!this.schema.exists) return [];
     const rows = this.sql
-      .exec<LinkRow>(
-        `SELECT key, topic, blob, until, at FROM (
-           SELECT * FROM links WHERE until > ? ORDER BY written DESC LIMIT ?)
-         WHERE topic = ? ORDER BY written DESC`,
+      .exec<{ blob: ArrayBuffer | null; size: number; until: number; at: number }>(
+        `SELECT ${withBlob ? "l.blob" : "NULL"} AS blob, length(l.blob) AS size, MAX(l.until) AS until, MAX(l.at) AS at FROM (
+           SELECT * FROM links WHERE until > ? ORDER BY written DESC LIMIT ?) AS l
+         WHERE l.topic = ? GROUP BY l.blob ORDER BY MAX(l.written) DESC`,
         nowSeconds(),
         MINCA_HOST_LIMITS.links_served_per_account,
         topic,
       )
       .toArray();
     // Bounded in bytes: one GET loads at most link_bytes_served_per_account from each linked account.
-    const out: Array<{ blob: Uint8Array; until: number; at: number }> = [];
+    const out: Array<{ blob: Uint8Array | null; until: number; at: number }> = [];
     let bytes = 0;
     for (const r of rows) {
-      if (bytes + r.blob.byteLength > MINCA_HOST_LIMITS.link_bytes_served_per_account) continue;
-      bytes += r.blob.byteLength;
-      out.push({ blob: new Uint8Array(r.blob), until: r.until, at: Math.floor(r.at / 1000) });
+      if (bytes + r.size > MINCA_HOST_LIMITS.link_bytes_served_per_account) continue;
+      bytes += r.size;
+      out.push({ blob: r.blob === null ? null : new Uint8Array(r.blob), until: r.until, at: Math.floor(r.at / 1000) });
     }
     return out.reverse();
   }
