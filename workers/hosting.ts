@@ -9,11 +9,12 @@ import { MINCA_HOST_LIMITS } from "../shared/limits";
 import { admit } from "../shared/minca/admission";
 import { checkCarryGrant } from "../shared/minca/carry";
 import { isP256DidKey } from "../shared/minca/did-key";
-import { logQuerySchema, readVersionsBody } from "../shared/minca/host-wire";
+import { claimedRoots, logQuerySchema, readVersionsBody } from "../shared/minca/host-wire";
 import { isMincaId } from "../shared/minca/id";
 import { TIME_HEADER } from "../shared/minca/read-proof";
 import { ClientBuckets } from "../shared/rate-limit";
 import { SHARED_CLIENT } from "./client-address";
+import { currentPolicy } from "./policy";
 import { answer, httpError, methodNotAllowed, readBody, type C, type RelayHono } from "./http";
 
 /** Mounted at MINCA_PATH: the host's endpoints (HOST_PATH) and the carried spaces' (SPACES_PATH). */
@@ -63,6 +64,16 @@ for (const path of ["/host/*", "/spaces/*"]) {
   );
 }
 
+/** Whether any of `accounts` is banned by the operator (docs/admin-api.md, edge.banaccount). */
+async function accountBanned(c: C, accounts: string[]): Promise<boolean> {
+  if (accounts.length === 0) return false;
+  const { bannedAccounts } = await currentPolicy(c.env);
+  return bannedAccounts.size > 0 && accounts.some((a) => bannedAccounts.has(a));
+}
+
+const banned = (c: C) =>
+  httpError(c, 403, "banned", "this Minca account is banned by the relay's operator: the host carries nothing for it");
+
 hostingRoutes.post("/host/accounts", async (c) => {
   const slow = limited(c, "grant");
   if (slow) return slow;
@@ -79,6 +90,7 @@ hostingRoutes.post("/host/accounts", async (c) => {
     },
   });
   if (!grant.ok) return grant.answer;
+  if (await accountBanned(c, [grant.value.account])) return banned(c);
   // Admission (the operator's MINCA_HOST_ADMISSION) before anything is stored.
   const admitted = admit(c.var.settings.admission, grant.value.account, c.req.header("authorization") ?? null);
   if (!admitted.ok) return httpError(c, admitted.status, admitted.code, admitted.message);
@@ -92,6 +104,7 @@ hostingRoutes.get("/host/accounts/:did", async (c) => {
   if (!isP256DidKey(did)) return httpError(c, 400, "bad_request", "the path must end in the account's P-256 did:key");
   const slow = limited(c, "read");
   if (slow) return slow;
+  if (await accountBanned(c, [did])) return banned(c);
   return answer(c, await account(c, did).status(readProof(c)));
 });
 
@@ -112,6 +125,7 @@ hostingRoutes.post("/spaces/:id/versions", async (c) => {
     },
   });
   if (!versions.ok) return versions.answer;
+  if (await accountBanned(c, claimedRoots(versions.value))) return banned(c);
   // The host a sys.receiver's endpoint must not name (the push endpoint rule), besides PUBLIC_URL's.
   const requestHost = new URL(c.req.url).host;
   return answer(c, await space(c, id).append(versions.value, { requestHost, client: c.var.client }));

@@ -149,6 +149,36 @@ export class MincaAccount extends StoredObject<Env> {
     };
   }
 
+  /**
+   * RPC, the admin API's ban (docs/admin-api.md, `edge.banaccount`): the host forgets everything
+   * it holds for the account and keeps nothing, no tombstone: each space it carries loses it as a
+   * carrier (a space no other account carries is forgotten with its log; one that others carry
+   * keeps its log, its bytes charged to one of them), its carry space and links go, and its
+   * whole lease goes back to the ledger. Grants and appends are refused by the Worker afterwards.
+   */
+  async purge(): Promise<{ spaces: number; links: number }> {
+    if (!this.schema.exists) return { spaces: 0, links: 0 };
+    const account = this.did();
+    const carried = this.sql
+      .exec<{ space: string; versions: number | null; bytes: number | null }>(
+        "SELECT passes.space AS space, usage.versions AS versions, usage.bytes AS bytes FROM passes LEFT JOIN usage ON usage.space = passes.space",
+      )
+      .toArray();
+    for (const c of carried)
+      await this.space(c.space).uncarry(account, { versions: c.versions ?? 0, bytes: c.bytes ?? 0 }, { keepLast: false });
+    const carry = this.meta.get("carry_space");
+    if (carry !== null) await this.space(carry).forget();
+    const topics = this.sql.exec<{ topic: string }>("SELECT DISTINCT topic FROM links").toArray();
+    for (const { topic } of topics) await this.mailbox(topic).unlinkAccount(account);
+    const links = this.count("links");
+    await this.lease.releaseAll();
+    await this.ctx.storage.deleteAlarm();
+    await this.ctx.storage.deleteAll();
+    this.schema.forget();
+    this.lease.forget();
+    return { spaces: carried.length, links };
+  }
+
   /** The carry space of a binding that holds at `now` (proven, or unproven and not expired), or null. */
   private liveCarry(now: number): string | null {
     const carry = this.meta.get("carry_space");
