@@ -1,10 +1,10 @@
 // The operator's lists as the Worker reads them (the admin API writes them into the RelayPolicy
 // object): what each list holds, and the checks requests go through.
-export const POLICY_LISTS = ["banned_pubkeys", "allowed_pubkeys", "blocked_ips", "blocked_topics"] as const;
+export const POLICY_LISTS = ["banned_pubkeys", "allowed_pubkeys", "blocked_ips", "blocked_topics", "banned_accounts"] as const;
 export type PolicyList = (typeof POLICY_LISTS)[number];
 
 export interface PolicyEntry {
-  /** A Tally key (64 lowercase hex), a client address as the relay sees it, or a mailbox topic. */
+  /** A Tally key (64 lowercase hex), a client address as the relay sees it, a mailbox topic, or a Minca account's did. */
   value: string;
   reason: string;
 }
@@ -17,6 +17,8 @@ export interface Policy {
   allowed: ReadonlySet<string>;
   blockedIps: ReadonlySet<string>;
   blockedTopics: ReadonlySet<string>;
+  /** Minca accounts the host no longer carries for (docs/admin-api.md, edge.banaccount). */
+  bannedAccounts: ReadonlySet<string>;
 }
 
 export function policyOf(s: PolicySnapshot): Policy {
@@ -26,10 +28,17 @@ export function policyOf(s: PolicySnapshot): Policy {
     allowed: set("allowed_pubkeys"),
     blockedIps: set("blocked_ips"),
     blockedTopics: set("blocked_topics"),
+    bannedAccounts: set("banned_accounts"),
   };
 }
 
-export const EMPTY_POLICY: Policy = policyOf({ banned_pubkeys: [], allowed_pubkeys: [], blocked_ips: [], blocked_topics: [] });
+export const EMPTY_POLICY: Policy = policyOf({
+  banned_pubkeys: [],
+  allowed_pubkeys: [],
+  blocked_ips: [],
+  blocked_topics: [],
+  banned_accounts: [],
+});
 
 /**
  * Whether a Tally key (64 hex) may connect: not banned, and, once the allowlist holds any key

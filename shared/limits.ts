@@ -292,6 +292,14 @@ export const MINCA_HOST_LIMITS = {
   read_per_second: 10,
   /** Bytes of a CarryGrant body. */
   max_grant_bytes: 16_384,
+  /** Token bucket per client across every account for POST /minca/v1/host/accounts (each grant may make two objects): burst. */
+  grants_burst: 16,
+  /** Token bucket per client across every account for POST /minca/v1/host/accounts: sustained per second. */
+  grants_per_second: 1,
+  /** Token bucket per client across every account for GET /minca/v1/host/accounts/<did> (a read proof to verify): burst. */
+  account_reads_burst: 32,
+  /** Token bucket per client across every account for GET /minca/v1/host/accounts/<did>: sustained per second. */
+  account_reads_per_second: 4,
   /** Seconds a binding (a CarryGrant taken) waits for the account's first version in its carry space; then it expires. */
   unproven_binding_seconds: 3_600,
 } as const;

@@ -13,6 +13,7 @@ import { formatIssue } from "../shared/errors";
 import { ADMIN_LIMITS } from "../shared/limits";
 import { log } from "../shared/log";
 import { isTopic } from "../shared/mailbox/topic";
+import { isP256DidKey } from "../shared/minca/did-key";
 import { checkNip98 } from "../shared/nostr/nip98";
 import { isNpub, npubDecode } from "../shared/tally/keys";
 import { tokenMatches } from "../shared/stats";
@@ -73,6 +74,8 @@ function lister(list: PolicyList, field: string): Method {
 const PUBKEY = "a Tally key: npub or 64 hex characters";
 const ADDRESS = "an IP address (IPv6 counts by its /64)";
 const TOPIC = "a mailbox topic";
+const ACCOUNT = "a Minca account: its P-256 did:key";
+const accountDid = (v: unknown) => (typeof v === "string" && isP256DidKey(v) ? v : null);
 const address = (v: unknown) => (typeof v === "string" ? normalizeAddress(v.trim()) : null);
 const topic = (v: unknown) => (typeof v === "string" && isTopic(v) ? v : null);
 
@@ -80,6 +83,12 @@ const topic = (v: unknown) => (typeof v === "string" && isTopic(v) ? v : null);
 async function purgeUser(c: C, hex: string): Promise<void> {
   const purged = await c.env.TALLY_USER.get(c.env.TALLY_USER.idFromName(hex)).purge();
   log.info("admin: banned key purged", { envelopes: purged });
+}
+
+/** A banned Minca account's carried data goes: every space it carries, its carry space, its links, its lease (MincaAccount.purge). */
+async function purgeAccount(c: C, did: string): Promise<void> {
+  const purged = await c.env.MINCA_ACCOUNT.get(c.env.MINCA_ACCOUNT.idFromName(did)).purge();
+  log.info("admin: banned account purged", { spaces: purged.spaces, links: purged.links });
 }
 
 export const METHODS: Record<string, Method> = {
@@ -96,6 +105,9 @@ export const METHODS: Record<string, Method> = {
   "edge.blocktopic": adder("blocked_topics", TOPIC, topic),
   "edge.unblocktopic": remover("blocked_topics", TOPIC, topic),
   "edge.listblockedtopics": lister("blocked_topics", "topic"),
+  "edge.banaccount": adder("banned_accounts", ACCOUNT, accountDid, purgeAccount),
+  "edge.unbanaccount": remover("banned_accounts", ACCOUNT, accountDid),
+  "edge.listbannedaccounts": lister("banned_accounts", "account"),
   "edge.liststorageholders": async (c, [limit]) => ({ result: await relayLedger(c.env).largest(typeof limit === "number" ? limit : 10) }),
 };
 

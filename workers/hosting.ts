@@ -9,9 +9,12 @@ import { MINCA_HOST_LIMITS } from "../shared/limits";
 import { admit } from "../shared/minca/admission";
 import { checkCarryGrant } from "../shared/minca/carry";
 import { isP256DidKey } from "../shared/minca/did-key";
-import { logQuerySchema, readVersionsBody } from "../shared/minca/host-wire";
+import { claimedRoots, logQuerySchema, readVersionsBody } from "../shared/minca/host-wire";
 import { isMincaId } from "../shared/minca/id";
 import { TIME_HEADER } from "../shared/minca/read-proof";
+import { ClientBuckets } from "../shared/rate-limit";
+import { SHARED_CLIENT } from "./client-address";
+import { currentPolicy } from "./policy";
 import { answer, httpError, methodNotAllowed, NO_STORE, readBody, type C, type RelayHono } from "./http";
 
 /** Mounted at MINCA_PATH: the host's endpoints (HOST_PATH) and the carried spaces' (SPACES_PATH). */
@@ -24,6 +27,29 @@ const space = (c: C, id: string) => c.env.MINCA_SPACE.get(c.env.MINCA_SPACE.idFr
 const readProof = (c: C) => ({ authorization: c.req.header("authorization") ?? null, time: c.req.header(TIME_HEADER) ?? null });
 
 export const hostingRoutes = new Hono<RelayHono>();
+
+/**
+ * Per-client buckets of the account endpoints, across every account (docs/hosting.md, "Rates"):
+ * each account is its own object, so a bucket per object would never throttle a client that
+ * makes up new dids. Held in this isolate's memory (self-hosted: the whole relay; on Cloudflare,
+ * per isolate), checked before the body is read or any object is reached. Not in shared mode
+ * (no trusted client address): one bucket for everyone would let one client lock every account
+ * out of connecting; what a grant stores is charged to the host's total either way.
+ */
+const accountRates = new ClientBuckets<"grant" | "read">({
+  grant: { burst: MINCA_HOST_LIMITS.grants_burst, perSecond: MINCA_HOST_LIMITS.grants_per_second },
+  read: { burst: MINCA_HOST_LIMITS.account_reads_burst, perSecond: MINCA_HOST_LIMITS.account_reads_per_second },
+});
+
+function limited(c: C, kind: "grant" | "read"): Response | null {
+  if (c.var.client === SHARED_CLIENT) return null;
+  const wait = accountRates.take(kind, c.var.client);
+  if (wait === null) return null;
+  c.header("Retry-After", String(wait));
+  const what =
+    kind === "grant" ? `${MINCA_HOST_LIMITS.grants_per_second} CarryGrant` : `${MINCA_HOST_LIMITS.account_reads_per_second} account reads`;
+  return httpError(c, 429, "rate_limited", `too many requests from this client (about ${what} a second); retry later`);
+}
 
 for (const path of ["/host/*", "/spaces/*"]) {
   hostingRoutes.use(
@@ -38,7 +64,19 @@ for (const path of ["/host/*", "/spaces/*"]) {
   );
 }
 
+/** Whether any of `accounts` is banned by the operator (docs/admin-api.md, edge.banaccount). */
+async function accountBanned(c: C, accounts: string[]): Promise<boolean> {
+  if (accounts.length === 0) return false;
+  const { bannedAccounts } = await currentPolicy(c.env);
+  return bannedAccounts.size > 0 && accounts.some((a) => bannedAccounts.has(a));
+}
+
+const banned = (c: C) =>
+  httpError(c, 403, "banned", "this Minca account is banned by the relay's operator: the host carries nothing for it");
+
 hostingRoutes.post("/host/accounts", async (c) => {
+  const slow = limited(c, "grant");
+  if (slow) return slow;
   const host = await hostIdentity(c.env);
   const grant = await readBody(c, {
     max: MINCA_HOST_LIMITS.max_grant_bytes,
@@ -52,6 +90,7 @@ hostingRoutes.post("/host/accounts", async (c) => {
     },
   });
   if (!grant.ok) return grant.answer;
+  if (await accountBanned(c, [grant.value.account])) return banned(c);
   // Admission (the operator's MINCA_HOST_ADMISSION) before anything is stored.
   const admitted = admit(c.var.settings.admission, grant.value.account, c.req.header("authorization") ?? null);
   if (!admitted.ok) return httpError(c, admitted.status, admitted.code, admitted.message);
@@ -63,6 +102,9 @@ hostingRoutes.post("/host/accounts", async (c) => {
 hostingRoutes.get("/host/accounts/:did", async (c) => {
   const did = c.req.param("did");
   if (!isP256DidKey(did)) return httpError(c, 400, "bad_request", "the path must end in the account's P-256 did:key");
+  const slow = limited(c, "read");
+  if (slow) return slow;
+  if (await accountBanned(c, [did])) return banned(c);
   return answer(c, await account(c, did).status(readProof(c)));
 });
 
@@ -83,6 +125,7 @@ hostingRoutes.post("/spaces/:id/versions", async (c) => {
     },
   });
   if (!versions.ok) return versions.answer;
+  if (await accountBanned(c, claimedRoots(versions.value))) return banned(c);
   // The host a sys.receiver's endpoint must not name (the push endpoint rule), besides PUBLIC_URL's.
   const requestHost = new URL(c.req.url).host;
   return answer(c, await space(c, id).append(versions.value, { requestHost, client: c.var.client }));

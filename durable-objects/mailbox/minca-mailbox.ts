@@ -249,7 +249,11 @@ export class MincaMailbox extends StoredObject<Env, Limited> {
     for (const { account } of accounts) {
       try {
         const stub = this.env.MINCA_ACCOUNT.get(this.env.MINCA_ACCOUNT.idFromName(account));
-        for (const l of await stub.linksFor(topic)) out.push({ seq: 0, at: l.at, until: l.until, blob: l.blob });
+        // A topic is computed from its blob: once one account served it, the others only say until when.
+        for (const l of await stub.linksFor(topic, out.length === 0)) {
+          if (l.blob !== null) out.push({ seq: 0, at: l.at, until: l.until, blob: l.blob });
+          else if (out[0]) out[0].until = Math.max(out[0].until, l.until);
+        }
       } catch (err) {
         log.error("mailbox: an account's links could not be had", { err });
       }

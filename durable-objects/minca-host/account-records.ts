@@ -7,6 +7,7 @@ import type { AccountStore } from "./account-store";
 import type { MailboxStub, SpaceStub } from "./peers";
 import type { VersionRefusal, Version } from "../../shared/minca/version";
 import { MINCA_HOST_LIMITS, MINCA_WAKE_LIMITS, WEBPUSH_LIMITS } from "../../shared/limits";
+import { rowBytes } from "../../shared/storage";
 import {
   LINK,
   PASS,
@@ -30,9 +31,21 @@ export interface AccountPeers {
   mailbox(topic: string): MailboxStub;
   /** Sets the account's alarm again (a link's expiry changed). */
   schedule(): Promise<void>;
+  /** Stores one of the account's own rows through its lease of the host-wide total (account-usage.ts): false, nothing written, when there is no room. */
+  storeRow(bytes: number, write: () => void): Promise<boolean>;
 }
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
+
+interface LinkRow extends Record<string, SqlStorageValue> {
+  key: string;
+  topic: string;
+  blob: ArrayBuffer;
+  until: number;
+  at: number;
+  written: number;
+  author: string | null;
+}
 
 export class AccountRecords {
   constructor(
@@ -173,24 +186,34 @@ export class AccountRecords {
         await this.drop(PASS, rec.key);
         return null;
       case "link": {
-        const held = this.sql.exec<{ at: number; topic: string }>("SELECT at, topic FROM links WHERE key = ?", rec.key).toArray()[0];
+        const held = this.sql.exec<LinkRow>("SELECT * FROM links WHERE key = ?", rec.key).toArray()[0];
+        // Charged before anything is stored (the link row, and the row its topic's mailbox keeps
+        // for a topic the account did not link yet), then the mailbox is asked; refused, the row
+        // held before comes back.
+        const write = () =>
+          this.sql.exec(
+            `INSERT INTO links (key, topic, blob, until, at, written, author) VALUES (?, ?, ?, ?, ?, (SELECT COALESCE(MAX(written), 0) + 1 FROM links), ?)
+             ON CONFLICT (key) DO UPDATE SET topic = excluded.topic, blob = excluded.blob, until = excluded.until, at = excluded.at, written = excluded.written, author = excluded.author`,
+            rec.key,
+            rec.topic,
+            toArrayBuffer(rec.blob),
+            rec.until,
+            rec.at,
+            v.author,
+          );
+        const grows = rowBytes(rec.key.length + rec.topic.length + rec.blob.length) + rowBytes(this.account().length);
+        if (!(await this.peers.storeRow(grows, write)))
+          return {
+            reason: "storage_full",
+            detail: "this host holds all it may for the accounts it carries (storage.host_bytes): the link was not stored",
+          };
         if (!(await this.peers.mailbox(rec.topic).linkAccount(account))) {
+          this.restoreLink(rec.key, held);
           return {
             reason: "too_many_link_accounts",
             detail: `a mailbox topic serves the links of at most ${MINCA_HOST_LIMITS.max_link_accounts_per_topic} accounts`,
           };
         }
-        this.sql.exec(
-          `INSERT INTO links (key, topic, blob, until, at, written, author) VALUES (?, ?, ?, ?, ?, (SELECT COALESCE(MAX(written), 0) + 1 FROM links), ?)
-           ON CONFLICT (key) DO UPDATE SET topic = excluded.topic, blob = excluded.blob, until = excluded.until, at = excluded.at, written = excluded.written, author = excluded.author`,
-          rec.key,
-          rec.topic,
-          toArrayBuffer(rec.blob),
-          rec.until,
-          rec.at,
-          v.author,
-        );
-
         if (held && held.topic !== rec.topic) await this.unlinkIfNone(held.topic);
         await this.evictLinks();
         await this.peers.schedule();
@@ -204,15 +227,13 @@ export class AccountRecords {
         if (!held && this.store.count("wakes") >= MINCA_WAKE_LIMITS.max_wakes_per_account) {
           return { reason: "too_many_wakes", detail: `a host keeps at most ${MINCA_WAKE_LIMITS.max_wakes_per_account} wakes per account` };
         }
-        {
-          this.sql.exec(
-            "INSERT INTO wakes (key, at, body, author) VALUES (?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET at = excluded.at, body = excluded.body, author = excluded.author",
-            rec.key,
-            v.at,
-            JSON.stringify(rec.wake),
-            v.author,
-          );
-        }
+        this.sql.exec(
+          "INSERT INTO wakes (key, at, body, author) VALUES (?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET at = excluded.at, body = excluded.body, author = excluded.author",
+          rec.key,
+          v.at,
+          JSON.stringify(rec.wake),
+          v.author,
+        );
         return null;
       }
       case "wake_deleted":
@@ -244,21 +265,19 @@ export class AccountRecords {
         ) {
           return { reason: "too_many_receivers", detail: `an account's receivers are at most ${max} push origins (registrable domains)` };
         }
-        {
-          // Written again: a receiver its push service had said was gone is pushed to again.
-          this.sql.exec(
-            `INSERT INTO receivers (key, at, device, endpoint, p256dh, auth, gone, author) VALUES (?, ?, ?, ?, ?, ?, 0, ?)
+        // Written again: a receiver its push service had said was gone is pushed to again.
+        this.sql.exec(
+          `INSERT INTO receivers (key, at, device, endpoint, p256dh, auth, gone, author) VALUES (?, ?, ?, ?, ?, ?, 0, ?)
              ON CONFLICT (key) DO UPDATE SET at = excluded.at, device = excluded.device, endpoint = excluded.endpoint,
                p256dh = excluded.p256dh, auth = excluded.auth, gone = 0, author = excluded.author`,
-            rec.key,
-            v.at,
-            rec.receiver.device,
-            endpoint,
-            rec.receiver.push.keys.p256dh,
-            rec.receiver.push.keys.auth,
-            v.author,
-          );
-        }
+          rec.key,
+          v.at,
+          rec.receiver.device,
+          endpoint,
+          rec.receiver.push.keys.p256dh,
+          rec.receiver.push.keys.auth,
+          v.author,
+        );
         return null;
       }
       case "receiver_deleted":
@@ -307,6 +326,22 @@ export class AccountRecords {
   }
 
   // ---- links ----------------------------------------------------------------------------------
+
+  /** A link row as it was before a write its mailbox refused (none: the row goes). */
+  private restoreLink(key: string, held: LinkRow | undefined): void {
+    this.sql.exec("DELETE FROM links WHERE key = ?", key);
+    if (held)
+      this.sql.exec(
+        "INSERT INTO links (key, topic, blob, until, at, written, author) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        held.key,
+        held.topic,
+        held.blob,
+        held.until,
+        held.at,
+        held.written,
+        held.author,
+      );
+  }
 
   /** Links whose `until` passed go, and the topics left with none stop serving the account. */
   async expireLinks(): Promise<void> {

@@ -1,10 +1,12 @@
 // What an account a Minca host carries for pays for (docs/hosting.md, "Who pays", "Quotas"): its
-// `usage` rows per carried space, checked against the account's quota and its lease of the
+// `usage` rows per carried space and its own rows (its binding and its links, each charged the
+// per-row overhead plus its bytes: rowBytes), checked against the account's quota and its lease of the
 // host-wide total in one synchronous step, given back when not kept, and handed from account to
 // account when one stops carrying a space others still carry (every stored byte is charged to
 // exactly one carrying account).
 import { MINCA_HOST_LIMITS } from "../../shared/limits";
 import { StorageLease } from "../relay/storage-lease";
+import { rowBytes } from "../../shared/storage";
 import { log } from "../../shared/log";
 import type { AccountStore } from "./account-store";
 
@@ -40,6 +42,24 @@ export class AccountUsage {
       return { value: "ok" as const, held: used + bytes };
     });
     return r.stored ? r.value : "host_full";
+  }
+
+  /**
+   * Stores one of the account's own rows (its binding, a link) through its lease of the host-wide
+   * total: `write` runs in the lease's one step, charged `bytes` more than the account held. False
+   * (nothing written) when the total has no room: the caller answers storage_full.
+   */
+  async storeRow(bytes: number, write: () => void): Promise<boolean> {
+    const r = await this.lease.store(bytes, () => {
+      write();
+      return { value: true, held: this.used() };
+    });
+    return r.stored;
+  }
+
+  /** Runs a delete of the account's own rows: what the lease no longer needs goes back soon. */
+  freeRows(remove: () => void): void {
+    this.lease.free(remove);
   }
 
   /** Gives back what reserve() charged for versions that were not kept. */
@@ -98,8 +118,25 @@ export class AccountUsage {
     );
   }
 
+  /** What the account holds as the host-wide total counts it: its carried spaces' bytes and its own rows. */
   used(): number {
     if (!this.store.schema.exists) return 0;
-    return this.sql.exec<{ b: number }>("SELECT COALESCE(SUM(bytes), 0) AS b FROM usage").one().b;
+    return this.sql.exec<{ b: number }>("SELECT COALESCE(SUM(bytes), 0) AS b FROM usage").one().b + this.rowsHeld();
+  }
+
+  /**
+   * The account's own rows: its binding (bindingBytes, kept in meta when it was charged) and each
+   * link (its key, topic and blob, plus the row the topic's mailbox keeps for each topic the
+   * account links: linkBytes).
+   */
+  rowsHeld(): number {
+    const links = this.sql
+      .exec<{ b: number; topics: number }>(
+        "SELECT TOTAL(length(key) + length(topic) + length(blob)) + COUNT(*) * ? AS b, COUNT(DISTINCT topic) AS topics FROM links",
+        rowBytes(),
+      )
+      .one();
+    const binding = Number(this.store.meta("binding_bytes") ?? 0);
+    return binding + links.b + links.topics * rowBytes(this.store.account().length);
   }
 }

@@ -19,17 +19,9 @@ import { readCarryRecord, type CarryStart } from "../../shared/minca/carry";
 import type { Arrival } from "../../shared/minca/wake";
 import type { FetchLike } from "../../shared/webpush/send";
 import { bodyKeyOf, readKeyDid, readSeedOf } from "../../shared/minca/space";
-import { bindingExpiry, bindingHolds, checkStatusProof } from "../../shared/minca/binding";
+import { bindingBytes, bindingExpiry, bindingHolds, checkStatusProof } from "../../shared/minca/binding";
 import type { Version } from "../../shared/minca/version";
 import type { AccountStatus, CarryStarted } from "../../shared/minca/host-wire";
-
-interface LinkRow extends Record<string, SqlStorageValue> {
-  key: string;
-  topic: string;
-  blob: ArrayBuffer;
-  until: number;
-  at: number;
-}
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
@@ -52,6 +44,7 @@ export class MincaAccount extends StoredObject<Env> {
       space: (id) => this.space(id),
       mailbox: (topic) => this.mailbox(topic),
       schedule: () => this.schedule(),
+      storeRow: (bytes, write) => this.usage.storeRow(bytes, write),
     });
     this.usage = new AccountUsage(this.store, env);
     this.lease = this.usage.lease;
@@ -78,8 +71,6 @@ export class MincaAccount extends StoredObject<Env> {
    * so a grant anyone can post never takes over an account in use: else 409.
    */
   async startCarrying(start: CarryStart): Promise<HostResult<CarryStarted>> {
-    // The name, kept for a start by id alone (the ledger's audit), also after a carry:closed emptied meta.
-    if (this.meta.get("account") === null) this.meta.set("account", start.account);
     if (this.meta.get("closed_space") === start.carrySpace)
       return fail(410, "carry_closed", "the account closed this carry space (carry:closed)");
     const current = this.liveCarry(Date.now());
@@ -91,19 +82,25 @@ export class MincaAccount extends StoredObject<Env> {
     if (current !== null && this.proven())
       return fail(409, "carry_space_conflict", "this host already carries the account through another carry space");
     const stale = this.meta.get("carry_space");
-    if (stale !== null) await this.space(stale).forget();
-    await this.space(start.carrySpace).openCarry(start.account, start.constitution);
-    this.schema.ensure();
-    this.ctx.storage.transactionSync(() => {
+    // The binding's rows (here and in the carry space's object) are charged to the host-wide
+    // total before either is written, unproven bindings included: with no room, nothing is kept.
+    const bound = await this.usage.storeRow(bindingBytes(start), () => {
       // A tombstone stays until the new binding is proven (prove()): a grant anyone may post
       // must not clear it, or the closed carry space could be connected again once that
       // binding expired.
       this.sql.exec("DELETE FROM meta WHERE key IN ('claimed', 'name')");
+      // The name, kept for a start by id alone (the ledger's audit), also after a carry:closed emptied meta.
+      this.meta.set("account", start.account);
       this.meta.set("carry_space", start.carrySpace);
       this.meta.set("carry_key", base64urlEncode(start.key));
       this.meta.set("bound_at", String(Date.now()));
+      this.meta.set("binding_bytes", String(bindingBytes(start)));
       if (start.name !== undefined) this.meta.set("name", start.name);
     });
+    if (!bound)
+      return fail(507, "storage_full", "this host holds all it may for the accounts it carries (storage.host_bytes): nothing was stored");
+    if (stale !== null && stale !== start.carrySpace) await this.space(stale).forget();
+    await this.space(start.carrySpace).openCarry(start.account, start.constitution);
     await this.schedule();
     return { ok: true, value: { account: start.account, carry_space: start.carrySpace } };
   }
@@ -139,9 +136,7 @@ export class MincaAccount extends StoredObject<Env> {
         "the proof does not verify with the read key of a carry space this host holds for that account",
       );
     if (carry === null) return fail(410, "carry_closed", "the account closed its carry space: the host holds nothing for it");
-    const used = this.sql
-      .exec<{ v: number; b: number }>("SELECT COALESCE(SUM(versions), 0) AS v, COALESCE(SUM(bytes), 0) AS b FROM usage")
-      .one();
+    const versions = this.sql.exec<{ v: number }>("SELECT COALESCE(SUM(versions), 0) AS v FROM usage").one().v;
     return {
       ok: true,
       value: {
@@ -152,10 +147,41 @@ export class MincaAccount extends StoredObject<Env> {
         links: this.count("links"),
         wakes: this.count("wakes"),
         receivers: this.count("receivers"),
-        versions: used.v,
-        bytes: used.b,
+        versions,
+        // What the account is charged: its carried spaces' versions and its own rows (binding, links).
+        bytes: this.usage.used(),
       },
     };
+  }
+
+  /**
+   * RPC, the admin API's ban (docs/admin-api.md, `edge.banaccount`): the host forgets everything
+   * it holds for the account and keeps nothing, no tombstone: each space it carries loses it as a
+   * carrier (a space no other account carries is forgotten with its log; one that others carry
+   * keeps its log, its bytes charged to one of them), its carry space and links go, and its
+   * whole lease goes back to the ledger. Grants and appends are refused by the Worker afterwards.
+   */
+  async purge(): Promise<{ spaces: number; links: number }> {
+    if (!this.schema.exists) return { spaces: 0, links: 0 };
+    const account = this.did();
+    const carried = this.sql
+      .exec<{ space: string; versions: number | null; bytes: number | null }>(
+        "SELECT passes.space AS space, usage.versions AS versions, usage.bytes AS bytes FROM passes LEFT JOIN usage ON usage.space = passes.space",
+      )
+      .toArray();
+    for (const c of carried)
+      await this.space(c.space).uncarry(account, { versions: c.versions ?? 0, bytes: c.bytes ?? 0 }, { keepLast: false });
+    const carry = this.meta.get("carry_space");
+    if (carry !== null) await this.space(carry).forget();
+    const topics = this.sql.exec<{ topic: string }>("SELECT DISTINCT topic FROM links").toArray();
+    for (const { topic } of topics) await this.mailbox(topic).unlinkAccount(account);
+    const links = this.count("links");
+    await this.lease.releaseAll();
+    await this.ctx.storage.deleteAlarm();
+    await this.ctx.storage.deleteAll();
+    this.schema.forget();
+    this.lease.forget();
+    return { spaces: carried.length, links };
   }
 
   /** The carry space of a binding that holds at `now` (proven, or unproven and not expired), or null. */
@@ -296,27 +322,31 @@ export class MincaAccount extends StoredObject<Env> {
 
   /**
    * The account's links of `topic` a mailbox fetch is answered with (the Minca protocol §4.2): among its 64
-   * most recently written live links, those whose topic (computed from the blob) is `topic`.
+   * most recently written live links, those whose topic (computed from the blob) is `topic`, each
+   * distinct blob once with its latest `until`. A topic is computed from its blob, so that is one
+   * blob, however many links name it. With `withBlob` false (the mailbox already holds the blob,
+   * from another account) the blob is not loaded: `blob` is null and only `until` counts. So one
+   * mailbox GET loads one blob, not one per account and link.
    */
-  linksFor(topic: string): Array<{ blob: Uint8Array; until: number; at: number }> {
+  linksFor(topic: string, withBlob = true): Array<{ blob: Uint8Array | null; until: number; at: number }> {
     if (!this.schema.exists) return [];
     const rows = this.sql
-      .exec<LinkRow>(
-        `SELECT key, topic, blob, until, at FROM (
-           SELECT * FROM links WHERE until > ? ORDER BY written DESC LIMIT ?)
-         WHERE topic = ? ORDER BY written DESC`,
+      .exec<{ blob: ArrayBuffer | null; size: number; until: number; at: number }>(
+        `SELECT ${withBlob ? "l.blob" : "NULL"} AS blob, length(l.blob) AS size, MAX(l.until) AS until, MAX(l.at) AS at FROM (
+           SELECT * FROM links WHERE until > ? ORDER BY written DESC LIMIT ?) AS l
+         WHERE l.topic = ? GROUP BY l.blob ORDER BY MAX(l.written) DESC`,
         nowSeconds(),
         MINCA_HOST_LIMITS.links_served_per_account,
         topic,
       )
       .toArray();
     // Bounded in bytes: one GET loads at most link_bytes_served_per_account from each linked account.
-    const out: Array<{ blob: Uint8Array; until: number; at: number }> = [];
+    const out: Array<{ blob: Uint8Array | null; until: number; at: number }> = [];
     let bytes = 0;
     for (const r of rows) {
-      if (bytes + r.blob.byteLength > MINCA_HOST_LIMITS.link_bytes_served_per_account) continue;
-      bytes += r.blob.byteLength;
-      out.push({ blob: new Uint8Array(r.blob), until: r.until, at: Math.floor(r.at / 1000) });
+      if (bytes + r.size > MINCA_HOST_LIMITS.link_bytes_served_per_account) continue;
+      bytes += r.size;
+      out.push({ blob: r.blob === null ? null : new Uint8Array(r.blob), until: r.until, at: Math.floor(r.at / 1000) });
     }
     return out.reverse();
   }
@@ -341,6 +371,7 @@ export class MincaAccount extends StoredObject<Env> {
     await this.expireBinding();
     if (!this.schema.exists) return null;
     await this.records.expireLinks();
+    this.lease.free(() => undefined); // expired links took their bytes with them
     await this.pushes.sendDue();
     await this.schedule(); // sets the alarm to exactly the next time needed (or none)
     return null;

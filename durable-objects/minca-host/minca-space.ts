@@ -2,7 +2,8 @@
 // that carry it (with the read key each one's pass proved), and its log of versions. HTTP-only:
 // the Worker routes POST/GET .../versions here over RPC. Every decision about bytes (the gates,
 // what a carry-space record means, read proofs) is made in shared/minca; this object stores
-// what they accept. A version is in SQLite before the answer leaves.
+// what they accept. A version is in SQLite before the answer leaves. Who carries the space (slots,
+// read keys, the hand-over of bytes) is space-carriers.ts.
 import { StoredObject } from "../base/stored-object";
 import { Waiters } from "../base/waiters";
 import { MIGRATIONS } from "../../migrations/index";
@@ -19,7 +20,7 @@ import { log } from "../../shared/log";
 import { fail, type HostResult } from "./result";
 import { accountOf } from "./peers";
 import { SpaceLog } from "./space-log";
-import { slotFor } from "../../shared/minca/carrier-slots";
+import { SpaceCarriers } from "./space-carriers";
 
 /** What the append pipeline knows of the space. */
 interface Carried {
@@ -43,6 +44,8 @@ interface CarryOutcome {
 
 export class MincaSpace extends StoredObject<Env, "read" | "write"> {
   private readonly log: SpaceLog;
+  /** Who carries the space: the carriers table, its slots and read keys, the hand-over of bytes. */
+  private readonly carriers: SpaceCarriers;
   /** Long-polls of the log, woken when versions are added. */
   private readonly waiters = new Waiters();
 
@@ -58,6 +61,11 @@ export class MincaSpace extends StoredObject<Env, "read" | "write"> {
       },
     });
     this.log = new SpaceLog(this.sql);
+    this.carriers = new SpaceCarriers(ctx, env, this.meta, {
+      id: () => this.id,
+      constitution: () => this.constitution(),
+      forget: () => this.forget(),
+    });
   }
 
   // ---- carrying (called by MincaAccount) -------------------------------------------------------
@@ -74,45 +82,21 @@ export class MincaSpace extends StoredObject<Env, "read" | "write"> {
 
   /**
    * `account` carries this space under its current pass, proving `readKey` (private spaces), the
-   * space one of the account's own when `own`. The account decides which of its passes is current;
-   * no account's pass displaces another's. Carrier slots (the profile's "Carried spaces"): past
-   * max_carriers_per_space, a pass proven with the constitution's own read key takes the slot of
-   * the most recently added carrier that is not (which hears it has lost it, and whose bytes here
-   * move to another carrier); such a pass is never refused a slot. False (nothing kept) for any
-   * other pass when the slots are full.
+   * space one of the account's own when `own` (space-carriers.ts: the carrier slots). False
+   * (nothing kept) when the slots are full.
    */
-  async carry(account: string, constitution: Constitution, readKey: string | null, at: number, own = false): Promise<boolean> {
+  carry(account: string, constitution: Constitution, readKey: string | null, at: number, own = false): Promise<boolean> {
     this.schema.ensure();
-    const taken = this.ctx.storage.transactionSync((): { ok: boolean; evicted: string | null } => {
-      const held = this.sql
-        .exec<{ account: string; read_key: string | null; added: number }>("SELECT account, read_key, added FROM carriers")
-        .toArray();
-      const slot = slotFor(
-        held.map((c) => ({ account: c.account, readKey: c.read_key, added: c.added })),
-        account,
-        readKey,
-        this.constitution() ?? constitution,
-      );
-      if (!slot.ok) return { ok: false, evicted: null };
-      if (slot.evict !== null) this.sql.exec("DELETE FROM carriers WHERE account = ?", slot.evict);
-      const evicted = slot.evict;
-      this.meta.set("space", this.id);
-      if (this.meta.get("constitution") === null) this.meta.set("constitution", JSON.stringify(constitution));
-      this.sql.exec(
-        `INSERT INTO carriers (account, at, read_key, own, added) VALUES (?, ?, ?, ?, (SELECT COALESCE(MAX(added), 0) + 1 FROM carriers))
-         ON CONFLICT (account) DO UPDATE SET at = excluded.at, read_key = excluded.read_key, own = excluded.own`,
-        account,
-        at,
-        readKey,
-        own ? 1 : 0,
-      );
-      return { ok: true, evicted };
-    });
-    if (taken.evicted !== null) {
-      const usage = await accountOf(this.env, taken.evicted).lostSlot(this.id);
-      await this.handOver(usage, [taken.evicted, account]);
-    }
-    return taken.ok;
+    return this.carriers.carry(account, constitution, readKey, at, own);
+  }
+
+  /**
+   * `account` no longer carries this space; `usage` is what it was charged for it: its bytes move
+   * to another carrier, or with none the space is forgotten, unless `keepLast` ("kept").
+   */
+  uncarry(account: string, usage: { versions: number; bytes: number }, opts: { keepLast: boolean }): Promise<"kept" | "gone"> {
+    if (!this.schema.exists) return Promise.resolve("gone");
+    return this.carriers.uncarry(account, usage, opts);
   }
 
   /**
@@ -128,37 +112,6 @@ export class MincaSpace extends StoredObject<Env, "read" | "write"> {
   ): Array<{ collection: string; key: string; version: string | null }> {
     if (this.meta.get("carry_of") === null) return [];
     return this.log.history(of, cutoff, revoked);
-  }
-
-  /**
-   * `account` no longer carries this space; `usage` is what it was charged for the space. With
-   * other carriers left, the bytes move to one of them (every stored byte is charged to exactly
-   * one carrying account); with none, the space is forgotten — unless `keepLast` (a revoke never
-   * drops a log): then the account keeps carrying it, "kept".
-   */
-  async uncarry(account: string, usage: { versions: number; bytes: number }, opts: { keepLast: boolean }): Promise<"kept" | "gone"> {
-    if (!this.schema.exists) return "gone";
-    const others = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM carriers WHERE account != ?", account).one().n;
-    if (others === 0 && this.meta.get("carry_of") === null) {
-      if (opts.keepLast) return "kept";
-      this.forget();
-      return "gone";
-    }
-    this.sql.exec("DELETE FROM carriers WHERE account = ?", account);
-    await this.handOver(usage, [account]);
-    return "gone";
-  }
-
-  /** Charges `usage` to the longest-standing carrier not in `besides` that takes it. */
-  private async handOver(usage: { versions: number; bytes: number }, besides: string[]): Promise<void> {
-    if (usage.versions === 0 && usage.bytes === 0) return;
-    const heirs = this.sql
-      .exec<{ account: string }>(
-        "SELECT account FROM carriers WHERE account NOT IN (SELECT value FROM json_each(?)) ORDER BY added, rowid",
-        JSON.stringify(besides),
-      )
-      .toArray();
-    for (const { account } of heirs) if (await accountOf(this.env, account).adopt(this.id, usage.versions, usage.bytes)) return;
   }
 
   /** Deletes every row this space holds. */
@@ -220,7 +173,7 @@ export class MincaSpace extends StoredObject<Env, "read" | "write"> {
   private carried(): Carried | null {
     const constitution = this.constitution();
     const carryOf = this.meta.get("carry_of");
-    const carriers = this.carriers();
+    const carriers = this.schema.exists ? this.carriers.list() : [];
     if (!constitution || (carryOf === null && carriers.length === 0)) return null;
     return {
       id: this.id,
@@ -415,7 +368,7 @@ export class MincaSpace extends StoredObject<Env, "read" | "write"> {
     const limited = this.limited("read", client);
     if (limited) return limited;
     if (constitution.visibility === "private") {
-      const verdict = checkReadProof(proof, space, this.readKeys(constitution), Math.floor(Date.now() / 1000));
+      const verdict = checkReadProof(proof, space, this.carriers.readKeys(constitution), Math.floor(Date.now() / 1000));
       if (verdict === "missing")
         return fail(401, "read_proof_required", "a private space's log is answered only to its read key (Authorization: MincaRead)");
       if (verdict === "invalid")
@@ -445,27 +398,6 @@ export class MincaSpace extends StoredObject<Env, "read" | "write"> {
       message: `too many ${kind}s on this space (about ${what} a second); retry later`,
       retryAfterSeconds: wait,
     };
-  }
-
-  /**
-   * Who may read (the profile's pass rule): a carry space's own read key; else the read key of
-   * every carrying account's current pass. A proof under any of them reads: no account's pass
-   * displaces another's, and no field a writer chooses (such as `at`) decides between accounts.
-   */
-  private readKeys(constitution: Constitution): string[] {
-    if (this.meta.get("carry_of") !== null) return [constitution.readKey!];
-    const keys = this.sql
-      .exec<{ k: string }>("SELECT DISTINCT COALESCE(read_key, ?) AS k FROM carriers", constitution.readKey ?? "")
-      .toArray();
-    return keys.map((r) => r.k).filter((k) => k !== "");
-  }
-
-  private carriers(): Array<{ account: string; own: boolean }> {
-    if (!this.schema.exists) return [];
-    return this.sql
-      .exec<{ account: string; own: number }>("SELECT account, own FROM carriers ORDER BY account")
-      .toArray()
-      .map((r) => ({ account: r.account, own: r.own === 1 }));
   }
 
   /**

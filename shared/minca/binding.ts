@@ -5,6 +5,8 @@
 // host holds for an account is answered only to a request proven with the carry space's read key
 // (the MincaRead headers of docs/hosting.md over the carry space's id). Pure decisions.
 import { MINCA_HOST_LIMITS } from "../limits";
+import { rowBytes } from "../storage";
+import type { CarryStart } from "./carry";
 import { checkReadProof, type ReadProofCheck } from "./read-proof";
 
 export interface Binding {
@@ -39,4 +41,16 @@ export function checkStatusProof(
   if (!headers.authorization) return "missing";
   if (carry === null) return "invalid";
   return checkReadProof(headers, carry.space, [carry.readKey], nowSeconds);
+}
+
+/**
+ * What a binding stores, as the host-wide total counts it (every row charged its overhead plus
+ * its bytes): the account object's rows (its did, carry space, carry key, when it was bound, its
+ * name, this charge) and the carry space object's (its id, constitution and account). Charged
+ * before either is written, unproven bindings included, so a grant keeps nothing uncounted.
+ */
+export function bindingBytes(start: CarryStart): number {
+  const account = [start.account.length, start.carrySpace.length, Math.ceil((start.key.length * 4) / 3), 16, start.name?.length ?? 0, 16];
+  const space = [start.carrySpace.length, JSON.stringify(start.constitution).length, start.account.length];
+  return [...account, ...space].reduce((n, b) => n + rowBytes(b), 0);
 }

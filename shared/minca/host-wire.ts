@@ -77,3 +77,17 @@ export const logPageSchema = z.object({
   oldest_seq: count.nullable(),
 });
 export type LogPage = z.infer<typeof logPageSchema>;
+
+/**
+ * The root account each arrived version claims (its note's `iss`), unchecked: enough to refuse a
+ * request from an account the operator banned before any signature is verified (a version that
+ * claims a root falsely would fail the gates anyway).
+ */
+export function claimedRoots(versions: ArrivedVersion[]): string[] {
+  const out: string[] = [];
+  for (const { value } of versions) {
+    const iss = (value as { note?: { payload?: { iss?: unknown } } } | null)?.note?.payload?.iss;
+    if (typeof iss === "string") out.push(iss);
+  }
+  return out;
+}

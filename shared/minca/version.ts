@@ -163,6 +163,7 @@ export const VERSION_REFUSALS = [
   "revoked",
   "too_many_carriers",
   "too_many_link_accounts",
+  "storage_full",
 ] as const;
 export type VersionRefusal = (typeof VERSION_REFUSALS)[number];
 

@@ -7,7 +7,7 @@ import { SELF, env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { HostConnection, makeSpace, newAccount, withNote, writeVersion } from "../../clients/minca/host";
 import { LINK, REVOKE, revokeKey } from "../../shared/minca/carry";
-import { utf8Encode } from "../../shared/encoding";
+import { base64urlEncode, randomBytes, utf8Encode } from "../../shared/encoding";
 import { readKeyDid, readSeedOf } from "../../shared/minca/space";
 import { linkTopic } from "../../shared/minca/carry";
 import { MINCA_HOST_LIMITS } from "../../shared/limits";
@@ -216,7 +216,38 @@ describe("the Minca protocol §4.2: links served whole, their loading bounded", 
       }
     });
     const served = await stub.linksFor("T");
-    expect(served.reduce((n, l) => n + l.blob.length, 0)).toBeLessThanOrEqual(MINCA_HOST_LIMITS.link_bytes_served_per_account);
-    expect(served.map((l) => l.blob[0])).toEqual([7, 8, 9, 10]);
+    expect(served.reduce((n, l) => n + l.blob!.length, 0)).toBeLessThanOrEqual(MINCA_HOST_LIMITS.link_bytes_served_per_account);
+    expect(served.map((l) => l.blob![0])).toEqual([7, 8, 9, 10]);
+  });
+
+  it("link loading bounded by the page: an account with many links of one topic loads its blob once, with the latest until", async () => {
+    const { acct, host } = await connected();
+    const blob = randomBytes(30_000);
+    const now = Math.floor(Date.now() / 1000);
+    for (let i = 0; i < 6; i++) expect(await host.link(`link:${i}`, blob, now + 600 + i)).toMatchObject({ accepted: true });
+    const served = await accountStub(acct.root.did).linksFor(linkTopic(blob));
+    expect(served).toHaveLength(1);
+    expect(served[0]).toMatchObject({ blob, until: now + 605 });
+  });
+
+  it("link loading bounded by the page: a mailbox GET asks one linked account for the blob and the others for their until only; the page serves it once with the latest until", async () => {
+    const blob = randomBytes(30_000);
+    const topic = linkTopic(blob);
+    const now = Math.floor(Date.now() / 1000);
+    const accounts = [];
+    for (let i = 0; i < 4; i++) {
+      const c = await connected();
+      expect(await c.host.link("link:shared", blob, now + 600 + i)).toMatchObject({ accepted: true });
+      accounts.push(c);
+    }
+    // an account asked after the blob is known loads no blob
+    expect(await accountStub(accounts[0].acct.root.did).linksFor(topic, false)).toEqual([
+      { blob: null, until: now + 600, at: expect.any(Number) },
+    ]);
+    const page = (await (await SELF.fetch(`${RELAY}/minca/v1/mailbox/${topic}`)).json()) as {
+      items: Array<{ seq: number; until: number; blob: string }>;
+    };
+    expect(page.items).toHaveLength(1);
+    expect(page.items[0]).toMatchObject({ seq: 0, until: now + 603, blob: base64urlEncode(blob) });
   });
 });
