@@ -96,6 +96,12 @@ export const METHODS: Record<string, Method> = {
   "edge.blocktopic": adder("blocked_topics", TOPIC, topic),
   "edge.unblocktopic": remover("blocked_topics", TOPIC, topic),
   "edge.listblockedtopics": lister("blocked_topics", "topic"),
+  "edge.purgetopic": async (c, [v]) => {
+    const t = topic(v);
+    if (t === null) return { error: `params[0] must be ${TOPIC}` };
+    const purged = await c.env.MINCA_MAILBOX.get(c.env.MINCA_MAILBOX.idFromName(t)).purge();
+    return { result: { purged } };
+  },
   "edge.liststorageholders": async (c, [limit]) => ({ result: await relayLedger(c.env).largest(typeof limit === "number" ? limit : 10) }),
 };
 
