@@ -7,6 +7,8 @@
 interface RelaySettings {
   /** "workerd" when the relay runs self-hosted under `workerd serve` (set by the generated config). */
   RELAY_RUNTIME?: string;
+  /** "true" when the self-hosted relay listens on loopback only (set by the generated config): the operator's pages are then open without ADMIN_TOKEN. */
+  RELAY_LOOPBACK_ONLY?: string;
   /** VAPID private key (base64url, 32 bytes), a Worker secret in production; generated and kept when unset. */
   VAPID_PRIVATE_KEY?: string;
   /** VAPID `sub`: a mailto: or https: URL push services can reach the operator at. */

@@ -6,11 +6,13 @@ import { defineConfig } from "vitest/config";
 // subclasses of the objects whose outside world a test sets.
 export default defineConfig({
   // LOG_LEVEL=warn: one line per request would bury the output (tests that read lines set info).
+  // RELAY_LOOPBACK_ONLY: the tests' relay is reached on loopback only, so the status pages are
+  // open without ADMIN_TOKEN as on `npm start` (test/worker/status-closed.test.ts sets otherwise).
   plugins: [
     cloudflareTest({
       wrangler: { configPath: "./wrangler.toml" },
       main: "./test/worker/entry.ts",
-      miniflare: { bindings: { LOG_LEVEL: "warn" } },
+      miniflare: { bindings: { LOG_LEVEL: "warn", RELAY_LOOPBACK_ONLY: "true" } },
     }),
   ],
   test: {

@@ -20,6 +20,7 @@ import { parseArgs } from "node:util";
 import { BUNDLE_DIR, ROOT, buildWorker } from "./build.ts";
 import { pipeLines, say } from "./launcher-log.ts";
 import { EXIT_BAD_SETTING, StartError, badSettingMessage, checkPortFree, checkRuntimeDirFree, getHealthz } from "./preflight.ts";
+import { type SweepOptions, sweepEmptyDatabases } from "./sweep.ts";
 import { ConfigError, OPTIONAL_SECRETS, listBundle, plan, publicWarnings, workerdConfig, type WranglerConfig } from "./workerd-config.ts";
 
 const HELP = `Usage: npm start -- [options]
@@ -35,6 +36,9 @@ as node_modules/.bin/node scripts/serve.ts [options].
                        or CIDRs, comma-separated
                                                RELAY_OUTBOUND_ALLOW  default public
   --grace SECONDS      shutdown grace period   RELAY_SHUTDOWN_GRACE  default 30
+  --sweep SECONDS      how often the empty databases of objects that are not live are removed
+                       (also at every start; 0: at start only)
+                                               RELAY_SWEEP_INTERVAL  default 600
   --runtime-dir DIR    generated config, admin socket, pid file
                                                RELAY_RUNTIME_DIR     default dist/run/<port>
   --workerd PATH       the workerd binary      WORKERD               default: the one wrangler ships
@@ -55,6 +59,7 @@ interface Settings {
   dataDir: string;
   outbound: string[];
   graceSeconds: number;
+  sweepSeconds: number;
   runtimeDir: string;
   workerd: string;
   build: boolean;
@@ -78,6 +83,7 @@ function settings(argv: string[], env: NodeJS.ProcessEnv): Settings | null {
       data: { type: "string" },
       outbound: { type: "string" },
       grace: { type: "string" },
+      sweep: { type: "string" },
       "runtime-dir": { type: "string" },
       workerd: { type: "string" },
       "no-build": { type: "boolean" },
@@ -95,6 +101,12 @@ function settings(argv: string[], env: NodeJS.ProcessEnv): Settings | null {
       `the shutdown grace period (--grace, RELAY_SHUTDOWN_GRACE): "${graceRaw}" is not a number of seconds from 0 to 86400`,
     );
   }
+  const sweepSeconds = intSetting(
+    values.sweep ?? env.RELAY_SWEEP_INTERVAL ?? "600",
+    0,
+    86_400,
+    "the sweep interval (--sweep, RELAY_SWEEP_INTERVAL)",
+  );
   const host = (values.host ?? env.RELAY_HOST ?? "127.0.0.1").trim();
   if (host === "" || /[\s/]/.test(host)) throw new ConfigError(`the listen address (--host, RELAY_HOST): "${host}" is not an address`);
   const outbound = (values.outbound ?? env.RELAY_OUTBOUND_ALLOW ?? "public")
@@ -120,6 +132,7 @@ function settings(argv: string[], env: NodeJS.ProcessEnv): Settings | null {
     dataDir: resolve(dataDir),
     outbound,
     graceSeconds,
+    sweepSeconds,
     runtimeDir: resolve(values["runtime-dir"] || env.RELAY_RUNTIME_DIR || join(ROOT, "dist", "run", String(port))),
     workerd: values.workerd ?? env.WORKERD ?? bundledWorkerd(),
     build: !values["no-build"],
@@ -186,6 +199,17 @@ function checkBuilt(): void {
   }
 }
 
+/** One sweep of empty object databases (scripts/sweep.ts), logged when it removed any. */
+function sweep(dataDir: string, opts: SweepOptions): void {
+  try {
+    const r = sweepEmptyDatabases(dataDir, opts);
+    if (r.removed > 0)
+      say.info(`removed the empty databases of ${r.removed} object(s) that are not live`, { removed: r.removed, kept: r.kept });
+  } catch (err) {
+    say.warn(`the sweep of empty databases failed: ${(err as Error).message}`);
+  }
+}
+
 async function main(): Promise<number> {
   let s: Settings | null;
   try {
@@ -236,6 +260,8 @@ async function main(): Promise<number> {
   chmodSync(s.dataDir, 0o700);
   process.umask(0o077);
   rmSync(adminSocket, { force: true });
+  // Nothing runs on the data directory yet: every empty database left by an earlier run goes.
+  sweep(s.dataDir, { minAgeMs: 0, runtimeRunning: false });
 
   const p = plan(cfg, process.env, s.outbound);
   const missing = p.secrets.filter((k) => process.env[k] === undefined);
@@ -257,6 +283,10 @@ async function main(): Promise<number> {
   ]);
   const pidFile = join(s.runtimeDir, "workerd.pid");
   writeFileSync(pidFile, `${child.pid}\n`);
+  if (s.sweepSeconds > 0) {
+    const timer = setInterval(() => sweep(s!.dataDir, { minAgeMs: s!.sweepSeconds * 1000, runtimeRunning: true }), s.sweepSeconds * 1000);
+    timer.unref();
+  }
   const killChild = () => {
     try {
       child.kill("SIGKILL");

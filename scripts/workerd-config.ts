@@ -83,6 +83,11 @@ export const OPTIONAL_SECRETS = [
 
 /** Bindings the generator adds itself; wrangler.toml must not define them. */
 export const RUNTIME_BINDING = "RELAY_RUNTIME";
+/**
+ * "true" when the relay listens on loopback only (set from the listen address): then, and only
+ * then, the operator's pages are open without ADMIN_TOKEN (workers/status.ts).
+ */
+export const LOOPBACK_BINDING = "RELAY_LOOPBACK_ONLY";
 
 // wrangler's default module rules (appended after the configured ones, as wrangler does).
 const DEFAULT_RULES = [
@@ -252,7 +257,8 @@ export function plan(cfg: WranglerConfig, env: Record<string, string | undefined
   }));
   const vars: WorkerdPlan["vars"] = [];
   for (const [k, v] of Object.entries(cfg.vars ?? {})) {
-    if (k === RUNTIME_BINDING) throw new ConfigError(`wrangler.toml must not set ${RUNTIME_BINDING}: the self-hosting config sets it`);
+    if (k === RUNTIME_BINDING || k === LOOPBACK_BINDING)
+      throw new ConfigError(`wrangler.toml must not set ${k}: the self-hosting config sets it`);
     const fromEnv = env[k];
     if (fromEnv === undefined) vars.push({ name: k, value: v, from: "wrangler.toml" });
     else if (typeof v === "string") vars.push({ name: k, value: fromEnv, from: "environment" });
@@ -291,6 +297,7 @@ export function workerdConfig(cfg: WranglerConfig, opts: WorkerdOptions): string
     // Secrets are read from the environment by workerd at start, never written to a file.
     ...p.secrets.map((s) => `    (name = ${q(s)}, fromEnvironment = ${q(s)}),`),
     `    (name = ${q(RUNTIME_BINDING)}, text = "workerd"),`,
+    `    (name = ${q(LOOPBACK_BINDING)}, text = "${isLoopbackListen(listenHost(opts.listen))}"),`,
     ...p.durableBindings.map((b) => `    (name = ${q(b.name)}, durableObjectNamespace = (className = ${q(b.className)})),`),
     ...(p.assets ? [`    (name = ${q(p.assets.binding)}, service = "assets"),`] : []),
   ];
@@ -334,6 +341,12 @@ ${namespaces.join("\n")}
 `;
 }
 
+/** The host of a listen address (host:port, [v6]:port). */
+export function listenHost(listen: string): string {
+  const v6 = /^\[([^\]]+)\]:\d+$/.exec(listen);
+  return v6 ? v6[1] : listen.replace(/:\d+$/, "");
+}
+
 /** Whether a listen host is loopback only (127.0.0.0/8, ::1, localhost). */
 export function isLoopbackListen(host: string): boolean {
   const h = host.replace(/^\[|\]$/g, "").toLowerCase();
@@ -343,7 +356,7 @@ export function isLoopbackListen(host: string): boolean {
 /**
  * What a relay listening on `host` with these settings must say loudly at start: beyond loopback,
  * a Tally auth event's relay tag is checked against the Host header the client sends unless
- * PUBLIC_URL is set, and /status is open to anyone unless ADMIN_TOKEN is set.
+ * PUBLIC_URL is set, and /status is closed to everyone unless ADMIN_TOKEN is set.
  */
 export function publicWarnings(host: string, settings: { PUBLIC_URL?: unknown; ADMIN_TOKEN?: string }): string[] {
   if (isLoopbackListen(host)) return [];
@@ -355,7 +368,9 @@ export function publicWarnings(host: string, settings: { PUBLIC_URL?: unknown; A
     );
   }
   if (!settings.ADMIN_TOKEN) {
-    out.push(`listening on ${host} without ADMIN_TOKEN: /status, /status.json and /metrics are open to anyone. Set ADMIN_TOKEN.`);
+    out.push(
+      `listening on ${host} without ADMIN_TOKEN: /status, /status.json and /metrics are closed (401) to everyone. Set ADMIN_TOKEN to read them.`,
+    );
   }
   return out;
 }

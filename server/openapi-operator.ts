@@ -58,7 +58,7 @@ export function adminOperation(operationId: string): Json {
     summary: "The admin API: NIP-86 relay management (docs/admin-api.md)",
     description:
       "Methods: supportedmethods, banpubkey, unbanpubkey, listbannedpubkeys, allowpubkey, unallowpubkey, listallowedpubkeys, " +
-      "blockip, unblockip, listblockedips, edge.blocktopic, edge.unblocktopic, edge.listblockedtopics, edge.liststorageholders, " +
+      "blockip, unblockip, listblockedips, edge.blocktopic, edge.unblocktopic, edge.listblockedtopics, edge.purgetopic, edge.liststorageholders, " +
       "edge.banaccount, edge.unbanaccount, edge.listbannedaccounts. " +
       "Authorized by Authorization: Bearer <ADMIN_TOKEN>, or Nostr <base64 of a NIP-98 event> (kind 27235; u = this URL; " +
       "method = POST; payload = SHA-256 hex of the body; within admin.nip98_max_skew_seconds) signed by a key in ADMIN_PUBKEYS.",

@@ -423,7 +423,12 @@ export function openApiDocument(): Json {
     components: {
       schemas: { ...componentSchemas(ANSWERS, "output"), ...componentSchemas(REQUESTS, "input") },
       securitySchemes: {
-        adminToken: { type: "http", scheme: "bearer", description: "the operator's ADMIN_TOKEN; the pages are open when none is set" },
+        adminToken: {
+          type: "http",
+          scheme: "bearer",
+          description:
+            "the operator's ADMIN_TOKEN; without one the pages are closed, but on a self-hosted relay listening on loopback only",
+        },
         nip98: {
           type: "apiKey",
           in: "header",

@@ -39,12 +39,13 @@ export function sameText(a: string, b: string): boolean {
 /**
  * Wrong credentials per client address (admin.auth_failures_per_window per window): past them,
  * every try from that address is refused until the window ends, the right token included. Held in
- * the isolate's memory (on Cloudflare, per isolate), at most `maxClients` addresses.
+ * the isolate's memory (on Cloudflare, per isolate), at most `maxClients` addresses
+ * (admin.auth_failure_clients; the least recently failed is forgotten first).
  */
 export class FailureThrottle {
   private readonly failures = new Map<string, { n: number; since: number }>();
 
-  constructor(private readonly maxClients = 10_000) {}
+  constructor(private readonly maxClients: number = ADMIN_LIMITS.auth_failure_clients) {}
 
   /** Seconds until `client` may try again, or null when it may now. */
   blocked(client: string, nowMs = Date.now()): number | null {
@@ -60,11 +61,11 @@ export class FailureThrottle {
 
   fail(client: string, nowMs = Date.now()): void {
     this.blocked(client, nowMs); // forgets an ended window
-    const f = this.failures.get(client);
-    if (f) f.n++;
-    else {
-      if (this.failures.size >= this.maxClients) this.failures.clear();
-      this.failures.set(client, { n: 1, since: nowMs });
-    }
+    const f = this.failures.get(client) ?? { n: 0, since: nowMs };
+    f.n++;
+    // Most recently failed last; past maxClients the least recently failed is forgotten, never all at once.
+    this.failures.delete(client);
+    if (this.failures.size >= this.maxClients) this.failures.delete(this.failures.keys().next().value as string);
+    this.failures.set(client, f);
   }
 }

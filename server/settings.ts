@@ -20,6 +20,11 @@ export interface Settings {
   relayName: string;
   /** RELAY_RUNTIME = workerd: self-hosted (set by the generated workerd config). */
   selfHosted: boolean;
+  /**
+   * RELAY_LOOPBACK_ONLY = true: self-hosted and listening on loopback only (set by the generated
+   * workerd config): the operator's pages are then open without ADMIN_TOKEN, and closed otherwise.
+   */
+  loopbackOnly: boolean;
   /** PUBLIC_URL: the URLs the relay is reached at behind a proxy; empty when unset. */
   publicUrls: URL[];
   /** PUSH_ENDPOINT_ALLOW: origins push endpoints may have besides the public rule. */
@@ -32,7 +37,7 @@ export interface Settings {
   storage: StorageTotals;
   /** LOG_LEVEL: the least severe level written (default info). */
   logLevel: LogLevel;
-  /** ADMIN_TOKEN: the operator's bearer token; null when unset (status pages open, admin API by key only). */
+  /** ADMIN_TOKEN: the operator's bearer token; null when unset (status pages open on loopback only, admin API by key only). */
   adminToken: string | null;
   /** ADMIN_PUBKEYS: the Nostr keys (64 lowercase hex) that may call the admin API. */
   adminPubkeys: readonly string[];
@@ -120,6 +125,7 @@ export function parseSettings(env: SettingsEnv): SettingsRead {
     settings: {
       relayName: str("RELAY_NAME") || "edge-relay",
       selfHosted: str("RELAY_RUNTIME") === "workerd",
+      loopbackOnly: str("RELAY_LOOPBACK_ONLY") === "true",
       publicUrls: publicUrl.urls,
       pushEndpointAllow: allow.allow,
       trustedProxyHeader: proxy === "" ? null : proxy.toLowerCase(),

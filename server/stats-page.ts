@@ -47,7 +47,7 @@ export function renderStatusPage(s: StatsSnapshot, opts: StatusPageOptions): str
   }).join("");
   const charts = STATS_COUNTERS.map((c) => chart(c, s)).join("");
   const banner = opts.open
-    ? `<p class="banner" data-testid="open-banner">No admin token is configured: this page is open to anyone who can reach the relay. Set the Worker secret <code>ADMIN_TOKEN</code> to require <code>Authorization: Bearer &lt;token&gt;</code>.</p>`
+    ? `<p class="banner" data-testid="open-banner">No admin token is configured: this page is open because the relay listens on loopback only (anyone on this machine can read it). Set the Worker secret <code>ADMIN_TOKEN</code> to require <code>Authorization: Bearer &lt;token&gt;</code>.</p>`
     : "";
   return `<!doctype html><html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">

@@ -18,6 +18,8 @@ export const COMMON_LIMITS = {
   client_connects_per_second: 4,
   /** Clients per object whose last socket's rate state (bucket and rate_limited count) a reconnect takes over; the oldest are forgotten. */
   clients_remembered_per_object: 1_024,
+  /** Request buckets (client and kind of request) one object holds in memory for its per-client rate limits (mailbox, hosting); past it the least recently used one is forgotten. */
+  client_buckets_per_object: 10_000,
   /** Bytes of a request body the relay reads and throws away when the body is over its bound or on a route that takes none, so that the answer (413, or the route's) arrives whole; past this it stops reading. */
   max_drained_body_bytes: 16 * 1024 * 1024,
   /** Nesting depth (arrays and objects) of JSON a client sends, over HTTP (deeper is 400) and in WebSocket text frames (deeper is invalid_message), checked on the raw text before parsing. */
@@ -379,6 +381,8 @@ export const ADMIN_LIMITS = {
   auth_failures_per_window: 5,
   /** The window of auth_failures_per_window, seconds. */
   auth_failure_window_seconds: 60,
+  /** Client addresses whose wrong credentials an isolate remembers; past it the least recently failed one is forgotten. */
+  auth_failure_clients: 10_000,
   /** How long a status page login lasts (its cookie), seconds. */
   session_seconds: 43_200,
   /** Largest admin API request body, bytes. */

@@ -1,5 +1,6 @@
 // A token bucket, with a count of recent refusals so that a peer that keeps pushing past its
 // limit can be disconnected (close 4029) rather than answered forever.
+import { COMMON_LIMITS } from "./limits";
 
 export class TokenBucket {
   private tokens: number;
@@ -51,15 +52,16 @@ export interface Rate {
 
 /**
  * Token buckets per client and kind of request, held in memory (an evicted object forgets them,
- * which only forgives an idle client). Past `maxClients` keys every bucket is dropped at once, so
- * many addresses cost bounded memory.
+ * which only forgives an idle client). At most `maxClients` keys (common.client_buckets_per_object):
+ * past it the least recently used bucket is forgotten, so many addresses cost bounded memory and
+ * never reset the buckets of clients still sending.
  */
 export class ClientBuckets<K extends string> {
   private readonly buckets = new Map<string, TokenBucket>();
 
   constructor(
     private readonly rates: Record<K, Rate>,
-    private readonly maxClients = 10_000,
+    private readonly maxClients: number = COMMON_LIMITS.client_buckets_per_object,
   ) {}
 
   /** Takes `n` tokens of `kind` for `client`: null when granted, else the seconds to wait (at least 1). */
@@ -67,11 +69,10 @@ export class ClientBuckets<K extends string> {
     const key = `${kind}:${client}`;
     let bucket = this.buckets.get(key);
     if (!bucket) {
-      if (this.buckets.size >= this.maxClients) this.buckets.clear();
       const r = this.rates[kind];
       bucket = new TokenBucket(r.burst, r.perSecond, now);
-      this.buckets.set(key, bucket);
     }
+    remember(this.buckets, key, bucket, this.maxClients);
     if (bucket.take(now, n)) return null;
     return Math.max(1, Math.ceil(bucket.retryAfterMs(n) / 1000));
   }
@@ -82,8 +83,8 @@ export class ClientBuckets<K extends string> {
  * a token bucket on new sockets per client, and the message bucket (with its count of refusals)
  * of a client's socket that closed, which that client's next socket takes over. Held in memory:
  * an evicted object forgets them, which only forgives a client that was idle long enough for its
- * buckets to refill anyway. At most `maxClients` clients of each kind are remembered (the oldest
- * are forgotten first).
+ * buckets to refill anyway. At most `maxClients` clients of each kind are remembered (the least
+ * recently used are forgotten first).
  */
 export class ClientSocketRates {
   private readonly connects = new Map<string, TokenBucket>();
@@ -96,11 +97,8 @@ export class ClientSocketRates {
 
   /** One more socket from `client`: null when admitted, else the seconds to wait (at least 1). */
   connect(client: string, now = Date.now()): number | null {
-    let bucket = this.connects.get(client);
-    if (!bucket) {
-      bucket = new TokenBucket(this.connectRate.burst, this.connectRate.perSecond, now);
-      remember(this.connects, client, bucket, this.maxClients);
-    }
+    const bucket = this.connects.get(client) ?? new TokenBucket(this.connectRate.burst, this.connectRate.perSecond, now);
+    remember(this.connects, client, bucket, this.maxClients);
     if (bucket.take(now)) return null;
     return Math.max(1, Math.ceil(bucket.retryAfterMs(1) / 1000));
   }
@@ -118,6 +116,7 @@ export class ClientSocketRates {
   }
 }
 
+/** Sets `key` as the most recently used entry of `map`, forgetting the least recently used past `max`. */
 function remember(map: Map<string, TokenBucket>, key: string, value: TokenBucket, max: number): void {
   map.delete(key);
   if (map.size >= max) map.delete(map.keys().next().value as string);

@@ -105,6 +105,12 @@ export const METHODS: Record<string, Method> = {
   "edge.blocktopic": adder("blocked_topics", TOPIC, topic),
   "edge.unblocktopic": remover("blocked_topics", TOPIC, topic),
   "edge.listblockedtopics": lister("blocked_topics", "topic"),
+  "edge.purgetopic": async (c, [v]) => {
+    const t = topic(v);
+    if (t === null) return { error: `params[0] must be ${TOPIC}` };
+    const purged = await c.env.MINCA_MAILBOX.get(c.env.MINCA_MAILBOX.idFromName(t)).purge();
+    return { result: { purged } };
+  },
   "edge.banaccount": adder("banned_accounts", ACCOUNT, accountDid, purgeAccount),
   "edge.unbanaccount": remover("banned_accounts", ACCOUNT, accountDid),
   "edge.listbannedaccounts": lister("banned_accounts", "account"),

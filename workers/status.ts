@@ -1,5 +1,6 @@
 // Routes of the operator's status page (docs/operating.md): GET /status (HTML), GET /status.json
-// and GET /metrics (Prometheus text, server/metrics.ts), behind ADMIN_TOKEN when one is set.
+// and GET /metrics (Prometheus text, server/metrics.ts), behind ADMIN_TOKEN. Without one they are
+// open only on a self-hosted relay that listens on loopback only, and closed (401) everywhere else.
 // Programs send Authorization: Bearer <ADMIN_TOKEN>; a browser asking for HTML gets a login form
 // instead of a 401 JSON body, and once the token is typed in (POST /status/login) a session cookie
 // (HttpOnly, SameSite=Strict, Secure over https) lets it see the pages. Counts come from the one
@@ -21,12 +22,27 @@ function wantsHtml(c: C): boolean {
   return (c.req.header("accept") ?? "").includes("text/html");
 }
 
+/** Whether the pages are open without a token: no ADMIN_TOKEN, on a relay that listens on loopback only. */
+function openWithoutToken(c: C): boolean {
+  return !c.var.settings.adminToken && c.var.settings.loopbackOnly;
+}
+
 /** Null when the request may see the page; else the answer (401, the login form, or 429). */
 function refused(c: C): Response | null {
-  const token = c.var.settings.adminToken;
-  if (!token) return null;
+  if (openWithoutToken(c)) return null;
   const slow = throttled(c);
   if (slow) return slow;
+  const token = c.var.settings.adminToken;
+  if (!token) {
+    // Closed: no token opens them. A credential sent anyway is a wrong one, throttled like any.
+    if (c.req.header("authorization") !== undefined) operatorThrottle.fail(c.var.client);
+    return authFailed(
+      c,
+      'Bearer realm="relay status"',
+      "the status page and /metrics are closed: this relay has no ADMIN_TOKEN and listens beyond loopback; its operator sets ADMIN_TOKEN to read them",
+      "no ADMIN_TOKEN is set",
+    );
+  }
   const cred = pageCredential(c, token);
   if (cred === "bearer" || cred === "cookie") return null;
   if (cred === "wrong") operatorThrottle.fail(c.var.client);
@@ -48,7 +64,7 @@ statusRoutes.get("/status.json", async (c) => {
   const no = refused(c);
   if (no) return no;
   c.header("Cache-Control", "no-store");
-  return c.json({ open: !c.var.settings.adminToken, ...(await relayStats(c.env).snapshot()) } satisfies StatusAnswer);
+  return c.json({ open: openWithoutToken(c), ...(await relayStats(c.env).snapshot()) } satisfies StatusAnswer);
 });
 statusRoutes.get("/metrics", async (c) => {
   const no = refused(c);
@@ -63,7 +79,7 @@ statusRoutes.get("/status", async (c) => {
   if (no) return no;
   c.header("Cache-Control", "no-store");
   const snapshot = await relayStats(c.env).snapshot();
-  return c.html(renderStatusPage(snapshot, { name: c.var.settings.relayName, open: !c.var.settings.adminToken }));
+  return c.html(renderStatusPage(snapshot, { name: c.var.settings.relayName, open: openWithoutToken(c) }));
 });
 
 // The login form's target: the token as a form field; right, a session cookie and back to /status.

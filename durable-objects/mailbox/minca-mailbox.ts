@@ -261,6 +261,18 @@ export class MincaMailbox extends StoredObject<Env, Limited> {
     return out;
   }
 
+  /** RPC, the admin API's edge.purgetopic: deletes every item (and its unsent wakes); the count deleted. Receivers stay. */
+  async purge(): Promise<number> {
+    if (!this.schema.exists) return 0;
+    let n = 0;
+    this.lease.free(() => {
+      n = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM items").one().n;
+      this.sql.exec("DELETE FROM deliveries");
+      this.sql.exec("DELETE FROM items");
+    });
+    return n;
+  }
+
   // ---- alarm: expiry sweep and wakes ----------------------------------------------------------
 
   protected async onAlarm(now: number): Promise<number | null> {

@@ -157,6 +157,18 @@ describe("the admin API (NIP-86) through the relay", () => {
     expect((await fetch(url)).status).toBe(200);
   });
 
+  it("edge.purgetopic: every item of the topic is deleted (the count answered) and the topic takes new items", async () => {
+    const topic = `admin-e2e-purge-${Date.now()}`;
+    const url = `${relay.url}/minca/v1/mailbox/${topic}`;
+    for (let i = 0; i < 3; i++) expect((await fetch(url, { method: "POST", body: `item ${i}` })).status).toBe(201);
+    expect(((await (await fetch(url)).json()) as any).items).toHaveLength(3);
+    expect((await call("edge.purgetopic", [topic])).body).toEqual({ result: { purged: 3 } });
+    expect(((await (await fetch(url)).json()) as any).items).toEqual([]);
+    expect((await call("edge.purgetopic", ["short"])).body).toEqual({ error: expect.stringMatching(/params\[0\]/) });
+    expect((await fetch(url, { method: "POST", body: "after" })).status).toBe(201);
+    expect((await call("supportedmethods")).body.result).toContain("edge.purgetopic");
+  });
+
   it("every admin action is one JSON log line and a counter in /metrics", async () => {
     await call("listblockedips");
     const metrics = await (

@@ -96,6 +96,9 @@ function command(
         // The tests' push services on loopback pass docs/mailbox.md's endpoint rule only by name.
         "--var",
         `PUSH_ENDPOINT_ALLOW:${pushAllow}`,
+        // On loopback only, like `npm start` here: the status pages open without ADMIN_TOKEN.
+        "--var",
+        "RELAY_LOOPBACK_ONLY:true",
       ],
     };
   }

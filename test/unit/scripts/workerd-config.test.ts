@@ -15,6 +15,7 @@ import {
   plan,
   publicWarnings,
   RUNTIME_BINDING,
+  LOOPBACK_BINDING,
   workerdConfig,
   type WranglerConfig,
 } from "../../../scripts/workerd-config";
@@ -38,15 +39,15 @@ function fakeBundle(files: Record<string, string>): string {
   return dir;
 }
 
-const base = (dir: string, cfg: WranglerConfig, env: Record<string, string> = {}) =>
-  workerdConfig(cfg, {
-    listen: "127.0.0.1:8787",
-    dataDir: "/srv/relay/data",
-    adminAddress: "unix:/run/relay/admin.sock",
-    configDir: join(dir, "..", "run"),
-    modules: listBundle(dir, cfg),
-    env,
-  });
+const baseOptions = (dir: string, cfg: WranglerConfig, env: Record<string, string> = {}) => ({
+  listen: "127.0.0.1:8787",
+  dataDir: "/srv/relay/data",
+  adminAddress: "unix:/run/relay/admin.sock",
+  configDir: join(dir, "..", "run"),
+  modules: listBundle(dir, cfg),
+  env,
+});
+const base = (dir: string, cfg: WranglerConfig, env: Record<string, string> = {}) => workerdConfig(cfg, baseOptions(dir, cfg, env));
 
 describe("the config generated from this repository's wrangler.toml", () => {
   it("has every Durable Object binding, class and setting that wrangler.toml declares", async () => {
@@ -81,6 +82,7 @@ describe("the config generated from this repository's wrangler.toml", () => {
     expect(text).not.toContain("index.js.map");
     expect(text).toContain(`compatibilityDate = "${cfg.compatibility_date}"`);
     expect(text).toContain('(name = "RELAY_RUNTIME", text = "workerd")');
+    expect(text).toContain('(name = "RELAY_LOOPBACK_ONLY", text = "true")');
     expect(text).toContain('durableObjectStorage = (localDisk = "data")');
     expect(text).toContain('disk = (path = "/srv/relay/data", writable = true)');
     expect(text).toContain('address = "127.0.0.1:8787"');
@@ -131,8 +133,25 @@ describe("settings and secrets", () => {
   it("the optional secrets are the settings env.d.ts types (one list)", () => {
     const typed = readFileSync(new URL("../../../env.d.ts", import.meta.url), "utf8");
     const body = typed.slice(typed.indexOf("interface RelaySettings"), typed.indexOf("declare namespace"));
-    const names = [...body.matchAll(/^\s+([A-Z_]+)\?:/gm)].map((m) => m[1]).filter((n) => n !== RUNTIME_BINDING);
+    const names = [...body.matchAll(/^\s+([A-Z_]+)\?:/gm)].map((m) => m[1]).filter((n) => n !== RUNTIME_BINDING && n !== LOOPBACK_BINDING);
     expect([...OPTIONAL_SECRETS].sort()).toEqual(names.sort());
+  });
+
+  it("the status pages open without ADMIN_TOKEN only on loopback: RELAY_LOOPBACK_ONLY is true for a loopback listen address only", async () => {
+    const cfg = await wranglerToml();
+    const dir = fakeBundle({ "index.js": "" });
+    for (const [listen, loopback] of [
+      ["127.0.0.1:8787", true],
+      ["[::1]:8787", true],
+      ["localhost:8787", true],
+      ["0.0.0.0:8787", false],
+      ["[::]:8787", false],
+      ["192.0.2.1:80", false],
+    ] as const) {
+      const text = workerdConfig(cfg, { ...baseOptions(dir, cfg), listen });
+      expect(text, listen).toContain(`(name = "RELAY_LOOPBACK_ONLY", text = "${loopback}")`);
+    }
+    expect(() => plan({ ...cfg, vars: { RELAY_LOOPBACK_ONLY: "true" } }, {})).toThrow(/RELAY_LOOPBACK_ONLY/);
   });
 
   it("docs/hostile.md and 4: listening beyond loopback without PUBLIC_URL or ADMIN_TOKEN is said loudly at start", () => {

@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { TokenBucket } from "../../../shared/rate-limit";
+import { FailureThrottle } from "../../../server/operator-session";
+import { ADMIN_LIMITS, COMMON_LIMITS } from "../../../shared/limits";
+import { ClientBuckets, TokenBucket } from "../../../shared/rate-limit";
 
 describe("TokenBucket", () => {
   it("allows a burst, then refills at the sustained rate", () => {
@@ -13,5 +15,32 @@ describe("TokenBucket", () => {
     const b = new TokenBucket(1, 1, 0);
     expect([b.strike(0), b.strike(10), b.strike(59_000)]).toEqual([1, 2, 3]);
     expect(b.strike(130_000)).toBe(1);
+  });
+});
+
+describe("client bucket maps evict the least recently used", () => {
+  it("bucket maps evict least recently used: many new addresses forget the idle ones, never the bucket of a client still sending", () => {
+    const buckets = new ClientBuckets({ post: { burst: 2, perSecond: 0.001 } }, 100);
+    // A client uses up its burst, and keeps sending while 1,000 new addresses pass through.
+    expect([buckets.take("post", "abuser", 1, 0), buckets.take("post", "abuser", 1, 0)]).toEqual([null, null]);
+    for (let i = 0; i < 1_000; i++) {
+      buckets.take("post", `fresh-${i}`, 1, 0);
+      if (i % 50 === 0) expect(buckets.take("post", "abuser", 1, 0), `after ${i} addresses`).not.toBeNull();
+    }
+    expect(buckets.take("post", "abuser", 1, 0)).not.toBeNull();
+    // The least recently used are forgotten: an early address starts with a full burst again.
+    expect(buckets.take("post", "fresh-0", 1, 0)).toBeNull();
+    expect(COMMON_LIMITS.client_buckets_per_object).toBe(10_000);
+  });
+
+  it("the wrong-credential throttle evicts least recently used: a flood of other addresses does not lift a blocked address's 429", () => {
+    const throttle = new FailureThrottle(100);
+    for (let i = 0; i < ADMIN_LIMITS.auth_failures_per_window; i++) throttle.fail("guesser", 0);
+    expect(throttle.blocked("guesser", 1)).not.toBeNull();
+    for (let i = 0; i < 1_000; i++) {
+      throttle.fail(`other-${i}`, 1);
+      if (i % 50 === 0) throttle.fail("guesser", 1);
+    }
+    expect(throttle.blocked("guesser", 2)).not.toBeNull();
   });
 });
