@@ -32,15 +32,20 @@ const tables = (stub: DurableObjectStub) =>
       .map((r) => r.name),
   );
 
-/** Sets the host's total to what is leased now plus `room` bytes. */
+/**
+ * Sets one kind's total to what is held now plus `room` bytes (the slack leased beyond that is the
+ * ledger's to take back, so "full" is what is held, not what is leased).
+ */
 async function roomFor(kind: StorageKind, room: number): Promise<void> {
-  await runInDurableObject(ledger(), async (inst: RelayLedger) => {
-    const leased = (await inst.snapshot())[kind].reserved_bytes;
+  await runInDurableObject(ledger(), async (inst: RelayLedger, st) => {
+    const sql = st.storage.sql;
+    const made = sql.exec("SELECT 1 FROM sqlite_master WHERE name = 'totals'").toArray().length > 0;
+    const held = made ? (sql.exec<{ held: number }>("SELECT held FROM totals WHERE kind = ?", kind).toArray()[0]?.held ?? 0) : 0;
     inst.useTotals({
       tally: STORAGE_LIMITS.tally_bytes,
       mailbox: STORAGE_LIMITS.mailbox_bytes,
       host: STORAGE_LIMITS.host_bytes,
-      [kind]: leased + room,
+      [kind]: held + room,
     });
   });
 }
