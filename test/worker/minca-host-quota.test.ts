@@ -5,7 +5,7 @@
 import { SELF, env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { HostConnection, newAccount, writeVersion } from "../../clients/minca/host";
-import { relayLedger } from "../../durable-objects/relay/relay-ledger";
+import { ledger, resetTotals, roomFor } from "../helpers/ledger-totals";
 import type { TestRelayLedger as RelayLedger } from "./test-objects";
 import { LINK } from "../../shared/minca/carry";
 import { base64urlEncode, randomBytes } from "../../shared/encoding";
@@ -23,7 +23,6 @@ const fetchFrom = (address = `198.51.100.${++clients}`) =>
   }) as typeof fetch;
 const accountStub = (did: string) => env.MINCA_ACCOUNT.get(env.MINCA_ACCOUNT.idFromName(did));
 const spaceStub = (id: string) => env.MINCA_SPACE.get(env.MINCA_SPACE.idFromName(id));
-const ledger = () => relayLedger(env) as unknown as DurableObjectStub<RelayLedger>;
 const tables = (stub: DurableObjectStub) =>
   runInDurableObject(stub, (_i, st) =>
     st.storage.sql
@@ -31,28 +30,6 @@ const tables = (stub: DurableObjectStub) =>
       .toArray()
       .map((r) => r.name),
   );
-
-/**
- * Sets one kind's total to what is held now plus `room` bytes (the slack leased beyond that is the
- * ledger's to take back, so "full" is what is held, not what is leased).
- */
-async function roomFor(kind: StorageKind, room: number): Promise<void> {
-  await runInDurableObject(ledger(), async (inst: RelayLedger, st) => {
-    const sql = st.storage.sql;
-    const made = sql.exec("SELECT 1 FROM sqlite_master WHERE name = 'totals'").toArray().length > 0;
-    const held = made ? (sql.exec<{ held: number }>("SELECT held FROM totals WHERE kind = ?", kind).toArray()[0]?.held ?? 0) : 0;
-    inst.useTotals({
-      tally: STORAGE_LIMITS.tally_bytes,
-      mailbox: STORAGE_LIMITS.mailbox_bytes,
-      host: STORAGE_LIMITS.host_bytes,
-      [kind]: held + room,
-    });
-  });
-}
-const resetTotals = () =>
-  runInDurableObject(ledger(), (inst: RelayLedger) => {
-    inst.useTotals({ tally: STORAGE_LIMITS.tally_bytes, mailbox: STORAGE_LIMITS.mailbox_bytes, host: STORAGE_LIMITS.host_bytes });
-  });
 
 async function connected(fetch = fetchFrom()) {
   const acct = await newAccount();

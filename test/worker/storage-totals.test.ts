@@ -6,7 +6,7 @@
 // ledger object (what STORAGE_*_BYTES set at start; the e2e layer sets them through the setting).
 import { SELF, env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { relayLedger } from "../../durable-objects/relay/relay-ledger";
+import { ledger, resetTotals, roomFor } from "../helpers/ledger-totals";
 import type { TestRelayLedger as RelayLedger } from "./test-objects";
 import { STORAGE_LIMITS, MAILBOX_LIMITS, TALLY_LIMITS, MINCA_HOST_LIMITS } from "../../shared/limits";
 import type { StorageKind } from "../../shared/storage";
@@ -21,7 +21,6 @@ const MAILBOX = `${RELAY}/minca/v1/mailbox`;
 const fetchSelf = ((input: RequestInfo | URL, init?: RequestInit) => SELF.fetch(input as string, init)) as typeof fetch;
 let n = 0;
 const newTopic = () => `storage-total-topic-${Date.now()}-${++n}`;
-const ledger = () => relayLedger(env) as unknown as DurableObjectStub<RelayLedger>;
 const tallyStub = (u: User) => env.TALLY_USER.get(env.TALLY_USER.idFromName(u.hex)) as DurableObjectStub<TallyUser>;
 const tables = (stub: DurableObjectStub) =>
   runInDurableObject(stub, (_i, st) =>
@@ -31,29 +30,7 @@ const tables = (stub: DurableObjectStub) =>
       .map((r) => r.name),
   );
 
-/**
- * Sets one kind's total to what is held now plus `room` bytes (the slack leased beyond that is
- * the ledger's to take back); the others to their defaults. Answers the held bytes.
- */
-async function roomFor(kind: StorageKind, room: number): Promise<number> {
-  return runInDurableObject(ledger(), async (inst: RelayLedger, st) => {
-    const sql = st.storage.sql;
-    const made = sql.exec("SELECT 1 FROM sqlite_master WHERE name = 'totals'").toArray().length > 0;
-    const held = made ? (sql.exec<{ held: number }>("SELECT held FROM totals WHERE kind = ?", kind).toArray()[0]?.held ?? 0) : 0;
-    inst.useTotals({
-      tally: STORAGE_LIMITS.tally_bytes,
-      mailbox: STORAGE_LIMITS.mailbox_bytes,
-      host: STORAGE_LIMITS.host_bytes,
-      [kind]: held + room,
-    });
-    return held;
-  });
-}
 const reserved = async (kind: StorageKind) => (await ledger().snapshot())[kind].reserved_bytes;
-const resetTotals = () =>
-  runInDurableObject(ledger(), (inst: RelayLedger) => {
-    inst.useTotals({ tally: STORAGE_LIMITS.tally_bytes, mailbox: STORAGE_LIMITS.mailbox_bytes, host: STORAGE_LIMITS.host_bytes });
-  });
 
 describe("relay-wide storage totals", () => {
   it("the ledger is made by the first lease only: GETs of unknown topics, spaces and accounts, and a mailbox item within a lease, never reach it", async () => {
