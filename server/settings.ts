@@ -12,7 +12,8 @@ import { parsePublicUrl } from "../shared/public-url";
 import { STORAGE_KINDS, STORAGE_SETTINGS, parseBytesSetting, type StorageTotals } from "../shared/storage";
 import { isNpub, npubDecode } from "../shared/tally/keys";
 import { parseEndpointAllow, type AllowedOrigin } from "../shared/webpush/endpoint";
-import { vapidSubjectSchema } from "../shared/webpush/vapid";
+import { vapidKeysFromPrivate, vapidSubjectSchema } from "../shared/webpush/vapid";
+import { hostDid } from "../shared/minca/host-identity";
 import { LOG_LEVELS, type LogLevel } from "../shared/log";
 
 export interface Settings {
@@ -118,6 +119,21 @@ export function parseSettings(env: SettingsEnv): SettingsRead {
 
   const subject = str("VAPID_SUBJECT");
   if (subject !== "" && !vapidSubjectSchema.safeParse(subject).success) bad("VAPID_SUBJECT", "must be a mailto: or https: URL");
+
+  // The key secrets: unset, the relay generates and keeps a key; set, it must be one, or the first
+  // wake (or the information document) would fail long after the start.
+  for (const [name, check] of [
+    ["VAPID_PRIVATE_KEY", vapidKeysFromPrivate],
+    ["MINCA_HOST_KEY", hostDid],
+  ] as const) {
+    const key = str(name);
+    if (key === "") continue;
+    try {
+      check(key);
+    } catch {
+      bad(name, "is not a P-256 private key (base64url of a 32-byte scalar)");
+    }
+  }
 
   if (problems.length > 0) return { ok: false, problems };
   return {

@@ -1,6 +1,8 @@
 // The settings module: every setting read once and checked; a bad value is named with its reason.
+import { p256 } from "@noble/curves/nist.js";
 import { describe, expect, it } from "vitest";
 import { parseSettings } from "../../../server/settings";
+import { base64urlEncode } from "../../../shared/encoding";
 import { STORAGE_LIMITS } from "../../../shared/limits";
 import { npubEncode } from "../../../shared/tally/keys";
 
@@ -56,5 +58,18 @@ describe("settings", () => {
     });
     expect(parseSettings({ MINCA_HOST_ADMISSION: "token" })).toMatchObject({ ok: false });
     expect(parseSettings({ MINCA_HOST_ADMISSION: "token", MINCA_HOST_ADMISSION_TOKEN: "t" }).ok).toBe(true);
+  });
+
+  it("the key secrets are checked at start: a VAPID_PRIVATE_KEY or MINCA_HOST_KEY that is not a base64url 32-byte P-256 scalar is a bad setting", () => {
+    const good = base64urlEncode(p256.utils.randomSecretKey());
+    for (const name of ["VAPID_PRIVATE_KEY", "MINCA_HOST_KEY"]) {
+      for (const value of ["not base64url!", base64urlEncode(new Uint8Array(31).fill(1)), base64urlEncode(new Uint8Array(32))]) {
+        expect(parseSettings({ [name]: value }), `${name}=${value}`).toMatchObject({
+          ok: false,
+          problems: [expect.stringMatching(new RegExp(`^${name}: `))],
+        });
+      }
+      expect(parseSettings({ [name]: good }).ok, name).toBe(true);
+    }
   });
 });
