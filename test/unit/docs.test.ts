@@ -32,15 +32,20 @@ describe("documentation", () => {
   });
 });
 
-// The documents a reader gets: README.md, CHANGELOG.md, every page of docs/, and the scripts'
-// comments. They say each rule in the project's own words ("the Tally protocol, §6.2", "the
-// relay's design"): a document that is not in the repository, or an issue number, means nothing
-// to a reader of the repository.
+// The documents a reader gets: README.md, CHANGELOG.md, SECURITY.md, BENCHMARKS.md, every page of
+// docs/ and bench/results/, and the scripts' comments. They say each rule in the project's own
+// words ("the Tally protocol, §6.2", "the relay's design"): a document that is not in the
+// repository, or an issue number, means nothing to a reader of the repository.
 const rootDir = new URL("../../", import.meta.url).pathname;
 const documents = [
   "README.md",
   "CHANGELOG.md",
   "clients/README.md",
+  "SECURITY.md",
+  "BENCHMARKS.md",
+  ...readdirSync(join(rootDir, "bench/results"))
+    .map((f) => `bench/results/${f}`)
+    .filter((f) => f.endsWith(".md")),
   ...readdirSync(join(rootDir, "docs"), { recursive: true })
     .map((f) => `docs/${f}`)
     .filter((f) => f.endsWith(".md")),
