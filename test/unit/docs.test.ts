@@ -67,6 +67,16 @@ describe("the documents cite only what is in the repository", () => {
     });
   }
 
+  // npm prints a two-line banner before the script's own output unless -s is given: `npm start |
+  // jq` stops at line 1. Every example that pipes the relay's log into jq must say `npm -s start`.
+  for (const file of documents.filter((f) => f.endsWith(".md"))) {
+    it(`the jq examples of ${file} pipe \`npm -s start\` (npm's banner is not JSON)`, () => {
+      const text = readFileSync(join(rootDir, file), "utf8");
+      const piped = [...text.matchAll(/\bnpm\s+((?:-\S+\s+)*)start\b[^\n|]*\|\s*jq\b/g)];
+      for (const [line, flags] of piped) expect(flags, line).toMatch(/(^|\s)(-s|--silent)\s/);
+    });
+  }
+
   // (clients/README.md is packed as the package's README: its links are checked in the package,
   // test/e2e/sdk-package.test.ts.)
   for (const file of documents.filter((f) => f.endsWith(".md") && f !== "clients/README.md")) {
