@@ -80,12 +80,15 @@ describe.skipIf(relayTarget() !== "workerd")("the launcher (npm start)", () => {
     expect(first.output()).toMatch(/closed 1 client socket\(s\)/);
   });
 
-  it("every line the launcher writes, workerd's and the Worker's included, is one JSON object with ts, level and msg", async () => {
+  it("every line the launcher writes, workerd's and the Worker's included, is one JSON object with ts, level and msg; one per request (its id the x-request-id header) and one per socket session", async () => {
     const r = await startRelay();
     relays.push(r);
     const s = await rawRegistered(r.url, newUser());
     sockets.push(s);
-    await fetch(`${r.url}/no-such-page`);
+    const missing = await fetch(`${r.url}/no-such-page`);
+    await missing.arrayBuffer();
+    const requestId = missing.headers.get("x-request-id");
+    expect(requestId).toBeTruthy();
     expect(await r.stop()).toBe(0);
     const lines = jsonLines(r.output());
     for (const l of lines)
@@ -93,6 +96,17 @@ describe.skipIf(relayTarget() !== "workerd")("the launcher (npm start)", () => {
     expect(lines.map((l) => l.msg)).toEqual(
       expect.arrayContaining([expect.stringMatching(/^listening on /), "SIGTERM: draining", "stopped"]),
     );
+    // The request's line: its id is the one the answer carried, with route, status, duration and client.
+    expect(lines.find((l) => l.msg === "request" && l.request_id === requestId)).toMatchObject({
+      level: "info",
+      method: "GET",
+      route: "other",
+      status: 404,
+      duration_ms: expect.any(Number),
+      client: expect.any(String),
+    });
+    // The registered socket's session (closed by the drain): one line from the object that held it.
+    expect(lines.filter((l) => l.msg === "socket session" && String(l.object).startsWith("TallyUser"))).toHaveLength(1);
     // A bad setting's refusal is JSON too.
     const bad = launch(["--port", "http"]);
     expect(bad.code).toBe(2);
