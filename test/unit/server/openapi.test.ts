@@ -61,3 +61,22 @@ describe("openApiDocument", () => {
     ]);
   });
 });
+
+describe("the admin API in the document", () => {
+  it("the admin operation and docs/admin-api.md name every method supportedmethods answers", async () => {
+    const { METHODS } = await import("../../../workers/admin-api");
+    const { readFileSync } = await import("node:fs");
+    const page = readFileSync(new URL("../../../docs/admin-api.md", import.meta.url), "utf8");
+    const admin = JSON.stringify(
+      Object.values(doc.paths).flatMap((item) =>
+        Object.values(item as Record<string, { tags?: string[] }>).filter((op) => op?.tags?.includes("admin")),
+      ),
+    );
+    expect(admin).toContain("nostr+json+rpc");
+    expect(Object.keys(METHODS).length).toBeGreaterThan(10);
+    for (const method of Object.keys(METHODS)) {
+      expect(admin, method).toMatch(new RegExp(`\\b${method.replace(".", "\\.")}\\b`));
+      expect(page, method).toContain(`\`${method}\``);
+    }
+  });
+});
