@@ -5,7 +5,7 @@ import type { LedgerEntry } from "../../shared/tally/entry";
 import { awaitListener } from "../listeners";
 import { Listeners, type AnyListener } from "../../shared/listeners";
 
-/** An inner message as the application sees it (seed section 3). */
+/** An inner message as the application sees it (the Tally protocol §3). */
 export interface InnerMessage {
   id: string;
   type: string;

@@ -377,7 +377,7 @@ export class SyncEngine {
     const entries = entriesForPeer(ledger, this.me, to, knownFromHello(hello));
     if (entries.length === 0) return; // equal ledgers exchange nothing
     if (!readsExtensions(hello)) {
-      // An asker that speaks only the seed's form: plain entries, whole, all of them (12.6).
+      // An asker that speaks only the Tally protocol's form: plain entries, whole, all of them (12.6).
       for (const payload of seedSyncData(entries).payloads) this.host.sendSyncMessage(to, SYNC_DATA, payload);
       return;
     }

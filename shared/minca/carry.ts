@@ -1,5 +1,5 @@
 // What a host reads in an account's carry space (the Minca protocol §4.2-4.3; docs/hosting.md-8.5): the
-// CarryGrant it is connected with and its checks, passes (accepted only by the seed's rule),
+// CarryGrant it is connected with and its checks, passes (accepted only by the Minca protocol's rule),
 // carry:closed, links and their topics, and (section 8.5) wakes and receivers. Pure decisions:
 // the Durable Objects store what these functions accept.
 import { ed25519 } from "@noble/curves/ed25519.js";

@@ -42,7 +42,7 @@ export function codeFromSecret(secret: Uint8Array): string {
 const CODE_IN_TEXT = /mc_([A-Za-z0-9_-]{22})(?![A-Za-z0-9_-])/g;
 
 /**
- * The code in a link or typed text (seed section 3): the first match of mc_ and 22 base64url
+ * The code in a link or typed text (the Minca protocol §3): the first match of mc_ and 22 base64url
  * characters that is not followed by another base64url character and decodes to 16 bytes.
  * Null when there is none.
  */

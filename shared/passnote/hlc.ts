@@ -1,5 +1,5 @@
 // Hybrid logical clocks in string form (the Passnote protocol: "Records travel ... with the HLC in string
-// form"). The seed does not fix the form; this profile does:
+// form"). The Passnote protocol does not fix the form; this profile does:
 //   <wall: milliseconds since the epoch, 15 decimal digits>-<counter: 5 decimal digits>-<node id>
 // so that string order is (wall, counter, node) order, and the wall time (which reconciliation
 // ranges split on) is readable without a table.

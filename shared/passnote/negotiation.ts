@@ -2,7 +2,7 @@
 // and its rules are handshake.ts): reply once, restart on a new inst token, agree the highest
 // common version or report PeerIncompatible, then open the exchange.
 //
-// Profile decision (the seed is silent): after the version is agreed, the side with the lower
+// Profile decision (the Passnote protocol is silent): after the version is agreed, the side with the lower
 // transport peer id sends hello (the pull; both sides do without recon1); the other side can ask
 // for it with poke (forceSync).
 import { CAP_DIGEST, CAP_RECON, CAP_RECON2, CAP_RECON2_LEGACY, instToken, negotiateVersion } from "./handshake";

@@ -1,6 +1,6 @@
 // Range reconciliation, capability recon2 (profile; recon1 is the Passnote protocol's, reconcile.ts). Two peers
 // that both offer recon2 reconcile with it; any other pair keeps recon1. The fingerprint is the
-// seed's (XOR of SHA-256(key ‖ 0x00 ‖ hlc) truncated to 16 bytes); what changes is how ranges are
+// protocol's (XOR of SHA-256(key ‖ 0x00 ‖ hlc) truncated to 16 bytes); what changes is how ranges are
 // bounded and split, after negentropy (github.com/hoytech/negentropy, protocol v1):
 //   - items are ordered by (HLC wall ms, fingerprint), so a bound can fall between two records of
 //     the same millisecond and every range of more than one record can be split;

@@ -1,5 +1,5 @@
 // Records and their store (the Passnote protocol: records travel as (key, value, is_deleted, hlc, crdt_type?)).
-// Where the seed is silent (the roster, the CRDT merge of a field) this profile takes
+// Where the Passnote protocol is silent (the roster, the CRDT merge of a field) this profile takes
 // last-writer-wins by HLC for whole records: the record with the greater HLC string wins, an
 // equal HLC changes nothing, so merging is idempotent, commutative and associative. crdt_type is
 // carried and kept as written, never interpreted.
@@ -125,7 +125,7 @@ export type StoredKeys = { identity: DeviceIdentity } | { key: Uint8Array };
  * index of its records in memory, loaded on open); a write is one document (one record of one
  * collection), stored whole or not at all, and merged last-writer-wins by HLC in the database
  * itself, so two instances on one database (two tabs, two processes) never lose each other's
- * writes. What the seed needs back on reopen comes from here: the records (and with them every
+ * writes. What the Passnote protocol needs back on reopen comes from here: the records (and with them every
  * collection's watermark and the roster, a collection like the others), the HLC the clock must
  * pass, and the device's keys.
  */

@@ -8,7 +8,7 @@
 // and every device holds its own Ed25519 key (the "device's Ed25519 roster key"), whose public
 // half the roster lists.
 //
-// Profile decisions where the seed is silent:
+// Profile decisions where the Passnote protocol is silent:
 // - deviceId = hex of the first 16 bytes of SHA-256(device public key): a roster record can
 //   never rebind a device id to another key.
 // - The roster is the collection ROSTER_COLLECTION; one record per device: key = deviceId,

@@ -7,7 +7,7 @@
 // and the low and high send chains derive from it; the side with the lower node id sends on the
 // low chain. Every frame uses a one-use message key and advances its chain.
 //
-// Profile decisions (the seed names the parts, not their bytes):
+// Profile decisions (the Passnote protocol names the parts, not their bytes):
 // - from / to are transport peer ids (the relay's 16-hex ids), so a receiver can check that a
 //   hello comes from the transport peer it names. In the signature and the root's info every
 //   string is str (varint length ‖ UTF-8); keyTag is bytes (varint length ‖ bytes).

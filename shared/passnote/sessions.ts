@@ -1,6 +1,6 @@
 // Identity mode, as the engine runs it (the Passnote protocol, "Session handshake"; the bytes are session.ts):
 // send a ratchet-hello with a fresh ephemeral key once the version is agreed, accept a peer's
-// hello only under the checks of the seed (or hold it until its device's roster record arrives),
+// hello only under the checks of the Passnote protocol (or hold it until its device's roster record arrives),
 // open the session, ask a peer to re-send its hello when its frames cannot be opened
 // (rate-limited), and end sessions with devices the roster no longer lists.
 import { PASSNOTE_LIMITS as L } from "../limits";

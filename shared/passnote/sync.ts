@@ -3,7 +3,7 @@
 // reconciliation, an ordered send window per peer and one-at-a-time inbound handling per peer.
 // It does no I/O: the caller gives it a `transmit` function and feeds it transport events.
 //
-// Two modes. With a device identity (the seed's default) there are three channels: plain frames
+// Two modes. With a device identity (the Passnote protocol's default) there are three channels: plain frames
 // (kind 0x00, under the roster key) carry only handshake, ratchet-hello, hello, poke and the
 // roster collection's state, delta and reconcile; everything about user collections travels in
 // ratcheted frames (kind 0x01) inside a session opened with a non-revoked roster member

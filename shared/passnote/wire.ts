@@ -4,7 +4,7 @@
 // encoder, and decodeMessage, which is fail-closed: malformed, truncated, unknown-tag,
 // wrong-version, trailing-byte or too-deeply-nested input returns null and never throws.
 //
-// Body layouts (profile: the seed names the fields, not their order). str = varint length ‖
+// Body layouts (profile: the Passnote protocol names the fields, not their order). str = varint length ‖
 // UTF-8; bytes = varint length ‖ bytes; n× = varint count, then the items.
 //   1 hello          node: str
 //   2 state          n× (collection: str, watermark: str; "" when the sender holds nothing)

@@ -1,6 +1,6 @@
 // A ledger entry and the signed inner message it was made from (the Tally protocol sections 3 and 12.6),
 // both ways, exactly. An entry is the inner message with `created_at` renamed `originated_at` and
-// `timestamp` the time this client appended it. The seed requires unknown fields to survive
+// `timestamp` the time this client appended it. The Tally protocol requires unknown fields to survive
 // storing and forwarding (3), so the mapping must be reversible for every inner message:
 //
 // Decision: when the inner message has fields of its own named `originated_at`, `timestamp` or
@@ -8,7 +8,7 @@
 //   { values?: { <name>: <the inner's own value> }, absent?: ["created_at"] }
 // `values` restores the inner's own values of those names (and of a non-string created_at);
 // `absent: ["created_at"]` says the inner had no created_at (the entry's originated_at is then
-// the time it was appended). An ordinary inner message maps to the seed's entry shape exactly,
+// the time it was appended). An ordinary inner message maps to the Tally protocol's entry shape exactly,
 // with no `inner_fields`.
 import * as z from "zod";
 

@@ -57,12 +57,12 @@ const partsConsistent = (p: { set?: string; part?: number; parts?: number }) =>
  * What a hello's `extensions` may name. "parts": the asker reads answers cut into sets of parts
  * (`set`, `part`, `parts`), entries in `piece`s, and windows (`more`). A responder sends these only
  * to an asker that announced them (or whose hello itself uses sets or `known`); to any other it
- * answers in the seed's form: plain `entries`, whole, all of them.
+ * answers in the Tally protocol's form: plain `entries`, whole, all of them.
  */
 export const SYNC_EXTENSIONS = ["parts"] as const;
 
 /**
- * sync_hello (12.5). `known_ids` is the seed's form (ids alone), which every client reads. This
+ * sync_hello (12.5). `known_ids` is the Tally protocol's form (ids alone), which every client reads. This
  * client names what it holds in both forms when they fit one message: `known_ids` (every id) and
  * `known`: the base64 of the 8-byte hashes of every (from_user_id, id); a larger conversation is
  * named by `known` alone in as many parts as it takes (`known_ids: []`). A responder that finds
@@ -171,7 +171,7 @@ export function helloParts(
     for (const [j, h] of slice.entries()) bytes.set(hexToBytes(h), j * SYNC_LIMITS.known_hash_bytes);
     return base64Encode(bytes);
   };
-  // One message in both forms when it fits: a client that reads only the seed's known_ids then
+  // One message in both forms when it fits: a client that reads only the Tally protocol's known_ids then
   // knows everything this one holds (12.5).
   const whole = { known_ids: [...new Set(held.map((e) => e.id))], known: packed(hashes), extensions };
   if (utf8Encode(JSON.stringify(whole)).length <= SYNC_LIMITS.max_payload_bytes) return [whole];
@@ -189,7 +189,7 @@ export function readsExtensions(parts: SyncHelloPayload[]): boolean {
   return parts.some((p) => p.extensions?.includes("parts") || p.known !== undefined || p.set !== undefined);
 }
 
-/** What the parts of one hello name, together: the keys' hashes when it has them, else the seed's ids. */
+/** What the parts of one hello name, together: the keys' hashes when it has them, else the Tally protocol's ids. */
 export function knownFromHello(parts: SyncHelloPayload[]): Known {
   const known = emptyKnown();
   const hashed = parts.some((p) => p.known !== undefined);
@@ -273,7 +273,7 @@ export function syncDataParts(
 }
 
 /**
- * An answer in the seed's form (12.6), for an asker that announced no extensions: `entries` only,
+ * An answer in the Tally protocol's form (12.6), for an asker that announced no extensions: `entries` only,
  * every entry the asker lacks, whole, no window. Entries are packed up to the usual payload bound;
  * an entry larger than that goes alone in a message when it fits one (up to
  * `seed_single_payload_bytes`). Returns the payloads and the entries too large for any message.

@@ -12,13 +12,13 @@
 // 1. Current form, proof type "tally-nostr-event-v1" (TIP-006): a field
 //      proof: { type: "tally-nostr-event-v1", event: <NIP-01 event> }
 //    where the event has kind 177700, pubkey = hex of from_user_id, content = digest,
-//    tags free (signers write [["t","tally-proof"]]; the seed names no tag, so receivers require none),
+//    tags free (signers write [["t","tally-proof"]]; the Tally protocol names no tag, so receivers require none),
 //    created_at = signing time (Unix seconds; not otherwise checked), and a valid id and BIP-340 sig.
 //    An external NIP-07 signer can produce it with signEvent.
 // 2. Legacy form, "tally-canonical-schnorr-v1" (before TIP-006, accepted on receipt only): a field
 //      signature: <128 lowercase hex BIP-340 signature over the 32 digest bytes>
 //    Verification computes the digest with "signature" removed and, if that fails, with
-//    "signature" set to "" (the seed allows either reading).
+//    "signature" set to "" (the Tally protocol allows either reading).
 //
 // Verification takes the public key from from_user_id (an npub). If a "proof" field is present it
 // alone decides (a broken proof is not rescued by a legacy signature); otherwise "signature" decides.

@@ -1,4 +1,4 @@
-// The seed's data flows (the Tally protocol section 9) and multi-device rules (section 13), with real
+// The Tally protocol's data flows (section 9) and multi-device rules (section 13), with real
 // clients against the running relay.
 import { afterEach, describe, expect, inject, it } from "vitest";
 import type { TallyClient, InnerMessage } from "../../clients/tally/index";

@@ -1,5 +1,6 @@
 // The limits table (docs/limits.md) is the constants in shared/limits.ts, name for name; the README
 // names the set-up commands and cites only documents of the repository.
+import { execFileSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -66,6 +67,28 @@ describe("the documents cite only what is in the repository", () => {
       expect(cites).toEqual([]);
     });
   }
+
+  // Code comments and test names say "the Tally protocol §6.2" too: no file of the repository
+  // cites the design document, a protocol file by its number or name, or an issue.
+  it("no tracked file (code comments and test names included) cites a design document, seed number or issue number", () => {
+    const tracked = execFileSync("git", ["ls-files", "-z"], { cwd: rootDir, encoding: "utf8" })
+      .split("\0")
+      .filter((f) => f !== "" && f !== "package-lock.json" && f !== "test/unit/docs.test.ts" && !f.startsWith("test/fixtures/"))
+      .filter((f) => /\.(ts|mts|mjs|js|md|toml|json|html|css|sh|yml|yaml|txt)$|^[^.]+$/.test(f) && existsSync(join(rootDir, f)));
+    expect(tracked.length).toBeGreaterThan(300);
+    const cites: string[] = [];
+    for (const file of tracked) {
+      const text = readFileSync(join(rootDir, file), "utf8");
+      for (const m of [
+        ...text.matchAll(/\bDESIGN(\.md)?\b/g),
+        ...text.matchAll(/\bseeds?\s+(0\d\d|§|section)/gi),
+        ...text.matchAll(/\bissues?\s+#?\d+/gi),
+        ...text.matchAll(/\b00\d_[0-9a-f]{8,}\.txt\b/g),
+      ])
+        cites.push(`${file}:${text.slice(0, m.index).split("\n").length}: ${m[0]}`);
+    }
+    expect(cites).toEqual([]);
+  });
 
   // npm prints a two-line banner before the script's own output unless -s is given: `npm start |
   // jq` stops at line 1. Every example that pipes the relay's log into jq must say `npm -s start`.

@@ -191,7 +191,7 @@ describe("the Passnote protocol: state (per-collection watermarks)", () => {
   const stateSizes = (sent: Message[]) =>
     sent.filter((m) => m.type === "state").map((m) => (m as { watermarks: unknown[] }).watermarks.length);
 
-  it("state: 1,025 collections from a seed-only peer (all in one state message) sync", async () => {
+  it("state: 1,025 collections from a protocol-only peer (all in one state message) sync", async () => {
     const { a, b, ta, tb, key } = await pair();
     await waitFor(() => agreed(a, tb) && agreed(b, ta) && a.engine.pendingFrames() === 0 && b.engine.pendingFrames() === 0, {
       what: "agreement",

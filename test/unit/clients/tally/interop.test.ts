@@ -1,5 +1,5 @@
-// Interop with a Tally client that speaks only the seed's sync form (12.5, 12.6): a minimal peer
-// written here from the seed alone (known_ids in its hello, plain `entries` in its answers, no
+// Interop with a Tally client that speaks only the Tally protocol's own sync form (12.5, 12.6): a minimal peer
+// written here from the protocol text alone (known_ids in its hello, plain `entries` in its answers, no
 // extensions), joined to an SDK client by a direct channel.
 import { describe, expect, it } from "vitest";
 import { TallyClient, memoryStore, type LedgerEntry } from "../../../../clients/tally/index";
@@ -12,7 +12,7 @@ import { LIMITS } from "../../../../shared/limits";
 import { newUser, type User } from "../../../helpers/tally";
 import { waitFor } from "../../../helpers/wait";
 
-/** A peer that knows only the seed: sync_hello { known_ids }, sync_data { entries }. */
+/** A peer that knows only the protocol text: sync_hello { known_ids }, sync_data { entries }. */
 class SeedPeer {
   readonly received: unknown[] = [];
   readonly answersSent: number[] = [];
@@ -41,7 +41,7 @@ class SeedPeer {
 
   onFrame(frame: string): void {
     const opened = openEnvelope(JSON.parse(frame), this.user.secretKey);
-    if (!opened.ok) throw new Error(`the seed peer cannot open a frame: ${opened.reason}`);
+    if (!opened.ok) throw new Error(`the protocol-only peer cannot open a frame: ${opened.reason}`);
     const inner = opened.inner as { type: string; from_user_id: string; payload: { known_ids?: string[]; entries?: unknown[] } };
     if (inner.type === "sync_hello") {
       const known = new Set(inner.payload.known_ids ?? []);
@@ -72,8 +72,8 @@ async function setup(clientLedger: LedgerEntry[], seedLedger: LedgerEntry[], ali
   return { client, seed };
 }
 
-describe("interop with a seed-only peer", () => {
-  it("12.5 known_ids is the list of ledger entry ids the initiator already holds: a seed-only peer with an equal ledger exchanges nothing", async () => {
+describe("interop with a protocol-only peer", () => {
+  it("12.5 known_ids is the list of ledger entry ids the initiator already holds: a protocol-only peer with an equal ledger exchanges nothing", async () => {
     const alice = newUser();
     const bob = newUser();
     const both = [signed(alice, bob, "a1"), signed(bob, alice, "b1"), signed(bob, alice, "b2")];
@@ -81,22 +81,22 @@ describe("interop with a seed-only peer", () => {
     const fromSeed: unknown[] = [];
     client.on("sync_message", (m) => void (m.type === "sync_data" && fromSeed.push(m)));
     await client.sync.onPeerConnect(bob.npub, "0123456789abcdef")(); // the client's hello
-    seed.hello(alice.npub); // the seed peer's hello
-    await waitFor(() => seed.answersSent.length === 1, { what: "the seed peer's answer" });
+    seed.hello(alice.npub); // the protocol-only peer's hello
+    await waitFor(() => seed.answersSent.length === 1, { what: "the protocol-only peer's answer" });
     await client.idle();
     expect(seed.answersSent).toEqual([0]); // it found every id it holds named
     expect(seed.received).toEqual([]); // and the client sent it nothing
     expect(fromSeed).toEqual([]);
   });
 
-  it("12.6 sends the remainder in the seed's form: a 62 KB entry reaches a peer that announced no extensions, whole", async () => {
+  it("12.6 sends the remainder in the Tally protocol's form: a 62 KB entry reaches a peer that announced no extensions, whole", async () => {
     const alice = newUser();
     const bob = newUser();
     const big = signed(bob, alice, "big", { blob: "y".repeat(62_000) });
     const small = Array.from({ length: 30 }, (_, i) => signed(alice, bob, `s${i}`, { pad: "z".repeat(3_000) }));
     const { client, seed } = await setup([big, ...small], [], alice, bob);
     seed.hello(alice.npub);
-    await waitFor(() => seed.received.length === 31, { what: "every entry at the seed peer" });
+    await waitFor(() => seed.received.length === 31, { what: "every entry at the protocol-only peer" });
     await client.idle();
     const got = seed.received as LedgerEntry[];
     const whole = got.find((e) => e.id === "big")!;

@@ -15,7 +15,7 @@ import {
 } from "../../../../shared/minca/code";
 
 describe("the Minca protocol section 3: the code and the link", () => {
-  it("the room for a code is the seed's vector", () => {
+  it("the room for a code is the Minca protocol's vector", () => {
     for (const v of vectors.room) {
       expect(codeRoom(codeSecret(v.code))).toBe(v.room);
       expect(isRoomId(v.room)).toBe(true);

@@ -19,7 +19,7 @@ function flipS(sig: Uint8Array): Uint8Array {
 }
 
 describe("did:key for P-256 (multicodec 0x1200, compressed point, base58btc)", () => {
-  it("decodes the seed's dids, and encodes them back", () => {
+  it("decodes the Minca protocol's dids, and encodes them back", () => {
     for (const did of vectors.dids) {
       expect(did.startsWith("did:key:zDn")).toBe(true);
       const point = p256FromDidKey(did);

@@ -394,7 +394,7 @@ describe("the Minca protocol §4.2: passes, carry:closed and links in the carry 
 });
 
 describe("the Minca protocol §4.3: the carrier's checks of a CarryGrant", () => {
-  it("accepts the grant a home makes, and refuses each thing the seed names", async () => {
+  it("accepts the grant a home makes, and refuses each thing the Minca protocol names", async () => {
     const acct = await newAccount();
     const carry = carrySpace(acct.accountKey, acct.root.did, HOST, 0);
     const good = carryGrant({ account: acct.root.did, name: "Leif", carrySpace: carry, invite: encodeInvite(carry) });

@@ -5,7 +5,7 @@ import { newP256Key } from "../../../../shared/minca/es256";
 import { checkKeyProof, keyProofBytes, signKeyProof, type KeyProofStatement } from "../../../../shared/minca/key-proof";
 
 describe("the Minca protocol section 2.4: key proofs", () => {
-  it("signs exactly the bytes of both of the seed's examples", () => {
+  it("signs exactly the bytes of both of the Minca protocol's examples", () => {
     for (const v of vectors.key_proof) {
       expect(utf8Decode(keyProofBytes(v.statement as KeyProofStatement))).toBe(v.bytes);
     }

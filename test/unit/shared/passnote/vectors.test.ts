@@ -1,6 +1,6 @@
 // Fixed vectors (hex in, hex out) for every derivation of the Passnote protocol and of the sync rooms: the fingerprint, the ratchet-hello signed bytes, the session root, the low and high chains,
 // ratcheted frame 0, the key tag, the roster signature, the room id and the join message. The
-// values were computed once from this code after each derivation was read against the seed (labels,
+// values were computed once from this code after each derivation was read against the Passnote protocol (labels,
 // byte order) and recomputed independently with node:crypto; they are pinned here, so any change
 // in the code's bytes fails (Ed25519 signatures are deterministic, so they are pinned too).
 import { xchacha20poly1305 } from "@noble/ciphers/chacha.js";

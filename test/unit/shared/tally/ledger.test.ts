@@ -90,7 +90,7 @@ describe("what a peer is sent (12.6, 13.6)", () => {
     expect(entriesForPeer(more, alice.npub, bob.npub, theirs).map((e) => e.id)).toEqual(["new"]);
   });
 
-  it("12.5: the seed's known_ids form is still understood", () => {
+  it("12.5: the Tally protocol's known_ids form is still understood", () => {
     const hello = syncHelloPayloadSchema.parse({ known_ids: [ab.id] });
     expect(entriesForPeer(ledger, alice.npub, bob.npub, knownFromHello([hello])).map((e) => e.id)).toEqual([ba.id]);
   });
@@ -157,7 +157,7 @@ describe("preserve unknown inner fields exactly (3)", () => {
     }
   });
 
-  it("an ordinary inner message maps to the seed's entry shape exactly, with nothing added", () => {
+  it("an ordinary inner message maps to the Tally protocol's entry shape exactly, with nothing added", () => {
     const e = entry(alice, bob, at);
     expect(Object.keys(e).sort()).toEqual(["from_user_id", "id", "originated_at", "payload", "proof", "timestamp", "to_user_id", "type"]);
   });

@@ -106,7 +106,7 @@ describe("§3.3 authorship proofs", () => {
     expect(verifyInner(broken)).toBe(false);
   });
 
-  it("§3.3 accept every proof the seed accepts: a kind 177700 proof event with no tally-proof tag (or other tags) verifies", () => {
+  it("§3.3 accept every proof the Tally protocol accepts: a kind 177700 proof event with no tally-proof tag (or other tags) verifies", () => {
     const inner = message();
     const digest = innerDigestHex(inner);
     const mk = (tags: string[][]) => ({
