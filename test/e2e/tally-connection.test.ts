@@ -1,7 +1,8 @@
 // The client's connection life against the running relay: a device refused for too many devices
 // (close 1008) comes back by itself once a slot frees; a client comes back after its relay
-// restarts (Node 22's own WebSocket); on Node 20 the SDK runs with `ws` and says so without it.
-import { execFileSync } from "node:child_process";
+// restarts (Node 22's own WebSocket, and Node 20's `ws`); on Node 20 the SDK runs with `ws` and
+// says so without it.
+import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -102,5 +103,73 @@ process.exit(0);
     expect(out.refused).toBe("rejected");
     expect(out.refusedMs).toBeLessThan(CLIENT_LIMITS.connect_timeout_ms);
     expect(out.registered).toBe(true);
+  });
+
+  it("reconnect after the relay restarts on Node 20 with `ws`: registered again within 10 s of the relay being back; connect() with reconnect on to a closed port rejects within connect_timeout_ms", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "tally-node20-restart-"));
+    const root = new URL("../../", import.meta.url).pathname;
+    await build({
+      entryPoints: [join(root, "clients/tally/index.ts")],
+      outfile: join(dir, "tally.mjs"),
+      bundle: true,
+      format: "esm",
+      platform: "neutral",
+      mainFields: ["module", "main"],
+      logLevel: "error",
+    });
+    const dataDir = mkdtempSync(join(tmpdir(), "relay-restart20-"));
+    const port = await freePort();
+    const closed = await freePort();
+    let r = await startRelay({ dataDir, port });
+    // The device: one JSON line per event, running until killed.
+    writeFileSync(
+      join(dir, "run.mjs"),
+      `import { TallyClient, generateSecretKey } from "./tally.mjs";
+import { WebSocket } from ${JSON.stringify(join(root, "node_modules/ws/wrapper.mjs"))};
+const say = (o) => console.log(JSON.stringify(o));
+say({ node: process.version });
+const t0 = Date.now();
+const refused = new TallyClient({ relayUrl: "ws://127.0.0.1:${closed}", secretKey: generateSecretKey(), store: "memory", WebSocket });
+try { await refused.connect(); say({ refused: "connected?" }); } catch { say({ refused: "rejected", ms: Date.now() - t0 }); }
+refused.close();
+const c = new TallyClient({ relayUrl: ${JSON.stringify(r.wsUrl)}, secretKey: generateSecretKey(), store: "memory", WebSocket });
+c.on("registered", () => say({ registered: true }));
+c.on("close", (code) => say({ close: code }));
+await c.connect();
+`,
+    );
+    const child = spawn("/usr/bin/node", [join(dir, "run.mjs")], { stdio: ["ignore", "pipe", "pipe"] });
+    const events: Array<Record<string, unknown> & { at: number }> = [];
+    let buf = "";
+    let err = "";
+    child.stdout.on("data", (d: Buffer) => {
+      buf += d.toString();
+      const lines = buf.split("\n");
+      buf = lines.pop()!;
+      for (const l of lines) if (l.trim()) events.push({ ...JSON.parse(l), at: Date.now() });
+    });
+    child.stderr.on("data", (d) => (err += d));
+    const count = (key: string) => events.filter((e) => key in e).length;
+    try {
+      await waitFor(() => count("registered") === 1, { what: `the Node 20 device registered (${err})`, timeout: 20_000 });
+      expect(events[0].node).toMatch(/^v20\./);
+      expect(events.find((e) => "refused" in e)).toMatchObject({ refused: "rejected" });
+      expect(events.find((e) => "refused" in e)!.ms).toBeLessThan(CLIENT_LIMITS.connect_timeout_ms);
+      await r.stop({ kill: true }); // a crash
+      // Down for a while: the lost connection, then three refused attempts.
+      await waitFor(() => count("close") >= 4, { what: `three refused attempts (${err})`, timeout: 15_000 });
+      r = await startRelay({ dataDir, port });
+      const back = Date.now();
+      await waitFor(() => count("registered") === 2, {
+        what: `registered again (${err})`,
+        timeout: CLIENT_LIMITS.reconnect_max_ms + 1_000,
+      });
+      const again = events.filter((e) => "registered" in e)[1].at - back;
+      console.log(`Node 20 with ws: registered again ${again} ms after the relay was back`);
+      expect(again).toBeLessThan(10_000);
+    } finally {
+      child.kill("SIGKILL");
+      await r.stop();
+    }
   });
 });
