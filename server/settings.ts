@@ -13,6 +13,7 @@ import { STORAGE_KINDS, STORAGE_SETTINGS, parseBytesSetting, type StorageTotals 
 import { isNpub, npubDecode } from "../shared/tally/keys";
 import { parseEndpointAllow, type AllowedOrigin } from "../shared/webpush/endpoint";
 import { vapidKeysFromPrivate, vapidSubjectSchema } from "../shared/webpush/vapid";
+import { isP256DidKey } from "../shared/minca/did-key";
 import { hostDid } from "../shared/minca/host-identity";
 import { LOG_LEVELS, type LogLevel } from "../shared/log";
 
@@ -95,6 +96,10 @@ export function parseSettings(env: SettingsEnv): SettingsRead {
     MINCA_HOST_ADMISSION_TOKEN: str("MINCA_HOST_ADMISSION_TOKEN"),
   });
   if (admission.mode === "closed") bad("MINCA_HOST_ADMISSION", admission.why);
+  if (admission.mode === "allowlist") {
+    for (const did of admission.dids)
+      if (!isP256DidKey(did)) bad("MINCA_HOST_ALLOWLIST", `${JSON.stringify(did)} is not an account's did:key (P-256)`);
+  }
 
   const storage = {} as StorageTotals;
   for (const kind of STORAGE_KINDS) {

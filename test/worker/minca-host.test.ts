@@ -137,8 +137,9 @@ describe("admission (MINCA_HOST_ADMISSION)", () => {
   it("the CarryGrant POST admits as the operator set: allowlist only its dids, token only with its Bearer token; a refused grant stores nothing", async () => {
     const listed = await newAccount();
     const other = await newAccount();
+    const nobody = await newAccount(); // listed, never posting
     const grantOf = async (a: typeof listed) => new HostConnection(a, RELAY, { fetch: fetchSelf }).grant();
-    const allow = { MINCA_HOST_ADMISSION: "allowlist", MINCA_HOST_ALLOWLIST: `did:key:zDnaeNobody,${listed.root.did}` };
+    const allow = { MINCA_HOST_ADMISSION: "allowlist", MINCA_HOST_ALLOWLIST: `${nobody.root.did},${listed.root.did}` };
     const refused = await post(allow, await grantOf(other));
     expect(refused.status).toBe(403);
     expect(((await refused.json()) as any).error.code).toBe("not_admitted");

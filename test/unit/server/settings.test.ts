@@ -60,6 +60,19 @@ describe("settings", () => {
     expect(parseSettings({ MINCA_HOST_ADMISSION: "token", MINCA_HOST_ADMISSION_TOKEN: "t" }).ok).toBe(true);
   });
 
+  it("MINCA_HOST_ALLOWLIST is checked at start: an entry that is not an account's did:key (P-256) is a bad setting, not an account silently never admitted", async () => {
+    const { p256DidKey } = await import("../../../shared/minca/did-key");
+    const did = p256DidKey(p256.getPublicKey(p256.utils.randomSecretKey(), true));
+    const ok = parseSettings({ MINCA_HOST_ADMISSION: "allowlist", MINCA_HOST_ALLOWLIST: `${did}, ${did}` });
+    expect(ok.ok && ok.settings.admission).toEqual({ mode: "allowlist", dids: new Set([did]) });
+    for (const list of [`${did}, did:key:zDnaTypo`, "alice", `${did.slice(0, -1)}`]) {
+      expect(parseSettings({ MINCA_HOST_ADMISSION: "allowlist", MINCA_HOST_ALLOWLIST: list }), list).toMatchObject({
+        ok: false,
+        problems: [expect.stringMatching(/^MINCA_HOST_ALLOWLIST: /)],
+      });
+    }
+  });
+
   it("the key secrets are checked at start: a VAPID_PRIVATE_KEY or MINCA_HOST_KEY that is not a base64url 32-byte P-256 scalar is a bad setting", () => {
     const good = base64urlEncode(p256.utils.randomSecretKey());
     for (const name of ["VAPID_PRIVATE_KEY", "MINCA_HOST_KEY"]) {
