@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { TallyClient, type InnerMessage } from "../../clients/tally/index";
 import { freePort, startRelay, type RelayProcess } from "../helpers/relay-process";
-import { newUser, wsBase, type User } from "../helpers/tally";
+import { exchange, newUser, wsBase, type User } from "../helpers/tally";
 import { waitFor } from "../helpers/wait";
 
 const relayA = wsBase(inject("relayUrl"));
@@ -71,5 +71,32 @@ describe("6.5 several relays", () => {
     b.c.on("message", (m) => void got.push(m.id));
     const id = await a.c.send(bob.npub, "note", {});
     await waitFor(() => got.includes(id), { what: "the message through the live relay" });
+  });
+
+  it("6.5 signaling uses a relay both peers share: alice on both relays, bob on the second only; the introduction, an offer to bob's device and his answer all go by the second", async () => {
+    const alice = newUser();
+    const bob = newUser();
+    const a = await client(alice, [relayA, second.wsUrl]);
+    const b = await client(bob, [second.wsUrl]);
+    await waitFor(() => a.registered.size === 2, { what: "alice registered on both relays" });
+    await exchange(a.c, bob.npub);
+    const introduced: Array<[string, string]> = [];
+    a.c.on("peer_connect", (u, d) => void (u === bob.npub && introduced.push([u, d])));
+    const bobHeard: Array<[string, string, unknown]> = [];
+    b.c.on("signal", (u, d, sig) => void bobHeard.push([u, d, sig]));
+    const aliceHeard: Array<[string, string, unknown]> = [];
+    a.c.on("signal", (u, d, sig) => void aliceHeard.push([u, d, sig]));
+    a.c.connectPeer(bob.npub);
+    await waitFor(() => introduced.length === 1, { what: "bob's device introduced by the relay he is on" });
+    expect(introduced[0][1]).toBe(b.c.deviceId);
+    // The first relay in alice's list does not know bob: the offer must take the second.
+    const offer = { type: "offer", sdp: "v=0\r\no=- 1 2 IN IP4 127.0.0.1\r\n" };
+    a.c.signal(bob.npub, b.c.deviceId, offer);
+    await waitFor(() => bobHeard.length === 1, { what: "the offer at bob's device" });
+    expect(bobHeard[0][0]).toBe(alice.npub);
+    expect(bobHeard[0][2]).toEqual(offer);
+    b.c.signal(alice.npub, bobHeard[0][1], { type: "answer", sdp: "x" });
+    await waitFor(() => aliceHeard.length === 1, { what: "bob's answer at alice" });
+    expect(aliceHeard[0]).toEqual([bob.npub, b.c.deviceId, { type: "answer", sdp: "x" }]);
   });
 });
