@@ -182,7 +182,11 @@ describe("the Passnote protocol: deltas and the clock bound", () => {
   });
 });
 
-describe("the Passnote protocol: state (per-collection watermarks)", () => {
+// A thousand collections cross the in-memory bus a macrotask per frame: several seconds on an idle
+// machine, more than the default 10 s wait on a loaded one. The waits are long so that only a
+// stall fails them, never the machine's pace.
+const SLOW = 60_000;
+describe("the Passnote protocol: state (per-collection watermarks)", { timeout: 2 * SLOW }, () => {
   const rec = (key: string) => ({ key, value: 1, is_deleted: false, hlc: formatHlc({ wall: 1_000, counter: 0, node: "x" }) });
   const openingProbes = (sent: Message[]) =>
     sent
@@ -195,12 +199,13 @@ describe("the Passnote protocol: state (per-collection watermarks)", () => {
     const { a, b, ta, tb, key } = await pair();
     await waitFor(() => agreed(a, tb) && agreed(b, ta) && a.engine.pendingFrames() === 0 && b.engine.pendingFrames() === 0, {
       what: "agreement",
+      timeout: SLOW,
     });
     for (let i = 0; i < 1_025; i++) a.store.merge(`c${i}`, rec(`k${i}`)); // not pushed: only the state tells bob
     const watermarks = a.store.collectionNames().map((collection) => ({ collection, watermark: a.store.watermark(collection) }));
     expect(watermarks).toHaveLength(1_025);
     await b.engine.receive(ta.self!, sealFrame(key, encodeMessage({ type: "state", watermarks })));
-    await waitFor(() => b.store.collectionNames().length === 1_025, { what: "every collection" });
+    await waitFor(() => b.store.collectionNames().length === 1_025, { what: "every collection", timeout: SLOW });
     expect(sameRecordsIn(a.store, b.store)).toBe(true);
   });
 
@@ -208,29 +213,30 @@ describe("the Passnote protocol: state (per-collection watermarks)", () => {
     const { a, b, ta, tb, key } = await pair();
     await waitFor(() => agreed(a, tb) && agreed(b, ta) && a.engine.pendingFrames() === 0 && b.engine.pendingFrames() === 0, {
       what: "agreement",
+      timeout: SLOW,
     });
     for (let i = 0; i < 1_024; i++) a.store.merge(`c${i}`, rec(`k${i}`));
     const stateOf = () => a.store.collectionNames().map((collection) => ({ collection, watermark: a.store.watermark(collection) }));
     await b.engine.receive(ta.self!, sealFrame(key, encodeMessage({ type: "state", watermarks: stateOf() })));
-    await waitFor(() => b.store.collectionNames().length === 1_024, { what: "every collection" });
+    await waitFor(() => b.store.collectionNames().length === 1_024, { what: "every collection", timeout: SLOW });
     a.store.merge("c0", { ...rec("later"), hlc: formatHlc({ wall: 2_000, counter: 0, node: "x" }) });
     await b.engine.receive(
       ta.self!,
       sealFrame(key, encodeMessage({ type: "state", watermarks: stateOf().filter((w) => w.collection === "c0") })),
     );
-    await waitFor(() => b.get("c0", "later") === 1, { what: "the later record" });
+    await waitFor(() => b.get("c0", "later") === 1, { what: "the later record", timeout: SLOW });
   });
 
   it("state: this peer sends one complete state while it fits (1,024 collections: one message, nothing after it)", async () => {
     const sa = new MemoryStore();
     for (let i = 0; i < 1_024; i++) sa.merge(`c${i}`, rec("k"));
     const { a, b, sentA } = await pair({ a: { store: sa } });
-    await waitFor(() => a.engine.agreedPeers().length === 1 && b.engine.agreedPeers().length === 1, { what: "agreement" });
-    await waitFor(() => b.store.collectionNames().length === 1_024, { what: "every collection" });
-    await waitFor(() => a.engine.pendingFrames() === 0 && b.engine.pendingFrames() === 0, { what: "quiet" });
+    await waitFor(() => a.engine.agreedPeers().length === 1 && b.engine.agreedPeers().length === 1, { what: "agreement", timeout: SLOW });
+    await waitFor(() => b.store.collectionNames().length === 1_024, { what: "every collection", timeout: SLOW });
+    await waitFor(() => a.engine.pendingFrames() === 0 && b.engine.pendingFrames() === 0, { what: "quiet", timeout: SLOW });
     sentA.length = 0;
     b.forceSync(); // bob asks alice for her state
-    await waitFor(() => stateSizes(sentA).length >= 1 && a.engine.pendingFrames() === 0, { what: "alice's state" });
+    await waitFor(() => stateSizes(sentA).length >= 1 && a.engine.pendingFrames() === 0, { what: "alice's state", timeout: SLOW });
     expect(stateSizes(sentA)).toEqual([1_024]);
   });
 
@@ -244,13 +250,15 @@ describe("the Passnote protocol: state (per-collection watermarks)", () => {
     const { a, b, sentA, sentB } = await pair({ a: { store: sa }, b: { store: sb } });
     await waitFor(() => a.store.collectionNames().length === 330 && b.store.collectionNames().length === 330, {
       what: "every collection both ways",
+      timeout: SLOW,
     });
-    await waitFor(() => a.engine.pendingFrames() === 0 && b.engine.pendingFrames() === 0, { what: "quiet" });
+    await waitFor(() => a.engine.pendingFrames() === 0 && b.engine.pendingFrames() === 0, { what: "quiet", timeout: SLOW });
     sentA.length = 0;
     sentB.length = 0;
     b.forceSync(); // bob's hello: alice answers with her state, in parts
     await waitFor(() => openingProbes(sentB).length >= 330 && a.engine.pendingFrames() === 0 && b.engine.pendingFrames() === 0, {
       what: "bob's probes",
+      timeout: SLOW,
     });
     const sizes = stateSizes(sentA);
     expect(sizes.length).toBeGreaterThan(1);
