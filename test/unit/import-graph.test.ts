@@ -22,7 +22,7 @@ function sourceFiles(dir: string): string[] {
 }
 
 /** The files `from` imports by a relative path that exist in the tree. */
-export function relativeImports(from: string, text: string): string[] {
+function relativeImports(from: string, text: string): string[] {
   const out: string[] = [];
   const spec = /(?:^|\n)\s*(?:import|export)\s[^;]*?\sfrom\s+["'](\.{1,2}\/[^"']+)["']/g;
   const bare = /(?:^|\n)\s*import\s+["'](\.{1,2}\/[^"']+)["']/g;
@@ -41,7 +41,7 @@ function resolveModule(base: string): string | null {
 }
 
 /** Every circle in a graph, each once, as the path of files from its first member back to it. */
-export function cycles(graph: Map<string, string[]>): string[][] {
+function cycles(graph: Map<string, string[]>): string[][] {
   const found = new Map<string, string[]>();
   const state = new Map<string, "open" | "done">();
   const stack: string[] = [];
