@@ -3,7 +3,7 @@
 // The host signs nothing (a carrier writes nothing); the did names it, and carry spaces are
 // derived for it.
 import { p256 } from "@noble/curves/nist.js";
-import { base64urlDecode, base64urlEncode } from "../encoding";
+import { base64urlEncode } from "../encoding";
 import { p256DidKey } from "./did-key";
 import { p256SecretFrom } from "../p256-secret";
 
