@@ -16,18 +16,17 @@
 //                                  "mailbox" or "hosting" for one half of the Minca figures)
 //   npm run bench -- --only reconcil  only reconciliation (no servers started); still writes reconcile.md
 //   npm run bench -- --smoke       a few seconds, one round, nothing written (part of npm test)
+//   npm run bench -- --no-build    on the Worker bundle already in dist/worker/ (npm test: its end-to-end
+//                                  run built it from the same tree minutes before)
 //   (the full run also reopens a Passnote SQLite database of 100,000 records: bench/passnote-store.ts)
 //   npm run bench -- --only idle   only the idle-devices figure (bench/idle.ts: fresh relay and (b),
 //                                  10,000 devices each, about 15 minutes); --idle-counts 1000,5000 to
 //                                  choose the crowd sizes. Left out of --smoke.
-import { mkdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
-import { cpus } from "node:os";
 import { parseArgs } from "node:util";
 import { buildWorker } from "../scripts/build";
 import { startRelay } from "../test/helpers/relay-process";
 import { startBareDo, startNodeRelay, type Server } from "./baselines/start";
-import { barChart } from "./chart";
+import { COLUMNS, figures, median, reconcileTable, record, table, type Target, writeBaselines, writeReconcile } from "./figures";
 import { treeCpuMs } from "./cpu";
 import { roomTraffic } from "./passnote";
 import { reconcileRun, type ReconcileResult } from "./reconcile";
@@ -47,6 +46,7 @@ const { values } = parseArgs({
     wrangler: { type: "boolean" },
     only: { type: "string" },
     "idle-counts": { type: "string" },
+    "no-build": { type: "boolean" },
   },
 });
 const smoke = values.smoke === true;
@@ -100,39 +100,7 @@ const SIZES = smoke
       cold: 30,
     };
 
-type Target = "relay" | "bare" | "node" | "wrangler";
-const COLUMNS: Record<Target, string> = {
-  relay: "relay (workerd serve)",
-  bare: "(a) bare DO, workerd",
-  node: "(b) Node + ws",
-  wrangler: "relay (wrangler dev)",
-};
 const targets: Target[] = ["relay", "bare", "node", ...(values.wrangler ? (["wrangler"] as Target[]) : [])];
-
-interface Figure {
-  name: string;
-  unit: string;
-  /** Whether more is better (throughput) or less (latency, time, CPU, memory). */
-  higherIsBetter: boolean;
-  samples: Partial<Record<Target, number[]>>;
-}
-
-const figures: Figure[] = [];
-function record(name: string, unit: string, higherIsBetter: boolean, target: Target, value: number) {
-  let f = figures.find((x) => x.name === name);
-  if (!f) {
-    f = { name, unit, higherIsBetter, samples: {} };
-    figures.push(f);
-  }
-  f.samples[target] ??= [];
-  f.samples[target].push(value);
-}
-
-const median = (xs: number[] | undefined) => {
-  if (!xs?.length) return NaN;
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 
 const wanted = (name: string) => !values.only || name.includes(values.only);
 /** `--only reconcil` (any start of "reconciliation"): no server figure is wanted, none is started. */
@@ -231,61 +199,6 @@ async function measure(t: Target, s: Server): Promise<void> {
   }
 }
 
-function fmt(v: number): string {
-  if (!Number.isFinite(v)) return "-";
-  return v >= 100 ? Math.round(v).toLocaleString("en-US") : v.toFixed(v >= 10 ? 1 : 2);
-}
-
-/** The relay's value over the baseline's (a plain quotient: read it with the unit's direction). */
-function ratio(f: Figure, base: Target): number {
-  return median(f.samples.relay) / median(f.samples[base]);
-}
-
-/** The same, oriented so that above 1 means the relay does better. */
-function better(f: Figure, base: Target): number {
-  const r = ratio(f, base);
-  return f.higherIsBetter ? r : 1 / r;
-}
-
-function table(): string {
-  // With the shared servers left out (--only idle), the columns are the servers that were measured.
-  const cols = targets.length ? targets : (["relay", "bare", "node"] as Target[]).filter((c) => figures.some((f) => f.samples[c]));
-  const bases = (["bare", "node", "wrangler"] as Target[]).filter((b) => cols.includes(b));
-  const label: Record<string, string> = { bare: "relay ÷ (a)", node: "relay ÷ (b)", wrangler: "relay ÷ wrangler dev" };
-  const rows = figures.map((f) => {
-    const vals = cols.map((c) => fmt(median(f.samples[c])));
-    const ratios = bases.map((b) => {
-      const r = ratio(f, b);
-      return Number.isFinite(r) ? `${r.toFixed(2)}` : "-";
-    });
-    return `| ${f.name} | ${f.unit} | ${f.higherIsBetter ? "higher" : "lower"} | ${vals.join(" | ")} | ${ratios.join(" | ")} |`;
-  });
-  return [
-    `| figure | unit | better | ${cols.map((c) => COLUMNS[c]).join(" | ")} | ${bases.map((b) => label[b]).join(" | ")} |`,
-    `| --- | --- | --- | ${cols.map(() => "---:").join(" | ")} | ${bases.map(() => "---:").join(" | ")} |`,
-    ...rows,
-  ].join("\n");
-}
-
-/** recon1 and recon2 side by side, one row per dataset. */
-function reconcileTable(rs: ReconcileResult[]): string {
-  const n = (x: number) => x.toLocaleString("en-US");
-  const rows: string[] = [];
-  for (const r1 of rs.filter((r) => r.capability === "recon1")) {
-    const r2 = rs.find((r) => r.capability === "recon2" && r.n === r1.n && r.d === r1.d);
-    if (!r2) continue;
-    const both = (f: (r: ReconcileResult) => string) => `${f(r1)} / ${f(r2)}`;
-    rows.push(
-      `| ${n(r1.n)} | ${n(r1.d)} | ${both((r) => `${r.roundTrips} (${r.flights})`)} | ${both((r) => n(r.bytesPerSide))} | ${n(r1.shipAllBytesPerSide)} | ${both((r) => (r.bytesPerSide / r.shipAllBytesPerSide).toFixed(4))} | ${both((r) => n(r.recordsShipped))} | ${both((r) => fmt(r.ms))} |`,
-    );
-  }
-  return [
-    "| records N | differences d | round trips (flights), recon1 / recon2 | bytes per side, recon1 / recon2 | shipping everything, bytes per side | ÷ shipping everything, recon1 / recon2 | records shipped (both sides), recon1 / recon2 | time (ms, both sides in one process), recon1 / recon2 |",
-    "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
-    ...rows,
-  ].join("\n");
-}
-
 async function start(t: Target): Promise<Server> {
   if (t === "bare") return startBareDo();
   if (t === "node") return startNodeRelay();
@@ -342,7 +255,7 @@ async function measureIdle(): Promise<void> {
 
 async function main() {
   if (onlyReconcile) targets.length = 0;
-  else buildWorker();
+  else if (!values["no-build"]) buildWorker();
   if (onlyIdle) targets.length = 0;
   const servers = {} as Record<Target, Server>;
   try {
@@ -386,7 +299,7 @@ async function main() {
     record("bundle: the browser client (demo page script)", "kB", false, "relay", b.web / 1000);
     record("bundle: the browser client, gzip", "kB", false, "relay", b.webGzip / 1000);
   }
-  const out = table();
+  const out = table(targets);
   if (!onlyReconcile) console.log(out);
 
   const recon: ReconcileResult[] = [];
@@ -402,51 +315,8 @@ async function main() {
   // Reopening a Passnote database of 100,000 records (SQLite store): in this process, once.
   if (!smoke && wanted("passnote store")) console.log(`\n${storeReopenTable(await storeReopen(100_000))}`);
 
-  if (!smoke && recon.length) {
-    const dir = join(import.meta.dirname, "results");
-    mkdirSync(dir, { recursive: true });
-    const args = process.argv.slice(2).join(" ");
-    writeFileSync(
-      join(dir, "reconcile.md"),
-      `# Range reconciliation, recon1 and recon2, against shipping everything\n\nMeasured by \`npm run bench${args ? ` -- ${args}` : ""}\` on ` +
-        `${new Date().toISOString().slice(0, 10)}, ${cpus().length} cores (${cpus()[0]?.model.trim()}), Node ${process.version}. ` +
-        `Both capabilities run on the same datasets (bench/reconcile.ts): two stores of N records, d of them different ` +
-        `(half on each side, half edits, half new records). Bytes are encoded frames plus their seal (nonce and tag), ` +
-        `reconcile and delta messages together; per side is the larger side's. A flight is one side's turn (its deltas ` +
-        `and its reply together), the opening probe the first; a round trip is two flights. A last flight of deltas ` +
-        `only counts (the exchange is over when they arrive), so recon1 may show one more round trip than the count of reconcile ` +
-        `messages alone gave before.\n\n${reconcileTable(recon)}\n`,
-    );
-  }
-
-  if (!smoke && !values.only) {
-    const dir = join(import.meta.dirname, "results");
-    mkdirSync(dir, { recursive: true });
-    const date = new Date().toISOString().slice(0, 10);
-    const machine = `${cpus().length} cores (${cpus()[0]?.model.trim()}), Node ${process.version}`;
-    const args = process.argv.slice(2).join(" ");
-    const cmd = `npm run bench${args ? ` -- ${args}` : ""}`;
-    writeFileSync(
-      join(dir, "baselines.md"),
-      `# The relay against its limit (a) and against a Node relay (b)\n\n` +
-        `Measured by \`${cmd}\` on ${date}, ${machine}: medians of ${rounds} rounds, the servers taking turns figure ` +
-        `group by figure group, all sharing the machine with the load generator (and with whatever else runs there). ` +
-        `Ratios are the relay's value divided by the baseline's: read them with the "better" column. CPU figures ` +
-        `count each server's whole process tree.\n\n${out}\n`,
-    );
-    const rows = figures
-      .filter((f) => Number.isFinite(ratio(f, "bare")) || Number.isFinite(ratio(f, "node")))
-      .map((f) => ({ label: f.name, values: [better(f, "bare"), better(f, "node")] }));
-    writeFileSync(
-      join(dir, "baselines.svg"),
-      barChart(
-        `The relay against (a) bare DO and (b) Node + ws, ${date} (above 1: the relay does better)`,
-        ["relay vs (a) bare DO on workerd", "relay vs (b) Node + ws"],
-        rows,
-      ),
-    );
-    process.stderr.write(`written to bench/results/\n`);
-  }
+  if (!smoke && recon.length) writeReconcile(recon);
+  if (!smoke && !values.only) writeBaselines(out, rounds);
 }
 
 main().then(

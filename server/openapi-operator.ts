@@ -1,12 +1,7 @@
 // The operator's endpoints in the OpenAPI document (server/openapi.ts): the status page's login
 // form, and the admin API (docs/admin-api.md).
-type Json = Record<string, unknown>;
+import { error as errorBody, type Json, retryAfter } from "./openapi-parts";
 
-const errorBody = (description: string): Json => ({
-  description,
-  content: { "application/json": { schema: { $ref: "#/components/schemas/ErrorBody" } } },
-});
-const retryAfter = { "Retry-After": { description: "seconds until a retry may succeed", schema: { type: "integer", minimum: 0 } } };
 const html = (description: string): Json => ({ description, content: { "text/html": { schema: { type: "string" } } } });
 
 export function operatorPaths(): Record<string, Json> {

@@ -47,6 +47,19 @@ export function isBase64(s: unknown): s is string {
   return (last & (pad === 2 ? 0x0f : 0x03)) === 0;
 }
 
+/** A type guard from a decoder: whether `decode` accepts the value, a string, without throwing. */
+export function acceptedBy(decode: (s: string) => unknown): (s: unknown) => s is string {
+  return (s: unknown): s is string => {
+    if (typeof s !== "string") return false;
+    try {
+      decode(s);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+}
+
 /** Unpadded base64url (RFC 4648 section 5), as every signature and key on the Passnote and Minca wires. */
 export function base64urlEncode(bytes: Uint8Array): string {
   return base64urlnopad.encode(bytes);

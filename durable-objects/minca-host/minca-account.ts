@@ -2,7 +2,7 @@
 // the key that opens it, the spaces its passes name, its links, and the bytes it uses. The carry
 // space's records drive it: the carry space's object hands over each accepted version, this
 // object reads it with shared/minca/carry and keeps what it says (account-records.ts). Wakes
-// become pushes in account-pushes.ts. carry:closed empties every table but the tombstone. An
+// become pushes in account-pushes.ts; the links a mailbox fetch is answered with are read in account-links.ts. carry:closed empties every table but the tombstone. An
 // alarm expires an unproven binding, sweeps expired links and sends the pushes due.
 import { StoredObject } from "../base/stored-object";
 import { AccountStore } from "./account-store";
@@ -11,10 +11,10 @@ import { AccountPushes } from "./account-pushes";
 import type { StorageLease } from "../relay/storage-lease";
 import { AccountUsage } from "./account-usage";
 import { fail, type HostResult } from "./result";
+import { linksServed, type ServedLink } from "./account-links";
 import { mailboxOf, spaceOf } from "./peers";
 import { MIGRATIONS } from "../../migrations/index";
 import { base64urlDecode, base64urlEncode } from "../../shared/encoding";
-import { MINCA_HOST_LIMITS } from "../../shared/limits";
 import { readCarryRecord, type CarryStart } from "../../shared/minca/carry";
 import type { Arrival } from "../../shared/minca/wake";
 import type { FetchLike } from "../../shared/webpush/send";
@@ -22,8 +22,6 @@ import { bodyKeyOf, readKeyDid, readSeedOf } from "../../shared/minca/space";
 import { bindingBytes, bindingExpiry, bindingHolds, checkStatusProof } from "../../shared/minca/binding";
 import type { Version } from "../../shared/minca/version";
 import type { AccountStatus, CarryStarted } from "../../shared/minca/host-wire";
-
-const nowSeconds = () => Math.floor(Date.now() / 1000);
 
 export class MincaAccount extends StoredObject<Env> {
   private readonly store: AccountStore;
@@ -163,25 +161,16 @@ export class MincaAccount extends StoredObject<Env> {
    */
   async purge(): Promise<{ spaces: number; links: number }> {
     if (!this.schema.exists) return { spaces: 0, links: 0 };
-    const account = this.did();
-    const carried = this.sql
-      .exec<{ space: string; versions: number | null; bytes: number | null }>(
-        "SELECT passes.space AS space, usage.versions AS versions, usage.bytes AS bytes FROM passes LEFT JOIN usage ON usage.space = passes.space",
-      )
-      .toArray();
-    for (const c of carried)
-      await this.space(c.space).uncarry(account, { versions: c.versions ?? 0, bytes: c.bytes ?? 0 }, { keepLast: false });
+    const spaces = await this.leaveSpacesAndTopics(this.did());
     const carry = this.meta.get("carry_space");
     if (carry !== null) await this.space(carry).forget();
-    const topics = this.sql.exec<{ topic: string }>("SELECT DISTINCT topic FROM links").toArray();
-    for (const { topic } of topics) await this.mailbox(topic).unlinkAccount(account);
     const links = this.count("links");
     await this.lease.releaseAll();
     await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();
     this.schema.forget();
     this.lease.forget();
-    return { spaces: carried.length, links };
+    return { spaces, links };
   }
 
   /** The carry space of a binding that holds at `now` (proven, or unproven and not expired), or null. */
@@ -328,27 +317,9 @@ export class MincaAccount extends StoredObject<Env> {
    * from another account) the blob is not loaded: `blob` is null and only `until` counts. So one
    * mailbox GET loads one blob, not one per account and link.
    */
-  linksFor(topic: string, withBlob = true): Array<{ blob: Uint8Array | null; until: number; at: number }> {
+  linksFor(topic: string, withBlob = true): ServedLink[] {
     if (!this.schema.exists) return [];
-    const rows = this.sql
-      .exec<{ blob: ArrayBuffer | null; size: number; until: number; at: number }>(
-        `SELECT ${withBlob ? "l.blob" : "NULL"} AS blob, length(l.blob) AS size, MAX(l.until) AS until, MAX(l.at) AS at FROM (
-           SELECT * FROM links WHERE until > ? ORDER BY written DESC LIMIT ?) AS l
-         WHERE l.topic = ? GROUP BY l.blob ORDER BY MAX(l.written) DESC`,
-        nowSeconds(),
-        MINCA_HOST_LIMITS.links_served_per_account,
-        topic,
-      )
-      .toArray();
-    // Bounded in bytes: one GET loads at most link_bytes_served_per_account from each linked account.
-    const out: Array<{ blob: Uint8Array | null; until: number; at: number }> = [];
-    let bytes = 0;
-    for (const r of rows) {
-      if (bytes + r.size > MINCA_HOST_LIMITS.link_bytes_served_per_account) continue;
-      bytes += r.size;
-      out.push({ blob: r.blob === null ? null : new Uint8Array(r.blob), until: r.until, at: Math.floor(r.at / 1000) });
-    }
-    return out.reverse();
+    return linksServed(this.sql, topic, withBlob);
   }
 
   // ---- wakes (the Minca protocol §4.4) -------------------------------------------------------------------------
@@ -385,20 +356,29 @@ export class MincaAccount extends StoredObject<Env> {
     const carry = this.meta.get("carry_space");
     const key = this.meta.get("carry_key");
     const readKey = key === null ? null : readKeyDid(readSeedOf(base64urlDecode(key)));
+    await this.leaveSpacesAndTopics(account);
+    await this.lease.releaseAll();
+    this.keepOnlyTombstone({ at: String(Date.now()), space: carry, readKey });
+    await this.ctx.storage.deleteAlarm();
+  }
+
+  /**
+   * The account leaves what it reaches (carry:closed, a ban): each carried space hands what the
+   * account was charged for it to an account that still carries it (or, carried by no other, is
+   * forgotten with its log), and each mailbox topic its links name stops serving them. Answers how
+   * many spaces it carried.
+   */
+  private async leaveSpacesAndTopics(account: string): Promise<number> {
     const carried = this.sql
       .exec<{ space: string; versions: number | null; bytes: number | null }>(
         "SELECT passes.space AS space, usage.versions AS versions, usage.bytes AS bytes FROM passes LEFT JOIN usage ON usage.space = passes.space",
       )
       .toArray();
-    // Each carried space hands what the account was charged for it to an account that still carries it.
     for (const c of carried)
       await this.space(c.space).uncarry(account, { versions: c.versions ?? 0, bytes: c.bytes ?? 0 }, { keepLast: false });
-    for (const { topic } of this.sql.exec<{ topic: string }>("SELECT DISTINCT topic FROM links").toArray()) {
+    for (const { topic } of this.sql.exec<{ topic: string }>("SELECT DISTINCT topic FROM links").toArray())
       await this.mailbox(topic).unlinkAccount(account);
-    }
-    await this.lease.releaseAll();
-    this.keepOnlyTombstone({ at: String(Date.now()), space: carry, readKey });
-    await this.ctx.storage.deleteAlarm();
+    return carried.length;
   }
 
   /**

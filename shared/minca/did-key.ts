@@ -5,6 +5,7 @@ import { p256 } from "@noble/curves/nist.js";
 import { base58 } from "@scure/base";
 import { MINCA_HOST_LIMITS } from "../limits";
 import { RecentMap } from "../recent-map";
+import { acceptedBy } from "../encoding";
 
 export class DidKeyError extends Error {}
 
@@ -70,15 +71,7 @@ export function p256UncompressedFromDidKey(did: string): Uint8Array {
   return decodeP256(did).uncompressed.slice();
 }
 
-export function isP256DidKey(did: unknown): did is string {
-  if (typeof did !== "string") return false;
-  try {
-    decodeP256(did);
-    return true;
-  } catch {
-    return false;
-  }
-}
+export const isP256DidKey = acceptedBy(decodeP256);
 
 function pointOf(bytes: Uint8Array) {
   try {
@@ -105,12 +98,4 @@ export function ed25519FromDidKey(did: string): Uint8Array {
   return keyFromDidKey(did, ED25519_PREFIX, 32, "an Ed25519 key");
 }
 
-export function isEd25519DidKey(did: unknown): did is string {
-  if (typeof did !== "string") return false;
-  try {
-    ed25519FromDidKey(did);
-    return true;
-  } catch {
-    return false;
-  }
-}
+export const isEd25519DidKey = acceptedBy(ed25519FromDidKey);

@@ -3,8 +3,9 @@
 // The host signs nothing (a carrier writes nothing); the did names it, and carry spaces are
 // derived for it.
 import { p256 } from "@noble/curves/nist.js";
-import { base64urlDecode, base64urlEncode } from "../encoding";
+import { base64urlEncode } from "../encoding";
 import { p256DidKey } from "./did-key";
+import { p256SecretFrom } from "../p256-secret";
 
 export class HostKeyError extends Error {}
 
@@ -14,12 +15,6 @@ export function generateHostKey(): string {
 
 /** The did:key of a host's private key (base64url of a 32-byte P-256 scalar). */
 export function hostDid(privateKeyB64url: string): string {
-  let priv: Uint8Array;
-  try {
-    priv = base64urlDecode(privateKeyB64url.trim());
-  } catch {
-    throw new HostKeyError("the host key is not base64url");
-  }
-  if (priv.length !== 32 || !p256.utils.isValidSecretKey(priv)) throw new HostKeyError("the host key must be a 32-byte P-256 scalar");
+  const priv = p256SecretFrom(privateKeyB64url, "the host key", (m) => new HostKeyError(m));
   return p256DidKey(p256.getPublicKey(priv, true));
 }

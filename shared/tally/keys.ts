@@ -6,7 +6,7 @@
 // exactly 32 bytes; whether those bytes are a point on the curve is checked where the key is used.
 import { schnorr } from "@noble/curves/secp256k1.js";
 import { bech32 } from "@scure/base";
-import { bytesToHex, hexToBytes } from "../encoding";
+import { acceptedBy, bytesToHex, hexToBytes } from "../encoding";
 
 const NPUB_PREFIX = "npub";
 const HEX64 = /^[0-9a-fA-F]{64}$/;
@@ -51,15 +51,7 @@ function decodeNpub(npub: string): string {
   return bytesToHex(bytes);
 }
 
-export function isNpub(s: unknown): s is string {
-  if (typeof s !== "string") return false;
-  try {
-    npubDecode(s);
-    return true;
-  } catch {
-    return false;
-  }
-}
+export const isNpub = acceptedBy(npubDecode);
 
 export function generateSecretKey(): Uint8Array {
   return schnorr.utils.randomSecretKey();

@@ -5,6 +5,7 @@ import { p256 } from "@noble/curves/nist.js";
 import * as z from "zod";
 import { base64urlDecode, base64urlEncode, EncodingError, utf8Decode, utf8Encode } from "../encoding";
 import { WEBPUSH_LIMITS } from "../limits";
+import { p256SecretFrom } from "../p256-secret";
 
 export class VapidError extends Error {}
 
@@ -51,15 +52,7 @@ export function generateVapidKeys(): VapidKeys {
 
 /** Keys from the base64url private key (32 bytes), as kept in a secret. */
 export function vapidKeysFromPrivate(privateKeyB64url: string): VapidKeys {
-  let privateKey: Uint8Array;
-  try {
-    privateKey = base64urlDecode(privateKeyB64url.trim());
-  } catch {
-    throw new VapidError("VAPID private key is not base64url");
-  }
-  if (privateKey.length !== 32 || !p256.utils.isValidSecretKey(privateKey)) {
-    throw new VapidError("VAPID private key must be a 32-byte P-256 scalar");
-  }
+  const privateKey = p256SecretFrom(privateKeyB64url, "VAPID private key", (m) => new VapidError(m));
   return { privateKey, publicKey: p256.getPublicKey(privateKey, false) };
 }
 

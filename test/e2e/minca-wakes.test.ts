@@ -63,8 +63,22 @@ describe("docs/hosting.md: a carried space's new version wakes the account's dev
     const before = push.received.length;
     await post(bob, { collection: "std.reaction", key: "r1", body: { e: "+1" } });
     await post(alice, { collection: "std.message", key: "m2", body: { text: "my own" } });
-    await sleep(1_000);
-    expect(push.received.length).toBe(before);
+    // The known point, instead of a wait: a version that does wake, posted after them, reaches both
+    // receivers. The space hands its arrivals to the account in order, so a push either of them
+    // had queued would have gone out first or with it.
+    const after = await post(bob, { collection: "std.message", key: "m2-after", body: { text: "after them" } });
+    await waitFor(() => push.received.length >= before + 2, { what: "the later version's pushes" });
+    expect(
+      push.received
+        .slice(before)
+        .map((p) => [p.id, p.headers.topic])
+        .sort(),
+    ).toEqual(
+      [
+        [phone.id, wakeTopic(after.id)],
+        [laptop.id, wakeTopic(after.id)],
+      ].sort(),
+    );
   });
 
   it("a big version sends the short form: { id, space, collection, key }", async () => {

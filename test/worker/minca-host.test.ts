@@ -489,10 +489,11 @@ describe("the Minca protocol §4.2: links and carry:closed", () => {
     expect(await host.link("link:a", blob, now + 2)).toMatchObject({ accepted: true });
     let page = (await (await SELF.fetch(`${RELAY}/minca/v1/mailbox/${topic}`)).json()) as any;
     expect(page.items).toMatchObject([{ seq: 0, until: now + 2 }]);
-    await new Promise((r) => setTimeout(r, 2_100));
+    // The link's time passes without a wait for the clock: its row now ended a second ago.
+    await runInDurableObject(accountStub(acct.root.did), (_i, st) => void st.storage.sql.exec("UPDATE links SET until = ?", now - 1));
     page = (await (await SELF.fetch(`${RELAY}/minca/v1/mailbox/${topic}`)).json()) as any;
     expect(page.items).toEqual([]);
-    // the alarm set at the link's until has swept it (run it now in case it has not fired yet)
+    // the alarm (set at the link's until) sweeps it: run it now
     await runDurableObjectAlarm(accountStub(acct.root.did));
     expect(await rows(accountStub(acct.root.did), ["links"])).toEqual({ links: 0 });
     expect(
@@ -630,7 +631,10 @@ describe("docs/hosting.md: wakes and receivers", () => {
     const miss = await writeVersion(acct, s, { collection: "std.message", key: "m0", body: {}, topics: ["other"] });
     const hit = await writeVersion(acct, s, { collection: "std.message", key: "m1", body: { t: 1 }, topics: ["club", "x"] });
     await host.post(s.id, [miss, hit]);
-    await new Promise((r) => setTimeout(r, 100));
+    // The space hands the arrivals to the account after answering: the push queued (or already sent) is the known point.
+    await waitFor(async () => svc.got.length > 0 || (await rows(accountStub(acct.root.did), ["pushes"])).pushes > 0, {
+      what: "the push queued",
+    });
     await runDurableObjectAlarm(accountStub(acct.root.did));
     await waitFor(() => svc.got.length === 1, { what: "the push" }); // the alarm may also fire by itself
     expect(svc.got).toHaveLength(1);
@@ -707,8 +711,10 @@ describe("docs/hosting.md: wakes and receivers", () => {
     });
     if (Date.now() % 60_000 > 58_000) return; // too close to a minute's end to tell
     await host.post(s.id, [await writeVersion(acct, s, { collection: "c", key: "x", body: {} })]);
-    await new Promise((r) => setTimeout(r, 50));
+    // The push is queued (the known point), and the alarm, run, leaves it queued: the minute's budget is spent.
+    await waitFor(async () => (await rows(accountStub(acct.root.did), ["pushes"])).pushes === 1, { what: "the push queued" });
     await runDurableObjectAlarm(accountStub(acct.root.did));
+    expect(await rows(accountStub(acct.root.did), ["pushes"])).toEqual({ pushes: 1 });
     expect(svc.got).toHaveLength(0);
     const alarm = await runInDurableObject(accountStub(acct.root.did), (_i, st) => st.storage.getAlarm());
     expect(alarm).toBe((Math.floor(Date.now() / 60_000) + 1) * 60_000);

@@ -1,0 +1,107 @@
+// The structure drawn from the imports (the relay, the SDK, scripts, bench and tests) has no
+// circle: no module reaches itself through relative imports (type-only ones included: a circle of
+// types still ties the modules together).
+// The graph is read with a regex over `import ... from "./..."` and `export ... from "./..."`, so
+// it needs no bundler; a dynamic import() is not followed.
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+import { describe, expect, it } from "vitest";
+
+const root = resolve(import.meta.dirname, "../..");
+const FOLDERS = ["workers", "durable-objects", "shared", "server", "clients", "scripts", "bench", "migrations", "web", "test"];
+const SOURCE = /\.(ts|mts|mjs|js)$/;
+
+function sourceFiles(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    if (name === "node_modules" || name === "dist") return [];
+    if (statSync(path).isDirectory()) return sourceFiles(path);
+    return SOURCE.test(name) && !name.endsWith(".d.ts") ? [path] : [];
+  });
+}
+
+/** The files `from` imports by a relative path that exist in the tree. */
+function relativeImports(from: string, text: string): string[] {
+  const out: string[] = [];
+  const spec = /(?:^|\n)\s*(?:import|export)\s[^;]*?\sfrom\s+["'](\.{1,2}\/[^"']+)["']/g;
+  const bare = /(?:^|\n)\s*import\s+["'](\.{1,2}\/[^"']+)["']/g;
+  for (const re of [spec, bare]) {
+    for (const m of text.matchAll(re)) {
+      const target = resolveModule(resolve(dirname(from), m[1]!));
+      if (target) out.push(target);
+    }
+  }
+  return out;
+}
+
+function resolveModule(base: string): string | null {
+  const candidates = [base, base.replace(/\.js$/, ".ts"), `${base}.ts`, `${base}.mts`, `${base}.js`, join(base, "index.ts")];
+  return candidates.find((c) => existsSync(c) && statSync(c).isFile()) ?? null;
+}
+
+/** Every circle in a graph, each once, as the path of files from its first member back to it. */
+function cycles(graph: Map<string, string[]>): string[][] {
+  const found = new Map<string, string[]>();
+  const state = new Map<string, "open" | "done">();
+  const stack: string[] = [];
+  const visit = (node: string): void => {
+    state.set(node, "open");
+    stack.push(node);
+    for (const next of graph.get(node) ?? []) {
+      if (state.get(next) === "open") {
+        const circle = stack.slice(stack.indexOf(next));
+        const key = [...circle].sort().join(" ");
+        if (!found.has(key)) found.set(key, [...circle, next]);
+      } else if (!state.has(next)) visit(next);
+    }
+    stack.pop();
+    state.set(node, "done");
+  };
+  for (const node of [...graph.keys()].sort()) if (!state.has(node)) visit(node);
+  return [...found.values()];
+}
+
+describe("the import graph", () => {
+  it("the cycle finder finds a circle, and none in a tree", () => {
+    const circle = new Map([
+      ["a", ["b"]],
+      ["b", ["c"]],
+      ["c", ["a"]],
+      ["d", ["a"]],
+    ]);
+    expect(cycles(circle)).toEqual([["a", "b", "c", "a"]]);
+    expect(
+      cycles(
+        new Map([
+          ["a", ["b", "c"]],
+          ["b", ["c"]],
+          ["c", []],
+        ]),
+      ),
+    ).toEqual([]);
+    expect(cycles(new Map([["a", ["a"]]]))).toEqual([["a", "a"]]);
+  });
+
+  it("the import reader sees import, import type, export from and a side-effect import", () => {
+    const from = join(root, "workers", "app.ts");
+    const text = [
+      'import { a } from "./http";',
+      'import type { B } from "../shared/errors";',
+      'export { c } from "./http";',
+      "import {\n  d,\n  e,\n} from '../shared/log';",
+      'import "./http";',
+      'import { z } from "zod";',
+    ].join("\n");
+    const found = relativeImports(from, text).map((f) => relative(root, f));
+    expect(found).toEqual(["workers/http.ts", "shared/errors.ts", "workers/http.ts", "shared/log.ts", "workers/http.ts"]);
+  });
+
+  it("no module of the relay, the SDK, the scripts, the bench or the tests reaches itself through its imports", () => {
+    const files = FOLDERS.flatMap((f) => sourceFiles(join(root, f)));
+    expect(files.length).toBeGreaterThan(100);
+    const graph = new Map(files.map((f) => [f, relativeImports(f, readFileSync(f, "utf8"))]));
+    const circles = cycles(graph).map((c) => c.map((f) => relative(root, f)).join(" -> "));
+    expect(circles).toEqual([]);
+  });
+});
