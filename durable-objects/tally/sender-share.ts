@@ -4,9 +4,12 @@
 // the SENDER's own object (its `meta` table), so an evicted object or a reconnect does not reset
 // it. An envelope is checked against it before it goes to its recipient, and charged only when the
 // recipient answers `stored` (an online delivery costs nothing). What is on its way is held back in
-// memory, so envelopes in flight together cannot pass the share; only a charge writes.
+// memory, so envelopes in flight together cannot pass the share. The share is written at most once
+// per stats.flush_interval_ms (the object stays up for it), not once per envelope stored: a write
+// per envelope in the sender's object cost the store path a commit each.
+import { Debounced } from "../base/debounced";
 import type { Meta } from "../base/meta";
-import { STORAGE_LIMITS } from "../../shared/limits";
+import { STATS_LIMITS, STORAGE_LIMITS } from "../../shared/limits";
 import { rowBytes, shareAt, shareCapacity, shareCharge, shareWaitMs, storageTotals, type ShareState } from "../../shared/storage";
 
 const META_KEY = "sender_share";
@@ -17,12 +20,15 @@ export class SenderShare {
   /** Bytes of envelopes on their way, not yet answered. */
   private pending = 0;
   private readonly capacity: number;
+  private readonly persist: Debounced;
 
   constructor(
+    ctx: DurableObjectState,
     private readonly meta: Meta,
     env: Partial<Record<"STORAGE_TALLY_BYTES", string>>,
   ) {
     this.capacity = shareCapacity(storageTotals(env).tally, STORAGE_LIMITS.sender_share);
+    this.persist = new Debounced(ctx, STATS_LIMITS.flush_interval_ms, async () => this.write());
   }
 
   /** What an envelope of `bytes` costs the share: its row, as the recipient's queue charges it. */
@@ -43,7 +49,12 @@ export class SenderShare {
     this.pending = Math.max(0, this.pending - cost);
     if (!stored) return;
     this.state = shareCharge(shareAt(this.load(), this.capacity, PERIOD_MS, now), cost);
-    this.meta.set(META_KEY, `${this.state.tokens} ${this.state.at}`);
+    this.persist.schedule();
+  }
+
+  /** Writes the share as it is now (the timer calls it; tests may too). */
+  write(): void {
+    if (this.state) this.meta.set(META_KEY, `${this.state.tokens} ${this.state.at}`);
   }
 
   private load(): ShareState | undefined {

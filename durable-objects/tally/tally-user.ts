@@ -56,7 +56,7 @@ export class TallyUser extends SocketObject<Env, TallyAttachment> {
   /** Whom this user exchanged envelopes with, and which of its devices met whose. */
   private readonly contacts = new TallyContacts(this.ctx, this.schema, this.queue.lease, () => this.queue.held());
   /** This user's share, as a sender, of the relay's Tally total across its recipients (storage.sender_share). */
-  private readonly share = new SenderShare(this.meta, this.env);
+  private readonly share = new SenderShare(this.ctx, this.meta, this.env);
   /** Envelopes on their way to other users' objects, in batches. */
   private readonly batcher = new EnvelopeBatcher((toHex, batch) => this.stubFor(toHex).deliverAll(batch));
   private readonly signaling = new TallySignaling(

@@ -44,10 +44,14 @@ describe("storage.sender_share in the sender's object", () => {
     const sender = newUser();
     let s = await register(sender);
     expect(await send(s, sender, newUser(), "first")).toBe("stored");
-    // the share spent (as after many envelopes stored), then the object evicted
-    await runInDurableObject(stubOf(sender), (_i, st) => {
-      st.storage.sql.exec("UPDATE meta SET value = ? WHERE key = 'sender_share'", `0 ${Date.now()}`);
+    // the share spent (as after many envelopes stored) and written, then the object evicted
+    const kept = await runInDurableObject(stubOf(sender), (inst, st) => {
+      const share = (inst as unknown as { share: { state: unknown; write(): void } }).share;
+      share.state = { tokens: 0, at: Date.now() };
+      share.write();
+      return st.storage.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'sender_share'").toArray();
     });
+    expect(kept).toHaveLength(1);
     s.ws.close();
     await evictDurableObject(stubOf(sender));
     s = await register(sender);
