@@ -10,6 +10,7 @@ import { configDefaults, defineConfig } from "vitest/config";
 export const OWN_RELAY_FILES = [
   "test/e2e/admin-accounts.test.ts",
   "test/e2e/admin-api.test.ts",
+  "test/e2e/client-shares.test.ts",
   "test/e2e/deploy.test.ts",
   "test/e2e/disk-sweep.test.ts",
   "test/e2e/hostile.test.ts",

@@ -112,6 +112,11 @@ export const httpErrorBodySchema = z.object({
   error: z.object({
     code: z.enum(ERROR_CODES).describe("snake_case; a client meets codes newer than its own list and treats them as failures"),
     message: z.string().describe("for people: what was wrong, never a secret"),
+    retry_after_ms: z
+      .number()
+      .int()
+      .optional()
+      .describe("rate_limited by a per-client limit of the Worker: milliseconds until the request may succeed (as Retry-After, finer)"),
   }),
 });
 export type HttpErrorBody = z.infer<typeof httpErrorBodySchema>;

@@ -20,6 +20,15 @@ export const COMMON_LIMITS = {
   clients_remembered_per_object: 1_024,
   /** Request buckets (client and kind of request) one object holds in memory for its per-client rate limits (mailbox, hosting); past it the least recently used one is forgotten. */
   client_buckets_per_object: 10_000,
+  /**
+   * Requests one client (address) may send the Worker addressed to a named object (a mailbox
+   * topic, a space, a hosted account, a Tally user's or a room's upgrade), across every name:
+   * burst. Per-name buckets never throttle a client that makes up new names; this one does. Not
+   * applied without a trusted client address (shared mode).
+   */
+  client_object_requests_burst: 512,
+  /** Requests addressed to named objects one client may send per second, sustained (past the burst). */
+  client_object_requests_per_second: 32,
   /** Bytes of a request body the relay reads and throws away when the body is over its bound or on a route that takes none, so that the answer (413, or the route's) arrives whole; past this it stops reading. */
   max_drained_body_bytes: 16 * 1024 * 1024,
   /** Nesting depth (arrays and objects) of JSON a client sends, over HTTP (deeper is 400) and in WebSocket text frames (deeper is invalid_message), checked on the raw text before parsing. */
@@ -366,6 +375,23 @@ export const STORAGE_LIMITS = {
   lease_reclaim_batch: 16,
   /** Rounds of taking slack back one claim may run before it is refused (each round reads the ledger afresh). */
   lease_reclaim_rounds: 4,
+  /**
+   * The share of each HTTP-fed total (mailbox_bytes, host_bytes) one client address may store
+   * within share_period_seconds: a byte budget of this fraction of the total, refilled
+   * evenly over the period, charged for the rows it stores (row_overhead_bytes plus their bytes).
+   * Past it 429 rate_limited with Retry-After. Not applied without a trusted client address.
+   */
+  client_share: 1 / 16,
+  /** The period over which a client's share (and a Tally sender's) refills in full: the longest a mailbox item or a Tally envelope is kept. */
+  share_period_seconds: 30 * 86_400,
+  /** Client addresses whose share an isolate remembers; past it the least recently used is forgotten. */
+  client_shares_remembered: 10_000,
+  /**
+   * The share of the Tally total (tally_bytes) one sender (key) may have stored across all its
+   * recipients within share_period_seconds, kept in the sender's own object: past it an envelope
+   * is not stored (online devices still get it; else queued not_stored).
+   */
+  sender_share: 1 / 64,
 } as const;
 
 export const STATS_LIMITS = {

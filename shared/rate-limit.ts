@@ -1,6 +1,8 @@
 // A token bucket, with a count of recent refusals so that a peer that keeps pushing past its
 // limit can be disconnected (close 4029) rather than answered forever.
 import { COMMON_LIMITS } from "./limits";
+import { RecentMap } from "./recent-map";
+import { shareAt, shareCharge, shareWaitMs, type ShareState } from "./storage";
 
 export class TokenBucket {
   private tokens: number;
@@ -121,4 +123,32 @@ function remember(map: Map<string, TokenBucket>, key: string, value: TokenBucket
   map.delete(key);
   if (map.size >= max) map.delete(map.keys().next().value as string);
   map.set(key, value);
+}
+
+/**
+ * Each client's share of each total (docs/hostile.md, "Shares of a total"): a byte budget per
+ * client and kind, refilled evenly over `periodMs`, held in memory for at most `maxClients`
+ * clients and kinds (the least recently used forgotten first: forgetting only forgives).
+ */
+export class ClientShares<K extends string> {
+  private readonly shares: RecentMap<string, ShareState>;
+
+  constructor(
+    private readonly periodMs: number,
+    maxClients: number,
+  ) {
+    this.shares = new RecentMap(maxClients);
+  }
+
+  /** Milliseconds `client` waits before it may store `cost` bytes of `kind` within a share of `capacity` (0: now). */
+  wait(kind: K, client: string, capacity: number, cost: number, now = Date.now()): number {
+    const s = shareAt(this.shares.get(`${kind}:${client}`), capacity, this.periodMs, now);
+    return shareWaitMs(s, capacity, this.periodMs, cost);
+  }
+
+  /** `client` stored `cost` bytes of `kind`. */
+  charge(kind: K, client: string, capacity: number, cost: number, now = Date.now()): void {
+    const key = `${kind}:${client}`;
+    this.shares.set(key, shareCharge(shareAt(this.shares.get(key), capacity, this.periodMs, now), cost));
+  }
 }

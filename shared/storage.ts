@@ -81,3 +81,39 @@ export function grantLease(others: number, total: number, need: number, want: nu
   if (need > room) return null;
   return Math.min(want, room);
 }
+
+/**
+ * A share of a total (docs/hostile.md, "Shares of a total"): a byte budget of `capacity` that
+ * refills evenly over `periodMs`, charged for what is stored. `tokens` may go below zero (a charge
+ * after a check that let it through); `at` is when it was last brought up to date.
+ */
+export interface ShareState {
+  tokens: number;
+  at: number;
+}
+
+/** The bytes a share of `fraction` of a total of `total` bytes holds (at least one row). */
+export function shareCapacity(total: number, fraction: number): number {
+  return Math.max(rowBytes(), Math.floor(total * fraction));
+}
+
+/** The share as it is at `now` (a fresh one is full). */
+export function shareAt(s: ShareState | undefined, capacity: number, periodMs: number, now: number): ShareState {
+  if (!s) return { tokens: capacity, at: now };
+  const refill = (Math.max(0, now - s.at) * capacity) / periodMs;
+  return { tokens: Math.min(capacity, s.tokens + refill), at: Math.max(now, s.at) };
+}
+
+/**
+ * Milliseconds until storing `cost` bytes fits the share (0: now). A cost larger than the whole
+ * share waits for a full share, so any one store within the per-name bounds is possible.
+ */
+export function shareWaitMs(s: ShareState, capacity: number, periodMs: number, cost: number): number {
+  const need = Math.min(cost, capacity);
+  return s.tokens >= need ? 0 : Math.max(1, Math.ceil(((need - s.tokens) * periodMs) / capacity));
+}
+
+/** The share after `cost` bytes were stored. */
+export function shareCharge(s: ShareState, cost: number): ShareState {
+  return { tokens: s.tokens - cost, at: s.at };
+}

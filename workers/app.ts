@@ -11,6 +11,7 @@ import { serveAsset } from "./assets";
 import { hostingRoutes, MINCA_PATH } from "./hosting";
 import { adminRoutes } from "./admin-api";
 import { addressBlock } from "./policy";
+import { OBJECT_PATHS, objectRequestLimit } from "./client-limits";
 import { anyOrigin, escapeHtml, httpError, methodNotAllowed, type RelayHono } from "./http";
 import { MAILBOX_PATH, mailboxRoutes } from "./mailbox";
 import { requestScope } from "./request-log";
@@ -21,6 +22,8 @@ export const app = new Hono<RelayHono>();
 
 app.use(requestScope);
 app.use(addressBlock);
+// One bucket per client across every name (workers/client-limits.ts), before any object starts.
+for (const path of OBJECT_PATHS) app.use(path, objectRequestLimit);
 
 app.get("/", async (c) => {
   // Browser apps on other origins read the VAPID key and limits from it.

@@ -13,9 +13,10 @@ import { claimedRoots, logQuerySchema, readVersionsBody } from "../shared/minca/
 import { isMincaId } from "../shared/minca/id";
 import { TIME_HEADER } from "../shared/minca/read-proof";
 import { ClientBuckets } from "../shared/rate-limit";
-import { SHARED_CLIENT } from "./client-address";
+import { rowBytes } from "../shared/storage";
+import { chargeShare, overShare } from "./client-limits";
 import { currentPolicy } from "./policy";
-import { answer, httpError, methodNotAllowed, NO_STORE, readBody, type C, type RelayHono } from "./http";
+import { answer, clientLimited, httpError, methodNotAllowed, NO_STORE, readBody, type C, type RelayHono } from "./http";
 
 /** Mounted at MINCA_PATH: the host's endpoints (HOST_PATH) and the carried spaces' (SPACES_PATH). */
 export const MINCA_PATH = "/minca/v1";
@@ -42,13 +43,13 @@ const accountRates = new ClientBuckets<"grant" | "read">({
 });
 
 function limited(c: C, kind: "grant" | "read"): Response | null {
-  if (c.var.client === SHARED_CLIENT) return null;
-  const wait = accountRates.take(kind, c.var.client);
-  if (wait === null) return null;
-  c.header("Retry-After", String(wait));
   const what =
     kind === "grant" ? `${MINCA_HOST_LIMITS.grants_per_second} CarryGrant` : `${MINCA_HOST_LIMITS.account_reads_per_second} account reads`;
-  return httpError(c, 429, "rate_limited", `too many requests from this client (about ${what} a second); retry later`);
+  return clientLimited(
+    c,
+    (client) => (accountRates.take(kind, client) ?? 0) * 1000,
+    `too many requests from this client (about ${what} a second); retry later`,
+  );
 }
 
 for (const path of ["/host/*", "/spaces/*"]) {
@@ -126,10 +127,19 @@ hostingRoutes.post("/spaces/:id/versions", async (c) => {
   });
   if (!versions.ok) return versions.answer;
   if (await accountBanned(c, claimedRoots(versions.value))) return banned(c);
+  // The client's share of the host's total (storage.client_share): checked for the whole request,
+  // charged for the versions the space accepted.
+  const over = overShare(c, "host", versionsCost(versions.value));
+  if (over) return over;
   // The host a sys.receiver's endpoint must not name (the push endpoint rule), besides PUBLIC_URL's.
   const requestHost = new URL(c.req.url).host;
-  return answer(c, await space(c, id).append(versions.value, { requestHost, client: c.var.client }));
+  const appended = await space(c, id).append(versions.value, { requestHost, client: c.var.client });
+  if (appended.ok) chargeShare(c, "host", versionsCost(versions.value.filter((_, i) => appended.value.results[i]?.accepted)));
+  return answer(c, appended);
 });
+
+/** What storing `versions` charges a client's share: a row each, of its bytes as they arrived. */
+const versionsCost = (versions: Array<{ bytes: number }>) => versions.reduce((n, v) => n + rowBytes(v.bytes), 0);
 
 hostingRoutes.get("/spaces/:id/versions", async (c) => {
   const id = c.req.param("id");

@@ -9,6 +9,7 @@ import { isTopic } from "../shared/mailbox/topic";
 import { log } from "../shared/log";
 import type { Settings } from "../server/settings";
 import { readBounded } from "./body";
+import { SHARED_CLIENT } from "./client-address";
 
 /** The Worker's Hono environment: its bindings, and what the first middleware sets. */
 export interface RelayHono {
@@ -66,6 +67,20 @@ export function answer<T>(c: C, r: ObjectResult<T>, ok: (value: T) => Response =
     return httpError(c, r.status, r.code, r.message);
   }
   return ok(r.value);
+}
+
+/**
+ * A per-client limit kept by the Worker (docs/hostile.md): `waitMs` says how long the request's
+ * client waits before it is served (0 or null: now). Past it, 429 rate_limited with `Retry-After`
+ * (seconds) and `retry_after_ms` in the body; null when the request goes on. Not applied in shared
+ * mode (no trusted client address): one bucket for everyone would let one client lock everyone out.
+ */
+export function clientLimited(c: C, waitMs: (client: string) => number | null, message: string): Response | null {
+  if (c.var.client === SHARED_CLIENT) return null;
+  const ms = waitMs(c.var.client);
+  if (!ms) return null;
+  c.header("Retry-After", String(Math.max(1, Math.ceil(ms / 1000))));
+  return c.json({ error: { ...httpErrorBody("rate_limited", message).error, retry_after_ms: Math.ceil(ms) } }, 429);
 }
 
 export type Parsed<T> = { ok: true; value: T } | { ok: false; reason: string };

@@ -8,11 +8,14 @@ import { MAILBOX_LIMITS, WEBPUSH_LIMITS } from "../shared/limits";
 import { pageQuerySchema, postQuerySchema, receiverIdSchema, resolveUntil } from "../shared/mailbox/messages";
 import { checkPushEndpoint, endpointPolicy } from "../shared/webpush/endpoint";
 import { pushSubscriptionSchema } from "../shared/webpush/subscription";
-import { answer, httpError, methodNotAllowed, NO_STORE, readBody, topicCheck, type C, type RelayHono } from "./http";
+import { answer, clientLimited, httpError, methodNotAllowed, NO_STORE, readBody, topicCheck, type C, type RelayHono } from "./http";
 import { readBounded } from "./body";
 import { SHARED_CLIENT } from "./client-address";
 import { admitClientOrigin } from "../durable-objects/push/push-gate";
 import { topicBlock } from "./policy";
+import { chargeShare, overShare } from "./client-limits";
+import { rowBytes } from "../shared/storage";
+import { utf8ByteLength } from "../shared/encoding";
 
 export const MAILBOX_PATH = "/minca/v1/mailbox";
 
@@ -43,7 +46,13 @@ mailboxRoutes.post("/", async (c) => {
   if ("error" in until) return httpError(c, 400, "invalid_until", until.error);
   const body = await readBounded(c.req.raw, MAILBOX_LIMITS.max_body_bytes);
   if (body === null) return httpError(c, 413, "too_large", `a mailbox item is at most ${MAILBOX_LIMITS.max_body_bytes} bytes`);
-  return answer(c, await mailbox(c).post(body, until.until, c.var.client), (v) => c.json(v, 201));
+  // The client's share of the mailbox total (storage.client_share), charged for the row stored.
+  const cost = rowBytes(body.length);
+  const over = overShare(c, "mailbox", cost);
+  if (over) return over;
+  const posted = await mailbox(c).post(body, until.until, c.var.client);
+  if (posted.ok) chargeShare(c, "mailbox", cost);
+  return answer(c, posted, (v) => c.json(v, 201));
 });
 
 mailboxRoutes.get("/", async (c) => {
@@ -78,16 +87,22 @@ mailboxRoutes.post("/receivers", async (c) => {
   // Where the relay will send pushes (https, a public name, not itself): the push endpoint rule.
   const rule = checkPushEndpoint(sub.value.endpoint, endpointPolicy(c.env, new URL(c.req.url).host));
   if (!rule.ok) return httpError(c, 400, "invalid_endpoint", rule.reason);
+  // The client's share of the mailbox total, charged for the receiver's row as the topic charges it.
+  const cost = rowBytes(utf8ByteLength(sub.value.endpoint) + utf8ByteLength(sub.value.keys.p256dh) + utf8ByteLength(sub.value.keys.auth));
+  const over = overShare(c, "mailbox", cost);
+  if (over) return over;
   // How many push origins one client may name (not for the shared client: that is everyone).
-  if (c.var.client !== SHARED_CLIENT) {
-    const origins = await admitClientOrigin(c.env, c.var.client, sub.value.endpoint);
-    if (!origins.ok) {
-      const { max_push_origins_per_client: max, push_origin_window_seconds: window } = WEBPUSH_LIMITS;
-      c.header("Retry-After", String(origins.retryAfterSeconds));
-      return httpError(c, 429, "rate_limited", `a client registers receivers at ${max} push origins at most within ${window} s`);
-    }
-  }
-  return answer(c, await mailbox(c).addReceiver(sub.value, c.var.client), (v) => c.json(v, 201));
+  const origins = c.var.client === SHARED_CLIENT ? { ok: true as const } : await admitClientOrigin(c.env, c.var.client, sub.value.endpoint);
+  const { max_push_origins_per_client: max, push_origin_window_seconds: window } = WEBPUSH_LIMITS;
+  const tooMany = clientLimited(
+    c,
+    () => (origins.ok ? 0 : origins.retryAfterSeconds * 1000),
+    `a client registers receivers at ${max} push origins at most within ${window} s`,
+  );
+  if (tooMany) return tooMany;
+  const added = await mailbox(c).addReceiver(sub.value, c.var.client);
+  if (added.ok) chargeShare(c, "mailbox", cost);
+  return answer(c, added, (v) => c.json(v, 201));
 });
 
 mailboxRoutes.delete("/receivers/:id", async (c) => {

@@ -137,6 +137,22 @@ export class AccountUsage {
       )
       .one();
     const binding = Number(this.store.meta("binding_bytes") ?? 0);
-    return binding + links.b + links.topics * rowBytes(this.store.account().length);
+    return binding + links.b + links.topics * rowBytes(this.store.account().length) + this.tombstoneHeld();
+  }
+
+  /**
+   * What outlives carry:closed (docs/hosting.md, "The tombstone"): the account's revoked keys and
+   * the tombstone's meta rows. Charged while the account is carried too (a revoke outlives its
+   * record), and after carry:closed the account's lease keeps exactly these.
+   */
+  tombstoneHeld(): number {
+    return this.sql
+      .exec<{ b: number }>(
+        `SELECT (SELECT TOTAL(length(did)) + COUNT(*) * ? FROM revoked)
+              + (SELECT TOTAL(length(value)) + COUNT(*) * ? FROM meta WHERE key IN ('closed_at', 'closed_space', 'closed_read_key')) AS b`,
+        rowBytes(),
+        rowBytes(),
+      )
+      .one().b;
   }
 }

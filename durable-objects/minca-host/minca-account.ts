@@ -8,7 +8,7 @@ import { StoredObject } from "../base/stored-object";
 import { AccountStore } from "./account-store";
 import { AccountRecords, type CarryVerdict } from "./account-records";
 import { AccountPushes } from "./account-pushes";
-import type { StorageLease } from "../relay/storage-lease";
+import { LEASE_META_KEY, type StorageLease } from "../relay/storage-lease";
 import { AccountUsage } from "./account-usage";
 import { fail, type HostResult } from "./result";
 import { linksServed, type ServedLink } from "./account-links";
@@ -211,8 +211,8 @@ export class MincaAccount extends StoredObject<Env> {
       this.lease.forget();
       return;
     }
-    await this.lease.releaseAll();
     this.keepOnlyTombstone({ at: closedAt, space: this.meta.get("closed_space"), readKey: this.meta.get("closed_read_key") });
+    await this.lease.settle(); // the lease keeps what the tombstone holds (AccountUsage.tombstoneHeld)
   }
 
   // ---- the carry space's records (called by the carry space's MincaSpace) ---------------------
@@ -357,8 +357,8 @@ export class MincaAccount extends StoredObject<Env> {
     const key = this.meta.get("carry_key");
     const readKey = key === null ? null : readKeyDid(readSeedOf(base64urlDecode(key)));
     await this.leaveSpacesAndTopics(account);
-    await this.lease.releaseAll();
     this.keepOnlyTombstone({ at: String(Date.now()), space: carry, readKey });
+    await this.lease.settle(); // the lease keeps what the tombstone holds (AccountUsage.tombstoneHeld)
     await this.ctx.storage.deleteAlarm();
   }
 
@@ -384,12 +384,12 @@ export class MincaAccount extends StoredObject<Env> {
   /**
    * Empties every table but the tombstone: its three meta rows and the account's revoked keys
    * (docs/hosting.md, "The tombstone"), so a key revoked once stays revoked at this host across
-   * carry:closed and a new CarryGrant.
+   * carry:closed and a new CarryGrant; and the lease, which keeps charging them to the host total.
    */
   private keepOnlyTombstone(t: { at: string | null; space: string | null; readKey: string | null }): void {
     this.ctx.storage.transactionSync(() => {
-      for (const table of ["passes", "links", "usage", "wakes", "receivers", "pushes", "latest", "meta"])
-        this.sql.exec(`DELETE FROM ${table}`);
+      for (const table of ["passes", "links", "usage", "wakes", "receivers", "pushes", "latest"]) this.sql.exec(`DELETE FROM ${table}`);
+      this.sql.exec("DELETE FROM meta WHERE key != ?", LEASE_META_KEY);
       this.sql.exec("DELETE FROM sqlite_sequence");
       if (t.at !== null) this.meta.set("closed_at", t.at);
       if (t.space !== null) this.meta.set("closed_space", t.space);

@@ -19,7 +19,9 @@ import { STATS_LIMITS } from "../../shared/limits";
 import { leaseBlock, leaseKeep, leaseRequest, type StorageKind } from "../../shared/storage";
 import { log } from "../../shared/log";
 
-const META_KEY = "lease_bytes";
+/** The `meta` key the lease is kept under (a holder that empties its meta keeps this one). */
+export const LEASE_META_KEY = "lease_bytes";
+const META_KEY = LEASE_META_KEY;
 
 export class StorageLease {
   private granted: number | undefined;

@@ -12,7 +12,8 @@ import type { QueuedStatus } from "../../shared/tally/messages";
  */
 export type Delivery = QueuedStatus | "storage_full";
 
-export type EnvelopeCall = [raw: string, fromHex: string, id: string];
+/** `mayStore` false: the sender is past its share (sender-share.ts): delivered online or not at all. */
+export type EnvelopeCall = [raw: string, fromHex: string, id: string, mayStore?: boolean];
 
 /** Hands a batch to the recipient `toHex`'s object; resolves with a status per envelope (null: failed). */
 export type DeliverBatch = (toHex: string, batch: EnvelopeCall[]) => Promise<Array<Delivery | null>>;
@@ -29,10 +30,10 @@ export class EnvelopeBatcher {
   constructor(private readonly deliverBatch: DeliverBatch) {}
 
   /** Hands an envelope to its recipient's object; resolves with what that object did with it. */
-  deliver(toHex: string, raw: string, fromHex: string, id: string): Promise<Delivery> {
+  deliver(toHex: string, raw: string, fromHex: string, id: string, mayStore = true): Promise<Delivery> {
     return new Promise((resolve, reject) => {
       const queue = this.waiting.get(toHex);
-      const item = { call: [raw, fromHex, id] as EnvelopeCall, resolve, reject };
+      const item = { call: (mayStore ? [raw, fromHex, id] : [raw, fromHex, id, false]) as EnvelopeCall, resolve, reject };
       if (queue) return void queue.push(item); // a batch is in flight: go with the next one
       this.waiting.set(toHex, [item]);
       void this.drain(toHex);

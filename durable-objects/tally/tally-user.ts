@@ -19,6 +19,7 @@ import { TallyQueue } from "./tally-queue";
 import { TallyContacts } from "./tally-contacts";
 import { EnvelopeBatcher, type Delivery, type EnvelopeCall } from "./envelope-batcher";
 import { TallySignaling, type PeerUser } from "./tally-signaling";
+import { SenderShare } from "./sender-share";
 
 export type { Delivery } from "./envelope-batcher";
 
@@ -54,6 +55,8 @@ export class TallyUser extends SocketObject<Env, TallyAttachment> {
   private readonly queue = new TallyQueue(this.ctx, this.env, this.schema);
   /** Whom this user exchanged envelopes with, and which of its devices met whose. */
   private readonly contacts = new TallyContacts(this.ctx, this.schema, this.queue.lease, () => this.queue.held());
+  /** This user's share, as a sender, of the relay's Tally total across its recipients (storage.sender_share). */
+  private readonly share = new SenderShare(this.ctx, this.meta, this.env);
   /** Envelopes on their way to other users' objects, in batches. */
   private readonly batcher = new EnvelopeBatcher((toHex, batch) => this.stubFor(toHex).deliverAll(batch));
   private readonly signaling = new TallySignaling(
@@ -263,7 +266,14 @@ export class TallyUser extends SocketObject<Env, TallyAttachment> {
       this.ctx.waitUntil(
         this.contacts.noteContact(toHex, "sent").catch((err) => log.error("tally: a contact could not be noted", { err })),
       );
-      status = await this.batcher.deliver(toHex, raw, fromHex, env.id);
+      // Past its share the sender's envelope goes to online devices only (else queued not_stored).
+      const cost = SenderShare.cost(bytes);
+      const mayStore = this.share.take(cost);
+      try {
+        status = await this.batcher.deliver(toHex, raw, fromHex, env.id, mayStore);
+      } finally {
+        if (mayStore) this.share.settle(cost, status! === "stored");
+      }
     }
     if (status === "storage_full") {
       return this.sendError(
@@ -283,9 +293,9 @@ export class TallyUser extends SocketObject<Env, TallyAttachment> {
    */
   async deliverAll(envelopes: EnvelopeCall[]): Promise<Array<Delivery | null>> {
     const out: Array<Delivery | null> = [];
-    for (const [raw, fromHex, id] of envelopes) {
+    for (const [raw, fromHex, id, mayStore] of envelopes) {
       try {
-        out.push(await this.deliver(raw, fromHex, id));
+        out.push(await this.deliver(raw, fromHex, id, mayStore !== false));
       } catch (err) {
         log.error("delivery failed", { err });
         out.push(null);
@@ -309,19 +319,21 @@ export class TallyUser extends SocketObject<Env, TallyAttachment> {
    * When the relay-wide total has no room to store it, the online devices still get it as it
    * arrived (step 1: deliver to online devices): "delivered" if one took it, else storage_full.
    */
-  private async deliver(raw: string, fromHex: string, id: string): Promise<Delivery> {
+  private async deliver(raw: string, fromHex: string, id: string, mayStore = true): Promise<Delivery> {
     const devices = this.devices();
     if (devices.length > 0 && !devices.some((d) => d.att.acks)) {
       const n = this.push(devices, raw);
       if (n > 0) return this.delivered("delivered", fromHex);
     }
     // Offline, or an acking device is online: store first, then push the stored form.
-    const stored = await this.store(raw, fromHex, id);
+    // A sender past its share (sender-share.ts) is not stored: as when the total is full, but not_stored.
+    const stored = mayStore ? await this.store(raw, fromHex, id) : "storage_full";
     const online = this.devices();
     if (stored === "storage_full") {
       // Not stored: a device that does not ack takes it as it is, and so does an acking one (it
       // acks an envelope the relay does not hold: nothing to delete).
-      return this.push(online, raw) > 0 ? this.delivered("delivered", fromHex) : "storage_full";
+      if (this.push(online, raw) > 0) return this.delivered("delivered", fromHex);
+      return mayStore ? "storage_full" : "not_stored";
     }
     this.stats.changed();
     if (online.length === 0) return this.delivered(stored ? "stored" : "not_stored", fromHex);

@@ -10,7 +10,8 @@ import { LINK, REVOKE, revokeKey } from "../../shared/minca/carry";
 import { base64urlEncode, randomBytes, utf8Encode } from "../../shared/encoding";
 import { readKeyDid, readSeedOf } from "../../shared/minca/space";
 import { linkTopic } from "../../shared/minca/carry";
-import { MINCA_HOST_LIMITS } from "../../shared/limits";
+import { MINCA_HOST_LIMITS, STORAGE_LIMITS } from "../../shared/limits";
+import { ledger } from "../helpers/ledger-totals";
 
 const RELAY = "http://relay.test";
 const fetchSelf = ((input: RequestInfo | URL, init?: RequestInit) => SELF.fetch(input as string, init)) as typeof fetch;
@@ -118,6 +119,36 @@ describe("the Minca protocol §2.10: a revoked key stays revoked at this host", 
     appHost.carry = again.carry;
     expect(await appHost.close()).toMatchObject({ accepted: false, reason: "revoked" });
     expect(await again.status()).toMatchObject({ spaces: 1 });
+  });
+
+  it("no row outside the ledger: what carry:closed keeps (the revoked keys and the tombstone) stays charged to the host's total", async () => {
+    const { acct, host } = await connected();
+    const apps = await Promise.all([0, 1, 2].map(() => withNote(acct, "/")));
+    for (const app of apps) expect(await host.revoke(app.session.did)).toMatchObject({ accepted: true });
+    expect(await host.close()).toMatchObject({ accepted: true });
+    const stub = accountStub(acct.root.did);
+    const kept = await runInDurableObject(stub, (_i, st) => {
+      const sql = st.storage.sql;
+      const revoked = sql
+        .exec<{ b: number }>("SELECT TOTAL(length(did)) + COUNT(*) * ? AS b FROM revoked", STORAGE_LIMITS.row_overhead_bytes)
+        .one().b;
+      const tomb = sql
+        .exec<{ b: number }>(
+          "SELECT TOTAL(length(value)) + COUNT(*) * ? AS b FROM meta WHERE key LIKE 'closed_%'",
+          STORAGE_LIMITS.row_overhead_bytes,
+        )
+        .one().b;
+      return revoked + tomb;
+    });
+    expect(kept).toBeGreaterThan(3 * STORAGE_LIMITS.row_overhead_bytes);
+    const lease = await runInDurableObject(ledger(), (_i, st) =>
+      st.storage.sql
+        .exec<{ bytes: number; held: number }>("SELECT bytes, held FROM leases WHERE kind = 'host' AND holder = ?", stub.id.toString())
+        .toArray(),
+    );
+    expect(lease).toHaveLength(1);
+    expect(lease[0].held).toBeGreaterThanOrEqual(kept); // at least: a holder tells the ledger what it holds when its lease changes
+    expect(lease[0].bytes).toBeGreaterThanOrEqual(kept);
   });
 
   it("the SDK copies the account's known revokes into a new carry space before anything else", async () => {

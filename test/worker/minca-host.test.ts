@@ -539,7 +539,7 @@ describe("the Minca protocol §4.2: links and carry:closed", () => {
         .toArray()
         .map((r) => r.key),
     );
-    expect(meta).toEqual(["closed_at", "closed_read_key", "closed_space"]);
+    expect(meta).toEqual(["closed_at", "closed_read_key", "closed_space", "lease_bytes"]); // the lease charges the tombstone
     await expect(host.status()).rejects.toMatchObject({ status: 410, code: "carry_closed" });
     await expect(host.connect()).rejects.toMatchObject({ status: 410 });
     // connecting it again derives a new carry space (gen 1)
@@ -571,7 +571,7 @@ describe("the Minca protocol §4.2: links and carry:closed", () => {
       ),
     );
     await runDurableObjectAlarm(stub);
-    expect(await metaKeys()).toEqual(["closed_at", "closed_read_key", "closed_space"]);
+    expect(await metaKeys()).toEqual(["closed_at", "closed_read_key", "closed_space", "lease_bytes"]);
     expect(await rows(stub, ["passes", "links", "usage", "wakes", "receivers", "pushes", "revoked"])).toEqual({
       passes: 0,
       links: 0,

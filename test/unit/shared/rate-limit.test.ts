@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { FailureThrottle } from "../../../server/operator-session";
 import { ADMIN_LIMITS, COMMON_LIMITS } from "../../../shared/limits";
-import { ClientBuckets, TokenBucket } from "../../../shared/rate-limit";
+import { ClientBuckets, ClientShares, TokenBucket } from "../../../shared/rate-limit";
 
 describe("TokenBucket", () => {
   it("allows a burst, then refills at the sustained rate", () => {
@@ -42,5 +42,26 @@ describe("client bucket maps evict the least recently used", () => {
       if (i % 50 === 0) throttle.fail("guesser", 1);
     }
     expect(throttle.blocked("guesser", 2)).not.toBeNull();
+  });
+});
+
+describe("ClientShares: each client's share of each total, in memory", () => {
+  it("charges per client and kind: one client past its share waits, another client and another kind do not", () => {
+    const shares = new ClientShares<"mailbox" | "host">(1_000_000, 100);
+    expect(shares.wait("mailbox", "a", 1_000, 800, 0)).toBe(0);
+    shares.charge("mailbox", "a", 1_000, 800, 0);
+    expect(shares.wait("mailbox", "a", 1_000, 800, 0)).toBeGreaterThan(0);
+    expect(shares.wait("mailbox", "b", 1_000, 800, 0)).toBe(0);
+    expect(shares.wait("host", "a", 1_000, 800, 0)).toBe(0);
+  });
+
+  it("remembers at most its bound of clients, forgetting the least recently used first", () => {
+    const shares = new ClientShares<"mailbox">(1_000_000, 2);
+    shares.charge("mailbox", "a", 1_000, 1_000, 0);
+    shares.charge("mailbox", "b", 1_000, 1_000, 0);
+    expect(shares.wait("mailbox", "a", 1_000, 1, 0)).toBeGreaterThan(0); // a is now the most recent
+    shares.charge("mailbox", "c", 1_000, 1_000, 0);
+    expect(shares.wait("mailbox", "a", 1_000, 1, 0)).toBeGreaterThan(0);
+    expect(shares.wait("mailbox", "b", 1_000, 1, 0)).toBe(0); // forgotten
   });
 });

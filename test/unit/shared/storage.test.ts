@@ -2,7 +2,19 @@
 // arithmetic of shared/storage.ts.
 import { describe, expect, it } from "vitest";
 import { STORAGE_LIMITS } from "../../../shared/limits";
-import { grantLease, leaseBlock, leaseKeep, leaseRequest, parseBytesSetting, storageTotals } from "../../../shared/storage";
+import {
+  grantLease,
+  leaseBlock,
+  leaseKeep,
+  leaseRequest,
+  parseBytesSetting,
+  rowBytes,
+  shareAt,
+  shareCapacity,
+  shareCharge,
+  shareWaitMs,
+  storageTotals,
+} from "../../../shared/storage";
 
 describe("relay-wide storage totals: settings", () => {
   it("STORAGE_*_BYTES take decimal bytes or a binary suffix; empty is the default; anything else is ignored and named", () => {
@@ -45,5 +57,29 @@ describe("relay-wide storage totals: leases", () => {
     expect(leaseKeep(10_000, 10_000 + 2 * block)).toBe(10_000 + 2 * block);
     expect(leaseKeep(10_000, 10_000 + 3 * block)).toBe(10_000 + block);
     expect(leaseKeep(0, 5 * block)).toBe(0);
+  });
+});
+
+describe("shares of a total (storage.client_share, storage.sender_share)", () => {
+  const DAY = 86_400_000;
+  it("a fresh share is full; a store within it is free, one past it waits for the bytes to refill over the period", () => {
+    const cap = 1_000;
+    const s = shareAt(undefined, cap, 10 * DAY, 0);
+    expect(shareWaitMs(s, cap, 10 * DAY, 600)).toBe(0);
+    const after = shareCharge(s, 600);
+    expect(shareWaitMs(after, cap, 10 * DAY, 600)).toBe(2 * DAY); // 200 bytes short at 100 a day
+    expect(shareWaitMs(shareAt(after, cap, 10 * DAY, 2 * DAY), cap, 10 * DAY, 600)).toBe(0);
+    expect(shareAt(after, cap, 10 * DAY, 100 * DAY).tokens).toBe(cap); // never more than the share
+  });
+
+  it("one store larger than the whole share waits for a full share, not forever", () => {
+    const s = shareAt(undefined, 100, DAY, 0);
+    expect(shareWaitMs(s, 100, DAY, 5_000)).toBe(0);
+    expect(shareWaitMs(shareCharge(s, 5_000), 100, DAY, 5_000)).toBeGreaterThan(DAY);
+  });
+
+  it("a share is a fraction of its total, never less than one row", () => {
+    expect(shareCapacity(1024 * 1024, 1 / 16)).toBe(65_536);
+    expect(shareCapacity(10, 1 / 16)).toBe(rowBytes());
   });
 });

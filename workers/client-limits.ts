@@ -1,0 +1,66 @@
+// The Worker's per-client limits across every name (docs/hostile.md, "Shares of a total" and
+// "Requests that start objects"), held in this isolate's memory (self-hosted: the whole relay; on
+// Cloudflare, per isolate) and keyed by the client address. Per-name limits live in the objects;
+// these bound what a client that makes up new names can do:
+// - each client's share of the mailbox and host totals: a byte budget refilled over the share
+//   period, checked before a store reaches its object and charged for what the object stored;
+// - one bucket of requests addressed to named objects (topics, spaces, accounts, upgrades).
+// None applies in shared mode (clientLimited()).
+import type { MiddlewareHandler } from "hono";
+import { COMMON_LIMITS, STORAGE_LIMITS } from "../shared/limits";
+import { ClientBuckets, ClientShares } from "../shared/rate-limit";
+import { shareCapacity } from "../shared/storage";
+import { clientLimited, isAdminRpc, type C, type RelayHono } from "./http";
+import { SHARED_CLIENT } from "./client-address";
+
+type SharedKind = "mailbox" | "host";
+
+const shares = new ClientShares<SharedKind>(STORAGE_LIMITS.share_period_seconds * 1000, STORAGE_LIMITS.client_shares_remembered);
+
+const capacity = (c: C, kind: SharedKind) => shareCapacity(c.var.settings.storage[kind], STORAGE_LIMITS.client_share);
+
+/** 429 when storing `cost` bytes of `kind` would take the client past its share of that total; null when it may. */
+export function overShare(c: C, kind: SharedKind, cost: number): Response | null {
+  return clientLimited(
+    c,
+    (client) => shares.wait(kind, client, capacity(c, kind), cost),
+    `this client stored its share of the relay's ${kind} total (storage.client_share of it within storage.share_period_seconds); retry later`,
+  );
+}
+
+/** The client stored `cost` bytes of `kind` (charged only for what was stored). */
+export function chargeShare(c: C, kind: SharedKind, cost: number): void {
+  if (cost > 0 && c.var.client !== SHARED_CLIENT) shares.charge(kind, c.var.client, capacity(c, kind), cost);
+}
+
+const objectRequests = new ClientBuckets<"object">({
+  object: { burst: COMMON_LIMITS.client_object_requests_burst, perSecond: COMMON_LIMITS.client_object_requests_per_second },
+});
+
+/**
+ * Every request addressed to a named object takes a token of its client's bucket across all names
+ * (common.client_object_requests_*): a client asking for a few hundred made-up names a second is
+ * answered 429 before any object starts. CORS preflights and admin API calls do not count.
+ */
+export const objectRequestLimit: MiddlewareHandler<RelayHono> = async (c, next) => {
+  if (c.req.method !== "OPTIONS" && !isAdminRpc(c.req.raw)) {
+    const slow = clientLimited(
+      c,
+      (client) => (objectRequests.take("object", client) ?? 0) * 1000,
+      `too many requests to named objects from this client (about ${COMMON_LIMITS.client_object_requests_per_second} a second); retry later`,
+    );
+    if (slow) return slow;
+  }
+  await next();
+};
+
+/** The paths whose requests name an object (mounted before the routers). */
+export const OBJECT_PATHS = [
+  "/minca/v1/mailbox/*",
+  "/minca/v1/spaces/*",
+  "/minca/v1/host/accounts",
+  "/minca/v1/host/accounts/*",
+  "/minca/v1/rooms/*",
+  "/tally/v1/*",
+  "/passnote/v2/*",
+] as const;
