@@ -52,11 +52,13 @@ export class TallyContacts {
     }
     const r = await this.lease.store(CONTACT_ROW_BYTES, () => {
       write();
-      // bounded per user: the oldest contact goes (its row's charge with it)
+      // Bounded per user: the oldest contact goes (its row's charge with it), one this user never
+      // wrote to first, so that strangers sending by the thousand cannot make it forget whom it
+      // wrote to (those protect their senders' stored envelopes, tally-queue.ts).
       const n = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM contacts").one().n;
       const old =
         n > TALLY_LIMITS.max_contacts_per_user
-          ? this.sql.exec<{ peer_hex: string }>("SELECT peer_hex FROM contacts ORDER BY at LIMIT 1").one().peer_hex
+          ? this.sql.exec<{ peer_hex: string }>("SELECT peer_hex FROM contacts ORDER BY sent, at LIMIT 1").one().peer_hex
           : null;
       if (old !== null) this.sql.exec("DELETE FROM contacts WHERE peer_hex = ?", old);
       return { value: old, held: this.held() };
@@ -73,6 +75,15 @@ export class TallyContacts {
   isContact(peerHex: string): boolean {
     const c = this.contactMap().get(peerHex);
     return c !== undefined && c.sent && c.received;
+  }
+
+  /**
+   * This user has sent `peerHex` an envelope (through this relay): the user's own doing, which no
+   * one else can bring about. Its envelopes to this user are never evicted for a stranger's
+   * (shared/tally/queue-bounds.ts).
+   */
+  wroteTo(peerHex: string): boolean {
+    return this.contactMap().get(peerHex)?.sent === true;
   }
 
   private contactMap(): Map<string, { sent: boolean; received: boolean }> {

@@ -51,9 +51,11 @@ export class TallyUser extends SocketObject<Env, TallyAttachment> {
   }
 
   /** The envelopes stored for this user, and its lease of the relay-wide total (storage.tally_bytes). */
-  private readonly queue = new TallyQueue(this.ctx, this.env, this.schema);
+  private readonly queue: TallyQueue = new TallyQueue(this.ctx, this.env, this.schema, (hex: string): boolean =>
+    this.contacts.wroteTo(hex),
+  );
   /** Whom this user exchanged envelopes with, and which of its devices met whose. */
-  private readonly contacts = new TallyContacts(this.ctx, this.schema, this.queue.lease, () => this.queue.held());
+  private readonly contacts: TallyContacts = new TallyContacts(this.ctx, this.schema, this.queue.lease, () => this.queue.held());
   /** Envelopes on their way to other users' objects, in batches. */
   private readonly batcher = new EnvelopeBatcher((toHex, batch) => this.stubFor(toHex).deliverAll(batch));
   private readonly signaling = new TallySignaling(
@@ -324,9 +326,10 @@ export class TallyUser extends SocketObject<Env, TallyAttachment> {
       return this.push(online, raw) > 0 ? this.delivered("delivered", fromHex) : "storage_full";
     }
     this.stats.changed();
-    if (online.length === 0) return this.delivered(stored ? "stored" : "not_stored", fromHex);
-    const n = this.push(online, stored ?? raw);
-    return this.delivered(n > 0 ? "delivered" : stored ? "stored" : "not_stored", fromHex);
+    const n = online.length > 0 ? this.push(online, stored ?? raw) : 0;
+    if (n > 0) return this.delivered("delivered", fromHex);
+    // Refused by the queue's bounds and taken by no device: nothing of it is kept, not even a contact.
+    return stored === null ? "not_stored" : this.delivered("stored", fromHex);
   }
 
   /** Sends one envelope to each device; how many took it. */
