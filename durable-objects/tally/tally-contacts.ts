@@ -86,6 +86,13 @@ export class TallyContacts {
     return this.contactMap().get(peerHex)?.sent === true;
   }
 
+  /** Forgets every contact (the operator banned this user); their rows' charge goes back. */
+  forgetAll(): void {
+    this.contacts = new Map();
+    if (!this.schema.exists || this.sql.exec("SELECT 1 FROM contacts LIMIT 1").toArray().length === 0) return;
+    this.lease.free(() => this.sql.exec("DELETE FROM contacts"));
+  }
+
   private contactMap(): Map<string, { sent: boolean; received: boolean }> {
     if (!this.contacts) {
       this.contacts = new Map();
