@@ -411,12 +411,17 @@ describe("signaling bounds", () => {
     a.close();
   });
 
-  it("without peer_device_id a signal goes to the peer's only device", async () => {
+  it("without peer_device_id a signal goes to the peer's only device (between users with an envelope exchange)", async () => {
     const alice = newUser();
     const bob = newUser();
     const a = await rawRegistered(relay, alice);
     const b = await rawRegistered(relay, bob);
     const aReg = a.ofType("registered")[0];
+    // Signals, like introductions, go only between users with an envelope exchange (docs/tally.md).
+    a.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(alice, bob, "hello") });
+    await a.next("queued");
+    b.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(bob, alice, "receipt") });
+    await b.next("queued");
     a.send({ type: "webrtc_signal", peer_user_id: bob.npub, signal: { candidate: "c1" } });
     expect(await b.next("webrtc_signal")).toEqual({
       type: "webrtc_signal",
