@@ -1,7 +1,7 @@
 // Whom one Tally user's devices may meet and whom they met (docs/tally.md, the Tally protocol section
-// 13; docs/tally.md): the user's contacts (the users it exchanged envelopes with, which decide who
-// gets presence) and the introductions of its online devices to other users' devices (which decide
-// who hears peer_disconnect). The `contacts` and `introductions` tables' only reader and writer;
+// 13): the user's contacts (the users it exchanged envelopes with, which decide who gets presence
+// and signals, and whose envelopes a full queue keeps: tally-queue.ts) and the introductions of its
+// online devices to other users' devices (which decide who hears peer_disconnect). The `contacts` and `introductions` tables' only reader and writer;
 // TallyUser (tally-user.ts) sends the frames and makes the calls to other users' objects.
 import { TALLY_LIMITS } from "../../shared/limits";
 import { rowBytes } from "../../shared/storage";

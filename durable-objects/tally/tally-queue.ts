@@ -125,8 +125,12 @@ export class TallyQueue {
       return [];
     const full = all.n + 1 > QUEUE_BOUNDS.maxEnvelopes || all.total + bytes > QUEUE_BOUNDS.maxBytes;
     if (full && mine.n === 0 && !this.isContact(fromHex)) return null; // a new stranger to a full queue: refused, no scan
+    // Room in the queue: only the sender's own share is over, and only its own rows matter.
     const rows = this.sql
-      .exec<QueuedRow & Record<string, SqlStorageValue>>('SELECT seq, from_hex AS "from", bytes FROM queue ORDER BY seq')
+      .exec<QueuedRow & Record<string, SqlStorageValue>>(
+        `SELECT seq, from_hex AS "from", bytes FROM queue ${full ? "" : "WHERE from_hex = ?"} ORDER BY seq`,
+        ...(full ? [] : [fromHex]),
+      )
       .toArray();
     const plan = planStore(rows, { from: fromHex, bytes }, this.isContact);
     return plan.keep ? plan.evict : null;
