@@ -42,9 +42,9 @@ export const TALLY_LIMITS = {
   max_envelope_bytes: 131_072,
   /** Envelope id length, in characters. */
   max_envelope_id_chars: 128,
-  /** Stored envelopes per recipient; the oldest is evicted when full. */
+  /** Stored envelopes per recipient; when full a stranger's envelope is refused and a contact's evicts strangers' oldest (shared/tally/queue-bounds.ts). */
   queue_max_envelopes: 1_000,
-  /** Stored bytes per recipient; the oldest are evicted when over. */
+  /** Stored bytes per recipient; when full a stranger's envelope is refused and a contact's evicts strangers' oldest (shared/tally/queue-bounds.ts). */
   queue_max_bytes: 16 * 1024 * 1024,
   /** Stored envelopes per recipient from one sender; that sender's oldest is evicted when full. */
   queue_max_per_sender: 200,
@@ -64,7 +64,7 @@ export const TALLY_LIMITS = {
   rpc_batch_envelopes: 32,
   /** Seconds a registered socket may stay silent (no message, no ping) before the relay closes it with 4408. */
   idle_timeout_seconds: 90,
-  /** Users remembered per user as having exchanged envelopes with it (connect_peer answers only those); the oldest are forgotten. */
+  /** Users remembered per user as having exchanged envelopes with it (connect_peer and webrtc_signal reach only those); the oldest it never wrote to are forgotten first. */
   max_contacts_per_user: 4_096,
 } as const;
 

@@ -57,12 +57,19 @@ function adder(
   };
 }
 
-function remover(list: PolicyList, what: string, read: (v: unknown) => string | null): Method {
+/** unban/unallow/unblock: remove `value` (checked by `read`) from `list`, then `after`. */
+function remover(
+  list: PolicyList,
+  what: string,
+  read: (v: unknown) => string | null,
+  after?: (c: C, value: string) => Promise<unknown>,
+): Method {
   return async (c, [v]) => {
     const value = read(v);
     if (value === null) return { error: `params[0] must be ${what}` };
     await relayPolicy(c.env).remove(list, value);
     forgetPolicy();
+    if (after) await after(c, value);
     return { result: true };
   };
 }
@@ -79,10 +86,18 @@ const accountDid = (v: unknown) => (typeof v === "string" && isP256DidKey(v) ? v
 const address = (v: unknown) => (typeof v === "string" ? normalizeAddress(v.trim()) : null);
 const topic = (v: unknown) => (typeof v === "string" && isTopic(v) ? v : null);
 
-/** A banned key's sockets close and its stored envelopes go (TallyUser.purge). */
-async function purgeUser(c: C, hex: string): Promise<void> {
-  const purged = await c.env.TALLY_USER.get(c.env.TALLY_USER.idFromName(hex)).purge();
+/**
+ * A banned key's object keeps the ban itself (its register refused, envelopes to it not stored,
+ * in every isolate), closes its sockets and drops its stored envelopes (TallyUser.ban).
+ */
+async function banUser(c: C, hex: string): Promise<void> {
+  const purged = await c.env.TALLY_USER.get(c.env.TALLY_USER.idFromName(hex)).ban();
   log.info("admin: banned key purged", { envelopes: purged });
+}
+
+/** The key's object forgets the ban (TallyUser.unban). */
+async function unbanUser(c: C, hex: string): Promise<void> {
+  await c.env.TALLY_USER.get(c.env.TALLY_USER.idFromName(hex)).unban();
 }
 
 /** A banned Minca account's carried data goes: every space it carries, its carry space, its links, its lease (MincaAccount.purge). */
@@ -93,8 +108,8 @@ async function purgeAccount(c: C, did: string): Promise<void> {
 
 export const METHODS: Record<string, Method> = {
   supportedmethods: async () => ({ result: Object.keys(METHODS) }),
-  banpubkey: adder("banned_pubkeys", PUBKEY, pubkeyParam, purgeUser),
-  unbanpubkey: remover("banned_pubkeys", PUBKEY, pubkeyParam),
+  banpubkey: adder("banned_pubkeys", PUBKEY, pubkeyParam, banUser),
+  unbanpubkey: remover("banned_pubkeys", PUBKEY, pubkeyParam, unbanUser),
   listbannedpubkeys: lister("banned_pubkeys", "pubkey"),
   allowpubkey: adder("allowed_pubkeys", PUBKEY, pubkeyParam),
   unallowpubkey: remover("allowed_pubkeys", PUBKEY, pubkeyParam),

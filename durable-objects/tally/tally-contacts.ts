@@ -1,7 +1,7 @@
 // Whom one Tally user's devices may meet and whom they met (docs/tally.md, the Tally protocol section
-// 13; docs/tally.md): the user's contacts (the users it exchanged envelopes with, which decide who
-// gets presence) and the introductions of its online devices to other users' devices (which decide
-// who hears peer_disconnect). The `contacts` and `introductions` tables' only reader and writer;
+// 13): the user's contacts (the users it exchanged envelopes with, which decide who gets presence
+// and signals, and whose envelopes a full queue keeps: tally-queue.ts) and the introductions of its
+// online devices to other users' devices (which decide who hears peer_disconnect). The `contacts` and `introductions` tables' only reader and writer;
 // TallyUser (tally-user.ts) sends the frames and makes the calls to other users' objects.
 import { TALLY_LIMITS } from "../../shared/limits";
 import { rowBytes } from "../../shared/storage";
@@ -52,11 +52,13 @@ export class TallyContacts {
     }
     const r = await this.lease.store(CONTACT_ROW_BYTES, () => {
       write();
-      // bounded per user: the oldest contact goes (its row's charge with it)
+      // Bounded per user: the oldest contact goes (its row's charge with it), one this user never
+      // wrote to first, so that strangers sending by the thousand cannot make it forget whom it
+      // wrote to (those protect their senders' stored envelopes, tally-queue.ts).
       const n = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM contacts").one().n;
       const old =
         n > TALLY_LIMITS.max_contacts_per_user
-          ? this.sql.exec<{ peer_hex: string }>("SELECT peer_hex FROM contacts ORDER BY at LIMIT 1").one().peer_hex
+          ? this.sql.exec<{ peer_hex: string }>("SELECT peer_hex FROM contacts ORDER BY sent, at LIMIT 1").one().peer_hex
           : null;
       if (old !== null) this.sql.exec("DELETE FROM contacts WHERE peer_hex = ?", old);
       return { value: old, held: this.held() };
@@ -73,6 +75,22 @@ export class TallyContacts {
   isContact(peerHex: string): boolean {
     const c = this.contactMap().get(peerHex);
     return c !== undefined && c.sent && c.received;
+  }
+
+  /**
+   * This user has sent `peerHex` an envelope (through this relay): the user's own doing, which no
+   * one else can bring about. Its envelopes to this user are never evicted for a stranger's
+   * (shared/tally/queue-bounds.ts).
+   */
+  wroteTo(peerHex: string): boolean {
+    return this.contactMap().get(peerHex)?.sent === true;
+  }
+
+  /** Forgets every contact (the operator banned this user); their rows' charge goes back. */
+  forgetAll(): void {
+    this.contacts = new Map();
+    if (!this.schema.exists || this.sql.exec("SELECT 1 FROM contacts LIMIT 1").toArray().length === 0) return;
+    this.lease.free(() => this.sql.exec("DELETE FROM contacts"));
   }
 
   private contactMap(): Map<string, { sent: boolean; received: boolean }> {

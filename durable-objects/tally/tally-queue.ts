@@ -1,6 +1,7 @@
 // The queue of one Tally user (the Tally protocol section 6, docs/hostile.md and docs/tally.md): the envelopes stored
 // for the user while no device takes them, idempotent by (sender, id), bounded per sender by count
-// and by bytes and as a whole (the largest sharer loses its oldest first), expiring after
+// and by bytes and as a whole (shared/tally/queue-bounds.ts: a full queue makes room for a contact
+// by evicting strangers' oldest and refuses strangers), expiring after
 // queue_ttl_days, and charged against the user's lease of the relay-wide total (storage.tally_bytes)
 // in the same transaction as each store. The `queue` table's only writer; TallyUser (tally-user.ts)
 // holds the sockets and decides when to store, push and delete.
@@ -8,6 +9,7 @@ import { STORAGE_LIMITS, TALLY_LIMITS } from "../../shared/limits";
 import { rowBytes } from "../../shared/storage";
 import { utf8ByteLength } from "../../shared/encoding";
 import { storedEnvelope } from "../../shared/tally/messages";
+import { QUEUE_BOUNDS, planStore, type QueuedRow } from "../../shared/tally/queue-bounds";
 import type { LazySchema } from "../base/schema";
 import { StorageLease } from "../relay/storage-lease";
 import { CONTACT_ROW_BYTES } from "./tally-contacts";
@@ -20,9 +22,11 @@ export class TallyQueue {
   readonly lease: StorageLease;
 
   constructor(
-    private readonly ctx: DurableObjectState,
+    ctx: DurableObjectState,
     env: ConstructorParameters<typeof StorageLease>[1],
     private readonly schema: LazySchema,
+    /** Whether a sender is the recipient's contact (tally-contacts.ts wroteTo): never evicted for another's envelope. */
+    private readonly isContact: (fromHex: string) => boolean,
   ) {
     this.sql = ctx.storage.sql;
     this.lease = new StorageLease(ctx, env, "tally", schema, () => this.held());
@@ -63,11 +67,13 @@ export class TallyQueue {
   }
 
   /**
-   * Stores an envelope (idempotent by (from, id)) and applies the bounds; answers the stored form
-   * and when it expires (null when it was stored before), or null when it was not kept (larger
-   * than the whole queue, or evicted at once as the largest sharer's oldest), or "storage_full"
-   * when the relay-wide total has no room for it (nothing kept; the lease, storage-lease.ts,
-   * charges what the queue then holds in the same transaction as the write).
+   * Stores an envelope (idempotent by (from, id)) within the queue's bounds (shared/tally/queue-bounds.ts:
+   * a sender's own oldest make room for its new one; a full queue makes room for a contact by
+   * evicting strangers' oldest, and refuses a stranger). Answers the stored form and when it
+   * expires (null when it was stored before), or null when it was not kept (refused by the
+   * bounds: nothing changed), or "storage_full" when the relay-wide total has no room for it
+   * (nothing kept; the lease, storage-lease.ts, charges what the queue then holds in the same
+   * transaction as the write).
    */
   async store(
     raw: string,
@@ -81,6 +87,9 @@ export class TallyQueue {
     const r = await this.lease.store<{ body: string; expires: number | null } | null>(rowBytes(bytes), () => {
       const existing = this.sql.exec<{ body: string }>("SELECT body FROM queue WHERE from_hex = ? AND id = ?", fromHex, id).toArray()[0];
       if (existing) return { value: { body: existing.body, expires: null } };
+      const evict = this.roomFor(fromHex, bytes);
+      if (evict === null) return { value: null }; // refused: nothing written
+      for (const seq of evict) this.sql.exec("DELETE FROM queue WHERE seq = ?", seq);
       const expires = now + TALLY_LIMITS.queue_ttl_days * DAY_MS;
       this.sql.exec(
         "INSERT INTO queue (from_hex, id, body, bytes, queued_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
@@ -91,35 +100,40 @@ export class TallyQueue {
         now,
         expires,
       );
-      // The bounds. Each delete runs only once its bound is passed (below it, it deletes nothing),
-      // so that a store within bounds costs two aggregate reads, not scans that write.
-      // One sender's share, by count and by bytes: its own oldest go first.
-      const mine = this.sql
-        .exec<{ n: number; total: number }>("SELECT COUNT(*) AS n, TOTAL(bytes) AS total FROM queue WHERE from_hex = ?", fromHex)
-        .one();
-      if (mine.n > TALLY_LIMITS.queue_max_per_sender) {
-        this.sql.exec(
-          `DELETE FROM queue WHERE seq IN (SELECT seq FROM queue WHERE from_hex = ? ORDER BY seq DESC LIMIT -1 OFFSET ?)`,
-          fromHex,
-          TALLY_LIMITS.queue_max_per_sender,
-        );
-      }
-      if (mine.total > TALLY_LIMITS.queue_max_bytes_per_sender) {
-        this.sql.exec(
-          `DELETE FROM queue WHERE seq IN (
-             SELECT seq FROM (SELECT seq, SUM(bytes) OVER (ORDER BY seq DESC) AS newer FROM queue WHERE from_hex = ?) WHERE newer > ?)`,
-          fromHex,
-          TALLY_LIMITS.queue_max_bytes_per_sender,
-        );
-      }
-      this.evictLargestSharers();
       // What the user then holds is what its lease of the relay-wide total must cover.
-      const held = this.held();
-      // Evicted at once (its sender was the largest sharer of a full queue): it was not stored.
-      const kept = this.sql.exec("SELECT 1 FROM queue WHERE from_hex = ? AND id = ?", fromHex, id).toArray().length > 0;
-      return { value: kept ? { body, expires } : null, held };
+      return { value: { body, expires }, held: this.held() };
     });
     return r.stored ? r.value : "storage_full";
+  }
+
+  /**
+   * What a new envelope of `bytes` from `fromHex` evicts (seqs), or null when it is refused. Within
+   * every bound (the usual case) two aggregate reads decide; only a sender at its share or a full
+   * queue reads the rows for the bounds' plan.
+   */
+  private roomFor(fromHex: string, bytes: number): number[] | null {
+    const all = this.sql.exec<{ n: number; total: number }>("SELECT COUNT(*) AS n, TOTAL(bytes) AS total FROM queue").one();
+    const mine = this.sql
+      .exec<{ n: number; total: number }>("SELECT COUNT(*) AS n, TOTAL(bytes) AS total FROM queue WHERE from_hex = ?", fromHex)
+      .one();
+    if (
+      all.n + 1 <= QUEUE_BOUNDS.maxEnvelopes &&
+      all.total + bytes <= QUEUE_BOUNDS.maxBytes &&
+      mine.n + 1 <= QUEUE_BOUNDS.maxPerSender &&
+      mine.total + bytes <= QUEUE_BOUNDS.maxBytesPerSender
+    )
+      return [];
+    const full = all.n + 1 > QUEUE_BOUNDS.maxEnvelopes || all.total + bytes > QUEUE_BOUNDS.maxBytes;
+    if (full && mine.n === 0 && !this.isContact(fromHex)) return null; // a new stranger to a full queue: refused, no scan
+    // Room in the queue: only the sender's own share is over, and only its own rows matter.
+    const rows = this.sql
+      .exec<QueuedRow & Record<string, SqlStorageValue>>(
+        `SELECT seq, from_hex AS "from", bytes FROM queue ${full ? "" : "WHERE from_hex = ?"} ORDER BY seq`,
+        ...(full ? [] : [fromHex]),
+      )
+      .toArray();
+    const plan = planStore(rows, { from: fromHex, bytes }, this.isContact);
+    return plan.keep ? plan.evict : null;
   }
 
   /** An acking device took one envelope (the Tally protocol §6.3): it goes. */
@@ -156,36 +170,5 @@ export class TallyQueue {
   nextExpiry(): number | null {
     if (!this.schema.exists) return null;
     return this.sql.exec<{ next: number | null }>("SELECT MIN(expires_at) AS next FROM queue").one().next;
-  }
-
-  /**
-   * The whole queue, by count and by bytes: while it is over a bound, the largest sharer (the
-   * sender holding the most envelopes, or bytes; on a tie, the one whose oldest is oldest) loses
-   * its oldest envelopes, as many as the excess. No sender can evict what others stored while it
-   * holds more than they do (docs/hostile.md). Answers the bytes the queue then holds.
-   */
-  private evictLargestSharers(): number {
-    for (;;) {
-      const all = this.sql.exec<{ n: number; total: number }>("SELECT COUNT(*) AS n, TOTAL(bytes) AS total FROM queue").one();
-      const overCount = all.n - TALLY_LIMITS.queue_max_envelopes;
-      const overBytes = all.total - TALLY_LIMITS.queue_max_bytes;
-      if (overCount <= 0 && overBytes <= 0) return all.total;
-      const byBytes = overBytes > 0;
-      const top = this.sql
-        .exec<{ from_hex: string }>(
-          `SELECT from_hex FROM queue GROUP BY from_hex ORDER BY ${byBytes ? "TOTAL(bytes)" : "COUNT(*)"} DESC, MIN(seq) LIMIT 1`,
-        )
-        .one().from_hex;
-      if (byBytes) {
-        this.sql.exec(
-          `DELETE FROM queue WHERE seq IN (
-             SELECT seq FROM (SELECT seq, SUM(bytes) OVER (ORDER BY seq) - bytes AS older FROM queue WHERE from_hex = ?) WHERE older < ?)`,
-          top,
-          overBytes,
-        );
-      } else {
-        this.sql.exec("DELETE FROM queue WHERE seq IN (SELECT seq FROM queue WHERE from_hex = ? ORDER BY seq LIMIT ?)", top, overCount);
-      }
-    }
   }
 }

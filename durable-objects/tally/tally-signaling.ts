@@ -27,7 +27,16 @@ export interface SignalingHost {
   peer(hex: string): PeerUser;
 }
 
+/** The one answer to a webrtc_signal that reached no device: the same for an offline user and a stranger. */
+const UNAVAILABLE = "no such online device of that user";
+
 export class TallySignaling {
+  /**
+   * connect_peer calls whose introduction is at the peer's object: a peer device that leaves
+   * meanwhile is noted here, so it is not introduced after its departure was announced.
+   */
+  private readonly inFlight = new Set<{ peerHex: string; gone: Set<string> }>();
+
   constructor(
     private readonly host: SignalingHost,
     private readonly contacts: TallyContacts,
@@ -48,9 +57,23 @@ export class TallySignaling {
     // Presence only to users with an envelope exchange (decision in docs/tally.md): otherwise no
     // answer, as if the user were offline.
     if (!this.contacts.isContact(peerHex)) return;
-    const theirDevices = await this.host.peer(peerHex).introduce(me, myDevice);
+    const flight = { peerHex, gone: new Set<string>() };
+    this.inFlight.add(flight);
+    let theirDevices: string[];
+    try {
+      theirDevices = await this.host.peer(peerHex).introduce(me, myDevice);
+    } finally {
+      this.inFlight.delete(flight);
+    }
+    // The asker's device left during the call: its departure (left()) found no introduction to
+    // announce, so the devices that were just told of it hear it gone now, and nothing is kept.
+    if (!this.host.devices().some((d) => d.deviceId === myDevice)) {
+      if (theirDevices.length > 0) await this.host.peer(peerHex).peerGone(me, myDevice, theirDevices);
+      return;
+    }
     const peerNpub = npubEncode(peerHex);
     for (const d of theirDevices) {
+      if (flight.gone.has(d)) continue; // left during the call: already announced gone
       this.contacts.addIntroduction(myDevice, peerHex, d);
       this.host.send(ws, { type: "peer_connect", peer_user_id: peerNpub, peer_device_id: d });
     }
@@ -76,11 +99,13 @@ export class TallySignaling {
     }
     const me = this.host.me();
     const peerHex = npubDecode(peerNpub);
-    const ok =
-      peerHex === me
-        ? this.deliverSignal(me, myDevice, peerDevice, json)
-        : await this.host.peer(peerHex).signal(me, myDevice, peerDevice ?? null, json);
-    if (!ok) this.host.sendError(ws, "peer_unavailable", "no such online device of that user");
+    // Signals go between own devices and to users with an envelope exchange, as connect_peer's
+    // introductions (docs/tally.md, "Signaling"). To anyone else nothing is sent and the answer is
+    // the one an offline user gets, so a stranger cannot learn whether an npub has a device online.
+    let ok = false;
+    if (peerHex === me) ok = this.deliverSignal(me, myDevice, peerDevice, json);
+    else if (this.contacts.isContact(peerHex)) ok = await this.host.peer(peerHex).signal(me, myDevice, peerDevice ?? null, json);
+    if (!ok) this.host.sendError(ws, "peer_unavailable", UNAVAILABLE);
   }
 
   /** A webrtc_signal for one of this user's devices; false when there is no such device. */
@@ -110,6 +135,7 @@ export class TallySignaling {
 
   /** A device of another user that was introduced to some of ours has gone. */
   peerGone(fromHex: string, fromDevice: string, toDevices: string[]): void {
+    for (const f of this.inFlight) if (f.peerHex === fromHex) f.gone.add(fromDevice);
     const fromNpub = npubEncode(fromHex);
     for (const id of toDevices) {
       this.contacts.forgetIntroduction(id, fromHex, fromDevice);

@@ -20,6 +20,8 @@ import { TallyContacts } from "./tally-contacts";
 import { EnvelopeBatcher, type Delivery, type EnvelopeCall } from "./envelope-batcher";
 import { TallySignaling, type PeerUser } from "./tally-signaling";
 import { SenderShare } from "./sender-share";
+import { BanMark } from "./tally-ban";
+import { IDLE_MS, closeIdle, noteSeen } from "./tally-idle";
 
 export type { Delivery } from "./envelope-batcher";
 
@@ -32,8 +34,6 @@ export interface TallyAttachment extends BaseAttachment {
   /** When the socket was last heard from (registration or a message), refreshed at most every third of the idle bound. */
   seenAt?: number;
 }
-
-const IDLE_MS = TALLY_LIMITS.idle_timeout_seconds * 1000;
 
 type Stub = DurableObjectStub<TallyUser>;
 
@@ -52,9 +52,13 @@ export class TallyUser extends SocketObject<Env, TallyAttachment> {
   }
 
   /** The envelopes stored for this user, and its lease of the relay-wide total (storage.tally_bytes). */
-  private readonly queue = new TallyQueue(this.ctx, this.env, this.schema);
+  private readonly queue: TallyQueue = new TallyQueue(this.ctx, this.env, this.schema, (hex: string): boolean =>
+    this.contacts.wroteTo(hex),
+  );
   /** Whom this user exchanged envelopes with, and which of its devices met whose. */
   private readonly contacts = new TallyContacts(this.ctx, this.schema, this.queue.lease, () => this.queue.held());
+  /** The operator's ban of this user (the admin API), held here so that it holds in every isolate. */
+  private readonly banMark = new BanMark(this.schema);
   /** This user's share, as a sender, of the relay's Tally total across its recipients (storage.sender_share). */
   private readonly share = new SenderShare(this.ctx, this.meta, this.env);
   /** Envelopes on their way to other users' objects, in batches. */
@@ -164,7 +168,7 @@ export class TallyUser extends SocketObject<Env, TallyAttachment> {
     connect_peer: route({
       schema: connectPeerSchema,
       handle(this: TallyUser, ws, msg, att) {
-        return this.connectPeer(ws, npubDecode(msg.peer_user_id), att);
+        return this.signaling.connectPeer(ws, npubDecode(msg.peer_user_id), att.deviceId!);
       },
     }),
     webrtc_signal: route({
@@ -197,6 +201,10 @@ export class TallyUser extends SocketObject<Env, TallyAttachment> {
       nowSeconds: Math.floor(Date.now() / 1000),
     });
     if (!check.ok) return fail(`auth event refused: ${check.reason}`);
+    if (this.banMark.banned) {
+      this.sendError(ws, "banned", "this key is banned by the relay's operator");
+      return this.close(ws, CLOSE_CODES.policy, "banned");
+    }
     const online = this.devices();
     if (online.length >= TALLY_LIMITS.max_devices_per_user) {
       this.sendError(ws, "too_many_devices", `at most ${TALLY_LIMITS.max_devices_per_user} devices per user`);
@@ -305,12 +313,20 @@ export class TallyUser extends SocketObject<Env, TallyAttachment> {
   }
 
   /**
-   * RPC, the admin API's ban: closes this user's sockets (1008) and drops every envelope stored
-   * for it; how many were dropped. The Worker refuses the user's upgrades from then on.
+   * RPC, the admin API's banpubkey: marks this user banned (tally-ban.ts: its register is refused,
+   * envelopes to it are not stored), closes its sockets (1008) and drops every envelope stored for
+   * it and its contacts; how many envelopes were dropped.
    */
-  async purge(): Promise<number> {
+  async ban(): Promise<number> {
+    this.banMark.set(Date.now());
     await this.shutdownSockets(CLOSE_CODES.policy, "banned by the relay's operator");
+    this.contacts.forgetAll();
     return this.queue.purgeAll();
+  }
+
+  /** RPC, the admin API's unbanpubkey: the user may register and receive envelopes again. */
+  async unban(): Promise<void> {
+    this.banMark.clear();
   }
 
   /**
@@ -320,6 +336,7 @@ export class TallyUser extends SocketObject<Env, TallyAttachment> {
    * arrived (step 1: deliver to online devices): "delivered" if one took it, else storage_full.
    */
   private async deliver(raw: string, fromHex: string, id: string, mayStore = true): Promise<Delivery> {
+    if (this.banMark.banned) return "not_stored"; // nothing kept for a banned user, nothing leased
     const devices = this.devices();
     if (devices.length > 0 && !devices.some((d) => d.att.acks)) {
       const n = this.push(devices, raw);
@@ -336,9 +353,10 @@ export class TallyUser extends SocketObject<Env, TallyAttachment> {
       return mayStore ? "storage_full" : "not_stored";
     }
     this.stats.changed();
-    if (online.length === 0) return this.delivered(stored ? "stored" : "not_stored", fromHex);
-    const n = this.push(online, stored ?? raw);
-    return this.delivered(n > 0 ? "delivered" : stored ? "stored" : "not_stored", fromHex);
+    const n = online.length > 0 ? this.push(online, stored ?? raw) : 0;
+    if (n > 0) return this.delivered("delivered", fromHex);
+    // Refused by the queue's bounds and taken by no device: nothing of it is kept, not even a contact.
+    return stored === null ? "not_stored" : this.delivered("stored", fromHex);
   }
 
   /** Sends one envelope to each device; how many took it. */
@@ -369,48 +387,23 @@ export class TallyUser extends SocketObject<Env, TallyAttachment> {
   protected async onAlarm(now: number): Promise<number | null> {
     this.queue.purgeExpired(now);
     let next = this.queue.nextExpiry();
-    if (await this.closeIdle(now)) next = Math.min(next ?? Infinity, now + IDLE_MS);
+    const closed = (ws: WebSocket, code: number, reason: string) => this.webSocketClose(ws, code, reason);
+    if (await closeIdle(this.ctx, this.devices(), (ws, code, why) => this.close(ws, code, why), closed, now))
+      next = Math.min(next ?? Infinity, now + IDLE_MS);
     return next;
   }
 
   // ---- idle sockets ---------------------------------------------------------------------------
 
-  /**
-   * A message wakes the object: note when the socket was last heard from, in its attachment (so
-   * it survives hibernation), at most every third of the idle bound.
-   */
+  /** A message wakes the object: note when the socket was last heard from, in its attachment (so it survives hibernation). */
   async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
     const att = this.attachment(ws);
     const now = Date.now();
-    if (att?.authed && now - (att.seenAt ?? 0) > IDLE_MS / 3) this.setAttachment(ws, { ...att, seenAt: now });
+    if (att && noteSeen(att, now)) this.setAttachment(ws, { ...att, seenAt: now });
     return super.webSocketMessage(ws, message);
   }
 
-  /**
-   * Closes registered sockets silent past the idle bound (half-open connections would otherwise
-   * count as devices forever). Pings are answered by the runtime without waking the object, so the
-   * last ping is read from getWebSocketAutoResponseTimestamp. Returns whether registered sockets remain.
-   */
-  private async closeIdle(now: number): Promise<boolean> {
-    let remaining = false;
-    for (const { ws, att } of this.devices()) {
-      const pinged = this.ctx.getWebSocketAutoResponseTimestamp(ws)?.getTime() ?? 0;
-      const last = Math.max(att.seenAt ?? att.openedAt, pinged);
-      if (now - last <= IDLE_MS) {
-        remaining = true;
-        continue;
-      }
-      this.close(ws, CLOSE_CODES.idle_timeout, "idle");
-      await this.webSocketClose(ws, CLOSE_CODES.idle_timeout, "idle"); // its close may never come back
-    }
-    return remaining;
-  }
-
   // ---- signaling (tally-signaling.ts) -------------------------------------------------------
-
-  private connectPeer(ws: WebSocket, peerHex: string, att: TallyAttachment): Promise<void> {
-    return this.signaling.connectPeer(ws, peerHex, att.deviceId!);
-  }
 
   /** RPC: another user's device asks to meet this user's devices; returns their device ids. */
   async introduce(fromHex: string, fromDevice: string): Promise<string[]> {

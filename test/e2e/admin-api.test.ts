@@ -1,6 +1,7 @@
 // The admin API through a real relay (NIP-86 JSON-RPC over HTTP, authorized by NIP-98 from a key in
 // ADMIN_PUBKEYS or by the ADMIN_TOKEN): every method, its effect on the relay, its log line and
 // counter.
+import { readFileSync } from "node:fs";
 import { request } from "node:http";
 import { schnorr } from "@noble/curves/secp256k1.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -90,7 +91,7 @@ describe("the admin API (NIP-86) through the relay", () => {
     expect((await call("nosuchmethod")).body).toEqual({ error: expect.stringMatching(/unknown method/) });
   });
 
-  it("banpubkey: the banned npub's stored envelopes are purged and its register is refused (403 banned); listbannedpubkeys names it; unbanpubkey lets it back with an empty queue", async () => {
+  it("banpubkey: the banned npub's stored envelopes are purged, its register is refused (403 banned), envelopes to it are not_stored; listbannedpubkeys names it; unbanpubkey lets it back with an empty queue", async () => {
     const alice = newUser();
     const bob = newUser();
     const b = await rawRegistered(relay.url, bob);
@@ -98,19 +99,29 @@ describe("the admin API (NIP-86) through the relay", () => {
     b.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(bob, alice, "for-alice-2") });
     await waitFor(() => b.ofType("queued").length === 2, { what: "queued" });
     expect(b.ofType("queued").map((q: any) => q.status)).toEqual(["stored", "stored"]);
-    b.close();
 
     expect(await call("banpubkey", [alice.npub, "spam"])).toEqual({ status: 200, body: { result: true } });
     expect((await call("listbannedpubkeys")).body.result).toContainEqual({ pubkey: alice.hex, reason: "spam" });
     const refused = await upgradeStatus(alice);
     expect(refused.status).toBe(403);
     expect(JSON.parse(refused.body).error.code).toBe("banned");
+    // Envelopes to the banned npub are not stored (its object keeps the ban).
+    b.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(bob, alice, "while-banned") });
+    await waitFor(() => b.ofType("queued").length === 3, { what: "queued" });
+    expect(b.ofType("queued")[2]).toMatchObject({ id: "while-banned", status: "not_stored" });
 
     expect((await call("unbanpubkey", [alice.hex])).body).toEqual({ result: true });
     expect((await call("listbannedpubkeys")).body.result).not.toContainEqual(expect.objectContaining({ pubkey: alice.hex }));
+    // Back: it registers, its queue empty (the two stored before the ban were purged, the one
+    // sent while banned never kept), and envelopes to it are stored again.
     const a = await rawRegistered(relay.url, alice);
     expect(a.ofType("registered")[0].queued).toBe(0);
     a.close();
+    await a.closed;
+    b.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(bob, alice, "after-unban") });
+    await waitFor(() => b.ofType("queued").length === 4, { what: "queued" });
+    expect(b.ofType("queued")[3]).toMatchObject({ id: "after-unban", status: "stored" });
+    b.close();
   });
 
   it("allowpubkey: once any key is allowed, only allowed ones may connect (403 not_allowed); listallowedpubkeys, unallowpubkey", async () => {
@@ -189,5 +200,12 @@ describe("the admin API (NIP-86) through the relay", () => {
       by: bytesToHex(schnorr.getPublicKey(adminKey)),
       request_id: expect.any(String),
     });
+  });
+
+  it("every method supportedmethods lists is called by an end-to-end test (this file or admin-accounts.test.ts)", async () => {
+    const here = ["admin-api.test.ts", "admin-accounts.test.ts"].map((f) => readFileSync(new URL(f, import.meta.url), "utf8")).join("\n");
+    const methods: string[] = (await call("supportedmethods")).body.result;
+    expect(methods.length).toBeGreaterThan(10);
+    expect(methods.filter((m) => !here.includes(`call("${m}"`))).toEqual([]);
   });
 });
