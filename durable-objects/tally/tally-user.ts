@@ -229,7 +229,7 @@ export class TallyUser extends SocketObject<Env, TallyAttachment> {
     }
     this.stats.count("deliveries", n);
     this.send(ws, { type: "queue_drained" });
-    // Without acks the seed's rule holds: removed after a successful push.
+    // Without acks the Tally protocol's rule holds: removed after a successful push.
     if (!next.acks && pushed > 0) this.queue.removeThrough(pushed);
 
     // Own devices meet each other (13.1).
