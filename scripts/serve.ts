@@ -18,6 +18,7 @@ import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { BUNDLE_DIR, ROOT, buildWorker } from "./build.ts";
+import { clientAddressWarnings } from "./client-address-warnings.ts";
 import { pipeLines, say } from "./launcher-log.ts";
 import { EXIT_BAD_SETTING, StartError, badSettingMessage, checkPortFree, checkRuntimeDirFree, getHealthz } from "./preflight.ts";
 import { type SweepOptions, sweepEmptyDatabases } from "./sweep.ts";
@@ -268,6 +269,8 @@ async function main(): Promise<number> {
   if (missing.length) say.warn(`secrets not set in the environment: ${missing.join(", ")}`);
   const publicUrl = p.vars.find((v) => v.name === "PUBLIC_URL")?.value;
   for (const w of publicWarnings(s.host, { PUBLIC_URL: publicUrl, ADMIN_TOKEN: process.env.ADMIN_TOKEN })) say.warn(w);
+  const trustedHeader = p.vars.find((v) => v.name === "TRUSTED_PROXY_HEADER")?.value;
+  for (const w of clientAddressWarnings(s.host, { PUBLIC_URL: publicUrl, TRUSTED_PROXY_HEADER: trustedHeader })) say.warn(w);
 
   // Its own process group: a terminal's Ctrl-C reaches this supervisor only, which drains first.
   // Its output passes through the launcher, so every line of `npm start` is one JSON object.

@@ -9,6 +9,13 @@
 export const CLIENT_HEADER = "x-relay-client";
 
 /**
+ * The client key of every request whose address cannot be trusted (self-hosted with no
+ * TRUSTED_PROXY_HEADER: "shared mode"). Per-client bounds do not apply to it: one bucket for
+ * everyone would let any client lock every other out (docs/hostile.md, "Shared mode").
+ */
+export const SHARED_CLIENT = "shared";
+
+/**
  * Set on a 101 answer that carries only a refusal (an error frame, then a close, on a socket no
  * object keeps): the Worker does not note the object as holding a live socket for it.
  */

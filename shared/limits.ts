@@ -10,8 +10,18 @@ export const COMMON_LIMITS = {
   rate_burst: 400,
   /** rate_limited errors on one socket (within a minute) before it is closed with 4029. */
   rate_limited_before_close: 20,
-  /** Sockets one object keeps open unauthenticated (not yet registered / joined), below every object's cap of authenticated ones; one more closes the oldest of them with 1013 (try again later). */
+  /** Sockets one object keeps open unauthenticated (not yet registered / joined), below every object's cap of authenticated ones; one more closes the oldest socket of the client holding the most of them with 1013 (try again later). A socket that sent its register / join is never closed for it. */
   max_unauthenticated_sockets_per_object: 8,
+  /** Sockets one client (address) keeps open unauthenticated on one object; one more closes that client's own oldest with 1013. Not applied in shared mode (no trusted client address). */
+  max_unauthenticated_sockets_per_client_per_object: 4,
+  /** Sockets one client (address) keeps open unauthenticated across the relay (counted per isolate: the whole relay under `npm start`); one more is HTTP 429 with Retry-After. Not applied in shared mode. */
+  max_unauthenticated_sockets_per_client: 32,
+  /** Largest frame (text or binary, bytes) read from a socket before it authenticates: a register or join fits; larger closes with 1009. */
+  max_unauthenticated_frame_bytes: 8_192,
+  /** Token bucket per socket before it authenticates: burst (a register or join, and a few more). */
+  unauthenticated_rate_burst: 8,
+  /** Token bucket per socket before it authenticates: sustained frames per second. */
+  unauthenticated_messages_per_second: 2,
   /** New sockets one client (address, docs/hostile.md) may open to one object: burst, then this many per second; more are answered HTTP 429 with Retry-After. */
   client_connect_burst: 64,
   /** New sockets one client may open to one object per second, sustained (past the burst). */

@@ -13,8 +13,9 @@
 // Used for every rate limit keyed by client: the mailbox's, the hosting endpoints', and the
 // per-client bound of sockets (docs/hostile.md).
 
-/** The key of a client that cannot be told apart from others (self-hosted with no proxy header named). */
-export const SHARED_CLIENT = "shared";
+import { SHARED_CLIENT } from "../server/object-headers";
+
+export { SHARED_CLIENT };
 
 /** The settings this reads. */
 export interface ClientAddressSettings {

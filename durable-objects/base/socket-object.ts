@@ -6,14 +6,14 @@
 // What it does for every socket object, the one documented way:
 // - accepts hibernatable WebSockets, keeps per-socket state in the socket attachment;
 // - answers {"type":"ping"} with {"type":"pong"} without waking the object;
-// - bounds frame size (close 1009) and JSON nesting (invalid_message, common.max_json_depth),
-//   rate-limits per socket (rate_limited, then close 4029), and per client across reconnects:
-//   new sockets per client (HTTP 429), and a reconnecting client's socket takes over its last
-//   socket's bucket and refusals, so a reconnect does not reset the limit;
+// - bounds frame size (close 1009; before authentication, common.max_unauthenticated_frame_bytes)
+//   and JSON nesting (invalid_message, common.max_json_depth), rate-limits per socket
+//   (rate_limited, then close 4029) and per client across reconnects (socket-rates.ts);
 // - parses a frame, validates it against its handler's zod schema and dispatches by `type`,
 //   answering invalid_message / unknown_type and keeping the connection open;
-// - closes sockets that have not authenticated within the timeout with 4001, and keeps at most
-//   common.max_unauthenticated_sockets_per_object of them (unauthenticated.ts);
+// - closes sockets that have not authenticated within the timeout with 4001, and bounds how many
+//   are kept, per object, per client and across the relay (unauthenticated.ts); a socket whose
+//   register / join is being checked is never closed to make room;
 // - answers close frames;
 // - counts connections, messages and errors for the operator's status page, the same way for
 //   every object (StatsReporter: batched in memory, sent off the message path).
@@ -21,7 +21,6 @@ import type * as z from "zod";
 import { rateLimitedError, socketError, type ErrorCode } from "../../shared/errors";
 import { CLOSE_CODES, COMMON_LIMITS } from "../../shared/limits";
 import type { Migration } from "../../migrations/index";
-import { ClientSocketRates, TokenBucket } from "../../shared/rate-limit";
 import { httpErrorBody } from "../../shared/errors";
 import { utf8ByteLength } from "../../shared/encoding";
 import { noteIdle } from "../../server/live";
@@ -30,6 +29,8 @@ import { log } from "../../shared/log";
 import { jsonNestsDeeper } from "../../shared/client-json";
 import { StoredObject } from "./stored-object";
 import { UnauthenticatedSockets } from "./unauthenticated";
+import { SocketRates } from "./socket-rates";
+import { SocketTraffic } from "./socket-traffic";
 
 export { CLIENT_HEADER, REFUSED_HEADER, clientOf } from "./client-header";
 
@@ -78,12 +79,6 @@ export interface SocketObjectOptions {
   protocol?: StatsProtocol;
 }
 
-interface Traffic {
-  in: number;
-  out: number;
-  since: number;
-}
-
 const PING = '{"type":"ping"}';
 const PONG = '{"type":"pong"}';
 
@@ -91,13 +86,8 @@ export abstract class SocketObject<Env, A extends BaseAttachment> extends Stored
   private readonly options: SocketObjectOptions;
   /** The sockets that have not authenticated: their timeout and their cap. */
   private readonly parked: UnauthenticatedSockets;
-  /** In-memory rate state. Losing it on eviction is harmless: an evicted socket was idle, its bucket full. */
-  private readonly buckets = new WeakMap<WebSocket, TokenBucket>();
-  /** Per-client bounds that a reconnect does not reset (in memory, like the buckets). */
-  private readonly clientRates = new ClientSocketRates(
-    { burst: COMMON_LIMITS.client_connect_burst, perSecond: COMMON_LIMITS.client_connects_per_second },
-    COMMON_LIMITS.clients_remembered_per_object,
-  );
+  /** Per-socket and per-client rate state (in memory). */
+  private readonly socketRates = new SocketRates();
   /**
    * Each socket's attachment as last serialized, so that a message does not deserialize every
    * socket's: attachments change only through setAttachment (always a new object, never mutated in
@@ -114,6 +104,7 @@ export abstract class SocketObject<Env, A extends BaseAttachment> extends Stored
     this.parked = new UnauthenticatedSockets(
       {
         unauthenticated: () => this.unauthenticated(),
+        objectId: () => this.ctx.id.toString(),
         refuse: (ws, frame, code, reason) => {
           this.send(ws, frame);
           this.close(ws, code, reason);
@@ -161,26 +152,27 @@ export abstract class SocketObject<Env, A extends BaseAttachment> extends Stored
 
   /** Accepts a WebSocket upgrade with its initial attachment and returns the 101 response. */
   protected async accept(att: A, tags: string[] = []): Promise<Response> {
-    if (att.client !== undefined) {
-      const wait = this.clientRates.connect(att.client);
-      if (wait !== null) {
-        this.stats.count("errors");
-        return Response.json(httpErrorBody("rate_limited", `too many new connections from this client; retry in ${wait} s`), {
-          status: 429,
-          headers: { "retry-after": String(wait) },
-        });
-      }
+    const wait = this.socketRates.connect(att.client, this.rateClock());
+    if (wait !== null) return this.tooMany(`too many new connections from this client; retry in ${wait} s`, wait);
+    if (!att.authed) {
+      const parkedWait = this.parked.admit(att.client);
+      if (parkedWait !== null)
+        return this.tooMany(`too many unauthenticated connections from this client; retry in ${parkedWait} s`, parkedWait);
     }
     const pair = new WebSocketPair();
     const [client, server] = [pair[0], pair[1]];
-    if (!att.authed) this.parked.makeRoom();
     this.ctx.acceptWebSocket(server, tags);
     this.setAttachment(server, att);
-    this.trafficOf(server);
+    this.traffic.of(server);
     this.stats.count("connections_opened");
     if (!att.authed) this.parked.accepted(att.openedAt);
     await this.onConnect(server, att);
     return new Response(null, { status: 101, webSocket: client });
+  }
+
+  private tooMany(message: string, wait: number): Response {
+    this.stats.count("errors");
+    return Response.json(httpErrorBody("rate_limited", message), { status: 429, headers: { "retry-after": String(wait) } });
   }
 
   protected attachment(ws: WebSocket): A {
@@ -218,8 +210,7 @@ export abstract class SocketObject<Env, A extends BaseAttachment> extends Stored
   protected sendRaw(ws: WebSocket, data: string | ArrayBuffer | ArrayBufferView): boolean {
     try {
       ws.send(data);
-      const t = this.traffic.get(ws);
-      if (t !== undefined) t.out++;
+      this.traffic.sent(ws);
       return true;
     } catch {
       return false;
@@ -260,9 +251,12 @@ export abstract class SocketObject<Env, A extends BaseAttachment> extends Stored
   async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
     const att = this.attachment(ws);
     if (!att) return;
-    this.trafficOf(ws).in++;
+    this.traffic.of(ws).in++;
     this.stats.count("messages");
-    if (!this.admitMessage(ws)) return;
+    if (!this.admitMessage(ws, att)) return;
+    if (!att.authed && frameBytes(message, COMMON_LIMITS.max_unauthenticated_frame_bytes) > COMMON_LIMITS.max_unauthenticated_frame_bytes) {
+      return this.close(ws, CLOSE_CODES.too_large, "frame too large before authentication");
+    }
     if (typeof message !== "string") {
       const max = this.options.maxBinaryBytes ?? 0;
       if (max === 0) return this.sendError(ws, "invalid_message", "binary frames are not accepted on this endpoint");
@@ -305,11 +299,16 @@ export abstract class SocketObject<Env, A extends BaseAttachment> extends Stored
       const where = issue?.path.length ? ` at ${issue.path.join(".")}` : "";
       return this.sendError(ws, "invalid_message", `${obj.type}: ${issue?.message ?? "invalid"}${where}`, id);
     }
+    // A register / join is being checked: its socket is not crowded out meanwhile (unauthenticated.ts).
+    const checking = !att.authed && r.authed === false;
+    if (checking) this.parked.checking(ws, true);
     try {
       await r.handle.call(this, ws, result.data, att, message);
     } catch (err) {
       log.error(`handler ${obj.type} failed`, { err });
       this.sendError(ws, "internal_error", "the relay could not handle this message", id);
+    } finally {
+      if (checking) this.parked.checking(ws, false);
     }
   }
 
@@ -332,36 +331,8 @@ export abstract class SocketObject<Env, A extends BaseAttachment> extends Stored
   // ---- internals -----------------------------------------------------------------------------
 
   private closedSockets = new WeakSet<WebSocket>();
-  /**
-   * Frames each socket received and was sent, for its session's log line: in memory, so after the
-   * object hibernated they count from its waking (`counted_since_ms` says from when).
-   */
-  private readonly traffic = new WeakMap<WebSocket, Traffic>();
-
-  private trafficOf(ws: WebSocket): Traffic {
-    let t = this.traffic.get(ws);
-    if (t === undefined) {
-      t = { in: 0, out: 0, since: Date.now() };
-      this.traffic.set(ws, t);
-    }
-    return t;
-  }
-
-  /** One line per socket session when it ends: which object kind, how long, how much, how it closed, from where. */
-  private logSession(ws: WebSocket, att: A | null, code: number): void {
-    const t = this.traffic.get(ws);
-    const now = Date.now();
-    log.info("socket session", {
-      object: this.constructor.name,
-      duration_ms: att ? now - att.openedAt : undefined,
-      authed: att?.authed ?? false,
-      messages_in: t?.in ?? 0,
-      messages_out: t?.out ?? 0,
-      counted_since_ms: t ? now - t.since : 0,
-      close_code: code,
-      client: att?.client,
-    });
-  }
+  /** Frames each socket received and was sent, for its session's log line (socket-traffic.ts). */
+  private readonly traffic = new SocketTraffic();
 
   /** A socket failed to authenticate: one log line (the client as the relay sees it; never the user, room or key). */
   protected logAuthFailure(ws: WebSocket, reason: string): void {
@@ -369,12 +340,12 @@ export abstract class SocketObject<Env, A extends BaseAttachment> extends Stored
     log.warn("authentication failed", { object: this.constructor.name, reason, client: att?.client });
   }
 
-  private unauthenticated(): Array<{ ws: WebSocket; openedAt: number }> {
-    const out: Array<{ ws: WebSocket; openedAt: number }> = [];
+  private unauthenticated(): Array<{ ws: WebSocket; openedAt: number; client?: string }> {
+    const out: Array<{ ws: WebSocket; openedAt: number; client?: string }> = [];
     for (const ws of this.ctx.getWebSockets()) {
       if (ws.readyState !== WebSocket.OPEN) continue;
       const att = this.attachment(ws) as A | null;
-      if (att && !att.authed) out.push({ ws, openedAt: att.openedAt });
+      if (att && !att.authed) out.push({ ws, openedAt: att.openedAt, client: att.client });
     }
     return out;
   }
@@ -384,10 +355,9 @@ export abstract class SocketObject<Env, A extends BaseAttachment> extends Stored
     this.closedSockets.add(ws);
     this.stats.changed();
     const att = this.attachment(ws);
-    this.logSession(ws, att, code);
+    this.traffic.logSession(this.constructor.name, ws, att, code);
     if (att && !att.authed) this.parked.rearm();
-    const bucket = this.buckets.get(ws);
-    if (att?.client !== undefined && bucket) this.clientRates.leave(att.client, bucket);
+    this.socketRates.closed(ws, att?.client);
     if (att) await this.onClose(ws, att);
     if (!this.ctx.getWebSockets().some((s) => s !== ws && s.readyState === WebSocket.OPEN)) {
       noteIdle(this.ctx.id.toString());
@@ -398,25 +368,26 @@ export abstract class SocketObject<Env, A extends BaseAttachment> extends Stored
     if (this.options.beforeAuth === "error") this.sendError(ws, "auth_failed", "authenticate first");
   }
 
-  /** The per-socket rate limit; false when the message is dropped. */
-  private admitMessage(ws: WebSocket): boolean {
-    let bucket = this.buckets.get(ws);
-    if (!bucket) {
-      const client = this.attachment(ws)?.client;
-      bucket =
-        (client !== undefined ? this.clientRates.resume(client) : undefined) ??
-        new TokenBucket(COMMON_LIMITS.rate_burst, COMMON_LIMITS.rate_messages_per_second);
-      this.buckets.set(ws, bucket);
-    }
-    const now = Date.now();
-    if (bucket.take(now)) return true;
+  /** The time the rate limits read (a test subclass holds it still while it feeds a flood). */
+  protected rateClock(): number {
+    return Date.now();
+  }
+
+  /** The per-socket rate limit (socket-rates.ts); false when the message is dropped. */
+  private admitMessage(ws: WebSocket, att: A): boolean {
+    const r = this.socketRates.take(ws, att.client, att.authed, this.rateClock());
+    if (r.ok) return true;
     // Every refused message is answered, with the wait until the rate allows the next one.
-    const closing = bucket.strike(now) >= COMMON_LIMITS.rate_limited_before_close;
     this.stats.count("errors");
-    this.send(ws, rateLimitedError(closing ? "too many messages; closing" : "too many messages; slow down", bucket.retryAfterMs(1)));
-    if (closing) this.close(ws, CLOSE_CODES.rate_limited, "rate limited");
+    this.send(ws, rateLimitedError(r.closing ? "too many messages; closing" : "too many messages; slow down", r.retryAfterMs));
+    if (r.closing) this.close(ws, CLOSE_CODES.rate_limited, "rate limited");
     return false;
   }
+}
+
+/** Bytes of a frame (a string's as UTF-8), counting no further than `cap + 1`. */
+function frameBytes(message: string | ArrayBuffer, cap: number): number {
+  return typeof message === "string" ? utf8Length(message, cap) : message.byteLength;
 }
 
 /** UTF-8 length of a string, counting no further than `cap + 1`. */

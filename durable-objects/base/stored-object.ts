@@ -11,13 +11,14 @@
 //   relay kept it). RPC methods never take their own object's name;
 // - its alarm, at the earliest time anyone wants it (`wakeAt`), and the `onAlarm` hook that
 //   answers the next time;
-// - per-client token buckets (`admit`), held in memory;
+// - per-client token buckets (`admit`), held in memory, not applied to the shared client;
 // - counts for the operator's status page (StatsReporter, sent off the request path).
 import { DurableObject } from "cloudflare:workers";
 import type { Migration } from "../../migrations/index";
 import { ClientBuckets, type Rate } from "../../shared/rate-limit";
 import type { StatsGauges, StatsProtocol } from "../../shared/stats";
 import { StatsReporter } from "./stats-reporter";
+import { isTrustedClient } from "./client-header";
 import { LazySchema } from "./schema";
 import { Meta } from "./meta";
 
@@ -87,10 +88,13 @@ export abstract class StoredObject<E, K extends string = never> extends DurableO
 
   /**
    * Takes `n` tokens of `kind` for `client` (the rates given as `clientRates`): null when
-   * granted, else the seconds to wait (at least 1).
+   * granted, else the seconds to wait (at least 1). The shared client (no trusted address) is
+   * always granted: one bucket for everyone would let any client lock every other out; what bounds
+   * a flood then is the object's own caps (docs/hostile.md, "Shared mode").
    */
   protected admit(kind: K, client: string, n = 1): number | null {
-    return this.rates ? this.rates.take(kind, client, n) : null;
+    if (!this.rates || !isTrustedClient(client)) return null;
+    return this.rates.take(kind, client, n);
   }
 
   async alarm(): Promise<void> {

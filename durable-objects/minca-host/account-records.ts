@@ -48,6 +48,9 @@ interface LinkRow extends Record<string, SqlStorageValue> {
 }
 
 export class AccountRecords {
+  /** New spaces whose pass is being taken (their carry awaited): they count toward max_spaces_per_account. */
+  private readonly taking = new Set<string>();
+
   constructor(
     private readonly store: AccountStore,
     private readonly peers: AccountPeers,
@@ -157,13 +160,24 @@ export class AccountRecords {
         return { reason: rec.reason, detail: rec.detail };
       case "pass": {
         const held = this.sql.exec<{ at: number }>("SELECT at FROM passes WHERE space = ?", rec.space).toArray()[0];
-        if (!held && this.store.count("passes") >= MINCA_HOST_LIMITS.max_spaces_per_account) {
+        // A new space is counted, with those whose carry is still awaited, before the await (no
+        // await between the count and the reservation): two passes taken alongside cannot both
+        // pass the bound.
+        const fresh = !held && !this.taking.has(rec.space);
+        if (fresh && this.store.count("passes") + this.taking.size >= MINCA_HOST_LIMITS.max_spaces_per_account) {
           return {
             reason: "too_many_spaces",
             detail: `a host carries at most ${MINCA_HOST_LIMITS.max_spaces_per_account} spaces per account`,
           };
         }
-        if (!(await this.peers.space(rec.space).carry(account, rec.constitution, rec.readKey ?? null, rec.at, rec.own))) {
+        if (fresh) this.taking.add(rec.space);
+        let carried: boolean;
+        try {
+          carried = await this.peers.space(rec.space).carry(account, rec.constitution, rec.readKey ?? null, rec.at, rec.own);
+        } finally {
+          if (fresh) this.taking.delete(rec.space);
+        }
+        if (!carried) {
           return {
             reason: "too_many_carriers",
             detail: `a host lets at most ${MINCA_HOST_LIMITS.max_carriers_per_space} accounts carry one space`,

@@ -118,9 +118,14 @@ export class MincaRoom extends SocketObject<Env, MincaRoomAttachment> {
     }),
   };
 
+  /** Whether the join proves its did for this room and challenge (a method, so that a test can hold it). */
+  protected checkJoin(msg: { did: string; sig: string }, room: string, challenge: string): Promise<boolean> {
+    return checkJoin(msg, room, challenge);
+  }
+
   private async join(ws: WebSocket, msg: { did: string; sig: string }, att: MincaRoomAttachment): Promise<void> {
     if (att.authed) return this.sendError(ws, "already_joined", "this connection has already joined");
-    if (!(await checkJoin(msg, att.room, att.challenge))) {
+    if (!(await this.checkJoin(msg, att.room, att.challenge))) {
       this.logAuthFailure(ws, "the join does not prove its did for this room and challenge");
       this.sendError(ws, "auth_failed", "the join does not prove its did for this room and challenge");
       return this.close(ws, CLOSE_CODES.auth_failed, "authentication failed");
@@ -130,8 +135,12 @@ export class MincaRoom extends SocketObject<Env, MincaRoomAttachment> {
       this.sendError(ws, "room_expired", "this room has expired");
       return this.close(ws, CLOSE_CODES.room_expired, "room expired");
     }
+    // The checks awaited: the socket may have closed, or joined through another join meanwhile.
     // From here to the admission, no await: two joins running alongside cannot both pass the
     // checks (one did in twice, or a ninth peer). The alarm is scheduled after.
+    if (ws.readyState !== WebSocket.OPEN) return;
+    att = this.attachment(ws);
+    if (att.authed) return this.sendError(ws, "already_joined", "this connection has already joined");
     const others = this.peers(ws);
     if (others.some((p) => p.att.did === msg.did)) {
       this.sendError(ws, "did_in_room", "a peer with this did is already in the room");

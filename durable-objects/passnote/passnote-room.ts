@@ -69,13 +69,23 @@ export class PassnoteRoom extends SocketObject<Env, PassnoteAttachment> {
     }),
   };
 
+  /** Whether `sig` signs `challenge` under the room key (a method, so that a test can hold it). */
+  protected verifyJoin(room: string, challenge: string, sig: string): Promise<boolean> {
+    return verifyJoin(room, challenge, sig);
+  }
+
   private async join(ws: WebSocket, sig: string, att: PassnoteAttachment): Promise<void> {
     if (att.authed) return this.sendError(ws, "already_joined", "this connection has already joined");
-    if (!(await verifyJoin(att.room, att.challenge, sig))) {
+    if (!(await this.verifyJoin(att.room, att.challenge, sig))) {
       this.logAuthFailure(ws, "the join signature does not verify under the room key");
       this.sendError(ws, "auth_failed", "the join signature does not verify under the room key");
       return this.close(ws, CLOSE_CODES.auth_failed, "authentication failed");
     }
+    // The check awaited: the socket may have closed, or joined through another join meanwhile.
+    // From here to the admission, no await (the room's count and the peer ids are read fresh).
+    if (ws.readyState !== WebSocket.OPEN) return;
+    att = this.attachment(ws);
+    if (att.authed) return this.sendError(ws, "already_joined", "this connection has already joined");
     const others = this.peers();
     if (others.length >= PASSNOTE_LIMITS.max_peers_per_room) {
       this.sendError(ws, "room_full", `at most ${PASSNOTE_LIMITS.max_peers_per_room} peers per room`);

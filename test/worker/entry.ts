@@ -3,4 +3,9 @@
 // carry no test hooks.
 export * from "../../workers/index";
 export { default } from "../../workers/index";
-export { TestMincaMailbox as MincaMailbox, TestRelayLedger as RelayLedger } from "./test-objects";
+export {
+  TestMincaMailbox as MincaMailbox,
+  TestMincaRoom as MincaRoom,
+  TestPassnoteRoom as PassnoteRoom,
+  TestRelayLedger as RelayLedger,
+} from "./test-objects";

@@ -8,6 +8,7 @@ import { CLOSE_CODES, COMMON_LIMITS, PASSNOTE_LIMITS } from "../../shared/limits
 import { TestSocket } from "../helpers/socket";
 import type { PassnoteRoom } from "../../durable-objects/passnote/passnote-room";
 import { waitFor } from "../helpers/wait";
+import type { TestPassnoteRoom } from "./test-objects";
 
 const base = "http://relay.test";
 
@@ -216,9 +217,14 @@ describe("docs/hostile.md and 5: bounds and errors on a sync room socket", () =>
     const b = await joined(keys);
     const sent = COMMON_LIMITS.rate_burst * 2;
     const stub = env.PASSNOTE_ROOM.get(env.PASSNOTE_ROOM.idFromName(keys.roomId));
-    await runInDurableObject(stub, async (room: PassnoteRoom, state) => {
+    await runInDurableObject(stub, async (room: TestPassnoteRoom, state) => {
       const ws = state.getWebSockets().find((w) => (w.deserializeAttachment() as { peer?: string }).peer === a.peer)!;
-      for (let i = 0; i < sent; i++) await room.webSocketMessage(ws, joinPeerFrame(b.peer, bytes(i & 0xff)).slice().buffer);
+      room.frozenAt = Date.now(); // the bucket does not refill meanwhile, however loaded the machine is
+      try {
+        for (let i = 0; i < sent; i++) await room.webSocketMessage(ws, joinPeerFrame(b.peer, bytes(i & 0xff)).slice().buffer);
+      } finally {
+        room.frozenAt = undefined;
+      }
     });
     expect((await a.s.next("error")).code).toBe("rate_limited");
     expect(await a.s.closed).toBe(CLOSE_CODES.rate_limited);
@@ -231,12 +237,17 @@ describe("docs/hostile.md and 5: bounds and errors on a sync room socket", () =>
     const a = await joined(keys);
     const b = await joined(keys);
     // Fewer refusals than rate_limited_before_close, so the socket stays open. The frames are fed
-    // to the object in one run (the bucket barely refills, however loaded the machine is).
+    // to the object in one run, with the rate limits' clock held still.
     const sent = COMMON_LIMITS.rate_burst + COMMON_LIMITS.rate_limited_before_close - 1;
     const stub = env.PASSNOTE_ROOM.get(env.PASSNOTE_ROOM.idFromName(keys.roomId));
-    await runInDurableObject(stub, async (room: PassnoteRoom, state) => {
+    await runInDurableObject(stub, async (room: TestPassnoteRoom, state) => {
       const ws = state.getWebSockets().find((w) => (w.deserializeAttachment() as { peer?: string }).peer === a.peer)!;
-      for (let i = 0; i < sent; i++) await room.webSocketMessage(ws, joinPeerFrame(b.peer, bytes(i & 0xff)).slice().buffer);
+      room.frozenAt = Date.now(); // the bucket does not refill meanwhile, however loaded the machine is
+      try {
+        for (let i = 0; i < sent; i++) await room.webSocketMessage(ws, joinPeerFrame(b.peer, bytes(i & 0xff)).slice().buffer);
+      } finally {
+        room.frozenAt = undefined;
+      }
     });
     const errors = () => a.s.ofType("error") as Array<{ code: string; retry_after_ms?: number }>;
     await waitFor(() => b.s.binary.length + errors().length === sent);

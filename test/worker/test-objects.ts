@@ -3,6 +3,8 @@
 // kept out of the production classes.
 import { MincaMailbox } from "../../durable-objects/mailbox/minca-mailbox";
 import { RelayLedger } from "../../durable-objects/relay/relay-ledger";
+import { PassnoteRoom as ProductionPassnoteRoom } from "../../durable-objects/passnote/passnote-room";
+import { MincaRoom as ProductionMincaRoom } from "../../durable-objects/minca-rooms/minca-room";
 import type { FetchLike } from "../../shared/webpush/send";
 import type { StorageTotals } from "../../shared/storage";
 
@@ -32,3 +34,69 @@ export class TestRelayLedger extends RelayLedger {
     this.totals = totals;
   }
 }
+
+/** Holds each join's check (until released), so a test can act while a join is being checked. */
+class JoinHold {
+  private held: Array<() => void> | null = null;
+  hold(): void {
+    this.held ??= [];
+  }
+  release(): number {
+    const h = this.held ?? [];
+    this.held = null;
+    for (const r of h) r();
+    return h.length;
+  }
+  get waiting(): number {
+    return this.held?.length ?? 0;
+  }
+  async pass(): Promise<void> {
+    const held = this.held;
+    if (held) await new Promise<void>((r) => held.push(r));
+  }
+}
+
+// Named as the production classes (their log lines name the class).
+export const TestPassnoteRoom = class PassnoteRoom extends ProductionPassnoteRoom {
+  private readonly joins = new JoinHold();
+  /** While set, the time the rate limits read (a test feeding a flood holds it still). */
+  frozenAt: number | undefined;
+  /** RPC: joins wait before their check until releaseJoins(). */
+  holdJoins(): void {
+    this.joins.hold();
+  }
+  /** RPC: lets the held joins go on; returns how many there were. */
+  releaseJoins(): number {
+    return this.joins.release();
+  }
+  /** RPC: joins waiting. */
+  heldJoins(): number {
+    return this.joins.waiting;
+  }
+  protected async verifyJoin(room: string, challenge: string, sig: string): Promise<boolean> {
+    await this.joins.pass();
+    return super.verifyJoin(room, challenge, sig);
+  }
+  protected rateClock(): number {
+    return this.frozenAt ?? super.rateClock();
+  }
+};
+export type TestPassnoteRoom = InstanceType<typeof TestPassnoteRoom>;
+
+export const TestMincaRoom = class MincaRoom extends ProductionMincaRoom {
+  private readonly joins = new JoinHold();
+  holdJoins(): void {
+    this.joins.hold();
+  }
+  releaseJoins(): number {
+    return this.joins.release();
+  }
+  heldJoins(): number {
+    return this.joins.waiting;
+  }
+  protected async checkJoin(msg: { did: string; sig: string }, room: string, challenge: string): Promise<boolean> {
+    await this.joins.pass();
+    return super.checkJoin(msg, room, challenge);
+  }
+};
+export type TestMincaRoom = InstanceType<typeof TestMincaRoom>;
