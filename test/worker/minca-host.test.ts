@@ -220,14 +220,16 @@ describe("docs/hosting.md: carried spaces", () => {
       await writeVersion(acct, s, { collection: "c", key: "b", body: { n: 2 } }),
       await writeVersion(acct, s, { collection: "c", key: "c", body: { n: 3 } }),
     ];
+    const seqOf = (r: { accepted: boolean }) => (r as { seq?: number }).seq;
     const first = await host.post(s.id, [v1, v2]);
     expect(first.map((r) => r.accepted)).toEqual([true, true]);
+    const [s1, s2] = [seqOf(first[0]) ?? -1, seqOf(first[1]) ?? -1];
     const again = await host.post(s.id, [v2, v3, v1, v3]);
-    expect(again.map((r) => ({ id: r.id, seq: (r as { seq?: number }).seq }))).toEqual([
-      { id: v2.id, seq: first[1].seq },
-      { id: v3.id, seq: first[1].seq! + 1 },
-      { id: v1.id, seq: first[0].seq },
-      { id: v3.id, seq: first[1].seq! + 1 },
+    expect(again.map((r) => ({ id: r.id, seq: seqOf(r) }))).toEqual([
+      { id: v2.id, seq: s2 },
+      { id: v3.id, seq: s2 + 1 },
+      { id: v1.id, seq: s1 },
+      { id: v3.id, seq: s2 + 1 },
     ]);
     expect((await host.fetchLog(s)).items).toHaveLength(3);
   });
