@@ -255,7 +255,7 @@ export function endpointPolicy(settings: EndpointSettings, requestHost?: string)
  * suffix's last two labels, more hosts under one origin than the Public Suffix List would put there
  * (docs/hostile.md, "Many subdomains, many domains").
  */
-const SECOND_LEVEL_SUFFIXES: ReadonlySet<string> = new Set(
+export const SECOND_LEVEL_SUFFIXES: ReadonlySet<string> = new Set(
   [
     "ac.uk co.uk gov.uk ltd.uk me.uk net.uk org.uk plc.uk",
     "com.au edu.au gov.au net.au org.au",

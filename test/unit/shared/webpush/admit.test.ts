@@ -6,7 +6,7 @@ import { getDomain } from "tldts-icann";
 import { TokenBucket, type Rate } from "../../../../shared/rate-limit";
 import { WEBPUSH_LIMITS } from "../../../../shared/limits";
 import { admitThroughGates, type AskGate } from "../../../../shared/webpush/admit";
-import { pushDomain } from "../../../../shared/webpush/endpoint";
+import { pushDomain, SECOND_LEVEL_SUFFIXES } from "../../../../shared/webpush/endpoint";
 import "../../../helpers/fast-check-seed";
 
 /** Gates as plain token buckets on a frozen clock (no refill during a test). */
@@ -55,6 +55,11 @@ describe("docs/mailbox.md: a push origin is a registrable domain", () => {
       const psl = getDomain(host);
       if (psl !== null) expect(psl === ours || psl.endsWith(`.${ours}`), `${host}: ${ours} against ${psl}`).toBe(true);
     };
+    // Every listed second-level suffix is one the list has, with nothing below it: three labels exactly.
+    for (const suffix of SECOND_LEVEL_SUFFIXES) {
+      expect(getDomain(`a.b.${suffix}`)).toBe(`b.${suffix}`);
+      expect(pushDomain(`https://a.b.${suffix}/x`)).toBe(`b.${suffix}`);
+    }
     for (const suffix of ["co.uk", "com.au", "co.jp", "com.br", "com.bd", "k12.ma.us", "ck", "kawasaki.jp", "github.io"])
       for (const pre of ["a", "a.b", "a.b.c", "www"]) check(`${pre}.${suffix}`);
     fc.assert(fc.property(fc.domain(), check));
