@@ -31,7 +31,7 @@ export interface IdleStep {
   baseCpuPerMinute: number;
   /** Seconds the step's connects and registers took (with `concurrency` in flight). */
   connectSeconds: number;
-  /** Pings sent and pongs received during the step's samples (every ping should be answered). */
+  /** Pings sent during the step's samples, and how many of them were answered (within PONG_GRACE_MS after). */
   pings: number;
   pongs: number;
 }
@@ -52,17 +52,27 @@ export interface IdleOptions {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** How long pongs still on their way after the CPU samples are waited for. */
+const PONG_GRACE_MS = 15_000;
+
+/** Tries per device, and the longest wait between two (doubling from 1 s, with jitter). */
+const REGISTER_TRIES = 10;
+const MAX_RETRY_WAIT_MS = 30_000;
+
 /**
  * A new user's device, registered. On a loaded machine a register can miss the relay's auth
- * timeout (the challenge answered too late); such a device tries again as a new one, as the SDK
- * reconnects, a few times at most.
+ * timeout (the challenge answered too late, while thousands of idle checks fire at once); such a
+ * device waits and tries again as a new one, backing off as the SDK does when it reconnects, up to
+ * REGISTER_TRIES times: a burst passes, and only a server that stays saturated ends the crowd.
  */
-async function connectRetrying(url: string): Promise<Conn> {
+async function connectRetrying(url: string, retried: () => void): Promise<Conn> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await connect(url, newUser());
     } catch (err) {
-      if (attempt >= 5) throw err;
+      if (attempt >= REGISTER_TRIES) throw err;
+      retried();
+      await sleep(Math.min(MAX_RETRY_WAIT_MS, 1000 * 2 ** (attempt - 1)) * (0.5 + Math.random()));
     }
   }
 }
@@ -99,6 +109,7 @@ export async function idleDevices(s: Server, o: IdleOptions): Promise<IdleResult
   let pings = 0;
   let pongs = 0;
   let lost = 0;
+  let retries = 0;
   const steps: IdleStep[] = [];
   let stopped: string | undefined;
   try {
@@ -109,7 +120,7 @@ export async function idleDevices(s: Server, o: IdleOptions): Promise<IdleResult
         Array.from({ length: o.concurrency }, async () => {
           while (next < target && stopped === undefined) {
             next++;
-            const c = await connectRetrying(s.url);
+            const c = await connectRetrying(s.url, () => void retries++);
             conns.push(c);
             c.on("pong", () => void pongs++);
             c.ws.on("close", () => void lost++);
@@ -131,13 +142,17 @@ export async function idleDevices(s: Server, o: IdleOptions): Promise<IdleResult
       );
       if (!grown) break;
       const connectSeconds = (performance.now() - t0) / 1000;
-      log(`${target} devices registered in ${connectSeconds.toFixed(1)} s; idle ${o.settleMs / 1000} s`);
+      log(`${target} devices registered in ${connectSeconds.toFixed(1)} s (${retries} registers tried again); idle ${o.settleMs / 1000} s`);
       await sleep(o.settleMs);
       const settledKb = treeRssKb(s.pid);
       const [p0, q0] = [pings, pongs];
       const cpuSamples: number[] = [];
       for (let k = 0; k < o.samples; k++) cpuSamples.push(((await cpuPerMinute(s, o.sampleMs)) - baseCpuPerMinute) / target);
       const kb = treeRssKb(s.pid);
+      // The pings sent in the windows, and their pongs: on a saturated machine the last ones are
+      // still on their way, so wait for them a little (the devices keep pinging meanwhile).
+      const sent = pings - p0;
+      for (let waited = 0; pongs - q0 < sent && waited < PONG_GRACE_MS; waited += 500) await sleep(500);
       if (lost) throw new Error(`${lost} idle devices lost their socket`);
       steps.push({
         devices: target,
@@ -147,8 +162,8 @@ export async function idleDevices(s: Server, o: IdleOptions): Promise<IdleResult
         cpuSamples,
         baseCpuPerMinute,
         connectSeconds,
-        pings: pings - p0,
-        pongs: pongs - q0,
+        pings: sent,
+        pongs: Math.min(sent, pongs - q0),
       });
       log(
         `${target} devices: ${((kb - baseKb) / target).toFixed(1)} kB each, CPU ${cpuSamples.map((x) => x.toFixed(3)).join(" / ")} ms per device per minute (no-device rate ${baseCpuPerMinute.toFixed(0)} ms per minute)`,

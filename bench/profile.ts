@@ -76,7 +76,7 @@ async function inspector(port: number): Promise<(method: string, params?: object
 }
 
 async function main() {
-  buildWorker();
+  buildWorker(undefined, { readable: true }); // the source's function names in the profile
   const dir = mkdtempSync(join(tmpdir(), "bench-profile-"));
   const port = await freePort();
   const real = workerdBinary();

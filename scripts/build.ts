@@ -8,11 +8,22 @@ import { fileURLToPath } from "node:url";
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 export const BUNDLE_DIR = join(ROOT, "dist", "worker");
 
-export function buildWorker(outDir = BUNDLE_DIR): void {
+/**
+ * `readable`: not minified (wrangler.toml's `minify` overridden), for CPU profiles, whose function
+ * names are the source's only then (a minified bundle keeps names for stack traces, not profiles).
+ */
+export function buildWorker(outDir = BUNDLE_DIR, opts: { readable?: boolean } = {}): void {
   rmSync(outDir, { recursive: true, force: true });
   const res = spawnSync(
     process.execPath,
-    [join(ROOT, "node_modules", "wrangler", "bin", "wrangler.js"), "deploy", "--dry-run", "--outdir", outDir],
+    [
+      join(ROOT, "node_modules", "wrangler", "bin", "wrangler.js"),
+      "deploy",
+      "--dry-run",
+      "--outdir",
+      outDir,
+      ...(opts.readable ? ["--no-minify"] : []),
+    ],
     {
       cwd: ROOT,
       env: { ...process.env, WRANGLER_SEND_METRICS: "false", WRANGLER_LOG: "warn", NO_COLOR: "1" },

@@ -30,6 +30,36 @@ export const statsReportSchema = z.strictObject({
 });
 export type StatsReport = z.infer<typeof statsReportSchema>;
 
+const isCount = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
+const isPlain = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+const REPORT_KEYS = new Set(["reporter", "protocol", "gauges", "counts"]);
+const COUNT_KEYS = new Set(["minute", "metric", "n"]);
+const MAX_REPORT_COUNTS = STATS_LIMITS.window_minutes * STATS_COUNTERS.length;
+
+/**
+ * statsReportSchema's check, written out: the stats object reads one report per object and flush
+ * interval, and zod's parse of it (no compiled fast path in workerd, which forbids `new Function`)
+ * was most of the stats object's CPU. The same rule: exactly these keys, nothing else at any level
+ * (a report holds counts only); a test holds the two equal on arbitrary input. The report itself,
+ * or null.
+ */
+export function parseStatsReport(input: unknown): StatsReport | null {
+  if (!isPlain(input)) return null;
+  for (const k of Object.keys(input)) if (!REPORT_KEYS.has(k)) return null;
+  const { reporter, protocol, gauges, counts } = input;
+  if (typeof reporter !== "string" || !/^[0-9a-f]{32}$/.test(reporter)) return null;
+  if (!(STATS_PROTOCOLS as readonly unknown[]).includes(protocol)) return null;
+  if (!isPlain(gauges)) return null;
+  for (const [k, v] of Object.entries(gauges)) if (!(STATS_GAUGES as readonly string[]).includes(k) || !isCount(v)) return null;
+  if (!Array.isArray(counts) || counts.length > MAX_REPORT_COUNTS) return null;
+  for (const c of counts as unknown[]) {
+    if (!isPlain(c)) return null;
+    for (const k of Object.keys(c)) if (!COUNT_KEYS.has(k)) return null;
+    if (!isCount(c.minute) || !(STATS_COUNTERS as readonly unknown[]).includes(c.metric) || !isCount(c.n)) return null;
+  }
+  return input as StatsReport;
+}
+
 /** Per stored kind: the bytes leased across the relay (what its total is checked against), by how many objects, and the total in force. */
 export type StorageReport = Record<StorageKind, { reserved_bytes: number; holders: number; total_bytes: number }>;
 

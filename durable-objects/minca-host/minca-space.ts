@@ -192,7 +192,9 @@ export class MincaSpace extends StoredObject<Env, "read" | "write"> {
       checks.push(
         await checkVersion(a.value, { space: here.id, constitution: here.constitution, ownMachinery: here.ownMachinery }, a.bytes, a.raw),
       );
-    return plans.planArrivals(checks, arrived, (id) => this.log.seqOf(id));
+    // One look-up for the whole batch, not one statement per version.
+    const held = this.log.seqsOf(checks.flatMap((c) => (c.ok ? [c.version.id] : [])));
+    return plans.planArrivals(checks, arrived, (id) => held.get(id));
   }
 
   /** Step 2, revocation: a version signed by a key its root account revoked is refused in every space the host carries for it. */

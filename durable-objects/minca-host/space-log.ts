@@ -18,6 +18,18 @@ export class SpaceLog {
     return this.sql.exec<{ seq: number }>("SELECT seq FROM log WHERE id = ?", id).toArray()[0]?.seq;
   }
 
+  /** The seqs of those of `ids` the log holds, in one statement (a batch's dedup). */
+  seqsOf(ids: readonly string[]): Map<string, number> {
+    const held = new Map<string, number>();
+    if (ids.length === 0) return held;
+    const rows = this.sql.exec<{ id: string; seq: number }>(
+      "SELECT id, seq FROM log WHERE id IN (SELECT value FROM json_each(?))",
+      JSON.stringify(ids),
+    );
+    for (const r of rows) held.set(r.id, r.seq);
+    return held;
+  }
+
   /** Appends a version (in the caller's transaction): its seq, and whether this call added it (a request alongside may have). */
   insert(id: string, bytes: number, raw: string): { seq: number; added: boolean } {
     const seq = this.sql

@@ -58,6 +58,19 @@ export function verifyEvent(ev: unknown): ev is NostrEvent {
     if (!parsed.success) return false;
     const e = parsed.data;
     if (getEventHash(e) !== e.id) return false;
+    return signatureValid(e);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The BIP-340 signature of `e.id` by `e.pubkey` alone, for a caller that has already checked the
+ * event's shape (nostrEventSchema) and its id (getEventHash), as checkAuthEvent has: one schema
+ * pass and one hash per event, not two. Never throws.
+ */
+export function signatureValid(e: Pick<NostrEvent, "id" | "pubkey" | "sig">): boolean {
+  try {
     return schnorr.verify(hexToBytes(e.sig), hexToBytes(e.id), hexToBytes(e.pubkey));
   } catch {
     return false;

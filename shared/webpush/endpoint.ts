@@ -8,7 +8,6 @@
 // setting PUSH_ENDPOINT_ALLOW names origins that pass the host rules whatever they are (a private
 // push service; the tests' loopback one), but never with a relay path. Pure: the URL parser does the normalising
 // (decimal, hex and octal IPv4 forms, IPv4-mapped IPv6, case), this module judges the result.
-import { getDomain } from "tldts-icann";
 import { parsePublicUrl } from "../public-url";
 
 /** What a check needs besides the endpoint. */
@@ -249,11 +248,36 @@ export function endpointPolicy(settings: EndpointSettings, requestHost?: string)
 }
 
 /**
+ * Second-level names under which the registries hand out domains (`victim.co.uk`), for pushDomain:
+ * a short list of the common ones, each an ICANN public suffix with no public suffix below it, so
+ * a host under one counts as its last three labels, exactly its registrable domain. Any other
+ * multi-label suffix (`com.bd`, `pvt.k12.ma.us`) is not listed: a host under it counts as the
+ * suffix's last two labels, more hosts under one origin than the Public Suffix List would put there
+ * (docs/hostile.md, "Many subdomains, many domains").
+ */
+export const SECOND_LEVEL_SUFFIXES: ReadonlySet<string> = new Set(
+  [
+    "ac.uk co.uk gov.uk ltd.uk me.uk net.uk org.uk plc.uk",
+    "com.au edu.au gov.au net.au org.au",
+    "ac.jp co.jp go.jp ne.jp or.jp",
+    "ac.in co.in gov.in net.in org.in",
+    "co.nz net.nz org.nz co.za org.za co.kr or.kr co.il co.id co.th co.ke co.at or.at",
+    "com.br net.br org.br com.cn edu.cn gov.cn net.cn org.cn",
+    "com.ar com.co com.eg com.es com.hk com.mx com.my com.ng com.pe com.ph com.pk com.pl",
+    "com.sa com.sg com.tr com.tw com.ua com.vn",
+  ].flatMap((line) => line.split(" ")),
+);
+
+/**
  * The push origin an endpoint counts as, for the relay-wide gates and the per-topic and per-client
- * bounds: its registrable domain (eTLD+1 by the ICANN section of the Public Suffix List, no DNS),
- * so every subdomain of one domain is one push origin (`a.evil.example` and `b.evil.example` are
- * `evil.example`; `fcm.googleapis.com` is `googleapis.com`). A host with no registrable domain (an
- * IP literal, a public suffix itself, a one-label name an allowed origin names) counts as itself.
+ * bounds: its host's last two labels, or three under a listed second-level suffix
+ * (SECOND_LEVEL_SUFFIXES), with no DNS and no list of every public suffix. So every subdomain of
+ * one domain is one push origin (`a.evil.example` and `b.evil.example` are `evil.example`;
+ * `fcm.googleapis.com` is `googleapis.com`; `x.victim.co.uk` is `victim.co.uk`). It never splits
+ * what the Public Suffix List's registrable domain (ICANN section) would group, and groups more
+ * under an unlisted multi-label suffix (`a.victim.com.bd` is `com.bd`): the safe side for a rate
+ * shared by everything under it. A host of one or two labels, or an IP literal, counts as itself;
+ * empty labels are skipped.
  * "null" when the endpoint is no URL.
  */
 export function pushDomain(endpoint: string): string {
@@ -264,7 +288,10 @@ export function pushDomain(endpoint: string): string {
     return "null";
   }
   if (host.startsWith("[") || addressRange(host) !== null) return host;
-  return getDomain(host) ?? host;
+  const labels = host.split(".").filter((l) => l !== ""); // `a..evil.example..` is `evil.example` too
+  if (labels.length <= 2) return labels.length === 0 ? host : labels.join(".");
+  const lastTwo = labels.slice(-2).join(".");
+  return SECOND_LEVEL_SUFFIXES.has(lastTwo) ? labels.slice(-3).join(".") : lastTwo;
 }
 
 /**

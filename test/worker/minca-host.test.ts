@@ -212,6 +212,29 @@ describe("docs/hosting.md: carried spaces", () => {
     expect((await host.fetchLog(s)).items).toHaveLength(1);
   });
 
+  it("a batch of versions the log holds and new ones: each held one answers its own seq (one look-up for the batch), the new one is appended", async () => {
+    const { acct, host } = await connected();
+    const s = makeSpace(acct, "public");
+    await host.pass(s);
+    const [v1, v2, v3] = [
+      await writeVersion(acct, s, { collection: "c", key: "a", body: { n: 1 } }),
+      await writeVersion(acct, s, { collection: "c", key: "b", body: { n: 2 } }),
+      await writeVersion(acct, s, { collection: "c", key: "c", body: { n: 3 } }),
+    ];
+    const seqOf = (r: { accepted: boolean }) => (r as { seq?: number }).seq;
+    const first = await host.post(s.id, [v1, v2]);
+    expect(first.map((r) => r.accepted)).toEqual([true, true]);
+    const [s1, s2] = [seqOf(first[0]) ?? -1, seqOf(first[1]) ?? -1];
+    const again = await host.post(s.id, [v2, v3, v1, v3]);
+    expect(again.map((r) => ({ id: r.id, seq: seqOf(r) }))).toEqual([
+      { id: v2.id, seq: s2 },
+      { id: v3.id, seq: s2 + 1 },
+      { id: v1.id, seq: s1 },
+      { id: v3.id, seq: s2 + 1 },
+    ]);
+    expect((await host.fetchLog(s)).items).toHaveLength(3);
+  });
+
   it("a page of the log hands back each version exactly as it was posted: its text, not the host's re-serialisation of it", async () => {
     const { acct, host } = await connected();
     const s = makeSpace(acct, "public");

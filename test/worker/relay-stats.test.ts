@@ -59,6 +59,43 @@ describe("the stats object", () => {
     expect(s.per_minute.deliveries.total.reduce((a, b) => a + b) - before.per_minute.deliveries.total.reduce((a, b) => a + b)).toBe(8);
   });
 
+  it("reports that arrive together count as if one after the other: each reporter's last values count, counts add up", async () => {
+    const stats = relayStats(env);
+    const now = minuteOf(Date.now());
+    const before = await snapshot();
+    const answers = await Promise.all([
+      stats.report({
+        reporter: reporter(5),
+        protocol: "tally",
+        gauges: { connections: 4 },
+        counts: [{ minute: now, metric: "messages", n: 3 }],
+      }),
+      stats.report({
+        reporter: reporter(6),
+        protocol: "tally",
+        gauges: { connections: 2 },
+        counts: [{ minute: now, metric: "messages", n: 2 }],
+      }),
+      stats.report({
+        reporter: reporter(5),
+        protocol: "tally",
+        gauges: { connections: 1 },
+        counts: [{ minute: now, metric: "messages", n: 1 }],
+      }),
+      stats.report({ reporter: reporter(7), protocol: "tally", gauges: {}, counts: [], extra: 1 }),
+    ]);
+    expect(answers).toEqual([true, true, true, false]);
+    const s = await snapshot();
+    const last = STATS_LIMITS.window_minutes - 1;
+    expect(s.connections.tally - before.connections.tally).toBe(3);
+    expect(s.per_minute.messages.by_protocol.tally[last] - before.per_minute.messages.by_protocol.tally[last]).toBe(6);
+    await Promise.all([
+      stats.report({ reporter: reporter(5), protocol: "tally", gauges: {}, counts: [] }),
+      stats.report({ reporter: reporter(6), protocol: "tally", gauges: { connections: 0 }, counts: [] }),
+    ]);
+    expect((await snapshot()).connections.tally).toBe(before.connections.tally);
+  });
+
   it("refuses a report that carries anything but counts", async () => {
     expect(await relayStats(env).report({ reporter: "npub1notanopaquekey", protocol: "tally", gauges: {}, counts: [] })).toBe(false);
     expect(await relayStats(env).report({ reporter: reporter(4), protocol: "tally", gauges: {}, counts: [], topic: "x" })).toBe(false);

@@ -1,9 +1,11 @@
 // The status page's pure parts: the snapshot from the stats object's rows, the admin token
 // check, and the page itself.
 import { describe, expect, it } from "vitest";
-import { buildSnapshot, minuteOf, statsReportSchema, tokenMatches } from "../../../shared/stats";
+import fc from "fast-check";
+import { buildSnapshot, minuteOf, parseStatsReport, statsReportSchema, tokenMatches } from "../../../shared/stats";
 import { renderStatusPage } from "../../../server/stats-page";
 import { STATS_LIMITS } from "../../../shared/limits";
+import "../../helpers/fast-check-seed";
 
 const now = Date.UTC(2026, 11, 2, 12, 0, 30);
 const m = minuteOf(now);
@@ -39,6 +41,71 @@ describe("the snapshot", () => {
     expect(statsReportSchema.safeParse({ ...ok, user: "npub1x" }).success).toBe(false);
     expect(statsReportSchema.safeParse({ ...ok, counts: [{ minute: m, metric: "errors", n: 1, room: "r" }] }).success).toBe(false);
     expect(statsReportSchema.safeParse({ ...ok, gauges: { topics: 1 } }).success).toBe(false);
+  });
+});
+
+describe("parseStatsReport: statsReportSchema's rule without zod", () => {
+  const ok = { reporter: "0".repeat(32), protocol: "tally", gauges: { connections: 1 }, counts: [{ minute: m, metric: "errors", n: 1 }] };
+  const agrees = (v: unknown) => {
+    const z = statsReportSchema.safeParse(v);
+    expect(parseStatsReport(v) !== null, JSON.stringify(v)).toBe(z.success);
+  };
+
+  it("refuses what the schema refuses and takes what it takes: unknown fields at any level, wrong kinds, negatives, fractions, too many counts", () => {
+    expect(parseStatsReport(ok)).toEqual(ok);
+    for (const v of [
+      { ...ok, user: "npub1x" },
+      { ...ok, counts: [{ minute: m, metric: "errors", n: 1, room: "r" }] },
+      { ...ok, gauges: { topics: 1 } },
+      { ...ok, gauges: { connections: -1 } },
+      { ...ok, gauges: { connections: 1.5 } },
+      { ...ok, gauges: { connections: undefined } },
+      { ...ok, gauges: { connections: 2 ** 53 } },
+      { ...ok, gauges: [] },
+      { ...ok, reporter: "0".repeat(31) },
+      { ...ok, reporter: "A".repeat(32) },
+      { ...ok, protocol: "nostr" },
+      { ...ok, counts: {} },
+      { ...ok, counts: [{ minute: -1, metric: "errors", n: 1 }] },
+      { ...ok, counts: [{ minute: m, metric: "pings", n: 1 }] },
+      { ...ok, counts: [{ minute: m, metric: "errors" }] },
+      { ...ok, counts: [null] },
+      { ...ok, counts: Array.from({ length: STATS_LIMITS.window_minutes * 4 + 1 }, () => ({ minute: m, metric: "errors", n: 1 })) },
+      { ...ok, counts: Array.from({ length: STATS_LIMITS.window_minutes * 4 }, () => ({ minute: m, metric: "errors", n: 1 })) },
+      { ...ok, gauges: {}, counts: [] },
+      null,
+      [],
+      "report",
+    ]) {
+      agrees(v);
+    }
+  });
+
+  it("agrees with the schema on arbitrary reports (fuzzed)", () => {
+    const num = fc.oneof(fc.integer({ min: -3, max: 3 }), fc.double(), fc.constant(2 ** 53), fc.constant(Number.MAX_SAFE_INTEGER));
+    const anyOf = <T>(good: fc.Arbitrary<T>) => fc.oneof({ weight: 4, arbitrary: good }, { weight: 1, arbitrary: fc.anything() });
+    const count = anyOf(
+      fc.record(
+        {
+          minute: anyOf(num),
+          metric: anyOf(fc.constantFrom("messages", "deliveries", "errors", "connections_opened", "x")),
+          n: anyOf(num),
+        },
+        { requiredKeys: [] },
+      ),
+    );
+    const report = fc.record(
+      {
+        reporter: anyOf(fc.constantFrom("0".repeat(32), "ab".repeat(16), "0".repeat(33), "g".repeat(32))),
+        protocol: anyOf(fc.constantFrom("tally", "passnote", "minca", "other")),
+        gauges: anyOf(fc.dictionary(fc.constantFrom("connections", "envelopes_stored", "rooms_open", "mailbox_items", "topics"), num)),
+        counts: anyOf(fc.array(count, { maxLength: 5 })),
+        extra: fc.anything(),
+      },
+      { requiredKeys: [] },
+    );
+    fc.assert(fc.property(report, agrees), { numRuns: 2000 });
+    fc.assert(fc.property(fc.anything(), agrees), { numRuns: 500 });
   });
 });
 

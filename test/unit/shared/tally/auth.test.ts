@@ -2,7 +2,8 @@ import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { verifyEvent as ntVerifyEvent } from "nostr-tools/pure";
 import { AUTH_EVENT_KIND, AUTH_MAX_SKEW_SECONDS, checkAuthEvent, makeAuthEvent } from "../../../../shared/tally/auth";
-import { finalizeEvent } from "../../../../shared/nostr/event";
+import { finalizeEvent, signatureValid } from "../../../../shared/nostr/event";
+import { bytesToHex, hexToBytes } from "../../../../shared/encoding";
 import { generateSecretKey, getPublicKeyHex } from "../../../../shared/tally/keys";
 
 const sk = generateSecretKey();
@@ -106,6 +107,21 @@ describe("register authentication (kind 22242)", () => {
     expect(checkAuthEvent({ ...ev, id: "0".repeat(64) }, expectBase)).toEqual({ ok: false, reason: "bad_id" });
     const other = auth({ created_at: now + 1 });
     expect(checkAuthEvent({ ...ev, sig: other.sig }, expectBase)).toEqual({ ok: false, reason: "bad_signature" });
+  });
+
+  it("the signature is checked once the id is: every bit of it counts, and a signature that is not a point is bad_signature (fuzzed)", () => {
+    const ev = auth();
+    expect(checkAuthEvent(ev, expectBase)).toEqual({ ok: true });
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 255 }), fc.integer({ min: 1, max: 255 }), (at, flip) => {
+        const sig = hexToBytes(ev.sig);
+        sig[at % 64] ^= flip;
+        expect(checkAuthEvent({ ...ev, sig: bytesToHex(sig) }, expectBase)).toEqual({ ok: false, reason: "bad_signature" });
+      }),
+      { numRuns: 50 },
+    );
+    expect(checkAuthEvent({ ...ev, sig: "f".repeat(128) }, expectBase)).toEqual({ ok: false, reason: "bad_signature" });
+    expect(signatureValid({ ...ev, pubkey: "0".repeat(64) })).toBe(false);
   });
 
   it("a replayed event for an older challenge is rejected", () => {

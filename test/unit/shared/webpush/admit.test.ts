@@ -2,10 +2,11 @@
 // leave, one per push origin (a registrable domain) and one for the whole relay.
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
+import { getDomain } from "tldts-icann";
 import { TokenBucket, type Rate } from "../../../../shared/rate-limit";
 import { WEBPUSH_LIMITS } from "../../../../shared/limits";
 import { admitThroughGates, type AskGate } from "../../../../shared/webpush/admit";
-import { pushDomain } from "../../../../shared/webpush/endpoint";
+import { pushDomain, SECOND_LEVEL_SUFFIXES } from "../../../../shared/webpush/endpoint";
 import "../../../helpers/fast-check-seed";
 
 /** Gates as plain token buckets on a frozen clock (no refill during a test). */
@@ -47,6 +48,51 @@ describe("docs/mailbox.md: a push origin is a registrable domain", () => {
     expect(pushDomain("http://127.0.0.1:9000/push/1")).toBe("127.0.0.1");
     expect(pushDomain("http://[::1]:9000/push/1")).toBe("[::1]");
     expect(pushDomain("not a url")).toBe("null");
+  });
+
+  it("without a list of every public suffix: an unlisted multi-label suffix groups every domain under it (the safe side), a listed one does not; empty labels count for nothing", () => {
+    expect(pushDomain("https://a.victim.com.bd/x")).toBe("com.bd");
+    expect(pushDomain("https://b.other.com.bd/x")).toBe("com.bd");
+    expect(pushDomain("https://push.example.com.au/x")).toBe("example.com.au");
+    expect(pushDomain("https://co.uk/x")).toBe("co.uk");
+    expect(pushDomain("https://a..evil.example../x")).toBe("evil.example");
+    expect(pushDomain("https://localhost/x")).toBe("localhost");
+  });
+
+  it("never splits what the Public Suffix List groups: the PSL's registrable domain (ICANN section) is always the push origin or under it (fuzzed, with the list as a dev dependency)", () => {
+    const check = (host: string) => {
+      const ours = pushDomain(`https://${host}/x`);
+      const psl = getDomain(host);
+      if (psl !== null) expect(psl === ours || psl.endsWith(`.${ours}`), `${host}: ${ours} against ${psl}`).toBe(true);
+    };
+    // Every listed second-level suffix is one the list has, with nothing below it: three labels exactly.
+    for (const suffix of SECOND_LEVEL_SUFFIXES) {
+      expect(getDomain(`a.b.${suffix}`)).toBe(`b.${suffix}`);
+      expect(pushDomain(`https://a.b.${suffix}/x`)).toBe(`b.${suffix}`);
+    }
+    for (const suffix of ["co.uk", "com.au", "co.jp", "com.br", "com.bd", "k12.ma.us", "ck", "kawasaki.jp", "github.io"])
+      for (const pre of ["a", "a.b", "a.b.c", "www"]) check(`${pre}.${suffix}`);
+    fc.assert(fc.property(fc.domain(), check));
+    const labels = fc.constantFrom(
+      "a",
+      "b",
+      "www",
+      "co",
+      "com",
+      "net",
+      "org",
+      "uk",
+      "au",
+      "jp",
+      "bd",
+      "us",
+      "k12",
+      "ma",
+      "ck",
+      "gov",
+      "ac",
+    );
+    fc.assert(fc.property(fc.array(labels, { minLength: 1, maxLength: 5 }), (ls) => check(ls.join("."))));
   });
 
   it("pushDomain never throws (fuzzed)", () => {
