@@ -46,6 +46,8 @@ describe("6.5 several relays", () => {
     await waitFor(() => receipts.includes(id), { what: "the receipt" });
     await waitFor(() => copies.includes(id), { what: "the second relay's copy" });
     expect(handled.map((m) => m.id)).toEqual([id]); // once, though two relays delivered it
+    // Each relay answers the sender after it handed the envelope on: its answer may come after the copy.
+    await waitFor(() => queuedOn.size === 2, { what: "both relays' queued answers" });
     expect(queuedOn).toEqual(new Set([relayA, second.wsUrl]));
     // Each relay's copy was acked: a fresh device of bob's on either relay gets nothing queued.
     for (const url of [relayA, second.wsUrl]) {
