@@ -6,7 +6,7 @@ import { expect } from "vitest";
 import type { Delivery, TallyUser } from "../../durable-objects/tally/tally-user";
 import { makeAuthEvent } from "../../shared/tally/auth";
 import { TestSocket } from "./socket";
-import type { User } from "./tally";
+import { opaqueEnvelope, type User } from "./tally";
 
 const RELAY = "ws://relay.test";
 
@@ -63,4 +63,12 @@ export function contactRows(stub: DurableObjectStub<TallyUser>): Promise<Array<{
     if (sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'contacts'").toArray().length === 0) return [];
     return sql.exec<{ peer_hex: string; sent: number; received: number }>("SELECT peer_hex, sent, received FROM contacts").toArray();
   });
+}
+
+/** Two registered devices' users exchange one envelope each way (so each is the other's contact). */
+export async function exchangeEnvelopes(a: TestSocket, from: User, b: TestSocket, to: User): Promise<void> {
+  a.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(from, to, "hello") });
+  await a.next("queued");
+  b.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(to, from, "receipt") });
+  await b.next("queued");
 }

@@ -5,8 +5,8 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { TallyUser } from "../../durable-objects/tally/tally-user";
-import { newUser, opaqueEnvelope, type User } from "../helpers/tally";
-import { registerDevice, stubOf } from "../helpers/tally-user";
+import { newUser, type User } from "../helpers/tally";
+import { exchangeEnvelopes, registerDevice, stubOf } from "../helpers/tally-user";
 
 const introductions = (u: User) =>
   runInDurableObject(stubOf(u), (_o, state) =>
@@ -19,10 +19,7 @@ describe("connect_peer and a departing device", () => {
     const bob = newUser();
     const a = await registerDevice(alice);
     const b = await registerDevice(bob);
-    a.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(alice, bob, "hello") });
-    await a.next("queued");
-    b.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(bob, alice, "receipt") });
-    await b.next("queued");
+    await exchangeEnvelopes(a, alice, b, bob);
     const aliceDevice = a.ofType("registered")[0].device_id;
 
     // In alice's object: connect_peer starts (its introduction goes to bob's object), and alice's

@@ -4,7 +4,7 @@
 // device online (before: nothing for an online user with one device, peer_unavailable otherwise).
 import { describe, expect, it } from "vitest";
 import { newUser, opaqueEnvelope, type User } from "../helpers/tally";
-import { registerDevice } from "../helpers/tally-user";
+import { exchangeEnvelopes, registerDevice } from "../helpers/tally-user";
 import type { TestSocket } from "../helpers/socket";
 
 /**
@@ -52,10 +52,7 @@ describe("webrtc_signal and contacts", () => {
     const bob = newUser();
     const a = await registerDevice(alice);
     const b = await registerDevice(bob);
-    a.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(alice, bob, "hello") });
-    await a.next("queued");
-    b.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(bob, alice, "receipt") });
-    await b.next("queued");
+    await exchangeEnvelopes(a, alice, b, bob);
     expect(await answerTo(a, bob, { sdp: "offer" })).toEqual([]);
     expect(await b.next("webrtc_signal")).toMatchObject({ peer_user_id: alice.npub, signal: { sdp: "offer" } });
     const a2 = await registerDevice(alice);

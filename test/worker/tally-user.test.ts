@@ -1,34 +1,17 @@
 // The Tally user object inside workerd: what survives eviction and hibernation, and what the
 // alarm does (queue expiry) and the authentication timeout.
-import { SELF, env, evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env, evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { makeAuthEvent } from "../../shared/tally/auth";
 import { TALLY_LIMITS } from "../../shared/limits";
 import { newUser, opaqueEnvelope, type User } from "../helpers/tally";
-import { TestSocket } from "../helpers/socket";
-import { deliver, queuedCount } from "../helpers/tally-user";
+import { connectTo, deliver, queuedCount, registerDevice } from "../helpers/tally-user";
 import { waitFor } from "../helpers/wait";
 import type { TallyUser } from "../../durable-objects/tally/tally-user";
 
-const RELAY = "ws://relay.test";
+const _RELAY = "ws://relay.test";
 
-async function connect(user: User): Promise<TestSocket> {
-  const res = await SELF.fetch(`http://relay.test/tally/v1/${user.npub}`, { headers: { Upgrade: "websocket" } });
-  expect(res.status).toBe(101);
-  const ws = res.webSocket!;
-  const s = new TestSocket(ws as unknown as WebSocket);
-  ws.accept();
-  return s;
-}
-
-async function register(user: User, acks = false): Promise<TestSocket> {
-  const s = await connect(user);
-  const { challenge } = await s.next("challenge");
-  s.send({ type: "register", user_id: user.npub, auth: makeAuthEvent({ secretKey: user.secretKey, challenge, relayUrl: RELAY }), acks });
-  await s.next("registered");
-  await s.next("queue_drained");
-  return s;
-}
+const connect = connectTo;
+const register = registerDevice;
 
 function stubOf(user: User): DurableObjectStub<TallyUser> {
   return env.TALLY_USER.get(env.TALLY_USER.idFromName(user.hex));
