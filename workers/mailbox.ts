@@ -7,7 +7,7 @@ import { formatIssue } from "../shared/errors";
 import { MAILBOX_LIMITS, WEBPUSH_LIMITS } from "../shared/limits";
 import { pageQuerySchema, postQuerySchema, receiverIdSchema, resolveUntil } from "../shared/mailbox/messages";
 import { checkPushEndpoint, endpointPolicy } from "../shared/webpush/endpoint";
-import { pushSubscriptionSchema } from "../shared/webpush/subscription";
+import { pushSubscriptionSchema, subscriptionBytes } from "../shared/webpush/subscription";
 import { answer, clientLimited, httpError, methodNotAllowed, NO_STORE, readBody, topicCheck, type C, type RelayHono } from "./http";
 import { readBounded } from "./body";
 import { SHARED_CLIENT } from "./client-address";
@@ -15,7 +15,6 @@ import { admitClientOrigin } from "../durable-objects/push/push-gate";
 import { topicBlock } from "./policy";
 import { chargeShare, overShare } from "./client-limits";
 import { rowBytes } from "../shared/storage";
-import { utf8ByteLength } from "../shared/encoding";
 
 export const MAILBOX_PATH = "/minca/v1/mailbox";
 
@@ -88,7 +87,7 @@ mailboxRoutes.post("/receivers", async (c) => {
   const rule = checkPushEndpoint(sub.value.endpoint, endpointPolicy(c.env, new URL(c.req.url).host));
   if (!rule.ok) return httpError(c, 400, "invalid_endpoint", rule.reason);
   // The client's share of the mailbox total, charged for the receiver's row as the topic charges it.
-  const cost = rowBytes(utf8ByteLength(sub.value.endpoint) + utf8ByteLength(sub.value.keys.p256dh) + utf8ByteLength(sub.value.keys.auth));
+  const cost = rowBytes(subscriptionBytes(sub.value));
   const over = overShare(c, "mailbox", cost);
   if (over) return over;
   // How many push origins one client may name (not for the shared client: that is everyone).

@@ -16,7 +16,7 @@ import { relayOutboxDeps } from "../push/relay-outbox";
 import { MAILBOX_LIMITS, MINCA_HOST_LIMITS, STORAGE_LIMITS, WEBPUSH_LIMITS } from "../../shared/limits";
 import { exceedsPushOrigins } from "../../shared/webpush/endpoint";
 import { buildPage, type Page, type PageQuery, type Posted, type ReceiverAdded, type StoredItem } from "../../shared/mailbox/messages";
-import type { PushSubscriptionJSON } from "../../shared/webpush/subscription";
+import { subscriptionBytes, type PushSubscriptionJSON } from "../../shared/webpush/subscription";
 import { log } from "../../shared/log";
 import { rowBytes } from "../../shared/storage";
 
@@ -158,7 +158,7 @@ export class MincaMailbox extends StoredObject<Env, Limited> {
     if (limited) return limited;
     // The receiver's row is charged like an item (docs/hostile.md, "Relay-wide totals"): checked and
     // written in one step through the lease; a total with no room answers 507 storage_full.
-    const size = utf8ByteLength(sub.endpoint) + utf8ByteLength(sub.keys.p256dh) + utf8ByteLength(sub.keys.auth);
+    const size = subscriptionBytes(sub);
     const r = await this.lease.store<MailboxResult<ReceiverAdded>>(rowBytes(size), () => {
       const known = this.schema.exists
         ? this.sql

@@ -1,7 +1,7 @@
 // A browser PushSubscription as its toJSON() gives it: { endpoint, expirationTime?, keys: { p256dh, auth } }.
 import { p256 } from "@noble/curves/nist.js";
 import * as z from "zod";
-import { base64urlDecode } from "../encoding";
+import { base64urlDecode, utf8ByteLength } from "../encoding";
 import { WEBPUSH_LIMITS } from "../limits";
 import type { PushKeys } from "./encrypt";
 
@@ -62,4 +62,9 @@ export function subscriptionKeys(sub: { keys: { p256dh: string; auth: string } }
     p256dh: base64urlDecode(sub.keys.p256dh.replace(/=+$/, "")),
     auth: base64urlDecode(sub.keys.auth.replace(/=+$/, "")),
   };
+}
+
+/** The bytes a receiver's row holds for a subscription (its endpoint and keys as stored): what a topic charges for it, before the row overhead. */
+export function subscriptionBytes(sub: { endpoint: string; keys: { p256dh: string; auth: string } }): number {
+  return utf8ByteLength(sub.endpoint) + utf8ByteLength(sub.keys.p256dh) + utf8ByteLength(sub.keys.auth);
 }
