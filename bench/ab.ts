@@ -1,5 +1,7 @@
-// `npx tsx bench/ab.ts --a DIR --b DIR`: CPU per connect and register (new users, then the same
-// users again) on two checkouts of the relay side by side, each under `workerd serve` as
+// `npx tsx bench/ab.ts --a DIR --b DIR [--load register|online|store]`: CPU per connect and
+// register (new users, then the same users again), per envelope delivered online (20 pairs, 8 in
+// flight, registers excluded), or per envelope stored and flushed (10 senders, 100 each) on two
+// checkouts of the relay side by side, each under `workerd serve` as
 // `npm start` runs it, rounds alternating which goes first, so load that comes and goes on a
 // shared machine falls on both alike. Prints each round's figure and the ratio b ÷ a of the
 // medians and of the means. Each DIR is a checkout with node_modules and a built Worker
@@ -7,13 +9,21 @@
 // change to the register path, where the bench has no baseline to divide by.
 import { parseArgs } from "node:util";
 import { resolve } from "node:path";
-import { registers } from "./tally";
+import { connect, flushTo, onlineDelivery, registers, storeFor } from "./tally";
 import { treeCpuMs } from "./cpu";
 import { newUser } from "../test/helpers/tally";
 
 const { values } = parseArgs({
-  options: { a: { type: "string" }, b: { type: "string" }, rounds: { type: "string" }, users: { type: "string" } },
+  options: {
+    a: { type: "string" },
+    b: { type: "string" },
+    rounds: { type: "string" },
+    users: { type: "string" },
+    load: { type: "string" },
+  },
 });
+const load = values.load ?? "register";
+if (!["register", "online", "store"].includes(load)) throw new Error("--load is register, online or store");
 if (!values.a || !values.b) throw new Error("usage: tsx bench/ab.ts --a DIR --b DIR [--rounds 5] [--users 100]");
 const rounds = Number(values.rounds ?? 5);
 const n = Number(values.users ?? 100);
@@ -42,6 +52,14 @@ async function main() {
               ["a", a],
             ] as const);
       for (const [name, s] of order) {
+        if (load !== "register") {
+          const k = `${name} ${load}`;
+          const r = await perEnvelope(s.url, s.pid);
+          res.set(k, [...(res.get(k) ?? []), r.cpuMs]);
+          res.set(`${name} rate`, [...(res.get(`${name} rate`) ?? []), r.perSecond]);
+          await new Promise((done) => setTimeout(done, 3_000)); // the objects' stats reports go
+          continue;
+        }
         const users = Array.from({ length: n }, newUser);
         for (const who of ["new", "returning"]) {
           const before = treeCpuMs(s.pid);
@@ -56,15 +74,34 @@ async function main() {
     await a.stop();
     await b.stop();
   }
-  for (const who of ["new", "returning"]) {
+  for (const who of load === "register" ? ["new", "returning"] : [load, "rate"]) {
     const A = res.get(`a ${who}`)!;
     const B = res.get(`b ${who}`)!;
-    const each = (xs: number[]) => xs.map((x) => x.toFixed(1)).join(" ");
+    const each = (xs: number[]) => xs.map((x) => x.toFixed(x < 10 ? 2 : 0)).join(" ");
     console.log(
-      `${who} user, CPU per connect and register: a ${median(A).toFixed(2)} ms (${each(A)}), b ${median(B).toFixed(2)} ms (${each(B)}); ` +
+      `${load === "register" ? `${who} user, CPU per connect and register` : who === "rate" ? `envelopes/s, ${load}` : `CPU per envelope, ${load}`}: a ${median(A).toFixed(2)} ms (${each(A)}), b ${median(B).toFixed(2)} ms (${each(B)}); ` +
         `b ÷ a: ${(median(B) / median(A)).toFixed(2)} of medians, ${(mean(B) / mean(A)).toFixed(2)} of means`,
     );
   }
+}
+
+/** CPU of the relay's process tree per envelope, without the registers: the online load's CPU less
+ * that of its connects (measured alone first, on the same number of fresh users). */
+async function perEnvelope(url: string, pid: number): Promise<{ cpuMs: number; perSecond: number }> {
+  if (load === "online") {
+    const o = { pairs: 20, inFlight: 8, perSender: 150 };
+    const c0 = treeCpuMs(pid);
+    const conns = await Promise.all(Array.from({ length: o.pairs * 2 }, () => connect(url, newUser())));
+    await Promise.all(conns.map((c) => c.close()));
+    const connectMs = treeCpuMs(pid) - c0;
+    const before = treeCpuMs(pid);
+    const r = await onlineDelivery(url, o);
+    return { cpuMs: (treeCpuMs(pid) - before - connectMs) / r.messages, perSecond: r.perSecond };
+  }
+  const before = treeCpuMs(pid);
+  const st = await storeFor(url, { senders: 10, perSender: 100, inFlight: 8 });
+  await flushTo(url, st.to, st.stored);
+  return { cpuMs: (treeCpuMs(pid) - before) / st.stored, perSecond: st.storePerSecond };
 }
 
 main().then(

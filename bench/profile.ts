@@ -1,7 +1,8 @@
 // `npm run bench:profile`: a CPU profile of the relay's isolate under `workerd serve` while it
 // carries Tally online delivery (or, with --store, offline store then flush; with --flush, only
 // the flush of 1,000 stored envelopes; with --register,
-// connect and register of new users; with --passnote, room traffic; with --hosting, Minca
+// connect and register of new users (with --returning as well, of the same users again, whose
+// objects exist); with --passnote, room traffic; with --hosting, Minca
 // hosting appends of 100 versions per POST). workerd runs with its
 // inspector on a loopback port (through a wrapper given to scripts/serve.ts as --workerd); the V8
 // sampling profiler is driven over the inspector protocol. Prints the functions with the most
@@ -28,6 +29,7 @@ const { values } = parseArgs({
     store: { type: "boolean" },
     flush: { type: "boolean" },
     register: { type: "boolean" },
+    returning: { type: "boolean" },
     hosting: { type: "boolean" },
     bare: { type: "boolean" },
     top: { type: "string" },
@@ -93,13 +95,15 @@ async function main() {
     // --hosting: each run appends to a space of its own (signed before the profile starts).
     const hosting = async () => hostingSetup(relay.url, { batches: 5, host: !values.bare });
     const spaces = values.hosting ? [await hosting(), await hosting()] : [];
+    // --register --returning: the warm-up registers these users; the profile, the same ones again.
+    const returning = Array.from({ length: 100 }, newUser);
     const load = () =>
       values.hosting
         ? hostingAppends(relay.url, spaces.shift()!)
         : values.passnote
           ? roomTraffic(relay.url, { peers: 16, perSender: 100, inFlight: 2, bytes: 200 })
           : values.register
-            ? registers(relay.url, { users: Array.from({ length: 100 }, newUser), concurrency: 8 })
+            ? registers(relay.url, { users: values.returning ? returning : Array.from({ length: 100 }, newUser), concurrency: 8 })
             : values.store
               ? storeThenFlush(relay.url, flushLoad)
               : onlineDelivery(relay.url, { pairs: 20, inFlight: 8, perSender: 150 });
@@ -128,6 +132,23 @@ async function main() {
     });
     const top = [...self].sort((a, b) => b[1] - a[1]).slice(0, Number(values.top ?? 40));
     for (const [k, us] of top)
+      console.log(`${((100 * us) / total).toFixed(1).padStart(5)}%  ${(us / 1000).toFixed(1).padStart(8)} ms  ${k}`);
+    // Total time (self and callees) per function, each counted once per sample however deep it recurs.
+    const parent = new Map<number, number>();
+    for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+    const inclusive = new Map<string, number>();
+    profile.samples.forEach((id, i) => {
+      const seen = new Set<string>();
+      for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
+        const n = byId.get(at)!;
+        const key = `${n.callFrame.functionName || "(anonymous)"} ${n.callFrame.url.split("/").pop()}:${n.callFrame.lineNumber + 1}`;
+        if (seen.has(key)) continue;
+        seen.add(key);
+        inclusive.set(key, (inclusive.get(key) ?? 0) + (profile.timeDeltas[i] ?? 0));
+      }
+    });
+    console.log("\ntotal time (self and callees):");
+    for (const [k, us] of [...inclusive].sort((a, b) => b[1] - a[1]).slice(0, Number(values.top ?? 40)))
       console.log(`${((100 * us) / total).toFixed(1).padStart(5)}%  ${(us / 1000).toFixed(1).padStart(8)} ms  ${k}`);
   } finally {
     await relay.stop();
