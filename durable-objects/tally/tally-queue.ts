@@ -48,6 +48,11 @@ export class TallyQueue {
       .one().b;
   }
 
+  /** What the contacts' rows hold against the total (a part of held()). */
+  private contactsHeld(): number {
+    return this.sql.exec<{ b: number }>("SELECT ? * COUNT(*) AS b FROM contacts", CONTACT_ROW_BYTES).one().b;
+  }
+
   /** Bytes of the stored envelopes (0 for a user that never stored one: no schema is made). */
   bytes(): number {
     if (!this.schema.exists) return 0;
@@ -87,9 +92,9 @@ export class TallyQueue {
     const r = await this.lease.store<{ body: string; expires: number | null } | null>(rowBytes(bytes), () => {
       const existing = this.sql.exec<{ body: string }>("SELECT body FROM queue WHERE from_hex = ? AND id = ?", fromHex, id).toArray()[0];
       if (existing) return { value: { body: existing.body, expires: null } };
-      const evict = this.roomFor(fromHex, bytes);
-      if (evict === null) return { value: null }; // refused: nothing written
-      for (const seq of evict) this.sql.exec("DELETE FROM queue WHERE seq = ?", seq);
+      const room = this.roomFor(fromHex, bytes);
+      if (room === null) return { value: null }; // refused: nothing written
+      for (const seq of room.evict) this.sql.exec("DELETE FROM queue WHERE seq = ?", seq);
       const expires = now + TALLY_LIMITS.queue_ttl_days * DAY_MS;
       this.sql.exec(
         "INSERT INTO queue (from_hex, id, body, bytes, queued_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
@@ -100,8 +105,13 @@ export class TallyQueue {
         now,
         expires,
       );
-      // What the user then holds is what its lease of the relay-wide total must cover.
-      return { value: { body, expires }, held: this.held() };
+      // What the user then holds is what its lease of the relay-wide total must cover: with nothing
+      // evicted, the queue's sums read before the insert and this row (no second scan of the queue).
+      const held =
+        room.evict.length === 0
+          ? room.before.total + bytes + STORAGE_LIMITS.row_overhead_bytes * (room.before.n + 1) + this.contactsHeld()
+          : this.held();
+      return { value: { body, expires }, held };
     });
     return r.stored ? r.value : "storage_full";
   }
@@ -111,7 +121,7 @@ export class TallyQueue {
    * every bound (the usual case) two aggregate reads decide; only a sender at its share or a full
    * queue reads the rows for the bounds' plan.
    */
-  private roomFor(fromHex: string, bytes: number): number[] | null {
+  private roomFor(fromHex: string, bytes: number): { evict: number[]; before: { n: number; total: number } } | null {
     const all = this.sql.exec<{ n: number; total: number }>("SELECT COUNT(*) AS n, TOTAL(bytes) AS total FROM queue").one();
     const mine = this.sql
       .exec<{ n: number; total: number }>("SELECT COUNT(*) AS n, TOTAL(bytes) AS total FROM queue WHERE from_hex = ?", fromHex)
@@ -122,7 +132,7 @@ export class TallyQueue {
       mine.n + 1 <= QUEUE_BOUNDS.maxPerSender &&
       mine.total + bytes <= QUEUE_BOUNDS.maxBytesPerSender
     )
-      return [];
+      return { evict: [], before: all };
     const full = all.n + 1 > QUEUE_BOUNDS.maxEnvelopes || all.total + bytes > QUEUE_BOUNDS.maxBytes;
     if (full && mine.n === 0 && !this.isContact(fromHex)) return null; // a new stranger to a full queue: refused, no scan
     // Room in the queue: only the sender's own share is over, and only its own rows matter.
@@ -133,7 +143,7 @@ export class TallyQueue {
       )
       .toArray();
     const plan = planStore(rows, { from: fromHex, bytes }, this.isContact);
-    return plan.keep ? plan.evict : null;
+    return plan.keep ? { evict: plan.evict, before: all } : null;
   }
 
   /** An acking device took one envelope (the Tally protocol §6.3): it goes. */

@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { p256 } from "@noble/curves/nist.js";
 import { relayLedger } from "../../durable-objects/relay/relay-ledger";
 import type { TestRelayLedger as RelayLedger } from "./test-objects";
-import { STORAGE_LIMITS } from "../../shared/limits";
+import { STORAGE_LIMITS, TALLY_LIMITS } from "../../shared/limits";
 import { rowBytes, type StorageKind } from "../../shared/storage";
 import { base64urlEncode, randomBytes } from "../../shared/encoding";
 import { newUser, opaqueEnvelope, type User } from "../helpers/tally";
@@ -100,5 +100,29 @@ describe("every stored row is charged", () => {
     const big = JSON.stringify(opaqueEnvelope(stranger, carol, "s1", { pad: "z".repeat(2_000) }));
     expect(await deliver(tallyStub(carol), big, stranger.hex, "s1")).toBe("storage_full");
     await resetTotals();
+  });
+
+  it("storage.row_overhead_bytes: each store charges exactly what the queue and the contacts then hold, when it evicts and when it does not", async () => {
+    await resetTotals();
+    const bob = newUser();
+    const sender = newUser();
+    // What each store's write answers as held (the lease's top-up reads it), next to a fresh sum.
+    const seen: Array<[number, number]> = [];
+    await runInDurableObject(tallyStub(bob), (inst: TallyUser) => {
+      const queue = (inst as unknown as { queue: { lease: { ahead(h: number): void }; held(): number } }).queue;
+      const ahead = queue.lease.ahead.bind(queue.lease);
+      queue.lease.ahead = (h: number) => {
+        seen.push([h, queue.held()]);
+        ahead(h);
+      };
+    });
+    // One past the per-sender count: the last store evicts the sender's oldest.
+    const count = TALLY_LIMITS.queue_max_per_sender + 1;
+    for (let i = 0; i < count; i++) {
+      const raw = JSON.stringify(opaqueEnvelope(sender, bob, `h${i}`, { pad: "y".repeat(i % 7) }));
+      expect(await deliver(tallyStub(bob), raw, sender.hex, `h${i}`)).toBe("stored");
+    }
+    expect(seen.length).toBeGreaterThanOrEqual(count); // and the contact row's store
+    for (const [charged, held] of seen) expect(charged).toBe(held);
   });
 });
