@@ -1,6 +1,7 @@
-// `npx tsx bench/ab.ts --a DIR --b DIR [--load register|online|store]`: CPU per connect and
-// register (new users, then the same users again), per envelope delivered online (20 pairs, 8 in
-// flight, registers excluded), or per envelope stored and flushed (10 senders, 100 each) on two
+// `npx tsx bench/ab.ts --a DIR --b DIR [--load register|online|store|mailbox]`: CPU per connect
+// and register (new users, then the same users again), per envelope delivered online (20 pairs, 8
+// in flight, registers excluded), per envelope stored and flushed (10 senders, 100 each), or per
+// mailbox POST (50 to one topic, then 5 to each of 100 fresh topics; the rate is one topic's) on two
 // checkouts of the relay side by side, each under `workerd serve` as
 // `npm start` runs it, rounds alternating which goes first, so load that comes and goes on a
 // shared machine falls on both alike. Prints each round's figure and the ratio b ÷ a of the
@@ -11,6 +12,7 @@ import { parseArgs } from "node:util";
 import { resolve } from "node:path";
 import { connect, flushTo, onlineDelivery, registers, storeFor } from "./tally";
 import { treeCpuMs } from "./cpu";
+import { mailboxPosts } from "./minca";
 import { newUser } from "../test/helpers/tally";
 
 const { values } = parseArgs({
@@ -23,7 +25,7 @@ const { values } = parseArgs({
   },
 });
 const load = values.load ?? "register";
-if (!["register", "online", "store"].includes(load)) throw new Error("--load is register, online or store");
+if (!["register", "online", "store", "mailbox"].includes(load)) throw new Error("--load is register, online, store or mailbox");
 if (!values.a || !values.b) throw new Error("usage: tsx bench/ab.ts --a DIR --b DIR [--rounds 5] [--users 100]");
 const rounds = Number(values.rounds ?? 5);
 const n = Number(values.users ?? 100);
@@ -79,7 +81,7 @@ async function main() {
     const B = res.get(`b ${who}`)!;
     const each = (xs: number[]) => xs.map((x) => x.toFixed(x < 10 ? 2 : 0)).join(" ");
     console.log(
-      `${load === "register" ? `${who} user, CPU per connect and register` : who === "rate" ? `envelopes/s, ${load}` : `CPU per envelope, ${load}`}: a ${median(A).toFixed(2)} ms (${each(A)}), b ${median(B).toFixed(2)} ms (${each(B)}); ` +
+      `${load === "register" ? `${who} user, CPU per connect and register` : who === "rate" ? `${load === "mailbox" ? "POSTs" : "envelopes"}/s, ${load}` : `CPU per ${load === "mailbox" ? "POST" : "envelope"}, ${load}`}: a ${median(A).toFixed(2)} ms (${each(A)}), b ${median(B).toFixed(2)} ms (${each(B)}); ` +
         `b ÷ a: ${(median(B) / median(A)).toFixed(2)} of medians, ${(mean(B) / mean(A)).toFixed(2)} of means`,
     );
   }
@@ -97,6 +99,12 @@ async function perEnvelope(url: string, pid: number): Promise<{ cpuMs: number; p
     const before = treeCpuMs(pid);
     const r = await onlineDelivery(url, o);
     return { cpuMs: (treeCpuMs(pid) - before - connectMs) / r.messages, perSecond: r.perSecond };
+  }
+  if (load === "mailbox") {
+    const before = treeCpuMs(pid);
+    const one = await mailboxPosts(url, { topics: 1, perTopic: 50, inFlight: 8 });
+    const many = await mailboxPosts(url, { topics: 100, perTopic: 5, inFlight: 8 });
+    return { cpuMs: (treeCpuMs(pid) - before) / (one.posts + many.posts), perSecond: one.perSecond };
   }
   const before = treeCpuMs(pid);
   const st = await storeFor(url, { senders: 10, perSender: 100, inFlight: 8 });

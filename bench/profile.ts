@@ -2,7 +2,7 @@
 // carries Tally online delivery (or, with --store, offline store then flush; with --flush, only
 // the flush of 1,000 stored envelopes; with --register,
 // connect and register of new users (with --returning as well, of the same users again, whose
-// objects exist); with --passnote, room traffic; with --hosting, Minca
+// objects exist); with --mailbox, mailbox POSTs (one topic, then 100 fresh topics); with --passnote, room traffic; with --hosting, Minca
 // hosting appends of 100 versions per POST). workerd runs with its
 // inspector on a loopback port (through a wrapper given to scripts/serve.ts as --workerd); the V8
 // sampling profiler is driven over the inspector protocol. Prints the functions with the most
@@ -20,7 +20,7 @@ import { freePort, startRelay } from "../test/helpers/relay-process";
 import { startBareDo, workerdBinary } from "./baselines/start";
 import { roomTraffic } from "./passnote";
 import { newUser } from "../test/helpers/tally";
-import { BENCH_CLIENT_HEADER, hostingAppends, hostingSetup } from "./minca";
+import { BENCH_CLIENT_HEADER, hostingAppends, hostingSetup, mailboxPosts } from "./minca";
 import { flushTo, onlineDelivery, registers, storeFor, storeThenFlush } from "./tally";
 
 const { values } = parseArgs({
@@ -30,6 +30,7 @@ const { values } = parseArgs({
     flush: { type: "boolean" },
     register: { type: "boolean" },
     returning: { type: "boolean" },
+    mailbox: { type: "boolean" },
     hosting: { type: "boolean" },
     bare: { type: "boolean" },
     top: { type: "string" },
@@ -98,15 +99,19 @@ async function main() {
     // --register --returning: the warm-up registers these users; the profile, the same ones again.
     const returning = Array.from({ length: 100 }, newUser);
     const load = () =>
-      values.hosting
-        ? hostingAppends(relay.url, spaces.shift()!)
-        : values.passnote
-          ? roomTraffic(relay.url, { peers: 16, perSender: 100, inFlight: 2, bytes: 200 })
-          : values.register
-            ? registers(relay.url, { users: values.returning ? returning : Array.from({ length: 100 }, newUser), concurrency: 8 })
-            : values.store
-              ? storeThenFlush(relay.url, flushLoad)
-              : onlineDelivery(relay.url, { pairs: 20, inFlight: 8, perSender: 150 });
+      values.mailbox
+        ? mailboxPosts(relay.url, { topics: 1, perTopic: 50, inFlight: 8 }).then(() =>
+            mailboxPosts(relay.url, { topics: 100, perTopic: 5, inFlight: 8 }),
+          )
+        : values.hosting
+          ? hostingAppends(relay.url, spaces.shift()!)
+          : values.passnote
+            ? roomTraffic(relay.url, { peers: 16, perSender: 100, inFlight: 2, bytes: 200 })
+            : values.register
+              ? registers(relay.url, { users: values.returning ? returning : Array.from({ length: 100 }, newUser), concurrency: 8 })
+              : values.store
+                ? storeThenFlush(relay.url, flushLoad)
+                : onlineDelivery(relay.url, { pairs: 20, inFlight: 8, perSender: 150 });
     if (!values.flush)
       await load(); // warm-up
     else await storeThenFlush(relay.url, flushLoad); // warm-up

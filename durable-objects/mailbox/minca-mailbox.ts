@@ -110,9 +110,13 @@ export class MincaMailbox extends StoredObject<Env, Limited> {
           toArrayBuffer(blob),
         )
         .one().seq;
-      this.evictOverBounds();
+      // One read of the items' sums decides the bounds (within them, the usual case, the evicting
+      // deletes would remove nothing) and, with nothing evicted, is what the items hold.
+      const items = this.sql.exec<{ n: number; total: number }>("SELECT COUNT(*) AS n, TOTAL(bytes) AS total FROM items").one();
+      const over = items.n > MAILBOX_LIMITS.max_items || items.total > MAILBOX_LIMITS.max_bytes;
+      if (over) this.evictOverBounds();
       this.sql.exec("INSERT INTO deliveries (receiver_id, seq, attempts, next_at) SELECT id, ?, 0, ? FROM receivers", seq, now);
-      return { value: seq, held: this.heldBytes() };
+      return { value: seq, held: this.heldBytes(over ? undefined : items) };
     });
     if (!r.stored) return fail(507, "storage_full", "the relay's mailboxes hold all they may (storage.mailbox_bytes); nothing was stored");
     this.waiters.wakeAll();
@@ -301,15 +305,20 @@ export class MincaMailbox extends StoredObject<Env, Limited> {
    * storage.row_overhead_bytes plus its bytes (items, receivers, wakes still to send, linked
    * accounts; docs/mailbox.md, "Storage").
    */
-  private heldBytes(): number {
+  private heldBytes(items?: { n: number; total: number }): number {
+    const row = STORAGE_LIMITS.row_overhead_bytes;
+    if (items !== undefined) return items.total + row * items.n + this.heldBesideItems();
+    return this.sql.exec<{ b: number }>("SELECT TOTAL(bytes) + ? * COUNT(*) AS b FROM items", row).one().b + this.heldBesideItems();
+  }
+
+  /** What the receivers, the wakes still to send and the linked accounts hold (a part of heldBytes()). */
+  private heldBesideItems(): number {
     const row = STORAGE_LIMITS.row_overhead_bytes;
     return this.sql
       .exec<{ b: number }>(
-        `SELECT (SELECT TOTAL(bytes) + ? * COUNT(*) FROM items)
-              + (SELECT TOTAL(LENGTH(CAST(endpoint AS BLOB)) + LENGTH(CAST(p256dh AS BLOB)) + LENGTH(CAST(auth AS BLOB))) + ? * COUNT(*) FROM receivers)
+        `SELECT (SELECT TOTAL(LENGTH(CAST(endpoint AS BLOB)) + LENGTH(CAST(p256dh AS BLOB)) + LENGTH(CAST(auth AS BLOB))) + ? * COUNT(*) FROM receivers)
               + (SELECT ? * COUNT(*) FROM deliveries)
               + (SELECT TOTAL(LENGTH(CAST(account AS BLOB))) + ? * COUNT(*) FROM link_accounts) AS b`,
-        row,
         row,
         row,
         row,

@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { p256 } from "@noble/curves/nist.js";
 import { relayLedger } from "../../durable-objects/relay/relay-ledger";
 import type { TestRelayLedger as RelayLedger } from "./test-objects";
-import { STORAGE_LIMITS, TALLY_LIMITS } from "../../shared/limits";
+import { MAILBOX_LIMITS, STORAGE_LIMITS, TALLY_LIMITS } from "../../shared/limits";
 import { rowBytes, type StorageKind } from "../../shared/storage";
 import { base64urlEncode, randomBytes } from "../../shared/encoding";
 import { newUser, opaqueEnvelope, type User } from "../helpers/tally";
@@ -123,6 +123,36 @@ describe("every stored row is charged", () => {
       expect(await deliver(tallyStub(bob), raw, sender.hex, `h${i}`)).toBe("stored");
     }
     expect(seen.length).toBeGreaterThanOrEqual(count); // and the contact row's store
+    for (const [charged, held] of seen) expect(charged).toBe(held);
+  });
+
+  it("storage.row_overhead_bytes: each mailbox POST charges exactly what the topic then holds, when it evicts and when it does not", async () => {
+    await resetTotals();
+    const topic = newTopic();
+    expect((await SELF.fetch(`${MAILBOX}/${topic}`, { method: "POST", body: "first" })).status).toBe(201);
+    expect((await addReceiver(topic)).status).toBe(201);
+    const stub = env.MINCA_MAILBOX.get(env.MINCA_MAILBOX.idFromName(topic));
+    // What each POST's write answers as held (the lease's top-up reads it), next to a fresh sum.
+    const seen: Array<[number, number]> = [];
+    await runInDurableObject(stub, (inst: object, st) => {
+      const o = inst as { lease: { ahead(h: number): void }; heldBytes(): number };
+      const ahead = o.lease.ahead.bind(o.lease);
+      o.lease.ahead = (h: number) => {
+        seen.push([h, o.heldBytes()]);
+        ahead(h);
+      };
+      // The topic one item short of its count bound, so that the POSTs below evict.
+      const until = Math.floor(Date.now() / 1000) + 600;
+      for (let i = 2; i < MAILBOX_LIMITS.max_items; i++)
+        st.storage.sql.exec(
+          "INSERT INTO items (at, until, bytes, blob) VALUES (?, ?, 1, ?)",
+          until - 600,
+          until,
+          new Uint8Array([i & 0xff]).buffer,
+        );
+    });
+    for (const body of ["a", "bb", "ccc"]) expect((await SELF.fetch(`${MAILBOX}/${topic}`, { method: "POST", body })).status).toBe(201);
+    expect(seen).toHaveLength(3);
     for (const [charged, held] of seen) expect(charged).toBe(held);
   });
 });
