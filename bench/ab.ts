@@ -10,10 +10,13 @@
 // change to the register path, where the bench has no baseline to divide by.
 import { parseArgs } from "node:util";
 import { resolve } from "node:path";
-import { connect, flushTo, onlineDelivery, registers, storeFor } from "./tally";
+import { connect, flushTo, onlineDelivery, percentile, registers, storeFor, type Conn } from "./tally";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { treeCpuMs } from "./cpu";
 import { mailboxPosts } from "./minca";
-import { newUser } from "../test/helpers/tally";
+import { newUser, opaqueEnvelope, type User } from "../test/helpers/tally";
 
 const { values } = parseArgs({
   options: {
@@ -25,18 +28,20 @@ const { values } = parseArgs({
   },
 });
 const load = values.load ?? "register";
-if (!["register", "online", "store", "mailbox"].includes(load)) throw new Error("--load is register, online, store or mailbox");
+if (!["register", "online", "store", "mailbox", "cold"].includes(load))
+  throw new Error("--load is register, online, store, mailbox or cold");
 if (!values.a || !values.b) throw new Error("usage: tsx bench/ab.ts --a DIR --b DIR [--rounds 5] [--users 100]");
 const rounds = Number(values.rounds ?? 5);
 const n = Number(values.users ?? 100);
 
-type Start = (o: { target: "workerd" }) => Promise<{ url: string; pid: number; stop(): Promise<unknown> }>;
+type Start = (o: { target: "workerd"; dataDir?: string }) => Promise<{ url: string; pid: number; stop(): Promise<unknown> }>;
 const starter = async (dir: string): Promise<Start> => (await import(resolve(dir, "test/helpers/relay-process.ts"))).startRelay as Start;
 
 const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
 const mean = (xs: number[]) => xs.reduce((x, y) => x + y, 0) / xs.length;
 
 async function main() {
+  if (load === "cold") return cold();
   const a = await (await starter(values.a!))({ target: "workerd" });
   const b = await (await starter(values.b!))({ target: "workerd" });
   const res = new Map<string, number[]>();
@@ -85,6 +90,62 @@ async function main() {
         `b ÷ a: ${(median(B) / median(A)).toFixed(2)} of medians, ${(mean(B) / mean(A)).toFixed(2)} of means`,
     );
   }
+}
+
+/**
+ * --load cold: each round, on each checkout in turn, 30 users register, each is sent one envelope
+ * (stored), the relay restarts on the same storage, and each is sent one more: ms until `queued`
+ * (every object is out of memory then). Prints the p50 and p99 of each round.
+ */
+async function cold(): Promise<void> {
+  const res = new Map<string, number[]>();
+  for (let r = 0; r < rounds; r++) {
+    for (const name of r % 2 === 0 ? ["a", "b"] : ["b", "a"]) {
+      const start = await starter(name === "a" ? values.a! : values.b!);
+      const dataDir = mkdtempSync(join(tmpdir(), "ab-cold-"));
+      const users = Array.from({ length: 30 }, newUser);
+      let s = await start({ target: "workerd", dataDir });
+      try {
+        for (const u of users) await (await connect(s.url, u)).close();
+        const before = await connect(s.url, newUser());
+        for (const [k, u] of users.entries()) await storedTo(before, u, `b${k}`);
+        await before.close();
+        await s.stop();
+        s = await start({ target: "workerd", dataDir });
+        const sender = await connect(s.url, newUser());
+        const ms: number[] = [];
+        for (const [k, u] of users.entries()) {
+          const t0 = performance.now();
+          await storedTo(sender, u, `c${k}`);
+          ms.push(performance.now() - t0);
+        }
+        await sender.close();
+        ms.sort((x, y) => x - y);
+        for (const [p, v] of [
+          ["p50", percentile(ms, 50)],
+          ["p99", percentile(ms, 99)],
+        ] as const)
+          res.set(`${name} ${p}`, [...(res.get(`${name} ${p}`) ?? []), v]);
+      } finally {
+        await s.stop();
+        rmSync(dataDir, { recursive: true, force: true });
+      }
+    }
+  }
+  for (const p of ["p50", "p99"]) {
+    const A = res.get(`a ${p}`)!;
+    const B = res.get(`b ${p}`)!;
+    console.log(
+      `cold start with envelopes stored, ${p}: a ${median(A).toFixed(2)} ms, b ${median(B).toFixed(2)} ms; b ÷ a: ${(median(B) / median(A)).toFixed(2)} of medians, ${(mean(B) / mean(A)).toFixed(2)} of means`,
+    );
+  }
+}
+
+function storedTo(from: Conn, to: User, id: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    from.on("queued", (q) => (q.id === id ? (q.status === "stored" ? resolve() : reject(new Error(`answered ${q.status}`))) : undefined));
+    from.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(from.user, to, id) });
+  });
 }
 
 /** CPU of the relay's process tree per envelope, without the registers: the online load's CPU less
