@@ -1,6 +1,7 @@
-// `npx tsx bench/ab.ts --a DIR --b DIR [--load register|online|store|mailbox]`: CPU per connect
+// `npx tsx bench/ab.ts --a DIR --b DIR [--load register|online|store|mailbox|cold]`: CPU per connect
 // and register (new users, then the same users again), per envelope delivered online (20 pairs, 8
-// in flight, registers excluded), per envelope stored and flushed (10 senders, 100 each), or per
+// in flight, registers excluded), per envelope stored and flushed (10 senders, 100 each), the cold
+// start of a user with envelopes stored (bench/fresh.ts; its latency, not CPU), or per
 // mailbox POST (50 to one topic, then 5 to each of 100 fresh topics; the rate is one topic's) on two
 // checkouts of the relay side by side, each under `workerd serve` as
 // `npm start` runs it, rounds alternating which goes first, so load that comes and goes on a
@@ -10,13 +11,11 @@
 // change to the register path, where the bench has no baseline to divide by.
 import { parseArgs } from "node:util";
 import { resolve } from "node:path";
-import { connect, flushTo, onlineDelivery, percentile, registers, storeFor, type Conn } from "./tally";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { connect, flushTo, onlineDelivery, registers, storeFor } from "./tally";
+import { coldStart } from "./fresh";
 import { treeCpuMs } from "./cpu";
 import { mailboxPosts } from "./minca";
-import { newUser, opaqueEnvelope, type User } from "../test/helpers/tally";
+import { newUser } from "../test/helpers/tally";
 
 const { values } = parseArgs({
   options: {
@@ -93,43 +92,16 @@ async function main() {
 }
 
 /**
- * --load cold: each round, on each checkout in turn, 30 users register, each is sent one envelope
- * (stored), the relay restarts on the same storage, and each is sent one more: ms until `queued`
- * (every object is out of memory then). Prints the p50 and p99 of each round.
+ * --load cold: each round, on each checkout in turn, the bench's cold start (bench/fresh.ts) with
+ * 30 users who have envelopes stored: ms until `queued` for an envelope to each after a restart.
  */
 async function cold(): Promise<void> {
   const res = new Map<string, number[]>();
   for (let r = 0; r < rounds; r++) {
     for (const name of r % 2 === 0 ? ["a", "b"] : ["b", "a"]) {
       const start = await starter(name === "a" ? values.a! : values.b!);
-      const dataDir = mkdtempSync(join(tmpdir(), "ab-cold-"));
-      const users = Array.from({ length: 30 }, newUser);
-      let s = await start({ target: "workerd", dataDir });
-      try {
-        for (const u of users) await (await connect(s.url, u)).close();
-        const before = await connect(s.url, newUser());
-        for (const [k, u] of users.entries()) await storedTo(before, u, `b${k}`);
-        await before.close();
-        await s.stop();
-        s = await start({ target: "workerd", dataDir });
-        const sender = await connect(s.url, newUser());
-        const ms: number[] = [];
-        for (const [k, u] of users.entries()) {
-          const t0 = performance.now();
-          await storedTo(sender, u, `c${k}`);
-          ms.push(performance.now() - t0);
-        }
-        await sender.close();
-        ms.sort((x, y) => x - y);
-        for (const [p, v] of [
-          ["p50", percentile(ms, 50)],
-          ["p99", percentile(ms, 99)],
-        ] as const)
-          res.set(`${name} ${p}`, [...(res.get(`${name} ${p}`) ?? []), v]);
-      } finally {
-        await s.stop();
-        rmSync(dataDir, { recursive: true, force: true });
-      }
+      const { stored } = await coldStart((dataDir) => start({ target: "workerd", dataDir }), { count: 30 });
+      for (const p of ["p50", "p99"] as const) res.set(`${name} ${p}`, [...(res.get(`${name} ${p}`) ?? []), stored[p]]);
     }
   }
   for (const p of ["p50", "p99"]) {
@@ -139,13 +111,6 @@ async function cold(): Promise<void> {
       `cold start with envelopes stored, ${p}: a ${median(A).toFixed(2)} ms, b ${median(B).toFixed(2)} ms; b ÷ a: ${(median(B) / median(A)).toFixed(2)} of medians, ${(mean(B) / mean(A)).toFixed(2)} of means`,
     );
   }
-}
-
-function storedTo(from: Conn, to: User, id: string): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
-    from.on("queued", (q) => (q.id === id ? (q.status === "stored" ? resolve() : reject(new Error(`answered ${q.status}`))) : undefined));
-    from.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(from.user, to, id) });
-  });
 }
 
 /** CPU of the relay's process tree per envelope, without the registers: the online load's CPU less

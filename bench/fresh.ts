@@ -6,10 +6,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startRelay } from "../test/helpers/relay-process";
-import { newUser, opaqueEnvelope, type User } from "../test/helpers/tally";
+import { newUser } from "../test/helpers/tally";
 import { startBareDo, type Server } from "./baselines/start";
 import { treeRssKb } from "./cpu";
-import { connect, idleMemory, percentile, type Conn } from "./tally";
+import { connect, idleMemory, percentile, storedTo } from "./tally";
 
 export type FreshTarget = "relay" | "bare";
 
@@ -41,24 +41,25 @@ export async function freshIdleMemory(t: FreshTarget, o: { count: number; idleMs
  * nothing stored (this envelope is also their first store), `stored` for the others.
  */
 export async function coldStart(
-  t: FreshTarget,
+  t: FreshTarget | ((dir: string) => Promise<Server>),
   o: { count: number },
 ): Promise<{ first: { p50: number; p99: number }; stored: { p50: number; p99: number } }> {
-  const dir = mkdtempSync(join(tmpdir(), `bench-cold-${t}-`));
+  const dir = mkdtempSync(join(tmpdir(), "bench-cold-"));
   const recipients = Array.from({ length: o.count * 2 }, newUser);
-  let s = await start(t, dir);
+  const restart = typeof t === "function" ? t : (d: string) => start(t, d);
+  let s = await restart(dir);
   try {
     for (const r of recipients) await (await connect(s.url, r)).close();
     const before = await connect(s.url, newUser());
-    for (const [k, r] of recipients.entries()) if (k % 2 === 1) await sendAndWait(before, r, `b${k}`);
+    for (const [k, r] of recipients.entries()) if (k % 2 === 1) await storedTo(before, r, `b${k}`);
     await before.close();
     await s.stop();
-    s = await start(t, dir);
+    s = await restart(dir);
     const sender = await connect(s.url, newUser());
     const ms: number[][] = [[], []];
     for (const [k, r] of recipients.entries()) {
       const t0 = performance.now();
-      await sendAndWait(sender, r, `c${k}`);
+      await storedTo(sender, r, `c${k}`);
       ms[k % 2].push(performance.now() - t0);
     }
     await sender.close();
@@ -71,14 +72,4 @@ export async function coldStart(
     await s.stop();
     rmSync(dir, { recursive: true, force: true });
   }
-}
-
-/** Sends one envelope from `from` to `to` (offline) and waits for its `stored` answer. */
-function sendAndWait(from: Conn, to: User, id: string): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
-    from.on("queued", (q) =>
-      q.id === id ? (q.status === "stored" ? resolve() : reject(new Error(`cold start answered ${q.status}`))) : undefined,
-    );
-    from.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(from.user, to, id) });
-  });
 }

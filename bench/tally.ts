@@ -237,3 +237,11 @@ export async function idleMemory(
   await Promise.all(conns.map((c) => c.close()));
   return { kbPerConnection: (after - before) / o.count };
 }
+
+/** Sends one envelope from `from` to `to`, who is offline, and waits for its `stored` answer. */
+export function storedTo(from: Conn, to: User, id: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    from.on("queued", (q) => (q.id === id ? (q.status === "stored" ? resolve() : reject(new Error(`answered ${q.status}`))) : undefined));
+    from.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(from.user, to, id) });
+  });
+}
