@@ -95,7 +95,11 @@ describe("the Tally protocol section 9: data flows", () => {
     await waitFor(async () => (await aStore.getOutbox(id))?.attempts === 1, { what: "queued once" });
     const aSocket = a1.socket!;
     a1.close(); // A goes offline
-    await waitFor(() => aSocket.readyState === WebSocket.CLOSED, { what: "A's socket closed" });
+    // The relay ends A's session as A's close frame arrives (B's receipt below is stored, not
+    // delivered). The client's socket may stay CLOSING for a while after that: the runtime
+    // sometimes keeps the connection of a socket the client closed until the object's instance
+    // goes (docs/upstream/kj-websocket-pipe-close.md), so CLOSED is not waited for here.
+    await waitFor(() => aSocket.readyState !== WebSocket.OPEN, { what: "A's socket closing" });
     const got: InnerMessage[] = [];
     const bStore = memoryStore();
     const bQueued: string[] = [];
@@ -108,6 +112,7 @@ describe("the Tally protocol section 9: data flows", () => {
     expect(await bStore.hasProcessed(alice.npub, id)).toBe(true);
     // B goes offline once the relay took its receipt into A's queue.
     await waitFor(() => bQueued.length >= 1, { what: "B's receipt queued" });
+    expect(bQueued[0]).toBe("stored"); // A was offline at the relay: its receipt waits there
     b.close();
     const receipts: string[] = [];
     await dev(alice, { store: aStore }, (c) => c.on("receipt", (r) => void receipts.push(r)));
