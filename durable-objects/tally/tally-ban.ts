@@ -3,7 +3,7 @@
 // isolate that has not seen the ban yet would let them through, and envelopes to the key come
 // from other users' objects, which never ask the lists. So the object holds the mark and refuses
 // by itself: a banned user's register (`banned`, 1008) and every envelope to it (not_stored).
-import type { LazySchema } from "../base/schema";
+import type { Meta } from "../base/meta";
 
 const META_KEY = "banned_at";
 
@@ -11,30 +11,25 @@ export class BanMark {
   /** Read once per instance; only set() and clear() change it. */
   private cached: boolean | undefined;
 
-  constructor(private readonly schema: LazySchema) {}
+  constructor(private readonly meta: Meta) {}
 
   /** Whether the operator banned this user (no schema: never banned). */
   get banned(): boolean {
     if (this.cached === undefined) {
-      this.cached = this.schema.exists && this.schema.sql.exec("SELECT 1 FROM meta WHERE key = ?", META_KEY).toArray().length > 0;
+      this.cached = this.meta.get(META_KEY) !== null;
     }
     return this.cached;
   }
 
   /** The operator banned this user: kept until clear(). */
   set(now: number): void {
-    this.schema.ensure();
-    this.schema.sql.exec(
-      "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-      META_KEY,
-      String(now),
-    );
+    this.meta.set(META_KEY, String(now));
     this.cached = true;
   }
 
   /** The operator lifted the ban. */
   clear(): void {
-    if (this.banned) this.schema.sql.exec("DELETE FROM meta WHERE key = ?", META_KEY);
+    if (this.banned) this.meta.delete(META_KEY);
     this.cached = false;
   }
 }

@@ -58,7 +58,7 @@ export class TallyUser extends SocketObject<Env, TallyAttachment> {
   /** Whom this user exchanged envelopes with, and which of its devices met whose. */
   private readonly contacts = new TallyContacts(this.ctx, this.schema, this.queue.lease, () => this.queue.held());
   /** The operator's ban of this user (the admin API), held here so that it holds in every isolate. */
-  private readonly banMark = new BanMark(this.schema);
+  private readonly banMark = new BanMark(this.meta);
   /** This user's share, as a sender, of the relay's Tally total across its recipients (storage.sender_share). */
   private readonly share = new SenderShare(this.ctx, this.meta, this.env);
   /** Envelopes on their way to other users' objects, in batches. */
