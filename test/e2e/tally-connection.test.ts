@@ -6,7 +6,6 @@ import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { build } from "esbuild";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { CLIENT_LIMITS } from "../../clients/tally/index";
 import { freePort, startRelay } from "../helpers/relay-process";
@@ -14,27 +13,13 @@ import { TallyClient, type TallyClient as Client } from "../../clients/tally/ind
 import { TALLY_LIMITS } from "../../shared/limits";
 import { device, newUser, wsBase } from "../helpers/tally";
 import { waitFor } from "../helpers/wait";
+import { REPO_ROOT, sdkBundleIn } from "../helpers/sdk-bundle";
 
 const relay = inject("relayUrl");
 const open: Client[] = [];
 afterEach(() => {
   for (const c of open.splice(0)) c.close();
 });
-
-/** The Tally SDK bundled into `dir` as tally.mjs, as an app on Node 20 would load it; the repository's root. */
-async function sdkBundleIn(dir: string): Promise<string> {
-  const root = new URL("../../", import.meta.url).pathname;
-  await build({
-    entryPoints: [join(root, "clients/tally/index.ts")],
-    outfile: join(dir, "tally.mjs"),
-    bundle: true,
-    format: "esm",
-    platform: "neutral",
-    mainFields: ["module", "main"],
-    logLevel: "error",
-  });
-  return root;
-}
 
 describe("connection life", () => {
   it("close 1008 too_many_devices retried with backoff: the extra device registers once another leaves", async () => {
@@ -78,7 +63,8 @@ describe("connection life", () => {
 
   it("Node 20 with `ws`: the SDK registers, connect() to a closed port rejects at once, and without a WebSocket it says to pass `ws`", async () => {
     const dir = mkdtempSync(join(tmpdir(), "tally-node20-"));
-    const root = await sdkBundleIn(dir);
+    await sdkBundleIn(dir);
+    const root = REPO_ROOT;
     const closed = await freePort();
     writeFileSync(
       join(dir, "run.mjs"),
@@ -113,7 +99,8 @@ process.exit(0);
 
   it("reconnect after the relay restarts on Node 20 with `ws`: registered again within 10 s of the relay being back; connect() with reconnect on to a closed port rejects within connect_timeout_ms", async () => {
     const dir = mkdtempSync(join(tmpdir(), "tally-node20-restart-"));
-    const root = await sdkBundleIn(dir);
+    await sdkBundleIn(dir);
+    const root = REPO_ROOT;
     const dataDir = mkdtempSync(join(tmpdir(), "relay-restart20-"));
     const port = await freePort();
     const closed = await freePort();

@@ -14,6 +14,7 @@ import { bytesToHex } from "../../shared/encoding";
 import { chromiumPath, launchChromium, NO_CHROMIUM_MESSAGE } from "../helpers/chromium";
 import { device, newUser, wsBase } from "../helpers/tally";
 import { waitFor } from "../helpers/wait";
+import { sdkBundleIn } from "../helpers/sdk-bundle";
 
 const relay = inject("relayUrl");
 const root = new URL("../../", import.meta.url).pathname;
@@ -41,15 +42,7 @@ describe("1 every client is a device with its own store", () => {
   it("1 a user may run several clients, each a device: two Node processes in one folder with the default store each receive and record every message, no write lost", async () => {
     const dir = mkdtempSync(join(tmpdir(), "tally-two-procs-"));
     const bundleDir = mkdtempSync(join(tmpdir(), "tally-bundle-"));
-    await build({
-      entryPoints: [join(root, "clients/tally/index.ts")],
-      outfile: join(bundleDir, "tally.mjs"),
-      bundle: true,
-      format: "esm",
-      platform: "neutral",
-      mainFields: ["module", "main"],
-      logLevel: "error",
-    });
+    await sdkBundleIn(bundleDir);
     const user = newUser();
     writeFileSync(
       join(bundleDir, "device.mjs"),
