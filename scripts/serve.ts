@@ -19,6 +19,7 @@ import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { BUNDLE_DIR, ROOT, buildWorker } from "./build.ts";
 import { clientAddressWarnings } from "./client-address-warnings.ts";
+import { type DataLock, acquireDataLock, describeHolder } from "./data-lock.ts";
 import { pipeLines, say } from "./launcher-log.ts";
 import { EXIT_BAD_SETTING, StartError, badSettingMessage, checkPortFree, checkRuntimeDirFree, getHealthz } from "./preflight.ts";
 import { type SweepOptions, sweepEmptyDatabases } from "./sweep.ts";
@@ -52,7 +53,8 @@ Every [vars] entry of wrangler.toml can be overridden by an environment variable
 the secrets ${OPTIONAL_SECRETS.join(", ")},
 and any listed under [secrets] required, are read from the environment by workerd at start.
 Every setting is checked at start: a wrong one stops the start with a message naming it (exit 2);
-a busy port or a relay already running on the runtime directory stops it too (exit 1).`;
+a busy port, or a relay already running on the data or the runtime directory, stops it too
+(exit 1). SIGHUP is logged and ignored: settings are read at start, so restart to apply them.`;
 
 interface Settings {
   host: string;
@@ -211,6 +213,27 @@ function sweep(dataDir: string, opts: SweepOptions): void {
   }
 }
 
+/**
+ * A shell that kills `pid` (workerd) when its standard input, a pipe from this process, closes:
+ * when the launcher exits, however it exits. It checks first that the pid is still a workerd.
+ */
+function watchOverRuntime(pid: number): ChildProcess {
+  const script =
+    'read _ignored; if [ -r "/proc/$1/cmdline" ] && ! tr "\\0" " " < "/proc/$1/cmdline" | grep -q workerd; then exit 0; fi; kill -KILL "$1" 2>/dev/null';
+  const w = spawn("/bin/sh", ["-c", script, "relay-watch", String(pid)], { stdio: ["pipe", "ignore", "ignore"], detached: true });
+  w.on("error", (err) => say.warn(`could not start the watch that stops workerd with the launcher: ${err.message}`));
+  w.unref();
+  return w;
+}
+
+let lock: DataLock | undefined;
+let stopRuntime: (() => void) | undefined;
+// workerd first, then the lock: a next start never finds the lock free while this runtime lives.
+process.on("exit", () => {
+  stopRuntime?.();
+  lock?.release();
+});
+
 async function main(): Promise<number> {
   let s: Settings | null;
   try {
@@ -232,9 +255,16 @@ async function main(): Promise<number> {
     // Nothing of a relay already running here is touched before these pass.
     await checkPortFree(s.host, s.port);
     checkRuntimeDirFree(s.runtimeDir);
+    lock = acquireDataLock(s.dataDir, listen);
+    if (lock.tookOverFrom)
+      say.warn(`took over the data directory's lock left by a relay that is gone (${describeHolder(lock.tookOverFrom)})`);
   }
-  if (s.build) buildAll();
-  else checkBuilt();
+  if (s.build) {
+    say.info("building the pages and the Worker bundle (wrangler; about half a minute on a first start, `--no-build` skips it)");
+    const t0 = Date.now();
+    buildAll();
+    say.info(`built in ${((Date.now() - t0) / 1000).toFixed(1)} s; starting workerd`);
+  } else checkBuilt();
   const cfg = await readWranglerConfig();
 
   const text = workerdConfig(cfg, {
@@ -280,6 +310,11 @@ async function main(): Promise<number> {
     stdio: ["ignore", "pipe", "pipe"],
     detached: true,
   });
+  // workerd dies with the launcher, even one killed with SIGKILL (no handler runs then): a tiny
+  // shell, in a process group of its own, reads a pipe only this process holds open and kills
+  // workerd when the pipe closes, which the kernel does when this process ends, however it ends.
+  const watcher = child.pid === undefined ? undefined : watchOverRuntime(child.pid);
+  if (child.pid !== undefined) lock?.setWorkerd(child.pid);
   const piped = Promise.all([
     child.stdout ? pipeLines(child.stdout, process.stdout, "info", "workerd") : undefined,
     child.stderr ? pipeLines(child.stderr, process.stderr, "warn", "workerd") : undefined,
@@ -297,13 +332,14 @@ async function main(): Promise<number> {
       // gone
     }
   };
-  process.on("exit", killChild);
+  stopRuntime = killChild;
 
   let stopping: Promise<void> | undefined;
   let exitCode: number | null = null;
   const exited = new Promise<number>((resolveExit) =>
     child.on("exit", (code, signal) => {
       exitCode = code ?? (signal ? 128 : 1);
+      watcher?.kill("SIGKILL"); // its pid to kill is no longer workerd's
       rmSync(pidFile, { force: true });
       resolveExit(exitCode);
     }),
@@ -337,7 +373,12 @@ async function main(): Promise<number> {
   };
   process.on("SIGTERM", () => shutdown("SIGTERM"));
   process.on("SIGINT", () => shutdown("SIGINT"));
-  process.on("SIGHUP", () => shutdown("SIGHUP"));
+  // SIGHUP never stops the relay: a terminal closing, or `kill -HUP` sent to reload, would
+  // otherwise leave it down (a unit's Restart=on-failure does not restart a clean exit). Every
+  // setting is read once, at start: nothing can be reloaded without a restart.
+  process.on("SIGHUP", () =>
+    say.info("SIGHUP: ignored (settings are read at start; restart the relay to apply a change: systemctl restart, or SIGTERM and start)"),
+  );
   // A parent that goes away without passing the signal on (a shell between npm and this process,
   // say) leaves us adopted by init: stop as if told to.
   const parent = process.ppid;

@@ -1,13 +1,14 @@
 // `npm start`'s launcher (scripts/serve.ts) as an operator meets it: a second start on a busy port,
 // its output, and a setting the Worker finds wrong. Each test starts relays of its own.
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { freePort, relayTarget, startRelay, type RelayProcess } from "../helpers/relay-process";
 import { newUser, rawRegistered } from "../helpers/tally";
 import type { TestSocket } from "../helpers/socket";
+import { waitFor } from "../helpers/wait";
 
 const root = new URL("../../", import.meta.url).pathname;
 const relays: RelayProcess[] = [];
@@ -38,6 +39,15 @@ function jsonLines(text: string): Array<Record<string, unknown>> {
       expect(typeof v === "object" && v !== null && !Array.isArray(v), l).toBe(true);
       return v;
     });
+}
+
+/** Whether a process is gone (a zombie nobody reaped counts as gone: it serves nothing). */
+function gone(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.startsWith("Z") ?? true;
+  } catch {
+    return true;
+  }
 }
 
 // The Worker answers every request with 500 bad_setting while a setting is wrong, once it checks
@@ -78,6 +88,67 @@ describe.skipIf(relayTarget() !== "workerd")("the launcher (npm start)", () => {
     expect(await first.stop()).toBe(0);
     expect(await alice.closed).toBe(1001);
     expect(first.output()).toMatch(/closed 1 client socket\(s\)/);
+  });
+
+  it("one relay per data directory: a second start on the same --data (another port) exits 1 naming the running relay's pids, which keeps serving", async () => {
+    const first = await startRelay();
+    relays.push(first);
+    const holder = JSON.parse(readFileSync(join(first.dataDir, "relay.lock"), "utf8"));
+    expect(holder).toMatchObject({ launcher: first.pid, workerd: first.runtimePid() });
+    const alice = await rawRegistered(first.url, newUser());
+    sockets.push(alice);
+
+    const second = launch([
+      "--no-build",
+      "--port",
+      String(await freePort()),
+      "--data",
+      first.dataDir,
+      "--runtime-dir",
+      mkdtempSync(join(tmpdir(), "relay-run-")),
+    ]);
+    expect(second.code, second.out).toBe(1);
+    expect(jsonLines(second.out).at(-1)).toMatchObject({
+      level: "error",
+      msg: expect.stringContaining(`is in use by another relay (launcher pid ${first.pid}, workerd pid ${first.runtimePid()}`),
+    });
+    expect(second.out).toContain("--data");
+    expect(JSON.parse(readFileSync(join(first.dataDir, "relay.lock"), "utf8"))).toEqual(holder);
+    expect((await fetch(`${first.url}/healthz`)).status).toBe(200);
+    expect(await first.stop()).toBe(0);
+    expect(existsSync(join(first.dataDir, "relay.lock"))).toBe(false);
+  });
+
+  it("the runtime dies with its launcher: after kill -9 of the launcher, workerd stops, and the next start takes the data directory over", async () => {
+    const first = await startRelay();
+    relays.push(first);
+    const workerd = first.runtimePid()!;
+    expect(gone(workerd)).toBe(false);
+    process.kill(first.pid, "SIGKILL");
+    expect(await first.exited()).toBe(null);
+    await waitFor(() => gone(workerd), { timeout: 10_000, what: `workerd ${workerd} to stop` });
+    await expect(fetch(`${first.url}/healthz`)).rejects.toThrow();
+    // Its lock is left behind, naming processes that are gone: the next start takes it over.
+    expect(existsSync(join(first.dataDir, "relay.lock"))).toBe(true);
+    const again = await startRelay({ dataDir: first.dataDir });
+    relays.push(again);
+    expect(again.output()).toContain("took over the data directory's lock left by a relay that is gone");
+    expect(JSON.parse(readFileSync(join(first.dataDir, "relay.lock"), "utf8"))).toMatchObject({ launcher: again.pid });
+  });
+
+  it("SIGHUP never stops the relay: it is logged and ignored, and open sockets stay open", async () => {
+    const r = await startRelay();
+    relays.push(r);
+    const alice = await rawRegistered(r.url, newUser());
+    sockets.push(alice);
+    process.kill(r.pid, "SIGHUP");
+    await waitFor(() => r.output().includes("SIGHUP: ignored"), { what: "the SIGHUP line" });
+    expect((await fetch(`${r.url}/healthz`)).status).toBe(200);
+    alice.send({ type: "ping" });
+    await alice.next("pong");
+    expect(alice.ws.readyState).toBe(WebSocket.OPEN);
+    expect(await r.stop()).toBe(0);
+    expect(await alice.closed).toBe(1001);
   });
 
   it("every line the launcher writes, workerd's and the Worker's included, is one JSON object with ts, level and msg; one per request (its id the x-request-id header) and one per socket session", async () => {
