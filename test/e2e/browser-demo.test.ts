@@ -61,14 +61,27 @@ describe.skipIf(!chromiumPath)("the demo page in Chromium (two users)", () => {
     await Promise.all([a.goto(`${relay}/demo/`), b.goto(`${relay}/demo/`)]);
   });
 
+  // The steps of docs/browser.md, in its order: open two tabs, paste each other's npub into Peer
+  // in both, press Connect in one; then send through the relay, then over the channel and the relay.
   it("each page registers with the relay as its own user and device", async () => {
     for (const p of [a, b]) await until(p, "registered", async () => (await demo(p)).status === "registered");
     const [da, db] = [await demo(a), await demo(b)];
     expect(da.npub).toMatch(/^npub1/);
     expect(db.npub).not.toBe(da.npub);
     expect(await a.getByTestId("device").textContent()).toMatch(/^[0-9a-f]{16}$/);
+  });
+
+  it("pasting the npubs and pressing Connect in one page (no message sent before) opens a WebRTC data channel, one end polite", async () => {
+    const [da, db] = [await demo(a), await demo(b)];
     await a.getByTestId("peer").fill(db.npub);
     await b.getByTestId("peer").fill(da.npub);
+    await b.getByTestId("connect").click();
+    // The envelope exchange the relay asks for before it introduces the devices: B's hello, A's receipt.
+    const hello = await until(b, "hello sent", async () => (await rows(b, "sent")).find((r) => r.detail.startsWith("hello:")));
+    await until(b, "hello receipt", async () => (await rows(b, "receipt", hello.id))[0]);
+    for (const p of [a, b]) await until(p, "channel open", async () => (await p.getByTestId("channel").textContent()) === "open");
+    const roles = [await a.getByTestId("role").textContent(), await b.getByTestId("role").textContent()];
+    expect(roles.sort()).toEqual(["(impolite end)", "(polite end)"]);
   });
 
   it("an envelope sent through the relay is applied by the peer, and its receipt comes back", async () => {
@@ -82,17 +95,11 @@ describe.skipIf(!chromiumPath)("the demo page in Chromium (two users)", () => {
     expect(receipt.detail).toBe("processed");
   });
 
-  it("Connect opens a WebRTC data channel by the relay's signaling, one end polite", async () => {
-    await b.getByTestId("connect").click();
-    for (const p of [a, b]) await until(p, "channel open", async () => (await p.getByTestId("channel").textContent()) === "open");
-    const roles = [await a.getByTestId("role").textContent(), await b.getByTestId("role").textContent()];
-    expect(roles.sort()).toEqual(["(impolite end)", "(polite end)"]);
-  });
-
   it("an envelope sent over the channel and the relay is applied once; the other copy is a dropped duplicate", async () => {
     await a.getByTestId("text").fill("hello over the data channel");
     await a.getByTestId("send-both").click();
     const sent = await until(a, "sent", async () => (await rows(a, "sent")).find((r) => r.id !== sentByRelay));
+    expect(sent.via).toBe("direct+relay");
     sentBoth = sent.id;
     const applied = await until(b, "applied", async () => (await rows(b, "applied", sentBoth))[0]);
     const dup = await until(b, "duplicate", async () => (await rows(b, "duplicate", sentBoth))[0]);

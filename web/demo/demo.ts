@@ -9,6 +9,8 @@ import { bytesToHex, hexToBytes } from "../../shared/encoding";
 
 /** The type of the demo's application messages. */
 const CHAT = "chat";
+/** The type of the envelope Connect sends first, for the envelope exchange the relay asks for. */
+const HELLO = "hello";
 
 interface LogRow {
   at: string;
@@ -126,9 +128,16 @@ client.on("queued", (id, status) => {
 client.on("dropped", (reason) => log({ what: "dropped", id: "", via: "", detail: reason }));
 client.on("relay_error", (code, message, id) => log({ what: "error", id: id ?? "", via: "relay", detail: `${code}: ${message}` }));
 
+const refused = new Set<string>();
 const mesh = new DirectMesh(client, {
   // The friend mesh with the named peer, and the self-mesh with this user's other devices.
-  accept: (u) => u === peer || u === client.npub,
+  accept: (u, d) => {
+    if (u === peer || u === client.npub) return true;
+    if (refused.has(`${u}/${d}`)) return false;
+    refused.add(`${u}/${d}`);
+    log({ what: "channel", id: d, via: "webrtc", detail: `refused: ${u} is not the Peer named here (paste its npub to accept)` });
+    return false;
+  },
   onState: (u, d, s, polite) => {
     state.channels[`${u}/${d}`] = s;
     log({ what: "channel", id: d, via: "webrtc", detail: `${s}, with ${u === client.npub ? "another device of mine" : "the peer"}` });
@@ -153,19 +162,85 @@ function setPeer(value: string): boolean {
   return true;
 }
 
+// A pasted npub names the peer at once (the other tab may press Connect before this one does).
+$("peer").addEventListener("input", () => {
+  const v = $<HTMLInputElement>("peer").value.trim();
+  if (isNpub(v) && v !== client.npub) setPeer(v);
+});
+
+/** Peers this page knows it has an envelope exchange with: it sent them one and got their receipt. */
+const exchanged = new Set<string>();
+/** Our envelopes' ids, by recipient, until their receipt. */
+const sentTo = new Map<string, string>();
+client.on("receipt", (id, _result, from) => {
+  const to = sentTo.get(id);
+  if (to !== undefined && (from === undefined || from === to)) exchanged.add(to);
+  sentTo.delete(id);
+});
+
+/** Resolves once the peer's receipt for our envelope `id` arrived (the exchange is complete). */
+function exchangeWith(user: string, id: string, timeoutMs: number): Promise<boolean> {
+  return new Promise((resolveDone) => {
+    const stop = client.on("receipt", (got) => {
+      if (got !== id) return;
+      stop();
+      clearTimeout(timer);
+      resolveDone(true);
+    });
+    const timer = setTimeout(() => {
+      stop();
+      resolveDone(exchanged.has(user));
+    }, timeoutMs);
+  });
+}
+
+// Connect: the relay introduces two users' devices to each other (peer_connect, both ways) only
+// once they have an envelope exchange (each has sent the other an envelope through it), so an
+// npub's devices cannot be found by anyone who names it. The page makes the exchange first: a
+// hello envelope, whose receipt completes it; then it asks for the introduction.
 $("peer-form").addEventListener("submit", (ev) => {
   ev.preventDefault();
   if (!setPeer($<HTMLInputElement>("peer").value)) return;
-  // The relay introduces the two users' devices to each other (peer_connect, both ways).
-  client.connectPeer(peer!);
+  const user = peer!;
+  void (async () => {
+    if (!exchanged.has(user)) {
+      pill($("channel"), "saying hello", "warn");
+      const id = await client.send(user, HELLO, { text: "hello (to open a direct channel)" }, { paths: "relay" });
+      sentIds.add(id);
+      sentTo.set(id, user);
+      log({ what: "sent", id, via: "relay", detail: `${HELLO}: the relay introduces devices only after an envelope exchange` });
+      if (!(await exchangeWith(user, id, 15_000))) {
+        pill($("channel"), "no answer", "bad");
+        log({
+          what: "error",
+          id,
+          via: "relay",
+          detail: "no receipt from the peer in 15 s: is its page open, on this relay, with your npub pasted? Press Connect again then",
+        });
+        return;
+      }
+    }
+    client.connectPeer(user);
+    if (!Object.keys(state.channels).some((k) => k.startsWith(`${user}/`))) pill($("channel"), "introducing", "warn");
+  })();
 });
+
+/** Whether a direct channel to one of `user`'s devices is open. */
+const channelOpenTo = (user: string) => Object.entries(state.channels).some(([k, s]) => k.startsWith(`${user}/`) && s === "open");
 
 async function send(paths: "relay" | "both"): Promise<void> {
   if (!peer && !setPeer($<HTMLInputElement>("peer").value)) return;
   const text = $<HTMLInputElement>("text").value;
+  const direct = paths === "both" && channelOpenTo(peer!);
   const id = await client.send(peer!, CHAT, { text }, { paths });
   sentIds.add(id);
-  log({ what: "sent", id, via: paths === "both" ? "direct+relay" : "relay", detail: `${CHAT}: ${text}` });
+  sentTo.set(id, peer!);
+  log({
+    what: "sent",
+    id,
+    via: direct ? "direct+relay" : "relay",
+    detail: paths === "both" && !direct ? `${CHAT}: ${text} (no direct channel open: the relay only; press Connect)` : `${CHAT}: ${text}`,
+  });
 }
 $("send-relay").addEventListener("click", () => void send("relay"));
 $("send-both").addEventListener("click", () => void send("both"));
