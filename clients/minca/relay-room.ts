@@ -5,6 +5,7 @@ import { newP256Key } from "../../shared/minca/es256";
 import { deliveredSchema, makeJoin } from "../../shared/minca/room";
 import { EventQueue, type JoinRoom, type RoomMessage, type RoomTransport } from "../../shared/minca/transport";
 import { relayBase } from "../relay-url";
+import { webSocketClass } from "../websocket";
 
 export interface RelayRoomOptions {
   WebSocket?: typeof WebSocket;
@@ -21,7 +22,7 @@ export function roomUrl(relayUrl: string, room: string): string {
 
 /** Joins rooms on the relay at `relayUrl`. */
 export function relayRooms(relayUrl: string, opts: RelayRoomOptions = {}): JoinRoom {
-  const WS = opts.WebSocket ?? globalThis.WebSocket;
+  const WS = webSocketClass(opts.WebSocket, "relayRooms(relayUrl, { WebSocket })");
   return async (room) => {
     const key = await newP256Key();
     const ws = new WS(roomUrl(relayUrl, room));

@@ -21,6 +21,7 @@ import { roomServerMessageSchema } from "../../shared/passnote/messages";
 import { COMMON_LIMITS } from "../../shared/limits";
 import { TokenBucket } from "../../shared/rate-limit";
 import { Listeners, type Transport, type TransportEvents } from "./transport";
+import { webSocketClass } from "../websocket";
 
 export interface RelayRate {
   /** Messages per second the relay allows one socket. */
@@ -117,6 +118,7 @@ export class RelayTransport implements Transport {
 
   /** Connects and joins; resolves once welcomed, rejects when the relay refuses, cannot be reached or does not welcome in time. */
   static async connect(opts: RelayTransportOptions): Promise<RelayTransport> {
+    webSocketClass(opts.WebSocket, "RelayTransport.connect({ ..., WebSocket })"); // fails at once, saying why, on Node 20
     const t = new RelayTransport(opts, roomKeys(opts.rosterKey), opts.rate ?? (await relayRate(opts.relayUrl)));
     await t.open();
     t.startKeepalive();
@@ -179,7 +181,7 @@ export class RelayTransport implements Transport {
 
   /** One attempt: resolves once welcomed; rejects on refusal, failure or timeout. */
   private open(): Promise<void> {
-    const WS = this.opts.WebSocket ?? WebSocket;
+    const WS = webSocketClass(this.opts.WebSocket, "RelayTransport.connect({ ..., WebSocket })");
     const ws = new WS(`${this.opts.relayUrl.replace(/\/$/, "")}/passnote/v2/${this.keys.roomId}`);
     ws.binaryType = "arraybuffer";
     this.ws = ws;
