@@ -9,6 +9,22 @@ export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 export const BUNDLE_DIR = join(ROOT, "dist", "worker");
 
 /**
+ * The commit the checkout is at (12 hex digits, "+dirty" when tracked files changed), or "unknown"
+ * outside a git checkout. Written into the bundle at build time: the Worker has no git at runtime.
+ */
+export function buildCommit(): string {
+  const head = spawnSync("git", ["rev-parse", "--short=12", "HEAD"], { cwd: ROOT, encoding: "utf8" });
+  if (head.status !== 0 || !/^[0-9a-f]{7,40}$/.test(head.stdout.trim())) return "unknown";
+  const dirty = spawnSync("git", ["status", "--porcelain", "--untracked-files=no"], { cwd: ROOT, encoding: "utf8" });
+  return `${head.stdout.trim()}${dirty.status === 0 && dirty.stdout.trim() !== "" ? "+dirty" : ""}`;
+}
+
+/** wrangler's arguments that write the commit into the bundle (server/info.ts reads BUILD_COMMIT). */
+export function commitDefine(commit = buildCommit()): string[] {
+  return ["--define", `BUILD_COMMIT:${JSON.stringify(commit)}`];
+}
+
+/**
  * `readable`: not minified (wrangler.toml's `minify` overridden), for CPU profiles, whose function
  * names are the source's only then (a minified bundle keeps names for stack traces, not profiles).
  */
@@ -22,6 +38,7 @@ export function buildWorker(outDir = BUNDLE_DIR, opts: { readable?: boolean } = 
       "--dry-run",
       "--outdir",
       outDir,
+      ...commitDefine(),
       ...(opts.readable ? ["--no-minify"] : []),
     ],
     {

@@ -5,7 +5,14 @@ import { LIMITS } from "../shared/limits";
 import type { StorageTotals } from "../shared/storage";
 
 export const SOFTWARE = "edge-relay";
-export const VERSION = "0.1.0";
+/** The release (semver; scripts/release.ts sets it with package.json's, docs/releasing.md). */
+export const VERSION = "0.2.0";
+
+// The commit the Worker was built from, written into the bundle at build time (scripts/build.ts
+// passes `--define BUILD_COMMIT:"<id>"` to wrangler; no git at runtime, none on Cloudflare).
+declare const BUILD_COMMIT: string | undefined;
+/** The commit id the bundle was built from ("+dirty" with uncommitted changes), or "unknown" (a bundle built without it). */
+export const COMMIT: string = typeof BUILD_COMMIT === "string" && BUILD_COMMIT !== "" ? BUILD_COMMIT : "unknown";
 /** Where the relay publishes its HTTPS endpoints as OpenAPI 3.1 (server/openapi.ts). */
 export const OPENAPI_PATH = "/openapi.json";
 
@@ -37,6 +44,7 @@ export const relayInfoSchema = z.object({
   name: z.string(),
   software: z.literal(SOFTWARE),
   version: z.string(),
+  commit: z.string().describe("the commit the relay was built from, or unknown"),
   openapi: z.literal(OPENAPI_PATH).describe("the HTTPS endpoints as an OpenAPI 3.1 document"),
   protocols: z.object({
     tally: z.object({
@@ -89,6 +97,7 @@ export function relayInfo(opts: InfoOptions): RelayInfo {
     name: opts.name,
     software: SOFTWARE,
     version: VERSION,
+    commit: COMMIT,
     openapi: OPENAPI_PATH,
     protocols: {
       tally: {

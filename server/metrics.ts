@@ -14,6 +14,8 @@ const PREFIX = "edge_relay_";
 
 export interface BuildInfo {
   version: string;
+  /** The commit the bundle was built from (server/info.ts COMMIT). */
+  commit: string;
   /** "workerd" self-hosted, "cloudflare" on Cloudflare. */
   runtime: string;
 }
@@ -123,7 +125,10 @@ export function renderMetrics(s: StatsSnapshot, counters?: CounterValues, build?
       "",
     );
   }
-  if (build) gauge("build_info", "The relay's version and runtime; always 1.", [[{ version: build.version, runtime: build.runtime }, 1]]);
+  if (build)
+    gauge("build_info", "The relay's version, commit and runtime; always 1.", [
+      [{ version: build.version, commit: build.commit, runtime: build.runtime }, 1],
+    ]);
   return out.join("\n") + "\n";
 }
 

@@ -11,7 +11,7 @@ import type { StatusAnswer } from "../shared/stats";
 import { renderStatusPage } from "../server/stats-page";
 import { METRICS_CONTENT_TYPE, renderMetrics } from "../server/metrics";
 import { counterValues } from "../server/counters";
-import { VERSION } from "../server/info";
+import { COMMIT, VERSION } from "../server/info";
 import { tokenMatches } from "../shared/stats";
 import { authFailed, escapeHtml, methodNotAllowed, type C, type RelayHono } from "./http";
 import { operatorThrottle, pageCredential, setSession, throttled } from "./operator";
@@ -71,7 +71,7 @@ statusRoutes.get("/metrics", async (c) => {
   if (no) return no;
   c.header("Cache-Control", "no-store");
   c.header("Content-Type", METRICS_CONTENT_TYPE);
-  const build = { version: VERSION, runtime: c.var.settings.selfHosted ? "workerd" : "cloudflare" };
+  const build = { version: VERSION, commit: COMMIT, runtime: c.var.settings.selfHosted ? "workerd" : "cloudflare" };
   return c.body(renderMetrics(await relayStats(c.env).snapshot(), counterValues(), build));
 });
 statusRoutes.get("/status", async (c) => {

@@ -156,6 +156,12 @@ describe.skipIf(relayTarget() !== "workerd")("the launcher (npm start)", () => {
     relays.push(r);
     const s = await rawRegistered(r.url, newUser());
     sockets.push(s);
+    // The version and the commit the bundle was built from (scripts/build.ts writes it in).
+    const info = (await (await fetch(r.url, { headers: { accept: "application/json" } })).json()) as { version: string; commit: string };
+    const head = spawnSync("git", ["rev-parse", "--short=12", "HEAD"], { cwd: root, encoding: "utf8" }).stdout.trim();
+    expect(info.version).toBe(JSON.parse(readFileSync(join(root, "package.json"), "utf8")).version);
+    expect(info.commit).toMatch(/^[0-9a-f]{12}(\+dirty)?$/);
+    if (!info.commit.endsWith("+dirty")) expect(info.commit).toBe(head);
     const missing = await fetch(`${r.url}/no-such-page`);
     await missing.arrayBuffer();
     const requestId = missing.headers.get("x-request-id");

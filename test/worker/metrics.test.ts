@@ -3,7 +3,7 @@
 import { SELF, env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { relayStats } from "../../server/relay-objects";
-import { VERSION } from "../../server/info";
+import { COMMIT, VERSION } from "../../server/info";
 import { minuteOf } from "../../shared/stats";
 
 async function metrics(): Promise<string> {
@@ -35,7 +35,7 @@ describe("/metrics counters", () => {
     expect(text).toContain("# TYPE edge_relay_http_request_duration_seconds histogram");
     expect(text).toMatch(/^edge_relay_http_request_duration_seconds_bucket\{le="\+Inf"\} \d+$/m);
     expect(text).toMatch(/^edge_relay_http_request_duration_seconds_count \d+$/m);
-    expect(text).toContain(`edge_relay_build_info{version="${VERSION}",runtime="cloudflare"} 1`);
+    expect(text).toContain(`edge_relay_build_info{version="${VERSION}",commit="${COMMIT}",runtime="cloudflare"} 1`);
     const start = sample(text, "process_start_time_seconds");
     expect(start).toBeGreaterThan(1_600_000_000);
     expect(start).toBeLessThanOrEqual(Date.now() / 1000);

@@ -29,13 +29,17 @@ function scratch(): string {
   db.exec("CREATE TABLE t (x); INSERT INTO t VALUES (1)");
   db.close();
   writeFileSync(join(data, "relay.lock"), "{}\n", { mode: 0o600 });
-  for (const f of readdirSync(data, { recursive: true })) chmodSync(join(data, String(f)), statSync(join(data, String(f))).isDirectory() ? 0o700 : 0o600);
+  for (const f of readdirSync(data, { recursive: true }))
+    chmodSync(join(data, String(f)), statSync(join(data, String(f))).isDirectory() ? 0o700 : 0o600);
   return root;
 }
 
 /** Runs a README line with its absolute paths moved under `root`, from a shell whose umask is 022. */
 function run(root: string, line: string): void {
-  const moved = line.replaceAll("/var/lib", `${root}/var/lib`).replaceAll("/root/", `${root}/root/`).replaceAll("/backup", `${root}/backup`);
+  const moved = line
+    .replaceAll("/var/lib", `${root}/var/lib`)
+    .replaceAll("/root/", `${root}/root/`)
+    .replaceAll("/backup", `${root}/backup`);
   execFileSync("sh", ["-c", `umask 022; ${moved}`], { stdio: "pipe" });
 }
 
@@ -64,15 +68,18 @@ describe("backups readable by the relay's user only", () => {
     expect(readableByOthers(restored)).toEqual([]);
   });
 
-  it.skipIf(!hasSqlite3)("the online backup's copies are readable by their owner only, even in a backup folder an older command made 0755", () => {
-    const root = scratch();
-    mkdirSync(join(root, "backup/relay/edge-relay-TallyUser"), { recursive: true, mode: 0o755 });
-    chmodSync(join(root, "backup/relay"), 0o755);
-    chmodSync(join(root, "backup/relay/edge-relay-TallyUser"), 0o755);
-    for (const c of commands.filter((c) => c.includes("sqlite3"))) run(root, c);
-    const copied = readdirSync(join(root, "backup/relay"), { recursive: true }).map(String);
-    expect(copied).toContain(join("edge-relay-TallyUser", `${"a".repeat(64)}.sqlite`));
-    expect(statSync(join(root, "backup/relay")).mode & 0o077).toBe(0);
-    expect(readableByOthers(join(root, "backup/relay"))).toEqual([]);
-  });
+  it.skipIf(!hasSqlite3)(
+    "the online backup's copies are readable by their owner only, even in a backup folder an older command made 0755",
+    () => {
+      const root = scratch();
+      mkdirSync(join(root, "backup/relay/edge-relay-TallyUser"), { recursive: true, mode: 0o755 });
+      chmodSync(join(root, "backup/relay"), 0o755);
+      chmodSync(join(root, "backup/relay/edge-relay-TallyUser"), 0o755);
+      for (const c of commands.filter((c) => c.includes("sqlite3"))) run(root, c);
+      const copied = readdirSync(join(root, "backup/relay"), { recursive: true }).map(String);
+      expect(copied).toContain(join("edge-relay-TallyUser", `${"a".repeat(64)}.sqlite`));
+      expect(statSync(join(root, "backup/relay")).mode & 0o077).toBe(0);
+      expect(readableByOthers(join(root, "backup/relay"))).toEqual([]);
+    },
+  );
 });
