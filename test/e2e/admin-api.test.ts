@@ -151,6 +151,17 @@ describe("the admin API (NIP-86) through the relay", () => {
     expect((await call("blockip", ["not an address"])).body).toEqual({ error: expect.stringMatching(/params\[0\]/) });
   });
 
+  it("unblockip takes exactly what listblockedips prints: an IPv6 address blocked by its /64", async () => {
+    expect((await call("blockip", ["2001:db8:1:2::5", "v6"])).body).toEqual({ result: true });
+    const listed = (await call("listblockedips")).body.result as Array<{ ip: string }>;
+    expect(listed).toEqual([{ ip: "2001:db8:1:2::/64", reason: "v6" }]);
+    expect((await fetch(`${relay.url}/healthz`, { headers: { "x-real-ip": "2001:db8:1:2::77" } })).status).toBe(403);
+    expect((await call("unblockip", [listed[0].ip])).body).toEqual({ result: true });
+    expect((await call("listblockedips")).body.result).toEqual([]);
+    expect((await fetch(`${relay.url}/healthz`, { headers: { "x-real-ip": "2001:db8:1:2::77" } })).status).toBe(200);
+    expect((await call("unblockip", ["2001:db8:1:2::/48"])).body).toEqual({ error: expect.stringMatching(/params\[0\]/) });
+  });
+
   it("edge.blocktopic: a blocked topic answers 403; edge.listblockedtopics, edge.unblocktopic; edge.liststorageholders lists the largest holders per stored kind", async () => {
     const topic = `admin-e2e-topic-${Date.now()}`;
     const url = `${relay.url}/minca/v1/mailbox/${topic}`;
