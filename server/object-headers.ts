@@ -21,5 +21,11 @@ export const SHARED_CLIENT = "shared";
  */
 export const REFUSED_HEADER = "x-relay-refused";
 
+/**
+ * The request id of the upgrade (workers/request-log.ts), so that the socket's session line and
+ * its authentication failures carry the id of the upgrade's request line. Always overwritten.
+ */
+export const UPGRADE_REQUEST_ID_HEADER = "x-relay-request-id";
+
 /** The host the client connected to (a Tally auth event names the relay it was made for). */
 export const RELAY_HOST_HEADER = "x-relay-host";

@@ -84,7 +84,8 @@ const TOPIC = "a mailbox topic";
 const ACCOUNT = "a Minca account: its P-256 did:key";
 const accountDid = (v: unknown) => (typeof v === "string" && isP256DidKey(v) ? v : null);
 /** An address as blockip takes it, or as listblockedips prints it: an IPv6 address's /64 ("2001:db8:1:2::/64") too. */
-const address = (v: unknown) => (typeof v === "string" ? normalizeAddress(v.trim().replace(/^([0-9a-fA-F:]*:[0-9a-fA-F:]*)\/64$/, "$1")) : null);
+const address = (v: unknown) =>
+  typeof v === "string" ? normalizeAddress(v.trim().replace(/^([0-9a-fA-F:]*:[0-9a-fA-F:]*)\/64$/, "$1")) : null;
 const topic = (v: unknown) => (typeof v === "string" && isTopic(v) ? v : null);
 
 /**

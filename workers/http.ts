@@ -34,10 +34,11 @@ export function httpError(c: Context, status: number, code: ErrorCode, message: 
 
 /**
  * 401 auth_failed with its challenge, logged as a warning (route and client address, never the
- * credential presented): the operator sees who is knocking.
+ * credential presented): the operator sees who is knocking. The message is the one a socket's
+ * failed authentication logs (durable-objects/base/socket-object.ts): one event, one message.
  */
 export function authFailed(c: C, challenge: string, message: string, reason: string): Response {
-  log.warn("auth failed", { route: c.req.routePath, client: c.var.client, reason });
+  log.warn("authentication failed", { route: c.req.routePath, client: c.var.client, reason });
   countAuthFailure(c.req.routePath);
   c.header("WWW-Authenticate", challenge);
   return httpError(c, 401, "auth_failed", message);

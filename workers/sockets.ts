@@ -3,7 +3,7 @@
 // object with the headers that tell it who the client is and which host it reached (server/object-headers.ts).
 import { Hono, type Context } from "hono";
 import { settingsOf } from "../server/settings";
-import { CLIENT_HEADER, REFUSED_HEADER, RELAY_HOST_HEADER } from "../server/object-headers";
+import { CLIENT_HEADER, REFUSED_HEADER, RELAY_HOST_HEADER, UPGRADE_REQUEST_ID_HEADER } from "../server/object-headers";
 import { isDraining, noteLive } from "../server/live";
 import { tallyRefusal } from "../server/policy";
 import { currentPolicy } from "./policy";
@@ -38,6 +38,7 @@ function socketRoute(
     const h = new Headers(c.req.raw.headers);
     for (const [k, v] of Object.entries(headers)) h.set(k, v);
     h.set(CLIENT_HEADER, c.var.client);
+    h.set(UPGRADE_REQUEST_ID_HEADER, c.var.requestId);
     return upgradeTo(c, binding, c.env[binding].idFromName(name), new Request(c.req.raw, { headers: h }));
   });
 }

@@ -32,12 +32,14 @@ import { UnauthenticatedSockets } from "./unauthenticated";
 import { SocketRates } from "./socket-rates";
 import { SocketTraffic } from "./socket-traffic";
 
-export { CLIENT_HEADER, REFUSED_HEADER, clientOf } from "./client-header";
+export { CLIENT_HEADER, REFUSED_HEADER, clientOf, requestIdOf } from "./client-header";
 
 /** What every socket's attachment holds; objects extend it. */
 export interface BaseAttachment {
   /** The client it came from (clientOf): its rate state outlives the socket, for the client's next one. */
   client?: string;
+  /** The request id of its upgrade (requestIdOf): its session line and authentication failure carry it. */
+  requestId?: string;
   /** Milliseconds since the epoch when the socket was accepted. */
   openedAt: number;
   /** Whether the socket has authenticated (registered / joined). */
@@ -337,7 +339,7 @@ export abstract class SocketObject<Env, A extends BaseAttachment> extends Stored
   /** A socket failed to authenticate: one log line (the client as the relay sees it; never the user, room or key). */
   protected logAuthFailure(ws: WebSocket, reason: string): void {
     const att = this.attachment(ws) as A | null;
-    log.warn("authentication failed", { object: this.constructor.name, reason, client: att?.client });
+    log.warn("authentication failed", { object: this.constructor.name, reason, client: att?.client, request_id: att?.requestId });
   }
 
   private unauthenticated(): Array<{ ws: WebSocket; openedAt: number; client?: string }> {

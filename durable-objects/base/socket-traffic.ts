@@ -29,7 +29,12 @@ export class SocketTraffic {
   }
 
   /** One line per socket session when it ends: which object kind, how long, how much, how it closed, from where. */
-  logSession(object: string, ws: WebSocket, att: { openedAt: number; authed: boolean; client?: string } | null, code: number): void {
+  logSession(
+    object: string,
+    ws: WebSocket,
+    att: { openedAt: number; authed: boolean; client?: string; requestId?: string } | null,
+    code: number,
+  ): void {
     const t = this.traffic.get(ws);
     const now = Date.now();
     log.info("socket session", {
@@ -41,6 +46,7 @@ export class SocketTraffic {
       counted_since_ms: t ? now - t.since : 0,
       close_code: code,
       client: att?.client,
+      request_id: att?.requestId,
     });
   }
 }

@@ -5,7 +5,7 @@
 // joins for 24 hours; an alarm does both, and once the tombstone lapses the object deletes
 // everything it stored. Decisions about bytes are in shared/minca/room.ts.
 import { REFUSED_HEADER } from "../base/client-header";
-import { SocketObject, clientOf, type BaseAttachment, type Route } from "../base/socket-object";
+import { SocketObject, clientOf, requestIdOf, type BaseAttachment, type Route } from "../base/socket-object";
 import type * as z from "zod";
 import { MIGRATIONS } from "../../migrations/index";
 import { CLOSE_CODES, MINCA_ROOM_LIMITS } from "../../shared/limits";
@@ -101,7 +101,15 @@ export class MincaRoom extends SocketObject<Env, MincaRoomAttachment> {
     if (this.ctx.getWebSockets().length >= MINCA_ROOM_LIMITS.max_sockets) {
       return refusal("room_full", `at most ${MINCA_ROOM_LIMITS.max_sockets} sockets per room`, CLOSE_CODES.policy);
     }
-    return this.accept({ openedAt: now, authed: false, client: clientOf(request), room, challenge: newChallenge(), sent: 0 });
+    return this.accept({
+      openedAt: now,
+      authed: false,
+      client: clientOf(request),
+      requestId: requestIdOf(request),
+      room,
+      challenge: newChallenge(),
+      sent: 0,
+    });
   }
 
   protected onConnect(ws: WebSocket, att: MincaRoomAttachment): void {

@@ -2,7 +2,7 @@
 // room key, and the routing of their binary frames by 8-byte peer id, byte-exact and in order
 // per sender. The relay never looks inside a frame; the join proof is checked in shared/passnote.
 import type * as z from "zod";
-import { SocketObject, clientOf, type BaseAttachment, type Route } from "../base/socket-object";
+import { SocketObject, clientOf, requestIdOf, type BaseAttachment, type Route } from "../base/socket-object";
 import { MIGRATIONS } from "../../migrations/index";
 import { CLOSE_CODES, PASSNOTE_LIMITS } from "../../shared/limits";
 import { base64urlEncode, bytesToHex, hexToBytes, randomBytes } from "../../shared/encoding";
@@ -46,6 +46,7 @@ export class PassnoteRoom extends SocketObject<Env, PassnoteAttachment> {
       openedAt: Date.now(),
       authed: false,
       client: clientOf(request),
+      requestId: requestIdOf(request),
       challenge: base64urlEncode(randomBytes(32)),
       room,
     });

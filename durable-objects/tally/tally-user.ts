@@ -3,7 +3,7 @@
 // the Tally protocol sections 6, 8, 9 and 13). Decisions about bytes live in shared/tally; this
 // file holds state.
 import type * as z from "zod";
-import { SocketObject, clientOf, type BaseAttachment, type Route } from "../base/socket-object";
+import { SocketObject, clientOf, requestIdOf, type BaseAttachment, type Route } from "../base/socket-object";
 import { RELAY_HOST_HEADER } from "../base/client-header";
 import { MIGRATIONS } from "../../migrations/index";
 import { CLOSE_CODES, TALLY_LIMITS } from "../../shared/limits";
@@ -127,6 +127,7 @@ export class TallyUser extends SocketObject<Env, TallyAttachment> {
       openedAt: Date.now(),
       authed: false,
       client: clientOf(request),
+      requestId: requestIdOf(request),
       challenge: bytesToHex(randomBytes(32)),
       host: request.headers.get(RELAY_HOST_HEADER) ?? new URL(request.url).host,
     });

@@ -151,7 +151,7 @@ describe.skipIf(relayTarget() !== "workerd")("the launcher (npm start)", () => {
     expect(await alice.closed).toBe(1001);
   });
 
-  it("every line the launcher writes, workerd's and the Worker's included, is one JSON object with ts, level and msg; one per request (its id the x-request-id header) and one per socket session", async () => {
+  it("every line the launcher writes, workerd's and the Worker's included, is one JSON object with ts, level and msg; one per request (its id the x-request-id header, none for a passing health probe) and one per socket session, with its upgrade's request id", async () => {
     const r = await startRelay();
     relays.push(r);
     const s = await rawRegistered(r.url, newUser());
@@ -183,7 +183,13 @@ describe.skipIf(relayTarget() !== "workerd")("the launcher (npm start)", () => {
       client: expect.any(String),
     });
     // The registered socket's session (closed by the drain): one line from the object that held it.
-    expect(lines.filter((l) => l.msg === "socket session" && String(l.object).startsWith("TallyUser"))).toHaveLength(1);
+    const sessions = lines.filter((l) => l.msg === "socket session" && String(l.object).startsWith("TallyUser"));
+    expect(sessions).toHaveLength(1);
+    // It carries the request id of its upgrade's request line (101).
+    expect(sessions[0].request_id).toEqual(expect.any(String));
+    expect(lines.find((l) => l.msg === "request" && l.request_id === sessions[0].request_id)).toMatchObject({ status: 101 });
+    // The relay's own health probes (the launcher's, the test helper's) wrote no line.
+    expect(lines.filter((l) => l.msg === "request" && l.route === "/healthz")).toEqual([]);
     // A bad setting's refusal is JSON too.
     const bad = launch(["--port", "http"]);
     expect(bad.code).toBe(2);

@@ -47,10 +47,10 @@ describe("request log lines", () => {
   });
 
   it("a client's own x-request-id is not taken on a direct connection; behind the proxy named in TRUSTED_PROXY_HEADER it is", async () => {
-    const direct = await fetchWith("/healthz", { headers: { "x-request-id": "chosen-by-client" } }, { RELAY_RUNTIME: "workerd" });
+    const direct = await fetchWith("/openapi.json", { headers: { "x-request-id": "chosen-by-client" } }, { RELAY_RUNTIME: "workerd" });
     expect(direct.res.headers.get("x-request-id")).not.toBe("chosen-by-client");
     const proxied = await fetchWith(
-      "/healthz",
+      "/openapi.json",
       { headers: { "x-request-id": "proxy-id-1" } },
       { RELAY_RUNTIME: "workerd", TRUSTED_PROXY_HEADER: "x-real-ip" },
     );
@@ -65,7 +65,7 @@ describe("request log lines", () => {
       { ADMIN_TOKEN: "secret-token" },
     );
     expect(res.status).toBe(401);
-    const warn = lines.find((l) => l.msg === "auth failed");
+    const warn = lines.find((l) => l.msg === "authentication failed");
     expect(warn).toMatchObject({
       level: "warn",
       route: "/status.json",
@@ -73,6 +73,21 @@ describe("request log lines", () => {
       request_id: res.headers.get("x-request-id"),
     });
     expect(JSON.stringify(lines)).not.toContain("guess-123");
+  });
+
+  it("one message for one event: a failed authentication is 'authentication failed' over HTTP as on a socket", async () => {
+    const { lines } = await fetchWith("/status.json", { headers: { authorization: "Bearer nope" } }, { ADMIN_TOKEN: "secret-token" });
+    expect(lines.map((l) => l.msg)).toContain("authentication failed");
+    expect(lines.map((l) => l.msg)).not.toContain("auth failed");
+  });
+
+  it("a health probe that passes writes no line (it is still counted); one that fails is logged", async () => {
+    const ok = await fetchWith("/healthz");
+    expect(ok.res.status).toBe(200);
+    expect(ok.lines).toEqual([]);
+    const bad = await fetchWith("/healthz", {}, { STORAGE_TALLY_BYTES: "lots" });
+    expect(bad.res.status).toBe(500);
+    expect(bad.lines.find((l) => l.msg === "request")).toMatchObject({ status: 500 });
   });
 
   it("LOG_LEVEL=warn leaves out the info lines", async () => {
