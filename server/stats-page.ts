@@ -21,7 +21,14 @@ export interface StatusPageOptions {
   name: string;
   /** True when no admin token is configured: the page is open to anyone, and says so. */
   open: boolean;
+  /** Self-hosted (workerd): the banner names the setting as `npm start` reads it, not as a Worker secret. */
+  selfHosted?: boolean;
+  /** Seen through the login form's session cookie: the page offers to log out. */
+  loggedIn?: boolean;
 }
+
+/** Where the status page's log-out button posts (workers/status.ts). */
+export const STATUS_LOGOUT_PATH = "/status/logout";
 
 export function renderStatusPage(s: StatsSnapshot, opts: StatusPageOptions): string {
   const tiles = [
@@ -46,8 +53,14 @@ export function renderStatusPage(s: StatsSnapshot, opts: StatusPageOptions): str
     return `<div class="tile" data-testid="storage-${k}" data-reserved="${f.reserved_bytes}" data-total="${f.total_bytes}"><div class="k">${STORAGE_TITLES[k]} storage</div><div class="v">${pct}%</div><div class="d">${bytesText(f.reserved_bytes)} reserved of ${bytesText(f.total_bytes)} · ${f.holders} objects</div></div>`;
   }).join("");
   const charts = STATS_COUNTERS.map((c) => chart(c, s)).join("");
+  const where = opts.selfHosted
+    ? "Set <code>ADMIN_TOKEN</code> in the environment of <code>npm start</code> (as a service: its <code>EnvironmentFile</code>) and restart it"
+    : "Set the Worker secret <code>ADMIN_TOKEN</code> (<code>wrangler secret put ADMIN_TOKEN</code>)";
   const banner = opts.open
-    ? `<p class="banner" data-testid="open-banner">No admin token is configured: this page is open because the relay listens on loopback only (anyone on this machine can read it). Set the Worker secret <code>ADMIN_TOKEN</code> to require <code>Authorization: Bearer &lt;token&gt;</code>.</p>`
+    ? `<p class="banner" data-testid="open-banner">No admin token is configured: this page is open because the relay listens on loopback only (anyone on this machine can read it). ${where} to require <code>Authorization: Bearer &lt;token&gt;</code>.</p>`
+    : "";
+  const logout = opts.loggedIn
+    ? ` · <form method="post" action="${STATUS_LOGOUT_PATH}" style="display:inline"><button type="submit" data-testid="logout">Log out</button></form>`
     : "";
   return `<!doctype html><html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -68,7 +81,7 @@ figcaption{font-weight:600;margin-bottom:4px}figcaption span{font-weight:400;col
 svg text{font-size:10px;fill:#6b7488}
 </style></head><body>
 <h1>Relay status</h1>
-<p class="sub">${escapeHtml(opts.name)} · ${escapeHtml(s.at)} · counts only, reaching this page within ${s.flush_interval_ms / 1000} s of happening · reloads every ${STATUS_REFRESH_SECONDS} s · <a href="/status.json">JSON</a></p>
+<p class="sub">${escapeHtml(opts.name)} · ${escapeHtml(s.at)} · counts only, reaching this page within ${s.flush_interval_ms / 1000} s of happening · reloads every ${STATUS_REFRESH_SECONDS} s · <a href="/status.json">JSON</a>${logout}</p>
 ${banner}
 <div class="tiles">${tiles}</div>
 <div class="tiles storage">${storage}</div>

@@ -2,7 +2,7 @@
 // request with Authorization: Bearer <ADMIN_TOKEN>, or (the pages) a browser holding the login
 // cookie the status page's form sets. Wrong credentials are throttled per client address, logged
 // and counted (workers/http.ts authFailed).
-import { getCookie, setCookie } from "hono/cookie";
+import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { FailureThrottle, newSession, SESSION_COOKIE, sessionValid } from "../server/operator-session";
 import { ADMIN_LIMITS } from "../shared/limits";
 import { tokenMatches } from "../shared/stats";
@@ -32,6 +32,11 @@ export function pageCredential(c: C, token: string): Credential {
 function overHttps(c: C): boolean {
   if (new URL(c.req.url).protocol === "https:") return true;
   return c.var.settings.publicUrls.some((u) => u.protocol === "https:" || u.protocol === "wss:");
+}
+
+/** Ends the login form's session: the cookie is cleared (the status page's Log out). */
+export function clearSession(c: C): void {
+  deleteCookie(c, SESSION_COOKIE, { path: "/", secure: overHttps(c) });
 }
 
 export function setSession(c: C, token: string): void {

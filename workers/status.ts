@@ -8,13 +8,13 @@
 import { Hono } from "hono";
 import { relayStats } from "../server/relay-objects";
 import type { StatusAnswer } from "../shared/stats";
-import { renderStatusPage } from "../server/stats-page";
+import { renderStatusPage, STATUS_LOGOUT_PATH } from "../server/stats-page";
 import { METRICS_CONTENT_TYPE, renderMetrics } from "../server/metrics";
 import { counterValues } from "../server/counters";
 import { COMMIT, VERSION } from "../server/info";
 import { tokenMatches } from "../shared/stats";
 import { authFailed, escapeHtml, methodNotAllowed, type C, type RelayHono } from "./http";
-import { operatorThrottle, pageCredential, setSession, throttled } from "./operator";
+import { clearSession, operatorThrottle, pageCredential, setSession, throttled } from "./operator";
 
 export const STATUS_LOGIN_PATH = "/status/login";
 
@@ -79,7 +79,23 @@ statusRoutes.get("/status", async (c) => {
   if (no) return no;
   c.header("Cache-Control", "no-store");
   const snapshot = await relayStats(c.env).snapshot();
-  return c.html(renderStatusPage(snapshot, { name: c.var.settings.relayName, open: openWithoutToken(c) }));
+  const token = c.var.settings.adminToken;
+  return c.html(
+    renderStatusPage(snapshot, {
+      name: c.var.settings.relayName,
+      open: openWithoutToken(c),
+      selfHosted: c.var.settings.selfHosted,
+      loggedIn: !!token && pageCredential(c, token) === "cookie",
+    }),
+  );
+});
+
+// Log out: the session cookie goes, and the browser is sent back to the login form. A POST (the
+// page's button), so that a link elsewhere cannot log the operator out.
+statusRoutes.post(STATUS_LOGOUT_PATH, (c) => {
+  clearSession(c);
+  c.header("Cache-Control", "no-store");
+  return c.redirect("/status", 303);
 });
 
 // The login form's target: the token as a form field; right, a session cookie and back to /status.
@@ -119,3 +135,4 @@ function loginPage(name: string, next: string, error: string): string {
 
 for (const path of ["/status.json", "/metrics", "/status"]) statusRoutes.all(path, (c) => methodNotAllowed(c, ["GET"]));
 statusRoutes.all(STATUS_LOGIN_PATH, (c) => methodNotAllowed(c, ["POST"]));
+statusRoutes.all(STATUS_LOGOUT_PATH, (c) => methodNotAllowed(c, ["POST"]));

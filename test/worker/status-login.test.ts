@@ -69,4 +69,29 @@ describe("status page login", () => {
     expect((await get("/status.json", { authorization: `Bearer ${TOKEN}`, "cf-connecting-ip": client })).status).toBe(429);
     expect((await login(TOKEN, nextClient())).status).toBe(303);
   });
+
+  it("a page seen through the session cookie has a Log out button; POST /status/logout clears the cookie and leads back to the login form", async () => {
+    const client = nextClient();
+    const pair = (await login(TOKEN, client)).headers.get("set-cookie")!.split(";")[0];
+    const page = await (await get("/status", { cookie: pair, "cf-connecting-ip": client })).text();
+    expect(page).toContain('<form method="post" action="/status/logout"');
+    expect(page).toContain('data-testid="logout"');
+    const bearer = await (await get("/status", { authorization: `Bearer ${TOKEN}`, "cf-connecting-ip": client })).text();
+    expect(bearer).not.toContain("/status/logout");
+    const out = await app.fetch(new Request("http://relay.test/status/logout", { method: "POST", headers: { cookie: pair } }), settings);
+    expect(out.status).toBe(303);
+    expect(out.headers.get("location")).toBe("/status");
+    expect(out.headers.get("set-cookie")).toMatch(/^relay_status=;.*Max-Age=0/);
+    expect((await app.fetch(new Request("http://relay.test/status/logout"), settings)).status).toBe(405);
+  });
+
+  it("the open page's banner names where to set ADMIN_TOKEN: the environment of npm start self-hosted, the Worker secret on Cloudflare", async () => {
+    const open = { ...env, ADMIN_TOKEN: "", RELAY_LOOPBACK_ONLY: "true" };
+    const selfHosted = await (await app.fetch(new Request("http://relay.test/status"), { ...open, RELAY_RUNTIME: "workerd" })).text();
+    expect(selfHosted).toContain('data-testid="open-banner"');
+    expect(selfHosted).toContain("in the environment of <code>npm start</code>");
+    expect(selfHosted).not.toContain("Worker secret");
+    const cloudflare = await (await app.fetch(new Request("http://relay.test/status"), open)).text();
+    expect(cloudflare).toContain("the Worker secret <code>ADMIN_TOKEN</code>");
+  });
 });
