@@ -50,12 +50,19 @@ export interface RelayTransportOptions {
   keepaliveMs?: number;
 }
 
+/**
+ * A connection that failed or was refused. `code` is the relay's error code when it said why
+ * (`banned`, `room_full`, `rate_limited`, ...), else the close code or a word (`timeout`);
+ * `closeCode` is the WebSocket close code, when the socket closed.
+ */
 export class RelayTransportError extends Error {
   constructor(
     message: string,
     readonly code?: number | string,
+    readonly closeCode?: number,
   ) {
     super(message);
+    this.name = "RelayTransportError";
   }
 }
 
@@ -188,6 +195,8 @@ export class RelayTransport implements Transport {
     this.lastHeard = Date.now();
     return new Promise((resolve, reject) => {
       let welcomed = false;
+      /** The relay's error frame before its welcome: why it is refusing. */
+      let refusal: { code: string; message: string } | undefined;
       const timer = setTimeout(() => {
         if (welcomed) return;
         reject(new RelayTransportError(`not welcomed within ${this.connectTimeout} ms`, "timeout"));
@@ -240,13 +249,19 @@ export class RelayTransport implements Transport {
             break;
           case "error":
             this.errors.push(m.code);
+            if (!welcomed) refusal = { code: m.code, message: m.message };
             if (m.code === "rate_limited") this.refusedByRelay(m.retry_after_ms ?? 1000 / this.perSecond);
             break;
         }
       });
       ws.addEventListener("close", (ev) => {
         clearTimeout(timer);
-        if (!welcomed) reject(new RelayTransportError(`the relay closed the connection (${ev.code} ${ev.reason})`, ev.code));
+        if (!welcomed)
+          reject(
+            refusal
+              ? new RelayTransportError(`the relay refused the connection: ${refusal.code} (${refusal.message})`, refusal.code, ev.code)
+              : new RelayTransportError(`the relay closed the connection (${ev.code} ${ev.reason})`, ev.code, ev.code),
+          );
         if (this.ws === ws) this.lost(ev.code, ev.reason, welcomed);
       });
       ws.addEventListener("error", () => {

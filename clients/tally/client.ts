@@ -20,6 +20,7 @@ import { Paths } from "./paths";
 import type { SendOptions, TallyClientOptions } from "./options";
 import { Emitter, type Delivery, type InnerMessage, type TallyClientEvents } from "./events";
 import { IGNORED, InboundPipeline, RECEIPT_TYPE, SELF_SYNC_TYPES } from "./inbound";
+import { TallyRelayError } from "./connection";
 
 export type { Delivery, InnerMessage, TallyClientEvents } from "./events";
 export type { DirectChannel } from "./direct";
@@ -188,7 +189,11 @@ export class TallyClient {
     void this.events.emit("close", code, reason, relay.url);
     this.failedAttempts.add(relay.index);
     if (this.failedAttempts.size >= this.relays.relays.length) {
-      for (const w of this.registeredWaiters.splice(0)) w.reject(new Error(`relay closed the connection (${code} ${reason})`));
+      const refusal = relay.conn.refusal;
+      for (const w of this.registeredWaiters.splice(0))
+        w.reject(
+          refusal ? new TallyRelayError(refusal.code, refusal.message, code) : new Error(`relay closed the connection (${code} ${reason})`),
+        );
     }
   }
 

@@ -41,7 +41,8 @@ export function reconnectDelay(attempt: number, random: () => number = Math.rand
 
 /**
  * Close codes after which the client does not come back: authentication refused (4001). Every
- * other close, 1008 too_many_devices included (a device slot frees when another closes), is retried.
+ * other close, 1008 too_many_devices included (a device slot frees when another closes), is retried,
+ * unless the relay refused the register for good first (FINAL_REFUSALS: banned, not_allowed).
  */
 export function isFatalClose(code: number): boolean {
   return code === CLOSE_CODES.auth_failed;
@@ -55,7 +56,28 @@ export const NO_WEBSOCKET_MESSAGE =
   "no WebSocket here (Node 20 has none): install the `ws` package and pass it: " +
   'import { WebSocket } from "ws"; new TallyClient({ ..., WebSocket })';
 
+/** Refusals of a register that trying again will not change: the client stops reconnecting. */
+export const FINAL_REFUSALS: ReadonlySet<string> = new Set(["banned", "not_allowed"]);
+
+/**
+ * The relay refused this client, saying why: `code` is the relay's error code (`banned`,
+ * `not_allowed`, `auth_failed`, ...), `closeCode` the WebSocket close code that followed. The
+ * Tally client's `connect()` rejects with it.
+ */
+export class TallyRelayError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly closeCode?: number,
+  ) {
+    super(`the relay refused this client: ${code} (${message})`);
+    this.name = "TallyRelayError";
+  }
+}
+
 export class RelayConnection {
+  /** The relay's error frame on the current socket before it registered (a refusal), if any. */
+  refusal: { code: string; message: string } | undefined;
   private ws: WebSocket | undefined;
   private attempt = 0;
   private reconnectTimer: ReturnType<typeof setTimeout> | undefined;
@@ -168,6 +190,7 @@ export class RelayConnection {
     }
     this.ws = ws;
     this.registered = false;
+    this.refusal = undefined;
     ws.onmessage = (ev) => {
       if (this.ws === ws && typeof ev.data === "string") this.onFrame(ws, ev.data);
     };
@@ -207,6 +230,7 @@ export class RelayConnection {
       this.attempt = 0;
       this.startPings(ws);
     }
+    if (msg.type === "error" && !this.registered) this.refusal = { code: msg.code, message: msg.message };
     if (msg.type === "error" && msg.code === "rate_limited")
       this.hold(ws, msg.retry_after_ms ?? CLIENT_LIMITS.rate_limited_default_wait_ms);
     if (msg.type === "pong" && this.pongDeadline) {
@@ -260,7 +284,8 @@ export class RelayConnection {
     this.clearHold();
     if (this.registerDeadline) clearTimeout(this.registerDeadline);
     this.registerDeadline = undefined;
-    const again = !this.closedByUser && this.opts.reconnect && !isFatalClose(code);
+    const final = isFatalClose(code) || (this.refusal !== undefined && FINAL_REFUSALS.has(this.refusal.code));
+    const again = !this.closedByUser && this.opts.reconnect && !final;
     if (again) {
       this.reconnectTimer = setTimeout(() => this.openSocket(), reconnectDelay(this.attempt));
       this.attempt++;

@@ -1,5 +1,6 @@
 // The Tally client SDK: what apps import.
 export { TallyClient, newMessageId, RECEIPT_TYPE, SELF_SYNC_TYPES, IGNORED } from "./client";
+export { TallyRelayError, FINAL_REFUSALS } from "./connection";
 export type { InnerMessage, TallyClientOptions, TallyClientEvents, DirectChannel, SendOptions, Delivery } from "./client";
 export type { RelayMode } from "./relays";
 export { MAX_STORE_SLOTS } from "./store-slots";
