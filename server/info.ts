@@ -102,7 +102,7 @@ export function relayInfo(opts: InfoOptions): RelayInfo {
     protocols: {
       tally: {
         endpoint: "/tally/v1/<npub>",
-        seed: "Tally peer communication protocol (envelope versions 2 and 3)",
+        seed: "the Tally peer communication protocol, envelope versions 2 and 3 (docs/tally.md)",
         auth: { event_kind: 22242, tags: ["challenge", "relay"], max_skew_seconds: LIMITS.tally.auth_max_skew_seconds },
         acks: true,
         queue_policy: `refuse_strangers_when_full: a full queue (limits.tally.queue_max_envelopes, queue_max_bytes) answers a stranger's envelope queued not_stored; a contact's (a user the recipient has sent an envelope to) evicts strangers' oldest first, else is refused; a sender over its own share (queue_max_per_sender, queue_max_bytes_per_sender) evicts its own oldest`,
@@ -110,7 +110,7 @@ export function relayInfo(opts: InfoOptions): RelayInfo {
       },
       passnote: {
         endpoint: "/passnote/v2/<room>",
-        seed: "Passnote wire protocol, version 2 (Passnote 1.1)",
+        seed: "the Passnote wire protocol, version 2 (docs/passnote.md)",
         room_id: "base64url(Ed25519 public key from HKDF-SHA256(roster key, info 'passnote-relay-room-v1'))",
         auth: { challenge_bytes: 32, signature: "Ed25519 over 'passnote-relay-join-v1' || challenge" },
         peer_id_bytes: 8,
@@ -119,7 +119,7 @@ export function relayInfo(opts: InfoOptions): RelayInfo {
       minca: {
         rooms: {
           endpoint: "/minca/v1/rooms/<room>",
-          seed: "Minca 06 section 3 (connecting by code): code-channel rooms",
+          seed: "the Minca protocol, connecting by code: code-channel rooms (docs/minca-rooms.md)",
           room: "^b[a-z2-7]{52}$",
           join: { signature: "ES256", statement: "minca/relay-join/v1 || room || challenge", did: "did:key (P-256)" },
           limits: "minca_rooms",
@@ -128,7 +128,7 @@ export function relayInfo(opts: InfoOptions): RelayInfo {
           endpoint: "/minca/v1/mailbox/<topic>",
           receivers: "/minca/v1/mailbox/<topic>/receivers",
           item: "/minca/v1/mailbox/<topic>/items/<seq>",
-          seed: "Minca 002 §4.2 (mailbox fetch), §4.4 (wakes by Web Push)",
+          seed: "the Minca protocol: mailbox fetch and wakes by Web Push (docs/mailbox.md)",
           cors: "*",
         },
         push: {
@@ -141,7 +141,7 @@ export function relayInfo(opts: InfoOptions): RelayInfo {
           accounts: "/minca/v1/host/accounts",
           admission: opts.hostAdmission ?? "open",
           versions: "/minca/v1/spaces/<id>/versions",
-          seed: "Minca 002 §4.1-4.3 (carriers and hosts), docs/hosting.md",
+          seed: "the Minca protocol: carriers and hosts (docs/hosting.md)",
           limits: "minca_host",
         },
       },

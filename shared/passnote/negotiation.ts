@@ -13,7 +13,7 @@ import type { MessageOf } from "./wire";
 
 export function onHandshake(core: EngineCore, peer: string, state: PeerState, h: MessageOf<"handshake">): void {
   const token = instToken(h);
-  // Any token not seen before from a peer that already spoke means a restart (seed): also the
+  // Any token not seen before from a peer that already spoke means a restart (the protocol says so): also the
   // first token after token-less handshakes.
   const verdict = token === undefined ? undefined : state.tokens.observe(token);
   const restart = verdict === "restart" || (verdict === "first" && state.tokenless);

@@ -123,6 +123,11 @@ describe("the README for a newcomer", () => {
     expect(firstScreen.split("\n").length).toBeLessThan(45);
   });
 
+  it("its first screen says who it is for: app developers, and people who run a relay", () => {
+    expect(firstScreen).toContain("**app developers**");
+    expect(firstScreen).toContain("**people who run a relay**");
+  });
+
   it("has a table of contents, and the sections others add to (Settings, Layout, Running it in public, Self-hosting)", () => {
     for (const h of ["## Contents", "## Settings", "## Layout", "### Running it in public", "## Self-hosting", "## Upgrading"])
       expect(readme).toContain(`\n${h}\n`);
