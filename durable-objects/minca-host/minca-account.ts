@@ -17,7 +17,6 @@ import { MIGRATIONS } from "../../migrations/index";
 import { base64urlDecode, base64urlEncode } from "../../shared/encoding";
 import { readCarryRecord, type CarryStart } from "../../shared/minca/carry";
 import type { Arrival } from "../../shared/minca/wake";
-import type { FetchLike } from "../../shared/webpush/send";
 import { bodyKeyOf, readKeyDid, readSeedOf } from "../../shared/minca/space";
 import { bindingBytes, bindingExpiry, bindingHolds, checkStatusProof } from "../../shared/minca/binding";
 import type { Version } from "../../shared/minca/version";
@@ -30,8 +29,10 @@ export class MincaAccount extends StoredObject<Env> {
   /** The account's share of the host-wide total (storage.host_bytes): what its usage rows add up to, leased from the relay's ledger. */
   private readonly lease: StorageLease;
   private readonly usage: AccountUsage;
-  /** The fetch wakes go out with (tests may replace it). */
-  pushFetch: FetchLike = (url, init) => fetch(url, init);
+  /** The fetch wakes go out with: the runtime's (a worker test's subclass overrides it, test/worker/test-objects.ts). */
+  protected pushFetch(url: string, init: RequestInit): Promise<Response> {
+    return fetch(url, init);
+  }
 
   constructor(ctx: DurableObjectState, env: Env) {
     // The schema is made when the account is first carried: a GET of an unknown account stores nothing.

@@ -4,6 +4,7 @@
 export * from "../../workers/index";
 export { default } from "../../workers/index";
 export {
+  TestMincaAccount as MincaAccount,
   TestMincaMailbox as MincaMailbox,
   TestMincaRoom as MincaRoom,
   TestPassnoteRoom as PassnoteRoom,

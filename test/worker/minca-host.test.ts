@@ -8,7 +8,7 @@ import { linkTopic, passBody, passKey } from "../../shared/minca/carry";
 import { utf8Encode } from "../../shared/encoding";
 import { readSeedOf } from "../../shared/minca/space";
 import { MINCA_HOST_LIMITS } from "../../shared/limits";
-import type { MincaAccount } from "../../durable-objects/minca-host/minca-account";
+import type { TestMincaAccount } from "./test-objects";
 import { waitFor } from "../helpers/wait";
 
 const RELAY = "http://relay.test";
@@ -625,8 +625,8 @@ describe("docs/hosting.md: wakes and receivers", () => {
     const uaPrivate = p256.utils.randomSecretKey();
     const auth = randomBytes(16);
     const got: Array<{ headers: Record<string, string>; body: string }> = [];
-    await runInDurableObject(accountStub(did) as DurableObjectStub<MincaAccount>, (inst: MincaAccount) => {
-      inst.pushFetch = async (_url: string, init: RequestInit) => {
+    await runInDurableObject(accountStub(did) as DurableObjectStub<TestMincaAccount>, (inst: TestMincaAccount) => {
+      inst.fetchWith = async (_url: string, init: RequestInit) => {
         got.push({
           headers: init.headers as Record<string, string>,
           body: new TextDecoder().decode(decryptPushMessage(init.body as Uint8Array, uaPrivate, auth)),

@@ -2,6 +2,7 @@
 // test injects (the fetch a mailbox's wakes go out with, the ledger's totals) and what it reads,
 // kept out of the production classes.
 import { MincaMailbox } from "../../durable-objects/mailbox/minca-mailbox";
+import { MincaAccount } from "../../durable-objects/minca-host/minca-account";
 import { RelayLedger } from "../../durable-objects/relay/relay-ledger";
 import { PassnoteRoom as ProductionPassnoteRoom } from "../../durable-objects/passnote/passnote-room";
 import { MincaRoom as ProductionMincaRoom } from "../../durable-objects/minca-rooms/minca-room";
@@ -25,6 +26,15 @@ export class TestMincaMailbox extends MincaMailbox {
   receivers(): Array<{ id: string; endpoint: string }> {
     if (!this.schema.exists) return [];
     return this.sql.exec<{ id: string; endpoint: string }>("SELECT id, endpoint FROM receivers ORDER BY created_at").toArray();
+  }
+}
+
+export class TestMincaAccount extends MincaAccount {
+  /** What this account's wakes go out with (a test's push service); the runtime's fetch until set. */
+  fetchWith: FetchLike | undefined;
+
+  protected pushFetch(url: string, init: RequestInit): Promise<Response> {
+    return this.fetchWith ? this.fetchWith(url, init) : super.pushFetch(url, init);
   }
 }
 
