@@ -322,7 +322,9 @@ export class TallyUser extends SocketObject<Env, TallyAttachment> {
     this.banMark.set(Date.now());
     await this.shutdownSockets(CLOSE_CODES.policy, "banned by the relay's operator");
     this.contacts.forgetAll();
-    return this.queue.purgeAll();
+    const purged = this.queue.purgeAll();
+    this.stats.changed(); // the status page's stored count catches up, with no socket left to report it
+    return purged;
   }
 
   /** RPC, the admin API's unbanpubkey: the user may register and receive envelopes again. */

@@ -2,7 +2,10 @@
 // by the Worker's cached lists: the object keeps the ban, so a register that reaches it (a Worker
 // isolate that has not seen the ban yet) is refused `banned` with 1008, and envelopes to the
 // banned npub are answered not_stored with nothing stored and nothing leased, until unban().
-import { evictDurableObject } from "cloudflare:test";
+import { env, evictDurableObject } from "cloudflare:test";
+import { relayStats } from "../../server/relay-objects";
+import { STATS_LIMITS } from "../../shared/limits";
+import { waitFor } from "../helpers/wait";
 import { describe, expect, it } from "vitest";
 import { CLOSE_CODES } from "../../shared/limits";
 import { newUser, opaqueEnvelope } from "../helpers/tally";
@@ -68,5 +71,21 @@ describe("a banned npub, in its own object", () => {
     const b = await registerDevice(bob);
     expect(b.ofType("registered")[0].queued).toBe(1);
     expect(b.ofType("peer_envelope").map((e) => e.id)).toEqual(["after"]);
+  });
+
+  it("after a ban, the status page's stored count catches up (the object reports it, with no socket open)", async () => {
+    const alice = newUser();
+    const bob = newUser();
+    const stub = stubOf(bob);
+    const stored = async () => (await relayStats(env).snapshot()).envelopes_stored;
+    const before = await stored();
+    for (const id of ["s1", "s2", "s3"])
+      expect(await deliver(stub, JSON.stringify(opaqueEnvelope(alice, bob, id)), alice.hex, id)).toBe("stored");
+    await waitFor(async () => (await stored()) === before + 3, { timeout: STATS_LIMITS.flush_interval_ms * 5, what: "3 stored" });
+    expect(await stub.ban()).toBe(3);
+    await waitFor(async () => (await stored()) === before, {
+      timeout: STATS_LIMITS.flush_interval_ms * 5,
+      what: "the count after the ban",
+    });
   });
 });
