@@ -1,7 +1,7 @@
 // The project describes each protocol rule in its own words: what a reader, an app developer or an
 // operator gets (the documents, the information document, the published declarations' comments,
 // the test vectors' notes) never cites a document that is not in the repository ("Minca 06 §4.2",
-// "seed §1.2", a protocol file's name).
+// a seed by its section, a protocol file by its name).
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
