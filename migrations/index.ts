@@ -24,6 +24,7 @@ import relayStats0004 from "./RelayStats/0004_totals.sql";
 import relayLedger0003 from "./RelayLedger/0003_meta.sql";
 import relayPolicy0001 from "./RelayPolicy/0001_init.sql";
 import relayLedger0004 from "./RelayLedger/0004_held.sql";
+import relayLedger0005 from "./RelayLedger/0005_audited.sql";
 
 export interface Migration {
   name: string;
@@ -69,6 +70,7 @@ export const MIGRATIONS = {
     { name: "0002_audit", sql: relayLedger0002 },
     { name: "0003_meta", sql: relayLedger0003 },
     { name: "0004_held", sql: relayLedger0004 },
+    { name: "0005_audited", sql: relayLedger0005 },
   ],
   RelayPolicy: [{ name: "0001_init", sql: relayPolicy0001 }],
 } satisfies Record<string, Migration[]>;
