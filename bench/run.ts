@@ -36,6 +36,7 @@ import { BENCH_CLIENT_HEADER, hostingAppends, hostingPages, hostingSetup, mailbo
 import { coldStart, freshIdleMemory, type FreshTarget } from "./fresh";
 import { bundleSizes } from "./bundles";
 import { idleDevices } from "./idle";
+import { idleMonthlyCostPer1000 } from "./cloudflare-cost";
 import { newUser } from "../test/helpers/tally";
 
 const { values } = parseArgs({
@@ -214,9 +215,9 @@ async function start(t: Target): Promise<Server> {
  * alarm). Once per run, not per round: 10,000 registers take minutes.
  */
 async function measureIdle(): Promise<void> {
-  for (const t of ["relay", "node"] as const) {
+  for (const t of ["relay", "bare", "node"] as const) {
     process.stderr.write(`idle devices: ${t}, fresh server\n`);
-    const s = t === "relay" ? await startRelay({ target: "workerd" }) : await startNodeRelay();
+    const s = t === "relay" ? await startRelay({ target: "workerd" }) : t === "bare" ? await startBareDo() : await startNodeRelay();
     try {
       const { steps, stopped } = await idleDevices(s, {
         counts: IDLE_COUNTS,
@@ -225,6 +226,8 @@ async function measureIdle(): Promise<void> {
         samples: 3,
         sampleMs: 30_000,
         log: (line) => process.stderr.write(`  ${t}: ${line}\n`),
+        // The relay counts its objects' wakes (/metrics); the stats object's own (reading /metrics wakes it) are left out.
+        wakes: t === "relay" ? () => relayWakes(s.url) : undefined,
       });
       if (stopped) process.stderr.write(`  ${t}: stopped growing: ${stopped}\n`);
       for (const [k, st] of steps.entries()) {
@@ -248,12 +251,33 @@ async function measureIdle(): Promise<void> {
         // Every ping should be answered; on a saturated machine some answers come late. Recorded,
         // not fatal: the memory and CPU figures stand, and the share says how saturated it was.
         record(`tally idle devices, ${n}: pings answered during the samples`, "%", true, t, (100 * st.pongs) / Math.max(1, st.pings));
+        if (st.wakesPerDeviceHour !== null) {
+          record(`tally idle devices, ${n}: object wakes per idle device per hour`, "wakes", false, t, st.wakesPerDeviceHour);
+          record(
+            `tally idle devices, ${n}: estimated Cloudflare cost per 1,000 idle devices per month`,
+            "USD",
+            false,
+            t,
+            idleMonthlyCostPer1000(st.wakesPerDeviceHour),
+          );
+        }
         if (st.pongs < st.pings * 0.99) process.stderr.write(`  ${t}: ${st.pings} pings, ${st.pongs} answered (late or lost)\n`);
       }
     } finally {
       await s.stop();
     }
   }
+}
+
+/** The relay's object wakes so far, every class but the stats object's own (/metrics). */
+async function relayWakes(url: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  let n = 0;
+  for (const line of text.split("\n")) {
+    const m = /^edge_relay_object_wakes_total\{class="([^"]+)",cause="[^"]+"\} (\d+)$/.exec(line);
+    if (m && m[1] !== "RelayStats") n += Number(m[2]);
+  }
+  return n;
 }
 
 async function main() {
