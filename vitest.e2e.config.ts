@@ -16,6 +16,7 @@ export const OWN_RELAY_FILES = [
   "test/e2e/hostile.test.ts",
   "test/e2e/launcher.test.ts",
   "test/e2e/minca-host.test.ts",
+  "test/e2e/out-of-resources.test.ts",
   "test/e2e/restart.test.ts",
   "test/e2e/status-login.test.ts",
   "test/e2e/storage-totals.test.ts",

@@ -34,6 +34,8 @@ export interface IdleStep {
   /** Pings sent during the step's samples, and how many of them were answered (within PONG_GRACE_MS after). */
   pings: number;
   pongs: number;
+  /** Object wakes per idle device per hour over the samples (the server's own count; null when it keeps none). */
+  wakesPerDeviceHour: number | null;
 }
 
 export interface IdleOptions {
@@ -48,6 +50,8 @@ export interface IdleOptions {
   sampleMs: number;
   pingIntervalMs?: number;
   log?: (line: string) => void;
+  /** The server's count of object wakes so far (the relay's /metrics), if it keeps one. */
+  wakes?: () => Promise<number>;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -146,8 +150,12 @@ export async function idleDevices(s: Server, o: IdleOptions): Promise<IdleResult
       await sleep(o.settleMs);
       const settledKb = treeRssKb(s.pid);
       const [p0, q0] = [pings, pongs];
+      const w0 = o.wakes ? await o.wakes() : null;
+      const sampled = performance.now();
       const cpuSamples: number[] = [];
       for (let k = 0; k < o.samples; k++) cpuSamples.push(((await cpuPerMinute(s, o.sampleMs)) - baseCpuPerMinute) / target);
+      const hours = (performance.now() - sampled) / 3_600_000;
+      const wakesPerDeviceHour = o.wakes && w0 !== null ? ((await o.wakes()) - w0) / target / hours : null;
       const kb = treeRssKb(s.pid);
       // The pings sent in the windows, and their pongs: on a saturated machine the last ones are
       // still on their way, so wait for them a little (the devices keep pinging meanwhile).
@@ -164,9 +172,10 @@ export async function idleDevices(s: Server, o: IdleOptions): Promise<IdleResult
         connectSeconds,
         pings: sent,
         pongs: Math.min(sent, pongs - q0),
+        wakesPerDeviceHour,
       });
       log(
-        `${target} devices: ${((kb - baseKb) / target).toFixed(1)} kB each, CPU ${cpuSamples.map((x) => x.toFixed(3)).join(" / ")} ms per device per minute (no-device rate ${baseCpuPerMinute.toFixed(0)} ms per minute)`,
+        `${target} devices: ${((kb - baseKb) / target).toFixed(1)} kB each, CPU ${cpuSamples.map((x) => x.toFixed(3)).join(" / ")} ms per device per minute (no-device rate ${baseCpuPerMinute.toFixed(0)} ms per minute)${wakesPerDeviceHour === null ? "" : `, ${wakesPerDeviceHour.toFixed(3)} wakes per device per hour`}`,
       );
     }
   } finally {

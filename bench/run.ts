@@ -36,6 +36,7 @@ import { BENCH_CLIENT_HEADER, hostingAppends, hostingPages, hostingSetup, mailbo
 import { coldStart, freshIdleMemory, type FreshTarget } from "./fresh";
 import { bundleSizes } from "./bundles";
 import { idleDevices } from "./idle";
+import { costOf, idleMonthlyCostPer1000, type Usage } from "./cloudflare-cost";
 import { newUser } from "../test/helpers/tally";
 
 const { values } = parseArgs({
@@ -118,9 +119,74 @@ async function withCpu<T>(s: Server, work: () => Promise<T>): Promise<{ result: 
 
 /** Whether a target runs the relay itself (figures the baselines have no counterpart for). */
 
+/**
+ * The relay's billable usage so far, from its /metrics: object entries by cause (every class but
+ * the stats object's, which reading /metrics itself enters), SQLite rows, Worker requests.
+ */
+async function relayUsage(url: string): Promise<Usage> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const u: Usage = { doRequests: 0, socketMessages: 0, rowsRead: 0, rowsWritten: 0, activeSeconds: 0, workerRequests: 0 };
+  for (const line of text.split("\n")) {
+    let m = /^edge_relay_object_wakes_total\{class="([^"]+)",cause="([^"]+)"\} (\d+)$/.exec(line);
+    if (m && m[1] !== "RelayStats") {
+      if (m[2] === "socket_message") u.socketMessages += Number(m[3]);
+      else u.doRequests += Number(m[3]);
+    }
+    m = /^edge_relay_sqlite_rows_(read|written)_total\{class="([^"]+)"\} (\d+)$/.exec(line);
+    if (m && m[2] !== "RelayStats") {
+      if (m[1] === "read") u.rowsRead += Number(m[3]);
+      else u.rowsWritten += Number(m[3]);
+    }
+    m = /^edge_relay_http_requests_total\{[^}]*\} (\d+)$/.exec(line);
+    if (m) u.workerRequests += Number(m[1]);
+  }
+  return u;
+}
+
+/**
+ * Runs a load on the relay and records what it would cost on Cloudflare per million `unit`s
+ * (bench/cloudflare-cost.ts; active duration left out: the relay does not measure it). Other
+ * targets: the load alone.
+ */
+async function costed<T>(t: Target, s: Server, what: string, load: () => Promise<T>, units: (r: T) => number): Promise<T> {
+  if (t !== "relay") return load();
+  const before = await relayUsage(s.url);
+  const r = await load();
+  await new Promise((res) => setTimeout(res, 2_500)); // the objects' reports reach the stats object within 2 s
+  const after = await relayUsage(s.url);
+  const d: Usage = {
+    doRequests: after.doRequests - before.doRequests,
+    socketMessages: after.socketMessages - before.socketMessages,
+    rowsRead: after.rowsRead - before.rowsRead,
+    rowsWritten: after.rowsWritten - before.rowsWritten,
+    activeSeconds: 0,
+    workerRequests: after.workerRequests - before.workerRequests - 1, // less the /metrics read
+  };
+  const n = Math.max(1, units(r));
+  record(
+    `cloudflare estimate: USD per million ${what} (requests, rows, Worker requests; no duration)`,
+    "USD",
+    false,
+    t,
+    (costOf(d) / n) * 1e6,
+  );
+  process.stderr.write(
+    `  ${t}: ${what}: per unit ${(d.doRequests / n).toFixed(2)} DO requests, ${(d.socketMessages / n).toFixed(2)} socket messages, ${(d.rowsRead / n).toFixed(1)} rows read, ${(d.rowsWritten / n).toFixed(2)} rows written, ${(d.workerRequests / n).toFixed(3)} Worker requests\n`,
+  );
+  return r;
+}
+
 async function measure(t: Target, s: Server): Promise<void> {
   if (wanted("tally online")) {
-    const on = await withCpu(s, () => onlineDelivery(s.url, { pairs: SIZES.pairs, inFlight: SIZES.inFlight, perSender: SIZES.perSender }));
+    const on = await withCpu(s, () =>
+      costed(
+        t,
+        s,
+        "envelopes delivered online",
+        () => onlineDelivery(s.url, { pairs: SIZES.pairs, inFlight: SIZES.inFlight, perSender: SIZES.perSender }),
+        (r) => r.messages,
+      ),
+    );
     const o = on.result;
     record(`tally online delivery, ${SIZES.pairs} pairs, ${SIZES.inFlight} in flight each`, "envelopes/s", true, t, o.perSecond);
     record("tally online delivery latency p50", "ms", false, t, o.p50);
@@ -134,7 +200,13 @@ async function measure(t: Target, s: Server): Promise<void> {
   }
   if (wanted("tally store")) {
     const st = await withCpu(s, () =>
-      storeThenFlush(s.url, { senders: SIZES.senders, perSender: SIZES.storePer, inFlight: SIZES.inFlight }),
+      costed(
+        t,
+        s,
+        "envelopes stored and flushed",
+        () => storeThenFlush(s.url, { senders: SIZES.senders, perSender: SIZES.storePer, inFlight: SIZES.inFlight }),
+        (r) => r.stored,
+      ),
     );
     const sf = st.result;
     record(`tally offline store, ${sf.stored} envelopes from ${SIZES.senders} senders`, "envelopes/s", true, t, sf.storePerSecond);
@@ -167,13 +239,29 @@ async function measure(t: Target, s: Server): Promise<void> {
     record("minca mailbox: POST to long-poll answer on a topic in use, p99", "ms", false, t, inUse.p99);
     const one = await withCpu(s, () => mailboxPosts(s.url, { topics: 1, perTopic: SIZES.topicPosts, inFlight: SIZES.inFlight }));
     record(`minca mailbox: POSTs on one topic, ${SIZES.inFlight} in flight`, "POSTs/s", true, t, one.result.perSecond);
-    const many = await withCpu(s, () => mailboxPosts(s.url, { topics: SIZES.topics, perTopic: SIZES.perTopic, inFlight: SIZES.inFlight }));
+    const many = await withCpu(s, () =>
+      costed(
+        t,
+        s,
+        "mailbox POSTs",
+        () => mailboxPosts(s.url, { topics: SIZES.topics, perTopic: SIZES.perTopic, inFlight: SIZES.inFlight }),
+        (r) => r.posts,
+      ),
+    );
     record(`minca mailbox: POSTs across ${SIZES.topics} topics, ${SIZES.inFlight} in flight`, "POSTs/s", true, t, many.result.perSecond);
     record("minca mailbox: CPU per POST (both)", "ms", false, t, (one.cpuMs + many.cpuMs) / (one.result.posts + many.result.posts));
   }
   if (t !== "node" && wanted("minca hosting")) {
     const space = await hostingSetup(s.url, { batches: SIZES.batches, perBatch: SIZES.perBatch, host: t !== "bare" });
-    const app = await withCpu(s, () => hostingAppends(s.url, space));
+    const app = await withCpu(s, () =>
+      costed(
+        t,
+        s,
+        "hosted versions",
+        () => hostingAppends(s.url, space),
+        (r) => r.versions,
+      ),
+    );
     record(`minca hosting: version appends, ${SIZES.perBatch} per POST`, "versions/s", true, t, app.result.perSecond);
     record("minca hosting: CPU per version appended", "ms", false, t, app.cpuMs / app.result.versions);
     const pages = await hostingPages(s.url, space, { reads: SIZES.reads });
@@ -214,9 +302,9 @@ async function start(t: Target): Promise<Server> {
  * alarm). Once per run, not per round: 10,000 registers take minutes.
  */
 async function measureIdle(): Promise<void> {
-  for (const t of ["relay", "node"] as const) {
+  for (const t of ["relay", "bare", "node"] as const) {
     process.stderr.write(`idle devices: ${t}, fresh server\n`);
-    const s = t === "relay" ? await startRelay({ target: "workerd" }) : await startNodeRelay();
+    const s = t === "relay" ? await startRelay({ target: "workerd" }) : t === "bare" ? await startBareDo() : await startNodeRelay();
     try {
       const { steps, stopped } = await idleDevices(s, {
         counts: IDLE_COUNTS,
@@ -225,6 +313,8 @@ async function measureIdle(): Promise<void> {
         samples: 3,
         sampleMs: 30_000,
         log: (line) => process.stderr.write(`  ${t}: ${line}\n`),
+        // The relay counts its objects' wakes (/metrics); the stats object's own (reading /metrics wakes it) are left out.
+        wakes: t === "relay" ? () => relayWakes(s.url) : undefined,
       });
       if (stopped) process.stderr.write(`  ${t}: stopped growing: ${stopped}\n`);
       for (const [k, st] of steps.entries()) {
@@ -248,12 +338,33 @@ async function measureIdle(): Promise<void> {
         // Every ping should be answered; on a saturated machine some answers come late. Recorded,
         // not fatal: the memory and CPU figures stand, and the share says how saturated it was.
         record(`tally idle devices, ${n}: pings answered during the samples`, "%", true, t, (100 * st.pongs) / Math.max(1, st.pings));
+        if (st.wakesPerDeviceHour !== null) {
+          record(`tally idle devices, ${n}: object wakes per idle device per hour`, "wakes", false, t, st.wakesPerDeviceHour);
+          record(
+            `tally idle devices, ${n}: estimated Cloudflare cost per 1,000 idle devices per month`,
+            "USD",
+            false,
+            t,
+            idleMonthlyCostPer1000(st.wakesPerDeviceHour),
+          );
+        }
         if (st.pongs < st.pings * 0.99) process.stderr.write(`  ${t}: ${st.pings} pings, ${st.pongs} answered (late or lost)\n`);
       }
     } finally {
       await s.stop();
     }
   }
+}
+
+/** The relay's object wakes so far, every class but the stats object's own (/metrics). */
+async function relayWakes(url: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  let n = 0;
+  for (const line of text.split("\n")) {
+    const m = /^edge_relay_object_wakes_total\{class="([^"]+)",cause="[^"]+"\} (\d+)$/.exec(line);
+    if (m && m[1] !== "RelayStats") n += Number(m[2]);
+  }
+  return n;
 }
 
 async function main() {

@@ -21,9 +21,11 @@ import mincaRoom0002 from "./MincaRoom/0002_meta.sql";
 import relayKeys0002 from "./RelayKeys/0002_meta.sql";
 import relayStats0003 from "./RelayStats/0003_meta.sql";
 import relayStats0004 from "./RelayStats/0004_totals.sql";
+import relayStats0005 from "./RelayStats/0005_usage.sql";
 import relayLedger0003 from "./RelayLedger/0003_meta.sql";
 import relayPolicy0001 from "./RelayPolicy/0001_init.sql";
 import relayLedger0004 from "./RelayLedger/0004_held.sql";
+import relayLedger0005 from "./RelayLedger/0005_audited.sql";
 
 export interface Migration {
   name: string;
@@ -63,12 +65,14 @@ export const MIGRATIONS = {
     { name: "0002_storage", sql: relayStats0002 },
     { name: "0003_meta", sql: relayStats0003 },
     { name: "0004_totals", sql: relayStats0004 },
+    { name: "0005_usage", sql: relayStats0005 },
   ],
   RelayLedger: [
     { name: "0001_init", sql: relayLedger0001 },
     { name: "0002_audit", sql: relayLedger0002 },
     { name: "0003_meta", sql: relayLedger0003 },
     { name: "0004_held", sql: relayLedger0004 },
+    { name: "0005_audited", sql: relayLedger0005 },
   ],
   RelayPolicy: [{ name: "0001_init", sql: relayPolicy0001 }],
 } satisfies Record<string, Migration[]>;

@@ -21,6 +21,7 @@ import { BUNDLE_DIR, ROOT, buildWorker } from "./build.ts";
 import { clientAddressWarnings } from "./client-address-warnings.ts";
 import { type DataLock, acquireDataLock, describeHolder } from "./data-lock.ts";
 import { pipeLines, say } from "./launcher-log.ts";
+import { devicesAllowed, runtimeOpenFiles, withOpenFilesRaised } from "./open-files.ts";
 import { EXIT_BAD_SETTING, StartError, badSettingMessage, checkPortFree, checkRuntimeDirFree, getHealthz } from "./preflight.ts";
 import { type SweepOptions, sweepEmptyDatabases } from "./sweep.ts";
 import { ConfigError, OPTIONAL_SECRETS, listBundle, plan, publicWarnings, workerdConfig, type WranglerConfig } from "./workerd-config.ts";
@@ -304,7 +305,17 @@ async function main(): Promise<number> {
 
   // Its own process group: a terminal's Ctrl-C reaches this supervisor only, which drains first.
   // Its output passes through the launcher, so every line of `npm start` is one JSON object.
-  const child: ChildProcess = spawn(s.workerd, ["serve", configPath], {
+  // Its open-file soft limit raised to the hard one (scripts/open-files.ts): each device holds a descriptor.
+  const files = runtimeOpenFiles();
+  if (files !== null)
+    say.info(
+      Number.isFinite(files)
+        ? `open files: ${files} (the hard limit): about ${devicesAllowed(files)} idle devices (2 each, 3 more per object live); past it new work is refused (raise it with ulimit -Hn / LimitNOFILE)`
+        : "open files: unlimited",
+      { open_files: Number.isFinite(files) ? files : null },
+    );
+  const run = withOpenFilesRaised(s.workerd, ["serve", configPath]);
+  const child: ChildProcess = spawn(run.cmd, run.args, {
     cwd: s.runtimeDir,
     env: process.env,
     stdio: ["ignore", "pipe", "pipe"],

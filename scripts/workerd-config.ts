@@ -89,6 +89,13 @@ export const RUNTIME_BINDING = "RELAY_RUNTIME";
  */
 export const LOOPBACK_BINDING = "RELAY_LOOPBACK_ONLY";
 
+/**
+ * Compatibility flags the self-hosted relay always runs with, whatever wrangler.toml lists:
+ * `no_web_socket_compression` (every frame is encrypted; a compression context costs about a
+ * quarter of a megabyte per socket for its life: docs/upstream/workerd-idle-socket-memory.md).
+ */
+export const REQUIRED_FLAGS = ["no_web_socket_compression"];
+
 // wrangler's default module rules (appended after the configured ones, as wrangler does).
 const DEFAULT_RULES = [
   { type: "Text", globs: ["**/*.txt", "**/*.html", "**/*.sql"] },
@@ -272,7 +279,7 @@ export function plan(cfg: WranglerConfig, env: Record<string, string | undefined
   }
   return {
     compatibilityDate: cfg.compatibility_date,
-    compatibilityFlags: cfg.compatibility_flags ?? [],
+    compatibilityFlags: [...new Set([...(cfg.compatibility_flags ?? []), ...REQUIRED_FLAGS])],
     vars,
     secrets: [...new Set([...(cfg.secrets?.required ?? []), ...OPTIONAL_SECRETS.filter((k) => env[k] !== undefined && env[k] !== "")])],
     namespaces,

@@ -106,7 +106,7 @@ export function relayInfo(opts: InfoOptions): RelayInfo {
         auth: { event_kind: 22242, tags: ["challenge", "relay"], max_skew_seconds: LIMITS.tally.auth_max_skew_seconds },
         acks: true,
         queue_policy: `refuse_strangers_when_full: a full queue (limits.tally.queue_max_envelopes, queue_max_bytes) answers a stranger's envelope queued not_stored; a contact's (a user the recipient has sent an envelope to) evicts strangers' oldest first, else is refused; a sender over its own share (queue_max_per_sender, queue_max_bytes_per_sender) evicts its own oldest`,
-        keepalive: `a registered socket that sends nothing (no message, no ping) for ${LIMITS.tally.idle_timeout_seconds} s (limits.tally.idle_timeout_seconds) is closed with 4408; send {"type":"ping"} more often than that`,
+        keepalive: `a registered socket that sends nothing (no message, no ping) for ${LIMITS.tally.idle_timeout_seconds} s (limits.tally.idle_timeout_seconds) counts as offline (envelopes are stored for it) and is closed with 4408 when next a delivery or presence answer reads it; send {"type":"ping"} more often than that`,
       },
       passnote: {
         endpoint: "/passnote/v2/<room>",

@@ -1,11 +1,12 @@
 // GET /metrics: Prometheus text (exposition format 0.0.4).
 // - Counters (`_total`), which rate() works on: HTTP requests by route and status class, auth
 //   failures, admin actions (the Worker's isolate, server/counters.ts); sockets opened and closed,
-//   messages, deliveries and socket errors (relay-wide, from the stats object's totals).
+//   messages, deliveries and socket errors (relay-wide, from the stats object's totals); entries
+//   into the objects by class and cause, and the SQLite rows they read and wrote.
 // - A request-latency histogram, build info and the start time (uptime = time() - start).
 // - The gauges of the status page: current values, and each counter's count in the last complete
 //   minute and over the stats window.
-import { STATS_COUNTERS, STATS_PROTOCOLS, type StatsSnapshot } from "../shared/stats";
+import { STATS_COUNTERS, STATS_PROTOCOLS, WAKE_CAUSES, type StatsSnapshot } from "../shared/stats";
 import { STORAGE_KINDS } from "../shared/storage";
 import type { CounterValues } from "./counters";
 
@@ -94,6 +95,25 @@ export function renderMetrics(s: StatsSnapshot, counters?: CounterValues, build?
     "socket_errors_total",
     "Error frames sent to clients.",
     STATS_PROTOCOLS.map((p) => [{ protocol: p }, t.errors[p]]),
+  );
+
+  // What the objects cost to run (durable-objects/base/object-usage.ts), per class: entries by
+  // cause (each a billed request on Cloudflare) and SQLite rows. An idle relay adds to none of them.
+  const classes = Object.keys(s.usage).sort();
+  counter(
+    "object_wakes_total",
+    "Entries into Durable Objects by class and cause (alarm, rpc, fetch, socket_message); a ping the runtime answers is none.",
+    classes.flatMap((c) => WAKE_CAUSES.map((cause): [Record<string, string>, number] => [{ class: c, cause }, s.usage[c][cause] ?? 0])),
+  );
+  counter(
+    "sqlite_rows_read_total",
+    "SQLite rows read by the objects' queries (the cursors' rowsRead), by class.",
+    classes.map((c) => [{ class: c }, s.usage[c].rows_read ?? 0]),
+  );
+  counter(
+    "sqlite_rows_written_total",
+    "SQLite rows written by the objects' queries (the cursors' rowsWritten), by class.",
+    classes.map((c) => [{ class: c }, s.usage[c].rows_written ?? 0]),
   );
 
   if (counters) {

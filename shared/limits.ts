@@ -4,6 +4,8 @@
 export const COMMON_LIMITS = {
   /** Seconds a socket may stay unauthenticated before it is closed with 4001. */
   auth_timeout_seconds: 10,
+  /** Retry-After of a 503 unavailable when the relay is out of resources (open files, memory) for new work. */
+  unavailable_retry_seconds: 5,
   /** Token bucket per socket: sustained messages per second (room for bulk sync and fan-out). */
   rate_messages_per_second: 200,
   /** Token bucket per socket: burst size. */

@@ -19,10 +19,27 @@ export type StatsGauges = Partial<Record<StatsGauge, number>>;
 
 const count = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
 
+/**
+ * What an object was entered for (each entry a billed Durable Object request on Cloudflare): its
+ * alarm, an RPC call, a fetch (a socket's upgrade), a socket message (or close) the runtime
+ * handed it. A ping the runtime answers (auto-response) is none of them.
+ */
+export const WAKE_CAUSES = ["alarm", "rpc", "fetch", "socket_message"] as const;
+export type WakeCause = (typeof WAKE_CAUSES)[number];
+/** An object's usage since its last report: entries by cause, and the SQLite rows its queries read and wrote (cursor rowsRead / rowsWritten). */
+export const USAGE_METRICS = [...WAKE_CAUSES, "rows_read", "rows_written"] as const;
+export type UsageMetric = (typeof USAGE_METRICS)[number];
+export type Usage = Partial<Record<UsageMetric, number>>;
+/** A Durable Object class's name, as reported with its usage. */
+const CLASS_NAME = /^[A-Z][A-Za-z]{0,39}$/;
+
 export const statsReportSchema = z.strictObject({
   /** An opaque key per reporting object (a hash of its Durable Object id), never shown. */
   reporter: z.string().regex(/^[0-9a-f]{32}$/),
-  protocol: z.enum(STATS_PROTOCOLS),
+  /** Absent for an object that reports its usage only (the relay-wide objects): then no gauges and no counts. */
+  protocol: z.enum(STATS_PROTOCOLS).optional(),
+  /** The object's class and its usage since its last report. */
+  usage: z.strictObject({ class: z.string().regex(CLASS_NAME), n: z.partialRecord(z.enum(USAGE_METRICS), count) }).optional(),
   gauges: z.partialRecord(z.enum(STATS_GAUGES), count),
   counts: z
     .array(z.strictObject({ minute: z.number().int().nonnegative(), metric: z.enum(STATS_COUNTERS), n: count }))
@@ -32,7 +49,8 @@ export type StatsReport = z.infer<typeof statsReportSchema>;
 
 const isCount = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
 const isPlain = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
-const REPORT_KEYS = new Set(["reporter", "protocol", "gauges", "counts"]);
+const REPORT_KEYS = new Set(["reporter", "protocol", "usage", "gauges", "counts"]);
+const USAGE_KEYS = new Set(["class", "n"]);
 const COUNT_KEYS = new Set(["minute", "metric", "n"]);
 const MAX_REPORT_COUNTS = STATS_LIMITS.window_minutes * STATS_COUNTERS.length;
 
@@ -46,9 +64,15 @@ const MAX_REPORT_COUNTS = STATS_LIMITS.window_minutes * STATS_COUNTERS.length;
 export function parseStatsReport(input: unknown): StatsReport | null {
   if (!isPlain(input)) return null;
   for (const k of Object.keys(input)) if (!REPORT_KEYS.has(k)) return null;
-  const { reporter, protocol, gauges, counts } = input;
+  const { reporter, protocol, usage, gauges, counts } = input;
   if (typeof reporter !== "string" || !/^[0-9a-f]{32}$/.test(reporter)) return null;
-  if (!(STATS_PROTOCOLS as readonly unknown[]).includes(protocol)) return null;
+  if ("protocol" in input && protocol !== undefined && !(STATS_PROTOCOLS as readonly unknown[]).includes(protocol)) return null;
+  if ("usage" in input && usage !== undefined) {
+    if (!isPlain(usage)) return null;
+    for (const k of Object.keys(usage)) if (!USAGE_KEYS.has(k)) return null;
+    if (typeof usage.class !== "string" || !CLASS_NAME.test(usage.class) || !isPlain(usage.n)) return null;
+    for (const [k, v] of Object.entries(usage.n)) if (!(USAGE_METRICS as readonly string[]).includes(k) || !isCount(v)) return null;
+  }
   if (!isPlain(gauges)) return null;
   for (const [k, v] of Object.entries(gauges)) if (!(STATS_GAUGES as readonly string[]).includes(k) || !isCount(v)) return null;
   if (!Array.isArray(counts) || counts.length > MAX_REPORT_COUNTS) return null;
@@ -109,6 +133,11 @@ export const statsSnapshotSchema = z.object({
       z.ZodObject<{ total: typeof series; by_protocol: ReturnType<typeof byProtocol<typeof series>> }>
     >,
   ),
+  usage: z
+    .record(z.string(), z.partialRecord(z.enum(USAGE_METRICS), count))
+    .describe(
+      "per Durable Object class since the stats object was made: entries by cause (alarm, rpc, fetch, socket_message) and SQLite rows read and written (what /metrics exposes as object_wakes_total and sqlite_rows_*_total)",
+    ),
 });
 export type StatsSnapshot = z.infer<typeof statsSnapshotSchema>;
 
@@ -130,6 +159,12 @@ export interface TotalRow {
   n: number;
 }
 
+export interface UsageRow {
+  class: string;
+  metric: string;
+  n: number;
+}
+
 export interface MinuteRow {
   minute: number;
   protocol: string;
@@ -144,6 +179,7 @@ export function buildSnapshot(
   nowMs: number,
   storage: StorageReport = emptyStorage({ tally: 0, mailbox: 0, host: 0 }),
   totalRows: TotalRow[] = [],
+  usageRows: UsageRow[] = [],
 ): StatsSnapshot {
   const window = STATS_LIMITS.window_minutes;
   const last = minuteOf(nowMs);
@@ -188,7 +224,19 @@ export function buildSnapshot(
     storage,
     totals,
     per_minute: per,
+    usage: usageOf(usageRows),
   };
+}
+
+function usageOf(rows: UsageRow[]): StatsSnapshot["usage"] {
+  const out: StatsSnapshot["usage"] = {};
+  for (const r of rows) {
+    if (!(USAGE_METRICS as readonly string[]).includes(r.metric)) continue;
+    const c = out[r.class] ?? {};
+    out[r.class] = c;
+    c[r.metric as UsageMetric] = (c[r.metric as UsageMetric] ?? 0) + r.n;
+  }
+  return out;
 }
 
 function isProtocol(p: string): p is StatsProtocol {

@@ -16,6 +16,7 @@ import { anyOrigin, escapeHtml, httpError, methodNotAllowed, type RelayHono } fr
 import { MAILBOX_PATH, mailboxRoutes } from "./mailbox";
 import { requestScope } from "./request-log";
 import { socketRoutes } from "./sockets";
+import { UNAVAILABLE_RETRY_SECONDS, outOfResources } from "./out-of-resources";
 import { statusRoutes } from "./status";
 
 export const app = new Hono<RelayHono>();
@@ -108,6 +109,12 @@ async function mincaHost(env: Env): Promise<{ did: string; name: string } | null
 app.notFound(async (c) => (await serveAsset(c)) ?? httpError(c, 404, "not_found", "no such endpoint"));
 
 app.onError((err, c) => {
+  if (outOfResources(err)) {
+    // Refuse, never stop: the client comes back later; what the relay holds keeps working.
+    log.warn("out of resources: refused with 503", { err, method: c.req.method, route: c.req.routePath });
+    c.header("Retry-After", String(UNAVAILABLE_RETRY_SECONDS));
+    return httpError(c, 503, "unavailable", "the relay is out of resources for now; retry later");
+  }
   log.error("unhandled", { err, method: c.req.method, path: new URL(c.req.url).pathname });
   return httpError(c, 500, "internal_error", "the relay failed to handle this request");
 });

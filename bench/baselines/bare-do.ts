@@ -19,6 +19,8 @@ export class BareUser extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS q (seq INTEGER PRIMARY KEY, body TEXT NOT NULL)");
+    // Pings answered by the runtime without waking the object, as the relay's are: the floor an idle device costs.
+    ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair('{"type":"ping"}', '{"type":"pong"}'));
   }
 
   async fetch(): Promise<Response> {

@@ -9,7 +9,7 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort } from "../../test/helpers/relay-process";
-import { capnpString as q } from "../../scripts/workerd-config";
+import { REQUIRED_FLAGS, capnpString as q } from "../../scripts/workerd-config";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 
@@ -88,7 +88,10 @@ export async function startBareDo(opts: { workerd?: string; dir?: string } = {})
   );
   if (built.status !== 0) throw new Error(`esbuild failed: ${built.stderr}`);
   const port = await freePort();
-  const compat = /compatibility_date\s*=\s*"([^"]+)"/.exec(readFileSync(join(ROOT, "wrangler.toml"), "utf8"))![1];
+  const toml = readFileSync(join(ROOT, "wrangler.toml"), "utf8");
+  const compat = /compatibility_date\s*=\s*"([^"]+)"/.exec(toml)![1];
+  // The relay's compatibility flags (no_web_socket_compression among them): the same runtime settings, so the figures compare.
+  const flags = [...new Set([...JSON.parse(/compatibility_flags\s*=\s*(\[[^\]]*\])/.exec(toml)![1]), ...REQUIRED_FLAGS])] as string[];
   const config = `using Workerd = import "/workerd/workerd.capnp";
 const config :Workerd.Config = (
   services = [
@@ -100,7 +103,7 @@ const config :Workerd.Config = (
 const worker :Workerd.Worker = (
   modules = [ (name = "worker.js", esModule = embed "worker.js") ],
   compatibilityDate = ${q(compat)},
-  compatibilityFlags = ["nodejs_compat"],
+  compatibilityFlags = [${flags.map(q).join(", ")}],
   bindings = [
     (name = "USER", durableObjectNamespace = (className = "BareUser")),
     (name = "ROOM", durableObjectNamespace = (className = "BareRoom")),

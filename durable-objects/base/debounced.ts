@@ -1,6 +1,8 @@
 // Work that may wait a little and is then done once for every call made meanwhile (a report to the
 // stats object, a lease given back): the first call schedules it `ms` later, further calls until
 // it runs join that run. The object stays up for it (waitUntil).
+import { asEntered } from "./object-usage";
+
 export class Debounced {
   private scheduled = false;
 
@@ -22,7 +24,7 @@ export class Debounced {
       new Promise<void>((resolve) =>
         setTimeout(() => {
           this.scheduled = false;
-          void this.run().finally(resolve);
+          void asEntered(() => this.run()).finally(resolve);
         }, this.ms),
       ),
     );

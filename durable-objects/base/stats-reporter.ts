@@ -1,9 +1,11 @@
 // What every object keeps for the stats object (relay/relay-stats.ts): counts in memory, and at
 // most every STATS_LIMITS.flush_interval_ms one report by RPC from a timer, off the message path.
+// Every object reports its usage (object-usage.ts: entries by cause, SQLite rows) with it; an
+// object without a protocol (the relay-wide objects, hosting) reports its usage only.
 import { sha256 } from "@noble/hashes/sha2.js";
 import { STATS_LIMITS } from "../../shared/limits";
 import { bytesToHex, utf8Encode } from "../../shared/encoding";
-import { minuteOf, type StatsCounter, type StatsGauges, type StatsProtocol } from "../../shared/stats";
+import { minuteOf, type StatsCounter, type StatsGauges, type StatsProtocol, type Usage } from "../../shared/stats";
 import { log } from "../../shared/log";
 import { Debounced } from "./debounced";
 import { RELAY_STATS_NAME } from "../../server/relay-objects";
@@ -19,8 +21,8 @@ interface StatsEnv {
 
 /**
  * What an object keeps for the stats object: counts in memory, sent at most every flush
- * interval together with the object's current values (`gauges`, read at send time). Without a
- * RELAY_STATS binding, or without a protocol, it counts nothing.
+ * interval together with the object's current values (`gauges`, read at send time) and its usage.
+ * Without a RELAY_STATS binding it sends nothing; without a protocol, its usage only.
  */
 export class StatsReporter {
   private readonly pending = new Map<string, number>();
@@ -32,8 +34,10 @@ export class StatsReporter {
     env: object,
     private readonly protocol: StatsProtocol | undefined,
     private readonly gauges: () => StatsGauges,
+    /** The object's usage since its last report (object-usage.ts), or none (the stats object keeps its own). */
+    private readonly usage?: { className: string; take(): Usage; giveBack(u: Usage): void },
   ) {
-    this.ns = protocol ? (env as StatsEnv).RELAY_STATS : undefined;
+    this.ns = protocol || usage ? (env as StatsEnv).RELAY_STATS : undefined;
     this.later = new Debounced(ctx, STATS_LIMITS.flush_interval_ms, () => this.flush());
   }
 
@@ -48,7 +52,7 @@ export class StatsReporter {
 
   /** Counts `n` events of `metric` in the current minute. */
   count(metric: StatsCounter, n = 1): void {
-    if (n <= 0 || !this.ns) return;
+    if (n <= 0 || !this.ns || !this.protocol) return;
     const minute = minuteOf(Date.now());
     if (minute !== this.minute) {
       this.settle();
@@ -75,7 +79,22 @@ export class StatsReporter {
   /** Sends what is pending now (the timer calls it; tests may too). */
   async flush(): Promise<void> {
     const ns = this.ns;
-    if (!ns || !this.protocol) return;
+    if (!ns) return;
+    const usage = this.usage?.take() ?? {};
+    const used = Object.keys(usage).length > 0;
+    if (!this.protocol) {
+      if (!used) return;
+      try {
+        this.reporter ??= this.reporterKey();
+        await ns
+          .get(ns.idFromName(RELAY_STATS_NAME))
+          .report({ reporter: this.reporter, usage: { class: this.usage!.className, n: usage }, gauges: {}, counts: [] });
+      } catch (err) {
+        this.usage?.giveBack(usage);
+        log.warn("stats: usage report failed; kept for the next one", { err });
+      }
+      return;
+    }
     this.settle();
     const oldest = minuteOf(Date.now()) - STATS_LIMITS.window_minutes + 1;
     const counts: Array<{ minute: number; metric: StatsCounter; n: number }> = [];
@@ -91,13 +110,24 @@ export class StatsReporter {
       gauges = {}; // an object that just deleted its storage holds nothing
     }
     try {
-      this.reporter ??= bytesToHex(sha256(utf8Encode(`stats:${this.ctx.id.toString()}`))).slice(0, 32);
-      await ns.get(ns.idFromName(RELAY_STATS_NAME)).report({ reporter: this.reporter, protocol: this.protocol, gauges, counts });
+      this.reporter ??= this.reporterKey();
+      await ns.get(ns.idFromName(RELAY_STATS_NAME)).report({
+        reporter: this.reporter,
+        protocol: this.protocol,
+        ...(used ? { usage: { class: this.usage!.className, n: usage } } : {}),
+        gauges,
+        counts,
+      });
     } catch (err) {
       // Keep the counts for the next report.
+      if (used) this.usage?.giveBack(usage);
       for (const c of counts) this.pending.set(`${c.minute}:${c.metric}`, (this.pending.get(`${c.minute}:${c.metric}`) ?? 0) + c.n);
       log.warn("stats: report failed; kept for the next one", { err });
       this.changed();
     }
+  }
+
+  private reporterKey(): string {
+    return bytesToHex(sha256(utf8Encode(`stats:${this.ctx.id.toString()}`))).slice(0, 32);
   }
 }

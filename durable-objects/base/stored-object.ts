@@ -12,12 +12,14 @@
 // - its alarm, at the earliest time anyone wants it (`wakeAt`), and the `onAlarm` hook that
 //   answers the next time;
 // - per-client token buckets (`admit`), held in memory, not applied to the shared client;
-// - counts for the operator's status page (StatsReporter, sent off the request path).
+// - counts for the operator's status page (StatsReporter, sent off the request path), with its
+//   usage: entries by cause and SQLite rows (object-usage.ts).
 import { DurableObject } from "cloudflare:workers";
 import type { Migration } from "../../migrations/index";
 import { ClientBuckets, type Rate } from "../../shared/rate-limit";
 import type { StatsGauges, StatsProtocol } from "../../shared/stats";
 import { StatsReporter } from "./stats-reporter";
+import { ObjectUsage, countEntries } from "./object-usage";
 import { isTrustedClient } from "./client-header";
 import { LazySchema } from "./schema";
 import { Meta } from "./meta";
@@ -30,6 +32,8 @@ export interface StoredObjectOptions<K extends string = never> {
   nameKey?: string;
   /** Token-bucket rates per client and kind of request (`admit`). */
   clientRates?: Record<K, Rate>;
+  /** The object keeps its own usage (the stats object: a report to itself would be a wake of its own). */
+  ownUsage?: boolean;
 }
 
 export abstract class StoredObject<E, K extends string = never> extends DurableObject<E> {
@@ -40,18 +44,28 @@ export abstract class StoredObject<E, K extends string = never> extends DurableO
   protected readonly meta: Meta;
   /** Counts for the status page; objects add their own (deliveries) with `this.stats.count`. */
   protected readonly stats: StatsReporter;
+  /** Entries into the object by cause and SQLite rows (object-usage.ts), reported with the stats. */
+  readonly objectUsage: ObjectUsage;
   private readonly rates: ClientBuckets<K> | undefined;
   private readonly nameKey: string;
   private storedName: string | null = null;
 
   constructor(ctx: DurableObjectState, env: E, options: StoredObjectOptions<K>) {
     super(ctx, env);
+    countEntries(new.target.prototype, DurableObject.prototype);
+    this.objectUsage = new ObjectUsage(new.target.name, ctx.storage.sql, () => this.stats.changed());
     this.sql = ctx.storage.sql;
     this.schema = new LazySchema(ctx.storage, options.migrations);
     this.meta = new Meta(this.schema);
     this.nameKey = options.nameKey ?? "name";
     this.rates = options.clientRates ? new ClientBuckets(options.clientRates) : undefined;
-    this.stats = new StatsReporter(ctx, env as object, options.protocol, () => this.statsGauges());
+    this.stats = new StatsReporter(
+      ctx,
+      env as object,
+      options.protocol,
+      () => this.statsGauges(),
+      options.ownUsage ? undefined : this.objectUsage,
+    );
     // Kept with the first write, for the calls that reach the object by id alone.
     this.schema.onMake(() => {
       const name = ctx.id.name;

@@ -19,6 +19,7 @@
 // authenticates must leave nothing behind. A pending timer keeps the object from hibernating until
 // it fires; if the instance goes anyway, the object's constructor arms it again (`rearm`) from the
 // sockets' attachments when the object next starts.
+import { asEntered } from "./object-usage";
 import { rateLimitedError, socketError } from "../../shared/errors";
 import { CLOSE_CODES, COMMON_LIMITS } from "../../shared/limits";
 import { isTrustedClient } from "./client-header";
@@ -199,11 +200,12 @@ export class UnauthenticatedSockets {
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timerAt = at;
     this.timer = setTimeout(
-      () => {
-        this.timer = undefined;
-        this.timerAt = Infinity;
-        this.closeExpired();
-      },
+      () =>
+        asEntered(() => {
+          this.timer = undefined;
+          this.timerAt = Infinity;
+          this.closeExpired();
+        }),
       Math.max(0, at - now),
     );
   }

@@ -154,7 +154,7 @@ export class RelayLedger extends StoredObject<Env> {
     if (!this.schema.exists) return null;
     const due = this.sql
       .exec<{ kind: string; holder: string; bytes: number; updated_at: number }>(
-        "SELECT kind, holder, bytes, updated_at FROM leases WHERE updated_at <= ? ORDER BY updated_at LIMIT ?",
+        "SELECT kind, holder, bytes, updated_at FROM leases WHERE audited = 0 AND updated_at <= ? ORDER BY updated_at LIMIT ?",
         now - STORAGE_LIMITS.lease_audit_age_seconds * 1000,
         STORAGE_LIMITS.lease_audit_batch,
       )
@@ -167,7 +167,7 @@ export class RelayLedger extends StoredObject<Env> {
         recorded = await leaseHolder(this.env, row.kind, row.holder).leaseHeld();
       } catch (err) {
         log.warn("storage: a lease's holder could not be asked; asked again at the next audit", { kind: row.kind, err });
-        this.touch(row.kind, row.holder, row.updated_at);
+        this.askLater(row.kind, row.holder, row.updated_at);
         continue;
       }
       const held = this.sql
@@ -208,14 +208,23 @@ export class RelayLedger extends StoredObject<Env> {
     return out;
   }
 
-  /** A lease checked and found right: its clock starts again (only when nothing changed it meanwhile). */
+  /**
+   * A lease checked and found right is not checked again until it changes (only when nothing
+   * changed it meanwhile): the audit asks a holder once per change, never on a period, so a relay
+   * whose holders keep what they hold wakes none of them (idle costs nothing).
+   */
   private touch(kind: StorageKind, holder: string, was: number): void {
+    this.sql.exec("UPDATE leases SET audited = 1 WHERE kind = ? AND holder = ? AND updated_at = ?", kind, holder, was);
+  }
+
+  /** A lease whose holder could not be asked: asked again a lease_audit_age_seconds later (only when nothing changed it meanwhile). */
+  private askLater(kind: StorageKind, holder: string, was: number): void {
     this.sql.exec("UPDATE leases SET updated_at = ? WHERE kind = ? AND holder = ? AND updated_at = ?", Date.now(), kind, holder, was);
   }
 
-  /** When the oldest lease comes of audit age; null while no lease is held. */
+  /** When the oldest lease not yet checked comes of audit age; null while there is none. */
   private nextAudit(): number | null {
-    const oldest = this.sql.exec<{ t: number | null }>("SELECT MIN(updated_at) AS t FROM leases").one().t;
+    const oldest = this.sql.exec<{ t: number | null }>("SELECT MIN(updated_at) AS t FROM leases WHERE audited = 0").one().t;
     return oldest === null ? null : oldest + STORAGE_LIMITS.lease_audit_age_seconds * 1000;
   }
 
@@ -245,7 +254,7 @@ export class RelayLedger extends StoredObject<Env> {
       const holders = (was.bytes > 0 ? -1 : 0) + (bytes > 0 ? 1 : 0);
       if (bytes > 0) {
         this.sql.exec(
-          "INSERT INTO leases (kind, holder, bytes, held, updated_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (kind, holder) DO UPDATE SET bytes = excluded.bytes, held = excluded.held, updated_at = excluded.updated_at",
+          "INSERT INTO leases (kind, holder, bytes, held, updated_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (kind, holder) DO UPDATE SET bytes = excluded.bytes, held = excluded.held, updated_at = excluded.updated_at, audited = 0",
           kind,
           holder,
           bytes,

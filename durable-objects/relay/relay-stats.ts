@@ -18,6 +18,8 @@ import {
   type MinuteRow,
   type StatsSnapshot,
   type TotalRow,
+  type Usage,
+  type UsageRow,
 } from "../../shared/stats";
 
 import { RELAY_STATS_NAME } from "../../server/relay-objects";
@@ -39,7 +41,7 @@ interface StorageRow extends Record<string, SqlStorageValue> {
 
 export class RelayStats extends StoredObject<StatsEnv> {
   constructor(ctx: DurableObjectState, env: StatsEnv) {
-    super(ctx, env, { migrations: MIGRATIONS.RelayStats });
+    super(ctx, env, { migrations: MIGRATIONS.RelayStats, ownUsage: true });
   }
 
   /** Every per-minute row older than this minute has been deleted (by this instance). */
@@ -53,7 +55,13 @@ export class RelayStats extends StoredObject<StatsEnv> {
     const oldest = minuteOf(now) - STATS_LIMITS.window_minutes + 1;
     const g = r.gauges;
     this.schema.ensure();
+    const own = this.objectUsage.take();
     this.ctx.storage.transactionSync(() => {
+      // Usage: the reporter's, and this object's own (kept here: a report to itself would wake it).
+      if (r.usage) this.addUsage(r.usage.class, r.usage.n);
+      this.addUsage(this.objectUsage.className, own);
+      if (r.protocol === undefined) return; // an object that reports its usage only
+      const protocol = r.protocol;
       const values = [g.connections ?? 0, g.envelopes_stored ?? 0, g.rooms_open ?? 0, g.mailbox_items ?? 0];
       if (values.every((v) => v === 0)) this.sql.exec("DELETE FROM reporters WHERE reporter = ?", r.reporter);
       else {
@@ -64,7 +72,7 @@ export class RelayStats extends StoredObject<StatsEnv> {
              envelopes_stored = excluded.envelopes_stored, rooms_open = excluded.rooms_open,
              mailbox_items = excluded.mailbox_items, updated_at = excluded.updated_at`,
           r.reporter,
-          r.protocol,
+          protocol,
           ...values,
           now,
         );
@@ -73,7 +81,7 @@ export class RelayStats extends StoredObject<StatsEnv> {
         if (c.n === 0) continue;
         this.sql.exec(
           "INSERT INTO totals (protocol, metric, n) VALUES (?, ?, ?) ON CONFLICT (protocol, metric) DO UPDATE SET n = n + excluded.n",
-          r.protocol,
+          protocol,
           c.metric,
           c.n,
         );
@@ -82,7 +90,7 @@ export class RelayStats extends StoredObject<StatsEnv> {
           `INSERT INTO minutes (minute, protocol, metric, n) VALUES (?, ?, ?, ?)
            ON CONFLICT (minute, protocol, metric) DO UPDATE SET n = n + excluded.n`,
           c.minute,
-          r.protocol,
+          protocol,
           c.metric,
           c.n,
         );
@@ -93,6 +101,18 @@ export class RelayStats extends StoredObject<StatsEnv> {
     });
     this.prunedBefore = Math.max(this.prunedBefore, oldest);
     return true;
+  }
+
+  private addUsage(cls: string, usage: Usage): void {
+    for (const [metric, n] of Object.entries(usage)) {
+      if (n > 0)
+        this.sql.exec(
+          "INSERT INTO usage (class, metric, n) VALUES (?, ?, ?) ON CONFLICT (class, metric) DO UPDATE SET n = n + excluded.n",
+          cls,
+          metric,
+          n,
+        );
+    }
   }
 
   /** RPC: the storage ledger's figures (relay-ledger.ts); false (and nothing kept) when they are not. */
@@ -142,6 +162,10 @@ export class RelayStats extends StoredObject<StatsEnv> {
       .toArray();
     const minutes = this.sql.exec<MinuteRow & Record<string, SqlStorageValue>>("SELECT minute, protocol, metric, n FROM minutes").toArray();
     const totals = this.sql.exec<TotalRow & Record<string, SqlStorageValue>>("SELECT protocol, metric, n FROM totals").toArray();
-    return buildSnapshot(gauges, minutes, Date.now(), this.storageFigures(), totals);
+    // This object's own usage up to now goes in first, so the snapshot counts it too.
+    const own = this.objectUsage.take();
+    this.ctx.storage.transactionSync(() => this.addUsage(this.objectUsage.className, own));
+    const usage = this.sql.exec<UsageRow & Record<string, SqlStorageValue>>("SELECT class, metric, n FROM usage").toArray();
+    return buildSnapshot(gauges, minutes, Date.now(), this.storageFigures(), totals, usage);
   }
 }

@@ -1,8 +1,11 @@
 // Idle registered sockets (docs/tally.md, "Idle sockets"): a registered socket silent past
-// tally.idle_timeout_seconds is closed with 4408, so a half-open connection does not count as a
-// device for ever. Pings are answered by the runtime without waking the object, so the last ping
-// is read from getWebSocketAutoResponseTimestamp. TallyUser (tally-user.ts) runs this on its alarm.
-import { CLOSE_CODES, TALLY_LIMITS } from "../../shared/limits";
+// tally.idle_timeout_seconds counts as offline, so a half-open connection does not count as a
+// device for ever. Nothing runs on a timer for it: idle costs nothing (a socket that only pings
+// never wakes its object). Whether a device went silent is read when it matters (a delivery, a
+// presence answer, a count of devices): from the attachment's last message (`seenAt`) and the
+// runtime's last answered ping (`getWebSocketAutoResponseTimestamp`, which a ping sets without
+// waking the object). TallyUser (tally-user.ts) closes a silent device with 4408 when it finds one.
+import { TALLY_LIMITS } from "../../shared/limits";
 
 export const IDLE_MS = TALLY_LIMITS.idle_timeout_seconds * 1000;
 
@@ -11,27 +14,12 @@ export function noteSeen(att: { authed: boolean; seenAt?: number } | null, now: 
   return att?.authed === true && now - (att.seenAt ?? 0) > IDLE_MS / 3;
 }
 
-/**
- * Closes the registered sockets silent past the idle bound, each as if its close had come (it may
- * never come back); whether registered sockets remain.
- */
-export async function closeIdle(
-  ctx: DurableObjectState,
-  devices: Array<{ ws: WebSocket; att: { openedAt: number; seenAt?: number } }>,
-  close: (ws: WebSocket, code: number, reason: string) => void,
-  closed: (ws: WebSocket, code: number, reason: string) => Promise<void>,
-  now: number,
-): Promise<boolean> {
-  let remaining = false;
-  for (const { ws, att } of devices) {
-    const pinged = ctx.getWebSocketAutoResponseTimestamp(ws)?.getTime() ?? 0;
-    const last = Math.max(att.seenAt ?? att.openedAt, pinged);
-    if (now - last <= IDLE_MS) {
-      remaining = true;
-      continue;
-    }
-    close(ws, CLOSE_CODES.idle_timeout, "idle");
-    await closed(ws, CLOSE_CODES.idle_timeout, "idle");
-  }
-  return remaining;
+/** When the socket was last heard from: its last noted message, or the runtime's last answered ping, whichever is later. */
+export function lastHeard(att: { openedAt: number; seenAt?: number }, pingedAt: Date | null): number {
+  return Math.max(att.seenAt ?? att.openedAt, pingedAt?.getTime() ?? 0);
+}
+
+/** Whether a registered socket has been silent past the idle bound at `now` (then it counts as offline). */
+export function silentPast(att: { openedAt: number; seenAt?: number }, pingedAt: Date | null, now: number): boolean {
+  return now - lastHeard(att, pingedAt) > IDLE_MS;
 }

@@ -21,7 +21,7 @@ import { EnvelopeBatcher, type Delivery, type EnvelopeCall } from "./envelope-ba
 import { TallySignaling, type PeerUser } from "./tally-signaling";
 import { SenderShare } from "./sender-share";
 import { BanMark } from "./tally-ban";
-import { IDLE_MS, closeIdle, noteSeen } from "./tally-idle";
+import { noteSeen, silentPast } from "./tally-idle";
 
 export type { Delivery } from "./envelope-batcher";
 
@@ -89,6 +89,12 @@ export class TallyUser extends SocketObject<Env, TallyAttachment> {
     return { envelopes_stored: this.queue.count() };
   }
 
+  /** The open sockets counted are the unauthenticated ones and the online devices: a device found silent past the idle bound is not one. */
+  protected statsGauges() {
+    const online = this.devices().length + this.sockets((a) => !a.authed).length;
+    return { ...super.statsGauges(), connections: online };
+  }
+
   // ---- identity -----------------------------------------------------------------------------
 
   /** This object's user (64 hex): the name it is addressed by. */
@@ -137,11 +143,31 @@ export class TallyUser extends SocketObject<Env, TallyAttachment> {
     this.send(ws, { type: "challenge", challenge: att.challenge });
   }
 
+  /**
+   * The user's online devices (but `except`). A device silent past the idle bound is not one: it
+   * is closed here with 4408 and its departure announced, as if its close had come (a half-open
+   * connection's never does). This is the idle rule, read when it matters (tally-idle.ts): every
+   * delivery, presence answer and count of devices goes through here, and no timer runs for it.
+   */
   private devices(except?: string): Array<{ ws: WebSocket; att: TallyAttachment & { deviceId: string } }> {
-    return this.sockets((a) => a.authed && a.deviceId !== undefined && a.deviceId !== except) as Array<{
-      ws: WebSocket;
-      att: TallyAttachment & { deviceId: string };
-    }>;
+    const now = Date.now();
+    const out: Array<{ ws: WebSocket; att: TallyAttachment & { deviceId: string } }> = [];
+    for (const d of this.sockets((a) => a.authed && a.deviceId !== undefined)) {
+      if (silentPast(d.att, this.ctx.getWebSocketAutoResponseTimestamp(d.ws), now)) {
+        this.closeSilent(d.ws);
+        continue;
+      }
+      if (d.att.deviceId !== except) out.push(d as { ws: WebSocket; att: TallyAttachment & { deviceId: string } });
+    }
+    return out;
+  }
+
+  /** Closes a device found silent past the idle bound (4408) and runs its close now: its client may never answer. */
+  private closeSilent(ws: WebSocket): void {
+    this.close(ws, CLOSE_CODES.idle_timeout, "idle");
+    this.ctx.waitUntil(
+      this.webSocketClose(ws, CLOSE_CODES.idle_timeout, "idle").catch((err) => log.error("tally: a silent device's close failed", { err })),
+    );
   }
 
   protected routes = {
@@ -214,7 +240,6 @@ export class TallyUser extends SocketObject<Env, TallyAttachment> {
     const deviceId = bytesToHex(randomBytes(8));
     const next: TallyAttachment = { ...att, authed: true, deviceId, acks: msg.acks === true, challenge: "", seenAt: Date.now() };
     this.setAttachment(ws, next);
-    await this.wakeAt(Date.now() + IDLE_MS);
     this.contacts.pruneIntroductions(this.devices().map((d) => d.att.deviceId));
 
     // registered, the stored envelopes oldest first, queue_drained (the Tally protocol §6.2 step 2).
@@ -387,13 +412,10 @@ export class TallyUser extends SocketObject<Env, TallyAttachment> {
     return kept.body;
   }
 
+  /** The alarm is for stored envelopes that expire only, at the earliest expiry (never for sockets: idle costs nothing). */
   protected async onAlarm(now: number): Promise<number | null> {
     this.queue.purgeExpired(now);
-    let next = this.queue.nextExpiry();
-    const closed = (ws: WebSocket, code: number, reason: string) => this.webSocketClose(ws, code, reason);
-    if (await closeIdle(this.ctx, this.devices(), (ws, code, why) => this.close(ws, code, why), closed, now))
-      next = Math.min(next ?? Infinity, now + IDLE_MS);
-    return next;
+    return this.queue.nextExpiry();
   }
 
   // ---- idle sockets ---------------------------------------------------------------------------

@@ -39,6 +39,8 @@ export interface StartOptions {
   env?: Record<string, string>;
   /** Where the relay may connect out (workerd target: --outbound); default public,local (the tests' loopback push services). */
   outbound?: string;
+  /** The open-file limit (soft and hard) the relay starts under (`ulimit -n`), for tests of running out of it. */
+  openFiles?: number;
 }
 
 export function relayTarget(): RelayTarget {
@@ -133,7 +135,11 @@ export async function startRelay(opts: StartOptions = {}): Promise<RelayProcess>
   const runtimeDir = mkdtempSync(join(tmpdir(), "relay-run-"));
   const { cmd, args } = command(target, port, dataDir, runtimeDir, opts.env?.PUSH_ENDPOINT_ALLOW ?? TEST_PUSH_ALLOW, opts.outbound);
   let out = "";
-  const child: ChildProcess = spawn(cmd, args, {
+  const limited =
+    opts.openFiles === undefined
+      ? { cmd, args }
+      : { cmd: "/bin/sh", args: ["-c", `ulimit -n ${opts.openFiles} && exec "$0" "$@"`, cmd, ...args] };
+  const child: ChildProcess = spawn(limited.cmd, limited.args, {
     cwd: root,
     env: { ...process.env, PUSH_ENDPOINT_ALLOW: TEST_PUSH_ALLOW, ...opts.env, NO_COLOR: "1", WRANGLER_SEND_METRICS: "false", CI: "true" },
     stdio: ["ignore", "pipe", "pipe"],

@@ -69,7 +69,7 @@ describe("docs/hostile.md: nothing is stored for free", () => {
     await s.next("queue_drained");
     s.close();
     await s.closed;
-    // no table (the idle bound of a registered device may leave its alarm until it fires: an authenticated user's)
+    // no table, and no alarm: the idle bound runs on no timer (docs/tally.md, "Idle sockets")
     expect((await held(stub)).tables).toEqual([]);
     expect(await deliver(stub, JSON.stringify(opaqueEnvelope(alice, bob, "kept")), alice.hex, "kept")).toBe("stored");
     await evictDurableObject(stub);

@@ -135,31 +135,73 @@ describe("Tally user object in workerd", () => {
     expect(s.ofType("error")[0].code).toBe("auth_failed");
   });
 
-  it(`the relay closes a registered socket silent past ${TALLY_LIMITS.idle_timeout_seconds} s (idle bound) with 4408; a socket heard from stays`, async () => {
+  /** Marks a device of the user as last heard from just past the idle bound (its last ping too: it never pinged). */
+  async function makeSilent(user: User, deviceId: string): Promise<void> {
+    await runInDurableObject(stubOf(user), (o, state) => {
+      for (const ws of state.getWebSockets()) {
+        const att = ws.deserializeAttachment();
+        const past = Date.now() - TALLY_LIMITS.idle_timeout_seconds * 1000 - 1;
+        if (att.deviceId === deviceId)
+          (o as unknown as { setAttachment(w: WebSocket, a: unknown): void }).setAttachment(ws, { ...att, openedAt: past, seenAt: past });
+      }
+    });
+  }
+
+  it(`idle bound, read lazily: a delivery finds a device silent past ${TALLY_LIMITS.idle_timeout_seconds} s offline (closed 4408, departure told); a device that pings stays`, async () => {
+    const alice = newUser();
     const bob = newUser();
     const quiet = await register(bob);
     const busy = await register(bob);
     const quietId = quiet.ofType("registered")[0].device_id;
-    const stub = stubOf(bob);
-    // The quiet socket was last heard from past the bound; the busy one pings now.
-    await runInDurableObject(stub, (o, state) => {
-      for (const ws of state.getWebSockets()) {
-        const att = ws.deserializeAttachment();
-        if (att.deviceId === quietId)
-          (o as unknown as { setAttachment(w: WebSocket, a: unknown): void }).setAttachment(ws, {
-            ...att,
-            seenAt: Date.now() - TALLY_LIMITS.idle_timeout_seconds * 1000 - 1,
-          });
-      }
-    });
+    await makeSilent(bob, quietId);
     busy.send({ type: "ping" });
     await busy.next("pong");
-    await runDurableObjectAlarm(stub);
+    // No alarm does it: the delivery reads the silence.
+    expect(await runInDurableObject(stubOf(bob), (_o, state) => state.storage.getAlarm())).toBeNull();
+    expect(await deliver(stubOf(bob), JSON.stringify(opaqueEnvelope(alice, bob, "to-busy")), alice.hex, "to-busy")).toBe("delivered");
     expect(await quiet.closed).toBe(4408);
-    // The other device hears of the departure, and stays.
+    expect(quiet.ofType("peer_envelope")).toEqual([]);
+    expect((await busy.next("peer_envelope")).id).toBe("to-busy");
     expect((await busy.next("peer_disconnect")).peer_device_id).toBe(quietId);
     busy.send({ type: "ping" });
     await busy.next("pong");
+  });
+
+  it("idle bound, read lazily: a user whose only device went silent gets its envelope stored, and the device is closed 4408", async () => {
+    const alice = newUser();
+    const bob = newUser();
+    const quiet = await register(bob, true);
+    await makeSilent(bob, quiet.ofType("registered")[0].device_id);
+    expect(await deliver(stubOf(bob), JSON.stringify(opaqueEnvelope(alice, bob, "kept")), alice.hex, "kept")).toBe("stored");
+    expect(await quiet.closed).toBe(4408);
+    expect(quiet.ofType("peer_envelope")).toEqual([]);
+    expect(await queuedCount(stubOf(bob))).toBe(1);
+    const back = await register(bob, true);
+    expect(back.ofType("peer_envelope").map((e) => e.id)).toEqual(["kept"]);
+  });
+
+  it("idle bound, read lazily: a silent device neither counts toward the device bound nor is introduced (presence)", async () => {
+    const bob = newUser();
+    const devices = [];
+    for (let i = 0; i < TALLY_LIMITS.max_devices_per_user; i++) devices.push(await register(bob));
+    const silentId = devices[0].ofType("registered")[0].device_id;
+    await makeSilent(bob, silentId);
+    // The bound reads the silence: the silent device goes, the new one registers.
+    const fresh = await register(bob);
+    expect(await devices[0].closed).toBe(4408);
+    expect(fresh.ofType("peer_connect").map((m) => m.peer_device_id)).not.toContain(silentId);
+    expect(fresh.ofType("peer_connect")).toHaveLength(TALLY_LIMITS.max_devices_per_user - 1);
+  });
+
+  it("idle costs nothing: a registered device that pings sets no alarm on its user's object", async () => {
+    const bob = newUser();
+    const b = await register(bob);
+    for (let i = 0; i < 3; i++) {
+      b.send({ type: "ping" });
+      await b.next("pong");
+    }
+    expect(await runInDurableObject(stubOf(bob), (_o, state) => state.storage.getAlarm())).toBeNull();
+    expect(await runDurableObjectAlarm(stubOf(bob))).toBe(false);
   });
 
   it("connect_peer is answered only for users with an envelope exchange with the asker (and own devices)", async () => {

@@ -68,6 +68,15 @@ describe("the config generated from this repository's wrangler.toml", () => {
     expect(p.outboundAllow).toEqual(["public"]);
   });
 
+  it("no_web_socket_compression: wrangler.toml sets it, and the generated config keeps it even when a wrangler.toml leaves it out", async () => {
+    const cfg = await wranglerToml();
+    expect(cfg.compatibility_flags).toContain("no_web_socket_compression");
+    expect(plan({ ...cfg, compatibility_flags: ["nodejs_compat"] }, {}).compatibilityFlags).toEqual([
+      "nodejs_compat",
+      "no_web_socket_compression",
+    ]);
+  });
+
   it("renders as a workerd config that embeds the bundle's modules by their rules", async () => {
     const cfg = await wranglerToml();
     const dir = fakeBundle({
