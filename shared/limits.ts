@@ -367,6 +367,18 @@ export const STORAGE_LIMITS = {
    * (an empty item, a receiver, a link, a contact, a binding) still count.
    */
   row_overhead_bytes: 128,
+  /**
+   * What an object's database takes on disk with its tables made and nothing in them, per stored
+   * kind (measured under `npm start`'s workerd: the `.sqlite` file once the object's instance is
+   * gone, one 4 KiB page per table and index plus the header page; docs/hostile.md, "The cost of a
+   * database"). An object that holds any row is charged this once, beside its rows, so a thousand
+   * tiny names cost what they take. A Tally user: 16 pages.
+   */
+  database_bytes_tally: 65_536,
+  /** The same for a mailbox topic's database: 17 pages. */
+  database_bytes_mailbox: 69_632,
+  /** The same for a hosted account's database: 26 pages. */
+  database_bytes_host: 106_496,
   /** Smallest lease an object asks the ledger for beyond what it needs now. */
   lease_min_bytes: 65_536,
   /** Largest lease an object asks for beyond what it needs now (a lease grows with what the object holds, up to this). */
