@@ -275,7 +275,7 @@ export class TallyUser extends SocketObject<Env, TallyAttachment> {
       // bucket for new names (common.client_object_requests_*), and costs the share its rows and database.
       const client = att.client ?? SHARED_CLIENT;
       const first = !this.contacts.wroteTo(toHex);
-      const wait = first ? newNameWaitMs(client) : 0;
+      const wait = first ? newNameWaitMs(client, this.rateClock()) : 0;
       if (wait > 0)
         return this.sendError(
           ws,

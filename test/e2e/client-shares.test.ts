@@ -53,6 +53,20 @@ describe("storage.client_share: one client cannot fill a total", () => {
     expect((await fetch(topic(), { method: "POST", body, headers: from("203.0.113.10") })).status).toBe(429);
   });
 
+  it("storage.client_share is reserved at the check: 40 concurrent POSTs of 60 KB to fresh topics from one address store no more than its share", async () => {
+    const share = BIG_TOTAL * STORAGE_LIMITS.client_share;
+    const body = "c".repeat(60_000);
+    const cost = rowBytes(body.length) + STORAGE_LIMITS.database_bytes_mailbox;
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, () => fetch(topic(), { method: "POST", body, headers: from("203.0.113.60") })),
+    );
+    const stored = answers.filter((r) => r.status === 201).length;
+    for (const r of answers) await r.body?.cancel();
+    expect(answers.every((r) => r.status === 201 || r.status === 429)).toBe(true);
+    expect(stored).toBeGreaterThan(0);
+    expect(stored * cost).toBeLessThanOrEqual(share);
+  });
+
   it("host: one address writing versions stops at its share of the host's total; another address's account still stores", async () => {
     const connect = async (ip: string) => {
       const withIp = ((input: RequestInfo | URL, init?: RequestInit) =>

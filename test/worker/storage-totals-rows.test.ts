@@ -90,7 +90,9 @@ describe("every stored row is charged", () => {
     // what the topic holds (its lease once the ledger takes the slack back): three empty rows and the receiver's row
     const stub = env.MINCA_MAILBOX.get(env.MINCA_MAILBOX.idFromName(topic));
     const held = await stub.leaseReclaim();
-    expect(held).toBe(heldWithDatabase("mailbox", 3 * rowBytes(0) + rowBytes(sub.endpoint.length + sub.keys.p256dh.length + sub.keys.auth.length)));
+    expect(held).toBe(
+      heldWithDatabase("mailbox", 3 * rowBytes(0) + rowBytes(sub.endpoint.length + sub.keys.p256dh.length + sub.keys.auth.length)),
+    );
   });
 
   it("storage.row_overhead_bytes: a Tally user's contact rows are charged against its lease of the Tally total", async () => {
