@@ -22,6 +22,8 @@ import { normalizeAddress } from "./client-address";
 import { ADMIN_RPC_TYPE, authFailed, httpError, isAdminRpc, type C, type RelayHono } from "./http";
 import { operatorThrottle, throttled } from "./operator";
 import { forgetPolicy } from "./policy";
+import { liveObjects } from "../server/live";
+import type { SocketBinding } from "./sockets";
 
 const requestSchema = z.object({ method: z.string().max(64), params: z.array(z.unknown()).max(8).default([]) });
 
@@ -92,7 +94,24 @@ const topic = (v: unknown) => (typeof v === "string" && isTopic(v) ? v : null);
  */
 async function banUser(c: C, hex: string): Promise<void> {
   const purged = await c.env.TALLY_USER.get(c.env.TALLY_USER.idFromName(hex)).ban();
-  log.info("admin: banned key purged", { envelopes: purged });
+  log.info("admin: banned key purged", { envelopes: purged.received, sent_envelopes: purged.sent });
+}
+
+/**
+ * A blocked address's open sockets are closed (1008): every object holding sockets is asked
+ * (self-hosted, where the Worker notes them: server/live.ts). On Cloudflare the objects are not
+ * noted; the block holds for every new request and upgrade from the address at once.
+ */
+async function closeBlocked(c: C, address: string): Promise<void> {
+  const refs = liveObjects();
+  const closed = await Promise.allSettled(
+    refs.map(({ id, binding }) => {
+      const ns = c.env[binding as SocketBinding];
+      return ns.get(ns.idFromString(id)).closeClient(address);
+    }),
+  );
+  const sockets = closed.reduce((n, r) => n + (r.status === "fulfilled" ? r.value : 0), 0);
+  log.info("admin: a blocked address's sockets closed", { sockets });
 }
 
 /** The key's object forgets the ban (TallyUser.unban). */
@@ -114,7 +133,7 @@ export const METHODS: Record<string, Method> = {
   allowpubkey: adder("allowed_pubkeys", PUBKEY, pubkeyParam),
   unallowpubkey: remover("allowed_pubkeys", PUBKEY, pubkeyParam),
   listallowedpubkeys: lister("allowed_pubkeys", "pubkey"),
-  blockip: adder("blocked_ips", ADDRESS, address),
+  blockip: adder("blocked_ips", ADDRESS, address, closeBlocked),
   unblockip: remover("blocked_ips", ADDRESS, address),
   listblockedips: lister("blocked_ips", "ip"),
   "edge.blocktopic": adder("blocked_topics", TOPIC, topic),

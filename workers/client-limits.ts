@@ -11,7 +11,7 @@ import { COMMON_LIMITS, STORAGE_LIMITS } from "../shared/limits";
 import { ClientShares } from "../shared/rate-limit";
 import { newNameWaitMs } from "../server/name-requests";
 import { shareCapacity } from "../shared/storage";
-import { clientLimited, isAdminRpc, type C, type RelayHono } from "./http";
+import { clientLimited, isAdminRoute, type C, type RelayHono } from "./http";
 import { SHARED_CLIENT } from "./client-address";
 
 type SharedKind = "mailbox" | "host";
@@ -42,10 +42,10 @@ export function settleShare(c: C, kind: SharedKind, reserved: number, charged: n
 /**
  * Every request addressed to a named object takes a token of its client's bucket across all names
  * (common.client_object_requests_*): a client asking for a few hundred made-up names a second is
- * answered 429 before any object starts. CORS preflights and admin API calls do not count.
+ * answered 429 before any object starts. CORS preflights and the admin API's routes do not count.
  */
 export const objectRequestLimit: MiddlewareHandler<RelayHono> = async (c, next) => {
-  if (c.req.method !== "OPTIONS" && !isAdminRpc(c.req.raw)) {
+  if (c.req.method !== "OPTIONS" && !isAdminRoute(c.req.raw)) {
     const slow = clientLimited(
       c,
       (client) => newNameWaitMs(client),

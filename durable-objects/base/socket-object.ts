@@ -246,6 +246,17 @@ export abstract class SocketObject<Env, A extends BaseAttachment> extends Stored
     return n;
   }
 
+  /** RPC, the admin API's blockip: closes every open socket of `client` (1008); how many. */
+  async closeClient(client: string): Promise<number> {
+    let n = 0;
+    for (const ws of this.ctx.getWebSockets()) {
+      if (ws.readyState !== WebSocket.OPEN || this.attachment(ws)?.client !== client) continue;
+      this.close(ws, CLOSE_CODES.policy, "address blocked by the relay's operator");
+      n++;
+    }
+    return n;
+  }
+
   // ---- runtime entry points ------------------------------------------------------------------
 
   async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {

@@ -161,6 +161,14 @@ export class TallyQueue {
     return n;
   }
 
+  /** Drops every envelope `fromHex` sent this user (the operator banned that sender); how many there were. */
+  purgeFrom(fromHex: string): number {
+    if (!this.schema.exists) return 0;
+    const n = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM queue WHERE from_hex = ?", fromHex).one().n;
+    if (n > 0) this.lease.free(() => this.sql.exec("DELETE FROM queue WHERE from_hex = ?", fromHex));
+    return n;
+  }
+
   /** Pushed to a device that does not ack: every envelope up to `seq` goes (the Tally protocol §6.2). */
   removeThrough(seq: number): void {
     this.lease.free(() => this.sql.exec("DELETE FROM queue WHERE seq <= ?", seq));

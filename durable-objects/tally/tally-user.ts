@@ -330,14 +330,35 @@ export class TallyUser extends SocketObject<Env, TallyAttachment> {
 
   /**
    * RPC, the admin API's banpubkey: marks this user banned (tally-ban.ts: its register is refused,
-   * envelopes to it are not stored), closes its sockets (1008) and drops every envelope stored for
-   * it and its contacts; how many envelopes were dropped.
+   * envelopes to it are not stored), closes its sockets (1008), drops every envelope stored for it
+   * and its contacts, and has every user it sent envelopes to (its contacts it wrote to) drop those
+   * it sent them; how many envelopes were dropped here and there.
    */
-  async ban(): Promise<number> {
+  async ban(): Promise<{ received: number; sent: number }> {
     this.banMark.set(Date.now());
     await this.shutdownSockets(CLOSE_CODES.policy, "banned by the relay's operator");
+    const recipients = this.contacts.sentTo();
     this.contacts.forgetAll();
-    return this.queue.purgeAll();
+    const received = this.queue.purgeAll();
+    const me = this.userHex();
+    const sent = await Promise.all(
+      recipients.map((hex) =>
+        this.stubFor(hex)
+          .purgeFrom(me)
+          .catch((err: unknown) => {
+            log.warn("tally: a banned sender's envelopes could not be purged from a recipient", { err });
+            return 0;
+          }),
+      ),
+    );
+    return { received, sent: sent.reduce((a, b) => a + b, 0) };
+  }
+
+  /** RPC: drops every envelope `fromHex` sent this user (the operator banned that sender); how many. */
+  async purgeFrom(fromHex: string): Promise<number> {
+    const n = this.queue.purgeFrom(fromHex);
+    if (n > 0) this.stats.changed();
+    return n;
   }
 
   /** RPC, the admin API's unbanpubkey: the user may register and receive envelopes again. */

@@ -151,6 +151,51 @@ describe("the admin API (NIP-86) through the relay", () => {
     expect((await call("blockip", ["not an address"])).body).toEqual({ error: expect.stringMatching(/params\[0\]/) });
   });
 
+  it("blockip is decided by route: a POST to another route sent as application/nostr+json+rpc is blocked too (403); the admin API's routes are not", async () => {
+    expect((await call("blockip", ["203.0.113.77", "abuse"])).body).toEqual({ result: true });
+    const item = await fetch(`${relay.url}/minca/v1/mailbox/admin-type-${Date.now()}-topic`, {
+      method: "POST",
+      body: "spam",
+      headers: { "x-real-ip": "203.0.113.77", "content-type": "application/nostr+json+rpc" },
+    });
+    expect(item.status).toBe(403);
+    expect(((await item.json()) as any).error.code).toBe("blocked");
+    // the admin API itself still answers the blocked address (401 without credentials, not 403)
+    const admin = await fetch(`${relay.url}/`, {
+      method: "POST",
+      body: JSON.stringify({ method: "supportedmethods", params: [] }),
+      headers: { "x-real-ip": "203.0.113.77", "content-type": "application/nostr+json+rpc" },
+    });
+    expect(admin.status).toBe(401);
+    expect((await call("unblockip", ["203.0.113.77"])).body).toEqual({ result: true });
+  });
+
+  it("blockip closes the blocked address's open sockets (1008); another address's socket stays open", async () => {
+    const blocked = await rawRegistered(relay.url, newUser(), { headers: { "x-real-ip": "203.0.113.78" } });
+    const other = await rawRegistered(relay.url, newUser(), { headers: { "x-real-ip": "203.0.113.79" } });
+    expect((await call("blockip", ["203.0.113.78", "abuse"])).body).toEqual({ result: true });
+    expect(await blocked.closed).toBe(1008);
+    other.send({ type: "ping" });
+    await other.next("pong");
+    expect(other.closeCode).toBeUndefined();
+    expect((await call("unblockip", ["203.0.113.78"])).body).toEqual({ result: true });
+    other.ws.close();
+  });
+
+  it("banpubkey purges the envelopes the banned key sent that wait in other users' queues", async () => {
+    const spammer = newUser();
+    const victim = newUser();
+    const s = await rawRegistered(relay.url, spammer);
+    for (let i = 0; i < 5; i++) {
+      s.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(spammer, victim, `spam-${i}`) });
+      expect((await s.next("queued")).status).toBe("stored");
+    }
+    expect((await call("banpubkey", [spammer.npub, "spam"])).body).toEqual({ result: true });
+    const v = await rawRegistered(relay.url, victim);
+    expect(v.ofType("registered")[0].queued).toBe(0);
+    v.ws.close();
+  });
+
   it("edge.blocktopic: a blocked topic answers 403; edge.listblockedtopics, edge.unblocktopic; edge.liststorageholders lists the largest holders per stored kind", async () => {
     const topic = `admin-e2e-topic-${Date.now()}`;
     const url = `${relay.url}/minca/v1/mailbox/${topic}`;
