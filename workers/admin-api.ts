@@ -151,12 +151,18 @@ export const METHODS: Record<string, Method> = {
   "edge.liststorageholders": async (c, [limit]) => ({ result: await relayLedger(c.env).largest(typeof limit === "number" ? limit : 10) }),
 };
 
-/** Who calls: "token", or the admin key (hex); else the 401. */
+/**
+ * Who calls: "token", or the admin key (hex); else the 401. A valid credential is let in before the
+ * throttle, which holds back only wrong ones (so wrong tries from anyone, in shared mode everyone
+ * is one client, never lock the operator out); a wrong one past the throttle is 429.
+ */
 function authorize(c: C, body: Uint8Array): { ok: true; by: string } | { ok: false; answer: Response } {
   const s = c.var.settings;
   const header = c.req.header("authorization");
   const challenge = 'Nostr, Bearer realm="relay admin"';
   const fail = (reason: string, counted: boolean) => {
+    const slow = throttled(c);
+    if (slow) return { ok: false as const, answer: slow };
     if (counted) operatorThrottle.fail(c.var.client);
     return {
       ok: false as const,
@@ -188,8 +194,6 @@ function authorize(c: C, body: Uint8Array): { ok: true; by: string } | { ok: fal
 
 async function rpc(c: C): Promise<Response> {
   if (!isAdminRpc(c.req.raw)) return httpError(c, 415, "bad_request", `the admin API takes Content-Type: ${ADMIN_RPC_TYPE}`);
-  const slow = throttled(c);
-  if (slow) return slow;
   const body = await readBounded(c.req.raw, ADMIN_LIMITS.max_rpc_body_bytes);
   if (body === null) return httpError(c, 413, "too_large", `an admin request is at most ${ADMIN_LIMITS.max_rpc_body_bytes} bytes`);
   const who = authorize(c, body);
