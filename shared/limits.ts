@@ -437,6 +437,8 @@ export const ADMIN_LIMITS = {
   max_rpc_body_bytes: 16_384,
   /** Largest gap between a NIP-98 event's created_at and the relay's clock, seconds. */
   nip98_max_skew_seconds: 60,
+  /** NIP-98 event ids the admin API remembers as used (each is accepted once within the skew window; per isolate). */
+  nip98_events_remembered: 1_024,
   /** How long the Worker keeps the ban and block lists in memory before asking the policy object again, ms: a ban reaches every isolate within this. */
   policy_cache_ms: 5_000,
   /** Entries of each ban, allow or block list. */

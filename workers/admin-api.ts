@@ -15,6 +15,7 @@ import { log } from "../shared/log";
 import { isTopic } from "../shared/mailbox/topic";
 import { isP256DidKey } from "../shared/minca/did-key";
 import { checkNip98 } from "../shared/nostr/nip98";
+import { RecentMap } from "../shared/recent-map";
 import { isNpub, npubDecode } from "../shared/tally/keys";
 import { tokenMatches } from "../shared/stats";
 import { readBounded } from "./body";
@@ -152,6 +153,13 @@ export const METHODS: Record<string, Method> = {
 };
 
 /**
+ * NIP-98 events accepted (their signature to created_at), so each is accepted once: an event outside the skew
+ * window is refused anyway, and admin.nip98_events_remembered covers the window at any rate an
+ * operator calls (an event is remembered only once it passed every check, the admin key's included).
+ */
+const usedEvents = new RecentMap<string, number>(ADMIN_LIMITS.nip98_events_remembered);
+
+/**
  * Who calls: "token", or the admin key (hex); else the 401. A valid credential is let in before the
  * throttle, which holds back only wrong ones (so wrong tries from anyone, in shared mode everyone
  * is one client, never lock the operator out); a wrong one past the throttle is 429.
@@ -179,16 +187,24 @@ function authorize(c: C, body: Uint8Array): { ok: true; by: string } | { ok: fal
     if (s.adminToken && tokenMatches(header, s.adminToken)) return { ok: true, by: "token" };
     return fail(s.adminToken ? "wrong token" : "no ADMIN_TOKEN is set", true);
   }
+  // The u tag must name this relay as PUBLIC_URL says: without it, NIP-98 is not accepted (the
+  // Host header is the client's to choose).
+  if (s.publicUrls.length === 0) return fail("NIP-98 needs PUBLIC_URL set (the URL the event must name); use the token", true);
   const checked = checkNip98(header, {
     url: c.req.url,
     method: "POST",
     body,
-    otherHosts: s.publicUrls.map((u) => u.host),
+    hosts: s.publicUrls.map((u) => u.host),
     nowSeconds: Math.floor(Date.now() / 1000),
     maxSkewSeconds: ADMIN_LIMITS.nip98_max_skew_seconds,
   });
   if (!checked.ok) return fail(checked.reason, true);
   if (!s.adminPubkeys.includes(checked.pubkey)) return fail("the key is not in ADMIN_PUBKEYS", true);
+  // Each event once: a captured header cannot be sent again within the window.
+  // Keyed by the signature, not the id: the same call made twice within a second is the same id,
+  // signed afresh (BIP-340 signing draws fresh randomness); a captured header is the same signature.
+  if (usedEvents.get(checked.sig) !== undefined) return fail("this signed event was used already", true);
+  usedEvents.set(checked.sig, checked.createdAt);
   return { ok: true, by: checked.pubkey };
 }
 

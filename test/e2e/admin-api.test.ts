@@ -7,7 +7,7 @@ import { schnorr } from "@noble/curves/secp256k1.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bytesToHex, utf8Encode } from "../../shared/encoding";
 import { nip98Header } from "../../shared/nostr/nip98";
-import { startRelay, type RelayProcess } from "../helpers/relay-process";
+import { freePort, startRelay, type RelayProcess } from "../helpers/relay-process";
 import { newUser, opaqueEnvelope, rawRegistered, type User } from "../helpers/tally";
 import { waitFor } from "../helpers/wait";
 
@@ -16,8 +16,16 @@ const adminKey = schnorr.utils.randomSecretKey();
 let relay: RelayProcess;
 
 beforeAll(async () => {
+  // NIP-98 needs PUBLIC_URL: the u tag must name the relay as it says it is reached.
+  const port = await freePort();
   relay = await startRelay({
-    env: { ADMIN_TOKEN: TOKEN, ADMIN_PUBKEYS: bytesToHex(schnorr.getPublicKey(adminKey)), TRUSTED_PROXY_HEADER: "x-real-ip" },
+    port,
+    env: {
+      ADMIN_TOKEN: TOKEN,
+      ADMIN_PUBKEYS: bytesToHex(schnorr.getPublicKey(adminKey)),
+      TRUSTED_PROXY_HEADER: "x-real-ip",
+      PUBLIC_URL: `http://127.0.0.1:${port}`,
+    },
   });
 });
 
@@ -149,6 +157,38 @@ describe("the admin API (NIP-86) through the relay", () => {
     expect((await call("unblockip", ["203.0.113.9"])).body).toEqual({ result: true });
     expect((await fetch(`${relay.url}/healthz`, { headers: { "x-real-ip": "203.0.113.9" } })).status).toBe(200);
     expect((await call("blockip", ["not an address"])).body).toEqual({ error: expect.stringMatching(/params\[0\]/) });
+  });
+
+  it("NIP-98: each event is accepted once (a captured header sent again is 401); an event whose u names another host is refused though the request's Host says so", async () => {
+    const url = `${relay.url}/`;
+    const text = JSON.stringify({ method: "supportedmethods", params: [] });
+    const headers = {
+      "content-type": "application/nostr+json+rpc",
+      "x-real-ip": "192.0.2.5",
+      authorization: nip98Header(adminKey, url, "POST", utf8Encode(text)),
+    };
+    expect((await fetch(url, { method: "POST", headers, body: text })).status).toBe(200);
+    expect((await fetch(url, { method: "POST", headers, body: text })).status).toBe(401);
+    // signed for another relay, sent here with that relay's name as Host
+    const other = nip98Header(adminKey, "http://other-relay.example/", "POST", utf8Encode(text));
+    const res = await new Promise<number>((resolve, reject) => {
+      const req = request(url, {
+        method: "POST",
+        headers: {
+          host: "other-relay.example",
+          "content-type": "application/nostr+json+rpc",
+          "x-real-ip": "192.0.2.5",
+          authorization: other,
+        },
+      });
+      req.on("response", (r) => {
+        r.resume();
+        resolve(r.statusCode ?? 0);
+      });
+      req.on("error", reject);
+      req.end(text);
+    });
+    expect(res).toBe(401);
   });
 
   it("blockip is decided by route: a POST to another route sent as application/nostr+json+rpc is blocked too (403); the admin API's routes are not", async () => {

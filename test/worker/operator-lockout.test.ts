@@ -14,7 +14,12 @@ import { app } from "../../workers/app";
 const TOKEN = "the-operators-token";
 const adminKey = schnorr.utils.randomSecretKey();
 // No cf-connecting-ip: every request is the shared client, as on a relay without a trusted header.
-const settings = { ADMIN_TOKEN: TOKEN, ADMIN_PUBKEYS: bytesToHex(schnorr.getPublicKey(adminKey)), RELAY_LOOPBACK_ONLY: undefined };
+const settings = {
+  ADMIN_TOKEN: TOKEN,
+  ADMIN_PUBKEYS: bytesToHex(schnorr.getPublicKey(adminKey)),
+  PUBLIC_URL: "http://relay.test",
+  RELAY_LOOPBACK_ONLY: undefined,
+};
 const send = (path: string, init: RequestInit = {}) => app.fetch(new Request(`http://relay.test${path}`, init), { ...env, ...settings });
 
 function rpc(authorization: (url: string, body: Uint8Array) => string): Promise<Response> {
