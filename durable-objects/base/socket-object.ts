@@ -264,19 +264,25 @@ export abstract class SocketObject<Env, A extends BaseAttachment> extends Stored
     if (!att) return;
     this.traffic.of(ws).in++;
     this.stats.count("messages");
-    if (!this.admitMessage(ws, att)) return;
+    // The frame bounds hold at once, before the rate limit: a frame dropped as rate limited was
+    // never measured, so an oversized one on a socket past its bucket used to be answered
+    // rate_limited and left open instead of closed with 1009.
     if (!att.authed && frameBytes(message, COMMON_LIMITS.max_unauthenticated_frame_bytes) > COMMON_LIMITS.max_unauthenticated_frame_bytes) {
       return this.close(ws, CLOSE_CODES.too_large, "frame too large before authentication");
     }
+    const maxBinary = this.options.maxBinaryBytes ?? 0;
+    if (
+      typeof message !== "string"
+        ? maxBinary > 0 && message.byteLength > maxBinary
+        : utf8Length(message, this.options.maxFrameBytes) > this.options.maxFrameBytes
+    ) {
+      return this.close(ws, CLOSE_CODES.too_large, "frame too large");
+    }
+    if (!this.admitMessage(ws, att)) return;
     if (typeof message !== "string") {
-      const max = this.options.maxBinaryBytes ?? 0;
-      if (max === 0) return this.sendError(ws, "invalid_message", "binary frames are not accepted on this endpoint");
-      if (message.byteLength > max) return this.close(ws, CLOSE_CODES.too_large, "frame too large");
+      if (maxBinary === 0) return this.sendError(ws, "invalid_message", "binary frames are not accepted on this endpoint");
       if (!att.authed) return this.beforeAuth(ws);
       return this.onBinary(ws, message, att);
-    }
-    if (utf8Length(message, this.options.maxFrameBytes) > this.options.maxFrameBytes) {
-      return this.close(ws, CLOSE_CODES.too_large, "frame too large");
     }
     if (jsonNestsDeeper(message, COMMON_LIMITS.max_json_depth)) {
       return this.sendError(ws, "invalid_message", `frame nests deeper than ${COMMON_LIMITS.max_json_depth} levels`);
