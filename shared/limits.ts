@@ -16,6 +16,13 @@ export const COMMON_LIMITS = {
   max_unauthenticated_sockets_per_client_per_object: 4,
   /** Sockets one client (address) keeps open unauthenticated across the relay (counted per isolate: the whole relay under `npm start`); one more is HTTP 429 with Retry-After. Not applied in shared mode. */
   max_unauthenticated_sockets_per_client: 32,
+  /**
+   * Sockets kept open unauthenticated across the relay, every client together (counted per
+   * isolate: the whole relay under `npm start`); one more upgrade is HTTP 503 with Retry-After.
+   * The bound that holds in shared mode too, where the per-client ones do not: a flood of parked
+   * sockets cannot take the relay's file descriptors from /healthz and registered devices.
+   */
+  max_unauthenticated_sockets: 1_024,
   /** Largest frame (text or binary, bytes) read from a socket before it authenticates: a register or join fits; larger closes with 1009. */
   max_unauthenticated_frame_bytes: 8_192,
   /** Token bucket per socket before it authenticates: burst (a register or join, and a few more). */

@@ -20,6 +20,7 @@
 import type * as z from "zod";
 import { rateLimitedError, socketError, type ErrorCode } from "../../shared/errors";
 import { CLOSE_CODES, COMMON_LIMITS } from "../../shared/limits";
+import { parkedAll } from "./parked-across";
 import type { Migration } from "../../migrations/index";
 import { httpErrorBody } from "../../shared/errors";
 import { utf8ByteLength } from "../../shared/encoding";
@@ -155,6 +156,14 @@ export abstract class SocketObject<Env, A extends BaseAttachment> extends Stored
     const wait = this.socketRates.connect(att.client, this.rateClock());
     if (wait !== null) return this.tooMany(`too many new connections from this client; retry in ${wait} s`, wait);
     if (!att.authed) {
+      // The relay-wide bound, which holds in shared mode too (common.max_unauthenticated_sockets).
+      if (parkedAll() >= COMMON_LIMITS.max_unauthenticated_sockets) {
+        this.stats.count("errors");
+        return Response.json(httpErrorBody("unavailable", "too many unauthenticated connections to the relay; retry shortly"), {
+          status: 503,
+          headers: { "retry-after": "5" },
+        });
+      }
       const parkedWait = this.parked.admit(att.client);
       if (parkedWait !== null)
         return this.tooMany(`too many unauthenticated connections from this client; retry in ${parkedWait} s`, parkedWait);
