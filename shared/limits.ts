@@ -59,10 +59,16 @@ export const TALLY_LIMITS = {
   max_envelope_bytes: 131_072,
   /** Envelope id length, in characters. */
   max_envelope_id_chars: 128,
-  /** Stored envelopes per recipient; when full a stranger's envelope is refused and a contact's evicts strangers' oldest (shared/tally/queue-bounds.ts). */
+  /** Stored envelopes per recipient; when full an envelope evicts strangers' oldest, or is refused when theirs would not make room (shared/tally/queue-bounds.ts). */
   queue_max_envelopes: 1_000,
-  /** Stored bytes per recipient; when full a stranger's envelope is refused and a contact's evicts strangers' oldest (shared/tally/queue-bounds.ts). */
+  /** Stored bytes per recipient; when full an envelope evicts strangers' oldest, or is refused when theirs would not make room (shared/tally/queue-bounds.ts). */
   queue_max_bytes: 16 * 1024 * 1024,
+  /**
+   * The share of a recipient's queue (of queue_max_envelopes and of queue_max_bytes) strangers'
+   * envelopes hold together: a stranger's envelope past it evicts strangers' oldest (never a
+   * contact's), so fresh keys cannot keep a new correspondent out for good, and contacts keep the rest.
+   */
+  queue_strangers_share: 0.5,
   /** Stored envelopes per recipient from one sender; that sender's oldest is evicted when full. */
   queue_max_per_sender: 200,
   /** Stored bytes per recipient from one sender; that sender's oldest are evicted when over (a quarter of the queue). */

@@ -22,7 +22,7 @@ const settings = {
 };
 const send = (path: string, init: RequestInit = {}) => app.fetch(new Request(`http://relay.test${path}`, init), { ...env, ...settings });
 
-function rpc(authorization: (url: string, body: Uint8Array) => string): Promise<Response> {
+async function rpc(authorization: (url: string, body: Uint8Array) => string): Promise<Response> {
   const text = JSON.stringify({ method: "supportedmethods", params: [] });
   return send("/", {
     method: "POST",
