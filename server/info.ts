@@ -105,7 +105,7 @@ export function relayInfo(opts: InfoOptions): RelayInfo {
         seed: "the Tally peer communication protocol, envelope versions 2 and 3 (docs/tally.md)",
         auth: { event_kind: 22242, tags: ["challenge", "relay"], max_skew_seconds: LIMITS.tally.auth_max_skew_seconds },
         acks: true,
-        queue_policy: `refuse_strangers_when_full: a full queue (limits.tally.queue_max_envelopes, queue_max_bytes) answers a stranger's envelope queued not_stored; a contact's (a user the recipient has sent an envelope to) evicts strangers' oldest first, else is refused; a sender over its own share (queue_max_per_sender, queue_max_bytes_per_sender) evicts its own oldest`,
+        queue_policy: `strangers_share_then_refuse: strangers' envelopes together hold at most limits.tally.queue_strangers_share of a queue (queue_max_envelopes, queue_max_bytes), a stranger's past it evicting strangers' oldest; a contact's (a user the recipient has sent an envelope to) to a full queue evicts strangers' oldest first, else is refused; a stranger's to a queue full of contacts' envelopes is answered queued not_stored; a sender over its own share (queue_max_per_sender, queue_max_bytes_per_sender) evicts its own oldest`,
         keepalive: `a registered socket that sends nothing (no message, no ping) for ${LIMITS.tally.idle_timeout_seconds} s (limits.tally.idle_timeout_seconds) counts as offline (envelopes are stored for it) and is closed with 4408 when next a delivery or presence answer reads it; send {"type":"ping"} more often than that`,
       },
       passnote: {

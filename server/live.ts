@@ -37,6 +37,11 @@ export function takeLive(): LiveObjectRef[] {
   return out;
 }
 
+/** Every noted object, left noted (the admin API's blockip asks each to close a blocked address's sockets). */
+export function liveObjects(): LiveObjectRef[] {
+  return [...live].map(([id, binding]) => ({ id, binding }));
+}
+
 export function liveCount(): number {
   return live.size;
 }

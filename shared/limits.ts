@@ -18,6 +18,13 @@ export const COMMON_LIMITS = {
   max_unauthenticated_sockets_per_client_per_object: 4,
   /** Sockets one client (address) keeps open unauthenticated across the relay (counted per isolate: the whole relay under `npm start`); one more is HTTP 429 with Retry-After. Not applied in shared mode. */
   max_unauthenticated_sockets_per_client: 32,
+  /**
+   * Sockets kept open unauthenticated across the relay, every client together (counted per
+   * isolate: the whole relay under `npm start`); one more upgrade is HTTP 503 with Retry-After.
+   * The bound that holds in shared mode too, where the per-client ones do not: a flood of parked
+   * sockets cannot take the relay's file descriptors from /healthz and registered devices.
+   */
+  max_unauthenticated_sockets: 1_024,
   /** Largest frame (text or binary, bytes) read from a socket before it authenticates: a register or join fits; larger closes with 1009. */
   max_unauthenticated_frame_bytes: 8_192,
   /** Token bucket per socket before it authenticates: burst (a register or join, and a few more). */
@@ -54,10 +61,16 @@ export const TALLY_LIMITS = {
   max_envelope_bytes: 131_072,
   /** Envelope id length, in characters. */
   max_envelope_id_chars: 128,
-  /** Stored envelopes per recipient; when full a stranger's envelope is refused and a contact's evicts strangers' oldest (shared/tally/queue-bounds.ts). */
+  /** Stored envelopes per recipient; when full an envelope evicts strangers' oldest, or is refused when theirs would not make room (shared/tally/queue-bounds.ts). */
   queue_max_envelopes: 1_000,
-  /** Stored bytes per recipient; when full a stranger's envelope is refused and a contact's evicts strangers' oldest (shared/tally/queue-bounds.ts). */
+  /** Stored bytes per recipient; when full an envelope evicts strangers' oldest, or is refused when theirs would not make room (shared/tally/queue-bounds.ts). */
   queue_max_bytes: 16 * 1024 * 1024,
+  /**
+   * The share of a recipient's queue (of queue_max_envelopes and of queue_max_bytes) strangers'
+   * envelopes hold together: a stranger's envelope past it evicts strangers' oldest (never a
+   * contact's), so fresh keys cannot keep a new correspondent out for good, and contacts keep the rest.
+   */
+  queue_strangers_share: 0.5,
   /** Stored envelopes per recipient from one sender; that sender's oldest is evicted when full. */
   queue_max_per_sender: 200,
   /** Stored bytes per recipient from one sender; that sender's oldest are evicted when over (a quarter of the queue). */
@@ -369,6 +382,18 @@ export const STORAGE_LIMITS = {
    * (an empty item, a receiver, a link, a contact, a binding) still count.
    */
   row_overhead_bytes: 128,
+  /**
+   * What an object's database takes on disk with its tables made and nothing in them, per stored
+   * kind (measured under `npm start`'s workerd: the `.sqlite` file once the object's instance is
+   * gone, one 4 KiB page per table and index plus the header page; docs/hostile.md, "The cost of a
+   * database"). An object that holds any row is charged this once, beside its rows, so a thousand
+   * tiny names cost what they take. A Tally user: 16 pages.
+   */
+  database_bytes_tally: 65_536,
+  /** The same for a mailbox topic's database: 17 pages. */
+  database_bytes_mailbox: 69_632,
+  /** The same for a hosted account's database: 26 pages. */
+  database_bytes_host: 106_496,
   /** Smallest lease an object asks the ledger for beyond what it needs now. */
   lease_min_bytes: 65_536,
   /** Largest lease an object asks for beyond what it needs now (a lease grows with what the object holds, up to this). */
@@ -427,6 +452,8 @@ export const ADMIN_LIMITS = {
   max_rpc_body_bytes: 16_384,
   /** Largest gap between a NIP-98 event's created_at and the relay's clock, seconds. */
   nip98_max_skew_seconds: 60,
+  /** NIP-98 event ids the admin API remembers as used (each is accepted once within the skew window; per isolate). */
+  nip98_events_remembered: 1_024,
   /** How long the Worker keeps the ban and block lists in memory before asking the policy object again, ms: a ban reaches every isolate within this. */
   policy_cache_ms: 5_000,
   /** Entries of each ban, allow or block list. */

@@ -146,6 +146,27 @@ export class ClientShares<K extends string> {
     return shareWaitMs(s, capacity, this.periodMs, cost);
   }
 
+  /**
+   * Takes `cost` bytes of `kind` from `client`'s share at once when they fit (answers 0), else
+   * answers the ms to wait and takes nothing. A reservation: requests running together each see
+   * what the others took, so none passes the share; settle with refund() for what was not stored.
+   */
+  reserve(kind: K, client: string, capacity: number, cost: number, now = Date.now()): number {
+    const key = `${kind}:${client}`;
+    const s = shareAt(this.shares.get(key), capacity, this.periodMs, now);
+    const wait = shareWaitMs(s, capacity, this.periodMs, cost);
+    if (wait === 0) this.shares.set(key, shareCharge(s, cost));
+    return wait;
+  }
+
+  /** Gives back `bytes` of a reservation of `client` that were not stored (never past the share's capacity). */
+  refund(kind: K, client: string, capacity: number, bytes: number, now = Date.now()): void {
+    if (!(bytes > 0)) return;
+    const key = `${kind}:${client}`;
+    const s = shareAt(this.shares.get(key), capacity, this.periodMs, now);
+    this.shares.set(key, { tokens: Math.min(capacity, s.tokens + bytes), at: s.at });
+  }
+
   /** `client` stored `cost` bytes of `kind`. */
   charge(kind: K, client: string, capacity: number, cost: number, now = Date.now()): void {
     const key = `${kind}:${client}`;

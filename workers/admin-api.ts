@@ -15,6 +15,7 @@ import { log } from "../shared/log";
 import { isTopic } from "../shared/mailbox/topic";
 import { isP256DidKey } from "../shared/minca/did-key";
 import { checkNip98 } from "../shared/nostr/nip98";
+import { RecentMap } from "../shared/recent-map";
 import { isNpub, npubDecode } from "../shared/tally/keys";
 import { tokenMatches } from "../shared/stats";
 import { readBounded } from "./body";
@@ -22,6 +23,8 @@ import { normalizeAddress } from "./client-address";
 import { ADMIN_RPC_TYPE, authFailed, httpError, isAdminRpc, type C, type RelayHono } from "./http";
 import { operatorThrottle, throttled } from "./operator";
 import { forgetPolicy } from "./policy";
+import { liveObjects } from "../server/live";
+import type { SocketBinding } from "./sockets";
 
 const requestSchema = z.object({ method: z.string().max(64), params: z.array(z.unknown()).max(8).default([]) });
 
@@ -94,7 +97,24 @@ const topic = (v: unknown) => (typeof v === "string" && isTopic(v) ? v : null);
  */
 async function banUser(c: C, hex: string): Promise<void> {
   const purged = await c.env.TALLY_USER.get(c.env.TALLY_USER.idFromName(hex)).ban();
-  log.info("admin: banned key purged", { envelopes: purged });
+  log.info("admin: banned key purged", { envelopes: purged.received, sent_envelopes: purged.sent });
+}
+
+/**
+ * A blocked address's open sockets are closed (1008): every object holding sockets is asked
+ * (self-hosted, where the Worker notes them: server/live.ts). On Cloudflare the objects are not
+ * noted; the block holds for every new request and upgrade from the address at once.
+ */
+async function closeBlocked(c: C, address: string): Promise<void> {
+  const refs = liveObjects();
+  const closed = await Promise.allSettled(
+    refs.map(({ id, binding }) => {
+      const ns = c.env[binding as SocketBinding];
+      return ns.get(ns.idFromString(id)).closeClient(address);
+    }),
+  );
+  const sockets = closed.reduce((n, r) => n + (r.status === "fulfilled" ? r.value : 0), 0);
+  log.info("admin: a blocked address's sockets closed", { sockets });
 }
 
 /** The key's object forgets the ban (TallyUser.unban). */
@@ -116,7 +136,7 @@ export const METHODS: Record<string, Method> = {
   allowpubkey: adder("allowed_pubkeys", PUBKEY, pubkeyParam),
   unallowpubkey: remover("allowed_pubkeys", PUBKEY, pubkeyParam),
   listallowedpubkeys: lister("allowed_pubkeys", "pubkey"),
-  blockip: adder("blocked_ips", ADDRESS, address),
+  blockip: adder("blocked_ips", ADDRESS, address, closeBlocked),
   unblockip: remover("blocked_ips", ADDRESS, address),
   listblockedips: lister("blocked_ips", "ip"),
   "edge.blocktopic": adder("blocked_topics", TOPIC, topic),
@@ -134,12 +154,25 @@ export const METHODS: Record<string, Method> = {
   "edge.liststorageholders": async (c, [limit]) => ({ result: await relayLedger(c.env).largest(typeof limit === "number" ? limit : 10) }),
 };
 
-/** Who calls: "token", or the admin key (hex); else the 401. */
+/**
+ * NIP-98 events accepted (their signature to created_at), so each is accepted once: an event outside the skew
+ * window is refused anyway, and admin.nip98_events_remembered covers the window at any rate an
+ * operator calls (an event is remembered only once it passed every check, the admin key's included).
+ */
+const usedEvents = new RecentMap<string, number>(ADMIN_LIMITS.nip98_events_remembered);
+
+/**
+ * Who calls: "token", or the admin key (hex); else the 401. A valid credential is let in before the
+ * throttle, which holds back only wrong ones (so wrong tries from anyone, in shared mode everyone
+ * is one client, never lock the operator out); a wrong one past the throttle is 429.
+ */
 function authorize(c: C, body: Uint8Array): { ok: true; by: string } | { ok: false; answer: Response } {
   const s = c.var.settings;
   const header = c.req.header("authorization");
   const challenge = 'Nostr, Bearer realm="relay admin"';
   const fail = (reason: string, counted: boolean) => {
+    const slow = throttled(c);
+    if (slow) return { ok: false as const, answer: slow };
     if (counted) operatorThrottle.fail(c.var.client);
     return {
       ok: false as const,
@@ -156,23 +189,29 @@ function authorize(c: C, body: Uint8Array): { ok: true; by: string } | { ok: fal
     if (s.adminToken && tokenMatches(header, s.adminToken)) return { ok: true, by: "token" };
     return fail(s.adminToken ? "wrong token" : "no ADMIN_TOKEN is set", true);
   }
+  // The u tag must name this relay as PUBLIC_URL says: without it, NIP-98 is not accepted (the
+  // Host header is the client's to choose).
+  if (s.publicUrls.length === 0) return fail("NIP-98 needs PUBLIC_URL set (the URL the event must name); use the token", true);
   const checked = checkNip98(header, {
     url: c.req.url,
     method: "POST",
     body,
-    otherHosts: s.publicUrls.map((u) => u.host),
+    hosts: s.publicUrls.map((u) => u.host),
     nowSeconds: Math.floor(Date.now() / 1000),
     maxSkewSeconds: ADMIN_LIMITS.nip98_max_skew_seconds,
   });
   if (!checked.ok) return fail(checked.reason, true);
   if (!s.adminPubkeys.includes(checked.pubkey)) return fail("the key is not in ADMIN_PUBKEYS", true);
+  // Each event once: a captured header cannot be sent again within the window.
+  // Keyed by the signature, not the id: the same call made twice within a second is the same id,
+  // signed afresh (BIP-340 signing draws fresh randomness); a captured header is the same signature.
+  if (usedEvents.get(checked.sig) !== undefined) return fail("this signed event was used already", true);
+  usedEvents.set(checked.sig, checked.createdAt);
   return { ok: true, by: checked.pubkey };
 }
 
 async function rpc(c: C): Promise<Response> {
   if (!isAdminRpc(c.req.raw)) return httpError(c, 415, "bad_request", `the admin API takes Content-Type: ${ADMIN_RPC_TYPE}`);
-  const slow = throttled(c);
-  if (slow) return slow;
   const body = await readBounded(c.req.raw, ADMIN_LIMITS.max_rpc_body_bytes);
   if (body === null) return httpError(c, 413, "too_large", `an admin request is at most ${ADMIN_LIMITS.max_rpc_body_bytes} bytes`);
   const who = authorize(c, body);

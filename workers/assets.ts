@@ -23,7 +23,11 @@ export async function serveAsset(c: C): Promise<Response | null> {
   const method = c.req.method;
   if (!assets || (method !== "GET" && method !== "HEAD")) return null;
   const url = new URL(c.req.url);
-  if (url.pathname.split("/").some((seg) => seg === "..")) return null;
+  // Only a plain path names a file: no `..`, no empty segment (`//x` would be read as another
+  // host by the URL built below, and `//` alone made the disk service list the folder), no
+  // encoded slash or backslash.
+  const segments = url.pathname.slice(1).split("/");
+  if (segments.some((seg, i) => seg === ".." || (seg === "" && i < segments.length - 1)) || /%(2f|5c)/i.test(url.pathname)) return null;
   if (!url.pathname.endsWith("/") && !/\.[a-z0-9]+$/i.test(url.pathname)) {
     // A folder named without its trailing slash (/connect): send the client to it, as the
     // platform does. Asked first, since the disk service answers a folder itself with a listing.

@@ -23,8 +23,13 @@ export interface ClientAddressSettings {
   TRUSTED_PROXY_HEADER?: string;
 }
 
-/** The client's address (IPv6 by /64) as far as it can be trusted, else SHARED_CLIENT. */
-export function clientAddress(headers: Headers, env: ClientAddressSettings): string {
+/**
+ * The client's address (IPv6 by /64) as far as it can be trusted, else SHARED_CLIENT (no header
+ * named, or the named header absent); null when the trusted header holds something that is not an
+ * address (the request is answered 400: counting it as the shared client would skip every
+ * per-client bound).
+ */
+export function clientAddress(headers: Headers, env: ClientAddressSettings): string | null {
   const selfHosted = env.RELAY_RUNTIME === "workerd";
   const name = selfHosted ? env.TRUSTED_PROXY_HEADER?.trim().toLowerCase() : "cf-connecting-ip";
   if (!name) return SHARED_CLIENT;
@@ -32,7 +37,7 @@ export function clientAddress(headers: Headers, env: ClientAddressSettings): str
   if (value === null) return SHARED_CLIENT;
   // x-forwarded-for and the like: the last entry is the one the trusted proxy appended.
   const last = value.split(",").pop()!.trim();
-  return normalizeAddress(last) ?? SHARED_CLIENT;
+  return normalizeAddress(last);
 }
 
 /** An IP address as a bucket key: IPv4 as is, IPv6 by its first 64 bits; null when it is not an address. */

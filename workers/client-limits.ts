@@ -8,9 +8,10 @@
 // None applies in shared mode (clientLimited()).
 import type { MiddlewareHandler } from "hono";
 import { COMMON_LIMITS, STORAGE_LIMITS } from "../shared/limits";
-import { ClientBuckets, ClientShares } from "../shared/rate-limit";
+import { ClientShares } from "../shared/rate-limit";
+import { newNameWaitMs } from "../server/name-requests";
 import { shareCapacity } from "../shared/storage";
-import { clientLimited, isAdminRpc, type C, type RelayHono } from "./http";
+import { clientLimited, isAdminRoute, type C, type RelayHono } from "./http";
 import { SHARED_CLIENT } from "./client-address";
 
 type SharedKind = "mailbox" | "host";
@@ -19,34 +20,35 @@ const shares = new ClientShares<SharedKind>(STORAGE_LIMITS.share_period_seconds 
 
 const capacity = (c: C, kind: SharedKind) => shareCapacity(c.var.settings.storage[kind], STORAGE_LIMITS.client_share);
 
-/** 429 when storing `cost` bytes of `kind` would take the client past its share of that total; null when it may. */
-export function overShare(c: C, kind: SharedKind, cost: number): Response | null {
+/**
+ * Reserves `cost` bytes of `kind` from the client's share of that total before the store: 429
+ * when they would take it past its share (nothing reserved), null when reserved. Reserved at the
+ * check, so concurrent requests of one client never pass its share together; settleShare() gives
+ * back what was not stored.
+ */
+export function reserveShare(c: C, kind: SharedKind, cost: number): Response | null {
   return clientLimited(
     c,
-    (client) => shares.wait(kind, client, capacity(c, kind), cost),
+    (client) => shares.reserve(kind, client, capacity(c, kind), cost),
     `this client stored its share of the relay's ${kind} total (storage.client_share of it within storage.share_period_seconds); retry later`,
   );
 }
 
-/** The client stored `cost` bytes of `kind` (charged only for what was stored). */
-export function chargeShare(c: C, kind: SharedKind, cost: number): void {
-  if (cost > 0 && c.var.client !== SHARED_CLIENT) shares.charge(kind, c.var.client, capacity(c, kind), cost);
+/** The store answered: of the `reserved` bytes, `charged` were stored; the rest goes back to the client's share. */
+export function settleShare(c: C, kind: SharedKind, reserved: number, charged: number): void {
+  if (c.var.client !== SHARED_CLIENT) shares.refund(kind, c.var.client, capacity(c, kind), reserved - Math.min(reserved, charged));
 }
-
-const objectRequests = new ClientBuckets<"object">({
-  object: { burst: COMMON_LIMITS.client_object_requests_burst, perSecond: COMMON_LIMITS.client_object_requests_per_second },
-});
 
 /**
  * Every request addressed to a named object takes a token of its client's bucket across all names
  * (common.client_object_requests_*): a client asking for a few hundred made-up names a second is
- * answered 429 before any object starts. CORS preflights and admin API calls do not count.
+ * answered 429 before any object starts. CORS preflights and the admin API's routes do not count.
  */
 export const objectRequestLimit: MiddlewareHandler<RelayHono> = async (c, next) => {
-  if (c.req.method !== "OPTIONS" && !isAdminRpc(c.req.raw)) {
+  if (c.req.method !== "OPTIONS" && !isAdminRoute(c.req.raw)) {
     const slow = clientLimited(
       c,
-      (client) => (objectRequests.take("object", client) ?? 0) * 1000,
+      (client) => newNameWaitMs(client),
       `too many requests to named objects from this client (about ${COMMON_LIMITS.client_object_requests_per_second} a second); retry later`,
     );
     if (slow) return slow;

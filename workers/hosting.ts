@@ -14,7 +14,7 @@ import { isMincaId } from "../shared/minca/id";
 import { TIME_HEADER } from "../shared/minca/read-proof";
 import { ClientBuckets } from "../shared/rate-limit";
 import { rowBytes } from "../shared/storage";
-import { chargeShare, overShare } from "./client-limits";
+import { reserveShare, settleShare } from "./client-limits";
 import { currentPolicy } from "./policy";
 import { answer, clientLimited, httpError, methodNotAllowed, NO_STORE, readBody, type C, type RelayHono } from "./http";
 
@@ -127,14 +127,15 @@ hostingRoutes.post("/spaces/:id/versions", async (c) => {
   });
   if (!versions.ok) return versions.answer;
   if (await accountBanned(c, claimedRoots(versions.value))) return banned(c);
-  // The client's share of the host's total (storage.client_share): checked for the whole request,
-  // charged for the versions the space accepted.
-  const over = overShare(c, "host", versionsCost(versions.value));
+  // The client's share of the host's total (storage.client_share): reserved for the whole request,
+  // charged for the versions the space accepted (the rest given back).
+  const reserved = versionsCost(versions.value);
+  const over = reserveShare(c, "host", reserved);
   if (over) return over;
   // The host a sys.receiver's endpoint must not name (the push endpoint rule), besides PUBLIC_URL's.
   const requestHost = new URL(c.req.url).host;
   const appended = await space(c, id).append(versions.value, { requestHost, client: c.var.client });
-  if (appended.ok) chargeShare(c, "host", versionsCost(versions.value.filter((_, i) => appended.value.results[i]?.accepted)));
+  settleShare(c, "host", reserved, appended.ok ? versionsCost(versions.value.filter((_, i) => appended.value.results[i]?.accepted)) : 0);
   return answer(c, appended);
 });
 

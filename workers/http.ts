@@ -122,6 +122,18 @@ export function isAdminRpc(req: Request): boolean {
   return req.method === "POST" && (req.headers.get("content-type") ?? "").split(";")[0].trim().toLowerCase() === ADMIN_RPC_TYPE;
 }
 
+/**
+ * Whether the request is for the admin API's routes: a POST to `/` or to a Tally endpoint
+ * (`/tally/v1/<npub>`), whatever its Content-Type (another type is answered 415 there and reaches
+ * no object). Decided by the route, never by a header the client sends: a POST to any other route
+ * carrying the admin API's type is an ordinary request, blocked and counted as one.
+ */
+export function isAdminRoute(req: Request): boolean {
+  if (req.method !== "POST") return false;
+  const path = new URL(req.url).pathname;
+  return path === "/" || /^\/tally\/v1\/[^/]+$/.test(path);
+}
+
 export function isUpgrade(req: Request): boolean {
   return req.headers.get("upgrade")?.toLowerCase() === "websocket";
 }

@@ -13,8 +13,9 @@ import { readBounded } from "./body";
 import { SHARED_CLIENT } from "./client-address";
 import { admitClientOrigin } from "../durable-objects/push/push-gate";
 import { topicBlock } from "./policy";
-import { chargeShare, overShare } from "./client-limits";
+import { reserveShare, settleShare } from "./client-limits";
 import { rowBytes } from "../shared/storage";
+import { STORAGE_LIMITS } from "../shared/limits";
 
 export const MAILBOX_PATH = "/minca/v1/mailbox";
 
@@ -45,12 +46,15 @@ mailboxRoutes.post("/", async (c) => {
   if ("error" in until) return httpError(c, 400, "invalid_until", until.error);
   const body = await readBounded(c.req.raw, MAILBOX_LIMITS.max_body_bytes);
   if (body === null) return httpError(c, 413, "too_large", `a mailbox item is at most ${MAILBOX_LIMITS.max_body_bytes} bytes`);
-  // The client's share of the mailbox total (storage.client_share), charged for the row stored.
-  const cost = rowBytes(body.length);
-  const over = overShare(c, "mailbox", cost);
+  // The client's share of the mailbox total (storage.client_share), charged for the row stored and,
+  // for a topic's first item, its database (storage.database_bytes_mailbox): reserved for both,
+  // what was not stored given back.
+  const row = rowBytes(body.length);
+  const reserved = row + STORAGE_LIMITS.database_bytes_mailbox;
+  const over = reserveShare(c, "mailbox", reserved);
   if (over) return over;
   const posted = await mailbox(c).post(body, until.until, c.var.client);
-  if (posted.ok) chargeShare(c, "mailbox", cost);
+  settleShare(c, "mailbox", reserved, posted.ok ? row + (posted.value.seq === 1 ? STORAGE_LIMITS.database_bytes_mailbox : 0) : 0);
   return answer(c, posted, (v) => c.json(v, 201));
 });
 
@@ -88,7 +92,7 @@ mailboxRoutes.post("/receivers", async (c) => {
   if (!rule.ok) return httpError(c, 400, "invalid_endpoint", rule.reason);
   // The client's share of the mailbox total, charged for the receiver's row as the topic charges it.
   const cost = rowBytes(subscriptionBytes(sub.value));
-  const over = overShare(c, "mailbox", cost);
+  const over = reserveShare(c, "mailbox", cost);
   if (over) return over;
   // How many push origins one client may name (not for the shared client: that is everyone).
   const origins = c.var.client === SHARED_CLIENT ? { ok: true as const } : await admitClientOrigin(c.env, c.var.client, sub.value.endpoint);
@@ -98,9 +102,12 @@ mailboxRoutes.post("/receivers", async (c) => {
     () => (origins.ok ? 0 : origins.retryAfterSeconds * 1000),
     `a client registers receivers at ${max} push origins at most within ${window} s`,
   );
-  if (tooMany) return tooMany;
+  if (tooMany) {
+    settleShare(c, "mailbox", cost, 0);
+    return tooMany;
+  }
   const added = await mailbox(c).addReceiver(sub.value, c.var.client);
-  if (added.ok) chargeShare(c, "mailbox", cost);
+  settleShare(c, "mailbox", cost, added.ok ? cost : 0);
   return answer(c, added, (v) => c.json(v, 201));
 });
 

@@ -6,7 +6,7 @@ import { EMPTY_POLICY, policyOf, type Policy } from "../server/policy";
 import { relayPolicy } from "../server/relay-objects";
 import { ADMIN_LIMITS } from "../shared/limits";
 import { log } from "../shared/log";
-import { httpError, isAdminRpc, type RelayHono } from "./http";
+import { httpError, isAdminRoute, type RelayHono } from "./http";
 
 let cached: { policy: Policy; at: number } | undefined;
 
@@ -28,9 +28,9 @@ export function forgetPolicy(): void {
   cached = undefined;
 }
 
-/** A blocked client address gets 403 on every route, but the admin API (so the operator can unblock). */
+/** A blocked client address gets 403 on every route, but the admin API's (so the operator can unblock), decided by route. */
 export const addressBlock: MiddlewareHandler<RelayHono> = async (c, next) => {
-  if (!isAdminRpc(c.req.raw)) {
+  if (!isAdminRoute(c.req.raw)) {
     const policy = await currentPolicy(c.env);
     if (policy.blockedIps.has(c.var.client)) return httpError(c, 403, "blocked", "this address is blocked by the relay's operator");
   }

@@ -63,8 +63,13 @@ export const requestScope: MiddlewareHandler<RelayHono> = async (c, next) => {
     } else {
       c.set("settings", read.settings);
       setLogLevel(read.settings.logLevel);
-      c.set("client", clientAddress(c.req.raw.headers, c.env));
-      await next();
+      const client = clientAddress(c.req.raw.headers, c.env);
+      if (client === null) {
+        c.res = c.json(httpErrorBody("bad_request", "the trusted client address header does not hold an address"), 400);
+      } else {
+        c.set("client", client);
+        await next();
+      }
       // A body no route read (a GET with a body) is drained before the answer goes, so it arrives whole.
       await drainBody(c.req.raw);
     }

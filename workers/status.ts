@@ -30,9 +30,13 @@ function openWithoutToken(c: C): boolean {
 /** Null when the request may see the page; else the answer (401, the login form, or 429). */
 function refused(c: C): Response | null {
   if (openWithoutToken(c)) return null;
+  const token = c.var.settings.adminToken;
+  // A valid token or session is checked before the throttle: wrong tries from anyone (in shared
+  // mode, everyone is one client) never lock the operator out.
+  const cred = token ? pageCredential(c, token) : "none";
+  if (cred === "bearer" || cred === "cookie") return null;
   const slow = throttled(c);
   if (slow) return slow;
-  const token = c.var.settings.adminToken;
   if (!token) {
     // Closed: no token opens them. A credential sent anyway is a wrong one, throttled like any.
     if (c.req.header("authorization") !== undefined) operatorThrottle.fail(c.var.client);
@@ -43,8 +47,6 @@ function refused(c: C): Response | null {
       "no ADMIN_TOKEN is set",
     );
   }
-  const cred = pageCredential(c, token);
-  if (cred === "bearer" || cred === "cookie") return null;
   if (cred === "wrong") operatorThrottle.fail(c.var.client);
   if (wantsHtml(c) && cred !== "wrong") {
     c.header("WWW-Authenticate", 'Bearer realm="relay status"');
@@ -102,11 +104,13 @@ statusRoutes.post(STATUS_LOGOUT_PATH, (c) => {
 statusRoutes.post(STATUS_LOGIN_PATH, async (c) => {
   const token = c.var.settings.adminToken;
   if (!token) return c.redirect("/status", 303);
-  const slow = throttled(c);
-  if (slow) return slow;
   const form = await c.req.parseBody().catch(() => ({}) as Record<string, unknown>);
   const typed = typeof form.token === "string" ? form.token : "";
-  if (!tokenMatches(`Bearer ${typed}`, token)) {
+  // The right token is let in before the throttle (which only ever holds back wrong ones).
+  const right = tokenMatches(`Bearer ${typed}`, token);
+  const slow = right ? null : throttled(c);
+  if (slow) return slow;
+  if (!right) {
     operatorThrottle.fail(c.var.client);
     authFailed(c, 'Bearer realm="relay status"', "wrong token", typed ? "wrong token" : "no token");
     return c.html(loginPage(c.var.settings.relayName, "/status", "That is not this relay's admin token."), 401);

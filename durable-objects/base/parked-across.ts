@@ -21,10 +21,13 @@ interface Report {
 
 const reports = new Map<string, Report>();
 const totals = new Map<string, number>();
+/** Every client's parked sockets together. */
+let all = 0;
 let nextSweep = 0;
 
 function add(counts: ReadonlyMap<string, number>, sign: 1 | -1): void {
   for (const [client, n] of counts) {
+    all += sign * n;
     const t = (totals.get(client) ?? 0) + sign * n;
     if (t > 0) totals.set(client, t);
     else totals.delete(client);
@@ -45,6 +48,17 @@ export function reportParked(objectId: string, counts: ReadonlyMap<string, numbe
 
 /** Parked sockets `client` holds across the objects of this isolate. */
 export function parkedAcross(client: string, now: number = Date.now()): number {
+  sweep(now);
+  return totals.get(client) ?? 0;
+}
+
+/** Parked sockets every client together holds across the objects of this isolate (common.max_unauthenticated_sockets). */
+export function parkedAll(now: number = Date.now()): number {
+  sweep(now);
+  return Math.max(0, all);
+}
+
+function sweep(now: number): void {
   if (now >= nextSweep) {
     nextSweep = now + 1_000;
     for (const [id, r] of reports) {
@@ -53,5 +67,4 @@ export function parkedAcross(client: string, now: number = Date.now()): number {
       reports.delete(id);
     }
   }
-  return totals.get(client) ?? 0;
 }

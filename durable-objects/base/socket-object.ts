@@ -20,6 +20,7 @@
 import type * as z from "zod";
 import { rateLimitedError, socketError, type ErrorCode } from "../../shared/errors";
 import { CLOSE_CODES, COMMON_LIMITS } from "../../shared/limits";
+import { parkedAll } from "./parked-across";
 import type { Migration } from "../../migrations/index";
 import { httpErrorBody } from "../../shared/errors";
 import { utf8ByteLength } from "../../shared/encoding";
@@ -157,6 +158,14 @@ export abstract class SocketObject<Env, A extends BaseAttachment> extends Stored
     const wait = this.socketRates.connect(att.client, this.rateClock());
     if (wait !== null) return this.tooMany(`too many new connections from this client; retry in ${wait} s`, wait);
     if (!att.authed) {
+      // The relay-wide bound, which holds in shared mode too (common.max_unauthenticated_sockets).
+      if (parkedAll() >= COMMON_LIMITS.max_unauthenticated_sockets) {
+        this.stats.count("errors");
+        return Response.json(httpErrorBody("unavailable", "too many unauthenticated connections to the relay; retry shortly"), {
+          status: 503,
+          headers: { "retry-after": "5" },
+        });
+      }
       const parkedWait = this.parked.admit(att.client);
       if (parkedWait !== null)
         return this.tooMany(`too many unauthenticated connections from this client; retry in ${parkedWait} s`, parkedWait);
@@ -248,6 +257,17 @@ export abstract class SocketObject<Env, A extends BaseAttachment> extends Stored
     return n;
   }
 
+  /** RPC, the admin API's blockip: closes every open socket of `client` (1008); how many. */
+  async closeClient(client: string): Promise<number> {
+    let n = 0;
+    for (const ws of this.ctx.getWebSockets()) {
+      if (ws.readyState !== WebSocket.OPEN || this.attachment(ws)?.client !== client) continue;
+      this.close(ws, CLOSE_CODES.policy, "address blocked by the relay's operator");
+      n++;
+    }
+    return n;
+  }
+
   // ---- runtime entry points ------------------------------------------------------------------
 
   async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
@@ -255,19 +275,25 @@ export abstract class SocketObject<Env, A extends BaseAttachment> extends Stored
     if (!att) return;
     this.traffic.of(ws).in++;
     this.stats.count("messages");
-    if (!this.admitMessage(ws, att)) return;
+    // The frame bounds hold at once, before the rate limit: a frame dropped as rate limited was
+    // never measured, so an oversized one on a socket past its bucket used to be answered
+    // rate_limited and left open instead of closed with 1009.
     if (!att.authed && frameBytes(message, COMMON_LIMITS.max_unauthenticated_frame_bytes) > COMMON_LIMITS.max_unauthenticated_frame_bytes) {
       return this.close(ws, CLOSE_CODES.too_large, "frame too large before authentication");
     }
+    const maxBinary = this.options.maxBinaryBytes ?? 0;
+    if (
+      typeof message !== "string"
+        ? maxBinary > 0 && message.byteLength > maxBinary
+        : utf8Length(message, this.options.maxFrameBytes) > this.options.maxFrameBytes
+    ) {
+      return this.close(ws, CLOSE_CODES.too_large, "frame too large");
+    }
+    if (!this.admitMessage(ws, att)) return;
     if (typeof message !== "string") {
-      const max = this.options.maxBinaryBytes ?? 0;
-      if (max === 0) return this.sendError(ws, "invalid_message", "binary frames are not accepted on this endpoint");
-      if (message.byteLength > max) return this.close(ws, CLOSE_CODES.too_large, "frame too large");
+      if (maxBinary === 0) return this.sendError(ws, "invalid_message", "binary frames are not accepted on this endpoint");
       if (!att.authed) return this.beforeAuth(ws);
       return this.onBinary(ws, message, att);
-    }
-    if (utf8Length(message, this.options.maxFrameBytes) > this.options.maxFrameBytes) {
-      return this.close(ws, CLOSE_CODES.too_large, "frame too large");
     }
     if (jsonNestsDeeper(message, COMMON_LIMITS.max_json_depth)) {
       return this.sendError(ws, "invalid_message", `frame nests deeper than ${COMMON_LIMITS.max_json_depth} levels`);

@@ -22,7 +22,7 @@
 import { asEntered } from "./object-usage";
 import { rateLimitedError, socketError } from "../../shared/errors";
 import { CLOSE_CODES, COMMON_LIMITS } from "../../shared/limits";
-import { isTrustedClient } from "./client-header";
+import { isTrustedClient, SHARED_CLIENT } from "./client-header";
 import { parkedAcross, reportParked } from "./parked-across";
 
 export interface ParkedSocket {
@@ -170,8 +170,9 @@ export class UnauthenticatedSockets {
     const counts = new Map<string, number>();
     let until = 0;
     for (const p of this.parked()) {
-      if (!isTrustedClient(p.client)) continue;
-      counts.set(p.client, (counts.get(p.client) ?? 0) + 1);
+      // every client, the shared one too: the relay-wide bound (common.max_unauthenticated_sockets) counts them all
+      const client = isTrustedClient(p.client) ? p.client : SHARED_CLIENT;
+      counts.set(client, (counts.get(client) ?? 0) + 1);
       until = Math.max(until, p.openedAt + this.timeoutMs + LINGER_MS);
     }
     reportParked(this.host.objectId(), counts, until);

@@ -12,16 +12,24 @@
 // The slack of a lease (leased beyond what the object holds) is lent: when a claim elsewhere finds
 // the total taken by leases but not by what is held, the ledger calls the holder's
 // `leaseReclaim()` (`reclaim()` here), which keeps only what the object holds, at once.
+// What an object holds is its rows plus, while it holds any, the fixed cost of its database
+// (storage.database_bytes_<kind>: the bytes an object with its tables takes on disk), so the
+// first row of a name charges its database too.
 import type { LazySchema } from "../base/schema";
 import { Debounced } from "../base/debounced";
 import { relayLedger, type RelayLedger } from "./relay-ledger";
-import { STATS_LIMITS } from "../../shared/limits";
+import { STATS_LIMITS, STORAGE_LIMITS } from "../../shared/limits";
 import { leaseBlock, leaseKeep, leaseRequest, type StorageKind } from "../../shared/storage";
 import { log } from "../../shared/log";
 
 /** The `meta` key the lease is kept under (a holder that empties its meta keeps this one). */
 export const LEASE_META_KEY = "lease_bytes";
 const META_KEY = LEASE_META_KEY;
+
+/** What an object of `kind` holding rows of `rows` bytes holds against its total: those and, with any row, its database. */
+export function heldWithDatabase(kind: StorageKind, rows: number): number {
+  return rows > 0 ? rows + STORAGE_LIMITS[`database_bytes_${kind}`] : 0;
+}
 
 export class StorageLease {
   private granted: number | undefined;
@@ -36,8 +44,8 @@ export class StorageLease {
     private readonly env: { RELAY_LEDGER: DurableObjectNamespace<RelayLedger> },
     private readonly kind: StorageKind,
     private readonly schema: LazySchema,
-    /** The bytes of this kind the object holds now. */
-    private readonly used: () => number,
+    /** The bytes of this kind the object's rows hold now (its database's fixed cost is added here). */
+    private readonly rows: () => number,
   ) {
     this.giveBack = new Debounced(ctx, STATS_LIMITS.flush_interval_ms, () => this.settle());
   }
@@ -51,15 +59,18 @@ export class StorageLease {
    * `write` runs again; still past it, or the ledger has no room: `{ stored: false }`.
    */
   async store<T>(bytes: number, write: () => { value: T; held?: number }): Promise<{ stored: true; value: T } | { stored: false }> {
-    if (!this.schema.exists && !this.covers(bytes) && !(await this.extend(bytes))) return { stored: false };
+    const first = this.held(bytes);
+    if (!this.schema.exists && !this.covers(first) && !(await this.extend(first))) return { stored: false };
     for (let attempt = 0; ; attempt++) {
       this.schema.ensure();
       let out: { value: T; held?: number };
       try {
         out = this.ctx.storage.transactionSync(() => {
           const r = write();
-          if (r.held !== undefined && !this.covers(r.held)) throw new OverLease(r.held); // rolled back: nothing kept
-          return r;
+          if (r.held === undefined) return r;
+          const held = this.held(r.held);
+          if (!this.covers(held)) throw new OverLease(held); // rolled back: nothing kept
+          return { value: r.value, held };
         });
       } catch (err) {
         if (!(err instanceof OverLease)) throw err;
@@ -140,7 +151,7 @@ export class StorageLease {
   settle(): Promise<void> {
     return this.serial(async () => {
       if (this.bytes === 0) return;
-      const held = this.schema.exists ? this.used() : 0;
+      const held = this.schema.exists ? this.held(this.rows()) : 0;
       const keep = leaseKeep(held, this.bytes);
       if (keep >= this.bytes) return;
       this.keep(keep);
@@ -155,7 +166,7 @@ export class StorageLease {
    */
   reclaim(): number | null {
     if (this.claiming > 0) return null;
-    const held = this.schema.exists ? this.used() : 0;
+    const held = this.schema.exists ? this.held(this.rows()) : 0;
     if (held < this.bytes) this.keep(held);
     return this.bytes;
   }
@@ -172,6 +183,11 @@ export class StorageLease {
   /** The object deleted its storage (deleteAll): it holds no lease. */
   forget(): void {
     this.granted = 0;
+  }
+
+  /** What holding rows of `rows` bytes holds against the total: with any row, the database's fixed cost too. */
+  private held(rows: number): number {
+    return heldWithDatabase(this.kind, rows);
   }
 
   private async tell(keep: number, held: number): Promise<void> {

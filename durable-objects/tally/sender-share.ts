@@ -7,19 +7,32 @@
 // memory, so envelopes in flight together cannot pass the share. The share is written at most once
 // per stats.flush_interval_ms (the object stays up for it), not once per envelope stored: a write
 // per envelope in the sender's object cost the store path a commit each.
+// Keys are free, addresses are not: each envelope also counts against the share of the client
+// address it came from (storage.client_share of the Tally total, in this isolate's memory, as the
+// Worker keeps the HTTP-fed totals' shares), reserved at the check and settled on the answer, so
+// many fresh keys from one address fill no more than one address's share. Not applied to the
+// shared client (no trusted address).
 import { Debounced } from "../base/debounced";
 import type { Meta } from "../base/meta";
+import { SHARED_CLIENT } from "../../server/object-headers";
 import { STATS_LIMITS, STORAGE_LIMITS } from "../../shared/limits";
+import { ClientShares } from "../../shared/rate-limit";
 import { rowBytes, shareAt, shareCapacity, shareCharge, shareWaitMs, storageTotals, type ShareState } from "../../shared/storage";
+import { CONTACT_ROW_BYTES } from "./tally-contacts";
 
 const META_KEY = "sender_share";
 const PERIOD_MS = STORAGE_LIMITS.share_period_seconds * 1000;
+
+/** Each client address's share of the Tally total, across every key it sends from (this isolate's memory). */
+const addresses = new ClientShares<"tally">(PERIOD_MS, STORAGE_LIMITS.client_shares_remembered);
 
 export class SenderShare {
   private state: ShareState | undefined | null = null;
   /** Bytes of envelopes on their way, not yet answered. */
   private pending = 0;
   private readonly capacity: number;
+  /** One client address's share of the Tally total (storage.client_share). */
+  private readonly addressCapacity: number;
   private readonly persist: Debounced;
 
   constructor(
@@ -28,6 +41,7 @@ export class SenderShare {
     env: Partial<Record<"STORAGE_TALLY_BYTES", string>>,
   ) {
     this.capacity = shareCapacity(storageTotals(env).tally, STORAGE_LIMITS.sender_share);
+    this.addressCapacity = shareCapacity(storageTotals(env).tally, STORAGE_LIMITS.client_share);
     this.persist = new Debounced(ctx, STATS_LIMITS.flush_interval_ms, async () => this.write());
   }
 
@@ -36,19 +50,34 @@ export class SenderShare {
     return rowBytes(bytes);
   }
 
-  /** Whether an envelope costing `cost` fits the share now; if so it is held back until settle(). */
-  take(cost: number, now = Date.now()): boolean {
+  /**
+   * What a sender's first envelope to a user costs beyond the envelope's row: the contact rows it
+   * makes (the sender's and the recipient's) and the recipient's database, which it may bring
+   * about (storage.database_bytes_tally); and the sender's own database when it holds nothing yet.
+   */
+  static firstCost(senderHoldsNothing: boolean): number {
+    return 2 * CONTACT_ROW_BYTES + STORAGE_LIMITS.database_bytes_tally * (senderHoldsNothing ? 2 : 1);
+  }
+
+  /**
+   * Whether an envelope costing `cost` fits the share now, the key's and that of the client address
+   * it came from; if so it is held back (reserved at the address) until settle().
+   */
+  take(cost: number, client: string, now = Date.now()): boolean {
     const s = shareAt(this.load(), this.capacity, PERIOD_MS, now);
     if (shareWaitMs({ tokens: s.tokens - this.pending, at: s.at }, this.capacity, PERIOD_MS, cost) > 0) return false;
+    if (client !== SHARED_CLIENT && addresses.reserve("tally", client, this.addressCapacity, cost, now) > 0) return false;
     this.pending += cost;
     return true;
   }
 
-  /** The recipient answered for an envelope take() let through: charged when it was stored. */
-  settle(cost: number, stored: boolean, now = Date.now()): void {
+  /** The recipient answered for an envelope take() let through: `charged` of its `cost` was stored (the rest goes back). */
+  settle(cost: number, charged: number, client: string, now = Date.now()): void {
     this.pending = Math.max(0, this.pending - cost);
-    if (!stored) return;
-    this.state = shareCharge(shareAt(this.load(), this.capacity, PERIOD_MS, now), cost);
+    charged = Math.min(cost, Math.max(0, charged));
+    if (client !== SHARED_CLIENT) addresses.refund("tally", client, this.addressCapacity, cost - charged, now);
+    if (charged === 0) return;
+    this.state = shareCharge(shareAt(this.load(), this.capacity, PERIOD_MS, now), charged);
     this.persist.schedule();
   }
 

@@ -86,6 +86,11 @@ export class TallyContacts {
     return this.contactMap().get(peerHex)?.sent === true;
   }
 
+  /** The users this user has sent an envelope to (whose queues may hold its envelopes). */
+  sentTo(): string[] {
+    return [...this.contactMap()].filter(([, c]) => c.sent).map(([hex]) => hex);
+  }
+
   /** Forgets every contact (the operator banned this user); their rows' charge goes back. */
   forgetAll(): void {
     this.contacts = new Map();

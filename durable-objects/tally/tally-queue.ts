@@ -126,15 +126,18 @@ export class TallyQueue {
     const mine = this.sql
       .exec<{ n: number; total: number }>("SELECT COUNT(*) AS n, TOTAL(bytes) AS total FROM queue WHERE from_hex = ?", fromHex)
       .one();
+    // A stranger's envelope within the strangers' share of the queue for sure: the whole queue is within it.
+    const contact = this.isContact(fromHex);
+    const withinShare = contact || (all.n + 1 <= QUEUE_BOUNDS.maxStrangerEnvelopes && all.total + bytes <= QUEUE_BOUNDS.maxStrangerBytes);
     if (
+      withinShare &&
       all.n + 1 <= QUEUE_BOUNDS.maxEnvelopes &&
       all.total + bytes <= QUEUE_BOUNDS.maxBytes &&
       mine.n + 1 <= QUEUE_BOUNDS.maxPerSender &&
       mine.total + bytes <= QUEUE_BOUNDS.maxBytesPerSender
     )
       return { evict: [], before: all };
-    const full = all.n + 1 > QUEUE_BOUNDS.maxEnvelopes || all.total + bytes > QUEUE_BOUNDS.maxBytes;
-    if (full && mine.n === 0 && !this.isContact(fromHex)) return null; // a new stranger to a full queue: refused, no scan
+    const full = !withinShare || all.n + 1 > QUEUE_BOUNDS.maxEnvelopes || all.total + bytes > QUEUE_BOUNDS.maxBytes;
     // Room in the queue: only the sender's own share is over, and only its own rows matter.
     const rows = this.sql
       .exec<QueuedRow & Record<string, SqlStorageValue>>(
@@ -158,6 +161,14 @@ export class TallyQueue {
     const n = this.count();
     if (n === 0) return 0;
     this.lease.free(() => this.sql.exec("DELETE FROM queue"));
+    return n;
+  }
+
+  /** Drops every envelope `fromHex` sent this user (the operator banned that sender); how many there were. */
+  purgeFrom(fromHex: string): number {
+    if (!this.schema.exists) return 0;
+    const n = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM queue WHERE from_hex = ?", fromHex).one().n;
+    if (n > 0) this.lease.free(() => this.sql.exec("DELETE FROM queue WHERE from_hex = ?", fromHex));
     return n;
   }
 

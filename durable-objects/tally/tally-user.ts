@@ -4,7 +4,7 @@
 // file holds state.
 import type * as z from "zod";
 import { SocketObject, clientOf, requestIdOf, type BaseAttachment, type Route } from "../base/socket-object";
-import { RELAY_HOST_HEADER } from "../base/client-header";
+import { RELAY_HOST_HEADER, SHARED_CLIENT } from "../base/client-header";
 import { MIGRATIONS } from "../../migrations/index";
 import { CLOSE_CODES, TALLY_LIMITS } from "../../shared/limits";
 import { bytesToHex, randomBytes, utf8ByteLength } from "../../shared/encoding";
@@ -20,6 +20,7 @@ import { TallyContacts } from "./tally-contacts";
 import { EnvelopeBatcher, type Delivery, type EnvelopeCall } from "./envelope-batcher";
 import { TallySignaling, type PeerUser } from "./tally-signaling";
 import { SenderShare } from "./sender-share";
+import { newNameWaitMs } from "../../server/name-requests";
 import { BanMark } from "./tally-ban";
 import { noteSeen, silentPast } from "./tally-idle";
 
@@ -296,17 +297,32 @@ export class TallyUser extends SocketObject<Env, TallyAttachment> {
       this.stats.count("deliveries", n);
       status = n > 0 ? "delivered" : "not_stored";
     } else {
+      // A first envelope to a user may start that user's object: it takes a token of the client's
+      // bucket for new names (common.client_object_requests_*), and costs the share its rows and database.
+      const client = att.client ?? SHARED_CLIENT;
+      const first = !this.contacts.wroteTo(toHex);
+      const wait = first ? newNameWaitMs(client, this.rateClock()) : 0;
+      if (wait > 0)
+        return this.sendError(
+          ws,
+          "rate_limited",
+          `too many new correspondents from this client; retry in ${Math.ceil(wait / 1000)} s`,
+          env.id,
+        );
+      const extra = first ? SenderShare.firstCost(this.queue.held() === 0) : 0;
+      const cost = SenderShare.cost(bytes) + extra;
+      // Past its share (the key's, or its address's) the envelope goes to online devices only (else
+      // queued not_stored), and no contact row is made for it.
+      const mayStore = this.share.take(cost, client);
       // Noted beside the delivery, not before it: a note that waits on the ledger never holds up the envelope.
-      this.ctx.waitUntil(
-        this.contacts.noteContact(toHex, "sent").catch((err) => log.error("tally: a contact could not be noted", { err })),
-      );
-      // Past its share the sender's envelope goes to online devices only (else queued not_stored).
-      const cost = SenderShare.cost(bytes);
-      const mayStore = this.share.take(cost);
+      if (mayStore)
+        this.ctx.waitUntil(
+          this.contacts.noteContact(toHex, "sent").catch((err) => log.error("tally: a contact could not be noted", { err })),
+        );
       try {
         status = await this.batcher.deliver(toHex, raw, fromHex, env.id, mayStore);
       } finally {
-        if (mayStore) this.share.settle(cost, status! === "stored");
+        if (mayStore) this.share.settle(cost, status! === "stored" ? cost : extra, client);
       }
     }
     if (status === "storage_full") {
@@ -340,16 +356,36 @@ export class TallyUser extends SocketObject<Env, TallyAttachment> {
 
   /**
    * RPC, the admin API's banpubkey: marks this user banned (tally-ban.ts: its register is refused,
-   * envelopes to it are not stored), closes its sockets (1008) and drops every envelope stored for
-   * it and its contacts; how many envelopes were dropped.
+   * envelopes to it are not stored), closes its sockets (1008), drops every envelope stored for it
+   * and its contacts, and has every user it sent envelopes to (its contacts it wrote to) drop those
+   * it sent them; how many envelopes were dropped here and there.
    */
-  async ban(): Promise<number> {
+  async ban(): Promise<{ received: number; sent: number }> {
     this.banMark.set(Date.now());
     await this.shutdownSockets(CLOSE_CODES.policy, "banned by the relay's operator");
+    const recipients = this.contacts.sentTo();
     this.contacts.forgetAll();
-    const purged = this.queue.purgeAll();
+    const received = this.queue.purgeAll();
     this.stats.changed(); // the status page's stored count catches up, with no socket left to report it
-    return purged;
+    const me = this.userHex();
+    const sent = await Promise.all(
+      recipients.map((hex) =>
+        this.stubFor(hex)
+          .purgeFrom(me)
+          .catch((err: unknown) => {
+            log.warn("tally: a banned sender's envelopes could not be purged from a recipient", { err });
+            return 0;
+          }),
+      ),
+    );
+    return { received, sent: sent.reduce((a, b) => a + b, 0) };
+  }
+
+  /** RPC: drops every envelope `fromHex` sent this user (the operator banned that sender); how many. */
+  async purgeFrom(fromHex: string): Promise<number> {
+    const n = this.queue.purgeFrom(fromHex);
+    if (n > 0) this.stats.changed();
+    return n;
   }
 
   /** RPC, the admin API's unbanpubkey: the user may register and receive envelopes again. */

@@ -11,17 +11,20 @@ export const NIP98_KIND = 27235;
 const MAX_HEADER_CHARS = 8192;
 
 export interface Nip98Request {
-  /** The URL as the relay sees it. */
+  /** The URL as the relay sees it (its path and query are what the `u` tag must name). */
   url: string;
   method: string;
   body: Uint8Array;
-  /** Other origins the URL may carry (the relay's PUBLIC_URL behind a proxy): same path, another host. */
-  otherHosts?: readonly string[];
+  /**
+   * The only hosts the `u` tag may name: the relay's own (PUBLIC_URL's), never the Host the client
+   * sent (a client chooses it: an event signed for another relay would pass with that Host).
+   */
+  hosts: readonly string[];
   nowSeconds: number;
   maxSkewSeconds: number;
 }
 
-export type Nip98Check = { ok: true; pubkey: string } | { ok: false; reason: string };
+export type Nip98Check = { ok: true; pubkey: string; id: string; sig: string; createdAt: number } | { ok: false; reason: string };
 
 /** Checks an Authorization header; never throws. */
 export function checkNip98(header: string | null | undefined, req: Nip98Request): Nip98Check {
@@ -39,16 +42,16 @@ export function checkNip98(header: string | null | undefined, req: Nip98Request)
   if (Math.abs(e.created_at - req.nowSeconds) > req.maxSkewSeconds)
     return { ok: false, reason: `the event was not made within ${req.maxSkewSeconds} s of now` };
   const tag = (name: string) => e.tags.find((t) => t[0] === name)?.[1];
-  if (!sameUrl(tag("u"), req.url, req.otherHosts ?? [])) return { ok: false, reason: "the event's u tag is not this request's URL" };
+  if (!sameUrl(tag("u"), req.url, req.hosts)) return { ok: false, reason: "the event's u tag is not this request's URL at this relay" };
   if ((tag("method") ?? "").toUpperCase() !== req.method.toUpperCase())
     return { ok: false, reason: "the event's method tag is not this request's method" };
   if (req.body.length > 0 && tag("payload")?.toLowerCase() !== bytesToHex(sha256(req.body)))
     return { ok: false, reason: "the event's payload tag is not the SHA-256 of the body" };
-  return { ok: true, pubkey: e.pubkey };
+  return { ok: true, pubkey: e.pubkey, id: e.id, sig: e.sig, createdAt: e.created_at };
 }
 
-/** The same resource: path and query equal, and the host the request's or one of `otherHosts` (scheme aside: a TLS proxy in front). */
-function sameUrl(tagged: string | undefined, actual: string, otherHosts: readonly string[]): boolean {
+/** The same resource: path and query equal, and the host one of `hosts` (scheme aside: a TLS proxy in front). */
+function sameUrl(tagged: string | undefined, actual: string, hosts: readonly string[]): boolean {
   if (!tagged) return false;
   let t: URL;
   let a: URL;
@@ -60,7 +63,7 @@ function sameUrl(tagged: string | undefined, actual: string, otherHosts: readonl
   }
   if (t.pathname !== a.pathname || t.search !== a.search) return false;
   const host = t.host.toLowerCase();
-  return host === a.host.toLowerCase() || otherHosts.some((h) => h.toLowerCase() === host);
+  return hosts.some((h) => h.toLowerCase() === host);
 }
 
 /** The header value for a request (clients and tests): a fresh signed event for url, method, body. */

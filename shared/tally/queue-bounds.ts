@@ -11,9 +11,13 @@
 //   - from a contact (a user the recipient has sent an envelope to: the recipient's own doing,
 //     which no stranger can bring about): strangers' envelopes are evicted, oldest first, as many as
 //     it takes; if all of theirs would not make room, the envelope is refused and nothing is evicted;
-//   - from a stranger: refused. A stranger never evicts anyone's envelope, so keys made by the
-//     thousand cannot push out what the relay told a sender it stored.
+//   - from a stranger: strangers' oldest envelopes (any stranger's) are evicted as it takes; if
+//     theirs would not make room (the queue is full of contacts' envelopes), it is refused.
 //   A contact's envelope is never evicted to make room for another's.
+// - Strangers together (senders the recipient never wrote to) hold at most a share of the queue
+//   (queue_strangers_share of its count and bytes): a stranger's envelope past it evicts strangers'
+//   oldest first. Fresh keys by the thousand cannot push out a contact's envelope, and cannot keep
+//   a new correspondent out for good either: the newest strangers' envelopes are the ones kept.
 import { TALLY_LIMITS } from "../limits";
 
 /** One stored envelope, as the bounds see it. */
@@ -28,6 +32,9 @@ export interface QueueBounds {
   maxBytes: number;
   maxPerSender: number;
   maxBytesPerSender: number;
+  /** Envelopes and bytes strangers' envelopes may hold together. */
+  maxStrangerEnvelopes: number;
+  maxStrangerBytes: number;
 }
 
 export const QUEUE_BOUNDS: QueueBounds = {
@@ -35,6 +42,8 @@ export const QUEUE_BOUNDS: QueueBounds = {
   maxBytes: TALLY_LIMITS.queue_max_bytes,
   maxPerSender: TALLY_LIMITS.queue_max_per_sender,
   maxBytesPerSender: TALLY_LIMITS.queue_max_bytes_per_sender,
+  maxStrangerEnvelopes: Math.floor(TALLY_LIMITS.queue_max_envelopes * TALLY_LIMITS.queue_strangers_share),
+  maxStrangerBytes: Math.floor(TALLY_LIMITS.queue_max_bytes * TALLY_LIMITS.queue_strangers_share),
 };
 
 /** Kept: store it and delete `evict` (by seq) in the same transaction. Refused: nothing changes. */
@@ -76,9 +85,6 @@ export function planStore(
     count++;
     bytes += r.bytes;
   }
-  const fits = () => count <= bounds.maxEnvelopes && bytes <= bounds.maxBytes;
-  if (fits()) return { keep: true, evict };
-  if (!isContact(incoming.from)) return { keep: false, why: "full" };
   const known = new Map<string, boolean>();
   const stranger = (from: string) => {
     let k = known.get(from);
@@ -88,11 +94,31 @@ export function planStore(
     }
     return !k;
   };
+  const fromStranger = stranger(incoming.from);
+  // Strangers' envelopes together, the new one's included when it is a stranger's.
+  let strangerCount = fromStranger ? 1 : 0;
+  let strangerBytes = fromStranger ? incoming.bytes : 0;
+  if (fromStranger)
+    for (const r of oldestFirst) {
+      if (gone.has(r.seq) || !stranger(r.from)) continue;
+      strangerCount++;
+      strangerBytes += r.bytes;
+    }
+  const fits = () =>
+    count <= bounds.maxEnvelopes &&
+    bytes <= bounds.maxBytes &&
+    (!fromStranger || (strangerCount <= bounds.maxStrangerEnvelopes && strangerBytes <= bounds.maxStrangerBytes));
+  if (fits()) return { keep: true, evict };
+  // Room is made of strangers' envelopes only, oldest first (a contact's own are not the others').
   for (const r of oldestFirst) {
-    if (gone.has(r.seq) || r.from === incoming.from || !stranger(r.from)) continue;
+    if (gone.has(r.seq) || !stranger(r.from) || (!fromStranger && r.from === incoming.from)) continue;
     evict.push(r.seq);
     count--;
     bytes -= r.bytes;
+    if (fromStranger) {
+      strangerCount--;
+      strangerBytes -= r.bytes;
+    }
     if (fits()) return { keep: true, evict };
   }
   return { keep: false, why: "full" };

@@ -7,7 +7,7 @@ import { schnorr } from "@noble/curves/secp256k1.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bytesToHex, utf8Encode } from "../../shared/encoding";
 import { nip98Header } from "../../shared/nostr/nip98";
-import { startRelay, type RelayProcess } from "../helpers/relay-process";
+import { freePort, startRelay, type RelayProcess } from "../helpers/relay-process";
 import { newUser, opaqueEnvelope, rawRegistered, type User } from "../helpers/tally";
 import { waitFor } from "../helpers/wait";
 
@@ -16,8 +16,16 @@ const adminKey = schnorr.utils.randomSecretKey();
 let relay: RelayProcess;
 
 beforeAll(async () => {
+  // NIP-98 needs PUBLIC_URL: the u tag must name the relay as it says it is reached.
+  const port = await freePort();
   relay = await startRelay({
-    env: { ADMIN_TOKEN: TOKEN, ADMIN_PUBKEYS: bytesToHex(schnorr.getPublicKey(adminKey)), TRUSTED_PROXY_HEADER: "x-real-ip" },
+    port,
+    env: {
+      ADMIN_TOKEN: TOKEN,
+      ADMIN_PUBKEYS: bytesToHex(schnorr.getPublicKey(adminKey)),
+      TRUSTED_PROXY_HEADER: "x-real-ip",
+      PUBLIC_URL: `http://127.0.0.1:${port}`,
+    },
   });
 });
 
@@ -160,6 +168,83 @@ describe("the admin API (NIP-86) through the relay", () => {
     expect((await call("listblockedips")).body.result).toEqual([]);
     expect((await fetch(`${relay.url}/healthz`, { headers: { "x-real-ip": "2001:db8:1:2::77" } })).status).toBe(200);
     expect((await call("unblockip", ["2001:db8:1:2::/48"])).body).toEqual({ error: expect.stringMatching(/params\[0\]/) });
+  });
+
+  it("NIP-98: each event is accepted once (a captured header sent again is 401); an event whose u names another host is refused though the request's Host says so", async () => {
+    const url = `${relay.url}/`;
+    const text = JSON.stringify({ method: "supportedmethods", params: [] });
+    const headers = {
+      "content-type": "application/nostr+json+rpc",
+      "x-real-ip": "192.0.2.5",
+      authorization: nip98Header(adminKey, url, "POST", utf8Encode(text)),
+    };
+    expect((await fetch(url, { method: "POST", headers, body: text })).status).toBe(200);
+    expect((await fetch(url, { method: "POST", headers, body: text })).status).toBe(401);
+    // signed for another relay, sent here with that relay's name as Host
+    const other = nip98Header(adminKey, "http://other-relay.example/", "POST", utf8Encode(text));
+    const res = await new Promise<number>((resolve, reject) => {
+      const req = request(url, {
+        method: "POST",
+        headers: {
+          host: "other-relay.example",
+          "content-type": "application/nostr+json+rpc",
+          "x-real-ip": "192.0.2.5",
+          authorization: other,
+        },
+      });
+      req.on("response", (r) => {
+        r.resume();
+        resolve(r.statusCode ?? 0);
+      });
+      req.on("error", reject);
+      req.end(text);
+    });
+    expect(res).toBe(401);
+  });
+
+  it("blockip is decided by route: a POST to another route sent as application/nostr+json+rpc is blocked too (403); the admin API's routes are not", async () => {
+    expect((await call("blockip", ["203.0.113.77", "abuse"])).body).toEqual({ result: true });
+    const item = await fetch(`${relay.url}/minca/v1/mailbox/admin-type-${Date.now()}-topic`, {
+      method: "POST",
+      body: "spam",
+      headers: { "x-real-ip": "203.0.113.77", "content-type": "application/nostr+json+rpc" },
+    });
+    expect(item.status).toBe(403);
+    expect(((await item.json()) as any).error.code).toBe("blocked");
+    // the admin API itself still answers the blocked address (401 without credentials, not 403)
+    const admin = await fetch(`${relay.url}/`, {
+      method: "POST",
+      body: JSON.stringify({ method: "supportedmethods", params: [] }),
+      headers: { "x-real-ip": "203.0.113.77", "content-type": "application/nostr+json+rpc" },
+    });
+    expect(admin.status).toBe(401);
+    expect((await call("unblockip", ["203.0.113.77"])).body).toEqual({ result: true });
+  });
+
+  it("blockip closes the blocked address's open sockets (1008); another address's socket stays open", async () => {
+    const blocked = await rawRegistered(relay.url, newUser(), { headers: { "x-real-ip": "203.0.113.78" } });
+    const other = await rawRegistered(relay.url, newUser(), { headers: { "x-real-ip": "203.0.113.79" } });
+    expect((await call("blockip", ["203.0.113.78", "abuse"])).body).toEqual({ result: true });
+    expect(await blocked.closed).toBe(1008);
+    other.send({ type: "ping" });
+    await other.next("pong");
+    expect(other.closeCode).toBeUndefined();
+    expect((await call("unblockip", ["203.0.113.78"])).body).toEqual({ result: true });
+    other.ws.close();
+  });
+
+  it("banpubkey purges the envelopes the banned key sent that wait in other users' queues", async () => {
+    const spammer = newUser();
+    const victim = newUser();
+    const s = await rawRegistered(relay.url, spammer);
+    for (let i = 0; i < 5; i++) {
+      s.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(spammer, victim, `spam-${i}`) });
+      expect((await s.next("queued")).status).toBe("stored");
+    }
+    expect((await call("banpubkey", [spammer.npub, "spam"])).body).toEqual({ result: true });
+    const v = await rawRegistered(relay.url, victim);
+    expect(v.ofType("registered")[0].queued).toBe(0);
+    v.ws.close();
   });
 
   it("edge.blocktopic: a blocked topic answers 403; edge.listblockedtopics, edge.unblocktopic; edge.liststorageholders lists the largest holders per stored kind", async () => {

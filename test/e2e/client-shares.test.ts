@@ -1,7 +1,8 @@
 // One client cannot fill a total, one key cannot fill the Tally total, and a client cannot start
 // objects for a few hundred made-up names a second (docs/hostile.md, "Shares of a total" and
 // "Requests that start objects"), against a relay process of its own started with its totals
-// lowered to 1 MiB and a trusted client address header (`x-real-ip`), so each client is told apart.
+// lowered (16 MiB for Tally and mailboxes, so a share holds a few databases; 1 MiB for the host)
+// and a trusted client address header (`x-real-ip`), so each client is told apart.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HostConnection, HostError, makeSpace, newAccount, writeVersion } from "../../clients/minca/host";
 import { bytesToHex, randomBytes } from "../../shared/encoding";
@@ -12,10 +13,11 @@ import { newUser, opaqueEnvelope, rawRegistered } from "../helpers/tally";
 
 let relay: RelayProcess;
 const TOTAL = 1024 * 1024;
+const BIG_TOTAL = 16 * TOTAL;
 
 beforeAll(async () => {
   relay = await startRelay({
-    env: { STORAGE_MAILBOX_BYTES: "1MiB", STORAGE_TALLY_BYTES: "1MiB", STORAGE_HOST_BYTES: "1MiB", TRUSTED_PROXY_HEADER: "x-real-ip" },
+    env: { STORAGE_MAILBOX_BYTES: "16MiB", STORAGE_TALLY_BYTES: "16MiB", STORAGE_HOST_BYTES: "1MiB", TRUSTED_PROXY_HEADER: "x-real-ip" },
   });
 });
 
@@ -27,12 +29,14 @@ const topic = () => `${relay.url}/minca/v1/mailbox/shares-${bytesToHex(randomByt
 const from = (ip: string) => ({ "x-real-ip": ip });
 
 describe("storage.client_share: one client cannot fill a total", () => {
-  it("mailbox: one address posting to fresh topics stops at its share with 429 rate_limited (retry_after_ms); the total is not full: another address still stores", async () => {
-    const share = TOTAL * STORAGE_LIMITS.client_share;
+  it("mailbox: one address posting to fresh topics stops at its share with 429 rate_limited (retry_after_ms), each topic's database charged; the total is not full: another address still stores", async () => {
+    const share = BIG_TOTAL * STORAGE_LIMITS.client_share;
     const body = "a".repeat(4_000);
+    // each POST to a fresh topic costs its row and the topic's database (storage.database_bytes_mailbox)
+    const cost = rowBytes(body.length) + STORAGE_LIMITS.database_bytes_mailbox;
     let stored = 0;
     let refused: Response | undefined;
-    for (let i = 0; i < 2 * (share / rowBytes(body.length)) && !refused; i++) {
+    for (let i = 0; i < 2 * (share / cost) && !refused; i++) {
       const r = await fetch(topic(), { method: "POST", body, headers: from("203.0.113.10") });
       if (r.status === 201) stored++;
       else refused = r;
@@ -42,11 +46,25 @@ describe("storage.client_share: one client cannot fill a total", () => {
     expect(err.code).toBe("rate_limited");
     expect(err.retry_after_ms).toBeGreaterThan(0);
     expect(Number(refused!.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
-    expect(stored * rowBytes(body.length)).toBeLessThanOrEqual(share);
-    expect(stored).toBeGreaterThanOrEqual(Math.floor(share / rowBytes(body.length)) - 1);
+    expect(stored * cost).toBeLessThanOrEqual(share);
+    expect(stored).toBeGreaterThanOrEqual(Math.floor(share / cost) - 1);
     // Another client stores; the first is still refused.
     expect((await fetch(topic(), { method: "POST", body, headers: from("203.0.113.11") })).status).toBe(201);
     expect((await fetch(topic(), { method: "POST", body, headers: from("203.0.113.10") })).status).toBe(429);
+  });
+
+  it("storage.client_share is reserved at the check: 40 concurrent POSTs of 60 KB to fresh topics from one address store no more than its share", async () => {
+    const share = BIG_TOTAL * STORAGE_LIMITS.client_share;
+    const body = "c".repeat(60_000);
+    const cost = rowBytes(body.length) + STORAGE_LIMITS.database_bytes_mailbox;
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, () => fetch(topic(), { method: "POST", body, headers: from("203.0.113.60") })),
+    );
+    const stored = answers.filter((r) => r.status === 201).length;
+    for (const r of answers) await r.body?.cancel();
+    expect(answers.every((r) => r.status === 201 || r.status === 429)).toBe(true);
+    expect(stored).toBeGreaterThan(0);
+    expect(stored * cost).toBeLessThanOrEqual(share);
   });
 
   it("host: one address writing versions stops at its share of the host's total; another address's account still stores", async () => {
@@ -91,15 +109,17 @@ describe("storage.sender_share: one key cannot fill the Tally total", () => {
     let cost = 0;
     for (let i = 0; i < 80; i++) {
       const env = opaqueEnvelope(sender, newUser(), `share-${i}`);
-      cost = rowBytes(JSON.stringify(env).length);
+      // a first envelope to a user: its row, both contact rows and the recipient's database
+      cost = rowBytes(JSON.stringify(env).length) + 2 * rowBytes(64) + STORAGE_LIMITS.database_bytes_tally;
       s.send({ type: "queue_peer_envelope", envelope: env });
       const answer = await s.next("queued");
       statuses.push(answer.status);
     }
     const stored = statuses.filter((x) => x === "stored").length;
-    const share = TOTAL * STORAGE_LIMITS.sender_share;
+    // the sender's own database is charged with its first envelope
+    const share = BIG_TOTAL * STORAGE_LIMITS.sender_share - STORAGE_LIMITS.database_bytes_tally;
     expect(stored).toBeGreaterThan(0);
-    expect(stored * cost).toBeLessThanOrEqual(share);
+    expect(stored * cost).toBeLessThanOrEqual(share + cost);
     expect(stored).toBeGreaterThanOrEqual(Math.floor(share / cost) - 1);
     expect(statuses.slice(stored).every((x) => x === "not_stored")).toBe(true);
     expect(s.ofType("error")).toEqual([]);
@@ -110,6 +130,36 @@ describe("storage.sender_share: one key cannot fill the Tally total", () => {
     expect((await o.next("queued")).status).toBe("stored");
     s.ws.close();
     o.ws.close();
+  });
+});
+
+describe("storage.client_share of the Tally total: one address cannot fill it with fresh keys", () => {
+  it("many fresh keys from one address are stored up to the address's share, then queued not_stored; an honest user at another address still stores", async () => {
+    const ip = { "x-real-ip": "203.0.113.40" };
+    const share = BIG_TOTAL * STORAGE_LIMITS.client_share;
+    // each fresh key's first envelope to a fresh npub: its row, two contact rows, two databases
+    const perKey = 2 * STORAGE_LIMITS.database_bytes_tally + 2 * rowBytes(64) + rowBytes(300);
+    const statuses: string[] = [];
+    for (let k = 0; k < Math.ceil((2 * share) / perKey); k++) {
+      const key = newUser();
+      const s = await rawRegistered(relay.url, key, { headers: ip });
+      s.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(key, newUser(), `fresh-${k}`) });
+      statuses.push((await s.next("queued")).status);
+      s.ws.close();
+    }
+    const stored = statuses.filter((x) => x === "stored").length;
+    // each key alone is far within its own share (storage.sender_share): the address's share stops them
+    expect(perKey).toBeLessThan(BIG_TOTAL * STORAGE_LIMITS.sender_share);
+    expect(stored).toBeGreaterThan(0);
+    expect(stored * perKey).toBeLessThanOrEqual(share + perKey);
+    expect(statuses.slice(stored).every((x) => x === "not_stored")).toBe(true);
+    expect(statuses.at(-1)).toBe("not_stored");
+    // An honest user at another address stores.
+    const honest = newUser();
+    const h = await rawRegistered(relay.url, honest, { headers: { "x-real-ip": "203.0.113.41" } });
+    h.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(honest, newUser(), "honest-1") });
+    expect((await h.next("queued")).status).toBe("stored");
+    h.ws.close();
   });
 });
 

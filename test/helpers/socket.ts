@@ -31,8 +31,9 @@ export class TestSocket {
     });
   }
 
-  static async open(url: string): Promise<TestSocket> {
-    const s = new TestSocket(new WebSocket(url));
+  /** `headers`: request headers of the upgrade (Node's WebSocket takes them), e.g. a trusted proxy's client address. */
+  static async open(url: string, headers?: Record<string, string>): Promise<TestSocket> {
+    const s = new TestSocket(headers ? new WebSocket(url, { headers } as unknown as string[]) : new WebSocket(url));
     await s.opened;
     return s;
   }

@@ -52,9 +52,13 @@ export async function twoDevices(relayUrl: string, user: User = newUser()) {
 }
 
 /** A raw socket registered as `user`; returns it after `registered` (not waiting for the flush). */
-export async function rawRegistered(relayUrl: string, user: User, opts: { acks?: boolean } = {}): Promise<TestSocket> {
+export async function rawRegistered(
+  relayUrl: string,
+  user: User,
+  opts: { acks?: boolean; headers?: Record<string, string> } = {},
+): Promise<TestSocket> {
   const url = wsBase(relayUrl);
-  const s = await TestSocket.open(`${url}/tally/v1/${user.npub}`);
+  const s = await TestSocket.open(`${url}/tally/v1/${user.npub}`, opts.headers);
   const { challenge } = await s.next("challenge");
   s.send({
     type: "register",

@@ -9,4 +9,5 @@ export {
   TestMincaRoom as MincaRoom,
   TestPassnoteRoom as PassnoteRoom,
   TestRelayLedger as RelayLedger,
+  TestTallyUser as TallyUser,
 } from "./test-objects";

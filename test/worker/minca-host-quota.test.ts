@@ -79,7 +79,9 @@ describe("no hosting row outside the ledger", () => {
       const lease = await stub.leaseHeld();
       const used = (await host.status()).bytes as number;
       await runInDurableObject(stub, (_i, state) => {
-        state.storage.sql.exec("INSERT INTO usage (space, versions, bytes) VALUES ('filler', 1, ?)", lease - used - versionBytes - 5_000);
+        // (the lease also covers the account's database, storage.database_bytes_host)
+        const room = lease - STORAGE_LIMITS.database_bytes_host - used - versionBytes - 5_000;
+        state.storage.sql.exec("INSERT INTO usage (space, versions, bytes) VALUES ('filler', 1, ?)", room);
       });
       const [answer] = await host.post(host.carry!.id, [link]);
       expect(answer).toMatchObject({ accepted: false, reason: "storage_full" });

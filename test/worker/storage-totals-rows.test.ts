@@ -14,6 +14,7 @@ import { newUser, opaqueEnvelope, type User } from "../helpers/tally";
 import type { TallyUser } from "../../durable-objects/tally/tally-user";
 import { deliver } from "../helpers/tally-user";
 import { CONTACT_ROW_BYTES } from "../../durable-objects/tally/tally-contacts";
+import { heldWithDatabase } from "../../durable-objects/relay/storage-lease";
 
 const RELAY = "http://relay.test";
 const MAILBOX = `${RELAY}/minca/v1/mailbox`;
@@ -50,6 +51,20 @@ const resetTotals = () =>
   });
 
 describe("every stored row is charged", () => {
+  it("storage.database_bytes: an object's first stored row charges its database: one-byte items to fresh topics each cost a topic's database, so a total with room for three databases takes three fresh topics and refuses the fourth", async () => {
+    const one = heldWithDatabase("mailbox", rowBytes(1));
+    expect(one).toBe(STORAGE_LIMITS.database_bytes_mailbox + rowBytes(1));
+    await roomForHeld("mailbox", 3 * one + one / 2);
+    const topics = Array.from({ length: 4 }, () => newTopic());
+    const statuses: number[] = [];
+    for (const t of topics) statuses.push((await SELF.fetch(`${MAILBOX}/${t}`, { method: "POST", body: "x" })).status);
+    expect(statuses).toEqual([201, 201, 201, 507]);
+    // each topic holds its row and its database against the total (what its lease keeps once the slack is taken back)
+    const stub = env.MINCA_MAILBOX.get(env.MINCA_MAILBOX.idFromName(topics[0]));
+    expect(await stub.leaseReclaim()).toBe(one);
+    await resetTotals();
+  });
+
   it("storage.row_overhead_bytes: with the mailbox total full, an empty POST and a receiver on fresh topics are refused 507 storage_full and leave nothing", async () => {
     await roomForHeld("mailbox", 0);
     const empty = newTopic();
@@ -75,7 +90,9 @@ describe("every stored row is charged", () => {
     // what the topic holds (its lease once the ledger takes the slack back): three empty rows and the receiver's row
     const stub = env.MINCA_MAILBOX.get(env.MINCA_MAILBOX.idFromName(topic));
     const held = await stub.leaseReclaim();
-    expect(held).toBe(3 * rowBytes(0) + rowBytes(sub.endpoint.length + sub.keys.p256dh.length + sub.keys.auth.length));
+    expect(held).toBe(
+      heldWithDatabase("mailbox", 3 * rowBytes(0) + rowBytes(sub.endpoint.length + sub.keys.p256dh.length + sub.keys.auth.length)),
+    );
   });
 
   it("storage.row_overhead_bytes: a Tally user's contact rows are charged against its lease of the Tally total", async () => {
@@ -92,7 +109,7 @@ describe("every stored row is charged", () => {
     ]);
     expect(contacts).toBe(4);
     // what the user holds (its lease once the ledger takes the slack back): the envelopes' rows and the contacts' rows
-    expect(await tallyStub(bob).leaseReclaim()).toBe(queue + contacts * CONTACT_ROW_BYTES);
+    expect(await tallyStub(bob).leaseReclaim()).toBe(heldWithDatabase("tally", queue + contacts * CONTACT_ROW_BYTES));
     // and with the Tally total full, a stranger's contact row is not kept while its envelope is refused
     await roomForHeld("tally", 0);
     const carol = newUser();
@@ -123,7 +140,7 @@ describe("every stored row is charged", () => {
       expect(await deliver(tallyStub(bob), raw, sender.hex, `h${i}`)).toBe("stored");
     }
     expect(seen.length).toBeGreaterThanOrEqual(count); // and the contact row's store
-    for (const [charged, held] of seen) expect(charged).toBe(held);
+    for (const [charged, held] of seen) expect(charged).toBe(heldWithDatabase("tally", held));
   });
 
   it("storage.row_overhead_bytes: each mailbox POST charges exactly what the topic then holds, when it evicts and when it does not", async () => {
@@ -153,6 +170,6 @@ describe("every stored row is charged", () => {
     });
     for (const body of ["a", "bb", "ccc"]) expect((await SELF.fetch(`${MAILBOX}/${topic}`, { method: "POST", body })).status).toBe(201);
     expect(seen).toHaveLength(3);
-    for (const [charged, held] of seen) expect(charged).toBe(held);
+    for (const [charged, held] of seen) expect(charged).toBe(heldWithDatabase("mailbox", held));
   });
 });

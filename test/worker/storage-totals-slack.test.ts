@@ -40,7 +40,8 @@ const resetTotals = () =>
 
 describe("relay-wide totals count bytes held, not leases", () => {
   it("storage slack is lent, never kept: one-byte POSTs to many topics do not fill a 1 MiB mailbox total; a topic that holds data still stores most of it", async () => {
-    await roomFor("mailbox", MiB);
+    // 1 MiB of rows, and room for the 26 topics' databases (each topic's first row charges its database)
+    await roomFor("mailbox", MiB + 26 * STORAGE_LIMITS.database_bytes_mailbox);
     // The attack: one-byte items to fresh topics, each of which used to take a whole lease block.
     for (let i = 0; i < 24; i++) expect(await post(newTopic(), "x")).toBe(201);
     // A topic that holds data stores 16 items of 60,000 bytes (960,000 of the 1 MiB).
@@ -53,7 +54,8 @@ describe("relay-wide totals count bytes held, not leases", () => {
   });
 
   it("storage slack is lent, never kept: one key's tiny envelopes to random npubs do not fill a 1 MiB Tally total; a recipient with real mail still stores it", async () => {
-    await roomFor("tally", MiB);
+    // 1 MiB of rows, and room for the 25 recipients' databases
+    await roomFor("tally", MiB + 25 * STORAGE_LIMITS.database_bytes_tally);
     const alice = newUser();
     for (let i = 0; i < 24; i++) {
       const to = newUser();

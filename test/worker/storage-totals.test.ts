@@ -30,6 +30,7 @@ const tables = (stub: DurableObjectStub) =>
       .map((r) => r.name),
   );
 
+const DB_MAILBOX = STORAGE_LIMITS.database_bytes_mailbox;
 const reserved = async (kind: StorageKind) => (await ledger().snapshot())[kind].reserved_bytes;
 
 describe("relay-wide storage totals", () => {
@@ -48,7 +49,7 @@ describe("relay-wide storage totals", () => {
   });
 
   it("storage.mailbox_bytes: with the relay's mailboxes at their total, a second topic's POST is refused 507 storage_full within its own quota, and leaves no storage", async () => {
-    await roomFor("mailbox", 50_000);
+    await roomFor("mailbox", 50_000 + DB_MAILBOX); // the first topic's database is charged too
     const first = newTopic();
     expect((await SELF.fetch(`${MAILBOX}/${first}`, { method: "POST", body: "x".repeat(40_000) })).status).toBe(201);
     const second = newTopic();
@@ -65,15 +66,15 @@ describe("relay-wide storage totals", () => {
   });
 
   it("storage.mailbox_bytes: concurrent first stores of many topics never take the relay past its total (each lease is checked and granted in one step)", async () => {
-    const before = await roomFor("mailbox", 50_000);
+    const before = await roomFor("mailbox", 50_000 + DB_MAILBOX);
     const answers = await Promise.all(
       Array.from({ length: 10 }, () => SELF.fetch(`${MAILBOX}/${newTopic()}`, { method: "POST", body: "c".repeat(20_000) })),
     );
     const accepted = answers.filter((r) => r.status === 201).length;
     expect(accepted).toBeGreaterThanOrEqual(1);
-    expect(accepted * 20_000).toBeLessThanOrEqual(50_000);
+    expect(accepted * (20_000 + DB_MAILBOX)).toBeLessThanOrEqual(50_000 + DB_MAILBOX);
     expect(answers.every((r) => r.status === 201 || r.status === 507)).toBe(true);
-    expect(await reserved("mailbox")).toBeLessThanOrEqual(before + 50_000);
+    expect(await reserved("mailbox")).toBeLessThanOrEqual(before + 50_000 + DB_MAILBOX);
     await resetTotals();
   });
 
@@ -141,7 +142,7 @@ describe("relay-wide storage totals", () => {
     const alice = newUser();
     const bob = newUser();
     const carol = newUser();
-    await roomFor("tally", 40_000);
+    await roomFor("tally", 40_000 + STORAGE_LIMITS.database_bytes_tally); // bob's database is charged too
     const pad = "p".repeat(30_000);
     expect(await deliver(tallyStub(bob), JSON.stringify(opaqueEnvelope(alice, bob, "b1", { pad })), alice.hex, "b1")).toBe("stored");
     expect(30_000).toBeLessThan(TALLY_LIMITS.queue_max_bytes);

@@ -14,7 +14,7 @@ import { connectTo, contactRows, deliver, queuedCount, registerDevice, registerF
 describe("a banned npub, in its own object", () => {
   it("a banned npub's register is refused with error banned and close 1008, though the Worker's lists let the upgrade through", async () => {
     const bob = newUser();
-    expect(await stubOf(bob).ban()).toBe(0);
+    expect(await stubOf(bob).ban()).toEqual({ received: 0, sent: 0 });
     // The Worker's lists (the policy object) do not name bob: the upgrade reaches the object.
     const s = await connectTo(bob);
     s.send(await registerFrame(s, bob));
@@ -54,10 +54,28 @@ describe("a banned npub, in its own object", () => {
     for (const id of ["e1", "e2"])
       expect(await deliver(stub, JSON.stringify(opaqueEnvelope(alice, bob, id)), alice.hex, id)).toBe("stored");
     const b = await registerDevice(bob, true); // acks: the envelopes stay stored until acked
-    expect(await stub.ban()).toBe(2);
+    expect(await stub.ban()).toEqual({ received: 2, sent: 0 });
     expect(await b.closed).toBe(CLOSE_CODES.policy);
     expect(await queuedCount(stub)).toBe(0);
     expect(await contactRows(stub)).toEqual([]);
+  });
+
+  it("a ban purges what the banned key sent that waits in other users' queues (its contacts it wrote to); others' envelopes stay", async () => {
+    const spammer = newUser();
+    const carol = newUser();
+    const victims = [newUser(), newUser()];
+    const s = await registerDevice(spammer);
+    for (const [i, v] of victims.entries())
+      for (const k of [0, 1, 2]) {
+        s.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(spammer, v, `spam-${i}-${k}`) });
+        expect((await s.next("queued")).status).toBe("stored");
+      }
+    expect(await deliver(stubOf(victims[0]), JSON.stringify(opaqueEnvelope(carol, victims[0], "kept")), carol.hex, "kept")).toBe("stored");
+    expect(await stubOf(spammer).ban()).toEqual({ received: 0, sent: 6 });
+    expect(await queuedCount(stubOf(victims[0]))).toBe(1);
+    expect(await queuedCount(stubOf(victims[1]))).toBe(0);
+    const v = await registerDevice(victims[0]);
+    expect(v.ofType("peer_envelope").map((e) => e.id)).toEqual(["kept"]);
   });
 
   it("unban(): the user registers again (with an empty queue) and envelopes to it are stored again", async () => {

@@ -6,6 +6,7 @@ import { MincaAccount } from "../../durable-objects/minca-host/minca-account";
 import { RelayLedger } from "../../durable-objects/relay/relay-ledger";
 import { PassnoteRoom as ProductionPassnoteRoom } from "../../durable-objects/passnote/passnote-room";
 import { MincaRoom as ProductionMincaRoom } from "../../durable-objects/minca-rooms/minca-room";
+import { TallyUser as ProductionTallyUser } from "../../durable-objects/tally/tally-user";
 import type { FetchLike } from "../../shared/webpush/send";
 import type { StorageTotals } from "../../shared/storage";
 
@@ -92,6 +93,15 @@ export const TestPassnoteRoom = class PassnoteRoom extends ProductionPassnoteRoo
   }
 };
 export type TestPassnoteRoom = InstanceType<typeof TestPassnoteRoom>;
+
+export const TestTallyUser = class TallyUser extends ProductionTallyUser {
+  /** While set, the time the rate limits read (a test feeding a flood holds it still). */
+  frozenAt: number | undefined;
+  protected rateClock(): number {
+    return this.frozenAt ?? super.rateClock();
+  }
+};
+export type TestTallyUser = InstanceType<typeof TestTallyUser>;
 
 export const TestMincaRoom = class MincaRoom extends ProductionMincaRoom {
   private readonly joins = new JoinHold();

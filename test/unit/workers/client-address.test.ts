@@ -28,9 +28,9 @@ describe("docs/hostile.md: the client address rate limits key on", () => {
     expect(clientAddress(h({ "x-real-ip": "203.0.113.10" }), { RELAY_RUNTIME: "workerd", TRUSTED_PROXY_HEADER: "x-real-ip" })).toBe(
       "203.0.113.10",
     );
-    expect(clientAddress(h({ "x-real-ip": "not an address" }), { RELAY_RUNTIME: "workerd", TRUSTED_PROXY_HEADER: "x-real-ip" })).toBe(
-      SHARED_CLIENT,
-    );
+    // a value that is not an address is not the shared client (which skips every per-client bound): null, answered 400
+    expect(clientAddress(h({ "x-real-ip": "not an address" }), { RELAY_RUNTIME: "workerd", TRUSTED_PROXY_HEADER: "x-real-ip" })).toBe(null);
+    expect(clientAddress(h({ "cf-connecting-ip": "shared" }), {})).toBe(null);
   });
 
   it("IPv6 addresses count by their /64, so one host cannot make up new addresses to escape its bucket", () => {
@@ -44,7 +44,7 @@ describe("docs/hostile.md: the client address rate limits key on", () => {
     expect(normalizeAddress("1:2:3::4::5")).toBeNull();
   });
 
-  it("fuzz: any header value gives an address key or the shared bucket, never a throw", () => {
+  it("fuzz: any header value gives an address key or null (answered 400), never the shared bucket, never a throw", () => {
     const env = { RELAY_RUNTIME: "workerd", TRUSTED_PROXY_HEADER: "x-forwarded-for" };
     fc.assert(
       fc.property(fc.string({ maxLength: 200 }), (v) => {
@@ -55,7 +55,10 @@ describe("docs/hostile.md: the client address rate limits key on", () => {
           return; // not a header value at all
         }
         const key = clientAddress(headers, env);
+        // an address, or null (not an address: answered 400), never the shared bucket for a value sent
+        if (key === null) return;
         expect(typeof key).toBe("string");
+        expect(key).not.toBe(SHARED_CLIENT);
         expect(key.length).toBeLessThanOrEqual(45);
       }),
     );

@@ -12,11 +12,11 @@ const pub = bytesToHex(schnorr.getPublicKey(sk));
 const url = "http://relay.test/";
 const body = utf8Encode('{"method":"supportedmethods","params":[]}');
 const now = 1_800_000_000;
-const req = { url, method: "POST", body, nowSeconds: now, maxSkewSeconds: 60 };
+const req = { url, method: "POST", body, hosts: ["relay.test"], nowSeconds: now, maxSkewSeconds: 60 };
 
 describe("NIP-98", () => {
   it("accepts a signed kind-27235 event for this URL, method and body, and names its key", () => {
-    expect(checkNip98(nip98Header(sk, url, "POST", body, now), req)).toEqual({ ok: true, pubkey: pub });
+    expect(checkNip98(nip98Header(sk, url, "POST", body, now), req)).toMatchObject({ ok: true, pubkey: pub, createdAt: now });
   });
 
   it("refuses another URL, method or body, an old event, and a broken signature", () => {
@@ -32,10 +32,14 @@ describe("NIP-98", () => {
     expect(checkNip98(tampered, req).ok).toBe(false);
   });
 
-  it("the URL may carry the relay's public host (behind a proxy), with the same path", () => {
+  it("the URL must carry the relay's public host (PUBLIC_URL), with the same path; the request's own Host does not count", () => {
     const header = nip98Header(sk, "https://relay.example/", "POST", body, now);
     expect(checkNip98(header, req).ok).toBe(false);
-    expect(checkNip98(header, { ...req, otherHosts: ["relay.example"] }).ok).toBe(true);
+    expect(checkNip98(header, { ...req, hosts: ["relay.example"] }).ok).toBe(true);
+    // an event signed for another relay, sent with that relay's name as Host: refused
+    const other = nip98Header(sk, "https://other.example/", "POST", body, now);
+    expect(checkNip98(other, { ...req, url: "https://other.example/", hosts: ["relay.example"] }).ok).toBe(false);
+    expect(checkNip98(nip98Header(sk, url, "POST", body, now), { ...req, hosts: [] }).ok).toBe(false);
   });
 
   it("fuzz: any header is refused or accepted without throwing", () => {

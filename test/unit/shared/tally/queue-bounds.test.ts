@@ -1,12 +1,20 @@
 // A recipient's queue bounds (shared/tally/queue-bounds.ts): a sender's own oldest make room for
-// its new envelope; a full queue makes room for a contact by evicting strangers' oldest and
-// refuses a stranger; a contact's envelope is never evicted for another's.
+// its new envelope; a full queue makes room for a contact by evicting strangers' oldest; strangers
+// together hold at most their share of the queue, a stranger's envelope past it evicting
+// strangers' oldest; a contact's envelope is never evicted for another's.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import "../../../helpers/fast-check-seed";
 import { planStore, type QueueBounds, type QueuedRow } from "../../../../shared/tally/queue-bounds";
 
-const small: QueueBounds = { maxEnvelopes: 10, maxBytes: 1_000, maxPerSender: 4, maxBytesPerSender: 400 };
+const small: QueueBounds = {
+  maxEnvelopes: 10,
+  maxBytes: 1_000,
+  maxPerSender: 4,
+  maxBytesPerSender: 400,
+  maxStrangerEnvelopes: 5,
+  maxStrangerBytes: 500,
+};
 const rowsOf = (...senders: string[]): QueuedRow[] => senders.map((from, i) => ({ seq: i + 1, from, bytes: 10 }));
 const contacts =
   (...c: string[]) =>
@@ -29,9 +37,21 @@ describe("a recipient's queue bounds", () => {
     expect(planStore(heavy, { from: "a", bytes: 150 }, contacts(), small)).toEqual({ keep: true, evict: [1] });
   });
 
-  it("a full queue refuses a stranger's envelope and evicts nothing", () => {
-    const rows = rowsOf("c", "c", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8");
-    expect(planStore(rows, { from: "s9", bytes: 10 }, contacts("c"), small)).toEqual({ keep: false, why: "full" });
+  it("tally.queue_strangers_share: strangers at their share of the queue: a new stranger's envelope evicts strangers' oldest, never a contact's", () => {
+    const rows = rowsOf("c", "s1", "c", "s2", "s3", "s4", "s5");
+    expect(planStore(rows, { from: "s9", bytes: 10 }, contacts("c"), small)).toEqual({ keep: true, evict: [2] });
+    // by bytes too
+    const heavy: QueuedRow[] = [
+      { seq: 1, from: "s1", bytes: 300 },
+      { seq: 2, from: "c", bytes: 300 },
+      { seq: 3, from: "s2", bytes: 150 },
+    ];
+    expect(planStore(heavy, { from: "s3", bytes: 100 }, contacts("c"), small)).toEqual({ keep: true, evict: [1] });
+  });
+
+  it("a queue full of contacts' envelopes refuses a stranger's and evicts nothing", () => {
+    const rows = rowsOf("c", "c", "c", "c", "d", "d", "d", "d", "e", "e");
+    expect(planStore(rows, { from: "s9", bytes: 10 }, contacts("c", "d", "e"), small)).toEqual({ keep: false, why: "full" });
   });
 
   it("a full queue makes room for a contact by evicting strangers' oldest, never another contact's", () => {
@@ -51,7 +71,7 @@ describe("a recipient's queue bounds", () => {
     expect(planStore([], { from: "a", bytes: 401 }, contacts("a"), small)).toEqual({ keep: false, why: "too_large" });
   });
 
-  it("property: a kept plan fits every bound, evicts only the sender's own or strangers' rows, and a stranger evicts only its own", () => {
+  it("property: a kept plan fits every bound, strangers within their share; it evicts only the sender's own or strangers' rows, never a contact's for another", () => {
     const sender = fc.constantFrom("c1", "c2", "s1", "s2", "s3");
     const isContact = (f: string) => f.startsWith("c");
     fc.assert(
@@ -78,9 +98,14 @@ describe("a recipient's queue bounds", () => {
           expect(after.reduce((n, r) => n + r.bytes, incoming.bytes)).toBeLessThanOrEqual(small.maxBytes);
           const mine = after.filter((r) => r.from === incoming.from);
           expect(mine.length + 1).toBeLessThanOrEqual(small.maxPerSender);
+          if (!isContact(incoming.from)) {
+            const strangers = after.filter((r) => !isContact(r.from));
+            expect(strangers.length + 1).toBeLessThanOrEqual(small.maxStrangerEnvelopes);
+            expect(strangers.reduce((n, r) => n + r.bytes, incoming.bytes)).toBeLessThanOrEqual(small.maxStrangerBytes);
+          }
           for (const seq of plan.evict) {
             const gone = rows.find((r) => r.seq === seq)!;
-            expect(gone.from === incoming.from || (isContact(incoming.from) && !isContact(gone.from))).toBe(true);
+            expect(gone.from === incoming.from || !isContact(gone.from)).toBe(true);
           }
         },
       ),
