@@ -118,6 +118,9 @@ export async function writeVersion(account: MincaAccount, space: Space, w: Write
   return v;
 }
 
+/** A pass refused for one of these reasons means the host does not carry the space for the account. */
+const NOT_CARRIED = ["too_many_carriers", "too_many_spaces"];
+
 export interface HostInfo {
   did: string;
   name: string;
@@ -216,6 +219,8 @@ export class HostConnection {
    * Writes the pass of a space (its constitution and, for a private space, its read seed). With
    * `own`, the space is one of the account's own (its registry or contacts space, founded by the
    * account alone): the host then takes versions there only under a note granting /account/write.
+   * Throws HostError `not_carried` when the host refuses the pass a slot (too_many_carriers,
+   * too_many_spaces): it does not carry the space for this account.
    */
   async pass(space: Space, readKey?: string, opts: { own?: boolean } = {}): Promise<VersionResult> {
     const v = await writeVersion(this.account, this.carrySpace(), {
@@ -223,7 +228,15 @@ export class HostConnection {
       key: passKey(space.id),
       body: passBody(space, readKey, opts.own),
     });
-    return (await this.post(this.carrySpace().id, [v]))[0];
+    const result = (await this.post(this.carrySpace().id, [v]))[0];
+    // Only an account with a live pass keeps a log alive here: a refused slot is never a silent success.
+    if (!result.accepted && NOT_CARRIED.includes(result.reason))
+      throw new HostError(
+        200,
+        "not_carried",
+        `this host does not carry the space ${space.id} for this account (${result.reason}): keep it at another carrier`,
+      );
+    return result;
   }
 
   /** Deletes the pass of a space: the host stops carrying it for this account. */

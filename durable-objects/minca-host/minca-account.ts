@@ -21,6 +21,7 @@ import type { FetchLike } from "../../shared/webpush/send";
 import { bodyKeyOf, readKeyDid, readSeedOf } from "../../shared/minca/space";
 import { bindingBytes, bindingExpiry, bindingHolds, checkStatusProof } from "../../shared/minca/binding";
 import type { Version } from "../../shared/minca/version";
+import { refusedAfterRevoke, type RevokedKey } from "../../shared/minca/append-plan";
 import type { AccountStatus, CarryStarted } from "../../shared/minca/host-wire";
 
 export class MincaAccount extends StoredObject<Env> {
@@ -240,12 +241,15 @@ export class MincaAccount extends StoredObject<Env> {
       };
     }
     for (const v of versions) {
-      // A key revoked earlier in this batch writes nothing after it (docs/hosting.md, "Revokes").
-      if (this.records.isRevoked(v.author)) {
+      // A key revoked (earlier in this batch too) writes nothing after its cutoff, and never
+      // carry:closed; what it wrote at or before the cutoff is vouched for (docs/hosting.md, "Revokes").
+      const rec = readCarryRecord(v, bodyKey);
+      const revokedBy = this.records.revokedKey(v.author);
+      const repeats = rec.kind === "revoke" && rec.revoked === v.author; // its revoke of itself, copied again
+      if (revokedBy !== null && !repeats && (refusedAfterRevoke(v.at, revokedBy.cutoff) || rec.kind === "closed")) {
         verdicts.push({ reason: "revoked", detail: "the account revoked the key that signed this version" });
         continue;
       }
-      const rec = readCarryRecord(v, bodyKey);
       if (rec.kind === "closed") {
         await this.close();
         return { verdicts: [...verdicts, ...versions.slice(verdicts.length).map(() => null)], closed: true, revoked: [] };
@@ -266,9 +270,9 @@ export class MincaAccount extends StoredObject<Env> {
     return { verdicts, closed: false, revoked };
   }
 
-  /** The keys among `authors` the account revoked (docs/hosting.md, "Revokes"). */
-  revokedAmong(authors: string[]): string[] {
-    return authors.filter((a) => this.records.isRevoked(a));
+  /** The keys among `authors` the account revoked, with each revoke's cutoff (docs/hosting.md, "Revokes"). */
+  revokedAmong(authors: string[]): RevokedKey[] {
+    return authors.flatMap((a) => this.records.revokedKey(a) ?? []);
   }
 
   /**
@@ -291,8 +295,8 @@ export class MincaAccount extends StoredObject<Env> {
 
   // ---- bounds (called by MincaSpace; account-usage.ts) ----------------------------------------
 
-  reserve(space: string, versions: number, bytes: number): Promise<"ok" | "account_full" | "host_full"> {
-    return this.usage.reserve(space, versions, bytes);
+  reserve(space: string, versions: number, bytes: number, relief = false): Promise<"ok" | "account_full" | "host_full"> {
+    return this.usage.reserve(space, versions, bytes, relief);
   }
 
   refund(space: string, versions: number, bytes: number): void {

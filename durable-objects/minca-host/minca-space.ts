@@ -9,6 +9,7 @@ import { Waiters } from "../base/waiters";
 import { MIGRATIONS } from "../../migrations/index";
 import { MINCA_HOST_LIMITS } from "../../shared/limits";
 import { checkReadProof } from "../../shared/minca/read-proof";
+import { isRelief } from "../../shared/minca/carry";
 import type { Constitution } from "../../shared/minca/space";
 import { checkVersion, outsideOf, rootOf, type VersionCheck, type VersionRefusal } from "../../shared/minca/version";
 import type { Arrival } from "../../shared/minca/wake";
@@ -148,7 +149,13 @@ export class MincaSpace extends StoredObject<Env, "read" | "write"> {
     let plan = await this.checkStep(here, arrived);
     plan = await this.revocationStep(here, plan);
     if (plans.freshOf(plan).length === 0) return this.answer(plan);
-    if (this.overSpaceBound(plans.freshOf(plan).map((f) => f.entry))) return this.spaceFull();
+    if (
+      this.overSpaceBound(
+        here,
+        plans.freshOf(plan).map((f) => f.entry),
+      )
+    )
+      return this.spaceFull();
     const quota = await this.quotaStep(here, plan);
     if (!quota.ok) return quota.error;
     plan = quota.plan;
@@ -158,7 +165,7 @@ export class MincaSpace extends StoredObject<Env, "read" | "write"> {
       return carry.error;
     }
     plan = carry.plan;
-    const written = this.writeStep(plan);
+    const written = this.writeStep(here, plan);
     if (written === null) {
       await this.refundAll(quota.charged);
       return this.spaceFull();
@@ -197,9 +204,9 @@ export class MincaSpace extends StoredObject<Env, "read" | "write"> {
     return plans.planArrivals(checks, arrived, (id) => held.get(id));
   }
 
-  /** Step 2, revocation: a version signed by a key its root account revoked is refused in every space the host carries for it. */
+  /** Step 2, revocation: a version signed by a key its root account revoked is refused in every space the host carries for it, unless its `at` is at most the revoke's cutoff. */
   private async revocationStep(here: Carried, plan: AppendPlan): Promise<AppendPlan> {
-    const revoked = new Map<string, string[]>();
+    const revoked = new Map<string, plans.RevokedKey[]>();
     for (const [root, authors] of plans.authorsByRoot(plan, here.carrying))
       revoked.set(root, await accountOf(this.env, root).revokedAmong(authors));
     return plans.refuseRevoked(plan, revoked);
@@ -215,13 +222,13 @@ export class MincaSpace extends StoredObject<Env, "read" | "write"> {
     here: Carried,
     plan: AppendPlan,
   ): Promise<{ ok: true; plan: AppendPlan; charged: Charged } | { ok: false; error: HostResult<never> }> {
-    const shares = plans.sharesOf(plan, here.carrying);
+    const shares = plans.sharesOf(plan, here.carrying, (v) => here.carryOf !== null && isRelief(v));
     const charged: Charged = [];
     for (const share of shares) {
       let payer: string | null = null;
       let hostFull = false;
       for (const account of share.candidates) {
-        const charge = await accountOf(this.env, account).reserve(here.id, share.versions, share.bytes);
+        const charge = await accountOf(this.env, account).reserve(here.id, share.versions, share.bytes, share.relief);
         if (charge === "ok") {
           payer = account;
           break;
@@ -294,10 +301,16 @@ export class MincaSpace extends StoredObject<Env, "read" | "write"> {
    * them); a request running alongside may have stored the same version meanwhile: it keeps its
    * first seq. Null when the space's bound would be passed (nothing written).
    */
-  private writeStep(plan: AppendPlan): AppendPlan | null {
+  private writeStep(here: Carried, plan: AppendPlan): AppendPlan | null {
     const fresh = plans.freshOf(plan);
     return this.ctx.storage.transactionSync(() => {
-      if (this.overSpaceBound(fresh.map((f) => f.entry))) return null;
+      if (
+        this.overSpaceBound(
+          here,
+          fresh.map((f) => f.entry),
+        )
+      )
+        return null;
       const written = new Map<number, { seq: number; added: boolean }>();
       for (const { index, entry } of fresh) written.set(index, this.log.insert(entry.version.id, entry.bytes, entry.raw));
       return plans.afterWrite(plan, written);
@@ -334,10 +347,19 @@ export class MincaSpace extends StoredObject<Env, "read" | "write"> {
     return this.refund(charged.map((c) => ({ account: c.account, versions: c.share.versions, bytes: c.share.bytes })));
   }
 
-  private overSpaceBound(add: FreshEntry[]): boolean {
+  /**
+   * Whether `add` would take the space past its bounds. Revokes, deletions and carry:closed in a
+   * carry space are never refused for storage: they may pass the bytes bound by the overdraft, and
+   * the versions bound.
+   */
+  private overSpaceBound(here: Carried, add: FreshEntry[]): boolean {
     const held = this.usage();
-    const bytes = add.reduce((n, f) => n + f.bytes, 0);
-    return held.versions + add.length > MINCA_HOST_LIMITS.max_space_versions || held.bytes + bytes > MINCA_HOST_LIMITS.max_space_bytes;
+    const eased = add.filter((f) => here.carryOf !== null && isRelief(f.version));
+    const rest = add.filter((f) => !eased.includes(f));
+    const bytes = (fs: FreshEntry[]) => fs.reduce((n, f) => n + f.bytes, 0);
+    const { max_space_versions, max_space_bytes, relief_overdraft_bytes } = MINCA_HOST_LIMITS;
+    if (held.versions + rest.length > max_space_versions || held.bytes + bytes(rest) > max_space_bytes) return true;
+    return held.bytes + bytes(add) > max_space_bytes + relief_overdraft_bytes;
   }
 
   private spaceFull(): HostResult<never> {
