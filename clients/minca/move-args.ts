@@ -71,9 +71,9 @@ export function parseMoveArgs(argv: string[]): MoveArgs | { print: string; statu
       return bad(`not a relay address: ${relay}`);
     }
   }
-  const gen = (flag: string, v: string | undefined) => (v === undefined ? 0 : /^(0|[1-9][0-9]{0,15})$/.test(v) ? Number(v) : null);
-  const g = gen("gen", values.gen);
-  const fg = gen("from-gen", values["from-gen"]);
+  const gen = (v: string | undefined) => (v === undefined ? 0 : /^(0|[1-9][0-9]{0,15})$/.test(v) ? Number(v) : null);
+  const g = gen(values.gen);
+  const fg = gen(values["from-gen"]);
   if (g === null) return bad(`--gen is a non-negative integer, not ${values.gen}`);
   if (fg === null) return bad(`--from-gen is a non-negative integer, not ${values["from-gen"]}`);
   if (values.from === values.to && g === fg) return bad("--from and --to name the same carry space");
