@@ -10,6 +10,7 @@ import { AccountRecords, type CarryVerdict } from "./account-records";
 import { AccountPushes } from "./account-pushes";
 import { LEASE_META_KEY, type StorageLease } from "../relay/storage-lease";
 import { AccountUsage } from "./account-usage";
+import { accountStatus } from "./account-status";
 import { fail, type HostResult } from "./result";
 import { linksServed, type ServedLink } from "./account-links";
 import { mailboxOf, spaceOf } from "./peers";
@@ -19,7 +20,7 @@ import { readCarryRecord, type CarryStart } from "../../shared/minca/carry";
 import type { Arrival } from "../../shared/minca/wake";
 import type { FetchLike } from "../../shared/webpush/send";
 import { bodyKeyOf, readKeyDid, readSeedOf } from "../../shared/minca/space";
-import { bindingBytes, bindingExpiry, bindingHolds, checkStatusProof } from "../../shared/minca/binding";
+import { bindingBytes, bindingExpiry, bindingHolds } from "../../shared/minca/binding";
 import type { Version } from "../../shared/minca/version";
 import { refusedAfterRevoke, type RevokedKey } from "../../shared/minca/append-plan";
 import type { AccountStatus, CarryStarted } from "../../shared/minca/host-wire";
@@ -110,47 +111,8 @@ export class MincaAccount extends StoredObject<Env> {
    * account the host does not carry for, 403; the closed carry space's key: 410.
    */
   async status(proof: { authorization: string | null; time: string | null }): Promise<HostResult<AccountStatus>> {
-    const now = Date.now();
     // The object is named by the account's did: what it holds is that account's.
-    const carry = this.liveCarry(now);
-    const closedSpace = this.meta.get("closed_space");
-    const closedKey = this.meta.get("closed_read_key");
-    const target =
-      carry !== null
-        ? { space: carry, readKey: readKeyDid(readSeedOf(base64urlDecode(this.meta.get("carry_key")!))) }
-        : closedSpace !== null && closedKey !== null
-          ? { space: closedSpace, readKey: closedKey }
-          : null;
-    const verdict = checkStatusProof(proof, target, Math.floor(now / 1000));
-    if (verdict === "missing")
-      return fail(
-        401,
-        "read_proof_required",
-        "an account's status is answered only to its carry space's read key (Authorization: MincaRead)",
-      );
-    if (verdict === "invalid")
-      return fail(
-        403,
-        "read_proof_invalid",
-        "the proof does not verify with the read key of a carry space this host holds for that account",
-      );
-    if (carry === null) return fail(410, "carry_closed", "the account closed its carry space: the host holds nothing for it");
-    const versions = this.sql.exec<{ v: number }>("SELECT COALESCE(SUM(versions), 0) AS v FROM usage").one().v;
-    return {
-      ok: true,
-      value: {
-        account: this.did(),
-        name: this.meta.get("name"),
-        carry_space: carry,
-        spaces: this.count("passes"),
-        links: this.count("links"),
-        wakes: this.count("wakes"),
-        receivers: this.count("receivers"),
-        versions,
-        // What the account is charged: its carried spaces' versions and its own rows (binding, links).
-        bytes: this.usage.used(),
-      },
-    };
+    return accountStatus(this.store, proof, { account: this.did(), carry: this.liveCarry(Date.now()), bytes: () => this.usage.used() });
   }
 
   /**
