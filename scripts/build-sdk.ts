@@ -3,7 +3,8 @@
 // chunks, and the runtime dependencies @noble/*, @scure/base and zod left as imports), its
 // declarations are emitted by tsc (tsconfig.sdk.json) into dist/sdk/types with relative imports
 // given the `.js` extension Node's resolution wants, and the connect CLI is bundled whole
-// (its WebSocket included, for Node 20) into dist/sdk/connect.mjs. Nothing here imports the
+// (its WebSocket included, for Node 20) into dist/sdk/connect.mjs, its sibling the move CLI into
+// dist/sdk/move.mjs. Nothing here imports the
 // Worker, hono or a Durable Object: a test (test/unit/scripts/sdk-package.test.ts) checks it.
 // Runs under plain Node 22 (type stripping): erasable TypeScript only.
 import { execFileSync } from "node:child_process";
@@ -90,11 +91,16 @@ function addWebGlobals(typesDir: string): void {
   }
 }
 
-/** The connect CLI, bundled whole (the package's bin, and `npm run connect`). */
+/** The connect CLI and its sibling the move CLI, bundled whole (the package's bins, `npm run connect`, `npm run move`). */
 export async function buildConnectCli(): Promise<string> {
-  const outfile = join(SDK_DIR, "connect.mjs");
+  await buildCli("clients/minca/move-cli.ts", "move.mjs");
+  return buildCli("clients/minca/connect-cli.ts", "connect.mjs");
+}
+
+async function buildCli(entry: string, name: string): Promise<string> {
+  const outfile = join(SDK_DIR, name);
   await build({
-    entryPoints: [join(ROOT, "clients/minca/connect-cli.ts")],
+    entryPoints: [join(ROOT, entry)],
     outfile,
     bundle: true,
     format: "esm",

@@ -292,6 +292,10 @@ export const MINCA_HOST_LIMITS = {
   decoded_keys_kept: 1_024,
   /** Notes an isolate remembers as verified (keyed by the exact bytes the note's signature covers and the signature), so the versions a device writes under one note verify it once; the least recently used is dropped. Each version's own signature is verified every time. */
   verified_notes_kept: 1_024,
+  /** How far a version's `at` may be ahead of the host's clock when it arrives, in ms; later is refused with from_future (no record frozen beyond deletion). */
+  max_future_ms: 600_000,
+  /** Bytes an account may go past its quota, and the host past its total, for revokes, deletions (a pass, wake, receiver or link) and carry:closed: a person can always sign out, free space or leave. */
+  relief_overdraft_bytes: 65_536,
   /** Versions one carried space holds; past it a request is refused with 507. */
   max_space_versions: 10_000,
   /** Bytes of versions one carried space holds; past it a request is refused with 507. */

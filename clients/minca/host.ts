@@ -1,9 +1,9 @@
-// What an account's device needs to use a Minca host (the Minca protocol §4.2-4.3, docs/hosting.md):
-// an account (its root P-256 key and 32-byte account key) writing through a session key under
-// one note; making spaces; writing and sealing versions; connecting a host (the carry space
-// derived from the account key, the host's did and gen); passes, links and carry:closed; and
-// fetching a space's log, with a read proof for a private space. Runs wherever fetch does.
-import { base64urlEncode, randomBytes } from "../../shared/encoding";
+// One account's connection to a Minca host (the Minca protocol §4.2-4.3, docs/hosting.md):
+// connecting it (the carry space derived from the account key, the host's did and gen, the
+// account's revokes copied first), passes, links, wakes, receivers, revokes and carry:closed, and
+// fetching a space's log, with a read proof for a private space. The account and its versions are
+// account.ts; signing out, sign-out.ts; moving hosts, move.ts. Runs wherever fetch does.
+import { base64urlEncode } from "../../shared/encoding";
 import {
   carryGrant,
   CLOSED_KEY,
@@ -21,102 +21,33 @@ import {
   type WakeBody,
 } from "../../shared/minca/carry";
 import { MINCA_HOST_LIMITS } from "../../shared/limits";
-import { newP256Key, type P256Key } from "../../shared/minca/es256";
 import { encodeInvite } from "../../shared/minca/invite";
-import { noteNonce, signNote, type Note } from "../../shared/minca/note";
 import { readProofHeaders } from "../../shared/minca/read-proof";
-import { bodyKeyOf, carrySpace, newSpace, readSeedOf, type Space } from "../../shared/minca/space";
-import { buildVersion, type Version } from "../../shared/minca/version";
+import { carrySpace, readSeedOf, type Space } from "../../shared/minca/space";
+import type { Version } from "../../shared/minca/version";
 import { relayBase } from "../relay-url";
+import { carryStateOf, mergeRevokes, revokeHeld, type CarryState } from "./carry-state";
+import { signOutEverywhere, type SignOutResult } from "./sign-out";
+import { writeVersion, type MincaAccount } from "./account";
 
-export interface MincaAccount {
-  /** The account's root key: its did is the account. */
-  root: P256Key;
-  /** The account key (32 bytes): carry spaces are derived from it. */
-  accountKey: Uint8Array;
-  /** The session key that signs versions, and the note the root gave it. */
-  session: P256Key;
-  note: Note;
-  /**
-   * The account's revokes this device knows (the Minca protocol §2.10): the SDK copies them into
-   * every carry space it connects, before anything else, so a carrier added later learns them.
-   * Shared by the account's sessions (withNote keeps the same list).
-   */
-  revoked?: RevokeBody[];
-  /** The latest `at` this session signed: its sign-out's cutoff ("a cutoff at what it wrote", §1.2). */
-  wroteUntil?: number;
-}
+export {
+  makeSpace,
+  newAccount,
+  renewSession,
+  SESSION_RENEW_BEFORE_SECONDS,
+  SESSION_TTL_SECONDS,
+  sessionNote,
+  withNote,
+  writeVersion,
+  type MincaAccount,
+  type WriteInput,
+} from "./account";
 
-/** A new account with a session under a note granting `cmd` (default "/": everything). */
-export async function newAccount(cmd = "/"): Promise<MincaAccount> {
-  const root = await newP256Key();
-  const session = await newP256Key();
-  return { root, accountKey: randomBytes(32), session, note: await sessionNote(root, session.did, cmd), revoked: [] };
-}
+/** Times a request answered 429 is sent again, after the Retry-After it names. */
+const RATE_RETRIES = 5;
 
-/** How long a session note lives (the Minca protocol §1.2: "exp": now + ttl; one root signature an hour). */
-export const SESSION_TTL_SECONDS = 3_600;
-/** A session note is renewed when less than this is left of it (the Minca protocol §1.2: before it runs out). */
-export const SESSION_RENEW_BEFORE_SECONDS = 600;
-
-/** A note from the account's root to a session key, on the whole account (the Minca protocol §1.2), for SESSION_TTL_SECONDS. */
-export async function sessionNote(
-  root: P256Key,
-  audience: string,
-  cmd = "/",
-  sub = root.did,
-  pol: unknown[] = [],
-  now = Math.floor(Date.now() / 1000),
-): Promise<Note> {
-  return signNote(root, { iss: root.did, aud: audience, sub, cmd, pol, exp: now + SESSION_TTL_SECONDS, nonce: noteNonce() });
-}
-
-/**
- * Renews the account's session note when it runs out within SESSION_RENEW_BEFORE_SECONDS (seed
- * §1.2): a new note from the root to the same session key, with the same terms. True when renewed.
- * (Records are judged with no time, so a version under a note since expired still stands; a live
- * check is what the renewal is for.)
- */
-export async function renewSession(account: MincaAccount, now = Math.floor(Date.now() / 1000)): Promise<boolean> {
-  const p = account.note.payload;
-  if (p.exp !== null && p.exp - now > SESSION_RENEW_BEFORE_SECONDS) return false;
-  account.note = await sessionNote(account.root, account.session.did, p.cmd, p.sub, p.pol, now);
-  return true;
-}
-
-/** A session under another note of the same account (a records-only app, say). */
-export async function withNote(account: MincaAccount, cmd: string): Promise<MincaAccount> {
-  const session = await newP256Key();
-  account.revoked ??= [];
-  return { ...account, session, note: await sessionNote(account.root, session.did, cmd), wroteUntil: undefined };
-}
-
-export function makeSpace(account: MincaAccount, visibility: "private" | "public", founders = [account.root.did]): Space {
-  return newSpace({ founders, visibility });
-}
-
-export interface WriteInput {
-  collection: string;
-  key: string;
-  body?: Record<string, unknown>;
-  topics?: string[];
-  deleted?: boolean;
-  at?: number;
-}
-
-/** A signed version of a record in `space` (sealed when the space is private), under a current session note. */
-export async function writeVersion(account: MincaAccount, space: Space, w: WriteInput): Promise<Version> {
-  await renewSession(account);
-  const v = await buildVersion({
-    space: space.id,
-    author: account.session,
-    note: account.note,
-    bodyKey: space.key ? bodyKeyOf(space.key) : undefined,
-    ...w,
-  });
-  account.wroteUntil = Math.max(account.wroteUntil ?? 0, v.at);
-  return v;
-}
+/** A pass refused for one of these reasons means the host does not carry the space for the account. */
+const NOT_CARRIED = ["too_many_carriers", "too_many_spaces"];
 
 export interface HostInfo {
   did: string;
@@ -175,21 +106,51 @@ export class HostConnection {
 
   /**
    * Connects the host: derives the carry space, posts the grant (with `admission`, the token the
-   * host's operator handed out, as `Authorization: Bearer`), then copies the account's known
-   * revokes into the carry space before anything else is written there (the relay's hosting
-   * profile: a carrier added later learns them).
+   * host's operator handed out, as `Authorization: Bearer`), then, before anything else is written
+   * there, copies into the carry space the account's revokes it lacks (the relay's hosting
+   * profile: a carrier added later learns them). The revokes known are this device's, those its
+   * carry space at this host already holds, and those read at the hosts in `learnFrom` (the
+   * account's other carriers); one the carry space holds is never written again.
    */
-  async connect(gen = 0, name?: string, opts: { admission?: string } = {}): Promise<{ account: string; carry_space: string }> {
+  async connect(
+    gen = 0,
+    name?: string,
+    opts: { admission?: string; learnFrom?: HostConnection[] } = {},
+  ): Promise<{ account: string; carry_space: string }> {
+    for (const other of opts.learnFrom ?? []) await other.learnRevokes();
     const grant = await this.grant(gen, name);
     const headers: Record<string, string> = opts.admission !== undefined ? { authorization: `Bearer ${opts.admission}` } : {};
     const started = await this.json<{ account: string; carry_space: string }>("POST", "/minca/v1/host/accounts", grant, 201, headers);
-    const known = this.account.revoked ?? [];
-    for (let i = 0; i < known.length; i += MINCA_HOST_LIMITS.max_versions_per_request) {
-      const batch = await Promise.all(known.slice(i, i + MINCA_HOST_LIMITS.max_versions_per_request).map((r) => this.revokeVersion(r)));
+    const held = await this.learnRevokes();
+    const lacking = (this.account.revoked ?? []).filter((r) => !revokeHeld(held, r));
+    for (let i = 0; i < lacking.length; i += MINCA_HOST_LIMITS.max_versions_per_request) {
+      const batch = await Promise.all(lacking.slice(i, i + MINCA_HOST_LIMITS.max_versions_per_request).map((r) => this.revokeVersion(r)));
       const refused = (await this.post(this.carrySpace().id, batch)).find((r) => !r.accepted);
       if (refused && !refused.accepted) throw new HostError(200, refused.reason, "the host refused a copy of the account's revoke");
     }
     return started;
+  }
+
+  /** Reads the carry space at this host back (its records, revokes and passes). */
+  async readCarry(): Promise<CarryState> {
+    const carry = this.carrySpace();
+    return carryStateOf(await this.readLog(carry.id, readSeedOf(carry.key!)), carry.key!);
+  }
+
+  /**
+   * Learns the account's revokes from the carry space at this host (every sys.revoke record, not
+   * only this device's): they join the account's known revokes. Answers the ones the carry space holds.
+   */
+  async learnRevokes(): Promise<RevokeBody[]> {
+    const held = (await this.readCarry()).revokes;
+    this.account.revoked = mergeRevokes(this.account.revoked ?? [], held);
+    return held;
+  }
+
+  /** Derives the carry space for carry space `gen` at this host without posting a grant (a host already connected). */
+  async attach(gen = 0): Promise<Space> {
+    await this.grant(gen);
+    return this.carrySpace();
   }
 
   /**
@@ -216,6 +177,8 @@ export class HostConnection {
    * Writes the pass of a space (its constitution and, for a private space, its read seed). With
    * `own`, the space is one of the account's own (its registry or contacts space, founded by the
    * account alone): the host then takes versions there only under a note granting /account/write.
+   * Throws HostError `not_carried` when the host refuses the pass a slot (too_many_carriers,
+   * too_many_spaces): it does not carry the space for this account.
    */
   async pass(space: Space, readKey?: string, opts: { own?: boolean } = {}): Promise<VersionResult> {
     const v = await writeVersion(this.account, this.carrySpace(), {
@@ -223,7 +186,15 @@ export class HostConnection {
       key: passKey(space.id),
       body: passBody(space, readKey, opts.own),
     });
-    return (await this.post(this.carrySpace().id, [v]))[0];
+    const result = (await this.post(this.carrySpace().id, [v]))[0];
+    // Only an account with a live pass keeps a log alive here: a refused slot is never a silent success.
+    if (!result.accepted && NOT_CARRIED.includes(result.reason))
+      throw new HostError(
+        200,
+        "not_carried",
+        `this host does not carry the space ${space.id} for this account (${result.reason}): keep it at another carrier`,
+      );
+    return result;
   }
 
   /** Deletes the pass of a space: the host stops carrying it for this account. */
@@ -265,28 +236,39 @@ export class HostConnection {
   async revoke(did: string, opts: { cutoff?: number } = {}): Promise<VersionResult> {
     const body: RevokeBody = { v: 1, key: did, ...(opts.cutoff !== undefined ? { cutoff: opts.cutoff } : {}) };
     const result = (await this.post(this.carrySpace().id, [await this.revokeVersion(body)]))[0];
-    if (result.accepted) {
-      this.account.revoked ??= [];
-      this.account.revoked.push(body);
-    }
+    if (result.accepted) this.account.revoked = mergeRevokes(this.account.revoked ?? [], [body]);
     return result;
   }
 
   /**
-   * Signing out (the Minca protocol §1.2): revokes this session's key with a cutoff at what it
-   * wrote, so everything it wrote keeps counting and nothing it might sign later does. The
-   * device then forgets the key (the caller drops this account object).
+   * Signing out at this host (the Minca protocol §1.2; signOutEverywhere for several hosts): revokes
+   * this session's key with a cutoff at the latest `at` it wrote (remembered, or read back from
+   * the host), in every space it writes in, then in the carry space, and forgets the key.
    */
-  signOut(): Promise<VersionResult> {
-    return this.revoke(this.account.session.did, { cutoff: this.account.wroteUntil ?? 0 });
+  signOut(opts: { spaces?: Space[] } = {}): Promise<SignOutResult> {
+    return signOutEverywhere([this], opts);
   }
 
-  private revokeVersion(body: RevokeBody): Promise<Version> {
+  /** A revoke of `body.key` in the carry space, not yet posted. */
+  revokeVersion(body: RevokeBody): Promise<Version> {
     return writeVersion(this.account, this.carrySpace(), { collection: REVOKE, key: revokeKey(body.key), body });
   }
 
-  /** Removing the host (the Minca protocol §4.2): carry:closed. The host forgets everything it held for the account. */
+  /**
+   * Removing the host (the Minca protocol §4.2): the passes are deleted first, then carry:closed
+   * is written. The host forgets everything it held for the account.
+   */
   async close(): Promise<VersionResult> {
+    const state = await this.readCarry();
+    const deletions = await Promise.all(
+      state.passes.map((p) => writeVersion(this.account, this.carrySpace(), { collection: PASS, key: passKey(p.id), deleted: true })),
+    );
+    for (let i = 0; i < deletions.length; i += MINCA_HOST_LIMITS.max_versions_per_request) {
+      const refused = (await this.post(this.carrySpace().id, deletions.slice(i, i + MINCA_HOST_LIMITS.max_versions_per_request))).find(
+        (r) => !r.accepted,
+      );
+      if (refused && !refused.accepted) return refused;
+    }
     const v = await writeVersion(this.account, this.carrySpace(), { collection: PASS, key: CLOSED_KEY, body: { v: 1, closed: true } });
     return (await this.post(this.carrySpace().id, [v]))[0];
   }
@@ -298,18 +280,41 @@ export class HostConnection {
 
   /** A page of a space's log; a private space's with a read proof. */
   fetchLog(space: Space, q: { after?: number; limit?: number; wait?: number } = {}): Promise<LogPage> {
+    return this.fetchLogOf(space.id, space.key ? readSeedOf(space.key) : undefined, q);
+  }
+
+  /** A page of the log of space `id`; with `readSeed` (a private space's, as its pass carries it), a read proof. */
+  fetchLogOf(id: string, readSeed: Uint8Array | undefined, q: { after?: number; limit?: number; wait?: number } = {}): Promise<LogPage> {
     const params = new URLSearchParams();
     for (const [k, v] of Object.entries(q)) if (v !== undefined) params.set(k, String(v));
-    const headers = space.key ? readProofHeaders(readSeedOf(space.key), space.id) : {};
-    return this.json("GET", `/minca/v1/spaces/${space.id}/versions?${params}`, undefined, 200, headers);
+    const headers = readSeed ? readProofHeaders(readSeed, id) : {};
+    return this.json("GET", `/minca/v1/spaces/${id}/versions?${params}`, undefined, 200, headers);
+  }
+
+  /** The whole log of space `id`, page after page, in seq order. */
+  async readLog(id: string, readSeed?: Uint8Array): Promise<Version[]> {
+    const out: Version[] = [];
+    for (let after = 0; ; ) {
+      const page = await this.fetchLogOf(id, readSeed, { after });
+      out.push(...page.items.map((i) => i.version));
+      if (!page.more || page.items.length === 0) return out;
+      after = page.next;
+    }
   }
 
   private async json<T>(method: string, path: string, body?: unknown, expect = 200, headers: Record<string, string> = {}): Promise<T> {
-    const res = await this.fetchFn(`${this.base}${path}`, {
-      method,
-      headers: body === undefined ? headers : { ...headers, "content-type": "application/json" },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
+    let res: Response;
+    for (let attempt = 0; ; attempt++) {
+      res = await this.fetchFn(`${this.base}${path}`, {
+        method,
+        headers: body === undefined ? headers : { ...headers, "content-type": "application/json" },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      // A host's per-client rate (a move posts many versions): wait as it says, a few times.
+      if (res.status !== 429 || attempt >= RATE_RETRIES) break;
+      await res.body?.cancel();
+      await new Promise((r) => setTimeout(r, Math.min(30, Number(res.headers.get("retry-after")) || 1) * 1000));
+    }
     const text = await res.text();
     if (res.status !== expect) {
       let code = "http_error";

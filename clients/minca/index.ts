@@ -21,6 +21,9 @@ export {
   HostError,
 } from "./host";
 export type { MincaAccount, WriteInput, HostInfo, VersionResult, LogPage } from "./host";
+export { signOutEverywhere, type SignOutResult } from "./sign-out";
+export { moveAccount, MoveError, type MoveProgress, type MoveReport, type MoveStep } from "./move";
+export { accountFromJson, accountToJson, type AccountFile } from "./account-file";
 export { versionBody, type Version } from "../../shared/minca/version";
 export type { Space } from "../../shared/minca/space";
 export type { JoinRoom, RoomTransport, RoomEvent, RoomMessage } from "../../shared/minca/transport";

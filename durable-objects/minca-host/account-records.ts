@@ -6,6 +6,7 @@ import { toArrayBuffer } from "../../shared/encoding";
 import type { AccountStore } from "./account-store";
 import type { MailboxStub, SpaceStub } from "./peers";
 import type { VersionRefusal, Version } from "../../shared/minca/version";
+import type { RevokedKey } from "../../shared/minca/append-plan";
 import { MINCA_HOST_LIMITS, MINCA_WAKE_LIMITS, WEBPUSH_LIMITS } from "../../shared/limits";
 import { rowBytes } from "../../shared/storage";
 import {
@@ -84,8 +85,14 @@ export class AccountRecords {
   }
 
   isRevoked(did: string): boolean {
-    if (!this.store.schema.exists) return false;
-    return this.sql.exec("SELECT 1 FROM revoked WHERE did = ?", did).toArray().length > 0;
+    return this.revokedKey(did) !== null;
+  }
+
+  /** The account's revoke of `did` and its cutoff, or null when the key is not revoked. */
+  revokedKey(did: string): RevokedKey | null {
+    if (!this.store.schema.exists) return null;
+    const row = this.sql.exec<{ cutoff: number | null }>("SELECT cutoff FROM revoked WHERE did = ?", did).toArray()[0];
+    return row ? { did, cutoff: row.cutoff } : null;
   }
 
   /**

@@ -30,18 +30,29 @@ export class AccountUsage {
    * total bound leaves room for them, and the account's lease of the host-wide total
    * (storage.host_bytes, docs/hosting.md "Quotas") covers them: the checks and the write in one
    * step of the lease (lease.store), so concurrent requests never take the account or the host
-   * past its bound. `account_full` or `host_full` when refused.
+   * past its bound. `account_full` or `host_full` when refused. With `relief` (revokes, deletions,
+   * carry:closed), past the quota and the lease by at most relief_overdraft_bytes.
    */
-  async reserve(space: string, versions: number, bytes: number): Promise<"ok" | "account_full" | "host_full"> {
-    if (!this.store.schema.exists) return bytes <= MINCA_HOST_LIMITS.max_account_bytes ? "ok" : "account_full"; // not carrying: nothing to count
+  async reserve(space: string, versions: number, bytes: number, relief = false): Promise<"ok" | "account_full" | "host_full"> {
+    const overdraft = relief ? MINCA_HOST_LIMITS.relief_overdraft_bytes : 0;
+    const quota = MINCA_HOST_LIMITS.max_account_bytes + overdraft;
+    if (!this.store.schema.exists) return bytes <= quota ? "ok" : "account_full"; // not carrying: nothing to count
     const r = await this.lease.store(bytes, () => {
       const used = this.used();
-      if (used + bytes > MINCA_HOST_LIMITS.max_account_bytes) return { value: "account_full" as const };
+      if (used + bytes > quota) return { value: "account_full" as const };
       if (this.store.meta("carry_space") === null) return { value: "ok" as const }; // not carrying (closed meanwhile): nothing to count
       this.charge(space, versions, bytes);
       return { value: "ok" as const, held: used + bytes };
     });
-    return r.stored ? r.value : "host_full";
+    if (r.stored) return r.value;
+    // Revokes, deletions and carry:closed (docs/hosting.md, "Quotas"): the host's total has no
+    // room, yet they are charged past the account's lease by at most the overdraft.
+    if (relief && this.store.meta("carry_space") !== null && this.used() + bytes <= this.lease.bytes + overdraft) {
+      log.warn("minca account: a revoke, deletion or carry:closed charged past its lease of the host's total (overdraft)", { bytes });
+      this.charge(space, versions, bytes);
+      return "ok";
+    }
+    return "host_full";
   }
 
   /**

@@ -10,6 +10,7 @@ import { AccountRecords, type CarryVerdict } from "./account-records";
 import { AccountPushes } from "./account-pushes";
 import { LEASE_META_KEY, type StorageLease } from "../relay/storage-lease";
 import { AccountUsage } from "./account-usage";
+import { accountStatus } from "./account-status";
 import { fail, type HostResult } from "./result";
 import { linksServed, type ServedLink } from "./account-links";
 import { mailboxOf, spaceOf } from "./peers";
@@ -18,8 +19,9 @@ import { base64urlDecode, base64urlEncode } from "../../shared/encoding";
 import { readCarryRecord, type CarryStart } from "../../shared/minca/carry";
 import type { Arrival } from "../../shared/minca/wake";
 import { bodyKeyOf, readKeyDid, readSeedOf } from "../../shared/minca/space";
-import { bindingBytes, bindingExpiry, bindingHolds, checkStatusProof } from "../../shared/minca/binding";
+import { bindingBytes, bindingExpiry, bindingHolds } from "../../shared/minca/binding";
 import type { Version } from "../../shared/minca/version";
+import { refusedAfterRevoke, type RevokedKey } from "../../shared/minca/append-plan";
 import type { AccountStatus, CarryStarted } from "../../shared/minca/host-wire";
 
 export class MincaAccount extends StoredObject<Env> {
@@ -110,47 +112,8 @@ export class MincaAccount extends StoredObject<Env> {
    * account the host does not carry for, 403; the closed carry space's key: 410.
    */
   async status(proof: { authorization: string | null; time: string | null }): Promise<HostResult<AccountStatus>> {
-    const now = Date.now();
     // The object is named by the account's did: what it holds is that account's.
-    const carry = this.liveCarry(now);
-    const closedSpace = this.meta.get("closed_space");
-    const closedKey = this.meta.get("closed_read_key");
-    const target =
-      carry !== null
-        ? { space: carry, readKey: readKeyDid(readSeedOf(base64urlDecode(this.meta.get("carry_key")!))) }
-        : closedSpace !== null && closedKey !== null
-          ? { space: closedSpace, readKey: closedKey }
-          : null;
-    const verdict = checkStatusProof(proof, target, Math.floor(now / 1000));
-    if (verdict === "missing")
-      return fail(
-        401,
-        "read_proof_required",
-        "an account's status is answered only to its carry space's read key (Authorization: MincaRead)",
-      );
-    if (verdict === "invalid")
-      return fail(
-        403,
-        "read_proof_invalid",
-        "the proof does not verify with the read key of a carry space this host holds for that account",
-      );
-    if (carry === null) return fail(410, "carry_closed", "the account closed its carry space: the host holds nothing for it");
-    const versions = this.sql.exec<{ v: number }>("SELECT COALESCE(SUM(versions), 0) AS v FROM usage").one().v;
-    return {
-      ok: true,
-      value: {
-        account: this.did(),
-        name: this.meta.get("name"),
-        carry_space: carry,
-        spaces: this.count("passes"),
-        links: this.count("links"),
-        wakes: this.count("wakes"),
-        receivers: this.count("receivers"),
-        versions,
-        // What the account is charged: its carried spaces' versions and its own rows (binding, links).
-        bytes: this.usage.used(),
-      },
-    };
+    return accountStatus(this.store, proof, { account: this.did(), carry: this.liveCarry(Date.now()), bytes: () => this.usage.used() });
   }
 
   /**
@@ -241,12 +204,15 @@ export class MincaAccount extends StoredObject<Env> {
       };
     }
     for (const v of versions) {
-      // A key revoked earlier in this batch writes nothing after it (docs/hosting.md, "Revokes").
-      if (this.records.isRevoked(v.author)) {
+      // A key revoked (earlier in this batch too) writes nothing after its cutoff, and never
+      // carry:closed; what it wrote at or before the cutoff is vouched for (docs/hosting.md, "Revokes").
+      const rec = readCarryRecord(v, bodyKey);
+      const revokedBy = this.records.revokedKey(v.author);
+      const repeats = rec.kind === "revoke" && rec.revoked === v.author; // its revoke of itself, copied again
+      if (revokedBy !== null && !repeats && (refusedAfterRevoke(v.at, revokedBy.cutoff) || rec.kind === "closed")) {
         verdicts.push({ reason: "revoked", detail: "the account revoked the key that signed this version" });
         continue;
       }
-      const rec = readCarryRecord(v, bodyKey);
       if (rec.kind === "closed") {
         await this.close();
         return { verdicts: [...verdicts, ...versions.slice(verdicts.length).map(() => null)], closed: true, revoked: [] };
@@ -267,9 +233,9 @@ export class MincaAccount extends StoredObject<Env> {
     return { verdicts, closed: false, revoked };
   }
 
-  /** The keys among `authors` the account revoked (docs/hosting.md, "Revokes"). */
-  revokedAmong(authors: string[]): string[] {
-    return authors.filter((a) => this.records.isRevoked(a));
+  /** The keys among `authors` the account revoked, with each revoke's cutoff (docs/hosting.md, "Revokes"). */
+  revokedAmong(authors: string[]): RevokedKey[] {
+    return authors.flatMap((a) => this.records.revokedKey(a) ?? []);
   }
 
   /**
@@ -292,8 +258,8 @@ export class MincaAccount extends StoredObject<Env> {
 
   // ---- bounds (called by MincaSpace; account-usage.ts) ----------------------------------------
 
-  reserve(space: string, versions: number, bytes: number): Promise<"ok" | "account_full" | "host_full"> {
-    return this.usage.reserve(space, versions, bytes);
+  reserve(space: string, versions: number, bytes: number, relief = false): Promise<"ok" | "account_full" | "host_full"> {
+    return this.usage.reserve(space, versions, bytes, relief);
   }
 
   refund(space: string, versions: number, bytes: number): void {

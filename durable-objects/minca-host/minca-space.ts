@@ -3,7 +3,7 @@
 // the Worker routes POST/GET .../versions here over RPC. Every decision about bytes (the gates,
 // what a carry-space record means, read proofs) is made in shared/minca; this object stores
 // what they accept. A version is in SQLite before the answer leaves. Who carries the space (slots,
-// read keys, the hand-over of bytes) is space-carriers.ts.
+// read keys, the hand-over of bytes) is space-carriers.ts; what a request is charged, space-quota.ts.
 import { StoredObject } from "../base/stored-object";
 import { Waiters } from "../base/waiters";
 import { MIGRATIONS } from "../../migrations/index";
@@ -15,12 +15,13 @@ import type { Arrival } from "../../shared/minca/wake";
 import type { Appended, ArrivedVersion } from "../../shared/minca/host-wire";
 import type { PageQuery } from "../../shared/mailbox/messages";
 import * as plans from "../../shared/minca/append-plan";
-import type { AppendPlan, FreshEntry, Share } from "../../shared/minca/append-plan";
+import type { AppendPlan } from "../../shared/minca/append-plan";
 import { log } from "../../shared/log";
 import { fail, type HostResult } from "./result";
 import { accountOf } from "./peers";
 import { SpaceLog } from "./space-log";
 import { SpaceCarriers } from "./space-carriers";
+import { chargeShares, overSpaceBound, refund, refundAll, spaceFull } from "./space-quota";
 
 /** What the append pipeline knows of the space. */
 interface Carried {
@@ -32,9 +33,6 @@ interface Carried {
   carrying: string[];
   ownMachinery: boolean;
 }
-
-/** Each share of the request's bytes and the account it was charged to. */
-type Charged = Array<{ account: string; share: Share }>;
 
 /** What the account's carry records did (the carry space only). */
 interface CarryOutcome {
@@ -148,23 +146,30 @@ export class MincaSpace extends StoredObject<Env, "read" | "write"> {
     let plan = await this.checkStep(here, arrived);
     plan = await this.revocationStep(here, plan);
     if (plans.freshOf(plan).length === 0) return this.answer(plan);
-    if (this.overSpaceBound(plans.freshOf(plan).map((f) => f.entry))) return this.spaceFull();
-    const quota = await this.quotaStep(here, plan);
+    if (
+      overSpaceBound(
+        this.usage(),
+        here.carryOf,
+        plans.freshOf(plan).map((f) => f.entry),
+      )
+    )
+      return spaceFull();
+    const quota = await chargeShares(this.env, here, plan);
     if (!quota.ok) return quota.error;
     plan = quota.plan;
     const carry = await this.carryRecordsStep(here, plan, opts);
     if (!carry.ok) {
-      await this.refundAll(quota.charged);
+      await refundAll(this.env, here.id, quota.charged);
       return carry.error;
     }
     plan = carry.plan;
-    const written = this.writeStep(plan);
+    const written = this.writeStep(here, plan);
     if (written === null) {
-      await this.refundAll(quota.charged);
-      return this.spaceFull();
+      await refundAll(this.env, here.id, quota.charged);
+      return spaceFull();
     }
     plan = written;
-    await this.refund(plans.refundsOf(quota.charged, plan));
+    await refund(this.env, here.id, plans.refundsOf(quota.charged, plan));
     await this.afterWriteStep(here, plan, carry.outcome);
     return this.answer(plan);
   }
@@ -197,65 +202,12 @@ export class MincaSpace extends StoredObject<Env, "read" | "write"> {
     return plans.planArrivals(checks, arrived, (id) => held.get(id));
   }
 
-  /** Step 2, revocation: a version signed by a key its root account revoked is refused in every space the host carries for it. */
+  /** Step 2, revocation: a version signed by a key its root account revoked is refused in every space the host carries for it, unless its `at` is at most the revoke's cutoff. */
   private async revocationStep(here: Carried, plan: AppendPlan): Promise<AppendPlan> {
-    const revoked = new Map<string, string[]>();
+    const revoked = new Map<string, plans.RevokedKey[]>();
     for (const [root, authors] of plans.authorsByRoot(plan, here.carrying))
       revoked.set(root, await accountOf(this.env, root).revokedAmong(authors));
     return plans.refuseRevoked(plan, revoked);
-  }
-
-  /**
-   * Step 3, quota: this space's bound (checked before), then the accounts'. Each share is charged
-   * to the first of its candidates with room; an account at its quota is refused only its own
-   * share. Each account checks and charges in one step; when a share finds no payer nothing of
-   * the request is stored and what was charged is given back.
-   */
-  private async quotaStep(
-    here: Carried,
-    plan: AppendPlan,
-  ): Promise<{ ok: true; plan: AppendPlan; charged: Charged } | { ok: false; error: HostResult<never> }> {
-    const shares = plans.sharesOf(plan, here.carrying);
-    const charged: Charged = [];
-    for (const share of shares) {
-      let payer: string | null = null;
-      let hostFull = false;
-      for (const account of share.candidates) {
-        const charge = await accountOf(this.env, account).reserve(here.id, share.versions, share.bytes);
-        if (charge === "ok") {
-          payer = account;
-          break;
-        }
-        if (charge === "host_full") hostFull = true;
-      }
-      if (payer === null) {
-        await this.refundAll(charged);
-        // The host-wide total (docs/hosting.md, "Quotas"): no account has room because the host has none.
-        if (hostFull)
-          return {
-            ok: false,
-            error: fail(
-              507,
-              "storage_full",
-              "this host holds all it may for the accounts it carries (storage.host_bytes): nothing was stored",
-            ),
-          };
-        return {
-          ok: false,
-          error: fail(507, "quota_exceeded", `an account's carried spaces hold at most ${MINCA_HOST_LIMITS.max_account_bytes} bytes`),
-        };
-      }
-      charged.push({ account: payer, share });
-    }
-    return {
-      ok: true,
-      plan: plans.withPayers(
-        plan,
-        shares,
-        charged.map((c) => c.account),
-      ),
-      charged,
-    };
   }
 
   /** Step 4, carry records: in the carry space, the account reads its records and keeps what they say, refusing some. */
@@ -294,10 +246,17 @@ export class MincaSpace extends StoredObject<Env, "read" | "write"> {
    * them); a request running alongside may have stored the same version meanwhile: it keeps its
    * first seq. Null when the space's bound would be passed (nothing written).
    */
-  private writeStep(plan: AppendPlan): AppendPlan | null {
+  private writeStep(here: Carried, plan: AppendPlan): AppendPlan | null {
     const fresh = plans.freshOf(plan);
     return this.ctx.storage.transactionSync(() => {
-      if (this.overSpaceBound(fresh.map((f) => f.entry))) return null;
+      if (
+        overSpaceBound(
+          this.usage(),
+          here.carryOf,
+          fresh.map((f) => f.entry),
+        )
+      )
+        return null;
       const written = new Map<number, { seq: number; added: boolean }>();
       for (const { index, entry } of fresh) written.set(index, this.log.insert(entry.version.id, entry.bytes, entry.raw));
       return plans.afterWrite(plan, written);
@@ -322,30 +281,6 @@ export class MincaSpace extends StoredObject<Env, "read" | "write"> {
 
   private answer(plan: AppendPlan): HostResult<Appended> {
     return { ok: true, value: { results: plans.answerOf(plan) } };
-  }
-
-  /** Gives back what was charged and not kept. */
-  private async refund(refunds: Array<{ account: string; versions: number; bytes: number }>): Promise<void> {
-    for (const r of refunds) if (r.versions > 0) await accountOf(this.env, r.account).refund(this.id, r.versions, r.bytes);
-  }
-
-  /** Gives back every charge: nothing of the request was stored. */
-  private refundAll(charged: Charged): Promise<void> {
-    return this.refund(charged.map((c) => ({ account: c.account, versions: c.share.versions, bytes: c.share.bytes })));
-  }
-
-  private overSpaceBound(add: FreshEntry[]): boolean {
-    const held = this.usage();
-    const bytes = add.reduce((n, f) => n + f.bytes, 0);
-    return held.versions + add.length > MINCA_HOST_LIMITS.max_space_versions || held.bytes + bytes > MINCA_HOST_LIMITS.max_space_bytes;
-  }
-
-  private spaceFull(): HostResult<never> {
-    return fail(
-      507,
-      "quota_exceeded",
-      `a carried space holds at most ${MINCA_HOST_LIMITS.max_space_versions} versions and ${MINCA_HOST_LIMITS.max_space_bytes} bytes`,
-    );
   }
 
   /** After the answer: each carrying account hears of the new versions (wakes, the Minca protocol §4.4). */

@@ -4,6 +4,7 @@
 // steps that need storage or another object (is it held, is its key revoked, who pays, what the
 // account's carry records say, the write) and records each outcome here; the answer is read off
 // the finished plan, one result per version in the order sent.
+import { isSelfRevoke } from "./revoke";
 import type { VersionResult } from "./host-wire";
 import { rootOf, type Version, type VersionCheck, type VersionRefusal } from "./version";
 
@@ -88,12 +89,35 @@ export function authorsByRoot(plan: AppendPlan, carrying: readonly string[]): Ma
   return new Map([...out].map(([root, s]) => [root, [...s]]));
 }
 
-/** The plan with every fresh version whose author its root revoked refused (`revoked`: root → keys). */
-export function refuseRevoked(plan: AppendPlan, revoked: Map<string, readonly string[]>): AppendPlan {
+/** A key an account revoked, and the revoke's cutoff (unix ms; null: none). */
+export interface RevokedKey {
+  did: string;
+  cutoff: number | null;
+}
+
+/**
+ * Whether a version a revoked key signed is refused (the profile's "Revocations"): with a cutoff,
+ * only one whose `at` is past it (what the key wrote at or before it is vouched for, whenever it
+ * arrives: a late copy, a new carrier, the same host after carry:closed); without one, every
+ * version not held already. (The key's revoke of itself is never refused: it only repeats it.)
+ */
+export function refusedAfterRevoke(at: number, cutoff: number | null): boolean {
+  return cutoff === null || at > cutoff;
+}
+
+/** The plan with every fresh version its root's revoke of its author refuses (`revoked`: root → revoked keys among the authors). */
+export function refuseRevoked(plan: AppendPlan, revoked: Map<string, readonly RevokedKey[]>): AppendPlan {
   const refusals = new Map<number, { reason: VersionRefusal; detail: string }>();
   for (const { index, entry } of freshOf(plan)) {
-    if (revoked.get(rootOf(entry.version))?.includes(entry.version.author)) {
-      refusals.set(index, { reason: "revoked", detail: "the account revoked the key that signed this version" });
+    const r = revoked.get(rootOf(entry.version))?.find((k) => k.did === entry.version.author);
+    if (r && refusedAfterRevoke(entry.version.at, r.cutoff) && !isSelfRevoke(entry.version)) {
+      refusals.set(index, {
+        reason: "revoked",
+        detail:
+          r.cutoff === null
+            ? "the account revoked the key that signed this version"
+            : "the account revoked the key that signed this version, and the version is later than the revoke's cutoff",
+      });
     }
   }
   return refuseIn(plan, refusals);
@@ -107,21 +131,26 @@ export interface Share {
   sizes: number[];
   versions: number;
   bytes: number;
+  /** Revokes, deletions and carry:closed in a carry space: charged past the quota by the overdraft. */
+  relief: boolean;
 }
 
 /**
  * Step 3, quota: who pays for what. A version is charged to its root's account when that account
  * carries the space here (what an account writes is its share), else to the first carrier with
- * room.
+ * room. The versions `relief` names (revokes, deletions, carry:closed in a carry space) are a
+ * share of their own, charged past the quota by the overdraft.
  */
-export function sharesOf(plan: AppendPlan, carrying: readonly string[]): Share[] {
+export function sharesOf(plan: AppendPlan, carrying: readonly string[], relief: (v: Version) => boolean = () => false): Share[] {
   const byPayer = new Map<string, Share>();
   for (const { index, entry } of freshOf(plan)) {
     const root = rootOf(entry.version);
-    const key = carrying.includes(root) ? root : "";
+    const payer = carrying.includes(root) ? root : "";
+    const eased = relief(entry.version);
+    const key = `${eased ? "relief" : ""}:${payer}`;
     let s = byPayer.get(key);
     if (!s) {
-      s = { candidates: key !== "" ? [key] : [...carrying], indexes: [], sizes: [], versions: 0, bytes: 0 };
+      s = { candidates: payer !== "" ? [payer] : [...carrying], indexes: [], sizes: [], versions: 0, bytes: 0, relief: eased };
       byPayer.set(key, s);
     }
     s.indexes.push(index);

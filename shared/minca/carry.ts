@@ -13,12 +13,14 @@ import { isMincaId, keyHash } from "./id";
 import { decodeInvite } from "./invite";
 import { carryNonce, constitutionSchema, readKeyDid, readSeedOf, spaceId, type Constitution } from "./space";
 import { versionBody, type Version } from "./version";
+import { REVOKE, revokeKey } from "./revoke";
+
+export { isSelfRevoke, REVOKE, revokeKey } from "./revoke";
 
 export const PASS = "sys.pass";
 export const LINK = "sys.link";
 export const WAKE = "sys.wake";
 export const RECEIVER = "sys.receiver";
-export const REVOKE = "sys.revoke";
 export const CLOSED_KEY = "carry:closed";
 const LINK_TOPIC_LABEL = "minca/link-topic/v1";
 
@@ -27,14 +29,22 @@ export function passKey(space: string): string {
   return `pass:${keyHash(space)}`;
 }
 
-/** The key of a revoke: revoke:<hex of the first 20 bytes of SHA-256(utf8(did))>. */
-export function revokeKey(did: string): string {
-  return `revoke:${keyHash(did)}`;
-}
-
 /** The key of a receiver: receiver:<hex of the first 20 bytes of SHA-256(utf8(endpoint))>. */
 export function receiverKey(endpoint: string): string {
   return `receiver:${keyHash(endpoint)}`;
+}
+
+/**
+ * A carry-space version that frees space or ends something, read from its outside (the profile's
+ * "Revocations"): a revoke, a deletion of a pass, wake, receiver or link, and carry:closed. A host
+ * never refuses one for storage: it may take the account past its quota, and the host past its
+ * total, by relief_overdraft_bytes, so a person can always sign out, free space or leave.
+ */
+export function isRelief(v: { collection: string; key: string; deleted?: boolean }): boolean {
+  const deleted = v.deleted === true;
+  if (v.collection === REVOKE) return !deleted;
+  if (v.collection === PASS && v.key === CLOSED_KEY) return !deleted;
+  return deleted && [PASS, WAKE, RECEIVER, LINK].includes(v.collection);
 }
 
 // ---- CarryGrant (the Minca protocol §4.3) ----------------------------------------------------------------

@@ -11,6 +11,7 @@ import { digestMincaId, isMincaId, mincaId } from "./id";
 import { canonicalize } from "./jcs";
 import { verifyNote, type Note } from "./note";
 import { commandCovers, policyAllows } from "./policy";
+import { isSelfRevoke } from "./revoke";
 import { openBody, sealBody, type Constitution } from "./space";
 
 const VERSION_LABEL = "minca/version/v1";
@@ -164,6 +165,7 @@ export const VERSION_REFUSALS = [
   "too_many_carriers",
   "too_many_link_accounts",
   "storage_full",
+  "from_future",
 ] as const;
 export type VersionRefusal = (typeof VERSION_REFUSALS)[number];
 
@@ -175,6 +177,8 @@ export interface GateContext {
   constitution: Constitution;
   /** The account's own spaces (its carry space, a space its pass says is its own): a note must grant /account/write (the Minca protocol §1.3). */
   ownMachinery: boolean;
+  /** The host's clock (unix ms; default now): a version's `at` may be at most max_future_ms ahead of it. */
+  now?: number;
 }
 
 const refuse = (reason: VersionRefusal, detail: string, id?: string): VersionCheck => ({
@@ -186,7 +190,7 @@ const refuse = (reason: VersionRefusal, detail: string, id?: string): VersionChe
 
 /**
  * The gates of docs/hosting.md, in order: well-formed and within bounds; the space; the id; the
- * signature; the note (verifies, aud is the author, sub covers the space, policy allows the
+ * signature; `at` at most max_future_ms ahead of the host's clock; the note (verifies, aud is the author, sub covers the space, policy allows the
  * collection, command covers the write); its root is a founder; a private space's body is sealed.
  * Records are judged with no time: the note's exp is not checked.
  */
@@ -220,17 +224,22 @@ export async function checkVersion(value: unknown, ctx: GateContext, bytes?: num
   }
   if (id !== v.id) return refuse("id_mismatch", "the id is not the hash of the version", v.id);
   if (!(await es256Verify(v.author, v.sig, versionSigBytes(v.id)))) return refuse("bad_signature", "the signature does not verify", v.id);
+  const ahead = MINCA_HOST_LIMITS.max_future_ms;
+  if (v.at > (ctx.now ?? Date.now()) + ahead)
+    return refuse("from_future", `a version's at is at most ${ahead / 60_000} minutes ahead of the host's clock`, v.id);
   const note = await verifyNote(v.note);
   if (!note.ok) return refuse("bad_note", note.reason, v.id);
   const p = note.note.payload;
   if (p.aud !== v.author) return refuse("note_audience", "the note is made out to another key", v.id);
   if (p.sub !== p.iss && p.sub !== `space:${v.space}`) return refuse("note_subject", "the note's subject does not cover this space", v.id);
-  if (!policyAllows(p.pol, { space: v.space, collection: v.collection }))
+  // Signing out: any key may revoke itself, whatever its note grants (the account's own spaces included).
+  const selfRevoke = isSelfRevoke(v);
+  if (!selfRevoke && !policyAllows(p.pol, { space: v.space, collection: v.collection }))
     return refuse("note_policy", "the note's policy does not allow this write", v.id);
-  if (ctx.ownMachinery && !commandCovers(p.cmd, ACCOUNT_WRITE)) {
+  if (ctx.ownMachinery && !selfRevoke && !commandCovers(p.cmd, ACCOUNT_WRITE)) {
     return refuse("not_account_write", `in the account's own spaces a version counts only under a note granting ${ACCOUNT_WRITE}`, v.id);
   }
-  if (!ctx.ownMachinery && !commandCovers(p.cmd, RECORD_WRITE))
+  if (!ctx.ownMachinery && !selfRevoke && !commandCovers(p.cmd, RECORD_WRITE))
     return refuse("note_command", `the note's command does not grant ${RECORD_WRITE}`, v.id);
   if (!ctx.constitution.founders.includes(p.iss)) return refuse("not_founder", "the note is not rooted at a founder of the space", v.id);
   if (ctx.constitution.visibility === "private" && v.body !== undefined)

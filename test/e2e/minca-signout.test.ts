@@ -41,8 +41,12 @@ describe("the Minca protocol §1.2: a device signs out and nothing is lost", () 
     expect(await aHost.post(shared.id, [byA[0]])).toMatchObject([{ accepted: true }]);
     expect(await aHost.post(own.id, [byA[1]])).toMatchObject([{ accepted: true }]);
 
-    // device A signs out
+    // device A signs out (and forgets its key: what follows signs with a copy of it, as a thief would)
+    const stolen = { ...alice };
+    const thief = new HostConnection(stolen, relayUrl);
+    thief.carry = aHost.carry;
     expect(await aHost.signOut()).toMatchObject({ accepted: true });
+    expect(alice.signedOut).toBe(true);
 
     // what A wrote stays; B and Bob read and write on
     expect(await aHost.status()).toMatchObject({ spaces: 2 });
@@ -53,19 +57,22 @@ describe("the Minca protocol §1.2: a device signs out and nothing is lost", () 
     expect(await bHost.post(own.id, [await writeVersion(deviceB, own, { collection: "std.note", key: "b2", body: {} })])).toMatchObject([
       { accepted: true },
     ]);
-    expect((await bobHost.fetchLog(shared)).items.map((i) => i.version.id)).toEqual([byA[0].id, b1.id, bob1.id]);
+    // the shared log: A's message, A's revoke of itself (signing out writes it where A wrote), B's and Bob's
+    const sharedLog = (await bobHost.fetchLog(shared)).items.map((i) => i.version);
+    expect(sharedLog.map((v) => v.id)).toEqual([byA[0].id, sharedLog[1].id, b1.id, bob1.id]);
+    expect(sharedLog[1]).toMatchObject({ collection: "sys.revoke", author: alice.session.did });
     expect((await bHost.fetchLog(own)).items.map((i) => i.version.id)[0]).toBe(byA[1].id);
 
     // A's key is refused in every space: the shared one, its own, the carry space; carry:closed too
     const refused = [{ accepted: false, reason: "revoked" }];
     expect(
-      await aHost.post(shared.id, [await writeVersion(alice, shared, { collection: "std.message", key: "a3", body: {} })]),
+      await thief.post(shared.id, [await writeVersion(stolen, shared, { collection: "std.message", key: "a3", body: {} })]),
     ).toMatchObject(refused);
-    expect(await aHost.post(own.id, [await writeVersion(alice, own, { collection: "std.note", key: "a4", body: {} })])).toMatchObject(
+    expect(await thief.post(own.id, [await writeVersion(stolen, own, { collection: "std.note", key: "a4", body: {} })])).toMatchObject(
       refused,
     );
-    expect(await aHost.pass(newSpace({ founders: [alice.root.did], visibility: "public" }))).toMatchObject(refused[0]);
-    expect(await aHost.close()).toMatchObject(refused[0]);
+    expect(await thief.pass(newSpace({ founders: [alice.root.did], visibility: "public" }))).toMatchObject(refused[0]);
+    expect(await thief.close()).toMatchObject(refused[0]);
     expect(await bHost.status()).toMatchObject({ spaces: 2 });
 
     // a carrier added afterwards (another relay): device B connects it; the account's known
@@ -74,9 +81,9 @@ describe("the Minca protocol §1.2: a device signs out and nothing is lost", () 
     const bHost2 = new HostConnection(deviceB, second.url);
     await bHost2.connect(0, "Alice");
     expect(await bHost2.pass(own)).toMatchObject({ accepted: true });
-    const aHost2 = new HostConnection(alice, second.url);
+    const aHost2 = new HostConnection(stolen, second.url);
     aHost2.carry = bHost2.carry;
-    expect(await aHost2.post(own.id, [await writeVersion(alice, own, { collection: "std.note", key: "a5", body: {} })])).toMatchObject(
+    expect(await aHost2.post(own.id, [await writeVersion(stolen, own, { collection: "std.note", key: "a5", body: {} })])).toMatchObject(
       refused,
     );
     expect(await aHost2.close()).toMatchObject(refused[0]);

@@ -11,6 +11,8 @@ describe("connecting a host that admits by token (MINCA_HOST_ADMISSION=token)", 
       const url = String(input);
       seen.push({ url, auth: new Headers(init?.headers).get("authorization") });
       if (url.endsWith("/")) return Response.json({ protocols: { minca: { host: { did: hostDid, name: "h" } } } });
+      // connect() reads the carry space back (the revokes it holds) before copying the account's
+      if (url.includes("/versions")) return Response.json({ items: [], next: 0, more: false, oldest_seq: null });
       return Response.json({ account: "a", carry_space: "b" }, { status: 201 });
     }) as typeof fetch;
     const host = new HostConnection(await newAccount(), "https://relay.example", { fetch: fake });

@@ -7,10 +7,12 @@ import {
   planArrivals,
   refundsOf,
   refuseIn,
+  refuseRevoked,
   sharesOf,
   withPayers,
 } from "../../../../shared/minca/append-plan";
 import type { Version, VersionCheck } from "../../../../shared/minca/version";
+import { revokeKey } from "../../../../shared/minca/revoke";
 
 const v = (id: string, iss: string): Version => ({ id, author: "did:key:author", note: { payload: { iss } } }) as unknown as Version;
 const ok = (id: string, iss = "did:key:a"): VersionCheck => ({ ok: true, version: v(id, iss) });
@@ -61,5 +63,23 @@ describe("the append plan", () => {
 
   it("an unsettled plan is never answered", () => {
     expect(() => answerOf(planArrivals([ok("b1")], [{ raw: "{}", bytes: 1 }], () => undefined))).toThrow();
+  });
+
+  it("a revoke's cutoff vouches for what the key wrote: a version at or before it is accepted whenever it arrives, one after it (or any, without a cutoff) is refused; the key's revoke of itself never is", () => {
+    const at = (id: string, t: number, extra: Partial<Version> = {}): VersionCheck => ({
+      ok: true,
+      version: { ...v(id, "did:key:a"), at: t, collection: "c", key: id, ...extra } as Version,
+    });
+    const checks = [at("b1", 100), at("b2", 101), at("b3", 500, { collection: "sys.revoke", key: revokeKey("did:key:author") })];
+    const plan = planArrivals(
+      checks,
+      checks.map(() => ({ raw: "{}", bytes: 1 })),
+      () => undefined,
+    );
+    const refused = (cutoff: number | null) =>
+      refuseRevoked(plan, new Map([["did:key:a", [{ did: "did:key:author", cutoff }]]])).entries.map((e) => e.kind);
+    expect(refused(100)).toEqual(["fresh", "refused", "fresh"]);
+    expect(refused(null)).toEqual(["refused", "refused", "fresh"]);
+    expect(refuseRevoked(plan, new Map()).entries.map((e) => e.kind)).toEqual(["fresh", "fresh", "fresh"]);
   });
 });

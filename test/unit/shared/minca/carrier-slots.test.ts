@@ -21,3 +21,22 @@ describe("carrier slots: a pass proven with the constitution's own read key take
     expect(slotFor(full(4, "did:key:zRead"), "m", "did:key:zRead", constitution, 4)).toEqual({ ok: true, evict: null });
   });
 });
+
+describe("carrier slots: the founder's account is never refused a slot, and a later read key a founder proves ranks with the constitution's", () => {
+  const pub = { v: 1, founders: ["did:key:f"], visibility: "public", nonce: "n" } as Constitution;
+  it("the founder's account is never refused a slot, public space included: it takes the most recently added stranger's", () => {
+    expect(slotFor(full(4, null), "did:key:f", null, pub, 4)).toEqual({ ok: true, evict: "a3" });
+    expect(slotFor(full(4), "did:key:f", "did:key:zRead", constitution, 4)).toEqual({ ok: true, evict: "a3" });
+    // a founder whose pass names a later read key is a founder all the same
+    expect(slotFor(full(4), "did:key:f", "did:key:zLater", constitution, 4)).toEqual({ ok: true, evict: "a3" });
+  });
+  it("a founder already carrying is never evicted: a member takes a stranger's slot, never the founder's", () => {
+    const carriers = [...full(3), { account: "did:key:f", readKey: "did:key:zRead", added: 9 }];
+    expect(slotFor(carriers, "m", "did:key:zRead", constitution, 4)).toEqual({ ok: true, evict: "a2" });
+  });
+  it("a pass proving a later read key that a founder's account proves ranks with the constitution's; a made-up later key does not", () => {
+    const carriers = [...full(3), { account: "did:key:f", readKey: "did:key:zLater", added: 9 }];
+    expect(slotFor(carriers, "m", "did:key:zLater", constitution, 4)).toEqual({ ok: true, evict: "a2" });
+    expect(slotFor(carriers, "s", "did:key:zMadeUpToo", constitution, 4)).toEqual({ ok: false });
+  });
+});
