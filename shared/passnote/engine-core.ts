@@ -18,10 +18,12 @@ import {
   type RosterEntry,
 } from "./roster";
 import { sealFrame, sealPlain } from "./seal";
-import type { Ephemeral, RatchetHello, Session } from "./session";
+import { wipeEphemeral, type Ephemeral, type RatchetHello, type Session } from "./session";
 import { SendWindow } from "./send-window";
 import { encodeMessage, encodeRecord, LEGACY_RECONCILE2_TAG, type Message, type MessageOf, type WireRecord } from "./wire";
-import { Listeners } from "../listeners";
+import { EngineEvents, ListenerError, StoreFailedError, type SyncEvents } from "./events";
+
+export { ListenerError, StoreFailedError, type DropReason, type SyncEvents } from "./events";
 
 export interface SyncEngineOptions {
   /** This node's id (HLC node part, hello). */
@@ -57,31 +59,6 @@ export interface SyncEngineOptions {
  * or "session" (kind 0x01, ratcheted).
  */
 export type Channel = "passphrase" | "plain" | "session";
-
-export type DropReason = "unauthenticated" | "malformed" | "out-of-scope" | "no-session" | "stale" | "unopenable" | "roster-signature";
-
-export interface SyncEvents {
-  /** The versions do not overlap: the exchange with this peer has ended. */
-  incompatible: (peer: string, theirs: number[]) => void;
-  /** The version was agreed with a peer. */
-  agreed: (peer: string, version: number) => void;
-  /** A new inst token from a peer we knew: everything held for it was dropped. */
-  restarted: (peer: string) => void;
-  /** Records from a peer changed the store. */
-  change: (collection: string, records: WireRecord[], from: string) => void;
-  /** A delta record was refused by the clock bound. */
-  refused: (collection: string, record: WireRecord, from: string) => void;
-  /** Identity mode: a ratchet session with a peer's device is open. */
-  session: (peer: string, device: string) => void;
-  /** Identity mode: a peer's session ended because its device was revoked (or left the roster). */
-  sessionEnded: (peer: string, device: string) => void;
-  /** Identity mode: a ratchet-hello failed one of its acceptance checks. */
-  helloRefused: (peer: string, reason: string) => void;
-  /** Identity mode: this side asked a peer to re-send its hello (sent a fresh one of its own). */
-  rehello: (peer: string) => void;
-  /** A frame (or a roster record) was dropped; nothing is said on the wire. */
-  dropped: (peer: string, reason: DropReason) => void;
-}
 
 export interface TrafficStats {
   frames: Record<string, number>;
@@ -170,7 +147,7 @@ export class EngineCore {
   readonly sent: TrafficStats = emptyStats();
   readonly received: TrafficStats = emptyStats();
   readonly peers = new Map<string, PeerState>();
-  private readonly listeners = new Listeners<SyncEvents>();
+  private readonly events = new EngineEvents();
   private readonly rosterCache = new Map<string, { hlc: string; entry: RosterEntry | null }>();
 
   constructor(readonly opts: SyncEngineOptions) {
@@ -190,11 +167,65 @@ export class EngineCore {
   }
 
   on<K extends keyof SyncEvents>(event: K, fn: SyncEvents[K]): () => void {
-    return this.listeners.on(event, fn);
+    return this.events.on(event, fn);
   }
 
+  /** Calls the app's listeners of an event, each guarded (events.ts): emit after the protocol's own reaction. */
   emit<K extends keyof SyncEvents>(event: K, ...args: Parameters<SyncEvents[K]>): void {
-    for (const fn of this.listeners.of(event)) (fn as (...a: Parameters<SyncEvents[K]>) => void)(...args);
+    this.events.emit(event, ...args);
+  }
+
+  /** Set once the store failed: the engine has stopped (nothing leaves, nothing is taken in). */
+  failure: StoreFailedError | undefined;
+  private flushWatch = false;
+
+  /**
+   * Merges a record into the store. A store that throws stops the engine (storeFailed) and the
+   * StoreFailedError is thrown; a write the store took but could not make durable later (its
+   * flushed() rejects) stops it too, once that is known.
+   */
+  merge(collection: string, record: WireRecord): boolean {
+    if (this.failure) throw this.failure;
+    let changed: boolean;
+    try {
+      changed = this.store.merge(collection, record);
+    } catch (e) {
+      throw this.storeFailed(e);
+    }
+    if (changed && !this.flushWatch) {
+      this.flushWatch = true;
+      queueMicrotask(() => {
+        this.flushWatch = false;
+        this.store.flushed().catch((e: unknown) => void this.storeFailed(e));
+      });
+    }
+    return changed;
+  }
+
+  /** Handling a frame threw: a store failure (already reported) or a fault, reported as `error`. */
+  handlerFailed(e: unknown): void {
+    if (e instanceof StoreFailedError) return;
+    this.emit("error", e instanceof Error ? e : new Error(String(e)));
+  }
+
+  /**
+   * The store failed: every peer is dropped (nothing more is sent, so no peer learns of records
+   * this side does not hold), later frames and peers are ignored, and the app gets an `error`.
+   */
+  storeFailed(e: unknown): StoreFailedError {
+    if (e instanceof StoreFailedError) return e;
+    if (this.failure) return this.failure;
+    const err = new StoreFailedError(e);
+    this.failure = err;
+    for (const s of this.peers.values()) {
+      s.window.close();
+      s.paced = [];
+      s.session = undefined;
+      wipeEphemeral(s.mine);
+    }
+    this.peers.clear();
+    this.emit("error", err);
+    return err;
   }
 
   /** Whether this side offers x-edge-relay/digest. */
@@ -301,7 +332,7 @@ export class EngineCore {
   /** Seals one message for its channel and queues it; a session message without a session is not sent. */
   send(peer: string, m: Message, ch: Channel = this.base): Promise<void> {
     const state = this.peers.get(peer);
-    if (!state) return Promise.resolve();
+    if (!state || this.failure) return Promise.resolve();
     // The queue is bounded: past send_queue_max_frames a frame is left out (before it is sealed,
     // so no ratchet counter is skipped) and the peer is re-reconciled once the queue drains. The
     // connection's own handshakes and ratchet-hellos are never left out.

@@ -42,12 +42,12 @@ export function onHandshake(core: EngineCore, peer: string, state: PeerState, h:
   }
   state.version = v;
   state.caps = new Set(h.capabilities);
-  core.emit("agreed", peer, v);
   // Identity mode: offer a session with a fresh ephemeral key for this connection.
   if (core.identity) sendRatchetHello(core, peer, state);
   // With recon1 on both sides one pull suffices (leaves ship both ways); without it each side pulls.
   const self = core.opts.selfId();
   if (!usesRecon(core, state) || (self !== undefined && self < peer)) void core.send(peer, { type: "hello", node: core.node });
+  core.emit("agreed", peer, v);
 }
 
 /** Whether range reconciliation runs with this peer (recon1 offered by both sides). */

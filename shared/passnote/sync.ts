@@ -32,6 +32,7 @@ import { decodeMessage, type Message, type WireRecord } from "./wire";
 
 export type { Channel, DropReason, SyncEngineOptions, SyncEvents, TrafficStats } from "./engine-core";
 export { WriteRefusedError } from "./records";
+export { ListenerError, StoreFailedError } from "./engine-core";
 
 export class SyncEngine {
   /** The state the engine's parts share (peers, store, clock, channels). */
@@ -42,7 +43,7 @@ export class SyncEngine {
     // The founding device lists itself: the roster's first record, signed by its own key.
     const id = this.core.identity;
     if (this.isOwner && !this.rosterEntry(id!.deviceId)) {
-      this.store.merge(ROSTER_COLLECTION, signRosterRecord(id!.deviceKey, id!.pub, false, this.clock.tick()));
+      this.core.merge(ROSTER_COLLECTION, signRosterRecord(id!.deviceKey, id!.pub, false, this.clock.tick()));
     }
   }
 
@@ -84,6 +85,7 @@ export class SyncEngine {
 
   /** A transport peer appeared (or was present when we joined): send our handshake. */
   peerJoined(peer: string): void {
+    if (this.core.failure) return; // the store failed: this engine syncs no more
     this.peerLeft(peer);
     this.core.peers.set(peer, this.core.fresh(peer));
     void this.core.send(peer, this.core.handshake());
@@ -100,13 +102,16 @@ export class SyncEngine {
 
   /** A transport message from a peer; handled one at a time, in arrival order, per peer. */
   receive(peer: string, bytes: Uint8Array): Promise<void> {
+    if (this.core.failure) return Promise.resolve();
     let state = this.core.peers.get(peer);
     if (!state) {
       // A frame from a peer the transport has not announced (yet): treat it as present.
       this.peerJoined(peer);
       state = this.core.peers.get(peer)!;
     }
-    const run = state.inbound.then(() => this.handle(peer, bytes)).catch(() => undefined);
+    // A frame whose handling threw is reported (`error`), never left to become an unhandled
+    // rejection; a store failure has stopped the engine by then (StoreFailedError).
+    const run = state.inbound.then(() => this.handle(peer, bytes)).catch((e: unknown) => this.core.handlerFailed(e));
     state.inbound = run;
     return run;
   }
@@ -284,7 +289,7 @@ export class SyncEngine {
    */
   private write(collection: string, record: WireRecord): WireRecord {
     checkLocalWrite(collection, record);
-    this.store.merge(collection, record);
+    this.core.merge(collection, record); // a failing store: StoreFailedError, which says what to do
     if (this.core.identity && collection === ROSTER_COLLECTION) rosterChanged(this.core);
     const queued = this.outgoing.get(collection);
     if (queued) queued.set(record.key, record);
@@ -318,7 +323,7 @@ export class SyncEngine {
   private async handle(peer: string, bytes: Uint8Array): Promise<void> {
     const core = this.core;
     const state = core.peers.get(peer);
-    if (!state) return;
+    if (!state || core.failure) return;
     const opened = this.open(peer, state, bytes);
     if (!opened) return; // fails authentication at some layer: dropped silently
     const { frame, ch } = opened;
