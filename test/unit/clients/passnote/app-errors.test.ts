@@ -4,9 +4,15 @@
 import { describe, expect, it } from "vitest";
 import { MemoryBus } from "../../../../clients/passnote/memory-bus";
 import { PassnotePeer } from "../../../../clients/passnote/peer";
-import { ListenerError } from "../../../../shared/passnote/sync";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join as pathJoin } from "node:path";
+import { SqliteStore } from "../../../../clients/passnote/stores/sqlite";
+import { sealFrame } from "../../../../shared/passnote/seal";
+import { ListenerError, StoreFailedError } from "../../../../shared/passnote/sync";
+import { encodeMessage } from "../../../../shared/passnote/wire";
 import { ROSTER_COLLECTION, type DeviceIdentity } from "../../../../shared/passnote/roster";
-import { idOf, newGroup, plainType, pubOf, recorder } from "../../../helpers/passnote";
+import { groupKey, idOf, newGroup, plainType, pubOf, recorder } from "../../../helpers/passnote";
 import { waitFor } from "../../../helpers/wait";
 
 async function join(bus: MemoryBus, identity: DeviceIdentity, node: string) {
@@ -69,5 +75,45 @@ describe("the Passnote peer: listener failures", () => {
     await waitFor(() => b.peer.get("notes", "k") === 1 && errors.length >= 2, { what: "the record and two errors" });
     expect(seen).toContain("notes");
     expect([...new Set(errors.map((e) => e.event))].sort()).toEqual(["change", "session"]);
+  });
+});
+
+describe("the Passnote peer: store failures", () => {
+  it("store failures are not silent: a failing store stops the peer from syncing, the app gets an `error` event that says what to do, nothing is reported held that is not, and a local put throws that error", async () => {
+    const key = groupKey();
+    const bus = new MemoryBus();
+    const store = await SqliteStore.open(pathJoin(mkdtempSync(pathJoin(tmpdir(), "passnote-fail-")), "bob.db"));
+    const a = new PassnotePeer({ transport: await bus.connect(), key, node: "alice", antiEntropyIntervalMs: 0 });
+    const tb = await bus.connect();
+    const b = new PassnotePeer({ transport: tb, key, store, node: "bob", antiEntropyIntervalMs: 0 });
+    const errors: Error[] = [];
+    b.engine.on("error", (e) => void errors.push(e));
+    a.put("notes", "before", 1);
+    await waitFor(() => b.get("notes", "before") === 1, { what: "the first record" });
+
+    await store.close(); // the database goes away under the running peer
+    a.put("notes", "after", 2);
+    await waitFor(() => errors.length > 0, { what: "the error event" });
+    expect(errors[0]).toBeInstanceOf(StoreFailedError);
+    expect(errors[0].message).toMatch(/stopped syncing.*reopen the database/);
+    expect(b.get("notes", "after")).toBeUndefined();
+    expect(b.store.watermark("notes")).toBe(a.store.get("notes", "before")!.hlc);
+    // The peer syncs no more: a hello asking for its state gets nothing back.
+    expect(b.engine.agreedPeers()).toEqual([]);
+    const sent = JSON.stringify(b.engine.sent);
+    await b.engine.receive(a.transport.self!, sealFrame(key, encodeMessage({ type: "hello", node: "alice" })));
+    expect(JSON.stringify(b.engine.sent)).toBe(sent);
+    // A local write says what to do, not what SQLite says.
+    let thrown: unknown;
+    try {
+      b.put("notes", "local", 3);
+    } catch (e) {
+      thrown = e;
+    }
+    expect(thrown).toBeInstanceOf(StoreFailedError);
+    expect((thrown as Error).message).toMatch(/was closed.*reopen the database/);
+    expect((thrown as Error).message).not.toMatch(/finalized/);
+    a.close();
+    b.close();
   });
 });
