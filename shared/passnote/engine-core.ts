@@ -5,7 +5,15 @@
 // sessions), anti-entropy.ts (hello / state / delta / poke / reconcile); sync.ts composes them.
 import { PASSNOTE_LIMITS as L } from "../limits";
 import { encodeValue, Writer } from "./codec";
-import { CAP_RECON2, CAP_RECON2_LEGACY, InstTokens, makeHandshake, newInstToken, SUPPORTED_VERSIONS } from "./handshake";
+import {
+  CAP_RECON2,
+  CAP_RECON2_LEGACY,
+  HANDSHAKES_PER_CONNECTION,
+  InstTokens,
+  makeHandshake,
+  newInstToken,
+  SUPPORTED_VERSIONS,
+} from "./handshake";
 import { HlcClock } from "./hlc";
 import { MemoryStore, type PassnoteStore } from "./records";
 import {
@@ -77,6 +85,8 @@ export interface PeerState {
   inbound: Promise<void>;
   tokens: InstTokens;
   replied: boolean;
+  /** Handshakes this side sent on this connection (at most HANDSHAKES_PER_CONNECTION). */
+  handshakes: number;
   /** A handshake without an inst token arrived from this peer. */
   tokenless?: boolean;
   version?: number;
@@ -251,6 +261,7 @@ export class EngineCore {
       inbound: Promise.resolve(),
       tokens: new InstTokens(),
       replied: false,
+      handshakes: 0,
       caps: new Set(),
       incompatible: false,
       shipped: new Map(),
@@ -261,6 +272,17 @@ export class EngineCore {
       lastRehello: -Infinity,
       lastAnswer: -Infinity,
     };
+  }
+
+  /**
+   * Sends this side's handshake to a peer, unless it already sent HANDSHAKES_PER_CONNECTION on
+   * this connection (the wire's bound: one on connect, one reply); false when it did not.
+   */
+  sendHandshake(peer: string, state: PeerState): boolean {
+    if (state.handshakes >= HANDSHAKES_PER_CONNECTION) return false;
+    state.handshakes++;
+    void this.send(peer, this.handshake());
+    return true;
   }
 
   handshake(): MessageOf<"handshake"> {

@@ -31,7 +31,7 @@ export function onHandshake(core: EngineCore, peer: string, state: PeerState, h:
   if (core.identity && h.deviceKey.length === 32) state.handshakeDevice = deviceIdOf(h.deviceKey);
   if (!state.replied) {
     state.replied = true;
-    void core.send(peer, core.handshake());
+    core.sendHandshake(peer, state); // none when a repair already sent the second
   }
   if (state.version !== undefined || state.incompatible) return;
   const v = negotiateVersion(core.versions, h.versions);

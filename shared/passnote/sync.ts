@@ -87,8 +87,9 @@ export class SyncEngine {
   peerJoined(peer: string): void {
     if (this.core.failure) return; // the store failed: this engine syncs no more
     this.peerLeft(peer);
-    this.core.peers.set(peer, this.core.fresh(peer));
-    void this.core.send(peer, this.core.handshake());
+    const state = this.core.fresh(peer);
+    this.core.peers.set(peer, state);
+    this.core.sendHandshake(peer, state);
   }
 
   /** A transport peer was lost: drop everything held for it. */
@@ -200,29 +201,35 @@ export class SyncEngine {
 
   /**
    * Anti-entropy after a loss the transport reported (a refused frame: the relay does not say
-   * which): every peer gets our handshake again (a peer that agreed ignores it, one that lost it
-   * agrees now), a peer without a session is asked for a fresh hello, and every agreed peer gets
-   * forceSync's hello and poke, so reconciliation re-ships whatever the lost frame carried.
+   * which): a peer we have not agreed with yet gets our handshake again while the connection's
+   * two allow it (a peer that agreed ignores it, one that lost ours agrees now), a peer without a
+   * session is asked for a fresh hello, and every agreed peer gets forceSync's hello and poke, so
+   * reconciliation re-ships whatever the lost frame carried.
    */
   repair(): void {
     for (const [peer, s] of this.core.peers) {
       s.shipped.clear(); // without recon1: the lost frame may have carried records, so a full pass
       if (s.incompatible) continue;
-      void this.core.send(peer, this.core.handshake());
+      if (s.version === undefined) this.core.sendHandshake(peer, s);
       repairSession(this.core, peer, s, true);
     }
     this.forceSync();
   }
 
-  /** A peer we have not heard from since agreeing gets our handshake again; a missing session is repaired. */
+  /**
+   * A peer without a session is repaired (repairSession). A peer we have not heard from since
+   * agreeing may have lost our handshakes: it gets a fresh ratchet-hello at once, and our
+   * handshake again only while the connection's two allow it (never: agreeing took our reply).
+   * A pair that lost every handshake agrees when it next meets (the transport reconnects, or a
+   * peer restarts with a new inst token).
+   */
   private heal(peer: string, s: PeerState, force: boolean): void {
     if (s.incompatible) return;
     if (s.heard) {
       repairSession(this.core, peer, s, force);
       return;
     }
-    // Our hello went out before the peer agreed (and was dropped there): a fresh one follows.
-    void this.core.send(peer, this.core.handshake());
+    this.core.sendHandshake(peer, s);
     repairSession(this.core, peer, s, true);
   }
 

@@ -41,6 +41,20 @@ describe("the Passnote protocol: connection handshake", () => {
     });
   });
 
+  it("at most two handshakes per connection: heal() (anti-entropy) and repair() never send a third", async () => {
+    const { a, b, ta, tb, sentA } = await pair({ a: { antiEntropyIntervalMs: 0 }, b: { antiEntropyIntervalMs: 0 } });
+    await waitFor(() => agreed(a, tb) && agreed(b, ta), { what: "agreement" });
+    for (let i = 0; i < 3; i++) {
+      a.engine.repair();
+      a.engine.antiEntropyPass();
+      a.forceSync();
+    }
+    // Its frames to bob go out in order: once bob has the last poke, he has every handshake before it.
+    const pokes = sentA.filter((m) => m.type === "poke").length;
+    await waitFor(() => (b.engine.received.frames.poke ?? 0) >= pokes, { what: "alice's pokes at bob" });
+    expect(sentA.filter((m) => m.type === "handshake").length).toBeLessThanOrEqual(2);
+  });
+
   it("unknown capabilities are ignored, so is the excess: 40 capabilities, 20 versions and a 2,000-byte capability still agree", async () => {
     const bus = new MemoryBus();
     const key = groupKey();
