@@ -52,9 +52,16 @@ export function onState(core: EngineCore, peer: string, state: PeerState, m: Mes
     probed = new Map();
     state.stateSeries.set(ch, probed);
   }
-  const names = first
+  let names = first
     ? [...new Set([...theirs.keys(), ...core.store.collectionNames().filter((c) => core.inScope(c, ch))])]
     : [...theirs.keys()];
+  // Answering a digest mismatch: only collections whose watermarks differ may hold the
+  // difference, so only those are probed. When none differs, the difference is below the
+  // watermarks (an older record one side lacks): every collection is.
+  if (state.digestHello.has(ch)) {
+    const differ = names.filter((c) => (theirs.get(c) ?? "") !== core.store.watermark(c));
+    if (differ.length) names = differ;
+  }
   const recon = usesRecon(core, state);
   const recon2 = usesRecon2(core, state);
   for (const collection of names) {

@@ -108,6 +108,11 @@ export interface PeerState {
    * peer's watermark they were probed under (null: not named by the peer).
    */
   stateSeries: Map<Channel, Map<string, string | null>>;
+  /**
+   * Channels whose last hello from this side answered a digest mismatch: the states that answer
+   * it probe only collections whose watermarks differ (anti-entropy.ts onState).
+   */
+  digestHello: Set<Channel>;
   // ---- identity mode ----
   /** This side's ephemeral key for the connection; its secret is wiped once the session exists. */
   mine?: Ephemeral;
@@ -266,6 +271,7 @@ export class EngineCore {
       incompatible: false,
       shipped: new Map(),
       stateSeries: new Map(),
+      digestHello: new Set(),
       heard: false,
       seenEphemerals: [],
       helloAt: -Infinity,
@@ -375,7 +381,10 @@ export class EngineCore {
     else if (state.session)
       sealed = state.session.seal(frame); // the counter is taken in queue order
     else return Promise.resolve();
-    if (m.type === "hello") state.stateSeries.delete(ch); // its answer starts a new state series
+    if (m.type === "hello") {
+      state.stateSeries.delete(ch); // its answer starts a new state series
+      state.digestHello.delete(ch);
+    }
     this.sent.frames[m.type] = (this.sent.frames[m.type] ?? 0) + 1;
     this.sent.bytes += sealed.length;
     return state.window.push(sealed).catch(() => undefined);

@@ -376,6 +376,24 @@ describe("the periodic anti-entropy pass is bounded", () => {
     await waitFor(() => b.get("c123", "unsent") === 1, { what: "the pass brings it" });
   });
 
+  it("after a digest mismatch, only collections whose watermark says they may differ are probed, not every named collection; a difference below every watermark is still found", async () => {
+    const { a, b, sentB } = await settledPair(500);
+    const probed = (from: number) => new Set(sentB.slice(from).flatMap((m) => (m.type === "reconcile" ? [m.collection] : [])));
+    let mark = sentB.length;
+    a.store.merge("c123", rec("unsent", 2_000)); // in the store, never pushed (a lost frame, say)
+    a.engine.antiEntropyPass();
+    await waitFor(() => b.get("c123", "unsent") === 1, { what: "the pass brings it" });
+    await quiet(a, b);
+    expect([...probed(mark)]).toEqual(["c123"]);
+    // A record older than the watermarks (learnt from a third peer, say): no watermark differs, so
+    // the pass probes every collection, and finds it.
+    mark = sentB.length;
+    a.store.merge("c7", rec("old", 500));
+    a.engine.antiEntropyPass();
+    await waitFor(() => b.get("c7", "old") === 1, { what: "the pass brings the old record" });
+    expect(probed(mark).size).toBeGreaterThan(1);
+  });
+
   it("send queue: the opening probes of a state naming 300 collections are paced, so the queue to a peer stays a few windows long", async () => {
     const sa = new MemoryStore();
     for (let i = 0; i < 300; i++) sa.merge(`c${i}`, rec("k"));
