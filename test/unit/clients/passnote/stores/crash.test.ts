@@ -80,7 +80,7 @@ describe("SQLite store: keys durable before the first records", () => {
       child.on("exit", (code, signal) => (signal === "SIGKILL" ? resolve() : reject(new Error(`the device ended with ${code}: ${err}`))));
     });
     // The file as the kill left it, read directly.
-    const file = new DatabaseSync(db, { readOnly: true });
+    const file = new DatabaseSync(db); // read only by its SELECTs: opening it read-write lets SQLite recover the WAL the kill left;
     const records = file.prepare("SELECT collection, key FROM records").all() as Array<{ collection: string; key: string }>;
     const keys = file.prepare("SELECT value FROM meta WHERE name = 'keys'").get();
     file.close();
