@@ -117,6 +117,13 @@ export class RelayTransport implements Transport {
 
   /** Connects and joins; resolves once welcomed, rejects when the relay refuses, cannot be reached or does not welcome in time. */
   static async connect(opts: RelayTransportOptions): Promise<RelayTransport> {
+    if (!opts.WebSocket && typeof (globalThis as { WebSocket?: unknown }).WebSocket !== "function") {
+      const node = (globalThis as { process?: { version?: string } }).process?.version;
+      throw new RelayTransportError(
+        `this runtime has no WebSocket${node ? ` (Node ${node}; Node 22 has one)` : ""}: pass one as the \`WebSocket\` option, e.g. \`import { WebSocket } from "ws"\`, or run Node 22.13 or later (which SqliteStore needs too, for node:sqlite)`,
+        "no_websocket",
+      );
+    }
     const t = new RelayTransport(opts, roomKeys(opts.rosterKey), opts.rate ?? (await relayRate(opts.relayUrl)));
     await t.open();
     t.startKeepalive();

@@ -58,9 +58,9 @@ export function onState(core: EngineCore, peer: string, state: PeerState, m: Mes
   // Answering a digest mismatch: only collections whose watermarks differ may hold the
   // difference, so only those are probed. When none differs, the difference is below the
   // watermarks (an older record one side lacks): every collection is.
-  if (state.digestHello.has(ch)) {
+  if (state.digestHello.has(ch) || state.askHello.has(ch)) {
     const differ = names.filter((c) => (theirs.get(c) ?? "") !== core.store.watermark(c));
-    if (differ.length) names = differ;
+    if (differ.length || state.askHello.has(ch)) names = differ;
   }
   const recon = usesRecon(core, state);
   const recon2 = usesRecon2(core, state);
@@ -75,6 +75,7 @@ export function onState(core: EngineCore, peer: string, state: PeerState, m: Mes
     else
       core.pace(peer, state, () => void core.sendDelta(peer, collection, fallbackShipment(core, state, collection, watermark ?? ""), ch));
   }
+  core.emit("state", peer, theirs, ch);
 }
 
 /**

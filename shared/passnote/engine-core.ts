@@ -113,6 +113,8 @@ export interface PeerState {
    * it probe only collections whose watermarks differ (anti-entropy.ts onState).
    */
   digestHello: Set<Channel>;
+  /** Channels whose last hello only asked how the peer stands (whenSynced): no watermark differs, nothing is probed. */
+  askHello: Set<Channel>;
   // ---- identity mode ----
   /** This side's ephemeral key for the connection; its secret is wiped once the session exists. */
   mine?: Ephemeral;
@@ -272,6 +274,7 @@ export class EngineCore {
       shipped: new Map(),
       stateSeries: new Map(),
       digestHello: new Set(),
+      askHello: new Set(),
       heard: false,
       seenEphemerals: [],
       helloAt: -Infinity,
@@ -384,6 +387,7 @@ export class EngineCore {
     if (m.type === "hello") {
       state.stateSeries.delete(ch); // its answer starts a new state series
       state.digestHello.delete(ch);
+      state.askHello.delete(ch);
     }
     this.sent.frames[m.type] = (this.sent.frames[m.type] ?? 0) + 1;
     this.sent.bytes += sealed.length;

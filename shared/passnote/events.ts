@@ -37,6 +37,8 @@ export interface SyncEvents {
    * reported on the console.
    */
   error: (err: Error) => void;
+  /** A peer's state arrived (its watermarks in one channel), after the probes it asked for were queued. */
+  state: (peer: string, watermarks: ReadonlyMap<string, string>, channel: "passphrase" | "plain" | "session") => void;
 }
 
 /** A listener of an engine event threw or rejected: the engine went on; `cause` is what it threw. */

@@ -233,6 +233,24 @@ export class SyncEngine {
     repairSession(this.core, peer, s, true);
   }
 
+  /**
+   * Asks an agreed peer for its state in every channel it syncs in, probing only collections
+   * whose watermarks differ (whenSynced): the `state` events that answer say how it stands.
+   */
+  askState(peer: string): void {
+    const s = this.core.peers.get(peer);
+    if (!s || s.version === undefined || s.incompatible) return;
+    for (const ch of this.channelsWith(s)) {
+      void this.core.send(peer, { type: "hello", node: this.node }, ch);
+      s.askHello.add(ch);
+    }
+  }
+
+  /** The channels this side syncs in with a peer now. */
+  channelsWith(s: PeerState): Channel[] {
+    return this.core.identity ? (s.session ? ["plain", "session"] : ["plain"]) : ["passphrase"];
+  }
+
   /** Identity mode: peers with an open session (the only ones that get user data). */
   sessionPeers(): string[] {
     return [...this.core.peers].filter(([, s]) => s.session).map(([p]) => p);

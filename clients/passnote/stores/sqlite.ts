@@ -147,4 +147,14 @@ export class SqliteStore extends DatabaseStore {
     await this.flushed().catch(() => undefined);
     if (this.db.isOpen) this.db.close();
   }
+
+  /** Closes the store and deletes its file and the file's -wal and -shm companions. */
+  async destroy(): Promise<void> {
+    await this.close();
+    if (this.path === ":memory:") return;
+    const fs = (globalThis as { process: { getBuiltinModule: (n: string) => unknown } }).process.getBuiltinModule(
+      "node:fs",
+    ) as typeof import("node:fs");
+    for (const f of [this.path, `${this.path}-wal`, `${this.path}-shm`]) fs.rmSync(f, { force: true });
+  }
 }
