@@ -1,7 +1,8 @@
 // Reopening a Passnote database: the SQLite store (node:sqlite) with N records (default 100,000),
 // written through the store one acknowledged merge at a time, closed, and opened again: the time to
 // open (every record read, decoded and indexed in memory) and until the opened store can answer a
-// sync (the fingerprint of the whole collection and recon2's ordering built). Not a timed test.
+// sync (the fingerprint of the whole collection and recon2's ordering built), and the memory the
+// open store adds (it holds every record in memory today). Not a timed test.
 //
 //   npx tsx bench/passnote-store.ts [records]     one run, printed
 //   npm run bench                                  part of the full run (not of --smoke)
@@ -22,6 +23,16 @@ export interface StoreReopenResult {
   /** CPU milliseconds of this process for the same (less sensitive to a shared machine than wall time) */
   readyCpuMs: number;
   fileMB: number;
+  /** MB the open store added to this process's heap and external memory (V8's own count), and to its resident set */
+  openHeapMB: number;
+  openRssMB: number;
+}
+
+/** Heap and external memory now, after a collection where the process allows one (node --expose-gc). */
+function memoryMB(): { heap: number; rss: number } {
+  (globalThis as { gc?: () => void }).gc?.();
+  const m = process.memoryUsage();
+  return { heap: (m.heapUsed + m.external + m.arrayBuffers) / 1e6, rss: m.rss / 1e6 };
 }
 
 export async function storeReopen(records = 100_000): Promise<StoreReopenResult> {
@@ -44,6 +55,7 @@ export async function storeReopen(records = 100_000): Promise<StoreReopenResult>
     await store.flushed();
     const writeMs = performance.now() - t0;
     await store.close();
+    const before = memoryMB();
     const t1 = performance.now();
     const cpu = process.cpuUsage();
     const again = await SqliteStore.open(path);
@@ -52,6 +64,7 @@ export async function storeReopen(records = 100_000): Promise<StoreReopenResult>
     again.ordered("notes");
     const readyMs = performance.now() - t1;
     const used = process.cpuUsage(cpu);
+    const after = memoryMB();
     if (again.size("notes") !== records) throw new Error(`reopened ${again.size("notes")} of ${records}`);
     await again.close();
     return {
@@ -61,6 +74,8 @@ export async function storeReopen(records = 100_000): Promise<StoreReopenResult>
       readyMs: Math.round(readyMs),
       readyCpuMs: Math.round((used.user + used.system) / 1000),
       fileMB: Math.round(statSync(path).size / 1e5) / 10,
+      openHeapMB: Math.round(after.heap - before.heap),
+      openRssMB: Math.round(after.rss - before.rss),
     };
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -76,6 +91,7 @@ export function storeReopenTable(r: StoreReopenResult): string {
     `| reopen (read, decode, index) | ${r.openMs} ms |`,
     `| reopen until it can answer a sync | ${r.readyMs} ms (CPU ${r.readyCpuMs} ms) |`,
     `| database file | ${r.fileMB} MB |`,
+    `| memory the open store adds (heap and external; resident) | ${r.openHeapMB} MB; ${r.openRssMB} MB |`,
   ].join("\n");
 }
 

@@ -1,4 +1,7 @@
-export { PassnotePeer, type PassnotePeerOptions } from "./peer";
+export { PassnotePeer, WHEN_SYNCED_ASK_MS, WHEN_SYNCED_TIMEOUT_MS, type DeviceInfo, type PassnotePeerOptions } from "./peer";
+export type { PassnotePeerEvents, PeerChange, PeerStatus } from "./peer-events";
+export { ListenerError, StoreFailedError } from "../../shared/passnote/events";
+export { DatabaseStore, type RecordRow } from "./stores/database-store";
 export { MemoryBus, MemoryTransport } from "./memory-bus";
 export { RelayTransport, RelayTransportError, type RelayTransportOptions } from "./relay-transport";
 export type { Transport, TransportEvents } from "./transport";
@@ -7,4 +10,11 @@ export { Double, type Value } from "../../shared/passnote/codec";
 export { MemoryStore, type PassnoteStore, type StoredKeys } from "../../shared/passnote/records";
 export { IndexedDbStore, type IndexedDbStoreOptions } from "./stores/indexeddb";
 export { derivePassphraseKey, derivePassphraseKeySync } from "../../shared/passnote/passphrase";
-export { foundGroup, newDeviceKey, devicePublicKey, type DeviceIdentity, type GroupCredentials } from "../../shared/passnote/roster";
+export {
+  foundGroup,
+  newDeviceKey,
+  devicePublicKey,
+  deviceIdOf,
+  type DeviceIdentity,
+  type GroupCredentials,
+} from "../../shared/passnote/roster";

@@ -14,10 +14,28 @@ import { PASSNOTE_LIMITS } from "../../shared/limits";
 import type { Value } from "../../shared/passnote/codec";
 import { newInstToken } from "../../shared/passnote/handshake";
 import { MemoryStore, type PassnoteStore, type StoredKeys } from "../../shared/passnote/records";
-import type { DeviceIdentity } from "../../shared/passnote/roster";
+import { ROSTER_COLLECTION, type DeviceIdentity } from "../../shared/passnote/roster";
 import { SyncEngine, type SyncEngineOptions } from "../../shared/passnote/sync";
 import type { WireRecord } from "../../shared/passnote/wire";
 import type { Transport } from "./transport";
+import { PeerEvents, type PassnotePeerEvents, type PeerChange, type PeerStatus } from "./peer-events";
+
+/** How long whenSynced() waits by default. */
+export const WHEN_SYNCED_TIMEOUT_MS = 30_000;
+/** How often whenSynced() asks a peer's state while it is not in step. */
+export const WHEN_SYNCED_ASK_MS = 250;
+
+/** A device of the group as the roster lists it (identity mode). */
+export interface DeviceInfo {
+  /** The id revoke() takes: hex of SHA-256(public key), 16 bytes (deviceIdOf). */
+  id: string;
+  publicKey: Uint8Array;
+  revoked: boolean;
+  /** The group's owner (it signs the roster). */
+  owner: boolean;
+  /** This device. */
+  self: boolean;
+}
 
 export interface PassnotePeerOptions extends Partial<Omit<SyncEngineOptions, "transmit" | "selfId">> {
   transport: Transport;
@@ -40,8 +58,14 @@ export class PassnotePeer {
   readonly transport: Transport;
   private readonly unsubscribe: () => void;
 
+  private readonly events = new PeerEvents();
+  private closed = false;
+  private lastStatus = "";
+
   constructor(opts: PassnotePeerOptions) {
     const { transport, antiEntropyIntervalMs, ...rest } = opts;
+    if (typeof rest.store?.merge !== "function" && rest.store !== undefined)
+      throw new TypeError("`store` is a PassnoteStore (SqliteStore.open, IndexedDbStore.open, new MemoryStore()): await its open()");
     this.transport = transport;
     const store = rest.store ?? new MemoryStore();
     const keys = keysFor(store, rest.identity, rest.key);
@@ -57,14 +81,25 @@ export class PassnotePeer {
     // Restored from the database: the clock moves past every HLC it holds, so a write after a
     // restart wins over the writes before it even if the wall clock went back meanwhile.
     this.engine.clock.observe(store.clock());
+    this.engine.on("change", (collection, records, from) => this.events.emit("change", { collection, records, origin: "remote", from }));
+    this.engine.on("error", (e) => this.events.emit("error", e));
+    this.engine.on("agreed", () => this.statusChanged());
     this.unsubscribe = transport.subscribe({
       welcome: (_self, peers) => {
         for (const p of peers) this.engine.peerJoined(p);
+        this.statusChanged();
       },
       join: (p) => this.engine.peerJoined(p),
-      leave: (p) => this.engine.peerLeft(p),
+      leave: (p) => {
+        this.engine.peerLeft(p);
+        this.statusChanged();
+      },
       frame: (from, frame) => void this.engine.receive(from, frame),
-      close: () => this.engine.close(),
+      close: () => {
+        this.engine.close();
+        this.closed = true;
+        this.statusChanged();
+      },
       // A frame refused by the relay: once it allows messages again, repair by anti-entropy.
       refused: (ms) => this.scheduleRepair(ms),
     });
@@ -94,17 +129,115 @@ export class PassnotePeer {
     return this.engine.store;
   }
 
+  /**
+   * Listens to the peer: `change` (every change to its records, local and remote, with its
+   * origin), `status` (the connection), `error`. Returns the function that removes the listener.
+   */
+  on<K extends keyof PassnotePeerEvents>(event: K, fn: PassnotePeerEvents[K]): () => void {
+    return this.events.on(event, fn);
+  }
+
+  /**
+   * Listens to the changes of one collection, or of one record of it (`key`): `fn` gets the
+   * change with only the matching records. Returns the function that removes it.
+   */
+  subscribe(collection: string, fn: (change: PeerChange) => void, key?: string): () => void {
+    return this.events.on("change", (c) => {
+      if (c.collection !== collection) return;
+      const records = key === undefined ? c.records : c.records.filter((r) => r.key === key);
+      if (records.length) return fn({ ...c, records });
+    });
+  }
+
+  /**
+   * Resolves once this peer is in step with `peer` (a transport peer id), or with every peer it
+   * has agreed with (waiting for the first when there is none): the peer's state names the same
+   * watermark as this side's for every collection they sync (identity mode: in a session), and
+   * nothing is left to send it. Asks the peer's state again while they differ (only the
+   * collections that differ are probed). Rejects after `timeoutMs` (default 30 s).
+   */
+  async whenSynced(peer?: string, opts: { timeoutMs?: number } = {}): Promise<void> {
+    const deadline = Date.now() + (opts.timeoutMs ?? WHEN_SYNCED_TIMEOUT_MS);
+    const targets = peer !== undefined ? [peer] : await this.agreedPeers(deadline);
+    await Promise.all(targets.map((p) => this.syncedWith(p, deadline)));
+  }
+
+  private agreedPeers(deadline: number): Promise<string[]> {
+    return new Promise((resolve, reject) => {
+      const check = () => {
+        const peers = this.engine.agreedPeers();
+        if (peers.length) return resolve(peers);
+        if (this.closed || Date.now() > deadline)
+          return reject(new Error("whenSynced: no peer to sync with (is another device in the room?)"));
+        setTimeout(check, WHEN_SYNCED_ASK_MS);
+      };
+      check();
+    });
+  }
+
+  private syncedWith(peer: string, deadline: number): Promise<void> {
+    const core = this.engine.core;
+    return new Promise((resolve, reject) => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const inStep = new Set<string>();
+      const finish = (err?: Error) => {
+        off();
+        clearTimeout(timer);
+        if (err) reject(err);
+        else resolve();
+      };
+      const off = this.engine.on("state", (from, theirs, ch) => {
+        if (from !== peer) return;
+        const ours = this.store.collectionNames().filter((c) => core.inScope(c, ch) && this.store.watermark(c) !== "");
+        const same =
+          ours.every((c) => theirs.get(c) === this.store.watermark(c)) &&
+          [...theirs].every(([c, w]) => w === "" || w === this.store.watermark(c));
+        if (same) inStep.add(ch);
+        else inStep.delete(ch);
+        const s = core.peers.get(peer);
+        if (s && this.engine.channelsWith(s).every((c) => inStep.has(c)) && s.window.pending === 0 && s.paced.length === 0) finish();
+      });
+      const ask = () => {
+        if (this.closed || Date.now() > deadline)
+          return finish(new Error(`whenSynced: not in step with peer ${peer} in time (is it connected? status: ${this.status.state})`));
+        const s = core.peers.get(peer);
+        if (s && (!core.identity || s.session)) this.engine.askState(peer);
+        timer = setTimeout(ask, WHEN_SYNCED_ASK_MS);
+      };
+      ask();
+    });
+  }
+
+  /** The connection's status now (the `status` event says when it changes). */
+  get status(): PeerStatus {
+    const state = this.closed ? "closed" : this.transport.self !== undefined ? "connected" : "connecting";
+    return { state, peers: this.engine.agreedPeers().length };
+  }
+
+  private statusChanged(): void {
+    const now = this.status;
+    const key = `${now.state}/${now.peers}`;
+    if (key === this.lastStatus) return;
+    this.lastStatus = key;
+    this.events.emit("status", now);
+  }
+
+  private local(collection: string, record: WireRecord): WireRecord {
+    this.events.emit("change", { collection, records: [record], origin: "local" });
+    return record;
+  }
+
   /** Resolves once every write so far is durable in the store (a crash after it loses none). */
   flushed(): Promise<void> {
     return this.engine.store.flushed();
   }
 
   put(collection: string, key: string, value: Value): WireRecord {
-    return this.engine.put(collection, key, value);
+    return this.local(collection, this.engine.put(collection, key, value));
   }
 
   delete(collection: string, key: string): WireRecord {
-    return this.engine.delete(collection, key);
+    return this.local(collection, this.engine.delete(collection, key));
   }
 
   get(collection: string, key: string): Value | undefined {
@@ -114,12 +247,28 @@ export class PassnotePeer {
 
   /** Identity mode, owner only: admits a device by its Ed25519 public key. */
   admit(pub: Uint8Array): WireRecord {
-    return this.engine.admit(pub);
+    return this.local(ROSTER_COLLECTION, this.engine.admit(pub));
   }
 
-  /** Identity mode, owner only: revokes a device; it is refused sessions from then on. */
+  /**
+   * Identity mode, owner only: revokes a device by its id (DeviceInfo.id, deviceIdOf(publicKey));
+   * its sessions end at once and it gets nothing written from then on.
+   */
   revoke(device: string): WireRecord {
-    return this.engine.revoke(device);
+    return this.local(ROSTER_COLLECTION, this.engine.revoke(device));
+  }
+
+  /** Identity mode: the devices the roster lists (signed by the owner), revoked ones included. */
+  listDevices(): DeviceInfo[] {
+    const self = this.engine.deviceId;
+    const owner = this.engine.core.identity?.group.owner;
+    const out: DeviceInfo[] = [];
+    for (const r of this.engine.store.all(ROSTER_COLLECTION)) {
+      const e = this.engine.rosterEntry(r.key);
+      if (!e) continue;
+      out.push({ id: e.device, publicKey: e.pub, revoked: e.revoked, owner: !!owner && equalBytes(owner, e.pub), self: e.device === self });
+    }
+    return out;
   }
 
   forceSync(): void {
@@ -134,9 +283,26 @@ export class PassnotePeer {
     this.engine.close();
   }
 
-  close(): void {
+  /**
+   * Stops syncing, closes the transport and then the store (after its writes are flushed).
+   * Resolves once the store is closed; a store the app opened is closed too (open it again to
+   * start another peer on the database).
+   */
+  async close(): Promise<void> {
     this.detach();
     this.transport.close();
+    this.closed = true;
+    this.statusChanged();
+    await this.engine.store.close();
+  }
+
+  /**
+   * close(), then deletes the store's database: the SQLite file with its -wal and -shm files, or
+   * the IndexedDB database. The device's keys go with it: this device leaves for good.
+   */
+  async destroy(): Promise<void> {
+    await this.close();
+    await this.engine.store.destroy?.();
   }
 }
 

@@ -52,9 +52,16 @@ export function onState(core: EngineCore, peer: string, state: PeerState, m: Mes
     probed = new Map();
     state.stateSeries.set(ch, probed);
   }
-  const names = first
+  let names = first
     ? [...new Set([...theirs.keys(), ...core.store.collectionNames().filter((c) => core.inScope(c, ch))])]
     : [...theirs.keys()];
+  // Answering a digest mismatch: only collections whose watermarks differ may hold the
+  // difference, so only those are probed. When none differs, the difference is below the
+  // watermarks (an older record one side lacks): every collection is.
+  if (state.digestHello.has(ch) || state.askHello.has(ch)) {
+    const differ = names.filter((c) => (theirs.get(c) ?? "") !== core.store.watermark(c));
+    if (differ.length || state.askHello.has(ch)) names = differ;
+  }
   const recon = usesRecon(core, state);
   const recon2 = usesRecon2(core, state);
   for (const collection of names) {
@@ -68,6 +75,7 @@ export function onState(core: EngineCore, peer: string, state: PeerState, m: Mes
     else
       core.pace(peer, state, () => void core.sendDelta(peer, collection, fallbackShipment(core, state, collection, watermark ?? ""), ch));
   }
+  core.emit("state", peer, theirs, ch);
 }
 
 /**
@@ -90,6 +98,7 @@ export function onDelta(core: EngineCore, peer: string, m: MessageOf<"delta">): 
   const limit = core.clock.physical() + (core.opts.maxClockDriftMs ?? L.max_clock_drift_ms);
   const roster = !!core.identity && m.collection === ROSTER_COLLECTION;
   const changed: WireRecord[] = [];
+  let failed: unknown;
   // The clock bound's document rule (profile): a document is one key of the collection, and a
   // record carries the whole document. A record too far ahead is refused together with every other
   // record of its key in this delta (the rest of its document), and nothing else: the other keys
@@ -105,13 +114,24 @@ export function onDelta(core: EngineCore, peer: string, m: MessageOf<"delta">): 
       core.emit("dropped", peer, "roster-signature");
       continue;
     }
-    if (core.store.merge(m.collection, r)) {
+    let merged: boolean;
+    try {
+      merged = core.merge(m.collection, r);
+    } catch (e) {
+      // The store failed (the engine has stopped): what it did keep is still reported, below.
+      failed = e;
+      break;
+    }
+    if (merged) {
       core.clock.observe(r.hlc);
       changed.push(r);
     }
   }
-  if (changed.length) core.emit("change", m.collection, changed, peer);
+  // The protocol's reaction first (sessions with revoked devices end, held hellos are re-checked),
+  // then the app hears of the change: nothing a listener does can keep a revoked device in.
   if (roster && changed.length) rosterChanged(core);
+  if (changed.length) core.emit("change", m.collection, changed, peer);
+  if (failed) throw failed;
 }
 
 export function onPoke(core: EngineCore, peer: string, ch: Channel): void {

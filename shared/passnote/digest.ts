@@ -8,8 +8,9 @@
 //
 // with the protocol's range fingerprint (XOR of SHA-256(key ‖ 0x00 ‖ hlc)[0..16]) over the whole
 // collection. The receiver compares it with its own: equal, nothing is sent; different, it asks
-// for the sender's state in that channel (hello), and the states and probes that follow find the
-// collections that differ. A peer without the capability gets a hello instead.
+// for the sender's state in that channel (hello), and the states that answer it are probed only
+// where a collection's watermark differs from this side's (or, when none does, the difference is
+// below the watermarks: every collection). A peer without the capability gets a hello instead.
 import { sha256 } from "@noble/hashes/sha2.js";
 import { equalBytes } from "../encoding";
 import { Writer } from "./codec";
@@ -38,4 +39,5 @@ export function onDigest(core: EngineCore, peer: string, state: PeerState, m: Me
   if (!usesDigest(core, state)) return; // the capability was not agreed with this peer: ignored
   if (equalBytes(m.digest, channelDigest(core, ch))) return; // nothing differs in this channel
   void core.send(peer, { type: "hello", node: core.node }, ch);
+  state.digestHello.add(ch); // the states that answer probe where the watermarks differ
 }

@@ -5,7 +5,15 @@
 // sessions), anti-entropy.ts (hello / state / delta / poke / reconcile); sync.ts composes them.
 import { PASSNOTE_LIMITS as L } from "../limits";
 import { encodeValue, Writer } from "./codec";
-import { CAP_RECON2, CAP_RECON2_LEGACY, InstTokens, makeHandshake, newInstToken, SUPPORTED_VERSIONS } from "./handshake";
+import {
+  CAP_RECON2,
+  CAP_RECON2_LEGACY,
+  HANDSHAKES_PER_CONNECTION,
+  InstTokens,
+  makeHandshake,
+  newInstToken,
+  SUPPORTED_VERSIONS,
+} from "./handshake";
 import { HlcClock } from "./hlc";
 import { MemoryStore, type PassnoteStore } from "./records";
 import {
@@ -18,10 +26,12 @@ import {
   type RosterEntry,
 } from "./roster";
 import { sealFrame, sealPlain } from "./seal";
-import type { Ephemeral, RatchetHello, Session } from "./session";
+import { wipeEphemeral, type Ephemeral, type RatchetHello, type Session } from "./session";
 import { SendWindow } from "./send-window";
 import { encodeMessage, encodeRecord, LEGACY_RECONCILE2_TAG, type Message, type MessageOf, type WireRecord } from "./wire";
-import { Listeners } from "../listeners";
+import { EngineEvents, ListenerError, StoreFailedError, type SyncEvents } from "./events";
+
+export { ListenerError, StoreFailedError, type DropReason, type SyncEvents } from "./events";
 
 export interface SyncEngineOptions {
   /** This node's id (HLC node part, hello). */
@@ -58,31 +68,6 @@ export interface SyncEngineOptions {
  */
 export type Channel = "passphrase" | "plain" | "session";
 
-export type DropReason = "unauthenticated" | "malformed" | "out-of-scope" | "no-session" | "stale" | "unopenable" | "roster-signature";
-
-export interface SyncEvents {
-  /** The versions do not overlap: the exchange with this peer has ended. */
-  incompatible: (peer: string, theirs: number[]) => void;
-  /** The version was agreed with a peer. */
-  agreed: (peer: string, version: number) => void;
-  /** A new inst token from a peer we knew: everything held for it was dropped. */
-  restarted: (peer: string) => void;
-  /** Records from a peer changed the store. */
-  change: (collection: string, records: WireRecord[], from: string) => void;
-  /** A delta record was refused by the clock bound. */
-  refused: (collection: string, record: WireRecord, from: string) => void;
-  /** Identity mode: a ratchet session with a peer's device is open. */
-  session: (peer: string, device: string) => void;
-  /** Identity mode: a peer's session ended because its device was revoked (or left the roster). */
-  sessionEnded: (peer: string, device: string) => void;
-  /** Identity mode: a ratchet-hello failed one of its acceptance checks. */
-  helloRefused: (peer: string, reason: string) => void;
-  /** Identity mode: this side asked a peer to re-send its hello (sent a fresh one of its own). */
-  rehello: (peer: string) => void;
-  /** A frame (or a roster record) was dropped; nothing is said on the wire. */
-  dropped: (peer: string, reason: DropReason) => void;
-}
-
 export interface TrafficStats {
   frames: Record<string, number>;
   bytes: number;
@@ -100,6 +85,8 @@ export interface PeerState {
   inbound: Promise<void>;
   tokens: InstTokens;
   replied: boolean;
+  /** Handshakes this side sent on this connection (at most HANDSHAKES_PER_CONNECTION). */
+  handshakes: number;
   /** A handshake without an inst token arrived from this peer. */
   tokenless?: boolean;
   version?: number;
@@ -121,6 +108,13 @@ export interface PeerState {
    * peer's watermark they were probed under (null: not named by the peer).
    */
   stateSeries: Map<Channel, Map<string, string | null>>;
+  /**
+   * Channels whose last hello from this side answered a digest mismatch: the states that answer
+   * it probe only collections whose watermarks differ (anti-entropy.ts onState).
+   */
+  digestHello: Set<Channel>;
+  /** Channels whose last hello only asked how the peer stands (whenSynced): no watermark differs, nothing is probed. */
+  askHello: Set<Channel>;
   // ---- identity mode ----
   /** This side's ephemeral key for the connection; its secret is wiped once the session exists. */
   mine?: Ephemeral;
@@ -170,7 +164,7 @@ export class EngineCore {
   readonly sent: TrafficStats = emptyStats();
   readonly received: TrafficStats = emptyStats();
   readonly peers = new Map<string, PeerState>();
-  private readonly listeners = new Listeners<SyncEvents>();
+  private readonly events = new EngineEvents();
   private readonly rosterCache = new Map<string, { hlc: string; entry: RosterEntry | null }>();
 
   constructor(readonly opts: SyncEngineOptions) {
@@ -190,11 +184,65 @@ export class EngineCore {
   }
 
   on<K extends keyof SyncEvents>(event: K, fn: SyncEvents[K]): () => void {
-    return this.listeners.on(event, fn);
+    return this.events.on(event, fn);
   }
 
+  /** Calls the app's listeners of an event, each guarded (events.ts): emit after the protocol's own reaction. */
   emit<K extends keyof SyncEvents>(event: K, ...args: Parameters<SyncEvents[K]>): void {
-    for (const fn of this.listeners.of(event)) (fn as (...a: Parameters<SyncEvents[K]>) => void)(...args);
+    this.events.emit(event, ...args);
+  }
+
+  /** Set once the store failed: the engine has stopped (nothing leaves, nothing is taken in). */
+  failure: StoreFailedError | undefined;
+  private flushWatch = false;
+
+  /**
+   * Merges a record into the store. A store that throws stops the engine (storeFailed) and the
+   * StoreFailedError is thrown; a write the store took but could not make durable later (its
+   * flushed() rejects) stops it too, once that is known.
+   */
+  merge(collection: string, record: WireRecord): boolean {
+    if (this.failure) throw this.failure;
+    let changed: boolean;
+    try {
+      changed = this.store.merge(collection, record);
+    } catch (e) {
+      throw this.storeFailed(e);
+    }
+    if (changed && !this.flushWatch) {
+      this.flushWatch = true;
+      queueMicrotask(() => {
+        this.flushWatch = false;
+        this.store.flushed().catch((e: unknown) => void this.storeFailed(e));
+      });
+    }
+    return changed;
+  }
+
+  /** Handling a frame threw: a store failure (already reported) or a fault, reported as `error`. */
+  handlerFailed(e: unknown): void {
+    if (e instanceof StoreFailedError) return;
+    this.emit("error", e instanceof Error ? e : new Error(String(e)));
+  }
+
+  /**
+   * The store failed: every peer is dropped (nothing more is sent, so no peer learns of records
+   * this side does not hold), later frames and peers are ignored, and the app gets an `error`.
+   */
+  storeFailed(e: unknown): StoreFailedError {
+    if (e instanceof StoreFailedError) return e;
+    if (this.failure) return this.failure;
+    const err = new StoreFailedError(e);
+    this.failure = err;
+    for (const s of this.peers.values()) {
+      s.window.close();
+      s.paced = [];
+      s.session = undefined;
+      wipeEphemeral(s.mine);
+    }
+    this.peers.clear();
+    this.emit("error", err);
+    return err;
   }
 
   /** Whether this side offers x-edge-relay/digest. */
@@ -220,16 +268,30 @@ export class EngineCore {
       inbound: Promise.resolve(),
       tokens: new InstTokens(),
       replied: false,
+      handshakes: 0,
       caps: new Set(),
       incompatible: false,
       shipped: new Map(),
       stateSeries: new Map(),
+      digestHello: new Set(),
+      askHello: new Set(),
       heard: false,
       seenEphemerals: [],
       helloAt: -Infinity,
       lastRehello: -Infinity,
       lastAnswer: -Infinity,
     };
+  }
+
+  /**
+   * Sends this side's handshake to a peer, unless it already sent HANDSHAKES_PER_CONNECTION on
+   * this connection (the wire's bound: one on connect, one reply); false when it did not.
+   */
+  sendHandshake(peer: string, state: PeerState): boolean {
+    if (state.handshakes >= HANDSHAKES_PER_CONNECTION) return false;
+    state.handshakes++;
+    void this.send(peer, this.handshake());
+    return true;
   }
 
   handshake(): MessageOf<"handshake"> {
@@ -301,7 +363,7 @@ export class EngineCore {
   /** Seals one message for its channel and queues it; a session message without a session is not sent. */
   send(peer: string, m: Message, ch: Channel = this.base): Promise<void> {
     const state = this.peers.get(peer);
-    if (!state) return Promise.resolve();
+    if (!state || this.failure) return Promise.resolve();
     // The queue is bounded: past send_queue_max_frames a frame is left out (before it is sealed,
     // so no ratchet counter is skipped) and the peer is re-reconciled once the queue drains. The
     // connection's own handshakes and ratchet-hellos are never left out.
@@ -322,7 +384,11 @@ export class EngineCore {
     else if (state.session)
       sealed = state.session.seal(frame); // the counter is taken in queue order
     else return Promise.resolve();
-    if (m.type === "hello") state.stateSeries.delete(ch); // its answer starts a new state series
+    if (m.type === "hello") {
+      state.stateSeries.delete(ch); // its answer starts a new state series
+      state.digestHello.delete(ch);
+      state.askHello.delete(ch);
+    }
     this.sent.frames[m.type] = (this.sent.frames[m.type] ?? 0) + 1;
     this.sent.bytes += sealed.length;
     return state.window.push(sealed).catch(() => undefined);

@@ -25,6 +25,12 @@ export const CAP_RECON2_LEGACY = "recon2";
 const INST_RE = /^inst:([0-9a-f]{16})$/;
 
 /** The wire versions this build speaks. Version 1 (Passnote 1.0) is no longer spoken. */
+/**
+ * Handshakes one side sends on one connection: one on connect and one reply to the first it
+ * receives (the wire's "at most two frames each"); repairs never send a third.
+ */
+export const HANDSHAKES_PER_CONNECTION = 2;
+
 export const SUPPORTED_VERSIONS: readonly number[] = [WIRE_VERSION];
 
 export function newInstToken(): string {

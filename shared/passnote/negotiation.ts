@@ -31,7 +31,7 @@ export function onHandshake(core: EngineCore, peer: string, state: PeerState, h:
   if (core.identity && h.deviceKey.length === 32) state.handshakeDevice = deviceIdOf(h.deviceKey);
   if (!state.replied) {
     state.replied = true;
-    void core.send(peer, core.handshake());
+    core.sendHandshake(peer, state); // none when a repair already sent the second
   }
   if (state.version !== undefined || state.incompatible) return;
   const v = negotiateVersion(core.versions, h.versions);
@@ -42,12 +42,12 @@ export function onHandshake(core: EngineCore, peer: string, state: PeerState, h:
   }
   state.version = v;
   state.caps = new Set(h.capabilities);
-  core.emit("agreed", peer, v);
   // Identity mode: offer a session with a fresh ephemeral key for this connection.
   if (core.identity) sendRatchetHello(core, peer, state);
   // With recon1 on both sides one pull suffices (leaves ship both ways); without it each side pulls.
   const self = core.opts.selfId();
   if (!usesRecon(core, state) || (self !== undefined && self < peer)) void core.send(peer, { type: "hello", node: core.node });
+  core.emit("agreed", peer, v);
 }
 
 /** Whether range reconciliation runs with this peer (recon1 offered by both sides). */

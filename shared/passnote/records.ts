@@ -160,6 +160,8 @@ export interface PassnoteStore {
   flushed(): Promise<void>;
   /** Closes the instance (after flushing); its inst token is not used again. */
   close(): Promise<void>;
+  /** Deletes the database itself (its files, its IndexedDB database), once closed. Optional. */
+  destroy?(): Promise<void>;
 }
 
 /** An in-memory record store: the index every store keeps, and the store of a peer that keeps nothing. */

@@ -104,10 +104,10 @@ export function onRatchetHello(core: EngineCore, peer: string, state: PeerState,
 function established(core: EngineCore, peer: string, state: PeerState, session: Session): void {
   state.session = session;
   state.answered = undefined;
-  core.emit("session", peer, state.peerDevice!);
   // Both sides ask for the other's state once their session exists: the later of the two hellos
-  // always finds the other side's session open.
+  // always finds the other side's session open. (The protocol first, then the app's listeners.)
   void core.send(peer, { type: "hello", node: core.node }, "session");
+  core.emit("session", peer, state.peerDevice!);
 }
 
 /**
@@ -139,8 +139,8 @@ export function requestRehello(core: EngineCore, peer: string, state: PeerState)
   const now = core.clock.physical();
   if (now - state.lastRehello < rehelloInterval(core)) return;
   state.lastRehello = now;
-  core.emit("rehello", peer);
   sendRatchetHello(core, peer, state);
+  core.emit("rehello", peer);
 }
 
 /**
@@ -178,6 +178,7 @@ function rehelloInterval(core: EngineCore): number {
 
 /** The roster changed: end sessions with devices no longer listed as members, re-check held hellos. */
 export function rosterChanged(core: EngineCore): void {
+  const ended: Array<[string, string]> = [];
   for (const [peer, s] of core.peers) {
     if (s.peerDevice && (s.session || s.mine)) {
       const entry = core.rosterEntry(s.peerDevice);
@@ -188,7 +189,7 @@ export function rosterChanged(core: EngineCore): void {
         s.session = undefined;
         forgetEphemerals(s);
         s.mine = undefined;
-        if (had) core.emit("sessionEnded", peer, s.peerDevice);
+        if (had) ended.push([peer, s.peerDevice]);
       }
     }
     if (s.held) {
@@ -203,4 +204,6 @@ export function rosterChanged(core: EngineCore): void {
       requestRehello(core, peer, s);
     }
   }
+  // The app hears of ended sessions once every peer has been dealt with.
+  for (const [peer, device] of ended) core.emit("sessionEnded", peer, device);
 }

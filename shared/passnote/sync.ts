@@ -32,6 +32,7 @@ import { decodeMessage, type Message, type WireRecord } from "./wire";
 
 export type { Channel, DropReason, SyncEngineOptions, SyncEvents, TrafficStats } from "./engine-core";
 export { WriteRefusedError } from "./records";
+export { ListenerError, StoreFailedError } from "./engine-core";
 
 export class SyncEngine {
   /** The state the engine's parts share (peers, store, clock, channels). */
@@ -42,7 +43,7 @@ export class SyncEngine {
     // The founding device lists itself: the roster's first record, signed by its own key.
     const id = this.core.identity;
     if (this.isOwner && !this.rosterEntry(id!.deviceId)) {
-      this.store.merge(ROSTER_COLLECTION, signRosterRecord(id!.deviceKey, id!.pub, false, this.clock.tick()));
+      this.core.merge(ROSTER_COLLECTION, signRosterRecord(id!.deviceKey, id!.pub, false, this.clock.tick()));
     }
   }
 
@@ -84,9 +85,11 @@ export class SyncEngine {
 
   /** A transport peer appeared (or was present when we joined): send our handshake. */
   peerJoined(peer: string): void {
+    if (this.core.failure) return; // the store failed: this engine syncs no more
     this.peerLeft(peer);
-    this.core.peers.set(peer, this.core.fresh(peer));
-    void this.core.send(peer, this.core.handshake());
+    const state = this.core.fresh(peer);
+    this.core.peers.set(peer, state);
+    this.core.sendHandshake(peer, state);
   }
 
   /** A transport peer was lost: drop everything held for it. */
@@ -100,13 +103,16 @@ export class SyncEngine {
 
   /** A transport message from a peer; handled one at a time, in arrival order, per peer. */
   receive(peer: string, bytes: Uint8Array): Promise<void> {
+    if (this.core.failure) return Promise.resolve();
     let state = this.core.peers.get(peer);
     if (!state) {
       // A frame from a peer the transport has not announced (yet): treat it as present.
       this.peerJoined(peer);
       state = this.core.peers.get(peer)!;
     }
-    const run = state.inbound.then(() => this.handle(peer, bytes)).catch(() => undefined);
+    // A frame whose handling threw is reported (`error`), never left to become an unhandled
+    // rejection; a store failure has stopped the engine by then (StoreFailedError).
+    const run = state.inbound.then(() => this.handle(peer, bytes)).catch((e: unknown) => this.core.handlerFailed(e));
     state.inbound = run;
     return run;
   }
@@ -195,30 +201,54 @@ export class SyncEngine {
 
   /**
    * Anti-entropy after a loss the transport reported (a refused frame: the relay does not say
-   * which): every peer gets our handshake again (a peer that agreed ignores it, one that lost it
-   * agrees now), a peer without a session is asked for a fresh hello, and every agreed peer gets
-   * forceSync's hello and poke, so reconciliation re-ships whatever the lost frame carried.
+   * which): a peer we have not agreed with yet gets our handshake again while the connection's
+   * two allow it (a peer that agreed ignores it, one that lost ours agrees now), a peer without a
+   * session is asked for a fresh hello, and every agreed peer gets forceSync's hello and poke, so
+   * reconciliation re-ships whatever the lost frame carried.
    */
   repair(): void {
     for (const [peer, s] of this.core.peers) {
       s.shipped.clear(); // without recon1: the lost frame may have carried records, so a full pass
       if (s.incompatible) continue;
-      void this.core.send(peer, this.core.handshake());
+      if (s.version === undefined) this.core.sendHandshake(peer, s);
       repairSession(this.core, peer, s, true);
     }
     this.forceSync();
   }
 
-  /** A peer we have not heard from since agreeing gets our handshake again; a missing session is repaired. */
+  /**
+   * A peer without a session is repaired (repairSession). A peer we have not heard from since
+   * agreeing may have lost our handshakes: it gets a fresh ratchet-hello at once, and our
+   * handshake again only while the connection's two allow it (never: agreeing took our reply).
+   * A pair that lost every handshake agrees when it next meets (the transport reconnects, or a
+   * peer restarts with a new inst token).
+   */
   private heal(peer: string, s: PeerState, force: boolean): void {
     if (s.incompatible) return;
     if (s.heard) {
       repairSession(this.core, peer, s, force);
       return;
     }
-    // Our hello went out before the peer agreed (and was dropped there): a fresh one follows.
-    void this.core.send(peer, this.core.handshake());
+    this.core.sendHandshake(peer, s);
     repairSession(this.core, peer, s, true);
+  }
+
+  /**
+   * Asks an agreed peer for its state in every channel it syncs in, probing only collections
+   * whose watermarks differ (whenSynced): the `state` events that answer say how it stands.
+   */
+  askState(peer: string): void {
+    const s = this.core.peers.get(peer);
+    if (!s || s.version === undefined || s.incompatible) return;
+    for (const ch of this.channelsWith(s)) {
+      void this.core.send(peer, { type: "hello", node: this.node }, ch);
+      s.askHello.add(ch);
+    }
+  }
+
+  /** The channels this side syncs in with a peer now. */
+  channelsWith(s: PeerState): Channel[] {
+    return this.core.identity ? (s.session ? ["plain", "session"] : ["plain"]) : ["passphrase"];
   }
 
   /** Identity mode: peers with an open session (the only ones that get user data). */
@@ -284,7 +314,7 @@ export class SyncEngine {
    */
   private write(collection: string, record: WireRecord): WireRecord {
     checkLocalWrite(collection, record);
-    this.store.merge(collection, record);
+    this.core.merge(collection, record); // a failing store: StoreFailedError, which says what to do
     if (this.core.identity && collection === ROSTER_COLLECTION) rosterChanged(this.core);
     const queued = this.outgoing.get(collection);
     if (queued) queued.set(record.key, record);
@@ -318,7 +348,7 @@ export class SyncEngine {
   private async handle(peer: string, bytes: Uint8Array): Promise<void> {
     const core = this.core;
     const state = core.peers.get(peer);
-    if (!state) return;
+    if (!state || core.failure) return;
     const opened = this.open(peer, state, bytes);
     if (!opened) return; // fails authentication at some layer: dropped silently
     const { frame, ch } = opened;

@@ -1,8 +1,10 @@
 // A Passnote device in its own process, on a SQLite database (test/e2e/passnote-persistent.test.ts).
-// argv: relayUrl dbPath records [identity JSON, first life only]. On a database without records it
-// connects, writes `records` records "b<i>" and says "written" once they are durable; on every change it says "have <n>" (records in "notes"), and "digest <hex>" once it holds
-// 2 × records. A reopened database brings back the keys, the records and the clock: nothing else
-// is given.
+// argv: relayUrl dbPath records [identity JSON, first life only]. It connects and, while it
+// syncs, writes the records "b0".."b<records - 1>" its database lacks, a few per turn, saying
+// "ack <i>" once "b0".."b<i>" are durable, and "written" after the last. On every change it
+// says "have <n> <a>" (records in "notes", of them alice's "a…"), once the change is in its
+// database, and "digest <hex>" once it holds 2 × records. A reopened database brings back the
+// keys, the records and the clock: nothing else is given.
 import { PassnotePeer } from "../../clients/passnote/peer";
 import { RelayTransport } from "../../clients/passnote/relay-transport";
 import { SqliteStore } from "../../clients/passnote/stores/sqlite";
@@ -26,21 +28,35 @@ const say = (line: string) => process.stdout.write(`${line}\n`);
   }
   const held = store.keys();
   const rosterKey = (identity ?? (held && "identity" in held ? held.identity : undefined))!.group.rosterKey;
-  const writes = store.size("notes") === 0;
   const transport = await RelayTransport.connect({ relayUrl, rosterKey });
   const peer = new PassnotePeer({ transport, store, identity, antiEntropyIntervalMs: 2_000 });
+  let fromAlice = store.all("notes").filter((r) => r.key.startsWith("a")).length;
   const report = () => {
     const n = store.size("notes");
-    say(`have ${n}`);
+    say(`have ${n} ${fromAlice}`);
     if (n === 2 * records) say(`digest ${digest(store)}`);
   };
-  peer.engine.on("change", report);
-  if (writes) {
-    // The first life writes in the turn it starts, before any frame is handled: every record is
-    // acknowledged (durable) before sync can begin.
-    for (let i = 0; i < records; i++) peer.put("notes", `b${i}`, { from: "b", i });
-    await peer.flushed();
-    say("written");
+  let syncing: () => void = () => undefined;
+  const synced = new Promise<void>((r) => (syncing = r));
+  if (fromAlice) syncing(); // a reopened database already holds some
+  peer.engine.on("change", (collection, changed) => {
+    if (collection === "notes") fromAlice += changed.filter((r) => r.key.startsWith("a")).length;
+    if (fromAlice) syncing();
+    report();
+  });
+  report();
+  // Written while the sync runs: 20 records, then a pause of a few milliseconds; the second half
+  // once alice's records are coming in, so the kill lands mid-write and mid-sync. A reopened
+  // database resumes with the records it lacks.
+  for (let i = 0; i < records; i++) {
+    if (i === records / 2) await synced;
+    if (!store.get("notes", `b${i}`)) peer.put("notes", `b${i}`, { from: "b", i });
+    if (i % 20 === 19 || i === records - 1) {
+      await peer.flushed();
+      say(`ack ${i}`);
+      await new Promise((r) => setTimeout(r, 5));
+    }
   }
+  say("written");
   report();
 }

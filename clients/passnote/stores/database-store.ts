@@ -49,6 +49,14 @@ export function fromRow(row: RecordRow): WireRecord {
 
 export abstract class DatabaseStore extends MemoryStore {
   private keyWrites: Promise<void> = Promise.resolve();
+  /**
+   * Records merged while the keys' write is not durable yet: they wait for it, so that a crash
+   * never leaves a database with records and no keys (whose next start would found a new group
+   * over them). undefined: no key write pending.
+   */
+  private held: RecordRow[] | undefined;
+  private keyFailure: unknown;
+  private keyGeneration = 0;
 
   constructor(protected readonly keySeal: KeySeal) {
     super();
@@ -63,8 +71,10 @@ export abstract class DatabaseStore extends MemoryStore {
 
   override merge(collection: string, record: WireRecord): boolean {
     if (!wins(record, this.get(collection, record.key))) return false;
+    if (this.keyFailure) throw this.keyFailure;
     const row = toRow(collection, record);
-    this.persist(row);
+    if (this.held) this.held.push(row);
+    else this.persist(row);
     return this.mergeWith(collection, record, row.fp);
   }
 
@@ -78,14 +88,47 @@ export abstract class DatabaseStore extends MemoryStore {
     super.saveKeys(keys);
   }
 
+  /**
+   * Keeps the device's keys, before any record that follows: written at once where the seal and
+   * the database are synchronous (SQLite), else every record merged meanwhile waits in memory
+   * (and in the index) until the keys are durable. A key write that fails makes flushed() reject
+   * and every later merge throw.
+   */
   override saveKeys(keys: StoredKeys): void {
+    if (this.keyFailure) throw this.keyFailure;
     super.saveKeys(keys);
     const plain = encodeKeys(keys);
-    this.keyWrites = this.keyWrites.then(async () => this.persistKeys(await this.keySeal.seal(plain)));
+    if (!this.held && this.keySeal.sealSync) {
+      const written = this.persistKeys(this.keySeal.sealSync(plain));
+      if (!(written instanceof Promise)) return; // durable already
+      this.hold(written);
+      return;
+    }
+    this.hold(this.keyWrites.then(async () => this.persistKeys(await this.keySeal.seal(plain))));
+  }
+
+  /** Holds record writes until `write` (the keys') is done, then writes them in order. */
+  private hold(write: Promise<void>): void {
+    this.held ??= [];
+    const generation = ++this.keyGeneration;
+    this.keyWrites = write.then(
+      () => {
+        if (generation !== this.keyGeneration) return; // a later key write holds them still
+        const rows = this.held ?? [];
+        this.held = undefined;
+        for (const row of rows) this.persist(row);
+      },
+      (e: unknown) => {
+        this.keyFailure = e;
+        this.held = undefined;
+        throw e;
+      },
+    );
     this.keyWrites.catch(() => undefined); // reported through flushed(), never as an unhandled rejection
   }
 
   override async flushed(): Promise<void> {
-    await Promise.all([this.keyWrites, this.recordsFlushed()]);
+    await this.keyWrites;
+    await this.recordsFlushed();
   }
 }

@@ -50,6 +50,7 @@ export class IndexedDbStore extends DatabaseStore {
   private constructor(
     private readonly db: IDBDatabase,
     keySeal: KeySeal,
+    private readonly factory: IDBFactory,
   ) {
     super(keySeal);
     // Another instance upgrading the schema: close this one rather than block it.
@@ -70,7 +71,7 @@ export class IndexedDbStore extends DatabaseStore {
     try {
       const seal =
         typeof opts.keys === "object" ? wrappingKeySeal(opts.keys.wrappingKey) : cryptoKeySeal(await IndexedDbStore.deviceKey(db));
-      const store = new IndexedDbStore(db, seal);
+      const store = new IndexedDbStore(db, seal, factory);
       await store.load();
       return store;
     } catch (e) {
@@ -150,5 +151,16 @@ export class IndexedDbStore extends DatabaseStore {
   override async close(): Promise<void> {
     await this.flushed().catch(() => undefined);
     this.db.close();
+  }
+
+  /** Closes the store and deletes its IndexedDB database (the records, the keys and the key that seals them). */
+  async destroy(): Promise<void> {
+    await this.close();
+    const factory = this.factory;
+    await new Promise<void>((resolve, reject) => {
+      const req = factory.deleteDatabase(this.db.name);
+      req.onsuccess = () => resolve();
+      req.onerror = () => reject(req.error);
+    });
   }
 }

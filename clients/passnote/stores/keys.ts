@@ -29,6 +29,8 @@ const keysSchema = z.union([
 /** How a store seals the keys it keeps. */
 export interface KeySeal {
   seal(plain: Uint8Array): Promise<Uint8Array>;
+  /** The same, at once, where the seal needs no asynchronous API (not WebCrypto). */
+  sealSync?(plain: Uint8Array): Uint8Array;
   /** The plain bytes, or throws (wrong wrapping key, or a blob that was changed). */
   open(sealed: Uint8Array): Promise<Uint8Array>;
 }
@@ -67,11 +69,13 @@ export function decodeKeys(bytes: Uint8Array): StoredKeys {
 /** Seals under a 32-byte wrapping key (XChaCha20-Poly1305, random 24-byte nonce). */
 export function wrappingKeySeal(wrappingKey: Uint8Array): KeySeal {
   if (wrappingKey.length !== 32) throw new Error("the wrapping key is 32 bytes (derivePassphraseKey gives one)");
+  const sealSync = (plain: Uint8Array) => {
+    const nonce = randomBytes(24);
+    return concatBytes(nonce, xchacha20poly1305(wrappingKey, nonce, AAD).encrypt(plain));
+  };
   return {
-    async seal(plain) {
-      const nonce = randomBytes(24);
-      return concatBytes(nonce, xchacha20poly1305(wrappingKey, nonce, AAD).encrypt(plain));
-    },
+    sealSync,
+    seal: async (plain) => sealSync(plain),
     async open(sealed) {
       try {
         return xchacha20poly1305(wrappingKey, sealed.subarray(0, 24), AAD).decrypt(sealed.subarray(24));
@@ -110,4 +114,4 @@ export function cryptoKeySeal(key: CryptoKey): KeySeal {
 }
 
 /** Keeps the keys as they are (only where the app chose it: `keys: "plain"`). */
-export const plainKeySeal: KeySeal = { seal: async (p) => p, open: async (s) => s };
+export const plainKeySeal: KeySeal = { seal: async (p) => p, sealSync: (p) => p, open: async (s) => s };

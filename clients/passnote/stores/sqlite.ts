@@ -69,6 +69,8 @@ export class SqliteStore extends DatabaseStore {
   private constructor(
     private readonly db: Db,
     keySeal: KeySeal,
+    /** The file (":memory:" for none). */
+    readonly path: string,
   ) {
     super(keySeal);
     this.upsert = db.prepare(
@@ -93,7 +95,7 @@ export class SqliteStore extends DatabaseStore {
       );
       db.exec(SCHEMA);
       const seal = opts.keys === undefined || opts.keys === "plain" ? plainKeySeal : wrappingKeySeal(opts.keys.wrappingKey);
-      const store = new SqliteStore(db, seal);
+      const store = new SqliteStore(db, seal, path);
       await store.load();
       return store;
     } catch (e) {
@@ -118,11 +120,23 @@ export class SqliteStore extends DatabaseStore {
   }
 
   protected persist(r: RecordRow): void {
-    this.upsert.run(r.collection, r.key, r.hlc, r.deleted, r.crdt_type, r.value, r.fp);
+    this.write(() => this.upsert.run(r.collection, r.key, r.hlc, r.deleted, r.crdt_type, r.value, r.fp));
   }
 
   protected persistKeys(sealed: Uint8Array): void {
-    this.putMeta.run("keys", sealed);
+    this.write(() => this.putMeta.run("keys", sealed));
+  }
+
+  /** One write, or an error that says what happened in this store's terms (not SQLite's internals). */
+  private write(run: () => unknown): void {
+    if (!this.db.isOpen) throw new Error(`the SQLite database ${this.path} was closed (store.close())`);
+    try {
+      run();
+    } catch (e) {
+      throw new Error(
+        `the SQLite database ${this.path} refused a write (${(e as Error).message}): is the disk full or the file read-only?`,
+      );
+    }
   }
 
   protected recordsFlushed(): Promise<void> {
@@ -132,5 +146,15 @@ export class SqliteStore extends DatabaseStore {
   override async close(): Promise<void> {
     await this.flushed().catch(() => undefined);
     if (this.db.isOpen) this.db.close();
+  }
+
+  /** Closes the store and deletes its file and the file's -wal and -shm companions. */
+  async destroy(): Promise<void> {
+    await this.close();
+    if (this.path === ":memory:") return;
+    const fs = (globalThis as { process: { getBuiltinModule: (n: string) => unknown } }).process.getBuiltinModule(
+      "node:fs",
+    ) as typeof import("node:fs");
+    for (const f of [this.path, `${this.path}-wal`, `${this.path}-shm`]) fs.rmSync(f, { force: true });
   }
 }

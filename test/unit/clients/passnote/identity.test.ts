@@ -571,13 +571,19 @@ describe("the Passnote protocol identity mode: a peer that seals frames this sid
     await waitFor(() => hasSession(b, a) && b.peer.get("notes", "k") === 1, { what: "bob's session and alice's record" });
   });
 
-  it("a handshake lost after this side agreed: the next anti-entropy pass sends it again and the pair syncs", async () => {
-    const { a, b, control } = await lossyPair((type) => type === "handshake");
+  it("both of this side's handshakes lost: anti-entropy sends no third on the connection (the wire's two); the pair agrees and syncs when it meets again", async () => {
+    const { owner, a, b, control } = await lossyPair((type) => type === "handshake");
     await waitFor(() => a.peer.engine.agreedPeers().length === 1 && a.peer.engine.pendingFrames() === 0, { what: "alice agreed" });
     expect(b.peer.engine.agreedPeers()).toEqual([]);
     control.losing = false;
     a.peer.put("notes", "k", 1);
+    const handshakes = () => a.sent.filter(([, f]) => plainType(owner.group.rosterKey, f) === "handshake").length;
     a.peer.engine.antiEntropyPass();
+    a.peer.engine.repair();
+    expect(handshakes()).toBe(2);
+    // The transport reports bob lost and met again (a reconnection): a new connection, two new handshakes.
+    a.peer.engine.peerLeft(b.t.self!);
+    a.peer.engine.peerJoined(b.t.self!);
     await waitFor(() => hasSession(a, b) && hasSession(b, a) && b.peer.get("notes", "k") === 1, { what: "sessions and the record" });
   });
 });

@@ -41,6 +41,20 @@ describe("the Passnote protocol: connection handshake", () => {
     });
   });
 
+  it("at most two handshakes per connection: heal() (anti-entropy) and repair() never send a third", async () => {
+    const { a, b, ta, tb, sentA } = await pair({ a: { antiEntropyIntervalMs: 0 }, b: { antiEntropyIntervalMs: 0 } });
+    await waitFor(() => agreed(a, tb) && agreed(b, ta), { what: "agreement" });
+    for (let i = 0; i < 3; i++) {
+      a.engine.repair();
+      a.engine.antiEntropyPass();
+      a.forceSync();
+    }
+    // Its frames to bob go out in order: once bob has the last poke, he has every handshake before it.
+    const pokes = sentA.filter((m) => m.type === "poke").length;
+    await waitFor(() => (b.engine.received.frames.poke ?? 0) >= pokes, { what: "alice's pokes at bob" });
+    expect(sentA.filter((m) => m.type === "handshake").length).toBeLessThanOrEqual(2);
+  });
+
   it("unknown capabilities are ignored, so is the excess: 40 capabilities, 20 versions and a 2,000-byte capability still agree", async () => {
     const bus = new MemoryBus();
     const key = groupKey();
@@ -360,6 +374,24 @@ describe("the periodic anti-entropy pass is bounded", () => {
     a.store.merge("c123", rec("unsent", 2_000)); // in the store, never pushed (a lost frame, say)
     a.engine.antiEntropyPass();
     await waitFor(() => b.get("c123", "unsent") === 1, { what: "the pass brings it" });
+  });
+
+  it("after a digest mismatch, only collections whose watermark says they may differ are probed, not every named collection; a difference below every watermark is still found", async () => {
+    const { a, b, sentB } = await settledPair(500);
+    const probed = (from: number) => new Set(sentB.slice(from).flatMap((m) => (m.type === "reconcile" ? [m.collection] : [])));
+    let mark = sentB.length;
+    a.store.merge("c123", rec("unsent", 2_000)); // in the store, never pushed (a lost frame, say)
+    a.engine.antiEntropyPass();
+    await waitFor(() => b.get("c123", "unsent") === 1, { what: "the pass brings it" });
+    await quiet(a, b);
+    expect([...probed(mark)]).toEqual(["c123"]);
+    // A record older than the watermarks (learnt from a third peer, say): no watermark differs, so
+    // the pass probes every collection, and finds it.
+    mark = sentB.length;
+    a.store.merge("c7", rec("old", 500));
+    a.engine.antiEntropyPass();
+    await waitFor(() => b.get("c7", "old") === 1, { what: "the pass brings the old record" });
+    expect(probed(mark).size).toBeGreaterThan(1);
   });
 
   it("send queue: the opening probes of a state naming 300 collections are paced, so the queue to a peer stays a few windows long", async () => {

@@ -5,9 +5,11 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { DatabaseSync } from "node:sqlite";
 import { SqliteStore } from "../../../../../clients/passnote/stores/sqlite";
 
 const writer = new URL("../../../../helpers/passnote-store-writer.ts", import.meta.url).pathname;
+const firstTurn = new URL("../../../../helpers/passnote-first-turn-child.ts", import.meta.url).pathname;
 
 interface Ack {
   n: number;
@@ -63,4 +65,28 @@ describe("SQLite store: crash safety", () => {
       await store.close();
     }
   }, 60_000);
+});
+
+describe("SQLite store: keys durable before the first records", () => {
+  it("keys first: a device killed (SIGKILL) in the turn it founded its group and wrote its first records leaves a file that holds its keys with them", async () => {
+    const db = join(mkdtempSync(join(tmpdir(), "passnote-keys-first-")), "device.db");
+    await new Promise<void>((resolve, reject) => {
+      const child = spawn(process.execPath, ["--import", "tsx", "--no-warnings", firstTurn, db], { stdio: ["ignore", "pipe", "pipe"] });
+      let err = "";
+      child.stderr.on("data", (d) => (err += d));
+      child.stdout.on("data", (d: Buffer) => {
+        if (d.toString().includes("put")) child.kill("SIGKILL");
+      });
+      child.on("exit", (code, signal) => (signal === "SIGKILL" ? resolve() : reject(new Error(`the device ended with ${code}: ${err}`))));
+    });
+    // The file as the kill left it, read directly.
+    const file = new DatabaseSync(db); // read only by its SELECTs: opening it read-write lets SQLite recover the WAL the kill left;
+    const records = file.prepare("SELECT collection, key FROM records").all() as Array<{ collection: string; key: string }>;
+    const keys = file.prepare("SELECT value FROM meta WHERE name = 'keys'").get();
+    file.close();
+    expect(records.map((r) => `${r.collection}/${r.key}`).sort()).toEqual(
+      ["_roster", "notes/n0", "notes/n1", "notes/n2"].map((x, i) => (i === 0 ? expect.stringMatching(/^_roster\//) : x)),
+    );
+    expect(keys).toBeDefined();
+  }, 30_000);
 });

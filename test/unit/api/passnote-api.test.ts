@@ -1,0 +1,11 @@
+// The passnote entry's exported surface is on purpose: the checked-in report (docs/api/passnote.api.md)
+// is what a fresh one says. After a deliberate change: npx tsx scripts/api-report.ts passnote.
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { apiReport, reportPath } from "../../../scripts/api-report";
+
+describe("the API report of edge-relay/passnote", () => {
+  it("the exported surface matches the checked-in API report", () => {
+    expect(apiReport("passnote")).toBe(readFileSync(reportPath("passnote"), "utf8"));
+  }, 60_000);
+});
