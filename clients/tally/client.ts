@@ -43,6 +43,8 @@ export class TallyClient {
   private readonly inbound: InboundPipeline;
   /** Frees the default store's slot for the next client (store-slots.ts). */
   private readonly releaseStore: () => void;
+  /** Takes over what free slots of the default store left (slot-adopt.ts). */
+  private readonly adoptSlots: () => Promise<void>;
   private registeredWaiters: Array<{ resolve: () => void; reject: (e: Error) => void }> = [];
 
   constructor(options: TallyClientOptions) {
@@ -53,6 +55,7 @@ export class TallyClient {
     const opened = openDefaultStore(this.npub, options.store);
     this.store = opened.store;
     this.releaseStore = opened.release;
+    this.adoptSlots = opened.adopt;
     // The engines reach the client through small host objects, not through public members.
     this.sync = new SyncEngine(
       {
@@ -207,6 +210,8 @@ export class TallyClient {
         this.enqueueInbound(async () => {
           relay.drained = true;
           await this.events.emit("drained", relay.url);
+          // A slot freed since (another tab or process closed): its outbox is sent from here.
+          await this.adoptSlots();
           await this.outbox.flush(true);
           this.outbox.start();
           await this.sync.onDrained();
