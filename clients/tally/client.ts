@@ -221,6 +221,8 @@ export class TallyClient {
         this.enqueueInbound(() => this.inbound.receiveEnvelope(msg, "relay", () => this.paths.ack(relay, msg)));
         return;
       case "queued":
+        // "first" mode: a relay that did not store it (not_stored) hands the envelope on, as a refusal does.
+        if (this.paths.firstMode && msg.status === "not_stored") void this.nextRelay(relay, msg.id);
         void this.events.emit("queued", msg.id, msg.status, relay.url);
         return;
       case "peer_connect":
@@ -247,7 +249,7 @@ export class TallyClient {
     }
   }
 
-  /** "first" mode: a relay refused an outbox message; the next registered relay gets it now. */
+  /** "first" mode: a relay refused or did not store an outbox message; the next registered relay gets it now. */
   private async nextRelay(relay: Relay, id: string): Promise<void> {
     const item = await this.store.getOutbox(id);
     if (item) this.paths.queueAfter(relay, item.envelope);

@@ -15,8 +15,8 @@ export interface TallyClientOptions {
   /**
    * Where an envelope goes with several relays: "all" (default) hands it to every registered
    * relay; "first" to the first registered one in the list, and to the next when that one refuses
-   * it (an error naming its id) or is not registered. Retries follow the same rule until a receipt
-   * arrives by any path.
+   * it (an error naming its id), does not store it (`queued` `not_stored`) or is not registered.
+   * Retries start after the relay that last refused it, until a receipt arrives by any path.
    */
   relayMode?: RelayMode;
   secretKey: Uint8Array;
