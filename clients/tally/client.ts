@@ -123,6 +123,15 @@ export class TallyClient {
     return this.relays.open().find((r) => r.deviceId !== undefined)?.deviceId;
   }
 
+  /**
+   * This client's device id at the relay that announced a peer device (peer_connect or
+   * webrtc_signal): device ids are each relay's own, so a peer's id compares only with the id the
+   * same relay gave this client (WebRTC roles, 6.3). Undefined when no registered relay announced it.
+   */
+  ownDeviceIdFor(userId: string, deviceId: string): string | undefined {
+    return this.relays.relayOf(userId, deviceId)?.deviceId;
+  }
+
   /** Registered with at least one relay. */
   get connected(): boolean {
     return this.relays.open().some((r) => r.deviceId !== undefined);
