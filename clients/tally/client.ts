@@ -11,6 +11,7 @@ import type { ServerMessage } from "../../shared/tally/messages";
 import { innerToLedgerEntry, type LedgerEntry } from "../../shared/tally/entry";
 import { bytesToHex, randomBytes } from "../../shared/encoding";
 import type { OutboxItem, TallyStore } from "./store";
+import { CLIENT_LIMITS } from "./limits";
 import { openDefaultStore } from "./default-store";
 import { SyncEngine } from "./sync";
 import { RelaySet, type Relay } from "./relays";
@@ -20,8 +21,11 @@ import { Paths } from "./paths";
 import type { SendOptions, TallyClientOptions } from "./options";
 import { Emitter, type Delivery, type InnerMessage, type TallyClientEvents } from "./events";
 import { IGNORED, InboundPipeline, RECEIPT_TYPE, SELF_SYNC_TYPES } from "./inbound";
+import { HandlerRegistry, type PayloadSchema } from "./handlers";
 
 export type { Delivery, InnerMessage, TallyClientEvents } from "./events";
+export type { PayloadSchema } from "./handlers";
+
 export type { DirectChannel } from "./direct";
 export type { SendOptions, TallyClientOptions } from "./options";
 export { IGNORED, RECEIPT_TYPE, SELF_SYNC_TYPES };
@@ -41,10 +45,13 @@ export class TallyClient {
   private readonly outbox: OutboxRetry;
   private readonly channels = new DirectChannels();
   private readonly inbound: InboundPipeline;
+  private readonly handlers = new HandlerRegistry();
   /** Frees the default store's slot for the next client (store-slots.ts). */
   private readonly releaseStore: () => void;
   /** Takes over what free slots of the default store left (slot-adopt.ts). */
   private readonly adoptSlots: () => Promise<void>;
+  private pruneTimer: ReturnType<typeof setInterval> | undefined;
+  private lastPrune = 0;
   private registeredWaiters: Array<{ resolve: () => void; reject: (e: Error) => void }> = [];
 
   constructor(options: TallyClientOptions) {
@@ -80,6 +87,8 @@ export class TallyClient {
       sync: this.sync,
       appendLedger: (e) => this.appendLedger(e),
       sendReceipt: async (to, id, result) => this.paths.sendReceipt(to, this.seal(to, RECEIPT_TYPE, { message_id: id, result })),
+      handlers: this.handlers,
+      handlerRetryMs: options.handlerRetryMs ?? CLIENT_LIMITS.handler_retry_first_ms,
     });
     const urls = options.relayUrls ?? (options.relayUrl !== undefined ? [options.relayUrl] : []);
     this.relays = new RelaySet(
@@ -112,8 +121,31 @@ export class TallyClient {
 
   // ---- events -----------------------------------------------------------------------------
 
+  /**
+   * Listens to an event. A `message` listener sees every application message and is one of the
+   * message's handlers (see `handle` for how several combine).
+   */
   on<K extends keyof TallyClientEvents>(event: K, fn: TallyClientEvents[K]): () => void {
+    if (event === "message") return this.handlers.add(undefined, fn as TallyClientEvents["message"]);
     return this.events.on(event, fn);
+  }
+
+  /**
+   * Handles the application messages of one type. With `schema` (a zod schema, or anything with
+   * its safeParse), the handler gets the parsed payload and is not run for a payload the schema
+   * refuses. Handlers (these and `message` listeners) run in the order registered; the receipt's
+   * result is the first string one returned (IGNORED keeps the message out of the ledger),
+   * "processed" when none did, IGNORED when every applicable schema refused the payload. When one
+   * throws, the message is run again soon, and the handlers that had returned are not run again
+   * (`name` keeps a handler's mark across restarts; default its type and registration number).
+   */
+  handle<T = unknown>(
+    type: string,
+    /** Returns the receipt's result (a string, IGNORED among them), or nothing ("processed"); may be async. */
+    fn: (message: InnerMessage & { payload: T }, via: Delivery) => unknown,
+    opts: { schema?: PayloadSchema<T>; name?: string } = {},
+  ): () => void {
+    return this.handlers.add(type, fn as (m: never, v: never) => unknown, opts.schema as PayloadSchema<unknown> | undefined, opts.name);
   }
 
   // ---- the relays (relays.ts) -------------------------------------------------------------
@@ -172,6 +204,9 @@ export class TallyClient {
 
   /** Closes every relay connection for good (no reconnect). */
   close(): void {
+    if (this.pruneTimer) clearInterval(this.pruneTimer);
+    this.pruneTimer = undefined;
+    this.inbound.stop();
     this.relays.stop();
     this.outbox.stop();
     this.sync.onClose();
@@ -223,6 +258,7 @@ export class TallyClient {
           await this.adoptSlots();
           await this.outbox.flush(true);
           this.outbox.start();
+          this.startPruning();
           await this.sync.onDrained();
         });
         return;
@@ -262,6 +298,17 @@ export class TallyClient {
   private async nextRelay(relay: Relay, id: string): Promise<void> {
     const item = await this.store.getOutbox(id);
     if (item) this.paths.queueAfter(relay, item.envelope);
+  }
+
+  /** Keeps the store within its bounds (TallyStore.prune): now (at most once a minute) and every prune_interval_ms. */
+  private startPruning(): void {
+    const prune = () => {
+      if (!this.store.prune || Date.now() - this.lastPrune < 60_000) return;
+      this.lastPrune = Date.now();
+      this.store.prune().catch((err) => console.warn("tally client: pruning the store failed", err));
+    };
+    prune();
+    this.pruneTimer ??= setInterval(prune, CLIENT_LIMITS.prune_interval_ms);
   }
 
   private enqueueInbound(task: () => Promise<void>): Promise<void> {

@@ -34,6 +34,8 @@ export interface TallyClientOptions {
   /** Ping interval and pong timeout on the relay socket (connection.ts). */
   pingIntervalMs?: number;
   pongTimeoutMs?: number;
+  /** A message whose handler failed is run again after this long, then doubling up to 30 s. Default CLIENT_LIMITS.handler_retry_first_ms. */
+  handlerRetryMs?: number;
   /** Ledger sync (12, 13) settings. */
   sync?: SyncOptions;
   WebSocket?: typeof WebSocket;
