@@ -62,7 +62,7 @@ describe("the Tally protocol section 9: data flows", () => {
     await waitFor(() => acks.includes(id), { what: "receipt" });
     expect(got).toHaveLength(1);
     expect(got[0]).toMatchObject({ id, from_user_id: alice.npub, to_user_id: bob.npub, payload: { text: "hi" } });
-    expect(statuses[0]).toBe("delivered");
+    expect(statuses[0]).toBe("stored"); // forwarded at once; "stored" to a stranger (presence is not told)
     expect(await a.store.listOutbox()).toEqual([]);
   });
 
