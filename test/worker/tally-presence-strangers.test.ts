@@ -16,7 +16,9 @@ describe("queued.status and presence", () => {
     const b = await registerDevice(bob);
     m.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(mallory, bob, "while-online") });
     const online = await m.next("queued");
-    await waitFor(() => b.ofType("peer_envelope").some((e: { id: string }) => e.id === "while-online"), { what: "the envelope on bob's device" });
+    await waitFor(() => b.ofType("peer_envelope").some((e: { id: string }) => e.id === "while-online"), {
+      what: "the envelope on bob's device",
+    });
     expect(offline.status).toBe("stored");
     expect(online.status).toBe(offline.status);
   });
@@ -28,7 +30,9 @@ describe("queued.status and presence", () => {
     const b = await registerDevice(bob);
     b.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(bob, alice, "bob-writes-first") });
     await b.next("queued");
-    await waitFor(async () => (await contactRows(stubOf(bob))).some((r) => r.peer_hex === alice.hex && r.sent === 1), { what: "bob's contact noted" });
+    await waitFor(async () => (await contactRows(stubOf(bob))).some((r) => r.peer_hex === alice.hex && r.sent === 1), {
+      what: "bob's contact noted",
+    });
     a.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(alice, bob, "answer") });
     expect((await a.next("queued")).status).toBe("delivered");
   });
