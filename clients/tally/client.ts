@@ -7,14 +7,13 @@
 import { sealEnvelope, type PeerEnvelope } from "../../shared/tally/envelope";
 import { getPublicKeyHex, npubDecode, npubEncode } from "../../shared/tally/keys";
 import { signInner } from "../../shared/tally/proof";
-import type { ServerMessage } from "../../shared/tally/messages";
 import { innerToLedgerEntry, type LedgerEntry } from "../../shared/tally/entry";
 import { bytesToHex, randomBytes } from "../../shared/encoding";
 import type { OutboxItem, TallyStore } from "./store";
 import { CLIENT_LIMITS } from "./limits";
 import { openDefaultStore } from "./default-store";
 import { SyncEngine } from "./sync";
-import { RelaySet, type Relay } from "./relays";
+import { RelaySet } from "./relays";
 import { OutboxRetry } from "./outbox";
 import { DirectChannels, type DirectChannel } from "./direct";
 import { Paths } from "./paths";
@@ -22,9 +21,12 @@ import type { SendOptions, TallyClientOptions } from "./options";
 import { Emitter, type Delivery, type InnerMessage, type TallyClientEvents } from "./events";
 import { IGNORED, InboundPipeline, RECEIPT_TYPE, SELF_SYNC_TYPES } from "./inbound";
 import { HandlerRegistry, type PayloadSchema } from "./handlers";
+import { Tracking, type MessageState, type Tracked } from "./tracking";
+import { RelayFrames } from "./relay-frames";
 
 export type { Delivery, InnerMessage, TallyClientEvents } from "./events";
 export type { PayloadSchema } from "./handlers";
+export type { MessageState, Receipt, RelayAnswer, Tracked } from "./tracking";
 
 export type { DirectChannel } from "./direct";
 export type { SendOptions, TallyClientOptions } from "./options";
@@ -46,13 +48,13 @@ export class TallyClient {
   private readonly channels = new DirectChannels();
   private readonly inbound: InboundPipeline;
   private readonly handlers = new HandlerRegistry();
+  private readonly tracking = new Tracking();
   /** Frees the default store's slot for the next client (store-slots.ts). */
   private readonly releaseStore: () => void;
   /** Takes over what free slots of the default store left (slot-adopt.ts). */
   private readonly adoptSlots: () => Promise<void>;
-  private pruneTimer: ReturnType<typeof setInterval> | undefined;
-  private lastPrune = 0;
-  private registeredWaiters: Array<{ resolve: () => void; reject: (e: Error) => void }> = [];
+  private readonly frames: RelayFrames;
+  private readonly registeredWaiters: Array<{ resolve: () => void; reject: (e: Error) => void }> = [];
 
   constructor(options: TallyClientOptions) {
     this.secretKey = options.secretKey;
@@ -103,7 +105,7 @@ export class TallyClient {
         pongTimeoutMs: options.pongTimeoutMs,
         connectTimeoutMs: options.connectTimeoutMs,
       },
-      { onMessage: (r, m) => this.onRelayMessage(r, m), onClosed: (r, code, reason) => this.onRelayClosed(r, code, reason) },
+      { onMessage: (r, m) => this.frames.onMessage(r, m), onClosed: (r, code, reason) => this.frames.onClosed(r, code, reason) },
     );
     this.paths = new Paths(this.relays, this.channels, {
       npub: this.npub,
@@ -117,6 +119,28 @@ export class TallyClient {
       (item) => this.paths.queue(item.envelope),
       (item) => void this.events.emit("expired", item.id, item.to_user_id),
     );
+    this.frames = new RelayFrames({
+      relays: this.relays,
+      sync: this.sync,
+      outbox: this.outbox,
+      events: this.events,
+      paths: this.paths,
+      inbound: this.inbound,
+      tracking: this.tracking,
+      store: this.store,
+      failedAttempts: this.failedAttempts,
+      registeredWaiters: this.registeredWaiters,
+      connected: () => this.connected,
+      adoptSlots: () => this.adoptSlots(),
+    });
+    this.events.on("receipt", (id, result, from) => {
+      this.tracking.onReceipt(id, result, from);
+      this.outbox.forget(id);
+    });
+    this.events.on("expired", (id) => {
+      this.tracking.onEnded(id, "expired");
+      this.outbox.forget(id);
+    });
   }
 
   // ---- events -----------------------------------------------------------------------------
@@ -204,111 +228,12 @@ export class TallyClient {
 
   /** Closes every relay connection for good (no reconnect). */
   close(): void {
-    if (this.pruneTimer) clearInterval(this.pruneTimer);
-    this.pruneTimer = undefined;
+    this.frames.stop();
     this.inbound.stop();
     this.relays.stop();
     this.outbox.stop();
     this.sync.onClose();
     this.releaseStore();
-  }
-
-  /** The first relay's raw socket, for tests that must cut a connection the hard way. */
-  get socket(): WebSocket | undefined {
-    return this.relays.relays[0].conn.socket;
-  }
-
-  /** The raw socket of each relay, in the order given. */
-  get sockets(): Array<WebSocket | undefined> {
-    return this.relays.relays.map((r) => r.conn.socket);
-  }
-
-  private onRelayClosed(relay: Relay, code: number, reason: string): void {
-    relay.deviceId = undefined;
-    relay.drained = false;
-    // The devices this relay announced are gone from its view; presence from other relays stays.
-    for (const [user, device] of this.relays.dropDevicesOf(relay)) this.sync.onPeerDisconnect(user, device);
-    if (!this.connected) {
-      this.outbox.stop();
-      this.sync.onClose();
-    }
-    void this.events.emit("close", code, reason, relay.url);
-    this.failedAttempts.add(relay.index);
-    if (this.failedAttempts.size >= this.relays.relays.length) {
-      for (const w of this.registeredWaiters.splice(0)) w.reject(new Error(`relay closed the connection (${code} ${reason})`));
-    }
-  }
-
-  private onRelayMessage(relay: Relay, msg: ServerMessage): void {
-    switch (msg.type) {
-      case "registered":
-        relay.deviceId = msg.device_id;
-        relay.drained = false;
-        // 8.2, 8.3: a relay (re)registered: it may have restarted, everything is queued again.
-        this.outbox.newSession();
-        for (const w of this.registeredWaiters.splice(0)) w.resolve();
-        void this.events.emit("registered", msg.device_id, msg.queued, relay.url);
-        return;
-      case "queue_drained":
-        // Envelopes of the flush are processed in order before drained is announced.
-        this.enqueueInbound(async () => {
-          relay.drained = true;
-          await this.events.emit("drained", relay.url);
-          // A slot freed since (another tab or process closed): its outbox is sent from here.
-          await this.adoptSlots();
-          await this.outbox.flush(true);
-          this.outbox.start();
-          this.startPruning();
-          await this.sync.onDrained();
-        });
-        return;
-      case "peer_envelope":
-        this.enqueueInbound(() => this.inbound.receiveEnvelope(msg, "relay", () => this.paths.ack(relay, msg)));
-        return;
-      case "queued":
-        // "first" mode: a relay that did not store it (not_stored) hands the envelope on, as a refusal does.
-        if (this.paths.firstMode && msg.status === "not_stored") void this.nextRelay(relay, msg.id);
-        void this.events.emit("queued", msg.id, msg.status, relay.url);
-        return;
-      case "peer_connect":
-        this.relays.noteDevice(relay, msg.peer_user_id, msg.peer_device_id);
-        this.enqueueInbound(this.sync.onPeerConnect(msg.peer_user_id, msg.peer_device_id));
-        void this.events.emit("peer_connect", msg.peer_user_id, msg.peer_device_id);
-        return;
-      case "peer_disconnect":
-        this.relays.forgetDevice(msg.peer_user_id, msg.peer_device_id);
-        this.sync.onPeerDisconnect(msg.peer_user_id, msg.peer_device_id);
-        void this.events.emit("peer_disconnect", msg.peer_user_id, msg.peer_device_id);
-        return;
-      case "webrtc_signal":
-        this.relays.noteDevice(relay, msg.peer_user_id, msg.peer_device_id);
-        void this.events.emit("signal", msg.peer_user_id, msg.peer_device_id, msg.signal);
-        return;
-      case "error":
-        if (this.paths.firstMode && msg.id !== undefined && msg.code !== "rate_limited") void this.nextRelay(relay, msg.id);
-        void this.events.emit("relay_error", msg.code, msg.message, msg.id, relay.url);
-        return;
-      case "challenge":
-      case "pong":
-        return;
-    }
-  }
-
-  /** "first" mode: a relay refused or did not store an outbox message; the next registered relay gets it now. */
-  private async nextRelay(relay: Relay, id: string): Promise<void> {
-    const item = await this.store.getOutbox(id);
-    if (item) this.paths.queueAfter(relay, item.envelope);
-  }
-
-  /** Keeps the store within its bounds (TallyStore.prune): now (at most once a minute) and every prune_interval_ms. */
-  private startPruning(): void {
-    const prune = () => {
-      if (!this.store.prune || Date.now() - this.lastPrune < 60_000) return;
-      this.lastPrune = Date.now();
-      this.store.prune().catch((err) => console.warn("tally client: pruning the store failed", err));
-    };
-    prune();
-    this.pruneTimer ??= setInterval(prune, CLIENT_LIMITS.prune_interval_ms);
   }
 
   private enqueueInbound(task: () => Promise<void>): Promise<void> {
@@ -360,14 +285,68 @@ export class TallyClient {
     // call is still on its way to the relay.
     const item: OutboxItem = { id: inner.id, to_user_id: to, envelope, created_at: now, attempts: 0, last_attempt_at: now };
     this.outbox.claim(item.id);
+    this.tracking.begin(item.id);
     await this.store.putOutbox(item);
     await this.appendLedger(innerToLedgerEntry(signed, new Date(now)));
     const paths = opts.paths ?? "auto";
     const sentDirect = paths !== "relay" && this.paths.sendDirect(to, envelope) > 0;
+    if (sentDirect) this.tracking.sentDirect(item.id);
     // The relay is the fallback (6.2); "both" races the paths (9.5). With no receipt, the retry
     // timer hands the message to the relay later in any case.
     if (paths === "both" || paths === "relay" || (paths === "auto" && !sentDirect)) await this.outbox.tryQueue(item);
     return inner.id;
+  }
+
+  /**
+   * A message this client sent, to await: `queued` (the first relay's answer), `receipt` (rejects
+   * when the message expires or is cancelled first). Works whenever it is asked: answers that came
+   * before are remembered (the last TRACKED_MESSAGES messages).
+   */
+  track(id: string): Tracked {
+    return this.tracking.track(id);
+  }
+
+  /** Sends, and returns the message to await (`send`, then `track`). */
+  async sendTracked(to: string, type: string, payload: unknown, opts: SendOptions = {}): Promise<Tracked> {
+    const id = opts.id ?? newMessageId();
+    this.tracking.begin(id);
+    const tracked = this.tracking.track(id);
+    await this.send(to, type, payload, { ...opts, id });
+    return tracked;
+  }
+
+  /** Where a message this client sent stands (tracking.ts MessageState). */
+  async messageState(id: string): Promise<MessageState> {
+    return this.tracking.state(id, await this.store.getOutbox(id));
+  }
+
+  /** Every message in the outbox, oldest first, with its state. */
+  async outboxState(): Promise<Array<{ id: string; to: string; created_at: number } & MessageState>> {
+    return (await this.store.listOutbox()).map((item) => ({
+      id: item.id,
+      to: item.to_user_id,
+      created_at: item.created_at,
+      ...this.tracking.state(item.id, item),
+    }));
+  }
+
+  /**
+   * Takes back a message no relay or channel has carried yet (state "unsent": sent while
+   * offline); true if it was, false when it is gone already or has been handed on (then only its
+   * receipt or its expiry ends it). Its `receipt` rejects.
+   */
+  async cancel(id: string): Promise<boolean> {
+    const item = await this.store.getOutbox(id);
+    if (!item || !this.tracking.cancellable(item) || !this.outbox.block(id)) return false;
+    const now = await this.store.getOutbox(id);
+    if (!now || !this.tracking.cancellable(now)) {
+      this.outbox.unblock(id);
+      return false;
+    }
+    await this.store.deleteOutbox(id);
+    this.outbox.forget(id);
+    this.tracking.onEnded(id, "cancelled");
+    return true;
   }
 
   /** Hands outbox messages to the relay (see OutboxRetry.flush). */

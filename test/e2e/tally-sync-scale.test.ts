@@ -4,6 +4,7 @@
 // a relay reconnect does not leak an unknown peer's connections.
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { IGNORED, memoryStore, type InnerMessage, type TallyClient, type TallyStore } from "../../clients/tally/index";
+import { relaySockets } from "../../clients/tally/test-hooks";
 import { innerToLedgerEntry, type LedgerEntry } from "../../shared/tally/entry";
 import { SYNC_DATA, SYNC_HELLO, SYNC_LIMITS } from "../../shared/tally/ledger";
 import { signInner } from "../../shared/tally/proof";
@@ -238,7 +239,7 @@ describe("12.8 the allowance and the relay connection", () => {
     await connected;
     let closed = 0;
     a.addDirectChannel(mallory.npub, { send: () => {}, close: () => void closed++ });
-    a.socket!.close(); // the relay connection ends (the client reconnects by itself)
+    relaySockets(a)[0]!.close(); // the relay connection ends (the client reconnects by itself)
     await waitFor(() => dropped.includes(mallory.npub), { what: "peer_dropped" });
     expect(closed).toBe(1);
     expect(a.sync.mayConnect(mallory.npub)).toBe(false);
