@@ -23,10 +23,21 @@ import { IGNORED, InboundPipeline, RECEIPT_TYPE, SELF_SYNC_TYPES } from "./inbou
 import { HandlerRegistry, type PayloadSchema } from "./handlers";
 import { Tracking, type MessageState, type Tracked } from "./tracking";
 import { RelayFrames } from "./relay-frames";
+import { historyOf, type HistoryPage, type HistoryQuery } from "./history";
 
 export type { Delivery, InnerMessage, TallyClientEvents } from "./events";
 export type { PayloadSchema } from "./handlers";
 export type { MessageState, Receipt, RelayAnswer, Tracked } from "./tracking";
+export type { HistoryPage, HistoryQuery } from "./history";
+
+/** One relay's state in `status()`. */
+export interface RelayStatus {
+  url: string;
+  /** registered: open and registered; connecting: a socket is opening or waiting to register; closed: none (reconnecting later, or closed for good). */
+  state: "registered" | "connecting" | "closed";
+  deviceId: string | undefined;
+  drained: boolean;
+}
 
 export type { DirectChannel } from "./direct";
 export type { SendOptions, TallyClientOptions } from "./options";
@@ -49,6 +60,8 @@ export class TallyClient {
   private readonly inbound: InboundPipeline;
   private readonly handlers = new HandlerRegistry();
   private readonly tracking = new Tracking();
+  /** `send` calls whose writes are under way (close() waits for them). */
+  private readonly pendingSends = new Set<Promise<string>>();
   /** Frees the default store's slot for the next client (store-slots.ts). */
   private readonly releaseStore: () => void;
   /** Takes over what free slots of the default store left (slot-adopt.ts). */
@@ -227,13 +240,55 @@ export class TallyClient {
   }
 
   /** Closes every relay connection for good (no reconnect). */
-  close(): void {
+  /**
+   * Closes every relay connection for good (no reconnect) at once; the promise resolves once the
+   * writes under way (a `send` being stored, frames being handled) are done, and only then is the
+   * default store's slot freed.
+   */
+  close(): Promise<void> {
     this.frames.stop();
     this.inbound.stop();
     this.relays.stop();
     this.outbox.stop();
     this.sync.onClose();
-    this.releaseStore();
+    if (this.pendingSends.size === 0 && !this.inbound.busy) {
+      this.releaseStore(); // nothing under way: the slot is free at once
+      return Promise.resolve();
+    }
+    return Promise.allSettled([...this.pendingSends, this.inbound.idle()]).then(() => this.releaseStore());
+  }
+
+  /** One snapshot of every relay's state, in the order given (relays added later at the end). */
+  status(): { relays: RelayStatus[]; connected: boolean; drained: boolean } {
+    const relays = this.relays.relays.map((r) => ({
+      url: r.url,
+      state: r.conn.open ? ("registered" as const) : r.conn.socket ? ("connecting" as const) : ("closed" as const),
+      deviceId: r.deviceId,
+      drained: r.drained && r.conn.open,
+    }));
+    return { relays, connected: this.connected, drained: this.drained };
+  }
+
+  /** Adds a relay at run time (connected at once when the client is started); false if it is there already. */
+  addRelay(url: string): boolean {
+    return this.relays.add(url);
+  }
+
+  /** Removes a relay at run time: its connection closes for good; false if it was not there. */
+  removeRelay(url: string): boolean {
+    const relay = this.relays.relays.find((r) => r.url === url);
+    if (!relay) return false;
+    for (const [user, device] of this.relays.dropDevicesOf(relay)) this.sync.onPeerDisconnect(user, device);
+    return this.relays.remove(url);
+  }
+
+  /**
+   * The ledger, sorted by when each message was made (originated_at) and paged: newest first
+   * unless `order: "asc"`; with `peer`, the conversation with that user only; `before`/`after`
+   * bound the time (ms since the epoch); `cursor` is the previous page's `next`.
+   */
+  history(query: HistoryQuery = {}): Promise<HistoryPage> {
+    return historyOf(this.store, this.npub, query);
   }
 
   private enqueueInbound(task: () => Promise<void>): Promise<void> {
@@ -274,7 +329,17 @@ export class TallyClient {
    * Sends an application message: signed and sealed once, kept in the outbox until a receipt
    * arrives, retried with the same id and bytes. Returns the message id.
    */
-  async send(to: string, type: string, payload: unknown, opts: SendOptions = {}): Promise<string> {
+  send(to: string, type: string, payload: unknown, opts: SendOptions = {}): Promise<string> {
+    const sending = this.sendNow(to, type, payload, opts);
+    this.pendingSends.add(sending);
+    void sending.then(
+      () => this.pendingSends.delete(sending),
+      () => this.pendingSends.delete(sending),
+    );
+    return sending;
+  }
+
+  private async sendNow(to: string, type: string, payload: unknown, opts: SendOptions): Promise<string> {
     if (to === this.npub) throw new Error("use sendToOwnDevices for self-addressed messages");
     const inner = this.buildInner(to, type, payload, opts.id);
     const signed = signInner(inner, this.secretKey);

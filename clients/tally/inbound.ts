@@ -67,9 +67,18 @@ export class InboundPipeline {
     this.redeliveries.stop();
   }
 
+  /** Tasks enqueued and not finished. */
+  private running = 0;
+
+  /** Whether a task is enqueued or running. */
+  get busy(): boolean {
+    return this.running > 0;
+  }
+
   /** Runs `task` after every task enqueued before it (frames are handled in arrival order). */
   enqueue(task: () => Promise<void>): Promise<void> {
-    const run = this.chain.then(task);
+    this.running++;
+    const run = this.chain.then(task).finally(() => this.running--);
     this.chain = run.catch((err) => {
       console.error("tally client: inbound handler failed", err);
     });

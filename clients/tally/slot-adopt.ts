@@ -24,13 +24,17 @@ import {
 /** Copies every key of `from` into `into` that `into` lacks (a processed record with a result replaces one without); how many keys it read. */
 export async function copyInto(from: KeyValue, into: KeyValue): Promise<number> {
   const keys = await from.keys("");
+  let ledger = false;
   for (const key of keys) {
+    if (key.startsWith("history")) continue; // the time index is rebuilt from the ledger (below)
+    ledger ||= key.startsWith("ledger/");
     const v = await from.get(key);
     if (v === undefined) continue;
     const mine = await into.get(key);
     const better = key.startsWith("processed/") && mine !== undefined && !mine.startsWith("{") && v.startsWith("{");
     if (mine === undefined || better) await into.set(key, v);
   }
+  if (ledger) await into.delete("history-index/v1"); // entries came without their index: rebuilt when next asked
   return keys.length;
 }
 

@@ -5,6 +5,10 @@
 import type { PeerEnvelope } from "../../shared/tally/envelope";
 import type { LedgerEntry } from "../../shared/tally/entry";
 import { CLIENT_LIMITS } from "./limits";
+import { historyKey } from "./history";
+
+/** Set once the ledger's time index is built (older stores have entries without it). */
+const HISTORY_BUILT = "history-index/v1";
 
 export interface OutboxItem {
   id: string;
@@ -175,7 +179,23 @@ export class KeyValueTallyStore implements TallyStore {
     const key = ledgerStoreKey(entry.from_user_id, entry.id);
     if ((await this.kv.get(key)) !== undefined) return false;
     await this.kv.set(key, JSON.stringify(entry));
+    // The time index (history.ts) after the entry: a crash between the two leaves an entry the
+    // next index build (historyKeys) finds.
+    if ((await this.kv.get(HISTORY_BUILT)) !== undefined) await this.kv.set(`history/${historyKey(entry)}`, key);
     return true;
+  }
+  /** The time index of the ledger (history.ts), built from the ledger the first time it is asked for. */
+  async historyKeys(): Promise<string[]> {
+    if ((await this.kv.get(HISTORY_BUILT)) === undefined) {
+      for (const e of await this.listLedger()) await this.kv.set(`history/${historyKey(e)}`, ledgerStoreKey(e.from_user_id, e.id));
+      await this.kv.set(HISTORY_BUILT, "1");
+    }
+    return (await this.kv.keys("history/")).map((k) => k.slice("history/".length));
+  }
+  async historyEntry(key: string): Promise<LedgerEntry | undefined> {
+    const ledgerKey = await this.kv.get(`history/${key}`);
+    const v = ledgerKey === undefined ? undefined : await this.kv.get(ledgerKey);
+    return v === undefined ? undefined : (JSON.parse(v) as LedgerEntry);
   }
   async hasLedger(from: string, id: string) {
     return (await this.kv.get(ledgerStoreKey(from, id))) !== undefined;
