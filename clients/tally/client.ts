@@ -24,6 +24,7 @@ import { HandlerRegistry, type PayloadSchema } from "./handlers";
 import { Tracking, type MessageState, type Tracked } from "./tracking";
 import { RelayFrames } from "./relay-frames";
 import { historyOf, type HistoryPage, type HistoryQuery } from "./history";
+import { TabCoordinator, type LeaderLocks, type TabChannel } from "./tabs";
 
 export type { Delivery, InnerMessage, TallyClientEvents } from "./events";
 export type { PayloadSchema } from "./handlers";
@@ -60,6 +61,8 @@ export class TallyClient {
   private readonly inbound: InboundPipeline;
   private readonly handlers = new HandlerRegistry();
   private readonly tracking = new Tracking();
+  private readonly tabsOption: TallyClientOptions["tabs"];
+  private tabs: TabCoordinator | undefined;
   /** `send` calls whose writes are under way (close() waits for them). */
   private readonly pendingSends = new Set<Promise<string>>();
   /** Frees the default store's slot for the next client (store-slots.ts). */
@@ -103,6 +106,7 @@ export class TallyClient {
       appendLedger: (e) => this.appendLedger(e),
       sendReceipt: async (to, id, result) => this.paths.sendReceipt(to, this.seal(to, RECEIPT_TYPE, { message_id: id, result })),
       handlers: this.handlers,
+      onHandled: (inner) => this.tabs?.handled(inner),
       handlerRetryMs: options.handlerRetryMs ?? CLIENT_LIMITS.handler_retry_first_ms,
     });
     const urls = options.relayUrls ?? (options.relayUrl !== undefined ? [options.relayUrl] : []);
@@ -146,7 +150,9 @@ export class TallyClient {
       connected: () => this.connected,
       adoptSlots: () => this.adoptSlots(),
     });
+    this.tabsOption = options.tabs;
     this.events.on("receipt", (id, result, from) => {
+      this.tabs?.receipt(id, result, from);
       this.tracking.onReceipt(id, result, from);
       this.outbox.forget(id);
     });
@@ -229,6 +235,7 @@ export class TallyClient {
    * in the background after a rejection.
    */
   connect(): Promise<void> {
+    if (this.tabsOption) return this.joinTabs(this.tabsOption);
     const done = new Promise<void>((resolve, reject) => this.registeredWaiters.push({ resolve, reject }));
     this.failedAttempts.clear();
     try {
@@ -239,13 +246,52 @@ export class TallyClient {
     return done;
   }
 
-  /** Closes every relay connection for good (no reconnect). */
+  /**
+   * With `tabs`: joins the user's other clients here; the relays are connected once this client
+   * leads (at once when it is the only one). Resolves at once; `leader` says which it is.
+   */
+  private joinTabs(choice: NonNullable<TallyClientOptions["tabs"]>): Promise<void> {
+    if (this.tabs) return Promise.resolve();
+    const g = globalThis as { navigator?: { locks?: LeaderLocks }; BroadcastChannel?: new (name: string) => TabChannel };
+    const parts =
+      choice === "browser"
+        ? g.navigator?.locks && g.BroadcastChannel
+          ? { locks: g.navigator.locks, channel: new g.BroadcastChannel(`tally:${this.npub}`) }
+          : undefined
+        : choice;
+    if (!parts) return Promise.reject(new Error('tabs: "browser" needs navigator.locks and BroadcastChannel'));
+    this.tabs = new TabCoordinator(this.npub, parts.locks, parts.channel, {
+      lead: () => {
+        this.failedAttempts.clear();
+        this.relays.start();
+      },
+      adopt: async (item) => {
+        if (!(await this.store.getOutbox(item.id))) await this.store.putOutbox(item);
+        this.tracking.begin(item.id);
+        await this.outbox.tryQueue(item);
+      },
+      handedOver: async (id) => {
+        if (await this.store.getOutbox(id)) await this.store.deleteOutbox(id);
+      },
+      outbox: () => this.store.listOutbox(),
+      handledElsewhere: (inner) => void this.events.emit("handled_elsewhere", inner),
+      receiptElsewhere: (id, result, from) => void this.events.emit("receipt", id, result, from),
+    });
+    return Promise.resolve();
+  }
+
+  /** With `tabs`: whether this client leads (it alone connects to the relays and runs the handlers). */
+  get leader(): boolean {
+    return this.tabs?.leader ?? false;
+  }
+
   /**
    * Closes every relay connection for good (no reconnect) at once; the promise resolves once the
    * writes under way (a `send` being stored, frames being handled) are done, and only then is the
    * default store's slot freed.
    */
   close(): Promise<void> {
+    this.tabs?.close();
     this.frames.stop();
     this.inbound.stop();
     this.relays.stop();
@@ -359,6 +405,7 @@ export class TallyClient {
     // The relay is the fallback (6.2); "both" races the paths (9.5). With no receipt, the retry
     // timer hands the message to the relay later in any case.
     if (paths === "both" || paths === "relay" || (paths === "auto" && !sentDirect)) await this.outbox.tryQueue(item);
+    if (this.tabs && !this.tabs.leader) this.tabs.sent(item); // the leader sends it
     return inner.id;
   }
 

@@ -33,6 +33,8 @@ export interface TallyClientEvents {
    * 30 s), and any copy that arrives meanwhile is handled too.
    */
   handler_failed: (inner: InnerMessage, via: Delivery, error: unknown) => void;
+  /** With `tabs`: another client of this user (the leader) handled a message; this one's handlers do not run for it. */
+  handled_elsewhere: (inner: InnerMessage) => void;
   /** A copy of an application message already processed (another path's copy, 7): dropped, receipted again. */
   duplicate: (inner: InnerMessage, via: Delivery) => void;
   /** A receipt for one of our messages arrived; it left the outbox. */

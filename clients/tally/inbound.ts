@@ -47,6 +47,8 @@ export interface InboundHost {
   readonly handlers: HandlerRegistry;
   /** First delay before a failed message is run again here (then doubling). */
   readonly handlerRetryMs: number;
+  /** A message was handled (tabs: the other clients are told). */
+  onHandled?(inner: InnerMessage): void;
 }
 
 /** The outcome of running the app's handlers on a new message; `marked`: some had run on an earlier copy. */
@@ -151,6 +153,7 @@ export class InboundPipeline {
     if (handled.result !== IGNORED) await host.appendLedger(innerToEntry(inner));
     await host.store.addProcessed(from, inner.id, Date.now(), handled.result);
     await this.dropMarks(from, inner.id, handled.marked);
+    host.onHandled?.(inner);
     ack();
     await host.sendReceipt(from, inner.id, handled.result);
   }

@@ -14,6 +14,7 @@ export type {
   RelayAnswer,
 } from "./client";
 export type { RelayMode } from "./relays";
+export type { LeaderLocks, TabChannel } from "./tabs";
 export { MAX_STORE_SLOTS } from "./store-slots";
 export { defaultStore } from "./default-store";
 export { IndexedDbKeyValue } from "./indexeddb";

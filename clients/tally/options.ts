@@ -3,6 +3,7 @@
 import type { TallyStore } from "./store";
 import type { SyncOptions } from "./sync";
 import type { RelayMode } from "./relays";
+import type { LeaderLocks, TabChannel } from "./tabs";
 
 export interface TallyClientOptions {
   /** The relay: ws(s)://, http(s):// or a bare host (clients/relay-url.ts); /tally/v1/<npub> is added. */
@@ -36,6 +37,12 @@ export interface TallyClientOptions {
   pongTimeoutMs?: number;
   /** A message whose handler failed is run again after this long, then doubling up to 30 s. Default CLIENT_LIMITS.handler_retry_first_ms. */
   handlerRetryMs?: number;
+  /**
+   * One handler per user across the clients of one browser profile (tabs.ts): "browser" uses
+   * navigator.locks and a BroadcastChannel; or pass stand-ins (Node). Only the leader connects to
+   * the relays; the others hand it what they send and hear of what it handled.
+   */
+  tabs?: "browser" | { locks: LeaderLocks; channel: TabChannel };
   /** Ledger sync (12, 13) settings. */
   sync?: SyncOptions;
   WebSocket?: typeof WebSocket;
