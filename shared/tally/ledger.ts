@@ -192,7 +192,14 @@ export function helloParts(
   const parts: SyncHelloPayload[] = [];
   for (let i = 0; i < n; i++) {
     const [from, to] = [slices[i], slices[i + 1]];
-    parts.push({ known_ids: uniqueIds(held.slice(from, to)), known: packed(hashes.slice(from, to)), extensions, set: setId, part: i, parts: n });
+    parts.push({
+      known_ids: uniqueIds(held.slice(from, to)),
+      known: packed(hashes.slice(from, to)),
+      extensions,
+      set: setId,
+      part: i,
+      parts: n,
+    });
   }
   return parts;
 }
