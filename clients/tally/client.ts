@@ -7,22 +7,39 @@
 import { sealEnvelope, type PeerEnvelope } from "../../shared/tally/envelope";
 import { getPublicKeyHex, npubDecode, npubEncode } from "../../shared/tally/keys";
 import { signInner } from "../../shared/tally/proof";
-import type { ServerMessage } from "../../shared/tally/messages";
 import { innerToLedgerEntry, type LedgerEntry } from "../../shared/tally/entry";
 import { bytesToHex, randomBytes } from "../../shared/encoding";
 import type { OutboxItem, TallyStore } from "./store";
+import { CLIENT_LIMITS } from "./limits";
 import { openDefaultStore } from "./default-store";
 import { SyncEngine } from "./sync";
-import { RelaySet, type Relay } from "./relays";
+import { RelaySet } from "./relays";
 import { OutboxRetry } from "./outbox";
 import { DirectChannels, type DirectChannel } from "./direct";
 import { Paths } from "./paths";
 import type { SendOptions, TallyClientOptions } from "./options";
 import { Emitter, type Delivery, type InnerMessage, type TallyClientEvents } from "./events";
 import { IGNORED, InboundPipeline, RECEIPT_TYPE, SELF_SYNC_TYPES } from "./inbound";
-import { TallyRelayError } from "./connection";
+import { HandlerRegistry, type PayloadSchema } from "./handlers";
+import { Tracking, type MessageState, type Tracked } from "./tracking";
+import { RelayFrames } from "./relay-frames";
+import { historyOf, type HistoryPage, type HistoryQuery } from "./history";
+import { TabCoordinator, type LeaderLocks, type TabChannel } from "./tabs";
 
 export type { Delivery, InnerMessage, TallyClientEvents } from "./events";
+export type { PayloadSchema } from "./handlers";
+export type { MessageState, Receipt, RelayAnswer, Tracked } from "./tracking";
+export type { HistoryPage, HistoryQuery } from "./history";
+
+/** One relay's state in `status()`. */
+export interface RelayStatus {
+  url: string;
+  /** registered: open and registered; connecting: a socket is opening or waiting to register; closed: none (reconnecting later, or closed for good). */
+  state: "registered" | "connecting" | "closed";
+  deviceId: string | undefined;
+  drained: boolean;
+}
+
 export type { DirectChannel } from "./direct";
 export type { SendOptions, TallyClientOptions } from "./options";
 export { IGNORED, RECEIPT_TYPE, SELF_SYNC_TYPES };
@@ -42,9 +59,18 @@ export class TallyClient {
   private readonly outbox: OutboxRetry;
   private readonly channels = new DirectChannels();
   private readonly inbound: InboundPipeline;
+  private readonly handlers = new HandlerRegistry();
+  private readonly tracking = new Tracking();
+  private readonly tabsOption: TallyClientOptions["tabs"];
+  private tabs: TabCoordinator | undefined;
+  /** `send` calls whose writes are under way (close() waits for them). */
+  private readonly pendingSends = new Set<Promise<string>>();
   /** Frees the default store's slot for the next client (store-slots.ts). */
   private readonly releaseStore: () => void;
-  private registeredWaiters: Array<{ resolve: () => void; reject: (e: Error) => void }> = [];
+  /** Takes over what free slots of the default store left (slot-adopt.ts). */
+  private readonly adoptSlots: () => Promise<void>;
+  private readonly frames: RelayFrames;
+  private readonly registeredWaiters: Array<{ resolve: () => void; reject: (e: Error) => void }> = [];
 
   constructor(options: TallyClientOptions) {
     this.secretKey = options.secretKey;
@@ -54,6 +80,7 @@ export class TallyClient {
     const opened = openDefaultStore(this.npub, options.store);
     this.store = opened.store;
     this.releaseStore = opened.release;
+    this.adoptSlots = opened.adopt;
     // The engines reach the client through small host objects, not through public members.
     this.sync = new SyncEngine(
       {
@@ -78,6 +105,9 @@ export class TallyClient {
       sync: this.sync,
       appendLedger: (e) => this.appendLedger(e),
       sendReceipt: async (to, id, result) => this.paths.sendReceipt(to, this.seal(to, RECEIPT_TYPE, { message_id: id, result })),
+      handlers: this.handlers,
+      onHandled: (inner) => this.tabs?.handled(inner),
+      handlerRetryMs: options.handlerRetryMs ?? CLIENT_LIMITS.handler_retry_first_ms,
     });
     const urls = options.relayUrls ?? (options.relayUrl !== undefined ? [options.relayUrl] : []);
     this.relays = new RelaySet(
@@ -92,7 +122,7 @@ export class TallyClient {
         pongTimeoutMs: options.pongTimeoutMs,
         connectTimeoutMs: options.connectTimeoutMs,
       },
-      { onMessage: (r, m) => this.onRelayMessage(r, m), onClosed: (r, code, reason) => this.onRelayClosed(r, code, reason) },
+      { onMessage: (r, m) => this.frames.onMessage(r, m), onClosed: (r, code, reason) => this.frames.onClosed(r, code, reason) },
     );
     this.paths = new Paths(this.relays, this.channels, {
       npub: this.npub,
@@ -106,12 +136,59 @@ export class TallyClient {
       (item) => this.paths.queue(item.envelope),
       (item) => void this.events.emit("expired", item.id, item.to_user_id),
     );
+    this.frames = new RelayFrames({
+      relays: this.relays,
+      sync: this.sync,
+      outbox: this.outbox,
+      events: this.events,
+      paths: this.paths,
+      inbound: this.inbound,
+      tracking: this.tracking,
+      store: this.store,
+      failedAttempts: this.failedAttempts,
+      registeredWaiters: this.registeredWaiters,
+      connected: () => this.connected,
+      adoptSlots: () => this.adoptSlots(),
+    });
+    this.tabsOption = options.tabs;
+    this.events.on("receipt", (id, result, from) => {
+      this.tabs?.receipt(id, result, from);
+      this.tracking.onReceipt(id, result, from);
+      this.outbox.forget(id);
+    });
+    this.events.on("expired", (id) => {
+      this.tracking.onEnded(id, "expired");
+      this.outbox.forget(id);
+    });
   }
 
   // ---- events -----------------------------------------------------------------------------
 
+  /**
+   * Listens to an event. A `message` listener sees every application message and is one of the
+   * message's handlers (see `handle` for how several combine).
+   */
   on<K extends keyof TallyClientEvents>(event: K, fn: TallyClientEvents[K]): () => void {
+    if (event === "message") return this.handlers.add(undefined, fn as TallyClientEvents["message"]);
     return this.events.on(event, fn);
+  }
+
+  /**
+   * Handles the application messages of one type. With `schema` (a zod schema, or anything with
+   * its safeParse), the handler gets the parsed payload and is not run for a payload the schema
+   * refuses. Handlers (these and `message` listeners) run in the order registered; the receipt's
+   * result is the first string one returned (IGNORED keeps the message out of the ledger),
+   * "processed" when none did, IGNORED when every applicable schema refused the payload. When one
+   * throws, the message is run again soon, and the handlers that had returned are not run again
+   * (`name` keeps a handler's mark across restarts; default its type and registration number).
+   */
+  handle<T = unknown>(
+    type: string,
+    /** Returns the receipt's result (a string, IGNORED among them), or nothing ("processed"); may be async. */
+    fn: (message: InnerMessage & { payload: T }, via: Delivery) => unknown,
+    opts: { schema?: PayloadSchema<T>; name?: string } = {},
+  ): () => void {
+    return this.handlers.add(type, fn as (m: never, v: never) => unknown, opts.schema as PayloadSchema<unknown> | undefined, opts.name);
   }
 
   // ---- the relays (relays.ts) -------------------------------------------------------------
@@ -119,6 +196,15 @@ export class TallyClient {
   /** The device id the first registered relay gave this client (each relay gives its own). */
   get deviceId(): string | undefined {
     return this.relays.open().find((r) => r.deviceId !== undefined)?.deviceId;
+  }
+
+  /**
+   * This client's device id at the relay that announced a peer device (peer_connect or
+   * webrtc_signal): device ids are each relay's own, so a peer's id compares only with the id the
+   * same relay gave this client (WebRTC roles, 6.3). Undefined when no registered relay announced it.
+   */
+  ownDeviceIdFor(userId: string, deviceId: string): string | undefined {
+    return this.relays.relayOf(userId, deviceId)?.deviceId;
   }
 
   /** Registered with at least one relay. */
@@ -149,6 +235,7 @@ export class TallyClient {
    * in the background after a rejection.
    */
   connect(): Promise<void> {
+    if (this.tabsOption) return this.joinTabs(this.tabsOption);
     const done = new Promise<void>((resolve, reject) => this.registeredWaiters.push({ resolve, reject }));
     this.failedAttempts.clear();
     try {
@@ -159,98 +246,95 @@ export class TallyClient {
     return done;
   }
 
-  /** Closes every relay connection for good (no reconnect). */
-  close(): void {
+  /**
+   * With `tabs`: joins the user's other clients here; the relays are connected once this client
+   * leads (at once when it is the only one). Resolves at once; `leader` says which it is.
+   */
+  private joinTabs(choice: NonNullable<TallyClientOptions["tabs"]>): Promise<void> {
+    if (this.tabs) return Promise.resolve();
+    const g = globalThis as { navigator?: { locks?: LeaderLocks }; BroadcastChannel?: new (name: string) => TabChannel };
+    const parts =
+      choice === "browser"
+        ? g.navigator?.locks && g.BroadcastChannel
+          ? { locks: g.navigator.locks, channel: new g.BroadcastChannel(`tally:${this.npub}`) }
+          : undefined
+        : choice;
+    if (!parts) return Promise.reject(new Error('tabs: "browser" needs navigator.locks and BroadcastChannel'));
+    this.tabs = new TabCoordinator(this.npub, parts.locks, parts.channel, {
+      lead: () => {
+        this.failedAttempts.clear();
+        this.relays.start();
+      },
+      adopt: async (item) => {
+        if (!(await this.store.getOutbox(item.id))) await this.store.putOutbox(item);
+        this.tracking.begin(item.id);
+        await this.outbox.tryQueue(item);
+      },
+      handedOver: async (id) => {
+        if (await this.store.getOutbox(id)) await this.store.deleteOutbox(id);
+      },
+      outbox: () => this.store.listOutbox(),
+      handledElsewhere: (inner) => void this.events.emit("handled_elsewhere", inner),
+      receiptElsewhere: (id, result, from) => void this.events.emit("receipt", id, result, from),
+    });
+    return Promise.resolve();
+  }
+
+  /** With `tabs`: whether this client leads (it alone connects to the relays and runs the handlers). */
+  get leader(): boolean {
+    return this.tabs?.leader ?? false;
+  }
+
+  /**
+   * Closes every relay connection for good (no reconnect) at once; the promise resolves once the
+   * writes under way (a `send` being stored, frames being handled) are done, and only then is the
+   * default store's slot freed.
+   */
+  close(): Promise<void> {
+    this.tabs?.close();
+    this.frames.stop();
+    this.inbound.stop();
     this.relays.stop();
     this.outbox.stop();
     this.sync.onClose();
-    this.releaseStore();
+    if (this.pendingSends.size === 0 && !this.inbound.busy) {
+      this.releaseStore(); // nothing under way: the slot is free at once
+      return Promise.resolve();
+    }
+    return Promise.allSettled([...this.pendingSends, this.inbound.idle()]).then(() => this.releaseStore());
   }
 
-  /** The first relay's raw socket, for tests that must cut a connection the hard way. */
-  get socket(): WebSocket | undefined {
-    return this.relays.relays[0].conn.socket;
+  /** One snapshot of every relay's state, in the order given (relays added later at the end). */
+  status(): { relays: RelayStatus[]; connected: boolean; drained: boolean } {
+    const relays = this.relays.relays.map((r) => ({
+      url: r.url,
+      state: r.conn.open ? ("registered" as const) : r.conn.socket ? ("connecting" as const) : ("closed" as const),
+      deviceId: r.deviceId,
+      drained: r.drained && r.conn.open,
+    }));
+    return { relays, connected: this.connected, drained: this.drained };
   }
 
-  /** The raw socket of each relay, in the order given. */
-  get sockets(): Array<WebSocket | undefined> {
-    return this.relays.relays.map((r) => r.conn.socket);
+  /** Adds a relay at run time (connected at once when the client is started); false if it is there already. */
+  addRelay(url: string): boolean {
+    return this.relays.add(url);
   }
 
-  private onRelayClosed(relay: Relay, code: number, reason: string): void {
-    relay.deviceId = undefined;
-    relay.drained = false;
-    // The devices this relay announced are gone from its view; presence from other relays stays.
+  /** Removes a relay at run time: its connection closes for good; false if it was not there. */
+  removeRelay(url: string): boolean {
+    const relay = this.relays.relays.find((r) => r.url === url);
+    if (!relay) return false;
     for (const [user, device] of this.relays.dropDevicesOf(relay)) this.sync.onPeerDisconnect(user, device);
-    if (!this.connected) {
-      this.outbox.stop();
-      this.sync.onClose();
-    }
-    void this.events.emit("close", code, reason, relay.url);
-    this.failedAttempts.add(relay.index);
-    if (this.failedAttempts.size >= this.relays.relays.length) {
-      const refusal = relay.conn.refusal;
-      for (const w of this.registeredWaiters.splice(0))
-        w.reject(
-          refusal ? new TallyRelayError(refusal.code, refusal.message, code) : new Error(`relay closed the connection (${code} ${reason})`),
-        );
-    }
+    return this.relays.remove(url);
   }
 
-  private onRelayMessage(relay: Relay, msg: ServerMessage): void {
-    switch (msg.type) {
-      case "registered":
-        relay.deviceId = msg.device_id;
-        relay.drained = false;
-        // 8.2, 8.3: a relay (re)registered: it may have restarted, everything is queued again.
-        this.outbox.newSession();
-        for (const w of this.registeredWaiters.splice(0)) w.resolve();
-        void this.events.emit("registered", msg.device_id, msg.queued, relay.url);
-        return;
-      case "queue_drained":
-        // Envelopes of the flush are processed in order before drained is announced.
-        this.enqueueInbound(async () => {
-          relay.drained = true;
-          await this.events.emit("drained", relay.url);
-          await this.outbox.flush(true);
-          this.outbox.start();
-          await this.sync.onDrained();
-        });
-        return;
-      case "peer_envelope":
-        this.enqueueInbound(() => this.inbound.receiveEnvelope(msg, "relay", () => this.paths.ack(relay, msg)));
-        return;
-      case "queued":
-        void this.events.emit("queued", msg.id, msg.status, relay.url);
-        return;
-      case "peer_connect":
-        this.relays.noteDevice(relay, msg.peer_user_id, msg.peer_device_id);
-        this.enqueueInbound(this.sync.onPeerConnect(msg.peer_user_id, msg.peer_device_id));
-        void this.events.emit("peer_connect", msg.peer_user_id, msg.peer_device_id);
-        return;
-      case "peer_disconnect":
-        this.relays.forgetDevice(msg.peer_user_id, msg.peer_device_id);
-        this.sync.onPeerDisconnect(msg.peer_user_id, msg.peer_device_id);
-        void this.events.emit("peer_disconnect", msg.peer_user_id, msg.peer_device_id);
-        return;
-      case "webrtc_signal":
-        this.relays.noteDevice(relay, msg.peer_user_id, msg.peer_device_id);
-        void this.events.emit("signal", msg.peer_user_id, msg.peer_device_id, msg.signal);
-        return;
-      case "error":
-        if (this.paths.firstMode && msg.id !== undefined && msg.code !== "rate_limited") void this.nextRelay(relay, msg.id);
-        void this.events.emit("relay_error", msg.code, msg.message, msg.id, relay.url);
-        return;
-      case "challenge":
-      case "pong":
-        return;
-    }
-  }
-
-  /** "first" mode: a relay refused an outbox message; the next registered relay gets it now. */
-  private async nextRelay(relay: Relay, id: string): Promise<void> {
-    const item = await this.store.getOutbox(id);
-    if (item) this.paths.queueAfter(relay, item.envelope);
+  /**
+   * The ledger, sorted by when each message was made (originated_at) and paged: newest first
+   * unless `order: "asc"`; with `peer`, the conversation with that user only; `before`/`after`
+   * bound the time (ms since the epoch); `cursor` is the previous page's `next`.
+   */
+  history(query: HistoryQuery = {}): Promise<HistoryPage> {
+    return historyOf(this.store, this.npub, query);
   }
 
   private enqueueInbound(task: () => Promise<void>): Promise<void> {
@@ -291,7 +375,17 @@ export class TallyClient {
    * Sends an application message: signed and sealed once, kept in the outbox until a receipt
    * arrives, retried with the same id and bytes. Returns the message id.
    */
-  async send(to: string, type: string, payload: unknown, opts: SendOptions = {}): Promise<string> {
+  send(to: string, type: string, payload: unknown, opts: SendOptions = {}): Promise<string> {
+    const sending = this.sendNow(to, type, payload, opts);
+    this.pendingSends.add(sending);
+    void sending.then(
+      () => this.pendingSends.delete(sending),
+      () => this.pendingSends.delete(sending),
+    );
+    return sending;
+  }
+
+  private async sendNow(to: string, type: string, payload: unknown, opts: SendOptions): Promise<string> {
     if (to === this.npub) throw new Error("use sendToOwnDevices for self-addressed messages");
     const inner = this.buildInner(to, type, payload, opts.id);
     const signed = signInner(inner, this.secretKey);
@@ -302,14 +396,69 @@ export class TallyClient {
     // call is still on its way to the relay.
     const item: OutboxItem = { id: inner.id, to_user_id: to, envelope, created_at: now, attempts: 0, last_attempt_at: now };
     this.outbox.claim(item.id);
+    this.tracking.begin(item.id);
     await this.store.putOutbox(item);
     await this.appendLedger(innerToLedgerEntry(signed, new Date(now)));
     const paths = opts.paths ?? "auto";
     const sentDirect = paths !== "relay" && this.paths.sendDirect(to, envelope) > 0;
+    if (sentDirect) this.tracking.sentDirect(item.id);
     // The relay is the fallback (6.2); "both" races the paths (9.5). With no receipt, the retry
     // timer hands the message to the relay later in any case.
     if (paths === "both" || paths === "relay" || (paths === "auto" && !sentDirect)) await this.outbox.tryQueue(item);
+    if (this.tabs && !this.tabs.leader) this.tabs.sent(item); // the leader sends it
     return inner.id;
+  }
+
+  /**
+   * A message this client sent, to await: `queued` (the first relay's answer), `receipt` (rejects
+   * when the message expires or is cancelled first). Works whenever it is asked: answers that came
+   * before are remembered (the last TRACKED_MESSAGES messages).
+   */
+  track(id: string): Tracked {
+    return this.tracking.track(id);
+  }
+
+  /** Sends, and returns the message to await (`send`, then `track`). */
+  async sendTracked(to: string, type: string, payload: unknown, opts: SendOptions = {}): Promise<Tracked> {
+    const id = opts.id ?? newMessageId();
+    this.tracking.begin(id);
+    const tracked = this.tracking.track(id);
+    await this.send(to, type, payload, { ...opts, id });
+    return tracked;
+  }
+
+  /** Where a message this client sent stands (tracking.ts MessageState). */
+  async messageState(id: string): Promise<MessageState> {
+    return this.tracking.state(id, await this.store.getOutbox(id));
+  }
+
+  /** Every message in the outbox, oldest first, with its state. */
+  async outboxState(): Promise<Array<{ id: string; to: string; created_at: number } & MessageState>> {
+    return (await this.store.listOutbox()).map((item) => ({
+      id: item.id,
+      to: item.to_user_id,
+      created_at: item.created_at,
+      ...this.tracking.state(item.id, item),
+    }));
+  }
+
+  /**
+   * Takes back a message no relay or channel has carried yet (state "unsent": sent while
+   * offline); true if it was, false when it is gone already or has been handed on (then only its
+   * receipt or its expiry ends it). Its `receipt` rejects.
+   */
+  async cancel(id: string): Promise<boolean> {
+    const item = await this.store.getOutbox(id);
+    if (!item || !this.tracking.cancellable(item) || !this.outbox.block(id)) return false;
+    const now = await this.store.getOutbox(id);
+    if (!now || !this.tracking.cancellable(now)) {
+      this.outbox.unblock(id);
+      return false;
+    }
+    await this.store.deleteOutbox(id);
+    this.outbox.forget(id);
+    this.tracking.onEnded(id, "cancelled");
+    return true;
   }
 
   /** Hands outbox messages to the relay (see OutboxRetry.flush). */

@@ -8,6 +8,7 @@ import { FileKeyValue } from "../node/file-key-value";
 import { IndexedDbKeyValue } from "./indexeddb";
 import { KeyValueTallyStore, memoryStore, type TallyStore } from "./store";
 import { DeferredKeyValue, browserStoreName, claimBrowserSlot, claimNodeSlot, nodeStorePath, type Slot } from "./store-slots";
+import { adoptBrowserSlots, adoptNodeSlots } from "./slot-adopt";
 
 /** The directory of the default file stores in Node, unless TALLY_STORE_DIR names another. */
 export const DEFAULT_STORE_DIR = ".tally";
@@ -16,6 +17,12 @@ export const DEFAULT_STORE_DIR = ".tally";
 export interface DefaultStore {
   store: TallyStore;
   release(): void;
+  /**
+   * Moves what free slots of the user left (their outbox above all) into this store
+   * (slot-adopt.ts); done once before the store's first use, and again whenever the client asks
+   * (each registration), for a slot freed meanwhile.
+   */
+  adopt(): Promise<void>;
 }
 
 export function defaultStore(npub: string, choice?: TallyStore | "memory"): TallyStore {
@@ -24,8 +31,9 @@ export function defaultStore(npub: string, choice?: TallyStore | "memory"): Tall
 
 export function openDefaultStore(npub: string, choice?: TallyStore | "memory"): DefaultStore {
   const none = () => {};
-  if (choice === "memory") return { store: memoryStore(), release: none };
-  if (choice) return { store: choice, release: none };
+  const nothing = async () => {};
+  if (choice === "memory") return { store: memoryStore(), release: none, adopt: nothing };
+  if (choice) return { store: choice, release: none, adopt: nothing };
   const g = globalThis as {
     indexedDB?: IDBFactory;
     navigator?: { locks?: Parameters<typeof claimBrowserSlot>[1] };
@@ -42,19 +50,42 @@ export function openDefaultStore(npub: string, choice?: TallyStore | "memory"): 
     const slot = claimBrowserSlot(npub, g.navigator?.locks);
     let released = false;
     void slot.then((s) => released && s.release());
-    const kv = new DeferredKeyValue(slot.then((s: Slot) => new IndexedDbKeyValue(browserStoreName(npub, s.index), idb)));
+    const locks = g.navigator?.locks;
+    const own = slot.then((s: Slot) => new IndexedDbKeyValue(browserStoreName(npub, s.index), idb));
+    const adopt = async () => {
+      const s = await slot;
+      if (!released) await adoptBrowserSlots(npub, locks, idb, s.index, await own);
+    };
+    const first = adopt().catch((err) => console.warn("tally client: another slot's store could not be taken over", err));
+    const kv = new DeferredKeyValue(first.then(() => own));
     return {
       store: new KeyValueTallyStore(kv),
       release: () => {
         released = true;
         void slot.then((s) => s.release());
       },
+      adopt: () => first.then(adopt),
     };
   }
   if (g.process?.getBuiltinModule) {
     const dir = (g.process.env?.TALLY_STORE_DIR ?? DEFAULT_STORE_DIR).replace(/\/+$/, "");
-    const slot = claimNodeSlot(g.process.getBuiltinModule("node:fs") as typeof import("node:fs"), g.process, dir, npub);
-    return { store: new KeyValueTallyStore(new FileKeyValue(nodeStorePath(dir, npub, slot.index))), release: slot.release };
+    const fs = g.process.getBuiltinModule("node:fs") as typeof import("node:fs");
+    const proc = g.process;
+    const slot = claimNodeSlot(fs, proc, dir, npub);
+    const own = new FileKeyValue(nodeStorePath(dir, npub, slot.index));
+    let released = false;
+    const adopt = async () => {
+      if (!released) await adoptNodeSlots(fs, proc, dir, npub, slot.index, own);
+    };
+    const first = adopt().catch((err) => console.warn("tally client: another slot's store could not be taken over", err));
+    return {
+      store: new KeyValueTallyStore(new DeferredKeyValue(first.then(() => own))),
+      release: () => {
+        released = true;
+        slot.release();
+      },
+      adopt: () => first.then(adopt),
+    };
   }
   throw new Error('no persistent store here: pass `store` (a TallyStore), or `store: "memory"` to keep nothing');
 }

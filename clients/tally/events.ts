@@ -23,16 +23,18 @@ export interface TallyClientEvents {
   /**
    * A new application message (not a receipt), after the checks of 5.3 and dedup. The first
    * string a handler returns is the receipt's result (8.1); "ignored" keeps it out of the ledger.
-   * A handler that throws (or rejects) leaves the message unprocessed: it is handled again when
-   * it comes again (see handler_failed).
+   * A handler that throws (or rejects) leaves the message unprocessed: the client runs it again
+   * soon (see handler_failed), skipping the handlers that had returned (TallyClient.handle).
    */
   message: (inner: InnerMessage, via: Delivery) => void | Promise<void> | string | Promise<string>;
   /**
    * A `message` handler threw (or rejected): the message is not processed. No receipt is sent and
-   * the relay's copy is not acked, so it arrives again (the relay's redelivery, the sender's retry)
-   * and the handler runs again then.
+   * the relay's copy is not acked; the client runs it again after handlerRetryMs (doubling up to
+   * 30 s), and any copy that arrives meanwhile is handled too.
    */
   handler_failed: (inner: InnerMessage, via: Delivery, error: unknown) => void;
+  /** With `tabs`: another client of this user (the leader) handled a message; this one's handlers do not run for it. */
+  handled_elsewhere: (inner: InnerMessage) => void;
   /** A copy of an application message already processed (another path's copy, 7): dropped, receipted again. */
   duplicate: (inner: InnerMessage, via: Delivery) => void;
   /** A receipt for one of our messages arrived; it left the outbox. */

@@ -9,12 +9,19 @@
 // is the same: no processed id, no ack, no receipt. The cost is that a crash between the
 // handler's return and the processed-id write runs that handler again (at least once, never
 // lost); an app whose handler must not repeat makes it idempotent by the message id.
+//
+// Decision (prompt, and no effect twice): a message whose handler failed is run again here, at
+// growing intervals (redeliver.ts), without waiting for the relay or the sender's back-off; with
+// several handlers, those that had returned are not run again (their results are kept as marks,
+// handlers.ts), only the failed one and those after it.
 import { openEnvelope } from "../../shared/tally/envelope";
 import { innerToLedgerEntry, type LedgerEntry } from "../../shared/tally/entry";
 import { reportListenerError } from "../listeners";
 import type { Emitter, Delivery, InnerMessage, TallyClientEvents } from "./events";
 import { IGNORED_RESULT, type TallyStore } from "./store";
 import type { SyncEngine } from "./sync";
+import { receiptResult, type HandlerMarks, type HandlerRegistry } from "./handlers";
+import { Redeliveries } from "./redeliver";
 
 /** Receipt type (the Tally protocol §8.1). */
 export const RECEIPT_TYPE = "received";
@@ -36,19 +43,44 @@ export interface InboundHost {
   appendLedger(entry: LedgerEntry): Promise<boolean>;
   /** Sends a receipt to `to`: a direct channel if one is open, else the relay (8.1). */
   sendReceipt(to: string, messageId: string, result: string): Promise<void>;
+  /** The app's handlers (listeners of `message` and handlers by type). */
+  readonly handlers: HandlerRegistry;
+  /** First delay before a failed message is run again here (then doubling). */
+  readonly handlerRetryMs: number;
+  /** A message was handled (tabs: the other clients are told). */
+  onHandled?(inner: InnerMessage): void;
 }
 
-/** The outcome of running the app's handler on a new message. */
-type Handled = { ok: true; result: string } | { ok: false };
+/** The outcome of running the app's handlers on a new message; `marked`: some had run on an earlier copy. */
+type Handled = { ok: true; result: string; marked: boolean } | { ok: false };
 
 export class InboundPipeline {
   private chain: Promise<void> = Promise.resolve();
+  /** Marks of handlers that returned on a message whose later handler failed, for stores without marks. */
+  private readonly memoryMarks = new Map<string, HandlerMarks>();
+  private readonly redeliveries: Redeliveries;
 
-  constructor(private readonly host: InboundHost) {}
+  constructor(private readonly host: InboundHost) {
+    this.redeliveries = new Redeliveries(host.handlerRetryMs);
+  }
+
+  /** Stops every pending redelivery (the client closed). */
+  stop(): void {
+    this.redeliveries.stop();
+  }
+
+  /** Tasks enqueued and not finished. */
+  private running = 0;
+
+  /** Whether a task is enqueued or running. */
+  get busy(): boolean {
+    return this.running > 0;
+  }
 
   /** Runs `task` after every task enqueued before it (frames are handled in arrival order). */
   enqueue(task: () => Promise<void>): Promise<void> {
-    const run = this.chain.then(task);
+    this.running++;
+    const run = this.chain.then(task).finally(() => this.running--);
     this.chain = run.catch((err) => {
       console.error("tally client: inbound handler failed", err);
     });
@@ -104,6 +136,7 @@ export class InboundPipeline {
     const seen = await this.processedResult(from, inner.id);
     if (seen !== undefined) {
       // Already processed: drop, but still receipt, repeating the original result (7.2, 8.1).
+      this.redeliveries.cancel(from, inner.id);
       host.sync.noteHandled(inner);
       ack();
       await host.events.emit("duplicate", inner, via);
@@ -111,9 +144,16 @@ export class InboundPipeline {
       return;
     }
     const handled = await this.handle(inner, via);
-    if (!handled.ok) return; // not processed: no ack, no receipt; the next copy is handled
+    if (!handled.ok) {
+      // Not processed: no ack, no receipt; run again here soon (and the next copy is handled too).
+      this.redeliveries.schedule(from, inner.id, () => void this.enqueue(() => this.receiveEnvelope(envelope, via, ack)));
+      return;
+    }
+    this.redeliveries.cancel(from, inner.id);
     if (handled.result !== IGNORED) await host.appendLedger(innerToEntry(inner));
     await host.store.addProcessed(from, inner.id, Date.now(), handled.result);
+    await this.dropMarks(from, inner.id, handled.marked);
+    host.onHandled?.(inner);
     ack();
     await host.sendReceipt(from, inner.id, handled.result);
   }
@@ -127,18 +167,69 @@ export class InboundPipeline {
     return (await this.host.store.getProcessed(from, id))?.result;
   }
 
-  /** Runs the app's `message` handlers; a throw (or rejection) means the message was not processed. */
+  /**
+   * Runs the app's handlers that apply (handlers.ts), skipping those marked as already returned;
+   * a throw (or rejection) means the message was not processed, and the handlers that returned
+   * before it are marked so the next run skips them.
+   */
   private async handle(inner: InnerMessage, via: Delivery): Promise<Handled> {
-    try {
-      const results = await this.host.events.emitStrict("message", inner, via);
-      this.host.sync.noteHandled(inner);
-      return { ok: true, result: (results.find((r) => typeof r === "string") as string | undefined) ?? PROCESSED };
-    } catch (err) {
-      reportListenerError("message", err);
-      this.host.sync.noteFailed(inner);
-      await this.host.events.emit("handler_failed", inner, via, err);
-      return { ok: false };
+    const { host } = this;
+    const from = inner.from_user_id;
+    const marks = await this.getMarks(from, inner.id);
+    const marked = Object.keys(marks).length > 0;
+    const results: unknown[] = [];
+    let ran = 0;
+    let refused = 0;
+    for (const h of host.handlers.for(inner.type)) {
+      if (Object.hasOwn(marks, h.key)) {
+        results.push(marks[h.key]);
+        ran++;
+        continue;
+      }
+      let arg: InnerMessage = inner;
+      if (h.schema) {
+        const parsed = h.schema.safeParse(inner.payload);
+        if (!parsed.success) {
+          refused++;
+          continue;
+        }
+        arg = { ...inner, payload: parsed.data };
+      }
+      try {
+        const r = await (h.fn as (m: InnerMessage, v: Delivery) => unknown)(arg, via);
+        marks[h.key] = typeof r === "string" ? r : null;
+        results.push(r);
+        ran++;
+      } catch (err) {
+        reportListenerError("message", err);
+        if (Object.keys(marks).length > 0) await this.putMarks(from, inner.id, marks);
+        host.sync.noteFailed(inner);
+        await host.events.emit("handler_failed", inner, via, err);
+        return { ok: false };
+      }
     }
+    host.sync.noteHandled(inner);
+    return { ok: true, result: receiptResult(results, refused > 0 && ran === 0 ? IGNORED : PROCESSED), marked };
+  }
+
+  private async getMarks(from: string, id: string): Promise<HandlerMarks> {
+    const { store } = this.host;
+    const kept = store.getHandlerMarks ? await store.getHandlerMarks(from, id) : this.memoryMarks.get(`${from} ${id}`);
+    return { ...kept };
+  }
+
+  private async putMarks(from: string, id: string, marks: HandlerMarks): Promise<void> {
+    const { store } = this.host;
+    if (store.putHandlerMarks) await store.putHandlerMarks(from, id, marks, Date.now());
+    else this.memoryMarks.set(`${from} ${id}`, marks);
+  }
+
+  /** The message is processed: its marks go. */
+  private async dropMarks(from: string, id: string, marked: boolean): Promise<void> {
+    if (!marked) return;
+    const { store } = this.host;
+    if (store.deleteHandlerMarks) await store.deleteHandlerMarks(from, id);
+    else this.memoryMarks.delete(`${from} ${id}`);
   }
 
   /** An inbound-like entry from sync (12.7): applied once through the handler, no receipt. False if it stays out of the ledger. */
@@ -149,8 +240,10 @@ export class InboundPipeline {
       const handled = await this.handle(inner, "sync");
       if (!handled.ok) return false;
       result = handled.result;
+      this.redeliveries.cancel(inner.from_user_id, inner.id);
       if (result !== IGNORED) await host.appendLedger(entry);
       await host.store.addProcessed(inner.from_user_id, inner.id, Date.now(), result);
+      await this.dropMarks(inner.from_user_id, inner.id, handled.marked);
       return result !== IGNORED;
     }
     host.sync.noteHandled(inner);

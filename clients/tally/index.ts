@@ -1,8 +1,21 @@
 // The Tally client SDK: what apps import.
 export { TallyClient, newMessageId, RECEIPT_TYPE, SELF_SYNC_TYPES, IGNORED } from "./client";
 export { TallyRelayError, FINAL_REFUSALS } from "./connection";
-export type { InnerMessage, TallyClientOptions, TallyClientEvents, DirectChannel, SendOptions, Delivery } from "./client";
+export type {
+  InnerMessage,
+  TallyClientOptions,
+  TallyClientEvents,
+  DirectChannel,
+  SendOptions,
+  Delivery,
+  PayloadSchema,
+  Tracked,
+  MessageState,
+  Receipt,
+  RelayAnswer,
+} from "./client";
 export type { RelayMode } from "./relays";
+export type { LeaderLocks, TabChannel } from "./tabs";
 export { MAX_STORE_SLOTS } from "./store-slots";
 export { defaultStore } from "./default-store";
 export { IndexedDbKeyValue } from "./indexeddb";

@@ -26,4 +26,19 @@ export const CLIENT_LIMITS = {
   pong_timeout_ms: 10_000,
   /** rate_limited without retry_after_ms (an older relay): wait this long before sending more. */
   rate_limited_default_wait_ms: 1_000,
+  /** A message whose handler failed is run again after this long (option handlerRetryMs), then doubling. */
+  handler_retry_first_ms: 1_000,
+  /** ... up to this interval, for as long as the client is open. */
+  handler_retry_max_ms: 30_000,
+  /** Failed messages run again at once at most; past it the oldest is left to the relay's and the sender's copies. */
+  handler_retries_kept: 1_000,
+  /**
+   * How long a message the app ignored stays known as ignored after its processed id expired
+   * (sync does not hand it to the app again, hellos name it): a year.
+   */
+  ignored_ttl_ms: 365 * DAY_MS,
+  /** Ignored marks kept (and named in hellos) at most: the newest ones. */
+  max_ignored_marks: 10_000,
+  /** How often an open client prunes its store (store.prune), besides after each queue_drained. */
+  prune_interval_ms: 3_600_000,
 } as const;

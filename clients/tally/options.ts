@@ -3,6 +3,7 @@
 import type { TallyStore } from "./store";
 import type { SyncOptions } from "./sync";
 import type { RelayMode } from "./relays";
+import type { LeaderLocks, TabChannel } from "./tabs";
 
 export interface TallyClientOptions {
   /** The relay: ws(s)://, http(s):// or a bare host (clients/relay-url.ts); /tally/v1/<npub> is added. */
@@ -15,8 +16,8 @@ export interface TallyClientOptions {
   /**
    * Where an envelope goes with several relays: "all" (default) hands it to every registered
    * relay; "first" to the first registered one in the list, and to the next when that one refuses
-   * it (an error naming its id) or is not registered. Retries follow the same rule until a receipt
-   * arrives by any path.
+   * it (an error naming its id), does not store it (`queued` `not_stored`) or is not registered.
+   * Retries start after the relay that last refused it, until a receipt arrives by any path.
    */
   relayMode?: RelayMode;
   secretKey: Uint8Array;
@@ -34,6 +35,14 @@ export interface TallyClientOptions {
   /** Ping interval and pong timeout on the relay socket (connection.ts). */
   pingIntervalMs?: number;
   pongTimeoutMs?: number;
+  /** A message whose handler failed is run again after this long, then doubling up to 30 s. Default CLIENT_LIMITS.handler_retry_first_ms. */
+  handlerRetryMs?: number;
+  /**
+   * One handler per user across the clients of one browser profile (tabs.ts): "browser" uses
+   * navigator.locks and a BroadcastChannel; or pass stand-ins (Node). Only the leader connects to
+   * the relays; the others hand it what they send and hear of what it handled.
+   */
+  tabs?: "browser" | { locks: LeaderLocks; channel: TabChannel };
   /** Ledger sync (12, 13) settings. */
   sync?: SyncOptions;
   WebSocket?: typeof WebSocket;

@@ -17,6 +17,10 @@ export class OutboxRetry {
   /** 8.3: ids handed to the relay in this session; reset on every registration. */
   private readonly queuedThisSession = new Set<string>();
   private timer: ReturnType<typeof setInterval> | undefined;
+  /** Ids a relay took at some point in this client's life (a cancel can no longer take them back). */
+  private readonly handed = new Set<string>();
+  /** Ids being cancelled: never handed to a relay. */
+  private readonly blocked = new Set<string>();
 
   constructor(
     private readonly store: TallyStore,
@@ -37,7 +41,8 @@ export class OutboxRetry {
   }
 
   async tryQueue(item: OutboxItem): Promise<boolean> {
-    if (!this.toRelay(item)) return false;
+    if (this.blocked.has(item.id) || !this.toRelay(item)) return false;
+    this.handed.add(item.id);
     this.queuedThisSession.add(item.id);
     item.attempts += 1;
     item.last_attempt_at = Date.now();
@@ -60,8 +65,27 @@ export class OutboxRetry {
         const backoff = Math.min(this.opts.retryMs * 2 ** Math.max(0, item.attempts - 1), this.opts.maxRetryMs);
         if (now - item.last_attempt_at < backoff) continue;
       }
+      if (this.blocked.has(item.id)) continue;
       if (!(await this.tryQueue(item))) return;
     }
+  }
+
+  /** Keeps a message from every relay from now on (a cancel); false if a relay took it already. */
+  block(id: string): boolean {
+    if (this.handed.has(id)) return false;
+    this.blocked.add(id);
+    return true;
+  }
+
+  /** The cancel did not happen: the message may go again. */
+  unblock(id: string): void {
+    this.blocked.delete(id);
+  }
+
+  /** The cancelled message left the outbox: its marks go. */
+  forget(id: string): void {
+    this.blocked.delete(id);
+    this.handed.delete(id);
   }
 
   start(): void {

@@ -15,7 +15,13 @@ export interface PathsOptions {
   ownDeviceIds: () => ReadonlySet<string>;
 }
 
+/** "first" mode: how many envelopes' last refusing relay is remembered (the oldest forgotten). */
+const REFUSALS_KEPT = 10_000;
+
 export class Paths {
+  /** "first" mode: the relay (index) that last refused or did not store an envelope, by id. */
+  private readonly refusedBy = new Map<string, number>();
+
   constructor(
     readonly relays: RelaySet,
     readonly channels: DirectChannels,
@@ -35,13 +41,22 @@ export class Paths {
     return this.opts.relayMode === "all" ? this.relays.sendAll(msg) > 0 : this.relays.sendFirst(msg) !== undefined;
   }
 
-  /** Queues an envelope on the relays by the relay mode. */
+  /**
+   * Queues an envelope on the relays by the relay mode. In "first" mode a retry starts after the
+   * relay that last refused (or did not store) it, and comes round to the first again.
+   */
   queue(envelope: PeerEnvelope): boolean {
-    return this.toRelays({ type: "queue_peer_envelope", envelope });
+    const msg = { type: "queue_peer_envelope", envelope };
+    if (this.opts.relayMode === "all") return this.relays.sendAll(msg) > 0;
+    const after = this.refusedBy.get(envelope.id);
+    return (after !== undefined && this.relays.sendFirst(msg, after) !== undefined) || this.relays.sendFirst(msg) !== undefined;
   }
 
-  /** "first" mode: a relay refused an envelope; the next registered relay after it gets it. */
+  /** "first" mode: a relay refused an envelope (or did not store it); the next registered relay after it gets it. */
   queueAfter(relay: Relay, envelope: PeerEnvelope): void {
+    this.refusedBy.delete(envelope.id);
+    this.refusedBy.set(envelope.id, relay.index);
+    if (this.refusedBy.size > REFUSALS_KEPT) this.refusedBy.delete(this.refusedBy.keys().next().value as string);
     this.relays.sendFirst({ type: "queue_peer_envelope", envelope }, relay.index);
   }
 

@@ -29,29 +29,58 @@ export class RelaySet {
   readonly relays: Relay[];
   /** Which relay announced a peer device ("<user> <device>"), for its signals. */
   private readonly deviceRelay = new Map<string, Relay>();
+  /** The next relay's index: indexes grow in list order, also for relays added later. */
+  private nextIndex = 0;
+  private started = false;
 
-  constructor(urls: string[], opts: Omit<ConnectionOptions, "relayUrl">, handlers: RelaySetHandlers) {
+  constructor(
+    urls: string[],
+    private readonly opts: Omit<ConnectionOptions, "relayUrl">,
+    private readonly handlers: RelaySetHandlers,
+  ) {
     if (urls.length === 0) throw new Error("a Tally client needs at least one relay URL");
-    this.relays = urls.map((url, index) => {
-      const relay: Relay = {
-        url,
-        index,
-        deviceId: undefined,
-        drained: false,
-        conn: new RelayConnection(
-          { ...opts, relayUrl: url },
-          { onMessage: (m) => handlers.onMessage(relay, m), onClosed: (c, r, again) => handlers.onClosed(relay, c, r, again) },
-        ),
-      };
-      return relay;
-    });
+    this.relays = urls.map((url) => this.make(url));
+  }
+
+  private make(url: string): Relay {
+    const relay: Relay = {
+      url,
+      index: this.nextIndex++,
+      deviceId: undefined,
+      drained: false,
+      conn: new RelayConnection(
+        { ...this.opts, relayUrl: url },
+        { onMessage: (m) => this.handlers.onMessage(relay, m), onClosed: (c, r, again) => this.handlers.onClosed(relay, c, r, again) },
+      ),
+    };
+    return relay;
+  }
+
+  /** Adds a relay at the end of the list, started when the set is; false when its URL is there. */
+  add(url: string): boolean {
+    if (this.relays.some((r) => r.url === url)) return false;
+    const relay = this.make(url);
+    this.relays.push(relay);
+    if (this.started) relay.conn.start();
+    return true;
+  }
+
+  /** Closes a relay's connection for good and takes it out of the list; false when it is not there. */
+  remove(url: string): boolean {
+    const i = this.relays.findIndex((r) => r.url === url);
+    if (i < 0) return false;
+    const [relay] = this.relays.splice(i, 1);
+    relay.conn.stop();
+    return true;
   }
 
   start(): void {
+    this.started = true;
     for (const r of this.relays) r.conn.start();
   }
 
   stop(): void {
+    this.started = false;
     for (const r of this.relays) r.conn.stop();
   }
 

@@ -22,7 +22,7 @@ export interface Slot {
   release(): void;
 }
 
-interface LockManagerLike {
+export interface LockManagerLike {
   request(name: string, options: { ifAvailable: boolean }, fn: (lock: unknown) => Promise<void> | void): Promise<unknown>;
 }
 
@@ -54,14 +54,14 @@ export function nodeStorePath(dir: string, npub: string, index: number): string 
 }
 
 type Fs = typeof import("node:fs");
-interface NodeProcess {
+export interface NodeProcess {
   pid: number;
   kill(pid: number, signal: 0): boolean;
   on(event: "exit", fn: () => void): unknown;
 }
 
 /** Lock files this process holds (a second client in the same process takes another slot). */
-const heldHere = new Set<string>();
+export const heldHere = new Set<string>();
 let exitHook = false;
 
 function alive(proc: NodeProcess, pid: number): boolean {
@@ -110,7 +110,8 @@ export function claimNodeSlot(fs: Fs, proc: NodeProcess, dir: string, npub: stri
   throw new Error(`more than ${MAX_STORE_SLOTS} Tally clients of one user are open on the store folder ${dir}`);
 }
 
-function takeLock(fs: Fs, proc: NodeProcess, lock: string): boolean {
+/** Takes a lock file (free, or left by a process that is gone); false when a live client holds it. */
+export function takeLock(fs: Fs, proc: NodeProcess, lock: string): boolean {
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
       fs.writeFileSync(lock, String(proc.pid), { flag: "wx", mode: 0o600 });

@@ -5,6 +5,10 @@
 import type { PeerEnvelope } from "../../shared/tally/envelope";
 import type { LedgerEntry } from "../../shared/tally/entry";
 import { CLIENT_LIMITS } from "./limits";
+import { historyKey } from "./history";
+
+/** Set once the ledger's time index is built (older stores have entries without it). */
+const HISTORY_BUILT = "history-index/v1";
 
 export interface OutboxItem {
   id: string;
@@ -42,17 +46,32 @@ export interface TallyStore {
   getProcessed(fromUserId: string, id: string): Promise<ProcessedRecord | undefined>;
   /**
    * Records (from_user_id, id) as processed with its receipt result. A message recorded
-   * "ignored" stays known as ignored for good (getProcessed keeps answering it after the
-   * processed set forgot the id, and listIgnored names it), so sync never hands it to the app
-   * again (3.1, 7) and hellos name it (12.5, 12.6).
+   * "ignored" stays known as ignored after the processed set forgot the id (getProcessed keeps
+   * answering it, and listIgnored names it), so sync does not hand it to the app again (3.1, 7)
+   * and hellos name it (12.5, 12.6), within CLIENT_LIMITS.ignored_ttl_ms and max_ignored_marks.
    */
   addProcessed(fromUserId: string, id: string, at: number, result?: string): Promise<void>;
   /** Every message recorded "ignored". Optional for stores written before it: none are named then. */
   listIgnored?(): Promise<MessageKey[]>;
+  /**
+   * Forgets what is past its bound (CLIENT_LIMITS): processed ids and handler marks older than
+   * processed_ttl_ms, ignored marks older than ignored_ttl_ms or beyond the newest
+   * max_ignored_marks. The client calls it after each queue_drained and every prune_interval_ms.
+   * Optional: a store without it keeps everything.
+   */
+  prune?(now?: number): Promise<number>;
   /** The ledger (the Tally protocol §12), keyed by (from_user_id, id): append-only; a key already held changes nothing (false). */
   appendLedger(entry: LedgerEntry): Promise<boolean>;
   hasLedger(fromUserId: string, id: string): Promise<boolean>;
   listLedger(): Promise<LedgerEntry[]>;
+  /**
+   * The results of the handlers that returned on a message a later handler failed on, by handler
+   * key (handlers.ts), so the next run skips them. Optional: without them the marks live in
+   * memory (a restart then runs those handlers again).
+   */
+  getHandlerMarks?(fromUserId: string, id: string): Promise<Record<string, string | null> | undefined>;
+  putHandlerMarks?(fromUserId: string, id: string, marks: Record<string, string | null>, at: number): Promise<void>;
+  deleteHandlerMarks?(fromUserId: string, id: string): Promise<void>;
 }
 
 /** A minimal persistent key-value store (a file, IndexedDB, localStorage, SQLite ...). */
@@ -160,7 +179,23 @@ export class KeyValueTallyStore implements TallyStore {
     const key = ledgerStoreKey(entry.from_user_id, entry.id);
     if ((await this.kv.get(key)) !== undefined) return false;
     await this.kv.set(key, JSON.stringify(entry));
+    // The time index (history.ts) after the entry: a crash between the two leaves an entry the
+    // next index build (historyKeys) finds.
+    if ((await this.kv.get(HISTORY_BUILT)) !== undefined) await this.kv.set(`history/${historyKey(entry)}`, key);
     return true;
+  }
+  /** The time index of the ledger (history.ts), built from the ledger the first time it is asked for. */
+  async historyKeys(): Promise<string[]> {
+    if ((await this.kv.get(HISTORY_BUILT)) === undefined) {
+      for (const e of await this.listLedger()) await this.kv.set(`history/${historyKey(e)}`, ledgerStoreKey(e.from_user_id, e.id));
+      await this.kv.set(HISTORY_BUILT, "1");
+    }
+    return (await this.kv.keys("history/")).map((k) => k.slice("history/".length));
+  }
+  async historyEntry(key: string): Promise<LedgerEntry | undefined> {
+    const ledgerKey = await this.kv.get(`history/${key}`);
+    const v = ledgerKey === undefined ? undefined : await this.kv.get(ledgerKey);
+    return v === undefined ? undefined : (JSON.parse(v) as LedgerEntry);
   }
   async hasLedger(from: string, id: string) {
     return (await this.kv.get(ledgerStoreKey(from, id))) !== undefined;
@@ -173,6 +208,43 @@ export class KeyValueTallyStore implements TallyStore {
     }
     return out;
   }
+  async getHandlerMarks(from: string, id: string) {
+    const v = await this.kv.get(marksKey(from, id));
+    return v === undefined ? undefined : (JSON.parse(v) as { marks: Record<string, string | null> }).marks;
+  }
+  async putHandlerMarks(from: string, id: string, marks: Record<string, string | null>, at: number) {
+    await this.kv.set(marksKey(from, id), JSON.stringify({ at, marks }));
+  }
+  async deleteHandlerMarks(from: string, id: string) {
+    await this.kv.delete(marksKey(from, id));
+  }
+  /** Everything past its bound (TallyStore.prune); how many keys went. */
+  async prune(now = Date.now()): Promise<number> {
+    let n = await this.pruneProcessed(now);
+    for (const k of await this.kv.keys("marks/")) {
+      const v = await this.kv.get(k);
+      if (v !== undefined && (JSON.parse(v) as { at: number }).at + this.processedTtlMs <= now) {
+        await this.kv.delete(k);
+        n++;
+      }
+    }
+    const ignored: Array<[string, number]> = [];
+    for (const k of await this.kv.keys("ignored/")) {
+      const at = Number(await this.kv.get(k));
+      if (Number.isFinite(at) && at + CLIENT_LIMITS.ignored_ttl_ms > now) ignored.push([k, at]);
+      else {
+        await this.kv.delete(k);
+        n++;
+      }
+    }
+    ignored.sort((a, b) => b[1] - a[1]);
+    for (const [k] of ignored.slice(CLIENT_LIMITS.max_ignored_marks)) {
+      await this.kv.delete(k);
+      n++;
+    }
+    return n;
+  }
+
   /** Drops processed ids older than the TTL; returns how many. */
   async pruneProcessed(now = Date.now()): Promise<number> {
     let n = 0;
@@ -199,6 +271,10 @@ function ledgerStoreKey(from: string, id: string): string {
 
 function ignoredKey(from: string, id: string): string {
   return `ignored/${encodeURIComponent(from)}/${encodeURIComponent(id)}`;
+}
+
+function marksKey(from: string, id: string): string {
+  return `marks/${encodeURIComponent(from)}/${encodeURIComponent(id)}`;
 }
 
 function processedKey(from: string, id: string): string {

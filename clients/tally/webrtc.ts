@@ -84,7 +84,8 @@ export class DirectMesh {
     const k = key(userId, deviceId);
     const known = this.peers.get(k);
     if (known) return known;
-    const me = this.client.deviceId;
+    // Roles compare device ids one relay gave: this client's at the relay that announced the peer.
+    const me = this.client.ownDeviceIdFor(userId, deviceId);
     if (me === undefined || (userId === this.client.npub && deviceId === me)) return undefined;
     if (this.opts.accept && !this.opts.accept(userId, deviceId)) return undefined;
     // 12.8: only own devices, friends, and peers under their allowance get a connection.

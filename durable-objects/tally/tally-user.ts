@@ -431,10 +431,15 @@ export class TallyUser extends SocketObject<Env, TallyAttachment> {
     return n;
   }
 
-  /** An envelope was handed on or kept: its sender is a contact (a refused one leaves nothing behind). */
+  /**
+   * An envelope was handed on or kept: its sender is a contact (a refused one leaves nothing
+   * behind). Presence is not told to strangers: to a sender this user never wrote to, "delivered"
+   * is answered "stored" (and charged to its share as stored), the same whether or not a device
+   * of this user was online.
+   */
   private async delivered(status: Delivery, fromHex: string): Promise<Delivery> {
     await this.contacts.noteContact(fromHex, "received");
-    return status;
+    return status === "delivered" && !this.contacts.wroteTo(fromHex) ? "stored" : status;
   }
 
   /**

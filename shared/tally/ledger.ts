@@ -25,8 +25,6 @@ export const SYNC_LIMITS = {
   known_per_hello_part: 5_000,
   /** Parts of one hello or one answer the receiver assembles; a larger set is ignored. */
   max_parts: 4_096,
-  /** Seed-form `known_ids` accepted in one sync_hello (they fit one message anyway). */
-  max_known_ids: 20_000,
   /**
    * sync_data parts per answer round when the relay carries them (decision: the recipient's relay
    * queue stays usable; the asker pulls the next round with a new hello when `more` is set).
@@ -70,7 +68,8 @@ export const SYNC_EXTENSIONS = ["parts"] as const;
  */
 export const syncHelloPayloadSchema = z
   .looseObject({
-    known_ids: z.array(z.string()).max(SYNC_LIMITS.max_known_ids).optional(),
+    // No count bound: the message's size bounds it (a hello with any number of ids is answered).
+    known_ids: z.array(z.string()).optional(),
     extensions: z.array(z.string().max(64)).max(16).optional(),
     known: z
       .string()
@@ -171,17 +170,45 @@ export function helloParts(
     for (const [j, h] of slice.entries()) bytes.set(hexToBytes(h), j * SYNC_LIMITS.known_hash_bytes);
     return base64Encode(bytes);
   };
-  // One message in both forms when it fits: a client that reads only the Tally protocol's known_ids then
-  // knows everything this one holds (12.5).
-  const whole = { known_ids: [...new Set(held.map((e) => e.id))], known: packed(hashes), extensions };
+  // Both forms in every message: a client that reads only the Tally protocol's known_ids then knows
+  // everything this one holds when it fits one message (12.5), and a part's share of it otherwise.
+  const whole = { known_ids: uniqueIds(held), known: packed(hashes), extensions };
   if (utf8Encode(JSON.stringify(whole)).length <= SYNC_LIMITS.max_payload_bytes) return [whole];
-  const n = Math.max(1, Math.ceil(hashes.length / SYNC_LIMITS.known_per_hello_part));
+  // Cut by size: each part names its slice of the entries by both ids and hashes.
+  const budget = SYNC_LIMITS.max_payload_bytes - HELLO_PART_OVERHEAD;
+  const slices: number[] = [0];
+  let size = 0;
+  for (let i = 0; i < held.length; i++) {
+    const cost = utf8Encode(JSON.stringify(held[i].id)).length + 1 + Math.ceil((SYNC_LIMITS.known_hash_bytes * 4) / 3) + 1;
+    const count = i - slices[slices.length - 1];
+    if (count > 0 && (size + cost > budget || count >= SYNC_LIMITS.known_per_hello_part)) {
+      slices.push(i);
+      size = 0;
+    }
+    size += cost;
+  }
+  slices.push(held.length);
+  const n = slices.length - 1;
   const parts: SyncHelloPayload[] = [];
   for (let i = 0; i < n; i++) {
-    const slice = hashes.slice(i * SYNC_LIMITS.known_per_hello_part, (i + 1) * SYNC_LIMITS.known_per_hello_part);
-    parts.push({ known_ids: [], known: packed(slice), extensions, set: setId, part: i, parts: n });
+    const [from, to] = [slices[i], slices[i + 1]];
+    parts.push({
+      known_ids: uniqueIds(held.slice(from, to)),
+      known: packed(hashes.slice(from, to)),
+      extensions,
+      set: setId,
+      part: i,
+      parts: n,
+    });
   }
   return parts;
+}
+
+/** Room for the fields around `known_ids` and `known` in one hello part. */
+const HELLO_PART_OVERHEAD = 512;
+
+function uniqueIds(keys: ReadonlyArray<{ id: string }>): string[] {
+  return [...new Set(keys.map((e) => e.id))];
 }
 
 /** Whether the asker of a hello reads this client's answer extensions (SYNC_EXTENSIONS). */

@@ -118,7 +118,16 @@ describe("the SDK as an installed package", () => {
   // docs/sdk.md: every block marked `// example: <name>` runs as written, from the installed package.
   const examples = [...readFileSync(join(root, "docs/sdk.md"), "utf8").matchAll(/```js\n\/\/ example: ([a-z-]+)\n([\s\S]*?)```/g)];
   it("docs/sdk.md has its examples", () =>
-    expect(examples.map((m) => m[1])).toEqual(["tally", "passnote", "passnote-devices", "minca-connect", "mailbox", "minca-host"]));
+    expect(examples.map((m) => m[1])).toEqual([
+      "tally",
+      "tally-delivery",
+      "tally-handlers",
+      "passnote",
+      "passnote-devices",
+      "minca-connect",
+      "mailbox",
+      "minca-host",
+    ]));
   for (const [, name, code] of examples) {
     it(`docs/sdk.md example "${name}" runs against the relay and exits 0`, () => {
       writeFileSync(join(app, `example-${name}.mjs`), code);

@@ -41,6 +41,8 @@ describe("chaos through two relays", () => {
       const users = [newUser(), newUser(), newUser()];
       let failures = 0;
       const handled = new Map<TallyClient, Map<string, number>>();
+      /** Relay closes by code and relay errors by code, every device together (TALLY_CHAOS_DEBUG). */
+      const closes = new Map<string | number, number>();
       const devicesOf = users.map((u) =>
         [0, 1].map(() => {
           const c = new TallyClient({
@@ -61,6 +63,8 @@ describe("chaos through two relays", () => {
             counts.set(m.id, (counts.get(m.id) ?? 0) + 1);
           });
           c.on("handler_failed", () => {}); // expected here
+          c.on("close", (code) => void closes.set(code, (closes.get(code) ?? 0) + 1));
+          c.on("relay_error", (code) => void closes.set(code, (closes.get(code) ?? 0) + 1));
           clients.push(c);
           return c;
         }),
@@ -69,14 +73,14 @@ describe("chaos through two relays", () => {
       console.error = (...a: unknown[]) => void (String(a[0]).includes("listener failed") || quiet(...a));
       try {
         await Promise.all(devicesOf.flat().map((c) => c.connect()));
-        const sent: Array<{ id: string; to: number; from: string }> = [];
+        const sent: Array<{ id: string; to: number; from: string; dev: TallyClient }> = [];
         const t0 = Date.now();
         const trouble: Array<Promise<unknown>> = [];
         for (let i = 0; i < N; i++) {
           const from = Math.floor(Math.random() * 3);
           const to = (from + 1 + Math.floor(Math.random() * 2)) % 3;
           const dev = devicesOf[from][Math.floor(Math.random() * 2)];
-          sent.push({ id: await dev.send(users[to].npub, "note", { i }), to, from: users[from].npub });
+          sent.push({ id: await dev.send(users[to].npub, "note", { i }), to, from: users[from].npub, dev });
           if (i === Math.floor(N / 4)) {
             // Relay 1 restarts (a crash, then back on its port and data).
             trouble.push(
@@ -99,6 +103,7 @@ describe("chaos through two relays", () => {
         const progress = setInterval(() => {
           console.log(`chaos: ${((Date.now() - sentAt) / 1000).toFixed(0)} s after the last send, missing ${missing()}`);
           if (process.env.TALLY_CHAOS_DEBUG) {
+            console.log(`  closes and relay errors: ${JSON.stringify([...closes])}`);
             for (const m of sent) {
               const ds = devicesOf[m.to];
               const miss = ds.filter((d) => !handled.get(d)!.has(m.id));
@@ -111,7 +116,13 @@ describe("chaos through two relays", () => {
                   d.connected,
                   d.ownDevices.size,
                 ]),
-              ).then((st) => console.log(`  ${m.id.slice(0, 6)} to ${m.to}: ${JSON.stringify(st)}`));
+              ).then(async (st) => {
+                const o = await m.dev.store.getOutbox(m.id);
+                const sender = o
+                  ? `outbox attempts ${o.attempts}, last ${((Date.now() - o.last_attempt_at) / 1000).toFixed(0)} s ago`
+                  : "not in the outbox";
+                console.log(`  ${m.id.slice(0, 6)} to ${m.to}: ${JSON.stringify(st)}; sender ${sender}, connected ${m.dev.connected}`);
+              });
             }
           }
         }, 5_000);

@@ -215,7 +215,7 @@ describe("envelopes (the Tally protocol §6.2, 6.4, 8.2)", () => {
       if (String(ev.data).includes('"exact-1"')) received.push(String(ev.data));
     });
     a.send(`{"type":"queue_peer_envelope","envelope":${rawEnv}}`);
-    expect(await a.next("queued")).toMatchObject({ id: "exact-1", status: "delivered" });
+    expect(await a.next("queued")).toMatchObject({ id: "exact-1", status: "stored" }); // delivered; "stored" to a stranger
     await waitFor(() => received.length > 0, { what: "delivery" });
     expect(received[0]).toBe(rawEnv);
     a.close();
@@ -354,7 +354,7 @@ describe("delivery acks (profile)", () => {
     const a = await rawRegistered(relay, alice);
     const b1 = await rawRegistered(relay, bob, { acks: true });
     a.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(alice, bob, "live-1") });
-    expect((await a.next("queued")).status).toBe("delivered");
+    expect((await a.next("queued")).status).toBe("stored"); // pushed too; "stored" to a stranger
     const e = await b1.next("peer_envelope");
     expect(e.queued_at).toEqual(expect.any(String));
     b1.close(); // never acked

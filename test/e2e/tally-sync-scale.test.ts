@@ -4,8 +4,9 @@
 // a relay reconnect does not leak an unknown peer's connections.
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { IGNORED, memoryStore, type InnerMessage, type TallyClient, type TallyStore } from "../../clients/tally/index";
+import { relaySockets } from "../../clients/tally/test-hooks";
 import { innerToLedgerEntry, type LedgerEntry } from "../../shared/tally/entry";
-import { SYNC_DATA, SYNC_HELLO, SYNC_LIMITS } from "../../shared/tally/ledger";
+import { SYNC_DATA, SYNC_HELLO, SYNC_LIMITS, helloParts } from "../../shared/tally/ledger";
 import { signInner } from "../../shared/tally/proof";
 import { device, exchange, newUser, type User } from "../helpers/tally";
 import { waitFor } from "../helpers/wait";
@@ -92,8 +93,12 @@ describe("12.5/13.6 equal ledgers", () => {
     // The relay introduces users only after an envelope exchange (their earlier history, here one
     // message, the 10,000th entry of both ledgers).
     await exchange(a, bob.npub);
-    // Both ends say what they hold: every one of the 10,000 keys, in two messages each.
-    await waitFor(() => aT.hello === 2 && bT.hello === 2, { what: "both hellos", timeout: 30_000 });
+    // Both ends say what they hold: every one of the 10,000 keys, by id and by hash, in as many
+    // messages as the hello is cut into (four here).
+    // Bob's hello to alice, and alice's to bob, as their stores list the ledgers.
+    const toA = helloParts(await bStore.listLedger(), bob.npub, alice.npub, "count").length;
+    const toB = helloParts(await aStore.listLedger(), alice.npub, bob.npub, "count").length;
+    await waitFor(() => aT.hello === toA && bT.hello === toB, { what: "both hellos", timeout: 30_000 });
     await a.idle();
     await b.idle();
     expect(a.sync.isFriend(bob.npub) && b.sync.isFriend(alice.npub)).toBe(true);
@@ -131,7 +136,8 @@ describe("12.5/13.6 equal ledgers", () => {
     const d2 = await dev(alice, { store: s2 }, (c) => {
       t2 = syncTraffic(c);
     });
-    await waitFor(() => t1.hello === 2 && t2.hello === 2, { what: "both hellos", timeout: 30_000 });
+    const hellos = helloParts(await s1.listLedger(), alice.npub, alice.npub, "count").length;
+    await waitFor(() => t1.hello === hellos && t2.hello === hellos, { what: "both hellos", timeout: 30_000 });
     await d1.idle();
     await d2.idle();
     // A live broadcast after the hellos is the marker: it arrives after any answer sent before it.
@@ -238,7 +244,7 @@ describe("12.8 the allowance and the relay connection", () => {
     await connected;
     let closed = 0;
     a.addDirectChannel(mallory.npub, { send: () => {}, close: () => void closed++ });
-    a.socket!.close(); // the relay connection ends (the client reconnects by itself)
+    relaySockets(a)[0]!.close(); // the relay connection ends (the client reconnects by itself)
     await waitFor(() => dropped.includes(mallory.npub), { what: "peer_dropped" });
     expect(closed).toBe(1);
     expect(a.sync.mayConnect(mallory.npub)).toBe(false);

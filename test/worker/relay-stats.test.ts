@@ -121,7 +121,7 @@ describe("the stats object", () => {
     }
     const started = Date.now();
     sockets[0].send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(alice, bob, "counted") });
-    expect((await sockets[0].next("queued")).status).toBe("delivered");
+    expect((await sockets[0].next("queued")).status).toBe("stored"); // delivered; "stored" to a stranger
     const tot = (s: StatsSnapshot, m: "deliveries" | "messages") => s.per_minute[m].by_protocol.tally.reduce((a, b) => a + b);
     const s = await waitFor(
       async () => {

@@ -202,7 +202,8 @@ describe("relay-wide storage totals", () => {
     const sender = await register(alice, true);
     const online = await register(erin, true);
     sender.s.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(alice, erin, "e1", { pad: "q".repeat(1_000) }) });
-    expect(await sender.s.next("queued")).toMatchObject({ id: "e1", status: "delivered" });
+    // Delivered; said "stored" to alice, a stranger to erin (presence is not told to strangers).
+    expect(await sender.s.next("queued")).toMatchObject({ id: "e1", status: "stored" });
     expect(await online.s.next("peer_envelope")).toMatchObject({ id: "e1" });
     expect(await queuedCount(tallyStub(erin))).toBe(0); // not stored: the device holds it
     // Frank is offline: nothing stored, and the sender is not told it was.

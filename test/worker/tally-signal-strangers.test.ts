@@ -40,7 +40,7 @@ describe("webrtc_signal and contacts", () => {
     const m = await registerDevice(mallory);
     const b = await registerDevice(bob);
     m.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(mallory, bob, "hi") });
-    expect((await m.next("queued")).status).toBe("delivered");
+    expect((await m.next("queued")).status).toBe("stored"); // delivered; "stored" to a stranger
     expect((await answerTo(m, bob, { sdp: "offer" })).map((f: any) => f.code)).toEqual(["peer_unavailable"]);
     b.send({ type: "ping", after: "signal" });
     await b.next("pong");

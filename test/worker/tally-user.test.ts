@@ -51,7 +51,7 @@ describe("Tally user object in workerd", () => {
     await evictDurableObject(stubOf(bob), { webSockets: "hibernate" });
     const a = await register(alice);
     a.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(alice, bob, "after-hibernation") });
-    expect((await a.next("queued")).status).toBe("delivered");
+    expect((await a.next("queued")).status).toBe("stored"); // delivered; "stored" to a stranger
     expect((await b.next("peer_envelope")).id).toBe("after-hibernation");
     // Signaling still names the same device (after an exchange both ways, which connect_peer asks for).
     b.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(bob, alice, "back") });
@@ -90,7 +90,7 @@ describe("Tally user object in workerd", () => {
     const b = await register(bob);
     const ids = Array.from({ length: 60 }, (_, k) => `m${k}`);
     for (const id of ids) a.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(alice, bob, id) });
-    for (const id of ids) expect(await a.next("queued")).toMatchObject({ id, to_user_id: bob.npub, status: "delivered" });
+    for (const id of ids) expect(await a.next("queued")).toMatchObject({ id, to_user_id: bob.npub, status: "stored" }); // to a stranger
     await b.next("peer_envelope");
     await waitFor(() => b.ofType("peer_envelope").length === ids.length, { what: "every envelope" });
     expect(b.ofType("peer_envelope").map((e) => e.id)).toEqual(ids);

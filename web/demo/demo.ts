@@ -2,6 +2,7 @@
 // registers with the relay that served the page, sends envelopes through it, and opens a WebRTC
 // data channel by the relay's signaling (clients/tally/webrtc.ts); each side deduplicates the
 // copy that came by the other path. The page's state is mirrored on `window.tallyDemo` for tests.
+import * as z from "zod";
 import { KeyValueTallyStore, TallyClient, WebStorageKeyValue, generateSecretKey } from "../../clients/tally/index";
 import { isNpub } from "../../shared/tally/keys";
 import { DirectMesh, type DirectState } from "../../clients/tally/webrtc";
@@ -112,19 +113,17 @@ client.on("close", (code) => {
   state.status = "closed";
   pill($("status"), `closed (${code}), reconnecting`, "bad");
 });
+// Chat messages by their own handler, the payload checked by a schema (a payload it refuses is
+// answered "ignored"); any other type by the catch-all listener.
+client.handle(CHAT, (inner, via) => log({ what: "applied", id: inner.id, via, detail: `${inner.type}: ${inner.payload.text}` }), {
+  schema: z.object({ text: z.string() }),
+});
 client.on("message", (inner, via) => {
-  const text = (inner.payload as { text?: unknown } | undefined)?.text;
-  log({ what: "applied", id: inner.id, via, detail: `${inner.type}: ${typeof text === "string" ? text : ""}` });
+  if (inner.type !== CHAT) log({ what: "applied", id: inner.id, via, detail: `${inner.type}:` });
 });
 client.on("duplicate", (inner, via) =>
   log({ what: "duplicate", id: inner.id, via, detail: "already processed: dropped, receipted again" }),
 );
-client.on("receipt", (id, result) => log({ what: "receipt", id, via: "", detail: String(result) }));
-// The relay's answer for our chat messages (receipts and sync messages go unlisted).
-const sentIds = new Set<string>();
-client.on("queued", (id, status) => {
-  if (sentIds.has(id)) log({ what: "queued", id, via: "relay", detail: status });
-});
 client.on("dropped", (reason) => log({ what: "dropped", id: "", via: "", detail: reason }));
 client.on("relay_error", (code, message, id) => log({ what: "error", id: id ?? "", via: "relay", detail: `${code}: ${message}` }));
 
@@ -206,7 +205,6 @@ $("peer-form").addEventListener("submit", (ev) => {
     if (!exchanged.has(user)) {
       pill($("channel"), "saying hello", "warn");
       const id = await client.send(user, HELLO, { text: "hello (to open a direct channel)" }, { paths: "relay" });
-      sentIds.add(id);
       sentTo.set(id, user);
       log({ what: "sent", id, via: "relay", detail: `${HELLO}: the relay introduces devices only after an envelope exchange` });
       if (!(await exchangeWith(user, id, 15_000))) {
@@ -232,8 +230,9 @@ async function send(paths: "relay" | "both"): Promise<void> {
   if (!peer && !setPeer($<HTMLInputElement>("peer").value)) return;
   const text = $<HTMLInputElement>("text").value;
   const direct = paths === "both" && channelOpenTo(peer!);
-  const id = await client.send(peer!, CHAT, { text }, { paths });
-  sentIds.add(id);
+  // Delivery awaited: the relay's answer, then the peer's receipt (it rejects if the message expires).
+  const sent = await client.sendTracked(peer!, CHAT, { text }, { paths });
+  const id = sent.id;
   sentTo.set(id, peer!);
   log({
     what: "sent",
@@ -241,6 +240,11 @@ async function send(paths: "relay" | "both"): Promise<void> {
     via: direct ? "direct+relay" : "relay",
     detail: paths === "both" && !direct ? `${CHAT}: ${text} (no direct channel open: the relay only; press Connect)` : `${CHAT}: ${text}`,
   });
+  void sent.queued.then((a) => log({ what: "queued", id, via: "relay", detail: a.status }));
+  sent.receipt.then(
+    (r) => log({ what: "receipt", id, via: "", detail: String(r.result) }),
+    (err) => log({ what: "error", id, via: "", detail: String(err) }),
+  );
 }
 $("send-relay").addEventListener("click", () => void send("relay"));
 $("send-both").addEventListener("click", () => void send("both"));

@@ -89,6 +89,24 @@ describe("interop with a protocol-only peer", () => {
     expect(fromSeed).toEqual([]);
   });
 
+  it("12.5 a seed-form hello with more than 20,000 ids is answered, not dropped", async () => {
+    const alice = newUser();
+    const bob = newUser();
+    const { client, seed } = await setup([signed(alice, bob, "a1")], [], alice, bob);
+    const known_ids = Array.from({ length: 20_001 }, (_, i) => `held-${i}`);
+    const hello = {
+      id: "big-hello",
+      type: "sync_hello",
+      from_user_id: bob.npub,
+      to_user_id: alice.npub,
+      created_at: new Date().toISOString(),
+      payload: { known_ids },
+    };
+    await client.sync.onSyncMessage(hello);
+    await waitFor(() => seed.received.length === 1, { what: "the answer to a large hello" });
+    expect((seed.received[0] as LedgerEntry).id).toBe("a1");
+  });
+
   it("12.6 sends the remainder in the Tally protocol's form: a 62 KB entry reaches a peer that announced no extensions, whole", async () => {
     const alice = newUser();
     const bob = newUser();

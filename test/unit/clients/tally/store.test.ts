@@ -49,3 +49,20 @@ describe("Tally client store", () => {
     expect(await s.hasProcessed("alice", "new")).toBe(true);
   });
 });
+
+describe("2 the file store after a crash mid-write", () => {
+  it("2 a torn tail is cut off and fsynced: the first record written after it survives the next restart", async () => {
+    const { appendFileSync, readFileSync } = await import("node:fs");
+    const path = join(mkdtempSync(join(tmpdir(), "tally-store-")), "store.log");
+    const before = new FileKeyValue(path);
+    await before.set("outbox/a", "A");
+    appendFileSync(path, '["outbox/b","B'); // the process died inside this write
+    const afterCrash = new FileKeyValue(path);
+    expect(await afterCrash.get("outbox/b")).toBeUndefined();
+    await afterCrash.set("outbox/c", "C");
+    expect(readFileSync(path, "utf8")).toBe('["outbox/a","A"]\n["outbox/c","C"]\n');
+    const restarted = new FileKeyValue(path);
+    expect(await restarted.get("outbox/a")).toBe("A");
+    expect(await restarted.get("outbox/c")).toBe("C");
+  });
+});

@@ -78,7 +78,7 @@ describe("what a peer is sent (12.6, 13.6)", () => {
   it("12.5 send all known ids: a hello names every one of 10,000 entries, compactly, so equal ledgers exchange nothing", () => {
     const many: LedgerEntry[] = Array.from({ length: 10_000 }, (_, i) => ({ ...ab, id: `k${i}` }));
     const parts = helloParts(many, alice.npub, bob.npub, "set1");
-    expect(parts.length).toBe(2);
+    expect(parts.length).toBeGreaterThan(1);
     for (const p of parts) {
       expect(syncHelloPayloadSchema.safeParse(p).success).toBe(true);
       expect(new TextEncoder().encode(JSON.stringify(p)).length).toBeLessThanOrEqual(SYNC_LIMITS.max_payload_bytes);
@@ -88,6 +88,28 @@ describe("what a peer is sent (12.6, 13.6)", () => {
     // One entry the asker lacks is the only one sent.
     const more = [...many, { ...ab, id: "new" }];
     expect(entriesForPeer(more, alice.npub, bob.npub, theirs).map((e) => e.id)).toEqual(["new"]);
+  });
+
+  it("12.5 known_ids is filled when the hello does not fit one message: every part names its share of the ids, and all parts together every id", () => {
+    const many: LedgerEntry[] = Array.from({ length: 3_000 }, (_, i) => ({ ...ab, id: `${i}`.padStart(32, "0") }));
+    const parts = helloParts(many, alice.npub, bob.npub, "set2");
+    expect(parts.length).toBeGreaterThan(1);
+    for (const p of parts) {
+      expect(p.known_ids?.length).toBeGreaterThan(0);
+      expect(syncHelloPayloadSchema.safeParse(p).success).toBe(true);
+      expect(new TextEncoder().encode(JSON.stringify(p)).length).toBeLessThanOrEqual(SYNC_LIMITS.max_payload_bytes);
+    }
+    expect(new Set(parts.flatMap((p) => p.known_ids ?? []))).toEqual(new Set(many.map((e) => e.id)));
+    // A reader of the ids alone, given the parts together, lacks nothing.
+    const idsOnly = parts.map((p) => ({ known_ids: p.known_ids }));
+    expect(entriesForPeer(many, alice.npub, bob.npub, knownFromHello(idsOnly))).toEqual([]);
+  });
+
+  it("12.5 a seed-form hello with more than 20,000 ids is read, not refused", () => {
+    const ids = Array.from({ length: 20_001 }, (_, i) => `${i}`);
+    const hello = syncHelloPayloadSchema.safeParse({ known_ids: [...ids, ab.id] });
+    expect(hello.success).toBe(true);
+    expect(entriesForPeer(ledger, alice.npub, bob.npub, knownFromHello([hello.data!])).map((e) => e.id)).toEqual([ba.id]);
   });
 
   it("12.5: the Tally protocol's known_ids form is still understood", () => {

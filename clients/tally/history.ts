@@ -1,0 +1,79 @@
+// The ledger as an app reads it (the Tally protocol section 12): by peer and time, sorted by when
+// each message was made (originated_at), in pages. A store that keeps a time index
+// (KeyValueTallyStore: a key `history/<time>/<from>/<to>/<id>` beside each entry) is paged from
+// its keys and reads only the page's entries; any other store is read whole and sorted.
+import type { LedgerEntry } from "../../shared/tally/entry";
+import type { TallyStore } from "./store";
+
+export interface HistoryQuery {
+  /** Only the conversation with this user (entries from or to it). */
+  peer?: string;
+  /** Only entries made before / at or after this time (ms since the epoch). */
+  before?: number;
+  after?: number;
+  /** Entries per page; default 50. */
+  limit?: number;
+  /** "desc" (default): newest first; "asc": oldest first. */
+  order?: "asc" | "desc";
+  /** The previous page's `next`. */
+  cursor?: string;
+}
+
+export interface HistoryPage {
+  entries: LedgerEntry[];
+  /** Pass as `cursor` for the next page; absent on the last page. */
+  next?: string;
+}
+
+/** A store's time index of its ledger: one key per entry, `<time>/<from>/<to>/<id>` (each part URI-encoded), and the entry by that key. */
+export interface HistoryIndex {
+  historyKeys(): Promise<string[]>;
+  historyEntry(key: string): Promise<LedgerEntry | undefined>;
+}
+
+/** The index key of an entry: its time (originated_at, else when it entered the ledger) zero-padded, then author, recipient, id. */
+export function historyKey(e: Pick<LedgerEntry, "originated_at" | "timestamp" | "from_user_id" | "to_user_id" | "id">): string {
+  let t = Date.parse(e.originated_at);
+  if (Number.isNaN(t)) t = Date.parse(e.timestamp);
+  const time = String(Number.isNaN(t) ? 0 : Math.max(0, t)).padStart(15, "0");
+  return [time, e.from_user_id, e.to_user_id, e.id].map(encodeURIComponent).join("/");
+}
+
+function parts(key: string): { time: number; from: string; to: string } {
+  const [time, from, to] = key.split("/").map(decodeURIComponent);
+  return { time: Number(time), from, to };
+}
+
+export async function historyOf(store: TallyStore, me: string, q: HistoryQuery): Promise<HistoryPage> {
+  const limit = Math.max(1, q.limit ?? 50);
+  const desc = (q.order ?? "desc") === "desc";
+  const index = store as Partial<HistoryIndex>;
+  let keys: string[];
+  let entryOf: (key: string) => Promise<LedgerEntry | undefined>;
+  if (index.historyKeys && index.historyEntry) {
+    keys = await index.historyKeys();
+    entryOf = (k) => index.historyEntry!(k);
+  } else {
+    const byKey = new Map((await store.listLedger()).map((e) => [historyKey(e), e]));
+    keys = [...byKey.keys()];
+    entryOf = async (k) => byKey.get(k);
+  }
+  const peer = q.peer;
+  keys = keys.filter((k) => {
+    const p = parts(k);
+    if (peer !== undefined && peer !== me && p.from !== peer && p.to !== peer) return false;
+    if (q.before !== undefined && p.time >= q.before) return false;
+    if (q.after !== undefined && p.time < q.after) return false;
+    if (q.cursor !== undefined && (desc ? k >= q.cursor : k <= q.cursor)) return false;
+    return true;
+  });
+  keys.sort();
+  if (desc) keys.reverse();
+  const page = keys.slice(0, limit);
+  const entries: LedgerEntry[] = [];
+  for (const k of page) {
+    const e = await entryOf(k);
+    if (e) entries.push(e);
+  }
+  return keys.length > limit ? { entries, next: page[page.length - 1] } : { entries };
+}
