@@ -37,6 +37,21 @@ export function operatorPaths(): Record<string, Json> {
         },
       },
     },
+    "/status/logout": {
+      post: {
+        operationId: "statusLogout",
+        tags: ["operator"],
+        summary: "The status page's Log out: the session cookie is cleared",
+        description:
+          "The button of a page seen through the login form's session. A POST, so that a link elsewhere cannot log the operator out.",
+        responses: {
+          "303": {
+            description: "logged out: the cookie is cleared; Location is /status (the login form)",
+            headers: { "Set-Cookie": { schema: { type: "string" } }, Location: { schema: { type: "string" } } },
+          },
+        },
+      },
+    },
   };
 }
 

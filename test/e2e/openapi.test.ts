@@ -28,6 +28,7 @@ const ROUTES = [
   "GET /metrics",
   "GET /favicon.ico",
   "POST /status/login",
+  "POST /status/logout",
   "POST /",
   "POST /tally/v1/{npub}",
   "GET /tally/v1/{npub}",
@@ -98,6 +99,7 @@ describe("GET /openapi.json", () => {
       body: "token=x",
       redirect: "manual",
     });
+    await rec(`${base}/status/logout`, { method: "POST", redirect: "manual" });
     // The admin API: this relay has neither ADMIN_TOKEN nor ADMIN_PUBKEYS, so 401 (its successes: test/e2e/admin-api.test.ts).
     const rpc = {
       method: "POST",
@@ -166,7 +168,15 @@ describe("GET /openapi.json", () => {
     const operator = ["GET /status", "GET /status.json", "GET /metrics"];
     const adminApi = ["POST /", "POST /tally/v1/{npub}"];
     expect(ROUTES.filter((r) => !seen(true).has(r) && !sockets.includes(r) && !adminApi.includes(r))).toEqual([]);
-    const noErrors = ["GET /", "GET /openapi.json", "GET /healthz", "GET /favicon.ico", "POST /status/login", ...operator];
+    const noErrors = [
+      "GET /",
+      "GET /openapi.json",
+      "GET /healthz",
+      "GET /favicon.ico",
+      "POST /status/login",
+      "POST /status/logout",
+      ...operator,
+    ];
     expect(ROUTES.filter((r) => !seen(false).has(r) && !noErrors.includes(r))).toEqual([]);
   });
 });
