@@ -313,7 +313,8 @@ async function measureIdle(): Promise<void> {
         samples: 3,
         sampleMs: 30_000,
         log: (line) => process.stderr.write(`  ${t}: ${line}\n`),
-        // The relay counts its objects' wakes (/metrics); the stats object's own (reading /metrics wakes it) are left out.
+        // The relay counts its objects' wakes (/metrics); what reading /metrics itself enters is left out
+        // (the stats object, and the policy object when the Worker's cache of its lists has expired).
         wakes: t === "relay" ? () => relayWakes(s.url) : undefined,
       });
       if (stopped) process.stderr.write(`  ${t}: stopped growing: ${stopped}\n`);
@@ -356,13 +357,16 @@ async function measureIdle(): Promise<void> {
   }
 }
 
-/** The relay's object wakes so far, every class but the stats object's own (/metrics). */
+/** Objects a request to /metrics itself enters: the stats object, and the policy object (the Worker's cache of its lists). */
+const METRICS_READ = new Set(["RelayStats", "RelayPolicy"]);
+
+/** The relay's object wakes so far, but those reading /metrics causes. */
 async function relayWakes(url: string): Promise<number> {
   const text = await (await fetch(`${url}/metrics`)).text();
   let n = 0;
   for (const line of text.split("\n")) {
     const m = /^edge_relay_object_wakes_total\{class="([^"]+)",cause="[^"]+"\} (\d+)$/.exec(line);
-    if (m && m[1] !== "RelayStats") n += Number(m[2]);
+    if (m && !METRICS_READ.has(m[1])) n += Number(m[2]);
   }
   return n;
 }
