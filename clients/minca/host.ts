@@ -28,6 +28,7 @@ import type { Version } from "../../shared/minca/version";
 import { relayBase } from "../relay-url";
 import { carryStateOf, mergeRevokes, revokeHeld, type CarryState } from "./carry-state";
 import { signOutEverywhere, type SignOutResult } from "./sign-out";
+import { HostError, type VersionResult } from "./host-error";
 import { writeVersion, type MincaAccount } from "./account";
 
 export {
@@ -54,17 +55,7 @@ export interface HostInfo {
   name: string;
 }
 
-export class HostError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-export type VersionResult = { id: string; accepted: true; seq: number } | { id?: string; accepted: false; reason: string };
+export { HostError, type VersionResult } from "./host-error";
 
 export interface LogPage {
   items: Array<{ seq: number; version: Version }>;
@@ -245,7 +236,7 @@ export class HostConnection {
    * this session's key with a cutoff at the latest `at` it wrote (remembered, or read back from
    * the host), in every space it writes in, then in the carry space, and forgets the key.
    */
-  signOut(opts: { spaces?: Space[] } = {}): Promise<SignOutResult> {
+  signOut(opts: { spaces?: Space[] } = {}): Promise<SignOutResult<HostConnection>> {
     return signOutEverywhere([this], opts);
   }
 

@@ -5,9 +5,22 @@
 // device then forgets the key.
 import { REVOKE, revokeKey, type RevokeBody } from "../../shared/minca/carry";
 import type { Space } from "../../shared/minca/space";
-import { HostError, writeVersion, type HostConnection, type VersionResult } from "./host";
+import type { Version } from "../../shared/minca/version";
+import { writeVersion, type MincaAccount } from "./account";
+import type { CarryState } from "./carry-state";
+import { HostError, type VersionResult } from "./host-error";
 
-export interface SignOutResult {
+/** What signing out needs of a host connection (HostConnection is one). */
+export interface SignOutHost {
+  readonly account: MincaAccount;
+  carry: Space | undefined;
+  readCarry(): Promise<CarryState>;
+  readLog(id: string, readSeed?: Uint8Array): Promise<Version[]>;
+  post(space: string, versions: unknown[]): Promise<VersionResult[]>;
+  revoke(did: string, opts?: { cutoff?: number }): Promise<VersionResult>;
+}
+
+export interface SignOutResult<H extends SignOutHost = SignOutHost> {
   /** Every carry space took the revoke. */
   accepted: boolean;
   /** The first refusal, if any. */
@@ -15,12 +28,12 @@ export interface SignOutResult {
   /** The cutoff the revokes carry (unix ms). */
   cutoff: number;
   /** Each revoke written: the host, the space, and its answer. */
-  results: Array<{ host: HostConnection; space: string; result: VersionResult }>;
+  results: Array<{ host: H; space: string; result: VersionResult }>;
 }
 
 /** A space the key's revoke is written in, at one host. */
-interface Target {
-  conn: HostConnection;
+interface Target<H extends SignOutHost> {
+  conn: H;
   space: Space;
   /** The host may not carry it (a space this device wrote in that no pass here names): a 404 is no failure. */
   maybe: boolean;
@@ -31,7 +44,7 @@ interface Target {
  * known). `spaces`: spaces this device writes in that it has not written in during this process
  * (a private space's revoke is sealed with its key: the registry and contacts spaces, say).
  */
-export async function signOutEverywhere(conns: HostConnection[], opts: { spaces?: Space[] } = {}): Promise<SignOutResult> {
+export async function signOutEverywhere<H extends SignOutHost>(conns: H[], opts: { spaces?: Space[] } = {}): Promise<SignOutResult<H>> {
   if (conns.length === 0) throw new Error("sign out at one host at least");
   const account = conns[0].account;
   if (account.signedOut) throw new Error("this session signed out already");
@@ -44,7 +57,7 @@ export async function signOutEverywhere(conns: HostConnection[], opts: { spaces?
   const saw = (at: number) => {
     found = Math.max(found ?? 0, at);
   };
-  const targets: Target[] = [];
+  const targets: Target<H>[] = [];
   for (const conn of conns) {
     const state = await conn.readCarry();
     for (const v of state.versions) if (v.author === did) saw(v.at);
@@ -63,7 +76,7 @@ export async function signOutEverywhere(conns: HostConnection[], opts: { spaces?
   const cutoff = account.wroteUntil ?? found ?? Date.now();
   const body: RevokeBody = { v: 1, key: did, cutoff };
 
-  const results: SignOutResult["results"] = [];
+  const results: SignOutResult<H>["results"] = [];
   for (const t of targets) {
     const v = await writeVersion(account, t.space, { collection: REVOKE, key: revokeKey(did), body: { ...body } });
     try {

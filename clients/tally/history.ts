@@ -4,6 +4,7 @@
 // its keys and reads only the page's entries; any other store is read whole and sorted.
 import type { LedgerEntry } from "../../shared/tally/entry";
 import type { TallyStore } from "./store";
+import { historyKey } from "./history-key";
 
 export interface HistoryQuery {
   /** Only the conversation with this user (entries from or to it). */
@@ -29,14 +30,6 @@ export interface HistoryPage {
 export interface HistoryIndex {
   historyKeys(): Promise<string[]>;
   historyEntry(key: string): Promise<LedgerEntry | undefined>;
-}
-
-/** The index key of an entry: its time (originated_at, else when it entered the ledger) zero-padded, then author, recipient, id. */
-export function historyKey(e: Pick<LedgerEntry, "originated_at" | "timestamp" | "from_user_id" | "to_user_id" | "id">): string {
-  let t = Date.parse(e.originated_at);
-  if (Number.isNaN(t)) t = Date.parse(e.timestamp);
-  const time = String(Number.isNaN(t) ? 0 : Math.max(0, t)).padStart(15, "0");
-  return [time, e.from_user_id, e.to_user_id, e.id].map(encodeURIComponent).join("/");
 }
 
 function parts(key: string): { time: number; from: string; to: string } {

@@ -5,7 +5,7 @@
 import type { PeerEnvelope } from "../../shared/tally/envelope";
 import type { LedgerEntry } from "../../shared/tally/entry";
 import { CLIENT_LIMITS } from "./limits";
-import { historyKey } from "./history";
+import { historyKey } from "./history-key";
 
 /** Set once the ledger's time index is built (older stores have entries without it). */
 const HISTORY_BUILT = "history-index/v1";

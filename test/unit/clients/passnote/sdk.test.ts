@@ -97,7 +97,7 @@ describe("the Passnote SDK: devices and stores", () => {
     try {
       await expect(
         RelayTransport.connect({ relayUrl: "ws://127.0.0.1:9", rosterKey: groupKey(), rate: { perSecond: 10, burst: 10 } }),
-      ).rejects.toThrow(/no WebSocket.*`WebSocket` option.*Node 22\.13/);
+      ).rejects.toThrow(/no WebSocket here.*`ws` package.*WebSocket/);
     } finally {
       g.WebSocket = saved;
     }
