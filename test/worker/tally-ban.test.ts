@@ -100,7 +100,7 @@ describe("a banned npub, in its own object", () => {
     for (const id of ["s1", "s2", "s3"])
       expect(await deliver(stub, JSON.stringify(opaqueEnvelope(alice, bob, id)), alice.hex, id)).toBe("stored");
     await waitFor(async () => (await stored()) === before + 3, { timeout: STATS_LIMITS.flush_interval_ms * 5, what: "3 stored" });
-    expect(await stub.ban()).toBe(3);
+    expect(await stub.ban()).toEqual({ received: 3, sent: 0 });
     await waitFor(async () => (await stored()) === before, {
       timeout: STATS_LIMITS.flush_interval_ms * 5,
       what: "the count after the ban",
