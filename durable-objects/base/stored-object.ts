@@ -84,6 +84,15 @@ export abstract class StoredObject<E, K extends string = never> extends DurableO
     return this.storedName;
   }
 
+  /**
+   * RPC, the admin API's edge.liststorageholders (through the ledger): the name this object was
+   * addressed by (a Tally user's 64-hex key, a topic, an account's did), so that the operator can
+   * act on a listed holder with the method that takes that name. Null when it never stored one.
+   */
+  holderName(): string | null {
+    return this.name;
+  }
+
   /** What this object holds now, for the status page (read when counts are sent). */
   protected statsGauges(): StatsGauges {
     return {};

@@ -123,17 +123,30 @@ export class RelayLedger extends StoredObject<Env> {
     return taken;
   }
 
-  /** RPC, the admin API: per kind, the `limit` objects holding the largest leases (opaque ids, bytes), largest first. */
-  async largest(limit: number): Promise<Record<StorageKind, Array<{ holder: string; bytes: number }>>> {
+  /**
+   * RPC, the admin API: per kind, the `limit` objects holding the largest leases, largest first:
+   * the ledger's opaque id, the name the holder was addressed by (each listed holder is asked; a
+   * Tally user's 64-hex key, a topic, an account's did: what banpubkey, edge.blocktopic and
+   * edge.purgetopic, edge.banaccount take), and its lease in bytes.
+   */
+  async largest(limit: number): Promise<Record<StorageKind, StorageHolder[]>> {
     const n = Math.max(1, Math.min(100, Math.floor(limit) || 10));
-    const out = {} as Record<StorageKind, Array<{ holder: string; bytes: number }>>;
+    const out = {} as Record<StorageKind, StorageHolder[]>;
     for (const kind of STORAGE_KINDS) {
-      out[kind] = !this.schema.exists
+      const rows = !this.schema.exists
         ? []
         : this.sql
             .exec<{ holder: string; bytes: number }>("SELECT holder, bytes FROM leases WHERE kind = ? ORDER BY bytes DESC LIMIT ?", kind, n)
-            .toArray()
-            .map((r) => ({ holder: r.holder, bytes: r.bytes }));
+            .toArray();
+      out[kind] = await Promise.all(
+        rows.map(async (r) => ({
+          holder: r.holder,
+          name: await leaseHolder(this.env, kind, r.holder)
+            .holderName()
+            .catch(() => null),
+          bytes: r.bytes,
+        })),
+      );
     }
     return out;
   }
@@ -297,6 +310,14 @@ function isKind(k: string): k is StorageKind {
 interface LeaseHolder {
   leaseHeld(): number;
   leaseReclaim(): number | null;
+  holderName(): string | null;
+}
+
+/** One holder in edge.liststorageholders. */
+export interface StorageHolder {
+  holder: string;
+  name: string | null;
+  bytes: number;
 }
 
 /** The object holding a lease of `kind`, from its id (the ledger's `holder`). */
@@ -304,9 +325,13 @@ function leaseHolder(
   env: Env,
   kind: StorageKind,
   holder: string,
-): { leaseHeld(): Promise<number>; leaseReclaim(): Promise<number | null> } {
+): { leaseHeld(): Promise<number>; leaseReclaim(): Promise<number | null>; holderName(): Promise<string | null> } {
   const ns = { tally: env.TALLY_USER, mailbox: env.MINCA_MAILBOX, host: env.MINCA_ACCOUNT }[kind] as unknown as DurableObjectNamespace<
     LeaseHolder & Rpc.DurableObjectBranded
   >;
-  return ns.get(ns.idFromString(holder)) as unknown as { leaseHeld(): Promise<number>; leaseReclaim(): Promise<number | null> };
+  return ns.get(ns.idFromString(holder)) as unknown as {
+    leaseHeld(): Promise<number>;
+    leaseReclaim(): Promise<number | null>;
+    holderName(): Promise<string | null>;
+  };
 }

@@ -254,6 +254,11 @@ describe("the admin API (NIP-86) through the relay", () => {
     const holders = await call("edge.liststorageholders", [5]);
     expect(holders.body.result.mailbox.length).toBeGreaterThan(0);
     expect(holders.body.result.mailbox[0]).toMatchObject({ holder: expect.stringMatching(/^[0-9a-f]{64}$/), bytes: expect.any(Number) });
+    // Every listed holder is named so another method can act on it: a topic is what edge.purgetopic takes.
+    const listed = holders.body.result.mailbox.find((h: { name: string }) => h.name === topic);
+    expect(listed).toMatchObject({ name: topic, bytes: expect.any(Number) });
+    expect((await call("edge.purgetopic", [listed.name])).body).toEqual({ result: { purged: 1 } });
+    expect((await fetch(url, { method: "POST", body: "x".repeat(5000) })).status).toBe(201);
     expect(Object.keys(holders.body.result).sort()).toEqual(["host", "mailbox", "tally"]);
 
     expect((await call("edge.blocktopic", [topic, "abuse"])).body).toEqual({ result: true });
