@@ -70,13 +70,20 @@ export class HostConnection {
   private readonly fetchFn: typeof fetch;
   carry: Space | undefined;
 
+  private readonly rateRetries: number;
+
   constructor(
     readonly account: MincaAccount,
     relayUrl: string,
-    opts: { fetch?: typeof fetch } = {},
+    opts: {
+      fetch?: typeof fetch;
+      /** How often a request answered 429 is sent again after its Retry-After (default 5; 0: never, the 429 is thrown at once). */
+      rateRetries?: number;
+    } = {},
   ) {
     this.base = relayBase(relayUrl, "http");
     this.fetchFn = opts.fetch ?? ((input, init) => fetch(input, init));
+    this.rateRetries = opts.rateRetries ?? RATE_RETRIES;
   }
 
   /** The host's did and name, from the information document. */
@@ -302,7 +309,7 @@ export class HostConnection {
         body: body === undefined ? undefined : JSON.stringify(body),
       });
       // A host's per-client rate (a move posts many versions): wait as it says, a few times.
-      if (res.status !== 429 || attempt >= RATE_RETRIES) break;
+      if (res.status !== 429 || attempt >= this.rateRetries) break;
       await res.body?.cancel();
       await new Promise((r) => setTimeout(r, Math.min(30, Number(res.headers.get("retry-after")) || 1) * 1000));
     }

@@ -70,7 +70,7 @@ export class TallyRelayError extends Error {
     message: string,
     readonly closeCode?: number,
   ) {
-    super(`the relay refused this client: ${code} (${message})`);
+    super(`the relay refused this client: ${code} (${message})${closeCode !== undefined ? `, closed ${closeCode}` : ""}`);
     this.name = "TallyRelayError";
   }
 }

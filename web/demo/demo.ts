@@ -204,9 +204,14 @@ $("peer-form").addEventListener("submit", (ev) => {
   void (async () => {
     if (!exchanged.has(user)) {
       pill($("channel"), "saying hello", "warn");
-      const id = await client.send(user, HELLO, { text: "hello (to open a direct channel)" }, { paths: "relay" });
+      const hello = await client.sendTracked(user, HELLO, { text: "hello (to open a direct channel)" }, { paths: "relay" });
+      const id = hello.id;
       sentTo.set(id, user);
       log({ what: "sent", id, via: "relay", detail: `${HELLO}: the relay introduces devices only after an envelope exchange` });
+      hello.receipt.then(
+        (r) => log({ what: "receipt", id, via: "", detail: String(r.result) }),
+        () => {}, // a hello that expires unanswered: exchangeWith says what to do
+      );
       if (!(await exchangeWith(user, id, 15_000))) {
         pill($("channel"), "no answer", "bad");
         log({
