@@ -52,10 +52,12 @@ export interface Route<Self, A extends BaseAttachment, S extends z.ZodType = z.Z
   /** Whether the socket must have authenticated first. Default true. */
   authed?: boolean;
   /** `raw` is the frame as it arrived, for handlers that must forward parts of it unchanged. */
-  handle: (this: Self, ws: WebSocket, msg: z.infer<S>, att: A, raw: string) => void | Promise<void>;
+  // A method, so that a route of a narrower schema (and of the subclass as `this`) fits `Routes`:
+  // the base hands each handler only what its own schema parsed.
+  handle(this: Self, ws: WebSocket, msg: z.infer<S>, att: A, raw: string): void | Promise<void>;
 }
 
-export type Routes<Self, A extends BaseAttachment> = Record<string, Route<Self, A, any>>;
+export type Routes<Self, A extends BaseAttachment> = Record<string, Route<Self, A>>;
 
 /** Declares a route with its message type inferred from the schema. */
 export function route<Self, A extends BaseAttachment, S extends z.ZodType>(r: Route<Self, A, S>): Route<Self, A, S> {
@@ -98,7 +100,7 @@ export abstract class SocketObject<Env, A extends BaseAttachment> extends Stored
    */
   private readonly attachments = new WeakMap<WebSocket, A>();
 
-  protected abstract readonly routes: Routes<any, A>;
+  protected abstract readonly routes: Routes<this, A>;
 
   constructor(ctx: DurableObjectState, env: Env, options: SocketObjectOptions) {
     super(ctx, env, { migrations: options.migrations, protocol: options.protocol, nameKey: options.nameKey });
