@@ -1,0 +1,75 @@
+// "Files over 450 lines: none": a source or test file past 450 lines holds more than one concept
+// and is split along them (docs/objects.md says which file owns which). The walk covers the
+// relay, the SDK, scripts, bench, migrations, the web demo and the tests (.ts, .mts, .mjs, .js;
+// not generated .d.ts, node_modules or dist).
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { join, relative, resolve } from "node:path";
+import { describe, expect, it } from "vitest";
+
+const MAX_LINES = 450;
+
+const root = resolve(import.meta.dirname, "../..");
+const FOLDERS = ["workers", "durable-objects", "shared", "server", "clients", "scripts", "bench", "migrations", "web", "test", "types"];
+const SOURCE = /\.(ts|mts|mjs|js)$/;
+
+/**
+ * Files still over the bound, each with the length it may not grow past. Issue 43 ("the second
+ * ring") splits them; each is here only while another branch edits the same file, so that the
+ * split does not fight that work. Remove an entry when its file is split.
+ */
+const NOT_YET_SPLIT: Record<string, number> = {
+  // Issue 43: the Tally user object, being edited for idle costs (issue 40) at the same time.
+  "durable-objects/tally/tally-user.ts": 492,
+  // Issue 43: the self-hosted launcher, being edited for its open-file limit (issue 40).
+  "scripts/serve.ts": 460,
+  // Issue 43: split next, along the concepts already moved out (relay-frames, handlers, tracking, tabs, history).
+  "clients/tally/client.ts": 553,
+  // Issue 43: tests to split by concern.
+  "test/worker/minca-host.test.ts": 745,
+  "test/unit/clients/passnote/identity.test.ts": 589,
+  "test/unit/clients/passnote/peer.test.ts": 520,
+  "test/unit/shared/minca/hosting.test.ts": 468,
+};
+
+function sourceFiles(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    if (name === "node_modules" || name === "dist") return [];
+    if (statSync(path).isDirectory()) return sourceFiles(path);
+    return SOURCE.test(name) && !name.endsWith(".d.ts") ? [path] : [];
+  });
+}
+
+function lineCount(text: string): number {
+  if (text === "") return 0;
+  return text.split("\n").length - (text.endsWith("\n") ? 1 : 0);
+}
+
+const files = FOLDERS.flatMap((f) => sourceFiles(join(root, f))).map((path) => ({
+  path: relative(root, path).split("\\").join("/"),
+  lines: lineCount(readFileSync(path, "utf8")),
+}));
+
+describe("files over 450 lines: none", () => {
+  it("finds the files it checks", () => {
+    expect(files.length).toBeGreaterThan(100);
+    expect(lineCount("a\nb\n")).toBe(2);
+    expect(lineCount("a\nb")).toBe(2);
+  });
+
+  it("no source or test file is longer than 450 lines (save the allow-list, which may not grow)", () => {
+    const over = files
+      .filter((f) => f.lines > (NOT_YET_SPLIT[f.path] ?? MAX_LINES))
+      .map((f) => `${f.path}: ${f.lines} lines (bound ${NOT_YET_SPLIT[f.path] ?? MAX_LINES})`);
+    expect(over).toEqual([]);
+  });
+
+  it("the allow-list names only files that exist and are still over the bound", () => {
+    const stale = Object.keys(NOT_YET_SPLIT).filter((path) => {
+      const f = files.find((x) => x.path === path);
+      return !f || f.lines <= MAX_LINES;
+    });
+    expect(stale).toEqual([]);
+  });
+});
