@@ -13,18 +13,16 @@ const FOLDERS = ["workers", "durable-objects", "shared", "server", "clients", "s
 const SOURCE = /\.(ts|mts|mjs|js)$/;
 
 /**
- * Files still over the bound, each with the length it may not grow past. Issue 43 ("the second
- * ring") splits them; each is here only while another branch edits the same file, so that the
- * split does not fight that work. Remove an entry when its file is split.
+ * Files still over the bound, each with the length it may not grow past: each is here only while
+ * other work edits the same file (so that the split does not fight it), or until its split lands.
+ * Remove an entry when its file is split.
  */
 const NOT_YET_SPLIT: Record<string, number> = {
-  // Issue 43: the Tally user object, being edited for idle costs (issue 40) at the same time.
+  // The Tally user object: being edited for the idle costs at the same time.
   "durable-objects/tally/tally-user.ts": 492,
-  // Issue 43: the self-hosted launcher, being edited for its open-file limit (issue 40).
+  // The self-hosted launcher: being edited for its open-file limit at the same time.
   "scripts/serve.ts": 460,
-  // Issue 43: split next, along the concepts already moved out (relay-frames, handlers, tracking, tabs, history).
-  "clients/tally/client.ts": 553,
-  // Issue 43: tests to split by concern.
+  // Tests to split by concern.
   "test/worker/minca-host.test.ts": 745,
   "test/unit/clients/passnote/identity.test.ts": 589,
   "test/unit/clients/passnote/peer.test.ts": 520,
