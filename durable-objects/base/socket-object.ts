@@ -18,7 +18,7 @@
 // - counts connections, messages and errors for the operator's status page, the same way for
 //   every object (StatsReporter: batched in memory, sent off the message path).
 import type * as z from "zod";
-import { rateLimitedError, socketError, type ErrorCode } from "../../shared/errors";
+import { formatIssue, rateLimitedError, socketError, type ErrorCode } from "../../shared/errors";
 import { CLOSE_CODES, COMMON_LIMITS } from "../../shared/limits";
 import { parkedAll } from "./parked-across";
 import type { Migration } from "../../migrations/index";
@@ -325,9 +325,7 @@ export abstract class SocketObject<Env, A extends BaseAttachment> extends Stored
     if ((r.authed ?? true) && !att.authed) return this.beforeAuth(ws);
     const result = r.schema.safeParse(obj);
     if (!result.success) {
-      const issue = result.error.issues[0];
-      const where = issue?.path.length ? ` at ${issue.path.join(".")}` : "";
-      return this.sendError(ws, "invalid_message", `${obj.type}: ${issue?.message ?? "invalid"}${where}`, id);
+      return this.sendError(ws, "invalid_message", `${obj.type}: ${formatIssue(result.error)}`, id);
     }
     // A register / join is being checked: its socket is not crowded out meanwhile (unauthenticated.ts).
     const checking = !att.authed && r.authed === false;
