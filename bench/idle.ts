@@ -134,7 +134,12 @@ export async function idleDevices(s: Server, o: IdleOptions): Promise<IdleResult
               pings++;
               c.ws.send('{"type":"ping"}');
             };
-            timers.push(setTimeout(() => (ping(), timers.push(setInterval(ping, every))), Math.random() * every));
+            timers.push(
+              setTimeout(() => {
+                ping();
+                timers.push(setInterval(ping, every));
+              }, Math.random() * every),
+            );
           }
         }),
       ).then(

@@ -49,7 +49,7 @@ interface Profile {
   timeDeltas: number[];
 }
 
-async function inspector(port: number): Promise<(method: string, params?: object) => Promise<any>> {
+async function inspector(port: number): Promise<(method: string, params?: object) => Promise<unknown>> {
   let targets: Array<{ webSocketDebuggerUrl: string }> = [];
   for (let i = 0; i < 50 && targets.length === 0; i++) {
     try {
@@ -65,7 +65,7 @@ async function inspector(port: number): Promise<(method: string, params?: object
     ws.once("error", reject);
   });
   let next = 1;
-  const pending = new Map<number, (r: any) => void>();
+  const pending = new Map<number, (r: unknown) => void>();
   ws.on("message", (d) => {
     const m = JSON.parse(String(d));
     if (m.id && pending.has(m.id)) pending.get(m.id)!(m.result);

@@ -92,7 +92,7 @@ try {
   // Counts arrive within the flush interval (2 s); read them after it.
   await new Promise((r) => setTimeout(r, 3_000));
   const status = await fetch(`${relay.url}/status.json`)
-    .then((r) => (r.ok ? r.json() : null))
+    .then((r) => (r.ok ? (r.json() as Promise<{ per_minute?: { deliveries?: { total?: number[] } } }>) : null))
     .catch(() => null);
   console.log(
     JSON.stringify({
@@ -100,9 +100,7 @@ try {
       wall_ms: Math.round(wall),
       per_second: Math.round(latencies.length / (wall / 1000)),
       latency_ms: { p50: q(0.5), p95: q(0.95), p99: q(0.99) },
-      counted_deliveries: status
-        ? (status as any).per_minute?.deliveries?.total?.reduce((a: number, b: number) => a + b, 0)
-        : "no /status.json",
+      counted_deliveries: status ? status.per_minute?.deliveries?.total?.reduce((a: number, b: number) => a + b, 0) : "no /status.json",
     }),
   );
   for (const { s } of senders) s.close();

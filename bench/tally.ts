@@ -6,10 +6,21 @@ import { makeAuthEvent } from "../shared/tally/auth";
 import { COMMON_LIMITS, TALLY_LIMITS } from "../shared/limits";
 import { newUser, opaqueEnvelope, wsBase, type User } from "../test/helpers/tally";
 
+/** The relay frames the bench listens for, with the fields it reads. */
+export interface Frames {
+  challenge: { challenge: string };
+  queue_drained: unknown;
+  error: { code: string; message: string };
+  /** The bench's envelopes carry the time they were sent. */
+  peer_envelope: { sent_at: number };
+  queued: { id: string; status: string };
+  pong: unknown;
+}
+
 export interface Conn {
   ws: WebSocket;
   user: User;
-  on(type: string, fn: (m: any) => void): void;
+  on<T extends keyof Frames>(type: T, fn: (m: Frames[T]) => void): void;
   send(msg: unknown): void;
   close(): Promise<void>;
 }
@@ -18,12 +29,12 @@ export interface Conn {
 export async function connect(relayUrl: string, user: User, opts: { beforeRegister?: (c: Conn) => void } = {}): Promise<Conn> {
   const url = wsBase(relayUrl);
   const ws = new WebSocket(`${url}/tally/v1/${user.npub}`);
-  const handlers = new Map<string, Array<(m: any) => void>>();
+  const handlers = new Map<string, Array<(m: unknown) => void>>();
   const conn: Conn = {
     ws,
     user,
     on(type, fn) {
-      handlers.set(type, [...(handlers.get(type) ?? []), fn]);
+      handlers.set(type, [...(handlers.get(type) ?? []), fn as (m: unknown) => void]);
     },
     send(msg) {
       ws.send(typeof msg === "string" ? msg : JSON.stringify(msg));

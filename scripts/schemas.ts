@@ -12,19 +12,15 @@ import * as z from "zod";
 import * as tally from "../shared/tally/messages";
 import * as passnote from "../shared/passnote/messages";
 import * as minca from "../shared/minca/room";
+import { errorFrameSchema } from "../shared/errors";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 export const SCHEMA_DIR = join(ROOT, "docs", "schemas");
 
 const ping = z.object({ type: z.literal("ping") });
 const pong = z.object({ type: z.literal("pong") });
-const error = z.object({
-  type: z.literal("error"),
-  code: z.string().regex(/^[a-z_]+$/),
-  message: z.string(),
-  id: z.string().optional(),
-  retry_after_ms: z.number().int().nonnegative().optional(),
-});
+// The error frame as the clients read it (shared/errors.ts), with the codes' shape the relay sends.
+const error = errorFrameSchema.extend({ code: z.string().regex(/^[a-z_]+$/) });
 
 /** File name (under docs/schemas) -> the schema of every message in that direction. */
 export function wireSchemas(): Record<string, z.ZodType> {

@@ -160,8 +160,8 @@ function listenAddress(host: string, port: number): string {
   return host.includes(":") && !host.startsWith("[") ? `[${host}]:${port}` : `${host}:${port}`;
 }
 
-/** One request to the admin socket (a unix socket); resolves with the JSON body. */
-function admin(socketPath: string, method: string, path: string, timeoutMs: number): Promise<any> {
+/** One request to the admin socket (a unix socket); resolves with the JSON body, of the shape the caller names. */
+function admin<T>(socketPath: string, method: string, path: string, timeoutMs: number): Promise<T> {
   return new Promise((resolvePromise, reject) => {
     const req = request({ socketPath, method, path, timeout: timeoutMs }, (res) => {
       let body = "";
@@ -368,7 +368,7 @@ async function main(): Promise<number> {
     stopping = (async () => {
       say.info(`${signal}: draining`);
       try {
-        const r = await admin(adminSocket, "POST", "/drain", 5_000);
+        const r = await admin<{ sockets: number; objects: number }>(adminSocket, "POST", "/drain", 5_000);
         say.info(`closed ${r.sockets} client socket(s) of ${r.objects} object(s)`, { sockets: r.sockets, objects: r.objects });
       } catch (err) {
         say.warn(`drain failed (${(err as Error).message}); stopping anyway`);
@@ -405,7 +405,7 @@ async function main(): Promise<number> {
   for (;;) {
     if (exitCode !== null) break;
     try {
-      await admin(adminSocket, "GET", "/status", 1_000);
+      await admin<unknown>(adminSocket, "GET", "/status", 1_000);
     } catch {
       if (Date.now() - started > 30_000) {
         say.error("workerd did not become ready in 30 s");

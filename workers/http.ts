@@ -8,6 +8,7 @@ import { httpErrorBody, type ErrorCode } from "../shared/errors";
 import { isTopic } from "../shared/mailbox/topic";
 import { log } from "../shared/log";
 import type { Settings } from "../server/settings";
+import type { ObjectResult } from "../durable-objects/base/result";
 import { readBounded } from "./body";
 import { SHARED_CLIENT } from "./client-address";
 
@@ -50,10 +51,8 @@ export function methodNotAllowed(c: Context, methods: Array<"GET" | "POST" | "DE
   return httpError(c, 405, "method_not_allowed", `use ${methods.join(" or ")}${note}`);
 }
 
-/** What an object's request method answers (mailboxes, hosting): a value, or a documented error. */
-export type ObjectResult<T> =
-  | { ok: true; value: T }
-  | { ok: false; status: number; code: ErrorCode; message: string; retryAfterSeconds?: number };
+/** What an object's request method answers (mailboxes, hosting): the objects' one result type. */
+export type { ObjectResult } from "../durable-objects/base/result";
 
 /** Headers for answers that must not be cached (they change with every write). */
 export const NO_STORE = { "Cache-Control": "no-store" } as const;

@@ -1,7 +1,7 @@
 // The request a log line is written for: the Worker runs each request's handling inside this
 // context, so every line logged meanwhile (shared/log.ts) carries its request id, whichever module
-// writes it. AsyncLocalStorage comes with the nodejs_compat flag (wrangler.toml).
-// @ts-ignore: the Worker's tsconfig has workerd's types only, not Node's (the runtime has the module)
+// writes it. AsyncLocalStorage comes with the nodejs_compat flag (wrangler.toml); the Worker's
+// tsconfig types it from types/node-async-hooks.d.ts.
 import { AsyncLocalStorage } from "node:async_hooks";
 import { setLogContext } from "../shared/log";
 

@@ -48,7 +48,12 @@ function socketRoute(
  * the object (for closing its sockets on shutdown) and refuses upgrades once it is shutting down.
  */
 // Takes any context with the bindings (a test drives it with a self-hosted env of its own).
-export async function upgradeTo(c: Context<any>, binding: SocketBinding, id: DurableObjectId, req: Request): Promise<Response> {
+export async function upgradeTo<E extends { Bindings: Env }>(
+  c: Context<E>,
+  binding: SocketBinding,
+  id: DurableObjectId,
+  req: Request,
+): Promise<Response> {
   const read = settingsOf(c.env);
   const tracking = read.ok && read.settings.selfHosted;
   if (tracking && isDraining()) {

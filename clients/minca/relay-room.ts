@@ -46,7 +46,7 @@ export function relayRooms(relayUrl: string, opts: RelayRoomOptions = {}): JoinR
       });
       ws.addEventListener("message", async (ev) => {
         if (typeof ev.data !== "string") return;
-        let msg: any;
+        let msg: Record<string, unknown> | null;
         try {
           msg = JSON.parse(ev.data);
         } catch {

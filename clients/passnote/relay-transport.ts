@@ -22,6 +22,7 @@ import { COMMON_LIMITS } from "../../shared/limits";
 import { TokenBucket } from "../../shared/rate-limit";
 import { Listeners, type Transport, type TransportEvents } from "./transport";
 import { webSocketClass } from "../websocket";
+import { assertNever } from "../../shared/assert-never";
 
 export interface RelayRate {
   /** Messages per second the relay allows one socket. */
@@ -252,6 +253,8 @@ export class RelayTransport implements Transport {
             if (!welcomed) refusal = { code: m.code, message: m.message };
             if (m.code === "rate_limited") this.refusedByRelay(m.retry_after_ms ?? 1000 / this.perSecond);
             break;
+          default:
+            assertNever(m, "relay frame");
         }
       });
       ws.addEventListener("close", (ev) => {

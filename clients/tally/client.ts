@@ -4,16 +4,14 @@
 // life is in connection.ts, retries in outbox.ts, direct channels in direct.ts; protocol decisions
 // come from shared/tally; which path a frame takes is in paths.ts. This file is the state machine
 // that joins them.
-import { sealEnvelope, type PeerEnvelope } from "../../shared/tally/envelope";
-import { getPublicKeyHex, npubDecode, npubEncode } from "../../shared/tally/keys";
-import { signInner } from "../../shared/tally/proof";
-import { innerToLedgerEntry, type LedgerEntry } from "../../shared/tally/entry";
-import { bytesToHex, randomBytes } from "../../shared/encoding";
-import type { OutboxItem, TallyStore } from "./store";
+import type { PeerEnvelope } from "../../shared/tally/envelope";
+import { getPublicKeyHex, npubEncode } from "../../shared/tally/keys";
+import type { LedgerEntry } from "../../shared/tally/entry";
+import type { TallyStore } from "./store";
 import { CLIENT_LIMITS } from "./limits";
 import { openDefaultStore } from "./default-store";
 import { SyncEngine } from "./sync";
-import { RelaySet } from "./relays";
+import { RelaySet, type RelayStatus } from "./relays";
 import { OutboxRetry } from "./outbox";
 import { DirectChannels, type DirectChannel } from "./direct";
 import { Paths } from "./paths";
@@ -24,25 +22,19 @@ import { HandlerRegistry, type PayloadSchema } from "./handlers";
 import { Tracking, type MessageState, type Tracked } from "./tracking";
 import { RelayFrames } from "./relay-frames";
 import { historyOf, type HistoryPage, type HistoryQuery } from "./history";
-import { TabCoordinator, type LeaderLocks, type TabChannel } from "./tabs";
+import { joinTabs, type TabCoordinator } from "./tabs";
+import { Sender } from "./sending";
 
 export type { Delivery, InnerMessage, TallyClientEvents } from "./events";
 export type { PayloadSchema } from "./handlers";
 export type { MessageState, Receipt, RelayAnswer, Tracked } from "./tracking";
 export type { HistoryPage, HistoryQuery } from "./history";
-
-/** One relay's state in `status()`. */
-export interface RelayStatus {
-  url: string;
-  /** registered: open and registered; connecting: a socket is opening or waiting to register; closed: none (reconnecting later, or closed for good). */
-  state: "registered" | "connecting" | "closed";
-  deviceId: string | undefined;
-  drained: boolean;
-}
+export type { RelayStatus } from "./relays";
 
 export type { DirectChannel } from "./direct";
 export type { SendOptions, TallyClientOptions } from "./options";
 export { IGNORED, RECEIPT_TYPE, SELF_SYNC_TYPES };
+export { newMessageId } from "./sending";
 
 export class TallyClient {
   readonly npub: string;
@@ -63,8 +55,7 @@ export class TallyClient {
   private readonly tracking = new Tracking();
   private readonly tabsOption: TallyClientOptions["tabs"];
   private tabs: TabCoordinator | undefined;
-  /** `send` calls whose writes are under way (close() waits for them). */
-  private readonly pendingSends = new Set<Promise<string>>();
+  private readonly sender: Sender;
   /** Frees the default store's slot for the next client (store-slots.ts). */
   private readonly releaseStore: () => void;
   /** Takes over what free slots of the default store left (slot-adopt.ts). */
@@ -88,7 +79,7 @@ export class TallyClient {
         store: this.store,
         connectPeer: (u) => this.connectPeer(u),
         syncNeedsRelay: (to) => this.paths.syncNeedsRelay(to),
-        sendSyncMessage: (to, type, payload) => this.paths.sendSync(to, this.seal(to, type, payload)),
+        sendSyncMessage: (to, type, payload) => this.paths.sendSync(to, this.sender.seal(to, type, payload)),
         applyFromSync: (inner, entry) => this.inbound.applyFromSync(inner, entry),
         appendLedger: (e) => this.appendLedger(e),
         dropPeer: (u) => this.channels.closeAll(u),
@@ -104,7 +95,7 @@ export class TallyClient {
       events: this.events,
       sync: this.sync,
       appendLedger: (e) => this.appendLedger(e),
-      sendReceipt: async (to, id, result) => this.paths.sendReceipt(to, this.seal(to, RECEIPT_TYPE, { message_id: id, result })),
+      sendReceipt: async (to, id, result) => this.paths.sendReceipt(to, this.sender.seal(to, RECEIPT_TYPE, { message_id: id, result })),
       handlers: this.handlers,
       onHandled: (inner) => this.tabs?.handled(inner),
       handlerRetryMs: options.handlerRetryMs ?? CLIENT_LIMITS.handler_retry_first_ms,
@@ -149,6 +140,16 @@ export class TallyClient {
       registeredWaiters: this.registeredWaiters,
       connected: () => this.connected,
       adoptSlots: () => this.adoptSlots(),
+    });
+    this.sender = new Sender({
+      npub: this.npub,
+      secretKey: this.secretKey,
+      store: this.store,
+      outbox: this.outbox,
+      tracking: this.tracking,
+      paths: this.paths,
+      tabs: () => this.tabs,
+      appendLedger: (e) => this.appendLedger(e),
     });
     this.tabsOption = options.tabs;
     this.events.on("receipt", (id, result, from) => {
@@ -252,31 +253,13 @@ export class TallyClient {
    */
   private joinTabs(choice: NonNullable<TallyClientOptions["tabs"]>): Promise<void> {
     if (this.tabs) return Promise.resolve();
-    const g = globalThis as { navigator?: { locks?: LeaderLocks }; BroadcastChannel?: new (name: string) => TabChannel };
-    const parts =
-      choice === "browser"
-        ? g.navigator?.locks && g.BroadcastChannel
-          ? { locks: g.navigator.locks, channel: new g.BroadcastChannel(`tally:${this.npub}`) }
-          : undefined
-        : choice;
-    if (!parts) return Promise.reject(new Error('tabs: "browser" needs navigator.locks and BroadcastChannel'));
-    this.tabs = new TabCoordinator(this.npub, parts.locks, parts.channel, {
-      lead: () => {
-        this.failedAttempts.clear();
-        this.relays.start();
-      },
-      adopt: async (item) => {
-        if (!(await this.store.getOutbox(item.id))) await this.store.putOutbox(item);
-        this.tracking.begin(item.id);
-        await this.outbox.tryQueue(item);
-      },
-      handedOver: async (id) => {
-        if (await this.store.getOutbox(id)) await this.store.deleteOutbox(id);
-      },
-      outbox: () => this.store.listOutbox(),
-      handledElsewhere: (inner) => void this.events.emit("handled_elsewhere", inner),
-      receiptElsewhere: (id, result, from) => void this.events.emit("receipt", id, result, from),
-    });
+    const { npub, store, tracking, outbox, events } = this;
+    const lead = () => {
+      this.failedAttempts.clear();
+      this.relays.start();
+    };
+    this.tabs = joinTabs(choice, { npub, store, tracking, outbox, events, lead });
+    if (!this.tabs) return Promise.reject(new Error('tabs: "browser" needs navigator.locks and BroadcastChannel'));
     return Promise.resolve();
   }
 
@@ -297,22 +280,16 @@ export class TallyClient {
     this.relays.stop();
     this.outbox.stop();
     this.sync.onClose();
-    if (this.pendingSends.size === 0 && !this.inbound.busy) {
+    if (this.sender.pending.size === 0 && !this.inbound.busy) {
       this.releaseStore(); // nothing under way: the slot is free at once
       return Promise.resolve();
     }
-    return Promise.allSettled([...this.pendingSends, this.inbound.idle()]).then(() => this.releaseStore());
+    return Promise.allSettled([...this.sender.pending, this.inbound.idle()]).then(() => this.releaseStore());
   }
 
   /** One snapshot of every relay's state, in the order given (relays added later at the end). */
   status(): { relays: RelayStatus[]; connected: boolean; drained: boolean } {
-    const relays = this.relays.relays.map((r) => ({
-      url: r.url,
-      state: r.conn.open ? ("registered" as const) : r.conn.socket ? ("connecting" as const) : ("closed" as const),
-      deviceId: r.deviceId,
-      drained: r.drained && r.conn.open,
-    }));
-    return { relays, connected: this.connected, drained: this.drained };
+    return { relays: this.relays.status(), connected: this.connected, drained: this.drained };
   }
 
   /** Adds a relay at run time (connected at once when the client is started); false if it is there already. */
@@ -360,53 +337,14 @@ export class TallyClient {
     );
   }
 
-  // ---- sending ----------------------------------------------------------------------------
-
-  private buildInner(to: string, type: string, payload: unknown, id?: string): InnerMessage {
-    npubDecode(to); // throws on a bad npub
-    return { id: id ?? newMessageId(), type, from_user_id: this.npub, to_user_id: to, created_at: new Date().toISOString(), payload };
-  }
-
-  private seal(to: string, type: string, payload: unknown): PeerEnvelope {
-    return sealEnvelope(signInner(this.buildInner(to, type, payload), this.secretKey), this.secretKey);
-  }
+  // ---- sending (sending.ts) ---------------------------------------------------------------
 
   /**
    * Sends an application message: signed and sealed once, kept in the outbox until a receipt
    * arrives, retried with the same id and bytes. Returns the message id.
    */
   send(to: string, type: string, payload: unknown, opts: SendOptions = {}): Promise<string> {
-    const sending = this.sendNow(to, type, payload, opts);
-    this.pendingSends.add(sending);
-    void sending.then(
-      () => this.pendingSends.delete(sending),
-      () => this.pendingSends.delete(sending),
-    );
-    return sending;
-  }
-
-  private async sendNow(to: string, type: string, payload: unknown, opts: SendOptions): Promise<string> {
-    if (to === this.npub) throw new Error("use sendToOwnDevices for self-addressed messages");
-    const inner = this.buildInner(to, type, payload, opts.id);
-    const signed = signInner(inner, this.secretKey);
-    const envelope = sealEnvelope(signed, this.secretKey);
-    const now = Date.now();
-    // Claimed for this session before it is stored, and its backoff counted from now, so neither
-    // the flush that follows a registration nor the retry timer sends it a second time while this
-    // call is still on its way to the relay.
-    const item: OutboxItem = { id: inner.id, to_user_id: to, envelope, created_at: now, attempts: 0, last_attempt_at: now };
-    this.outbox.claim(item.id);
-    this.tracking.begin(item.id);
-    await this.store.putOutbox(item);
-    await this.appendLedger(innerToLedgerEntry(signed, new Date(now)));
-    const paths = opts.paths ?? "auto";
-    const sentDirect = paths !== "relay" && this.paths.sendDirect(to, envelope) > 0;
-    if (sentDirect) this.tracking.sentDirect(item.id);
-    // The relay is the fallback (6.2); "both" races the paths (9.5). With no receipt, the retry
-    // timer hands the message to the relay later in any case.
-    if (paths === "both" || paths === "relay" || (paths === "auto" && !sentDirect)) await this.outbox.tryQueue(item);
-    if (this.tabs && !this.tabs.leader) this.tabs.sent(item); // the leader sends it
-    return inner.id;
+    return this.sender.send(to, type, payload, opts);
   }
 
   /**
@@ -419,27 +357,18 @@ export class TallyClient {
   }
 
   /** Sends, and returns the message to await (`send`, then `track`). */
-  async sendTracked(to: string, type: string, payload: unknown, opts: SendOptions = {}): Promise<Tracked> {
-    const id = opts.id ?? newMessageId();
-    this.tracking.begin(id);
-    const tracked = this.tracking.track(id);
-    await this.send(to, type, payload, { ...opts, id });
-    return tracked;
+  sendTracked(to: string, type: string, payload: unknown, opts: SendOptions = {}): Promise<Tracked> {
+    return this.sender.sendTracked(to, type, payload, opts);
   }
 
   /** Where a message this client sent stands (tracking.ts MessageState). */
-  async messageState(id: string): Promise<MessageState> {
-    return this.tracking.state(id, await this.store.getOutbox(id));
+  messageState(id: string): Promise<MessageState> {
+    return this.sender.messageState(id);
   }
 
   /** Every message in the outbox, oldest first, with its state. */
-  async outboxState(): Promise<Array<{ id: string; to: string; created_at: number } & MessageState>> {
-    return (await this.store.listOutbox()).map((item) => ({
-      id: item.id,
-      to: item.to_user_id,
-      created_at: item.created_at,
-      ...this.tracking.state(item.id, item),
-    }));
+  outboxState(): Promise<Array<{ id: string; to: string; created_at: number } & MessageState>> {
+    return this.sender.outboxState();
   }
 
   /**
@@ -447,18 +376,8 @@ export class TallyClient {
    * offline); true if it was, false when it is gone already or has been handed on (then only its
    * receipt or its expiry ends it). Its `receipt` rejects.
    */
-  async cancel(id: string): Promise<boolean> {
-    const item = await this.store.getOutbox(id);
-    if (!item || !this.tracking.cancellable(item) || !this.outbox.block(id)) return false;
-    const now = await this.store.getOutbox(id);
-    if (!now || !this.tracking.cancellable(now)) {
-      this.outbox.unblock(id);
-      return false;
-    }
-    await this.store.deleteOutbox(id);
-    this.outbox.forget(id);
-    this.tracking.onEnded(id, "cancelled");
-    return true;
+  cancel(id: string): Promise<boolean> {
+    return this.sender.cancel(id);
   }
 
   /** Hands outbox messages to the relay (see OutboxRetry.flush). */
@@ -467,15 +386,13 @@ export class TallyClient {
   }
 
   /** The sealed envelope of an outbox message, for a direct channel (6.1). */
-  async outboxEnvelope(id: string): Promise<PeerEnvelope | undefined> {
-    return (await this.store.getOutbox(id))?.envelope;
+  outboxEnvelope(id: string): Promise<PeerEnvelope | undefined> {
+    return this.sender.outboxEnvelope(id);
   }
 
   /** Sends a self-addressed message to this user's other online devices (13.2, 13.8). Never stored. */
   sendToOwnDevices(type: string, payload: unknown): string {
-    const envelope = this.seal(this.npub, type, payload);
-    this.paths.queueEverywhere(envelope);
-    return envelope.id;
+    return this.sender.sendToOwnDevices(type, payload);
   }
 
   // ---- ledger and sync (12, 13): what the sync engine asks of the client ------------------
@@ -510,23 +427,7 @@ export class TallyClient {
    * "plaintext_receipt_without_peer"). dataChannelAdapter and connectInMemory always pass it.
    */
   handleDirectFrame(data: string, fromUserId?: string): Promise<void> {
-    let msg: Record<string, unknown>;
-    try {
-      msg = JSON.parse(data);
-    } catch {
-      return Promise.resolve();
-    }
-    if (typeof msg !== "object" || msg === null) return Promise.resolve();
-    if (msg.type === "peer_envelope") {
-      return this.receiveEnvelope(msg, "direct");
-    }
-    if (msg.type === RECEIPT_TYPE && fromUserId === undefined) {
-      return this.events.emit("dropped", "plaintext_receipt_without_peer", msg).then(() => undefined);
-    }
-    if (msg.type === RECEIPT_TYPE && fromUserId !== undefined && msg.from_user_id === fromUserId && msg.to_user_id === this.npub) {
-      return this.enqueueInbound(() => this.inbound.onReceipt(fromUserId, msg.payload));
-    }
-    return Promise.resolve();
+    return this.inbound.directFrame(data, fromUserId);
   }
 
   // ---- signaling --------------------------------------------------------------------------
@@ -545,9 +446,4 @@ export class TallyClient {
   get ownDevices(): ReadonlySet<string> {
     return this.sync.ownDeviceIds();
   }
-}
-
-/** A random 128-bit message id (the Tally protocol §3.1), as 32 hex characters. */
-export function newMessageId(): string {
-  return bytesToHex(randomBytes(16));
 }

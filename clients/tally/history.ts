@@ -3,7 +3,6 @@
 // (KeyValueTallyStore: a key `history/<time>/<from>/<to>/<id>` beside each entry) is paged from
 // its keys and reads only the page's entries; any other store is read whole and sorted.
 import type { LedgerEntry } from "../../shared/tally/entry";
-import type { TallyStore } from "./store";
 import { historyKey } from "./history-key";
 
 export interface HistoryQuery {
@@ -37,7 +36,12 @@ function parts(key: string): { time: number; from: string; to: string } {
   return { time: Number(time), from, to };
 }
 
-export async function historyOf(store: TallyStore, me: string, q: HistoryQuery): Promise<HistoryPage> {
+/** The part of a store (store.ts TallyStore) history reads. */
+export interface LedgerSource {
+  listLedger(): Promise<LedgerEntry[]>;
+}
+
+export async function historyOf(store: LedgerSource, me: string, q: HistoryQuery): Promise<HistoryPage> {
   const limit = Math.max(1, q.limit ?? 50);
   const desc = (q.order ?? "desc") === "desc";
   const index = store as Partial<HistoryIndex>;

@@ -261,6 +261,31 @@ export class InboundPipeline {
       await this.host.events.emit("receipt", p.message_id, p.result, from);
     }
   }
+
+  /**
+   * A JSON frame that arrived on a direct channel to `fromUserId` (6.1): an envelope, or a
+   * plaintext transport-only receipt from that peer (3.2, 8.1). A plaintext receipt is taken only
+   * when `fromUserId` says which peer's channel it came on (its only authentication is that
+   * channel); without it the receipt is dropped (event `dropped`, reason
+   * "plaintext_receipt_without_peer").
+   */
+  directFrame(data: string, fromUserId: string | undefined): Promise<void> {
+    let msg: Record<string, unknown>;
+    try {
+      msg = JSON.parse(data);
+    } catch {
+      return Promise.resolve();
+    }
+    if (typeof msg !== "object" || msg === null) return Promise.resolve();
+    if (msg.type === "peer_envelope") return this.enqueue(() => this.receiveEnvelope(msg, "direct"));
+    if (msg.type === RECEIPT_TYPE && fromUserId === undefined) {
+      return this.host.events.emit("dropped", "plaintext_receipt_without_peer", msg).then(() => undefined);
+    }
+    if (msg.type === RECEIPT_TYPE && fromUserId !== undefined && msg.from_user_id === fromUserId && msg.to_user_id === this.host.npub) {
+      return this.enqueue(() => this.onReceipt(fromUserId, msg.payload));
+    }
+    return Promise.resolve();
+  }
 }
 
 /** The ledger entry of a message received now. */

@@ -13,6 +13,7 @@ import type { Relay, RelaySet } from "./relays";
 import type { TallyStore } from "./store";
 import type { SyncEngine } from "./sync";
 import type { Tracking } from "./tracking";
+import { assertNever } from "../../shared/assert-never";
 
 /** What the frame handling needs of the client. */
 export interface RelayFramesHost {
@@ -120,6 +121,8 @@ export class RelayFrames {
       case "challenge":
       case "pong":
         return;
+      default:
+        assertNever(msg, "relay frame");
     }
   }
 

@@ -25,6 +25,15 @@ export interface RelaySetHandlers {
   onClosed(relay: Relay, code: number, reason: string, willReconnect: boolean): void;
 }
 
+/** One relay's state in `status()`. */
+export interface RelayStatus {
+  url: string;
+  /** registered: open and registered; connecting: a socket is opening or waiting to register; closed: none (reconnecting later, or closed for good). */
+  state: "registered" | "connecting" | "closed";
+  deviceId: string | undefined;
+  drained: boolean;
+}
+
 export class RelaySet {
   readonly relays: Relay[];
   /** Which relay announced a peer device ("<user> <device>"), for its signals. */
@@ -85,6 +94,16 @@ export class RelaySet {
   }
 
   /** Registered relays, in the order given. */
+  /** Every relay's state, in the order given (relays added later at the end). */
+  status(): RelayStatus[] {
+    return this.relays.map((r) => ({
+      url: r.url,
+      state: r.conn.open ? ("registered" as const) : r.conn.socket ? ("connecting" as const) : ("closed" as const),
+      deviceId: r.deviceId,
+      drained: r.drained && r.conn.open,
+    }));
+  }
+
   open(): Relay[] {
     return this.relays.filter((r) => r.conn.open);
   }

@@ -5,8 +5,10 @@
 // (the Tally protocol's outbox rules hold there: same id and bytes, retried until the receipt).
 // When the leader closes, its lock frees and another client takes over. The lock and the channel
 // are small interfaces, so this runs in Node with stand-ins (test/unit/clients/tally/tabs.test.ts).
-import type { InnerMessage } from "./events";
-import type { OutboxItem } from "./store";
+import type { Emitter, InnerMessage, TallyClientEvents } from "./events";
+import type { OutboxRetry } from "./outbox";
+import type { OutboxItem, TallyStore } from "./store";
+import type { Tracking } from "./tracking";
 
 /** Web Locks' request, the part used here: `fn` runs once the lock is held, and holds it until its promise settles. */
 export interface LeaderLocks {
@@ -43,6 +45,47 @@ export interface TabHost {
   handledElsewhere(inner: InnerMessage): void;
   /** A receipt the leader got for a message a follower handed over. */
   receiptElsewhere(id: string, result: unknown, from: string): void;
+}
+
+/** The parts of a client its tabs coordinate. */
+export interface TabClient {
+  npub: string;
+  store: TallyStore;
+  tracking: Tracking;
+  outbox: OutboxRetry;
+  events: Emitter<TallyClientEvents>;
+  /** Starts the relay connections (once this client leads). */
+  lead(): void;
+}
+
+/**
+ * Joins the user's other clients of this profile as `choice` names them: "browser" takes the
+ * browser's Web Locks and BroadcastChannel, else the lock and channel given. Undefined when the
+ * browser has neither.
+ */
+export function joinTabs(choice: "browser" | { locks: LeaderLocks; channel: TabChannel }, c: TabClient): TabCoordinator | undefined {
+  const g = globalThis as { navigator?: { locks?: LeaderLocks }; BroadcastChannel?: new (name: string) => TabChannel };
+  const parts =
+    choice === "browser"
+      ? g.navigator?.locks && g.BroadcastChannel
+        ? { locks: g.navigator.locks, channel: new g.BroadcastChannel(`tally:${c.npub}`) }
+        : undefined
+      : choice;
+  if (!parts) return undefined;
+  return new TabCoordinator(c.npub, parts.locks, parts.channel, {
+    lead: () => c.lead(),
+    adopt: async (item) => {
+      if (!(await c.store.getOutbox(item.id))) await c.store.putOutbox(item);
+      c.tracking.begin(item.id);
+      await c.outbox.tryQueue(item);
+    },
+    handedOver: async (id) => {
+      if (await c.store.getOutbox(id)) await c.store.deleteOutbox(id);
+    },
+    outbox: () => c.store.listOutbox(),
+    handledElsewhere: (inner) => void c.events.emit("handled_elsewhere", inner),
+    receiptElsewhere: (id, result, from) => void c.events.emit("receipt", id, result, from),
+  });
 }
 
 export class TabCoordinator {

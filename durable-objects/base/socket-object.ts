@@ -18,7 +18,7 @@
 // - counts connections, messages and errors for the operator's status page, the same way for
 //   every object (StatsReporter: batched in memory, sent off the message path).
 import type * as z from "zod";
-import { rateLimitedError, socketError, type ErrorCode } from "../../shared/errors";
+import { formatIssue, rateLimitedError, socketError, type ErrorCode } from "../../shared/errors";
 import { CLOSE_CODES, COMMON_LIMITS } from "../../shared/limits";
 import { parkedAll } from "./parked-across";
 import type { Migration } from "../../migrations/index";
@@ -52,10 +52,12 @@ export interface Route<Self, A extends BaseAttachment, S extends z.ZodType = z.Z
   /** Whether the socket must have authenticated first. Default true. */
   authed?: boolean;
   /** `raw` is the frame as it arrived, for handlers that must forward parts of it unchanged. */
-  handle: (this: Self, ws: WebSocket, msg: z.infer<S>, att: A, raw: string) => void | Promise<void>;
+  // A method, so that a route of a narrower schema (and of the subclass as `this`) fits `Routes`:
+  // the base hands each handler only what its own schema parsed.
+  handle(this: Self, ws: WebSocket, msg: z.infer<S>, att: A, raw: string): void | Promise<void>;
 }
 
-export type Routes<Self, A extends BaseAttachment> = Record<string, Route<Self, A, any>>;
+export type Routes<Self, A extends BaseAttachment> = Record<string, Route<Self, A>>;
 
 /** Declares a route with its message type inferred from the schema. */
 export function route<Self, A extends BaseAttachment, S extends z.ZodType>(r: Route<Self, A, S>): Route<Self, A, S> {
@@ -98,7 +100,7 @@ export abstract class SocketObject<Env, A extends BaseAttachment> extends Stored
    */
   private readonly attachments = new WeakMap<WebSocket, A>();
 
-  protected abstract readonly routes: Routes<any, A>;
+  protected abstract readonly routes: Routes<this, A>;
 
   constructor(ctx: DurableObjectState, env: Env, options: SocketObjectOptions) {
     super(ctx, env, { migrations: options.migrations, protocol: options.protocol, nameKey: options.nameKey });
@@ -323,9 +325,7 @@ export abstract class SocketObject<Env, A extends BaseAttachment> extends Stored
     if ((r.authed ?? true) && !att.authed) return this.beforeAuth(ws);
     const result = r.schema.safeParse(obj);
     if (!result.success) {
-      const issue = result.error.issues[0];
-      const where = issue?.path.length ? ` at ${issue.path.join(".")}` : "";
-      return this.sendError(ws, "invalid_message", `${obj.type}: ${issue?.message ?? "invalid"}${where}`, id);
+      return this.sendError(ws, "invalid_message", `${obj.type}: ${formatIssue(result.error)}`, id);
     }
     // A register / join is being checked: its socket is not crowded out meanwhile (unauthenticated.ts).
     const checking = !att.authed && r.authed === false;

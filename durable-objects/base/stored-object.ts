@@ -23,6 +23,7 @@ import { ObjectUsage, countEntries } from "./object-usage";
 import { isTrustedClient } from "./client-header";
 import { LazySchema } from "./schema";
 import { Meta } from "./meta";
+import { fail, type ObjectResult } from "./result";
 
 export interface StoredObjectOptions<K extends string = never> {
   migrations: readonly Migration[];
@@ -118,6 +119,12 @@ export abstract class StoredObject<E, K extends string = never> extends DurableO
   protected admit(kind: K, client: string, n = 1): number | null {
     if (!this.rates || !isTrustedClient(client)) return null;
     return this.rates.take(kind, client, n);
+  }
+
+  /** `admit` as an answer: null when granted, else the 429 rate_limited with its Retry-After and `message`. */
+  protected limit(kind: K, client: string, message: string, n = 1): ObjectResult<never> | null {
+    const wait = this.admit(kind, client, n);
+    return wait === null ? null : fail(429, "rate_limited", message, wait);
   }
 
   async alarm(): Promise<void> {

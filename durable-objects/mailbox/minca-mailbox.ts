@@ -20,9 +20,6 @@ import { subscriptionBytes, type PushSubscriptionJSON } from "../../shared/webpu
 import { log } from "../../shared/log";
 import { rowBytes } from "../../shared/storage";
 
-/** What an RPC call answers: a value, or the HTTP error the Worker turns it into. */
-export type MailboxResult<T> = ObjectResult<T>;
-
 type Limited = "read" | "write";
 
 interface ItemRow extends Record<string, SqlStorageValue> {
@@ -95,8 +92,8 @@ export class MincaMailbox extends StoredObject<Env, Limited> {
    * transaction as the write (docs/hostile.md, "Relay-wide totals"): over the lease, nothing is
    * kept, the lease is extended once, and a total with no room answers 507 storage_full.
    */
-  async post(blob: Uint8Array, until: number, client: string): Promise<MailboxResult<Posted>> {
-    const limited = this.limit("write", client);
+  async post(blob: Uint8Array, until: number, client: string): Promise<ObjectResult<Posted>> {
+    const limited = this.limit("write", client, `too many writes on this mailbox; retry later`);
     if (limited) return limited;
     const now = Date.now();
     const r = await this.lease.store(rowBytes(blob.length), () => {
@@ -127,8 +124,8 @@ export class MincaMailbox extends StoredObject<Env, Limited> {
   }
 
   /** A page of live items after `after`; with `wait`, an empty answer is held until one arrives. */
-  async page(q: PageQuery, client: string): Promise<MailboxResult<Page>> {
-    const limited = this.limit("read", client);
+  async page(q: PageQuery, client: string): Promise<ObjectResult<Page>> {
+    const limited = this.limit("read", client, `too many reads on this mailbox; retry later`);
     if (limited) return limited;
     const deadline = Date.now() + q.wait * 1000;
     const links = q.after === 0 ? await this.hostLinks() : [];
@@ -142,8 +139,8 @@ export class MincaMailbox extends StoredObject<Env, Limited> {
   }
 
   /** One live item's blob, or null. */
-  async item(seq: number, client: string): Promise<MailboxResult<Uint8Array | null>> {
-    const limited = this.limit("read", client);
+  async item(seq: number, client: string): Promise<ObjectResult<Uint8Array | null>> {
+    const limited = this.limit("read", client, `too many reads on this mailbox; retry later`);
     if (limited) return limited;
     if (!this.schema.exists) return ok(null);
     const row = this.sql
@@ -157,13 +154,13 @@ export class MincaMailbox extends StoredObject<Env, Limited> {
    * registering twice); with other keys it is refused (409 receiver_exists): only the client that
    * registered it holds its id, and only it may replace it, by deleting it first (docs/mailbox.md).
    */
-  async addReceiver(sub: PushSubscriptionJSON, client: string): Promise<MailboxResult<ReceiverAdded>> {
-    const limited = this.limit("write", client);
+  async addReceiver(sub: PushSubscriptionJSON, client: string): Promise<ObjectResult<ReceiverAdded>> {
+    const limited = this.limit("write", client, `too many writes on this mailbox; retry later`);
     if (limited) return limited;
     // The receiver's row is charged like an item (docs/hostile.md, "Relay-wide totals"): checked and
     // written in one step through the lease; a total with no room answers 507 storage_full.
     const size = subscriptionBytes(sub);
-    const r = await this.lease.store<MailboxResult<ReceiverAdded>>(rowBytes(size), () => {
+    const r = await this.lease.store<ObjectResult<ReceiverAdded>>(rowBytes(size), () => {
       const known = this.schema.exists
         ? this.sql
             .exec<{ id: string; p256dh: string; auth: string }>("SELECT id, p256dh, auth FROM receivers WHERE endpoint = ?", sub.endpoint)
@@ -210,8 +207,8 @@ export class MincaMailbox extends StoredObject<Env, Limited> {
     return r.value;
   }
 
-  async removeReceiver(id: string, client: string): Promise<MailboxResult<null>> {
-    const limited = this.limit("write", client);
+  async removeReceiver(id: string, client: string): Promise<ObjectResult<null>> {
+    const limited = this.limit("write", client, `too many writes on this mailbox; retry later`);
     if (limited) return limited;
     const gone = this.schema.exists && this.lease.free(() => this.wakes.forgetReceiver(id));
     if (!gone) return fail(404, "not_found", "no such receiver");
@@ -287,11 +284,6 @@ export class MincaMailbox extends StoredObject<Env, Limited> {
   }
 
   // ---- internals ------------------------------------------------------------------------------
-
-  private limit(kind: Limited, client: string): MailboxResult<never> | null {
-    const wait = this.admit(kind, client);
-    return wait === null ? null : fail(429, "rate_limited", `too many ${kind}s on this mailbox; retry later`, wait);
-  }
 
   /** Deletes expired items (and their unsent wakes). */
   private sweep(nowMs: number): void {

@@ -6,7 +6,7 @@ import { checkStatusProof } from "../../shared/minca/binding";
 import type { AccountStatus } from "../../shared/minca/host-wire";
 import { readKeyDid, readSeedOf } from "../../shared/minca/space";
 import type { AccountStore } from "./account-store";
-import { fail, type HostResult } from "./result";
+import { fail, type ObjectResult } from "../base/result";
 
 export function accountStatus(
   store: AccountStore,
@@ -19,7 +19,7 @@ export function accountStatus(
     bytes: () => number;
   },
   now = Date.now(),
-): HostResult<AccountStatus> {
+): ObjectResult<AccountStatus> {
   const { carry } = held;
   const closedSpace = store.meta("closed_space");
   const closedKey = store.meta("closed_read_key");

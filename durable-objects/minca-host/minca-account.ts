@@ -11,7 +11,7 @@ import { AccountPushes } from "./account-pushes";
 import { LEASE_META_KEY, type StorageLease } from "../relay/storage-lease";
 import { AccountUsage } from "./account-usage";
 import { accountStatus } from "./account-status";
-import { fail, type HostResult } from "./result";
+import { fail, type ObjectResult } from "../base/result";
 import { linksServed, type ServedLink } from "./account-links";
 import { mailboxOf, spaceOf } from "./peers";
 import { MIGRATIONS } from "../../migrations/index";
@@ -71,7 +71,7 @@ export class MincaAccount extends StoredObject<Env> {
    * unproven (docs/hosting.md, "Binding an account": no version under the account's /account/write authority arrived in it),
    * so a grant anyone can post never takes over an account in use: else 409.
    */
-  async startCarrying(start: CarryStart): Promise<HostResult<CarryStarted>> {
+  async startCarrying(start: CarryStart): Promise<ObjectResult<CarryStarted>> {
     if (this.meta.get("closed_space") === start.carrySpace)
       return fail(410, "carry_closed", "the account closed this carry space (carry:closed)");
     const current = this.liveCarry(Date.now());
@@ -111,7 +111,7 @@ export class MincaAccount extends StoredObject<Env> {
    * proven with its carry space's read key (docs/hosting.md): none 401; a wrong one, or any for an
    * account the host does not carry for, 403; the closed carry space's key: 410.
    */
-  async status(proof: { authorization: string | null; time: string | null }): Promise<HostResult<AccountStatus>> {
+  async status(proof: { authorization: string | null; time: string | null }): Promise<ObjectResult<AccountStatus>> {
     // The object is named by the account's did: what it holds is that account's.
     return accountStatus(this.store, proof, { account: this.did(), carry: this.liveCarry(Date.now()), bytes: () => this.usage.used() });
   }

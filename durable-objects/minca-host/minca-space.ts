@@ -17,7 +17,7 @@ import type { PageQuery } from "../../shared/mailbox/messages";
 import * as plans from "../../shared/minca/append-plan";
 import type { AppendPlan } from "../../shared/minca/append-plan";
 import { log } from "../../shared/log";
-import { fail, type HostResult } from "./result";
+import { fail, type ObjectResult } from "../base/result";
 import { accountOf } from "./peers";
 import { SpaceLog } from "./space-log";
 import { SpaceCarriers } from "./space-carriers";
@@ -136,7 +136,7 @@ export class MincaSpace extends StoredObject<Env, "read" | "write"> {
    * version's way"): checks and dedup, revocation, quota, the carry space's records, the write,
    * then what follows it (refunds, waiters, wakes).
    */
-  async append(arrived: ArrivedVersion[], opts: { requestHost?: string; client?: string } = {}): Promise<HostResult<Appended>> {
+  async append(arrived: ArrivedVersion[], opts: { requestHost?: string; client?: string } = {}): Promise<ObjectResult<Appended>> {
     const here = this.carried();
     if (here === null) return fail(404, "not_found", "this host does not carry that space");
     // Cheapest first: carried at all (above), then the client's rate, counted in versions (each a
@@ -215,7 +215,7 @@ export class MincaSpace extends StoredObject<Env, "read" | "write"> {
     here: Carried,
     plan: AppendPlan,
     opts: { requestHost?: string },
-  ): Promise<{ ok: true; plan: AppendPlan; outcome: CarryOutcome } | { ok: false; error: HostResult<never> }> {
+  ): Promise<{ ok: true; plan: AppendPlan; outcome: CarryOutcome } | { ok: false; error: ObjectResult<never> }> {
     if (here.carryOf === null) return { ok: true, plan, outcome: { closed: false, revoked: [] } };
     const fresh = plans.freshOf(plan);
     let applied: Awaited<ReturnType<ReturnType<typeof accountOf>["applyCarry"]>>;
@@ -279,7 +279,7 @@ export class MincaSpace extends StoredObject<Env, "read" | "write"> {
     if (here.carryOf === null) this.ctx.waitUntil(this.arrived(here.id, here.carrying, arrivals));
   }
 
-  private answer(plan: AppendPlan): HostResult<Appended> {
+  private answer(plan: AppendPlan): ObjectResult<Appended> {
     return { ok: true, value: { results: plans.answerOf(plan) } };
   }
 
@@ -297,7 +297,7 @@ export class MincaSpace extends StoredObject<Env, "read" | "write"> {
 
   /** A page of the log; a private space's only to a request proven with its read key. */
   /** A page of the log, as the text of a LogPage (the versions in it exactly as they arrived). */
-  async page(q: PageQuery, proof: { authorization: string | null; time: string | null }, client = ""): Promise<HostResult<string>> {
+  async page(q: PageQuery, proof: { authorization: string | null; time: string | null }, client = ""): Promise<ObjectResult<string>> {
     const here = this.carried();
     if (here === null) return fail(404, "not_found", "this host does not carry that space");
     const { id: space, constitution } = here;
@@ -322,19 +322,11 @@ export class MincaSpace extends StoredObject<Env, "read" | "write"> {
 
   // ---- internals ------------------------------------------------------------------------------
 
-  /** The client's rate on this space (per client address): a 429 with Retry-After when over. */
-  private limited(kind: "read" | "write", client: string, n = 1): HostResult<never> | null {
-    const wait = this.admit(kind, client, n);
-    if (wait === null) return null;
+  /** The client's rate on this space (per client address): the base's 429 with Retry-After when over. */
+  private limited(kind: "read" | "write", client: string, n = 1): ObjectResult<never> | null {
     const what =
       kind === "write" ? `${MINCA_HOST_LIMITS.write_versions_per_second} versions` : `${MINCA_HOST_LIMITS.read_per_second} reads`;
-    return {
-      ok: false,
-      status: 429,
-      code: "rate_limited",
-      message: `too many ${kind}s on this space (about ${what} a second); retry later`,
-      retryAfterSeconds: wait,
-    };
+    return this.limit(kind, client, `too many ${kind}s on this space (about ${what} a second); retry later`, n);
   }
 
   /**

@@ -6,7 +6,7 @@ import { MINCA_HOST_LIMITS } from "../../shared/limits";
 import { isRelief } from "../../shared/minca/carry";
 import * as plans from "../../shared/minca/append-plan";
 import type { AppendPlan, FreshEntry, Share } from "../../shared/minca/append-plan";
-import { fail, type HostResult } from "./result";
+import { fail, type ObjectResult } from "../base/result";
 import { accountOf } from "./peers";
 
 /** Each share of the request's bytes and the account it was charged to. */
@@ -30,7 +30,7 @@ export async function chargeShares(
   env: Env,
   here: ChargedSpace,
   plan: AppendPlan,
-): Promise<{ ok: true; plan: AppendPlan; charged: Charged } | { ok: false; error: HostResult<never> }> {
+): Promise<{ ok: true; plan: AppendPlan; charged: Charged } | { ok: false; error: ObjectResult<never> }> {
   const shares = plans.sharesOf(plan, here.carrying, (v) => here.carryOf !== null && isRelief(v));
   const charged: Charged = [];
   for (const share of shares) {
@@ -102,7 +102,7 @@ export function overSpaceBound(held: { versions: number; bytes: number }, carryO
   return held.bytes + bytes(add) > max_space_bytes + relief_overdraft_bytes;
 }
 
-export function spaceFull(): HostResult<never> {
+export function spaceFull(): ObjectResult<never> {
   return fail(
     507,
     "quota_exceeded",

@@ -9,7 +9,7 @@ import { SocketObject, clientOf, requestIdOf, type BaseAttachment, type Route } 
 import type * as z from "zod";
 import { MIGRATIONS } from "../../migrations/index";
 import { CLOSE_CODES, MINCA_ROOM_LIMITS } from "../../shared/limits";
-import { socketError } from "../../shared/errors";
+import { formatIssue, socketError } from "../../shared/errors";
 import { rawMember } from "../../shared/json-raw";
 import { checkJoin, deliveredFrame, isRoomId, joinSchema, newChallenge, outgoingSchema, roomTimes } from "../../shared/minca/room";
 
@@ -188,9 +188,7 @@ export class MincaRoom extends SocketObject<Env, MincaRoomAttachment> {
     if (!att.authed || !att.did) return this.sendError(ws, "auth_failed", "join first", id);
     const parsed = outgoingSchema.safeParse(obj);
     if (!parsed.success) {
-      const issue = parsed.error.issues[0];
-      const where = issue?.path.length ? ` at ${issue.path.join(".")}` : "";
-      return this.sendError(ws, "invalid_message", `${issue?.message ?? "invalid"}${where}`, id);
+      return this.sendError(ws, "invalid_message", formatIssue(parsed.error), id);
     }
     if (await this.refuses(Date.now())) return;
     if (att.sent >= MINCA_ROOM_LIMITS.max_messages_per_peer) {

@@ -22,7 +22,6 @@ import {
   type UsageRow,
 } from "../../shared/stats";
 
-import { RELAY_STATS_NAME } from "../../server/relay-objects";
 export { RELAY_STATS_NAME, relayStats } from "../../server/relay-objects";
 
 interface StatsEnv {

@@ -74,7 +74,7 @@ export class TallyContacts {
   /** An envelope exchange: this user both sent to and received from `peerHex`. */
   isContact(peerHex: string): boolean {
     const c = this.contactMap().get(peerHex);
-    return c !== undefined && c.sent && c.received;
+    return c?.sent === true && c.received;
   }
 
   /**

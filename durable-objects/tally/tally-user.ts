@@ -21,6 +21,7 @@ import { EnvelopeBatcher, type Delivery, type EnvelopeCall } from "./envelope-ba
 import { TallySignaling, type PeerUser } from "./tally-signaling";
 import { SenderShare } from "./sender-share";
 import { newNameWaitMs } from "../../server/name-requests";
+import { formatIssue } from "../../shared/errors";
 import { BanMark } from "./tally-ban";
 import { noteSeen, silentPast } from "./tally-idle";
 
@@ -273,9 +274,7 @@ export class TallyUser extends SocketObject<Env, TallyAttachment> {
     const id = typeof envelope.id === "string" ? envelope.id : undefined;
     const checked = peerEnvelopeSchema.safeParse(envelope);
     if (!checked.success) {
-      const issue = checked.error.issues[0];
-      const where = issue?.path.length ? ` at envelope.${issue.path.join(".")}` : "";
-      return this.sendError(ws, "invalid_message", `envelope: ${issue?.message ?? "invalid"}${where}`, id);
+      return this.sendError(ws, "invalid_message", `envelope: ${formatIssue(checked.error, "envelope")}`, id);
     }
     const env = checked.data;
     const raw = rawMember(frame, "envelope")!;

@@ -3,6 +3,7 @@
 // every check that needs no body. A version that fails one is refused with a reason.
 import * as z from "zod";
 import { base64urlDecode, base64urlEncode, concatBytes, utf8Encode } from "../encoding";
+import { formatIssue } from "../errors";
 import { lostMember } from "../json-raw";
 import { MINCA_HOST_LIMITS } from "../limits";
 import { isP256DidKey } from "./did-key";
@@ -211,8 +212,7 @@ export async function checkVersion(value: unknown, ctx: GateContext, bytes?: num
   if (lost !== null) return refuse("malformed", `the version's JSON holds ${lost}`, claimedId);
   const parsed = versionSchema.safeParse(value);
   if (!parsed.success) {
-    const i = parsed.error.issues[0];
-    return refuse("malformed", `${i?.path.join(".") || "version"}: ${i?.message ?? "invalid"}`, claimedId);
+    return refuse("malformed", `version: ${formatIssue(parsed.error)}`, claimedId);
   }
   const v = parsed.data;
   if (v.space !== ctx.space) return refuse("wrong_space", "the version names another space", v.id);

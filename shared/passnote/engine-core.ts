@@ -29,7 +29,7 @@ import { sealFrame, sealPlain } from "./seal";
 import { wipeEphemeral, type Ephemeral, type RatchetHello, type Session } from "./session";
 import { SendWindow } from "./send-window";
 import { encodeMessage, encodeRecord, LEGACY_RECONCILE2_TAG, type Message, type MessageOf, type WireRecord } from "./wire";
-import { EngineEvents, ListenerError, StoreFailedError, type SyncEvents } from "./events";
+import { EngineEvents, StoreFailedError, type SyncEvents } from "./events";
 
 export { ListenerError, StoreFailedError, type DropReason, type SyncEvents } from "./events";
 

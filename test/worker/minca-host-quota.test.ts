@@ -5,12 +5,10 @@
 import { SELF, env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { HostConnection, newAccount, writeVersion } from "../../clients/minca/host";
-import { ledger, resetTotals, roomFor } from "../helpers/ledger-totals";
-import type { TestRelayLedger as RelayLedger } from "./test-objects";
+import { resetTotals, roomFor } from "../helpers/ledger-totals";
 import { LINK } from "../../shared/minca/carry";
 import { base64urlEncode, randomBytes } from "../../shared/encoding";
 import { MINCA_HOST_LIMITS, STORAGE_LIMITS } from "../../shared/limits";
-import type { StorageKind } from "../../shared/storage";
 
 const RELAY = "http://relay.test";
 let clients = 0;
