@@ -3,23 +3,13 @@
 // types still ties the modules together).
 // The graph is read with a regex over `import ... from "./..."` and `export ... from "./..."`, so
 // it needs no bundler; a dynamic import() is not followed.
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
+import { sourceFiles } from "../helpers/source-files";
 
 const root = resolve(import.meta.dirname, "../..");
 const FOLDERS = ["workers", "durable-objects", "shared", "server", "clients", "scripts", "bench", "migrations", "web", "test"];
-const SOURCE = /\.(ts|mts|mjs|js)$/;
-
-function sourceFiles(dir: string): string[] {
-  if (!existsSync(dir)) return [];
-  return readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name);
-    if (name === "node_modules" || name === "dist") return [];
-    if (statSync(path).isDirectory()) return sourceFiles(path);
-    return SOURCE.test(name) && !name.endsWith(".d.ts") ? [path] : [];
-  });
-}
 
 /** The files `from` imports by a relative path that exist in the tree. */
 function relativeImports(from: string, text: string): string[] {

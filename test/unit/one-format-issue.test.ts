@@ -1,28 +1,19 @@
 // "One formatIssue": a failed zod parse becomes a message for people in one place
 // (shared/errors.ts formatIssue), so that every answer words it the same way. No other module of
 // the relay or the SDK reads a parse error's issues itself.
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
+import { sourceFiles } from "../helpers/source-files";
 import * as z from "zod";
 import { formatIssue } from "../../shared/errors";
 
 const root = resolve(import.meta.dirname, "../..");
 const FOLDERS = ["workers", "durable-objects", "shared", "server", "clients", "scripts", "web"];
 
-function sourceFiles(dir: string): string[] {
-  if (!existsSync(dir)) return [];
-  return readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name);
-    if (name === "node_modules" || name === "dist") return [];
-    if (statSync(path).isDirectory()) return sourceFiles(path);
-    return /\.(ts|mjs)$/.test(name) && !name.endsWith(".d.ts") ? [path] : [];
-  });
-}
-
 describe("one formatIssue", () => {
   it("no module but shared/errors.ts reads a parse error's issues", () => {
-    const readers = FOLDERS.flatMap((f) => sourceFiles(join(root, f)))
+    const readers = FOLDERS.flatMap((f) => sourceFiles(join(root, f), /\.(ts|mjs)$/))
       .map((path) => relative(root, path).split("\\").join("/"))
       .filter((path) => path !== "shared/errors.ts" && /\.issues\s*\[/.test(readFileSync(join(root, path), "utf8")));
     expect(readers).toEqual([]);
