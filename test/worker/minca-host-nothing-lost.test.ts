@@ -3,23 +3,13 @@
 // what the key wrote whenever it arrives; the founder's account is never refused a slot; revokes,
 // deletions and carry:closed are never refused for storage; any key may revoke itself; no version
 // is dated beyond the host's clock.
-import { SELF, env, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { HostConnection, makeSpace, newAccount, withNote, writeVersion } from "../../clients/minca/host";
 import { buildVersion } from "../../shared/minca/version";
 import { MINCA_HOST_LIMITS } from "../../shared/limits";
 import { resetTotals, roomFor } from "../helpers/ledger-totals";
-
-const RELAY = "http://relay.test";
-const fetchSelf = ((input: RequestInfo | URL, init?: RequestInit) => SELF.fetch(input as string, init)) as typeof fetch;
-const accountStub = (did: string) => env.MINCA_ACCOUNT.get(env.MINCA_ACCOUNT.idFromName(did));
-
-async function connected() {
-  const acct = await newAccount();
-  const host = new HostConnection(acct, RELAY, { fetch: fetchSelf });
-  await host.connect();
-  return { acct, host };
-}
+import { RELAY, accountStub, connected, fetchSelf } from "./minca-host-setup";
 
 /** A second device of the account, at the same host and carry space. */
 async function device(of: Awaited<ReturnType<typeof connected>>, cmd = "/") {
