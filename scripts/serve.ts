@@ -8,156 +8,30 @@
 //   2. SIGTERM to workerd: it stops listening and exits once its last connection has ended;
 //   3. after the grace period, SIGKILL (every write a client was told of is already on disk).
 //
+// A workerd that dies on its own after it served is started again, within a bound
+// (scripts/runtime-process.ts); past the bound the launcher exits non-zero.
+//
 // Settings: flags, else environment, else the default. `npm start -- --help` lists them. Every
 // line it writes is one JSON object (scripts/launcher-log.ts).
 // Runs under plain Node 22 (type stripping): erasable TypeScript only.
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
-import { createRequire } from "node:module";
-import { join, resolve } from "node:path";
-import { parseArgs } from "node:util";
+import { join } from "node:path";
 import { BUNDLE_DIR, ROOT, buildWorker } from "./build.ts";
 import { clientAddressWarnings } from "./client-address-warnings.ts";
 import { type DataLock, acquireDataLock, describeHolder } from "./data-lock.ts";
-import { pipeLines, say } from "./launcher-log.ts";
-import { devicesAllowed, runtimeOpenFiles, withOpenFilesRaised } from "./open-files.ts";
+import { HELP, type Settings, listenAddress, settings } from "./launcher-settings.ts";
+import { say } from "./launcher-log.ts";
+import { devicesAllowed, runtimeOpenFiles } from "./open-files.ts";
 import { EXIT_BAD_SETTING, StartError, badSettingMessage, checkPortFree, checkRuntimeDirFree, getHealthz } from "./preflight.ts";
 import { type SweepOptions, sweepEmptyDatabases } from "./sweep.ts";
-import { ConfigError, OPTIONAL_SECRETS, listBundle, plan, publicWarnings, workerdConfig, type WranglerConfig } from "./workerd-config.ts";
-
-const HELP = `Usage: npm start -- [options]
-
-Runs the relay on workerd, with its Durable Objects' SQLite files in a local folder. npm runs the
-launcher with the project's own Node 22 (the \`node\` devDependency); a service manager runs it
-as node_modules/.bin/node scripts/serve.ts [options].
-
-  --host ADDR          listen address          RELAY_HOST            default 127.0.0.1
-  --port N             listen port             RELAY_PORT            default 8787
-  --data DIR           data directory          RELAY_DATA_DIR        default ./data
-  --outbound LIST      where the relay may connect out (Web Push): workerd network classes
-                       or CIDRs, comma-separated
-                                               RELAY_OUTBOUND_ALLOW  default public
-  --grace SECONDS      shutdown grace period   RELAY_SHUTDOWN_GRACE  default 30
-  --sweep SECONDS      how often the empty databases of objects that are not live are removed
-                       (also at every start; 0: at start only)
-                                               RELAY_SWEEP_INTERVAL  default 600
-  --runtime-dir DIR    generated config, admin socket, pid file
-                                               RELAY_RUNTIME_DIR     default dist/run/<port>
-  --workerd PATH       the workerd binary      WORKERD               default: the one wrangler ships
-  --no-build           start the build in dist/ (npm run build) as it is: writes nothing in the
-                       checkout, so a user that cannot write it can run the relay
-  --print-config       print the generated workerd config and exit (npm run config)
-  --help
-
-Every [vars] entry of wrangler.toml can be overridden by an environment variable of the same name;
-the secrets ${OPTIONAL_SECRETS.join(", ")},
-and any listed under [secrets] required, are read from the environment by workerd at start.
-Every setting is checked at start: a wrong one stops the start with a message naming it (exit 2);
-a busy port, or a relay already running on the data or the runtime directory, stops it too
-(exit 1). SIGHUP is logged and ignored: settings are read at start, so restart to apply them.`;
-
-interface Settings {
-  host: string;
-  port: number;
-  dataDir: string;
-  outbound: string[];
-  graceSeconds: number;
-  sweepSeconds: number;
-  runtimeDir: string;
-  workerd: string;
-  build: boolean;
-  printConfig: boolean;
-}
-
-/** A whole number in [min, max] written in decimal digits, or a ConfigError naming the flag and the setting. */
-function intSetting(raw: string, min: number, max: number, what: string): number {
-  const n = /^\d+$/.test(raw.trim()) ? Number(raw.trim()) : NaN;
-  if (!Number.isSafeInteger(n) || n < min || n > max)
-    throw new ConfigError(`${what}: "${raw}" is not a whole number from ${min} to ${max}`);
-  return n;
-}
-
-function settings(argv: string[], env: NodeJS.ProcessEnv): Settings | null {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      host: { type: "string" },
-      port: { type: "string" },
-      data: { type: "string" },
-      outbound: { type: "string" },
-      grace: { type: "string" },
-      sweep: { type: "string" },
-      "runtime-dir": { type: "string" },
-      workerd: { type: "string" },
-      "no-build": { type: "boolean" },
-      "print-config": { type: "boolean" },
-      help: { type: "boolean" },
-    },
-    strict: true,
-  });
-  if (values.help) return null;
-  const port = intSetting(values.port ?? env.RELAY_PORT ?? "8787", 1, 65535, "the listen port (--port, RELAY_PORT)");
-  const graceRaw = values.grace ?? env.RELAY_SHUTDOWN_GRACE ?? "30";
-  const graceSeconds = /^\d+(\.\d+)?$/.test(graceRaw.trim()) ? Number(graceRaw) : NaN;
-  if (!(graceSeconds >= 0 && graceSeconds <= 86_400)) {
-    throw new ConfigError(
-      `the shutdown grace period (--grace, RELAY_SHUTDOWN_GRACE): "${graceRaw}" is not a number of seconds from 0 to 86400`,
-    );
-  }
-  const sweepSeconds = intSetting(
-    values.sweep ?? env.RELAY_SWEEP_INTERVAL ?? "600",
-    0,
-    86_400,
-    "the sweep interval (--sweep, RELAY_SWEEP_INTERVAL)",
-  );
-  const host = (values.host ?? env.RELAY_HOST ?? "127.0.0.1").trim();
-  if (host === "" || /[\s/]/.test(host)) throw new ConfigError(`the listen address (--host, RELAY_HOST): "${host}" is not an address`);
-  const outbound = (values.outbound ?? env.RELAY_OUTBOUND_ALLOW ?? "public")
-    .split(",")
-    .map((s) => s.trim())
-    .filter(Boolean);
-  if (outbound.length === 0)
-    throw new ConfigError(
-      "where the relay may connect out (--outbound, RELAY_OUTBOUND_ALLOW) is empty: name at least one network class (public) or CIDR",
-    );
-  for (const o of outbound) {
-    if (!/^(public|private|local|network|unix|unix-abstract)$/.test(o) && !/^[0-9a-fA-F.:]+\/\d{1,3}$/.test(o)) {
-      throw new ConfigError(
-        `where the relay may connect out (--outbound, RELAY_OUTBOUND_ALLOW): "${o}" is neither a workerd network class (public, private, local, network) nor a CIDR`,
-      );
-    }
-  }
-  const dataDir = values.data ?? env.RELAY_DATA_DIR ?? "data";
-  if (dataDir.trim() === "") throw new ConfigError("the data directory (--data, RELAY_DATA_DIR) is empty");
-  return {
-    host,
-    port,
-    dataDir: resolve(dataDir),
-    outbound,
-    graceSeconds,
-    sweepSeconds,
-    runtimeDir: resolve(values["runtime-dir"] || env.RELAY_RUNTIME_DIR || join(ROOT, "dist", "run", String(port))),
-    workerd: values.workerd ?? env.WORKERD ?? bundledWorkerd(),
-    build: !values["no-build"],
-    printConfig: values["print-config"] === true,
-  };
-}
-
-/** The workerd binary of the wrangler this project builds with, so `wrangler dev` and
- * `workerd serve` run the same runtime. */
-export function bundledWorkerd(): string {
-  const fromWrangler = createRequire(createRequire(join(ROOT, "package.json")).resolve("wrangler/package.json"));
-  return (fromWrangler("workerd") as { default: string }).default;
-}
+import { RestartBudget, startRuntime } from "./runtime-process.ts";
+import { ConfigError, listBundle, plan, publicWarnings, workerdConfig, type WranglerConfig } from "./workerd-config.ts";
 
 export async function readWranglerConfig(): Promise<WranglerConfig> {
   const { unstable_readConfig } = await import("wrangler");
   return unstable_readConfig({ config: join(ROOT, "wrangler.toml") }) as unknown as WranglerConfig;
-}
-
-function listenAddress(host: string, port: number): string {
-  return host.includes(":") && !host.startsWith("[") ? `[${host}]:${port}` : `${host}:${port}`;
 }
 
 /** One request to the admin socket (a unix socket); resolves with the JSON body, of the shape the caller names. */
@@ -212,19 +86,6 @@ function sweep(dataDir: string, opts: SweepOptions): void {
   } catch (err) {
     say.warn(`the sweep of empty databases failed: ${(err as Error).message}`);
   }
-}
-
-/**
- * A shell that kills `pid` (workerd) when its standard input, a pipe from this process, closes:
- * when the launcher exits, however it exits. It checks first that the pid is still a workerd.
- */
-function watchOverRuntime(pid: number): ChildProcess {
-  const script =
-    'read _ignored; if [ -r "/proc/$1/cmdline" ] && ! tr "\\0" " " < "/proc/$1/cmdline" | grep -q workerd; then exit 0; fi; kill -KILL "$1" 2>/dev/null';
-  const w = spawn("/bin/sh", ["-c", script, "relay-watch", String(pid)], { stdio: ["pipe", "ignore", "ignore"], detached: true });
-  w.on("error", (err) => say.warn(`could not start the watch that stops workerd with the launcher: ${err.message}`));
-  w.unref();
-  return w;
 }
 
 let lock: DataLock | undefined;
@@ -303,9 +164,6 @@ async function main(): Promise<number> {
   const trustedHeader = p.vars.find((v) => v.name === "TRUSTED_PROXY_HEADER")?.value;
   for (const w of clientAddressWarnings(s.host, { PUBLIC_URL: publicUrl, TRUSTED_PROXY_HEADER: trustedHeader })) say.warn(w);
 
-  // Its own process group: a terminal's Ctrl-C reaches this supervisor only, which drains first.
-  // Its output passes through the launcher, so every line of `npm start` is one JSON object.
-  // Its open-file soft limit raised to the hard one (scripts/open-files.ts): each device holds a descriptor.
   const files = runtimeOpenFiles();
   if (files !== null)
     say.info(
@@ -314,54 +172,22 @@ async function main(): Promise<number> {
         : "open files: unlimited",
       { open_files: Number.isFinite(files) ? files : null },
     );
-  const run = withOpenFilesRaised(s.workerd, ["serve", configPath]);
-  const child: ChildProcess = spawn(run.cmd, run.args, {
-    cwd: s.runtimeDir,
-    env: process.env,
-    stdio: ["ignore", "pipe", "pipe"],
-    detached: true,
-  });
-  // workerd dies with the launcher, even one killed with SIGKILL (no handler runs then): a tiny
-  // shell, in a process group of its own, reads a pipe only this process holds open and kills
-  // workerd when the pipe closes, which the kernel does when this process ends, however it ends.
-  const watcher = child.pid === undefined ? undefined : watchOverRuntime(child.pid);
-  if (child.pid !== undefined) lock?.setWorkerd(child.pid);
-  const piped = Promise.all([
-    child.stdout ? pipeLines(child.stdout, process.stdout, "info", "workerd") : undefined,
-    child.stderr ? pipeLines(child.stderr, process.stderr, "warn", "workerd") : undefined,
-  ]);
-  const pidFile = join(s.runtimeDir, "workerd.pid");
-  writeFileSync(pidFile, `${child.pid}\n`);
   if (s.sweepSeconds > 0) {
     const timer = setInterval(() => sweep(s!.dataDir, { minAgeMs: s!.sweepSeconds * 1000, runtimeRunning: true }), s.sweepSeconds * 1000);
     timer.unref();
   }
-  const killChild = () => {
-    try {
-      child.kill("SIGKILL");
-    } catch {
-      // gone
-    }
-  };
-  stopRuntime = killChild;
+
+  // The runtime now running (scripts/runtime-process.ts); it is replaced when it dies on its own.
+  let rt = startRuntime(s.workerd, configPath, s.runtimeDir);
+  if (rt.child.pid !== undefined) lock?.setWorkerd(rt.child.pid);
+  stopRuntime = () => rt.kill();
 
   let stopping: Promise<void> | undefined;
-  let exitCode: number | null = null;
-  const exited = new Promise<number>((resolveExit) =>
-    child.on("exit", (code, signal) => {
-      exitCode = code ?? (signal ? 128 : 1);
-      watcher?.kill("SIGKILL"); // its pid to kill is no longer workerd's
-      rmSync(pidFile, { force: true });
-      resolveExit(exitCode);
-    }),
-  );
-  child.on("error", (err) => say.error(`could not run workerd (${s!.workerd}): ${err.message}`));
-
   const shutdown = (signal: string) => {
     if (stopping) {
       if (signal === "SIGINT") {
         say.warn("second interrupt: stopping now");
-        killChild();
+        rt.kill();
       }
       return;
     }
@@ -373,12 +199,12 @@ async function main(): Promise<number> {
       } catch (err) {
         say.warn(`drain failed (${(err as Error).message}); stopping anyway`);
       }
-      child.kill("SIGTERM");
+      rt.child.kill("SIGTERM");
       const timer = setTimeout(() => {
         say.warn(`still running after ${s!.graceSeconds} s: killing workerd`);
-        killChild();
+        rt.kill();
       }, s!.graceSeconds * 1000);
-      await exited;
+      await rt.exited;
       clearTimeout(timer);
     })();
   };
@@ -399,54 +225,73 @@ async function main(): Promise<number> {
   watchParent.unref();
 
   // Ready once the admin socket answers (workerd binds every socket before serving); then one
-  // GET /healthz: the Worker answers 500 bad_setting while a setting is wrong.
-  const started = Date.now();
-  let badSetting: string | null = null;
-  for (;;) {
-    if (exitCode !== null) break;
-    try {
-      await admin<unknown>(adminSocket, "GET", "/status", 1_000);
-    } catch {
-      if (Date.now() - started > 30_000) {
-        say.error("workerd did not become ready in 30 s");
-        killChild();
-        break;
+  // GET /healthz: the Worker answers 500 bad_setting while a setting is wrong. Null: it never
+  // became ready (it exited, or did not answer in 30 s and was killed).
+  const ready = async (): Promise<{ badSetting: string | null } | null> => {
+    const started = Date.now();
+    for (;;) {
+      if (rt.exitCode() !== null) return null;
+      try {
+        await admin<unknown>(adminSocket, "GET", "/status", 1_000);
+      } catch {
+        if (Date.now() - started > 30_000) {
+          say.error("workerd did not become ready in 30 s");
+          rt.kill();
+          return null;
+        }
+        await new Promise((r) => setTimeout(r, 50));
+        continue;
       }
-      await new Promise((r) => setTimeout(r, 50));
-      continue;
+      try {
+        return { badSetting: badSettingMessage(await getHealthz(s!.host, s!.port)) };
+      } catch (err) {
+        say.warn(`GET /healthz on the relay failed: ${(err as Error).message}`);
+        return { badSetting: null };
+      }
     }
-    try {
-      badSetting = badSettingMessage(await getHealthz(s.host, s.port));
-    } catch (err) {
-      say.warn(`GET /healthz on the relay failed: ${(err as Error).message}`);
-    }
-    if (badSetting === null)
-      say.info(`listening on http://${listen} (workerd, pid ${child.pid}); data in ${s.dataDir}`, {
-        listen,
-        pid: child.pid,
-        data: s.dataDir,
-      });
-    break;
-  }
-  if (badSetting !== null && !stopping) {
-    say.error(`bad setting: ${badSetting}`, { help: "npm start -- --help; the settings are listed in the README" });
-    child.kill("SIGTERM");
-    const timer = setTimeout(killChild, 5_000);
-    await exited;
-    clearTimeout(timer);
-    await piped;
-    return EXIT_BAD_SETTING;
-  }
+  };
 
-  const code = await exited;
-  await piped;
-  if (stopping) {
-    await stopping;
-    say.info("stopped");
-    return 0;
+  const budget = new RestartBudget(s.restartsPerMinute);
+  for (let run = 0; ; run++) {
+    const r = await ready();
+    if (r?.badSetting != null && !stopping) {
+      say.error(`bad setting: ${r.badSetting}`, { help: "npm start -- --help; the settings are listed in the README" });
+      rt.child.kill("SIGTERM");
+      const timer = setTimeout(() => rt.kill(), 5_000);
+      await rt.exited;
+      clearTimeout(timer);
+      await rt.piped;
+      return EXIT_BAD_SETTING;
+    }
+    if (r !== null)
+      say.info(`listening on http://${listen} (workerd, pid ${rt.child.pid}); data in ${s.dataDir}`, {
+        listen,
+        pid: rt.child.pid,
+        data: s.dataDir,
+        ...(run > 0 ? { restarts: run } : {}),
+      });
+    const code = await rt.exited;
+    await rt.piped;
+    if (stopping) {
+      await stopping;
+      say.info("stopped");
+      return 0;
+    }
+    say.error(`workerd exited on its own (code ${code})`, { code });
+    // Started again only after it had served (a runtime that never became ready would only fail
+    // again), and within the bound; otherwise the launcher exits for a service manager to see.
+    if (r === null || !budget.allow(Date.now())) {
+      if (r !== null && s.restartsPerMinute > 0)
+        say.error(`workerd died more than ${s.restartsPerMinute} times in a minute: not starting it again`);
+      return code === 0 ? 1 : code;
+    }
+    rmSync(adminSocket, { force: true });
+    say.warn("starting workerd again (same data, same port): clients reconnect; every write they were told of is on disk", {
+      restart: run + 1,
+    });
+    rt = startRuntime(s.workerd, configPath, s.runtimeDir);
+    if (rt.child.pid !== undefined) lock?.setWorkerd(rt.child.pid);
   }
-  say.error(`workerd exited on its own (code ${code})`, { code });
-  return code === 0 ? 1 : code;
 }
 
 main().then(

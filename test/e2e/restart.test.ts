@@ -286,10 +286,32 @@ describe.skipIf(target !== "workerd")("clean shutdown of workerd serve on SIGTER
     expect((await fetch(`${r.url}/drain`, { method: "POST" })).status).toBe(404);
   });
 
-  it("a workerd that dies on its own makes the launcher exit non-zero (a supervisor restarts it)", async () => {
+  it("a workerd that dies on its own is started again by the launcher: same port, same data, what was stored is there", async () => {
     const r = await relay(mkdtempSync(join(tmpdir(), "relay-die-")));
+    const alice = newUser();
+    const bob = newUser();
+    const a = await registered(r, alice);
+    a.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(alice, bob, "kept-1") });
+    expect((await a.next("queued")).status).toBe("stored");
+    a.close();
+    const before = r.runtimePid()!;
+    process.kill(before, "SIGKILL"); // as the runtime's own crash at its open-file limit ends it
+    await waitFor(() => /starting workerd again/.test(r.output()), { what: "the launcher to start workerd again", timeout: 30_000 });
+    await waitFor(async () => (await fetch(`${r.url}/healthz`).catch(() => null))?.status === 200, {
+      what: "/healthz again",
+      timeout: 30_000,
+    });
+    expect(r.runtimePid()).not.toBe(before);
+    expect((await flushedIds(r, bob)).ids).toEqual(["kept-1"]);
+  });
+
+  it("a workerd that dies more than RELAY_RESTARTS times a minute makes the launcher exit non-zero (a service manager restarts it)", async () => {
+    const r = await startRelay({ dataDir: mkdtempSync(join(tmpdir(), "relay-die-")), env: { RELAY_RESTARTS: "1" } });
+    relays.push(r);
     process.kill(r.runtimePid()!, "SIGKILL");
-    await waitFor(() => /workerd exited on its own/.test(r.output()), { what: "the launcher to notice" });
+    await waitFor(() => /"restarts":1/.test(r.output()), { what: "the first restart to serve", timeout: 30_000 });
+    process.kill(r.runtimePid()!, "SIGKILL");
     expect(await r.exited()).not.toBe(0);
+    expect(r.output()).toMatch(/died more than 1 times in a minute/);
   });
 });

@@ -160,7 +160,8 @@ export async function startRelay(opts: StartOptions = {}): Promise<RelayProcess>
   let workerdPid: number | undefined;
   const runtimePid = () => {
     if (target !== "workerd") return undefined;
-    if (workerdPid === undefined && existsSync(pidFile)) workerdPid = Number(readFileSync(pidFile, "utf8").trim());
+    // The file names the runtime now running: the launcher starts a new one when one dies on its own.
+    if (existsSync(pidFile)) workerdPid = Number(readFileSync(pidFile, "utf8").trim()) || workerdPid;
     return workerdPid;
   };
   const signal = (pid: number | undefined, sig: NodeJS.Signals) => {
@@ -202,15 +203,21 @@ export async function startRelay(opts: StartOptions = {}): Promise<RelayProcess>
     exited: () => exit.then(() => exitCode),
     async stop({ kill = false } = {}) {
       if (exited) return exitCode;
-      if (kill && target === "workerd")
-        signal(runtimePid(), "SIGKILL"); // the launcher then exits by itself
-      else signal(-child.pid!, kill ? "SIGKILL" : "SIGTERM");
+      if (kill && target === "workerd") {
+        // A crash of the whole relay: the launcher first (so it starts nothing again), then the runtime.
+        const pid = runtimePid();
+        signal(-child.pid!, "SIGKILL");
+        signal(pid, "SIGKILL");
+      } else signal(-child.pid!, kill ? "SIGKILL" : "SIGTERM");
       const timer = setTimeout(() => {
         signal(runtimePid(), "SIGKILL");
         signal(-child.pid!, "SIGKILL");
       }, 15_000);
       await exit;
       clearTimeout(timer);
+      // The runtime is gone too before this resolves (a next start on the data directory finds it free).
+      const pid = runtimePid();
+      for (let i = 0; pid !== undefined && i < 100 && existsSync(`/proc/${pid}`); i++) await new Promise((r) => setTimeout(r, 50));
       return exitCode;
     },
   };
