@@ -10,7 +10,7 @@ import { MIGRATIONS } from "../../migrations/index";
 import { heldWithDatabase } from "../../durable-objects/relay/storage-lease";
 import type { Usage } from "../../shared/stats";
 import { newUser, opaqueEnvelope, type User } from "../helpers/tally";
-import { deliver, queuedCount, registerDevice, stubOf } from "../helpers/tally-user";
+import { deliver, exchangeEnvelopes, queuedCount, registerDevice, stubOf } from "../helpers/tally-user";
 
 /** The rows the object's queries wrote and read since it was last asked. */
 const taken = (stub: DurableObjectStub) =>
@@ -45,6 +45,24 @@ describe("rows written per stored Tally envelope", () => {
     expect(flushed.rows_written ?? 0).toBeLessThanOrEqual((n + 1) * 1 + 2);
     expect(await queuedCount(b)).toBe(0);
     d.close();
+  });
+
+  it("rows written per delivered envelope between users who already exchanged envelopes: none, on either side", async () => {
+    const alice = newUser();
+    const bob = newUser();
+    const a = await registerDevice(alice);
+    const b = await registerDevice(bob);
+    await exchangeEnvelopes(a, alice, b, bob);
+    await taken(stubOf(alice));
+    await taken(stubOf(bob));
+    for (let i = 0; i < 20; i++) {
+      a.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(alice, bob, `d${i}`) });
+      expect((await a.next("queued")).status).toBe("delivered");
+    }
+    expect((await taken(stubOf(alice))).rows_written ?? 0).toBe(0);
+    expect((await taken(stubOf(bob))).rows_written ?? 0).toBe(0);
+    a.close();
+    b.close();
   });
 
   it("0003_queue_one_row: a queue stored under the earlier schema is kept through the migration, in its order, and flushed as before", async () => {
