@@ -88,8 +88,20 @@ export async function costed<T>(
   };
   const n = Math.max(1, units(r));
   const perMillion = (u: Usage) => (costOf(u) / n) * 1e6;
-  record(`cloudflare estimate: USD per million ${what} (requests, rows, Worker requests; no duration)`, "USD", false, t, perMillion({ ...d, activeSeconds: 0 }));
-  record(`cloudflare estimate: USD per million ${what}, active duration alone (estimated)`, "USD", false, t, perMillion({ ...zero, activeSeconds: d.activeSeconds }));
+  record(
+    `cloudflare estimate: USD per million ${what} (requests, rows, Worker requests; no duration)`,
+    "USD",
+    false,
+    t,
+    perMillion({ ...d, activeSeconds: 0 }),
+  );
+  record(
+    `cloudflare estimate: USD per million ${what}, active duration alone (estimated)`,
+    "USD",
+    false,
+    t,
+    perMillion({ ...zero, activeSeconds: d.activeSeconds }),
+  );
   const gbs = (d.activeSeconds * CLOUDFLARE_PRICES.do_memory_gb) / n;
   process.stderr.write(
     `  ${t}: ${what}: per unit ${(d.doRequests / n).toFixed(2)} DO requests, ${(d.socketMessages / n).toFixed(2)} socket messages, ${(d.rowsRead / n).toFixed(1)} rows read, ${(d.rowsWritten / n).toFixed(2)} rows written, ${(d.workerRequests / n).toFixed(3)} Worker requests, ${gbs.toFixed(4)} GB-s (${objects} objects, ${wallSeconds.toFixed(1)} s)\n`,

@@ -180,7 +180,7 @@ export async function storeFor(
       if (q.status !== "delivered" && q.status !== "stored") return reject(new Error(`a first envelope answered ${q.status}`));
       if (++answered === users.length) resolve();
     });
-    users.forEach((u, i) => recipient.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(to, u, `hello${i}`) }));
+    for (const [i, u] of users.entries()) recipient.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(to, u, `hello${i}`) });
   });
   await recipient.close();
   const senders = await Promise.all(users.map((u) => connect(relayUrl, u)));
