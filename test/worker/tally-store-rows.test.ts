@@ -104,6 +104,39 @@ describe("rows written per stored Tally envelope", () => {
     expect(await queuedCount(b)).toBe(0);
   });
 
+  it("0003_queue_one_row: a crash in the middle of the migration (after the earlier table is dropped) leaves the earlier queue as it was, and the migration runs again", async () => {
+    const alice = newUser();
+    const bob = newUser();
+    await runInDurableObject(stubOf(bob), (_inst: TallyUser, state) => {
+      const sql = state.storage.sql;
+      applyMigrations(state.storage, MIGRATIONS.TallyUser.slice(0, 2));
+      const now = Date.now();
+      for (let i = 0; i < 3; i++) {
+        const body = envelope(alice, bob, `c${i}`);
+        sql.exec(
+          "INSERT INTO queue (from_hex, id, body, bytes, queued_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
+          alice.hex,
+          `c${i}`,
+          body,
+          body.length,
+          now,
+          now + 86_400_000,
+        );
+      }
+      const [m1, m2, m3] = MIGRATIONS.TallyUser;
+      // The process dies after the DROP TABLE: here, a statement that fails as it runs (integer
+      // overflow, a runtime error: the statements before it have run) right after it.
+      const crashing = { name: m3.name, sql: m3.sql.replace("DROP TABLE queue;", "DROP TABLE queue;\nSELECT abs(-9223372036854775808);") };
+      expect(crashing.sql).not.toBe(m3.sql);
+      expect(() => applyMigrations(state.storage, [m1, m2, crashing])).toThrow();
+      const applied = sql.exec<{ name: string }>("SELECT name FROM _migrations").toArray().map((r) => r.name);
+      expect(applied).not.toContain(m3.name);
+      expect(sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM queue WHERE queued_at > 0").one().n).toBe(3); // the earlier table, whole
+      applyMigrations(state.storage, MIGRATIONS.TallyUser);
+      expect(sql.exec<{ id: string }>("SELECT id FROM queue ORDER BY seq").toArray().map((r) => r.id)).toEqual(["c0", "c1", "c2"]);
+    });
+  });
+
   it("the queue's kept sums: a store the lease rolls back leaves the count and the next charge as the table says", async () => {
     const alice = newUser();
     const bob = newUser();
