@@ -12,7 +12,12 @@ export const CLOUDFLARE_PRICES = {
   do_requests_per_million: 0.15,
   /** Incoming WebSocket messages billed as one request each this many. */
   websocket_messages_per_request: 20,
-  /** Durable Object duration, per million GB-s (128 MB per object while active). */
+  /**
+   * Durable Object duration, per million GB-s (128 MB per object while active). Source: Cloudflare's
+   * Durable Objects pricing page (developers.cloudflare.com/durable-objects/platform/pricing/):
+   * wall-clock time while an object runs an event or sits in memory unable to hibernate (a pending
+   * timer keeps it from hibernating); an idle object able to hibernate is not billed.
+   */
   do_duration_per_million_gb_s: 12.5,
   do_memory_gb: 0.128,
   /** SQLite storage rows read and written, per million. */
@@ -66,4 +71,13 @@ export function idleMonthlyCostPer1000(wakesPerDeviceHour: number, rowsPerWake =
     activeSeconds: wakes * activeSecondsPerWake,
     workerRequests: 0,
   });
+}
+
+/**
+ * Seconds of active duration one envelope costs when envelopes are sparse (each a burst of its own,
+ * as a person writes): each of the `objects` it enters is active for `handlerSeconds`, then for
+ * `tailSeconds` more while a timer of its own keeps it from hibernating.
+ */
+export function sparseActiveSeconds(objects: number, handlerSeconds: number, tailSeconds: number): number {
+  return objects * (handlerSeconds + tailSeconds);
 }

@@ -55,3 +55,10 @@ export function treeRssKb(root: number): number {
   }
   return kb;
 }
+
+/** Runs `work` against a server (its process `pid`), also answering the CPU its whole process tree used meanwhile. */
+export async function withCpu<T>(s: { pid: number }, work: () => Promise<T>): Promise<{ result: T; cpuMs: number }> {
+  const before = treeCpuMs(s.pid);
+  const result = await work();
+  return { result, cpuMs: treeCpuMs(s.pid) - before };
+}

@@ -27,7 +27,7 @@ import { buildWorker } from "../scripts/build";
 import { startRelay } from "../test/helpers/relay-process";
 import { startBareDo, startNodeRelay, type Server } from "./baselines/start";
 import { median, reconcileTable, record, table, type Target, writeBaselines, writeReconcile } from "./figures";
-import { treeCpuMs } from "./cpu";
+import { withCpu } from "./cpu";
 import { roomTraffic } from "./passnote";
 import { reconcileRun, type ReconcileResult } from "./reconcile";
 import { storeReopen, storeReopenTable } from "./passnote-store";
@@ -36,7 +36,8 @@ import { BENCH_CLIENT_HEADER, hostingAppends, hostingPages, hostingSetup, mailbo
 import { coldStart, freshIdleMemory, type FreshTarget } from "./fresh";
 import { bundleSizes } from "./bundles";
 import { idleDevices } from "./idle";
-import { costOf, idleMonthlyCostPer1000, type Usage } from "./cloudflare-cost";
+import { idleMonthlyCostPer1000 } from "./cloudflare-cost";
+import { costed } from "./cost-measure";
 import { newUser } from "../test/helpers/tally";
 
 const { values } = parseArgs({
@@ -110,72 +111,6 @@ const onlyReconcile = !!values.only && values.only.length >= 5 && "reconciliatio
 const onlyIdle = !!values.only && values.only.length >= 3 && "idle devices".startsWith(values.only);
 const IDLE_COUNTS = (values["idle-counts"] ?? "1000,5000,10000").split(",").map(Number);
 
-/** Runs `work` against a server, also recording the server's CPU (whole process tree) per unit. */
-async function withCpu<T>(s: Server, work: () => Promise<T>): Promise<{ result: T; cpuMs: number }> {
-  const before = treeCpuMs(s.pid);
-  const result = await work();
-  return { result, cpuMs: treeCpuMs(s.pid) - before };
-}
-
-/** Whether a target runs the relay itself (figures the baselines have no counterpart for). */
-
-/**
- * The relay's billable usage so far, from its /metrics: object entries by cause (every class but
- * the stats object's, which reading /metrics itself enters), SQLite rows, Worker requests.
- */
-async function relayUsage(url: string): Promise<Usage> {
-  const text = await (await fetch(`${url}/metrics`)).text();
-  const u: Usage = { doRequests: 0, socketMessages: 0, rowsRead: 0, rowsWritten: 0, activeSeconds: 0, workerRequests: 0 };
-  for (const line of text.split("\n")) {
-    let m = /^edge_relay_object_wakes_total\{class="([^"]+)",cause="([^"]+)"\} (\d+)$/.exec(line);
-    if (m && m[1] !== "RelayStats") {
-      if (m[2] === "socket_message") u.socketMessages += Number(m[3]);
-      else u.doRequests += Number(m[3]);
-    }
-    m = /^edge_relay_sqlite_rows_(read|written)_total\{class="([^"]+)"\} (\d+)$/.exec(line);
-    if (m && m[2] !== "RelayStats") {
-      if (m[1] === "read") u.rowsRead += Number(m[3]);
-      else u.rowsWritten += Number(m[3]);
-    }
-    m = /^edge_relay_http_requests_total\{[^}]*\} (\d+)$/.exec(line);
-    if (m) u.workerRequests += Number(m[1]);
-  }
-  return u;
-}
-
-/**
- * Runs a load on the relay and records what it would cost on Cloudflare per million `unit`s
- * (bench/cloudflare-cost.ts; active duration left out: the relay does not measure it). Other
- * targets: the load alone.
- */
-async function costed<T>(t: Target, s: Server, what: string, load: () => Promise<T>, units: (r: T) => number): Promise<T> {
-  if (t !== "relay") return load();
-  const before = await relayUsage(s.url);
-  const r = await load();
-  await new Promise((res) => setTimeout(res, 2_500)); // the objects' reports reach the stats object within 2 s
-  const after = await relayUsage(s.url);
-  const d: Usage = {
-    doRequests: after.doRequests - before.doRequests,
-    socketMessages: after.socketMessages - before.socketMessages,
-    rowsRead: after.rowsRead - before.rowsRead,
-    rowsWritten: after.rowsWritten - before.rowsWritten,
-    activeSeconds: 0,
-    workerRequests: after.workerRequests - before.workerRequests - 1, // less the /metrics read
-  };
-  const n = Math.max(1, units(r));
-  record(
-    `cloudflare estimate: USD per million ${what} (requests, rows, Worker requests; no duration)`,
-    "USD",
-    false,
-    t,
-    (costOf(d) / n) * 1e6,
-  );
-  process.stderr.write(
-    `  ${t}: ${what}: per unit ${(d.doRequests / n).toFixed(2)} DO requests, ${(d.socketMessages / n).toFixed(2)} socket messages, ${(d.rowsRead / n).toFixed(1)} rows read, ${(d.rowsWritten / n).toFixed(2)} rows written, ${(d.workerRequests / n).toFixed(3)} Worker requests\n`,
-  );
-  return r;
-}
-
 async function measure(t: Target, s: Server): Promise<void> {
   if (wanted("tally online")) {
     const on = await withCpu(s, () =>
@@ -185,6 +120,7 @@ async function measure(t: Target, s: Server): Promise<void> {
         "envelopes delivered online",
         () => onlineDelivery(s.url, { pairs: SIZES.pairs, inFlight: SIZES.inFlight, perSender: SIZES.perSender }),
         (r) => r.messages,
+        2 * SIZES.pairs,
       ),
     );
     const o = on.result;
@@ -206,6 +142,7 @@ async function measure(t: Target, s: Server): Promise<void> {
         "envelopes stored and flushed",
         () => storeThenFlush(s.url, { senders: SIZES.senders, perSender: SIZES.storePer, inFlight: SIZES.inFlight }),
         (r) => r.stored,
+        SIZES.senders + 1,
       ),
     );
     const sf = st.result;
@@ -246,6 +183,7 @@ async function measure(t: Target, s: Server): Promise<void> {
         "mailbox POSTs",
         () => mailboxPosts(s.url, { topics: SIZES.topics, perTopic: SIZES.perTopic, inFlight: SIZES.inFlight }),
         (r) => r.posts,
+        SIZES.topics,
       ),
     );
     record(`minca mailbox: POSTs across ${SIZES.topics} topics, ${SIZES.inFlight} in flight`, "POSTs/s", true, t, many.result.perSecond);
@@ -260,6 +198,7 @@ async function measure(t: Target, s: Server): Promise<void> {
         "hosted versions",
         () => hostingAppends(s.url, space),
         (r) => r.versions,
+        1,
       ),
     );
     record(`minca hosting: version appends, ${SIZES.perBatch} per POST`, "versions/s", true, t, app.result.perSecond);

@@ -169,7 +169,21 @@ export async function storeFor(
 ): Promise<{ to: User; stored: number; storePerSecond: number }> {
   const perSender = Math.min(o.perSender, BURST, TALLY_LIMITS.queue_max_per_sender);
   const to = newUser();
-  const senders = await Promise.all(Array.from({ length: o.senders }, () => connect(relayUrl, newUser())));
+  // The senders are the recipient's correspondents: it wrote to each of them before (stored for
+  // them, flushed when they register), as a real user's queue fills with its contacts' envelopes
+  // (strangers together may hold only half a queue).
+  const users = Array.from({ length: o.senders }, () => newUser());
+  const recipient = await connect(relayUrl, to);
+  await new Promise<void>((resolve, reject) => {
+    let answered = 0;
+    recipient.on("queued", (q) => {
+      if (q.status !== "delivered" && q.status !== "stored") return reject(new Error(`a first envelope answered ${q.status}`));
+      if (++answered === users.length) resolve();
+    });
+    for (const [i, u] of users.entries()) recipient.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(to, u, `hello${i}`) });
+  });
+  await recipient.close();
+  const senders = await Promise.all(users.map((u) => connect(relayUrl, u)));
   const t0 = performance.now();
   await Promise.all(
     senders.map(

@@ -2,6 +2,7 @@
 // folder of numbered .sql files; a unit test checks that every file there is listed here.
 import tallyUser0001 from "./TallyUser/0001_init.sql";
 import tallyUser0002 from "./TallyUser/0002_contacts.sql";
+import tallyUser0003 from "./TallyUser/0003_queue_one_row.sql";
 import passnoteRoom0001 from "./PassnoteRoom/0001_init.sql";
 import mincaRoom0001 from "./MincaRoom/0001_init.sql";
 import mincaMailbox0001 from "./MincaMailbox/0001_init.sql";
@@ -36,6 +37,7 @@ export const MIGRATIONS = {
   TallyUser: [
     { name: "0001_init", sql: tallyUser0001 },
     { name: "0002_contacts", sql: tallyUser0002 },
+    { name: "0003_queue_one_row", sql: tallyUser0003 },
   ],
   PassnoteRoom: [{ name: "0001_init", sql: passnoteRoom0001 }],
   MincaRoom: [

@@ -15,15 +15,48 @@ interface Env {
 
 const CHALLENGE = JSON.stringify({ type: "challenge", challenge: "0".repeat(64) });
 
+/**
+ * What (a) used, counted as the relay counts its own (durable-objects/base/object-usage.ts) and
+ * read by the bench at GET /usage: object entries (fetch, RPC), socket messages, SQLite rows read
+ * and written (each query's cursor), Worker requests. Local workerd runs the Worker and every
+ * object of this service in one isolate, so one module-level tally sees them all; counting adds
+ * no request and no row. Bench-only.
+ */
+const USAGE = { doRequests: 0, socketMessages: 0, rowsRead: 0, rowsWritten: 0, workerRequests: 0 };
+
+/** Counts the rows of every query on `sql` (each cursor is read to its end at once; (a)'s queries all are). */
+function countRows(sql: SqlStorage): void {
+  const exec = sql.exec.bind(sql);
+  Object.defineProperty(sql, "exec", {
+    configurable: true,
+    value: (query: string, ...bindings: unknown[]) => {
+      const cursor = exec(query, ...bindings);
+      const rows = cursor.toArray();
+      USAGE.rowsRead += cursor.rowsRead;
+      USAGE.rowsWritten += cursor.rowsWritten;
+      return {
+        toArray: () => rows,
+        one: () => {
+          if (rows.length !== 1) throw new Error(`expected one row, got ${rows.length}`);
+          return rows[0];
+        },
+        [Symbol.iterator]: () => rows[Symbol.iterator](),
+      };
+    },
+  });
+}
+
 export class BareUser extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
+    countRows(ctx.storage.sql);
     ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS q (seq INTEGER PRIMARY KEY, body TEXT NOT NULL)");
     // Pings answered by the runtime without waking the object, as the relay's are: the floor an idle device costs.
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair('{"type":"ping"}', '{"type":"pong"}'));
   }
 
   async fetch(): Promise<Response> {
+    USAGE.doRequests++;
     const pair = new WebSocketPair();
     this.ctx.acceptWebSocket(pair[1]);
     pair[1].send(CHALLENGE);
@@ -31,6 +64,7 @@ export class BareUser extends DurableObject<Env> {
   }
 
   async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
+    USAGE.socketMessages++;
     const msg = JSON.parse(message as string);
     if (msg.type === "queue_peer_envelope") {
       const env = msg.envelope;
@@ -48,6 +82,7 @@ export class BareUser extends DurableObject<Env> {
 
   /** RPC: an envelope for this user; to every registered socket, else stored. */
   async deliver(raw: string): Promise<string> {
+    USAGE.doRequests++;
     let n = 0;
     for (const ws of this.ctx.getWebSockets()) {
       if (ws.deserializeAttachment() !== true) continue;
@@ -70,6 +105,7 @@ const BROADCAST = "0000000000000000";
 /** A Passnote room: each socket is tagged with its peer id at accept, so routing reads no attachment. */
 export class BareRoom extends DurableObject<Env> {
   async fetch(): Promise<Response> {
+    USAGE.doRequests++;
     const pair = new WebSocketPair();
     const peer = hex(crypto.getRandomValues(new Uint8Array(8)));
     this.ctx.acceptWebSocket(pair[1], [peer]);
@@ -78,6 +114,7 @@ export class BareRoom extends DurableObject<Env> {
   }
 
   async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
+    USAGE.socketMessages++;
     const self = this.ctx.getTags(ws)[0];
     if (typeof message === "string") {
       // join: welcome this socket, tell the others.
@@ -118,12 +155,14 @@ export class BareMailbox extends DurableObject<Env> {
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
+    countRows(ctx.storage.sql);
     ctx.storage.sql.exec(
       "CREATE TABLE IF NOT EXISTS items (seq INTEGER PRIMARY KEY, at INTEGER NOT NULL, until INTEGER NOT NULL, blob BLOB NOT NULL)",
     );
   }
 
   async fetch(request: Request): Promise<Response> {
+    USAGE.doRequests++;
     const url = new URL(request.url);
     const sql = this.ctx.storage.sql;
     if (request.method === "POST") {
@@ -167,10 +206,12 @@ export class BareMailbox extends DurableObject<Env> {
 export class BareSpace extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
+    countRows(ctx.storage.sql);
     ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS log (seq INTEGER PRIMARY KEY, version TEXT NOT NULL)");
   }
 
   async fetch(request: Request): Promise<Response> {
+    USAGE.doRequests++;
     const sql = this.ctx.storage.sql;
     if (request.method === "POST") {
       const versions = (await request.json()) as Array<{ id: string }>;
@@ -201,6 +242,8 @@ export default {
     const url = new URL(request.url);
     const [, proto, , key, key2] = url.pathname.split("/");
     if (url.pathname === "/healthz") return new Response("ok");
+    if (url.pathname === "/usage") return json(JSON.stringify(USAGE));
+    USAGE.workerRequests++;
     if (proto === "tally") return env.USER.get(env.USER.idFromName(key)).fetch(request);
     if (proto === "passnote") return env.ROOM.get(env.ROOM.idFromName(key)).fetch(request);
     // /minca/v1/mailbox/:topic and /minca/v1/spaces/:id/versions

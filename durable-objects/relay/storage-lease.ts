@@ -57,8 +57,14 @@ export class StorageLease {
    * object that holds nothing yet asks the ledger for it before it makes its schema. Past the
    * lease the transaction is rolled back, the ledger is asked once for a lease that covers it, and
    * `write` runs again; still past it, or the ledger has no room: `{ stored: false }`.
+   * `rolledBack` runs at once (before anything else can run) whenever a transaction of `write` is
+   * rolled back, for a holder that keeps in memory what `write` changed.
    */
-  async store<T>(bytes: number, write: () => { value: T; held?: number }): Promise<{ stored: true; value: T } | { stored: false }> {
+  async store<T>(
+    bytes: number,
+    write: () => { value: T; held?: number },
+    rolledBack?: () => void,
+  ): Promise<{ stored: true; value: T } | { stored: false }> {
     const first = this.held(bytes);
     if (!this.schema.exists && !this.covers(first) && !(await this.extend(first))) return { stored: false };
     for (let attempt = 0; ; attempt++) {
@@ -73,6 +79,7 @@ export class StorageLease {
           return { value: r.value, held };
         });
       } catch (err) {
+        rolledBack?.();
         if (!(err instanceof OverLease)) throw err;
         if (attempt > 0 || !(await this.extend(err.total))) return { stored: false };
         continue;

@@ -5,6 +5,12 @@
 // queue_ttl_days, and charged against the user's lease of the relay-wide total (storage.tally_bytes)
 // in the same transaction as each store. The `queue` table's only writer; TallyUser (tally-user.ts)
 // holds the sockets and decides when to store, push and delete.
+// Rows written are what storage is billed by (each index entry one more): storing an envelope
+// writes its one row (the table is keyed by sender and id, with no other index: migration
+// 0003_queue_one_row), and the queue's count, bytes and last seq, which every store needs, are
+// read once per instance and then kept in memory with each store, not summed from the table each
+// time. A delete (ack, flush, expiry, purge, eviction) or a rolled-back store drops them: they are
+// read again from the table, never trusted past a change they did not see.
 import { STORAGE_LIMITS, TALLY_LIMITS } from "../../shared/limits";
 import { rowBytes } from "../../shared/storage";
 import { utf8ByteLength } from "../../shared/encoding";
@@ -16,10 +22,22 @@ import { CONTACT_ROW_BYTES } from "./tally-contacts";
 
 const DAY_MS = 86_400_000;
 
+/** A stored envelope as the bounds see it, with its id (its key is sender and id). */
+type Evicted = QueuedRow & { id: string };
+
+/** The queue's count and bytes, and the last seq given (0 with none). */
+interface Sums {
+  n: number;
+  total: number;
+  lastSeq: number;
+}
+
 export class TallyQueue {
   private readonly sql: SqlStorage;
   /** This user's share of the relay-wide total of stored envelopes (storage.tally_bytes). */
   readonly lease: StorageLease;
+  /** The queue's sums as of the last change this instance made (undefined: read them from the table). */
+  private kept: Sums | undefined;
 
   constructor(
     ctx: DurableObjectState,
@@ -55,14 +73,29 @@ export class TallyQueue {
 
   /** Bytes of the stored envelopes (0 for a user that never stored one: no schema is made). */
   bytes(): number {
-    if (!this.schema.exists) return 0;
-    return this.sql.exec<{ total: number }>("SELECT TOTAL(bytes) AS total FROM queue").one().total;
+    return this.sums().total;
   }
 
   /** How many envelopes are stored. */
   count(): number {
-    if (!this.schema.exists) return 0;
-    return this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM queue").one().n;
+    return this.sums().n;
+  }
+
+  /** The queue's count, bytes and last seq: kept since the last read of the table, or read now. */
+  private sums(): Sums {
+    if (this.kept) return this.kept;
+    if (!this.schema.exists) return { n: 0, total: 0, lastSeq: 0 };
+    this.kept = this.sql
+      .exec<{ n: number; total: number; lastSeq: number }>(
+        "SELECT COUNT(*) AS n, TOTAL(bytes) AS total, COALESCE(MAX(seq), 0) AS lastSeq FROM queue",
+      )
+      .one();
+    return this.kept;
+  }
+
+  /** Rows went (or a write was rolled back): the sums are read from the table when next needed. */
+  private changed(): void {
+    this.kept = undefined;
   }
 
   /** The stored envelopes, oldest first, in their stored form. */
@@ -89,40 +122,45 @@ export class TallyQueue {
     const body = storedEnvelope(raw, new Date(now));
     const bytes = utf8ByteLength(body);
     if (bytes > TALLY_LIMITS.queue_max_bytes) return null;
-    const r = await this.lease.store<{ body: string; expires: number | null } | null>(rowBytes(bytes), () => {
-      const existing = this.sql.exec<{ body: string }>("SELECT body FROM queue WHERE from_hex = ? AND id = ?", fromHex, id).toArray()[0];
-      if (existing) return { value: { body: existing.body, expires: null } };
-      const room = this.roomFor(fromHex, bytes);
-      if (room === null) return { value: null }; // refused: nothing written
-      for (const seq of room.evict) this.sql.exec("DELETE FROM queue WHERE seq = ?", seq);
-      const expires = now + TALLY_LIMITS.queue_ttl_days * DAY_MS;
-      this.sql.exec(
-        "INSERT INTO queue (from_hex, id, body, bytes, queued_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
-        fromHex,
-        id,
-        body,
-        bytes,
-        now,
-        expires,
-      );
-      // What the user then holds is what its lease of the relay-wide total must cover: with nothing
-      // evicted, the queue's sums read before the insert and this row (no second scan of the queue).
-      const held =
-        room.evict.length === 0
-          ? room.before.total + bytes + STORAGE_LIMITS.row_overhead_bytes * (room.before.n + 1) + this.contactsHeld()
-          : this.held();
-      return { value: { body, expires }, held };
-    });
+    const r = await this.lease.store<{ body: string; expires: number | null } | null>(
+      rowBytes(bytes),
+      () => {
+        const existing = this.sql.exec<{ body: string }>("SELECT body FROM queue WHERE from_hex = ? AND id = ?", fromHex, id).toArray()[0];
+        if (existing) return { value: { body: existing.body, expires: null } };
+        const room = this.roomFor(fromHex, bytes);
+        if (room === null) return { value: null }; // refused: nothing written
+        for (const e of room.evict) this.sql.exec("DELETE FROM queue WHERE from_hex = ? AND id = ?", e.from, e.id);
+        const expires = now + TALLY_LIMITS.queue_ttl_days * DAY_MS;
+        const seq = room.before.lastSeq + 1;
+        this.sql.exec(
+          "INSERT INTO queue (from_hex, id, seq, bytes, expires_at, body) VALUES (?, ?, ?, ?, ?, ?)",
+          fromHex,
+          id,
+          seq,
+          bytes,
+          expires,
+          body,
+        );
+        // What the user then holds is what its lease of the relay-wide total must cover: the queue's
+        // sums before, less the evicted rows, and this row (no scan of the queue).
+        const evicted = room.evict.reduce((sum, e) => sum + e.bytes, 0);
+        const after = { n: room.before.n - room.evict.length + 1, total: room.before.total - evicted + bytes, lastSeq: seq };
+        this.kept = after; // dropped again if the lease rolls this write back
+        return { value: { body, expires }, held: after.total + STORAGE_LIMITS.row_overhead_bytes * after.n + this.contactsHeld() };
+      },
+      () => this.changed(),
+    );
     return r.stored ? r.value : "storage_full";
   }
 
   /**
-   * What a new envelope of `bytes` from `fromHex` evicts (seqs), or null when it is refused. Within
-   * every bound (the usual case) two aggregate reads decide; only a sender at its share or a full
-   * queue reads the rows for the bounds' plan.
+   * What a new envelope of `bytes` from `fromHex` evicts (its rows), or null when it is refused.
+   * Within every bound (the usual case) the queue's sums and one read of the sender's rows (a
+   * range of the key) decide; only a sender at its share or a full queue reads the rows for the
+   * bounds' plan.
    */
-  private roomFor(fromHex: string, bytes: number): { evict: number[]; before: { n: number; total: number } } | null {
-    const all = this.sql.exec<{ n: number; total: number }>("SELECT COUNT(*) AS n, TOTAL(bytes) AS total FROM queue").one();
+  private roomFor(fromHex: string, bytes: number): { evict: Evicted[]; before: Sums } | null {
+    const all = this.sums();
     const mine = this.sql
       .exec<{ n: number; total: number }>("SELECT COUNT(*) AS n, TOTAL(bytes) AS total FROM queue WHERE from_hex = ?", fromHex)
       .one();
@@ -140,19 +178,22 @@ export class TallyQueue {
     const full = !withinShare || all.n + 1 > QUEUE_BOUNDS.maxEnvelopes || all.total + bytes > QUEUE_BOUNDS.maxBytes;
     // Room in the queue: only the sender's own share is over, and only its own rows matter.
     const rows = this.sql
-      .exec<QueuedRow & Record<string, SqlStorageValue>>(
-        `SELECT seq, from_hex AS "from", bytes FROM queue ${full ? "" : "WHERE from_hex = ?"} ORDER BY seq`,
+      .exec<Evicted & Record<string, SqlStorageValue>>(
+        `SELECT seq, from_hex AS "from", id, bytes FROM queue ${full ? "" : "WHERE from_hex = ?"} ORDER BY seq`,
         ...(full ? [] : [fromHex]),
       )
       .toArray();
     const plan = planStore(rows, { from: fromHex, bytes }, this.isContact);
-    return plan.keep ? { evict: plan.evict, before: all } : null;
+    if (!plan.keep) return null;
+    const bySeq = new Map(rows.map((r) => [r.seq, r]));
+    return { evict: plan.evict.map((seq) => bySeq.get(seq)!), before: all };
   }
 
   /** An acking device took one envelope (the Tally protocol §6.3): it goes. */
   ack(fromHex: string, id: string): void {
     if (!this.schema.exists) return;
     this.lease.free(() => this.sql.exec("DELETE FROM queue WHERE from_hex = ? AND id = ?", fromHex, id));
+    this.changed();
   }
 
   /** Drops every stored envelope (the operator banned this user); how many there were. */
@@ -161,6 +202,7 @@ export class TallyQueue {
     const n = this.count();
     if (n === 0) return 0;
     this.lease.free(() => this.sql.exec("DELETE FROM queue"));
+    this.changed();
     return n;
   }
 
@@ -169,12 +211,14 @@ export class TallyQueue {
     if (!this.schema.exists) return 0;
     const n = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM queue WHERE from_hex = ?", fromHex).one().n;
     if (n > 0) this.lease.free(() => this.sql.exec("DELETE FROM queue WHERE from_hex = ?", fromHex));
+    this.changed();
     return n;
   }
 
   /** Pushed to a device that does not ack: every envelope up to `seq` goes (the Tally protocol §6.2). */
   removeThrough(seq: number): void {
     this.lease.free(() => this.sql.exec("DELETE FROM queue WHERE seq <= ?", seq));
+    this.changed();
   }
 
   // Any statement that can write (a DELETE that matches nothing too) opens a write transaction,
@@ -185,6 +229,7 @@ export class TallyQueue {
     if (!this.schema.exists) return;
     if (this.sql.exec("SELECT 1 FROM queue WHERE expires_at <= ? LIMIT 1", now).toArray().length === 0) return;
     this.lease.free(() => this.sql.exec("DELETE FROM queue WHERE expires_at <= ?", now));
+    this.changed();
   }
 
   /** When the next stored envelope expires (ms), or null. */

@@ -1,0 +1,112 @@
+// What a bench load would cost on Cloudflare (bench/cloudflare-cost.ts has the prices), for the
+// relay and for (a), both measured: the relay's own counters from its /metrics (object entries by
+// cause, SQLite rows, Worker requests; durable-objects/base/object-usage.ts) and (a)'s from its
+// GET /usage (bench/baselines/bare-do.ts counts the same things the same way). (b) runs nowhere
+// near Cloudflare and is not costed.
+//
+// Active duration (GB-s) is estimated, not counted: Cloudflare bills an object's wall time while it
+// runs an event or is idle in memory without being able to hibernate (a pending timer prevents it).
+// During a bench load every object the load uses is busy from its start to its end, so each is
+// active for the load's wall time; after it, (a)'s objects can hibernate at once, while each of
+// the relay's keeps a timer (the stats report, the sender's share, the lease's give-back; each
+// stats.flush_interval_ms) and stays active that much longer, and the relay's stats object is
+// active with them.
+import { STATS_LIMITS } from "../shared/limits";
+import type { Server } from "./baselines/start";
+import { costOf, CLOUDFLARE_PRICES, type Usage } from "./cloudflare-cost";
+import { record, type Target } from "./figures";
+
+/** How long after its last event each of the relay's objects stays active (its debounced timers), seconds. */
+export const RELAY_ACTIVE_TAIL_SECONDS = STATS_LIMITS.flush_interval_ms / 1000;
+
+/**
+ * The relay's billable usage so far, from its /metrics: object entries by cause (every class but
+ * the stats object's, which reading /metrics itself enters), SQLite rows, Worker requests.
+ */
+async function relayUsage(url: string): Promise<Usage> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const u: Usage = { doRequests: 0, socketMessages: 0, rowsRead: 0, rowsWritten: 0, activeSeconds: 0, workerRequests: 0 };
+  for (const line of text.split("\n")) {
+    let m = /^edge_relay_object_wakes_total\{class="([^"]+)",cause="([^"]+)"\} (\d+)$/.exec(line);
+    if (m && m[1] !== "RelayStats") {
+      if (m[2] === "socket_message") u.socketMessages += Number(m[3]);
+      else u.doRequests += Number(m[3]);
+    }
+    m = /^edge_relay_sqlite_rows_(read|written)_total\{class="([^"]+)"\} (\d+)$/.exec(line);
+    if (m && m[2] !== "RelayStats") {
+      if (m[1] === "read") u.rowsRead += Number(m[3]);
+      else u.rowsWritten += Number(m[3]);
+    }
+    m = /^edge_relay_http_requests_total\{[^}]*\} (\d+)$/.exec(line);
+    if (m) u.workerRequests += Number(m[1]);
+  }
+  u.workerRequests -= 1; // this /metrics read
+  return u;
+}
+
+/** (a)'s usage so far, from its GET /usage (which it does not count). */
+async function bareUsage(url: string): Promise<Usage> {
+  const u = (await (await fetch(`${url}/usage`)).json()) as Omit<Usage, "activeSeconds">;
+  return { ...u, activeSeconds: 0 };
+}
+
+/** The usage of target `t` so far; null for a target that is not costed. */
+function usageOf(t: Target, url: string): Promise<Usage> | null {
+  if (t === "relay") return relayUsage(url);
+  if (t === "bare") return bareUsage(url);
+  return null;
+}
+
+/**
+ * Runs a load and, on the relay and on (a), records what it would cost on Cloudflare per million
+ * `units`: requests, rows and Worker requests as counted, and with the active duration estimated
+ * for the `objects` the load keeps busy (see the head of this file). Other targets: the load alone.
+ */
+export async function costed<T>(
+  t: Target,
+  s: Server,
+  what: string,
+  load: () => Promise<T>,
+  units: (r: T) => number,
+  objects: number,
+): Promise<T> {
+  const before = await usageOf(t, s.url);
+  if (before === null) return load();
+  const t0 = performance.now();
+  const r = await load();
+  const wallSeconds = (performance.now() - t0) / 1000;
+  await new Promise((res) => setTimeout(res, 2_500)); // the relay's objects' reports reach the stats object within 2 s
+  const after = (await usageOf(t, s.url))!;
+  const relay = t === "relay";
+  const d: Usage = {
+    doRequests: after.doRequests - before.doRequests,
+    socketMessages: after.socketMessages - before.socketMessages,
+    rowsRead: after.rowsRead - before.rowsRead,
+    rowsWritten: after.rowsWritten - before.rowsWritten,
+    activeSeconds: (objects + (relay ? 1 : 0)) * (wallSeconds + (relay ? RELAY_ACTIVE_TAIL_SECONDS : 0)),
+    workerRequests: after.workerRequests - before.workerRequests,
+  };
+  const n = Math.max(1, units(r));
+  const perMillion = (u: Usage) => (costOf(u) / n) * 1e6;
+  record(
+    `cloudflare estimate: USD per million ${what} (requests, rows, Worker requests; no duration)`,
+    "USD",
+    false,
+    t,
+    perMillion({ ...d, activeSeconds: 0 }),
+  );
+  record(
+    `cloudflare estimate: USD per million ${what}, active duration alone (estimated)`,
+    "USD",
+    false,
+    t,
+    perMillion({ ...zero, activeSeconds: d.activeSeconds }),
+  );
+  const gbs = (d.activeSeconds * CLOUDFLARE_PRICES.do_memory_gb) / n;
+  process.stderr.write(
+    `  ${t}: ${what}: per unit ${(d.doRequests / n).toFixed(2)} DO requests, ${(d.socketMessages / n).toFixed(2)} socket messages, ${(d.rowsRead / n).toFixed(1)} rows read, ${(d.rowsWritten / n).toFixed(2)} rows written, ${(d.workerRequests / n).toFixed(3)} Worker requests, ${gbs.toFixed(4)} GB-s (${objects} objects, ${wallSeconds.toFixed(1)} s)\n`,
+  );
+  return r;
+}
+
+const zero: Usage = { doRequests: 0, socketMessages: 0, rowsRead: 0, rowsWritten: 0, activeSeconds: 0, workerRequests: 0 };
