@@ -6,6 +6,7 @@
 // that joins them.
 import type { PeerEnvelope } from "../../shared/tally/envelope";
 import { getPublicKeyHex, npubEncode } from "../../shared/tally/keys";
+import { secretKeySigner, type TallySigner } from "../../shared/tally/signer";
 import type { LedgerEntry } from "../../shared/tally/entry";
 import type { TallyStore } from "./store";
 import { CLIENT_LIMITS } from "./limits";
@@ -42,7 +43,8 @@ export class TallyClient {
   readonly store: TallyStore;
   readonly sync: SyncEngine;
 
-  private readonly secretKey: Uint8Array;
+  /** Signs and seals everything this client sends, opens what it receives, answers the relays' challenges. */
+  private readonly signer: TallySigner;
   private readonly events = new Emitter<TallyClientEvents>();
   private readonly relays: RelaySet;
   private readonly paths: Paths;
@@ -63,10 +65,22 @@ export class TallyClient {
   private readonly frames: RelayFrames;
   private readonly registeredWaiters: Array<{ resolve: () => void; reject: (e: Error) => void }> = [];
 
+  /**
+   * A client whose key a signer holds (`signer`: a browser extension through `nip07Signer`, say):
+   * its public key is asked of the signer first. With `secretKey`, the same as `new TallyClient`.
+   */
+  static async create(options: TallyClientOptions): Promise<TallyClient> {
+    if (options.signer && options.publicKey === undefined)
+      return new TallyClient({ ...options, publicKey: await options.signer.getPublicKey() });
+    return new TallyClient(options);
+  }
+
+  /** With `secretKey`, or with `signer` and its `publicKey` (TallyClient.create asks the signer for it). */
   constructor(options: TallyClientOptions) {
-    this.secretKey = options.secretKey;
+    const { signer, pubkeyHex } = signerOf(options);
+    this.signer = signer;
     const acks = options.acks ?? true;
-    this.pubkeyHex = getPublicKeyHex(options.secretKey);
+    this.pubkeyHex = pubkeyHex;
     this.npub = npubEncode(this.pubkeyHex);
     const opened = openDefaultStore(this.npub, options.store);
     this.store = opened.store;
@@ -79,7 +93,10 @@ export class TallyClient {
         store: this.store,
         connectPeer: (u) => this.connectPeer(u),
         syncNeedsRelay: (to) => this.paths.syncNeedsRelay(to),
-        sendSyncMessage: (to, type, payload) => this.paths.sendSync(to, this.sender.seal(to, type, payload)),
+        sendSyncMessage: async (to, type, payload) => {
+          const envelope = await this.sealOrReport("sync", to, type, payload);
+          return envelope !== undefined && this.paths.sendSync(to, envelope);
+        },
         applyFromSync: (inner, entry) => this.inbound.applyFromSync(inner, entry),
         appendLedger: (e) => this.appendLedger(e),
         dropPeer: (u) => this.channels.closeAll(u),
@@ -90,12 +107,16 @@ export class TallyClient {
     );
     this.inbound = new InboundPipeline({
       npub: this.npub,
-      secretKey: this.secretKey,
+      pubkeyHex: this.pubkeyHex,
+      signer: this.signer,
       store: this.store,
       events: this.events,
       sync: this.sync,
       appendLedger: (e) => this.appendLedger(e),
-      sendReceipt: async (to, id, result) => this.paths.sendReceipt(to, this.sender.seal(to, RECEIPT_TYPE, { message_id: id, result })),
+      sendReceipt: async (to, id, result) => {
+        const envelope = await this.sealOrReport("receipt", to, RECEIPT_TYPE, { message_id: id, result });
+        if (envelope) this.paths.sendReceipt(to, envelope);
+      },
       handlers: this.handlers,
       onHandled: (inner) => this.tabs?.handled(inner),
       handlerRetryMs: options.handlerRetryMs ?? CLIENT_LIMITS.handler_retry_first_ms,
@@ -104,7 +125,8 @@ export class TallyClient {
     this.relays = new RelaySet(
       urls,
       {
-        secretKey: options.secretKey,
+        signer: this.signer,
+        onSignerFailed: (err) => void this.events.emit("signer_failed", "register", err),
         npub: this.npub,
         acks,
         reconnect: options.reconnect ?? true,
@@ -143,7 +165,8 @@ export class TallyClient {
     });
     this.sender = new Sender({
       npub: this.npub,
-      secretKey: this.secretKey,
+      pubkeyHex: this.pubkeyHex,
+      signer: this.signer,
       store: this.store,
       outbox: this.outbox,
       tracking: this.tracking,
@@ -391,7 +414,7 @@ export class TallyClient {
   }
 
   /** Sends a self-addressed message to this user's other online devices (13.2, 13.8). Never stored. */
-  sendToOwnDevices(type: string, payload: unknown): string {
+  sendToOwnDevices(type: string, payload: unknown): Promise<string> {
     return this.sender.sendToOwnDevices(type, payload);
   }
 
@@ -400,9 +423,22 @@ export class TallyClient {
   /** Appends to the ledger; a new entry is announced and broadcast to own devices (13.5). */
   private async appendLedger(entry: LedgerEntry): Promise<boolean> {
     if (!(await this.store.appendLedger(entry))) return false;
-    this.sync.onLedgerAppend(entry);
+    await this.sync.onLedgerAppend(entry);
     await this.events.emit("ledger", entry);
     return true;
+  }
+
+  /**
+   * A message (receipt, sync) signed and sealed, or undefined when the signer failed (reported
+   * as `signer_failed`): a receipt is sent again with the next copy, sync again with the next presence.
+   */
+  private async sealOrReport(what: "receipt" | "sync", to: string, type: string, payload: unknown): Promise<PeerEnvelope | undefined> {
+    try {
+      return await this.sender.seal(to, type, payload);
+    } catch (err) {
+      await this.events.emit("signer_failed", what, err);
+      return undefined;
+    }
   }
 
   // ---- direct channels --------------------------------------------------------------------
@@ -446,4 +482,16 @@ export class TallyClient {
   get ownDevices(): ReadonlySet<string> {
     return this.sync.ownDeviceIds();
   }
+}
+
+/** The signer and public key the options name: `secretKey`, or `signer` with `publicKey`. */
+function signerOf(options: TallyClientOptions): { signer: TallySigner; pubkeyHex: string } {
+  if (options.secretKey && options.signer) throw new Error("TallyClient: pass secretKey or signer, not both");
+  if (options.secretKey) return { signer: secretKeySigner(options.secretKey), pubkeyHex: getPublicKeyHex(options.secretKey) };
+  if (!options.signer) throw new Error("TallyClient: pass secretKey or signer");
+  const hex = options.publicKey;
+  if (typeof hex !== "string" || !/^[0-9a-f]{64}$/.test(hex)) {
+    throw new Error("TallyClient: with a signer, pass publicKey (64 lowercase hex), or create the client with TallyClient.create");
+  }
+  return { signer: options.signer, pubkeyHex: hex };
 }

@@ -1,6 +1,7 @@
 // What an app passes to a Tally client: its relays, key, store, and the timers of the connection,
 // the outbox and sync; and the choices of one send.
 import type { TallyStore } from "./store";
+import type { TallySigner } from "../../shared/tally/signer";
 import type { SyncOptions } from "./sync";
 import type { RelayMode } from "./relays";
 import type { LeaderLocks, TabChannel } from "./tabs";
@@ -20,7 +21,16 @@ export interface TallyClientOptions {
    * Retries start after the relay that last refused it, until a receipt arrives by any path.
    */
   relayMode?: RelayMode;
-  secretKey: Uint8Array;
+  /** The user's secret key, kept in memory (a `signer` instead keeps it elsewhere). */
+  secretKey?: Uint8Array;
+  /**
+   * Who holds the key instead of `secretKey` (shared/tally/signer.ts): `nip07Signer(window.nostr)`
+   * for a browser extension, or any TallySigner. With `new TallyClient`, `publicKey` must be given
+   * too; `TallyClient.create` asks the signer for it.
+   */
+  signer?: TallySigner;
+  /** The signer's public key (64 hex), for `new TallyClient` with a `signer`. */
+  publicKey?: string;
   /** Where the outbox, ledger and processed set persist. Default: IndexedDB or a file (default-store.ts); "memory" keeps nothing. */
   store?: TallyStore | "memory";
   /** Ask the relay to keep envelopes until this device acks them (docs/tally.md). Default true. */

@@ -2,9 +2,10 @@
 // outbox until its receipt arrives, and handed to a direct channel, the relay, or both; the
 // outbox's own questions (a message's state, cancel) are answered here too. TallyClient
 // delegates its sending methods to this.
-import { sealEnvelope, type PeerEnvelope } from "../../shared/tally/envelope";
+import { sealEnvelopeWith, type PeerEnvelope } from "../../shared/tally/envelope";
 import { npubDecode } from "../../shared/tally/keys";
-import { signInner } from "../../shared/tally/proof";
+import { signInnerWith } from "../../shared/tally/proof";
+import type { TallySigner } from "../../shared/tally/signer";
 import { innerToLedgerEntry, type LedgerEntry } from "../../shared/tally/entry";
 import { bytesToHex, randomBytes } from "../../shared/encoding";
 import type { OutboxItem, TallyStore } from "./store";
@@ -18,7 +19,9 @@ import type { TabCoordinator } from "./tabs";
 /** What sending needs of the client. */
 export interface SenderHost {
   npub: string;
-  secretKey: Uint8Array;
+  pubkeyHex: string;
+  /** Signs and seals; every call is awaited, so nothing is sent before it is signed and stored. */
+  signer: TallySigner;
   store: TallyStore;
   outbox: OutboxRetry;
   tracking: Tracking;
@@ -40,8 +43,14 @@ export class Sender {
   }
 
   /** A message signed and sealed for `to`, not kept (sync messages, receipts, own devices). */
-  seal(to: string, type: string, payload: unknown): PeerEnvelope {
-    return sealEnvelope(signInner(this.buildInner(to, type, payload), this.h.secretKey), this.h.secretKey);
+  async seal(to: string, type: string, payload: unknown): Promise<PeerEnvelope> {
+    return (await this.signAndSeal(this.buildInner(to, type, payload))).envelope;
+  }
+
+  private async signAndSeal(inner: InnerMessage): Promise<{ signed: InnerMessage; envelope: PeerEnvelope }> {
+    const { signer, pubkeyHex } = this.h;
+    const signed = await signInnerWith(inner, signer, pubkeyHex);
+    return { signed, envelope: await sealEnvelopeWith(signed, signer, pubkeyHex) };
   }
 
   send(to: string, type: string, payload: unknown, opts: SendOptions = {}): Promise<string> {
@@ -58,8 +67,7 @@ export class Sender {
     const h = this.h;
     if (to === h.npub) throw new Error("use sendToOwnDevices for self-addressed messages");
     const inner = this.buildInner(to, type, payload, opts.id);
-    const signed = signInner(inner, h.secretKey);
-    const envelope = sealEnvelope(signed, h.secretKey);
+    const { signed, envelope } = await this.signAndSeal(inner);
     const now = Date.now();
     // Claimed for this session before it is stored, and its backoff counted from now, so neither
     // the flush that follows a registration nor the retry timer sends it a second time while this
@@ -120,8 +128,8 @@ export class Sender {
     return (await this.h.store.getOutbox(id))?.envelope;
   }
 
-  sendToOwnDevices(type: string, payload: unknown): string {
-    const envelope = this.seal(this.h.npub, type, payload);
+  async sendToOwnDevices(type: string, payload: unknown): Promise<string> {
+    const envelope = await this.seal(this.h.npub, type, payload);
     this.h.paths.queueEverywhere(envelope);
     return envelope.id;
   }
