@@ -1,11 +1,10 @@
 // A NIP-07 provider for tests: an object with window.nostr's methods (getPublicKey, signEvent,
-// nip44.encrypt / nip44.decrypt) over a key the test holds, made from the NIP-01 and NIP-44
-// primitives directly (not through the SDK's own key signer). Every property the client reads
+// nip44.encrypt / nip44.decrypt) over a key the test holds, made with nostr-tools (another
+// implementation than the SDK's, as an extension's would be). Every property the client reads
 // of it, at any depth, is recorded; `locked` makes every call fail as a locked extension's does.
-import { finalizeEvent, type EventTemplate, type NostrEvent } from "../../shared/nostr/event";
-import { decrypt, encrypt, getConversationKey } from "../../shared/tally/nip44";
-import { getPublicKeyHex } from "../../shared/tally/keys";
-import type { Nip07Provider } from "../../clients/tally/index";
+import { decrypt, encrypt, getConversationKey } from "nostr-tools/nip44";
+import { finalizeEvent, getPublicKey } from "nostr-tools/pure";
+import type { EventTemplate, Nip07Provider, NostrEvent } from "../../clients/tally/index";
 
 export interface TestProvider {
   provider: Nip07Provider;
@@ -51,7 +50,7 @@ export function testProvider(secretKey: Uint8Array, delay: (call: number) => num
   const target: Nip07Provider = {
     async getPublicKey() {
       await gate("getPublicKey");
-      return getPublicKeyHex(secretKey);
+      return getPublicKey(secretKey);
     },
     async signEvent(event: EventTemplate): Promise<NostrEvent> {
       await gate("signEvent");
