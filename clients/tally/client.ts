@@ -5,8 +5,8 @@
 // come from shared/tally; which path a frame takes is in paths.ts. This file is the state machine
 // that joins them.
 import type { PeerEnvelope } from "../../shared/tally/envelope";
-import { getPublicKeyHex, npubEncode } from "../../shared/tally/keys";
-import { secretKeySigner, type TallySigner } from "../../shared/tally/signer";
+import { npubEncode } from "../../shared/tally/keys";
+import type { TallySigner } from "../../shared/tally/signer";
 import type { LedgerEntry } from "../../shared/tally/entry";
 import type { TallyStore } from "./store";
 import { CLIENT_LIMITS } from "./limits";
@@ -16,7 +16,7 @@ import { RelaySet, type RelayStatus } from "./relays";
 import { OutboxRetry } from "./outbox";
 import { DirectChannels, type DirectChannel } from "./direct";
 import { Paths } from "./paths";
-import type { SendOptions, TallyClientOptions } from "./options";
+import { signerOf, type SendOptions, type TallyClientOptions } from "./options";
 import { Emitter, type Delivery, type InnerMessage, type TallyClientEvents } from "./events";
 import { IGNORED, InboundPipeline, RECEIPT_TYPE, SELF_SYNC_TYPES } from "./inbound";
 import { HandlerRegistry, type PayloadSchema } from "./handlers";
@@ -94,7 +94,7 @@ export class TallyClient {
         connectPeer: (u) => this.connectPeer(u),
         syncNeedsRelay: (to) => this.paths.syncNeedsRelay(to),
         sendSyncMessage: async (to, type, payload) => {
-          const envelope = await this.sealOrReport("sync", to, type, payload);
+          const envelope = await this.sender.sealOrReport("sync", to, type, payload);
           return envelope !== undefined && this.paths.sendSync(to, envelope);
         },
         applyFromSync: (inner, entry) => this.inbound.applyFromSync(inner, entry),
@@ -114,7 +114,7 @@ export class TallyClient {
       sync: this.sync,
       appendLedger: (e) => this.appendLedger(e),
       sendReceipt: async (to, id, result) => {
-        const envelope = await this.sealOrReport("receipt", to, RECEIPT_TYPE, { message_id: id, result });
+        const envelope = await this.sender.sealOrReport("receipt", to, RECEIPT_TYPE, { message_id: id, result });
         if (envelope) this.paths.sendReceipt(to, envelope);
       },
       handlers: this.handlers,
@@ -173,6 +173,7 @@ export class TallyClient {
       paths: this.paths,
       tabs: () => this.tabs,
       appendLedger: (e) => this.appendLedger(e),
+      signerFailed: (what, err) => this.events.emit("signer_failed", what, err).then(() => undefined),
     });
     this.tabsOption = options.tabs;
     this.events.on("receipt", (id, result, from) => {
@@ -428,19 +429,6 @@ export class TallyClient {
     return true;
   }
 
-  /**
-   * A message (receipt, sync) signed and sealed, or undefined when the signer failed (reported
-   * as `signer_failed`): a receipt is sent again with the next copy, sync again with the next presence.
-   */
-  private async sealOrReport(what: "receipt" | "sync", to: string, type: string, payload: unknown): Promise<PeerEnvelope | undefined> {
-    try {
-      return await this.sender.seal(to, type, payload);
-    } catch (err) {
-      await this.events.emit("signer_failed", what, err);
-      return undefined;
-    }
-  }
-
   // ---- direct channels --------------------------------------------------------------------
 
   /**
@@ -482,16 +470,4 @@ export class TallyClient {
   get ownDevices(): ReadonlySet<string> {
     return this.sync.ownDeviceIds();
   }
-}
-
-/** The signer and public key the options name: `secretKey`, or `signer` with `publicKey`. */
-function signerOf(options: TallyClientOptions): { signer: TallySigner; pubkeyHex: string } {
-  if (options.secretKey && options.signer) throw new Error("TallyClient: pass secretKey or signer, not both");
-  if (options.secretKey) return { signer: secretKeySigner(options.secretKey), pubkeyHex: getPublicKeyHex(options.secretKey) };
-  if (!options.signer) throw new Error("TallyClient: pass secretKey or signer");
-  const hex = options.publicKey;
-  if (typeof hex !== "string" || !/^[0-9a-f]{64}$/.test(hex)) {
-    throw new Error("TallyClient: with a signer, pass publicKey (64 lowercase hex), or create the client with TallyClient.create");
-  }
-  return { signer: options.signer, pubkeyHex: hex };
 }

@@ -1,7 +1,8 @@
 // What an app passes to a Tally client: its relays, key, store, and the timers of the connection,
 // the outbox and sync; and the choices of one send.
 import type { TallyStore } from "./store";
-import type { TallySigner } from "../../shared/tally/signer";
+import { secretKeySigner, type TallySigner } from "../../shared/tally/signer";
+import { getPublicKeyHex } from "../../shared/tally/keys";
 import type { SyncOptions } from "./sync";
 import type { RelayMode } from "./relays";
 import type { LeaderLocks, TabChannel } from "./tabs";
@@ -63,4 +64,16 @@ export interface SendOptions {
   id?: string;
   /** "auto": a direct channel if open, else the relay; "relay"; "direct"; "both" (9.5). */
   paths?: "auto" | "relay" | "direct" | "both";
+}
+
+/** The signer and public key the options name: `secretKey`, or `signer` with `publicKey`. */
+export function signerOf(options: TallyClientOptions): { signer: TallySigner; pubkeyHex: string } {
+  if (options.secretKey && options.signer) throw new Error("TallyClient: pass secretKey or signer, not both");
+  if (options.secretKey) return { signer: secretKeySigner(options.secretKey), pubkeyHex: getPublicKeyHex(options.secretKey) };
+  if (!options.signer) throw new Error("TallyClient: pass secretKey or signer");
+  const hex = options.publicKey;
+  if (typeof hex !== "string" || !/^[0-9a-f]{64}$/.test(hex)) {
+    throw new Error("TallyClient: with a signer, pass publicKey (64 lowercase hex), or create the client with TallyClient.create");
+  }
+  return { signer: options.signer, pubkeyHex: hex };
 }

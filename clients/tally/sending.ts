@@ -29,6 +29,8 @@ export interface SenderHost {
   /** The tab coordinator, once the client joined its tabs. */
   tabs(): TabCoordinator | undefined;
   appendLedger(entry: LedgerEntry): Promise<boolean>;
+  /** The signer failed on a message that is not kept (the `signer_failed` event). */
+  signerFailed(what: "receipt" | "sync", error: unknown): Promise<void>;
 }
 
 export class Sender {
@@ -45,6 +47,19 @@ export class Sender {
   /** A message signed and sealed for `to`, not kept (sync messages, receipts, own devices). */
   async seal(to: string, type: string, payload: unknown): Promise<PeerEnvelope> {
     return (await this.signAndSeal(this.buildInner(to, type, payload))).envelope;
+  }
+
+  /**
+   * A message (receipt, sync) signed and sealed, or undefined when the signer failed (reported
+   * as `signer_failed`): a receipt is sent again with the next copy, sync again with the next presence.
+   */
+  async sealOrReport(what: "receipt" | "sync", to: string, type: string, payload: unknown): Promise<PeerEnvelope | undefined> {
+    try {
+      return await this.seal(to, type, payload);
+    } catch (err) {
+      await this.h.signerFailed(what, err);
+      return undefined;
+    }
   }
 
   private async signAndSeal(inner: InnerMessage): Promise<{ signed: InnerMessage; envelope: PeerEnvelope }> {
