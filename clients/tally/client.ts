@@ -16,7 +16,7 @@ import { RelaySet, type RelayStatus } from "./relays";
 import { OutboxRetry } from "./outbox";
 import { DirectChannels, type DirectChannel } from "./direct";
 import { Paths } from "./paths";
-import { signerOf, type SendOptions, type TallyClientOptions } from "./options";
+import { connectionOptions, signerOf, type SendOptions, type TallyClientOptions } from "./options";
 import { Emitter, type Delivery, type InnerMessage, type TallyClientEvents } from "./events";
 import { IGNORED, InboundPipeline, RECEIPT_TYPE, SELF_SYNC_TYPES } from "./inbound";
 import { HandlerRegistry, type PayloadSchema } from "./handlers";
@@ -79,7 +79,6 @@ export class TallyClient {
   constructor(options: TallyClientOptions) {
     const { signer, pubkeyHex } = signerOf(options);
     this.signer = signer;
-    const acks = options.acks ?? true;
     this.pubkeyHex = pubkeyHex;
     this.npub = npubEncode(this.pubkeyHex);
     const opened = openDefaultStore(this.npub, options.store);
@@ -124,22 +123,12 @@ export class TallyClient {
     const urls = options.relayUrls ?? (options.relayUrl !== undefined ? [options.relayUrl] : []);
     this.relays = new RelaySet(
       urls,
-      {
-        signer: this.signer,
-        onSignerFailed: (err) => void this.events.emit("signer_failed", "register", err),
-        npub: this.npub,
-        acks,
-        reconnect: options.reconnect ?? true,
-        WebSocket: options.WebSocket ?? (globalThis as { WebSocket?: typeof WebSocket }).WebSocket,
-        pingIntervalMs: options.pingIntervalMs,
-        pongTimeoutMs: options.pongTimeoutMs,
-        connectTimeoutMs: options.connectTimeoutMs,
-      },
+      connectionOptions(options, signer, this.npub, (err) => void this.events.emit("signer_failed", "register", err)),
       { onMessage: (r, m) => this.frames.onMessage(r, m), onClosed: (r, code, reason) => this.frames.onClosed(r, code, reason) },
     );
     this.paths = new Paths(this.relays, this.channels, {
       npub: this.npub,
-      acks,
+      acks: options.acks ?? true,
       relayMode: options.relayMode ?? "all",
       ownDeviceIds: () => this.sync.ownDeviceIds(),
     });
@@ -176,15 +165,7 @@ export class TallyClient {
       signerFailed: (what, err) => this.events.emit("signer_failed", what, err).then(() => undefined),
     });
     this.tabsOption = options.tabs;
-    this.events.on("receipt", (id, result, from) => {
-      this.tabs?.receipt(id, result, from);
-      this.tracking.onReceipt(id, result, from);
-      this.outbox.forget(id);
-    });
-    this.events.on("expired", (id) => {
-      this.tracking.onEnded(id, "expired");
-      this.outbox.forget(id);
-    });
+    this.sender.follow(this.events);
   }
 
   // ---- events -----------------------------------------------------------------------------
@@ -338,10 +319,6 @@ export class TallyClient {
     return historyOf(this.store, this.npub, query);
   }
 
-  private enqueueInbound(task: () => Promise<void>): Promise<void> {
-    return this.inbound.enqueue(task);
-  }
-
   /** Resolves once every frame received so far has been processed. */
   idle(): Promise<void> {
     return this.inbound.idle();
@@ -356,7 +333,7 @@ export class TallyClient {
    * twice (the processed check and its write would interleave).
    */
   receiveEnvelope(envelope: unknown, via: Delivery): Promise<void> {
-    return this.enqueueInbound(() =>
+    return this.inbound.enqueue(() =>
       this.inbound.receiveEnvelope(envelope, via, via === "relay" ? () => this.paths.ack(undefined, envelope) : undefined),
     );
   }

@@ -5,6 +5,7 @@ import { secretKeySigner, type TallySigner } from "../../shared/tally/signer";
 import { getPublicKeyHex } from "../../shared/tally/keys";
 import type { SyncOptions } from "./sync";
 import type { RelayMode } from "./relays";
+import type { ConnectionOptions } from "./connection";
 import type { LeaderLocks, TabChannel } from "./tabs";
 
 export interface TallyClientOptions {
@@ -76,4 +77,24 @@ export function signerOf(options: TallyClientOptions): { signer: TallySigner; pu
     throw new Error("TallyClient: with a signer, pass publicKey (64 lowercase hex), or create the client with TallyClient.create");
   }
   return { signer: options.signer, pubkeyHex: hex };
+}
+
+/** What each relay connection is opened with (connection.ts), from the client's options. */
+export function connectionOptions(
+  options: TallyClientOptions,
+  signer: TallySigner,
+  npub: string,
+  onSignerFailed: (error: unknown) => void,
+): Omit<ConnectionOptions, "relayUrl"> {
+  return {
+    signer,
+    onSignerFailed,
+    npub,
+    acks: options.acks ?? true,
+    reconnect: options.reconnect ?? true,
+    WebSocket: options.WebSocket ?? (globalThis as { WebSocket?: typeof WebSocket }).WebSocket,
+    pingIntervalMs: options.pingIntervalMs,
+    pongTimeoutMs: options.pongTimeoutMs,
+    connectTimeoutMs: options.connectTimeoutMs,
+  };
 }

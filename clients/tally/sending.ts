@@ -12,7 +12,7 @@ import type { OutboxItem, TallyStore } from "./store";
 import type { OutboxRetry } from "./outbox";
 import type { Paths } from "./paths";
 import type { SendOptions } from "./options";
-import type { InnerMessage } from "./events";
+import type { Emitter, InnerMessage, TallyClientEvents } from "./events";
 import type { MessageState, Tracked, Tracking } from "./tracking";
 import type { TabCoordinator } from "./tabs";
 
@@ -47,6 +47,20 @@ export class Sender {
   /** A message signed and sealed for `to`, not kept (sync messages, receipts, own devices). */
   async seal(to: string, type: string, payload: unknown): Promise<PeerEnvelope> {
     return (await this.signAndSeal(this.buildInner(to, type, payload))).envelope;
+  }
+
+  /** A message's tracking and retries end with its receipt or its expiry (the tabs hear of receipts). */
+  follow(events: Emitter<TallyClientEvents>): void {
+    const { tracking, outbox } = this.h;
+    events.on("receipt", (id, result, from) => {
+      this.h.tabs()?.receipt(id, result, from);
+      tracking.onReceipt(id, result, from);
+      outbox.forget(id);
+    });
+    events.on("expired", (id) => {
+      tracking.onEnded(id, "expired");
+      outbox.forget(id);
+    });
   }
 
   /**
