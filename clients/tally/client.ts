@@ -5,7 +5,8 @@
 // come from shared/tally; which path a frame takes is in paths.ts. This file is the state machine
 // that joins them.
 import type { PeerEnvelope } from "../../shared/tally/envelope";
-import { getPublicKeyHex, npubEncode } from "../../shared/tally/keys";
+import { npubEncode } from "../../shared/tally/keys";
+import type { TallySigner } from "../../shared/tally/signer";
 import type { LedgerEntry } from "../../shared/tally/entry";
 import type { TallyStore } from "./store";
 import { CLIENT_LIMITS } from "./limits";
@@ -15,7 +16,7 @@ import { RelaySet, type RelayStatus } from "./relays";
 import { OutboxRetry } from "./outbox";
 import { DirectChannels, type DirectChannel } from "./direct";
 import { Paths } from "./paths";
-import type { SendOptions, TallyClientOptions } from "./options";
+import { connectionOptions, signerOf, type SendOptions, type TallyClientOptions } from "./options";
 import { Emitter, type Delivery, type InnerMessage, type TallyClientEvents } from "./events";
 import { IGNORED, InboundPipeline, RECEIPT_TYPE, SELF_SYNC_TYPES } from "./inbound";
 import { HandlerRegistry, type PayloadSchema } from "./handlers";
@@ -42,7 +43,8 @@ export class TallyClient {
   readonly store: TallyStore;
   readonly sync: SyncEngine;
 
-  private readonly secretKey: Uint8Array;
+  /** Signs and seals everything this client sends, opens what it receives, answers the relays' challenges. */
+  private readonly signer: TallySigner;
   private readonly events = new Emitter<TallyClientEvents>();
   private readonly relays: RelaySet;
   private readonly paths: Paths;
@@ -63,10 +65,21 @@ export class TallyClient {
   private readonly frames: RelayFrames;
   private readonly registeredWaiters: Array<{ resolve: () => void; reject: (e: Error) => void }> = [];
 
+  /**
+   * A client whose key a signer holds (`signer`: a browser extension through `nip07Signer`, say):
+   * its public key is asked of the signer first. With `secretKey`, the same as `new TallyClient`.
+   */
+  static async create(options: TallyClientOptions): Promise<TallyClient> {
+    if (options.signer && options.publicKey === undefined)
+      return new TallyClient({ ...options, publicKey: await options.signer.getPublicKey() });
+    return new TallyClient(options);
+  }
+
+  /** With `secretKey`, or with `signer` and its `publicKey` (TallyClient.create asks the signer for it). */
   constructor(options: TallyClientOptions) {
-    this.secretKey = options.secretKey;
-    const acks = options.acks ?? true;
-    this.pubkeyHex = getPublicKeyHex(options.secretKey);
+    const { signer, pubkeyHex } = signerOf(options);
+    this.signer = signer;
+    this.pubkeyHex = pubkeyHex;
     this.npub = npubEncode(this.pubkeyHex);
     const opened = openDefaultStore(this.npub, options.store);
     this.store = opened.store;
@@ -79,7 +92,10 @@ export class TallyClient {
         store: this.store,
         connectPeer: (u) => this.connectPeer(u),
         syncNeedsRelay: (to) => this.paths.syncNeedsRelay(to),
-        sendSyncMessage: (to, type, payload) => this.paths.sendSync(to, this.sender.seal(to, type, payload)),
+        sendSyncMessage: async (to, type, payload) => {
+          const envelope = await this.sender.sealOrReport("sync", to, type, payload);
+          return envelope !== undefined && this.paths.sendSync(to, envelope);
+        },
         applyFromSync: (inner, entry) => this.inbound.applyFromSync(inner, entry),
         appendLedger: (e) => this.appendLedger(e),
         dropPeer: (u) => this.channels.closeAll(u),
@@ -90,12 +106,16 @@ export class TallyClient {
     );
     this.inbound = new InboundPipeline({
       npub: this.npub,
-      secretKey: this.secretKey,
+      pubkeyHex: this.pubkeyHex,
+      signer: this.signer,
       store: this.store,
       events: this.events,
       sync: this.sync,
       appendLedger: (e) => this.appendLedger(e),
-      sendReceipt: async (to, id, result) => this.paths.sendReceipt(to, this.sender.seal(to, RECEIPT_TYPE, { message_id: id, result })),
+      sendReceipt: async (to, id, result) => {
+        const envelope = await this.sender.sealOrReport("receipt", to, RECEIPT_TYPE, { message_id: id, result });
+        if (envelope) this.paths.sendReceipt(to, envelope);
+      },
       handlers: this.handlers,
       onHandled: (inner) => this.tabs?.handled(inner),
       handlerRetryMs: options.handlerRetryMs ?? CLIENT_LIMITS.handler_retry_first_ms,
@@ -103,21 +123,12 @@ export class TallyClient {
     const urls = options.relayUrls ?? (options.relayUrl !== undefined ? [options.relayUrl] : []);
     this.relays = new RelaySet(
       urls,
-      {
-        secretKey: options.secretKey,
-        npub: this.npub,
-        acks,
-        reconnect: options.reconnect ?? true,
-        WebSocket: options.WebSocket ?? (globalThis as { WebSocket?: typeof WebSocket }).WebSocket,
-        pingIntervalMs: options.pingIntervalMs,
-        pongTimeoutMs: options.pongTimeoutMs,
-        connectTimeoutMs: options.connectTimeoutMs,
-      },
+      connectionOptions(options, signer, this.npub, (err) => void this.events.emit("signer_failed", "register", err)),
       { onMessage: (r, m) => this.frames.onMessage(r, m), onClosed: (r, code, reason) => this.frames.onClosed(r, code, reason) },
     );
     this.paths = new Paths(this.relays, this.channels, {
       npub: this.npub,
-      acks,
+      acks: options.acks ?? true,
       relayMode: options.relayMode ?? "all",
       ownDeviceIds: () => this.sync.ownDeviceIds(),
     });
@@ -143,24 +154,18 @@ export class TallyClient {
     });
     this.sender = new Sender({
       npub: this.npub,
-      secretKey: this.secretKey,
+      pubkeyHex: this.pubkeyHex,
+      signer: this.signer,
       store: this.store,
       outbox: this.outbox,
       tracking: this.tracking,
       paths: this.paths,
       tabs: () => this.tabs,
       appendLedger: (e) => this.appendLedger(e),
+      signerFailed: (what, err) => this.events.emit("signer_failed", what, err).then(() => undefined),
     });
     this.tabsOption = options.tabs;
-    this.events.on("receipt", (id, result, from) => {
-      this.tabs?.receipt(id, result, from);
-      this.tracking.onReceipt(id, result, from);
-      this.outbox.forget(id);
-    });
-    this.events.on("expired", (id) => {
-      this.tracking.onEnded(id, "expired");
-      this.outbox.forget(id);
-    });
+    this.sender.follow(this.events);
   }
 
   // ---- events -----------------------------------------------------------------------------
@@ -314,10 +319,6 @@ export class TallyClient {
     return historyOf(this.store, this.npub, query);
   }
 
-  private enqueueInbound(task: () => Promise<void>): Promise<void> {
-    return this.inbound.enqueue(task);
-  }
-
   /** Resolves once every frame received so far has been processed. */
   idle(): Promise<void> {
     return this.inbound.idle();
@@ -332,7 +333,7 @@ export class TallyClient {
    * twice (the processed check and its write would interleave).
    */
   receiveEnvelope(envelope: unknown, via: Delivery): Promise<void> {
-    return this.enqueueInbound(() =>
+    return this.inbound.enqueue(() =>
       this.inbound.receiveEnvelope(envelope, via, via === "relay" ? () => this.paths.ack(undefined, envelope) : undefined),
     );
   }
@@ -391,7 +392,7 @@ export class TallyClient {
   }
 
   /** Sends a self-addressed message to this user's other online devices (13.2, 13.8). Never stored. */
-  sendToOwnDevices(type: string, payload: unknown): string {
+  sendToOwnDevices(type: string, payload: unknown): Promise<string> {
     return this.sender.sendToOwnDevices(type, payload);
   }
 
@@ -400,7 +401,7 @@ export class TallyClient {
   /** Appends to the ledger; a new entry is announced and broadcast to own devices (13.5). */
   private async appendLedger(entry: LedgerEntry): Promise<boolean> {
     if (!(await this.store.appendLedger(entry))) return false;
-    this.sync.onLedgerAppend(entry);
+    await this.sync.onLedgerAppend(entry);
     await this.events.emit("ledger", entry);
     return true;
   }

@@ -1,7 +1,8 @@
 // One Tally client's connection to a relay (docs/tally.md): open the socket, answer the
 // challenge with a signed register, keep the socket alive with pings, and come back after a loss
 // with a jittered backoff. What the frames mean is the client's business (client.ts).
-import { makeAuthEvent } from "../../shared/tally/auth";
+import { makeAuthEventWith } from "../../shared/tally/auth";
+import type { TallySigner } from "../../shared/tally/signer";
 import { serverMessageSchema, type ServerMessage } from "../../shared/tally/messages";
 import { CLOSE_CODES } from "../../shared/limits";
 import { CLIENT_LIMITS } from "./limits";
@@ -9,7 +10,10 @@ import { relayBase } from "../relay-url";
 
 export interface ConnectionOptions {
   relayUrl: string;
-  secretKey: Uint8Array;
+  /** Signs the register answer (the key may be elsewhere: a browser extension). */
+  signer: TallySigner;
+  /** The signer failed to sign a register answer: the socket is given up and tried again later. */
+  onSignerFailed?(error: unknown): void;
   npub: string;
   acks: boolean;
   /** Reconnect after a lost connection. */
@@ -215,12 +219,7 @@ export class RelayConnection {
       return;
     }
     if (msg.type === "challenge") {
-      const auth = makeAuthEvent({
-        secretKey: this.opts.secretKey,
-        challenge: msg.challenge,
-        relayUrl: relayBase(this.opts.relayUrl, "ws"),
-      });
-      ws.send(JSON.stringify({ type: "register", user_id: this.opts.npub, auth, acks: this.opts.acks }));
+      void this.answerChallenge(ws, msg.challenge);
       return;
     }
     if (msg.type === "registered") {
@@ -238,6 +237,24 @@ export class RelayConnection {
       this.pongDeadline = undefined;
     }
     this.handlers.onMessage(msg);
+  }
+
+  /**
+   * Registers with a signed answer to the challenge. Signing may take a while (a browser extension
+   * may prompt): the answer goes only on the socket that asked, if it is still this connection's
+   * and open; a signer that fails gives the socket up (tried again with the reconnect backoff).
+   */
+  private async answerChallenge(ws: WebSocket, challenge: string): Promise<void> {
+    let auth: unknown;
+    try {
+      auth = await makeAuthEventWith({ signer: this.opts.signer, challenge, relayUrl: relayBase(this.opts.relayUrl, "ws") });
+    } catch (err) {
+      this.opts.onSignerFailed?.(err);
+      this.abandon(ws, ABNORMAL_CLOSE, "signer failed");
+      return;
+    }
+    if (this.ws !== ws || ws.readyState !== 1) return;
+    ws.send(JSON.stringify({ type: "register", user_id: this.opts.npub, auth, acks: this.opts.acks }));
   }
 
   private startPings(ws: WebSocket): void {

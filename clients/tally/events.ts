@@ -54,6 +54,12 @@ export interface TallyClientEvents {
   signal: (userId: string, deviceId: string, signal: unknown) => void;
   /** An envelope that failed the receiver's checks and was dropped, with the reason. */
   dropped: (reason: string, envelope: unknown) => void;
+  /**
+   * The signer failed (a browser extension refused, was locked, or gave a bad answer): `what` the
+   * client was doing ("open": an envelope, then kept and tried again, never dropped; "receipt",
+   * "sync", "register"), and the error.
+   */
+  signer_failed: (what: "open" | "receipt" | "sync" | "register", error: unknown) => void;
   relay_error: (code: string, message: string, id: string | undefined, relay: string) => void;
   /** A new ledger entry (outbound or inbound, 12). */
   ledger: (entry: LedgerEntry) => void;

@@ -14,7 +14,8 @@
 // growing intervals (redeliver.ts), without waiting for the relay or the sender's back-off; with
 // several handlers, those that had returned are not run again (their results are kept as marks,
 // handlers.ts), only the failed one and those after it.
-import { openEnvelope } from "../../shared/tally/envelope";
+import { openEnvelopeWith } from "../../shared/tally/envelope";
+import type { TallySigner } from "../../shared/tally/signer";
 import { innerToLedgerEntry, type LedgerEntry } from "../../shared/tally/entry";
 import { reportListenerError } from "../listeners";
 import type { Emitter, Delivery, InnerMessage, TallyClientEvents } from "./events";
@@ -35,7 +36,9 @@ export const PROCESSED = "processed";
 /** What the pipeline needs of the client. */
 export interface InboundHost {
   readonly npub: string;
-  readonly secretKey: Uint8Array;
+  readonly pubkeyHex: string;
+  /** Opens envelopes (the key may be elsewhere: a browser extension). */
+  readonly signer: TallySigner;
   readonly store: TallyStore;
   readonly events: Emitter<TallyClientEvents>;
   readonly sync: SyncEngine;
@@ -99,7 +102,14 @@ export class InboundPipeline {
    */
   async receiveEnvelope(envelope: unknown, via: Delivery, ack: () => void = () => {}): Promise<void> {
     const { host } = this;
-    const opened = openEnvelope(envelope, host.secretKey);
+    const opened = await openEnvelopeWith(envelope, host.signer, host.pubkeyHex);
+    if (!opened.ok && opened.reason === "signer_failed") {
+      // Not a verdict on the envelope: not acked (the relay keeps it), tried again here soon.
+      const env = envelope as { from_user_id: string; id: string };
+      await host.events.emit("signer_failed", "open", opened.error);
+      this.redeliveries.schedule(env.from_user_id, env.id, () => void this.enqueue(() => this.receiveEnvelope(envelope, via, ack)));
+      return;
+    }
     if (!opened.ok) {
       await host.events.emit("dropped", opened.reason, envelope);
       ack();
@@ -107,6 +117,8 @@ export class InboundPipeline {
     }
     const inner = opened.inner as InnerMessage;
     const from = inner.from_user_id;
+    // Opened: a retry after the signer failed is over for the kinds that are never run again here.
+    if (from === host.npub || SELF_SYNC_TYPES.has(inner.type) || inner.type === RECEIPT_TYPE) this.redeliveries.cancel(from, inner.id);
     if (from === host.npub) {
       // Another device of ours (13.8): only sync messages on this path; no receipts (13.7);
       // sync messages stay out of the processed set (12.3), duplicates dropped by id.

@@ -22,6 +22,8 @@ export { IndexedDbKeyValue } from "./indexeddb";
 export { CLIENT_LIMITS } from "./limits";
 export { KeyValueTallyStore, MapKeyValue, WebStorageKeyValue, memoryStore } from "./store";
 export type { TallyStore, KeyValue, OutboxItem, ProcessedRecord, MessageKey } from "./store";
+export { secretKeySigner, nip07Signer, SignerError } from "../../shared/tally/signer";
+export type { TallySigner, Nip07Provider, EventTemplate, NostrEvent } from "../../shared/tally/signer";
 export { generateSecretKey, getPublicKeyHex, npubEncode, npubDecode } from "../../shared/tally/keys";
 export { connectInMemory, dataChannelAdapter } from "./direct";
 export type { DataChannelLike } from "./direct";

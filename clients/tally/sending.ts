@@ -2,23 +2,26 @@
 // outbox until its receipt arrives, and handed to a direct channel, the relay, or both; the
 // outbox's own questions (a message's state, cancel) are answered here too. TallyClient
 // delegates its sending methods to this.
-import { sealEnvelope, type PeerEnvelope } from "../../shared/tally/envelope";
+import { sealEnvelopeWith, type PeerEnvelope } from "../../shared/tally/envelope";
 import { npubDecode } from "../../shared/tally/keys";
-import { signInner } from "../../shared/tally/proof";
+import { signInnerWith } from "../../shared/tally/proof";
+import type { TallySigner } from "../../shared/tally/signer";
 import { innerToLedgerEntry, type LedgerEntry } from "../../shared/tally/entry";
 import { bytesToHex, randomBytes } from "../../shared/encoding";
 import type { OutboxItem, TallyStore } from "./store";
 import type { OutboxRetry } from "./outbox";
 import type { Paths } from "./paths";
 import type { SendOptions } from "./options";
-import type { InnerMessage } from "./events";
+import type { Emitter, InnerMessage, TallyClientEvents } from "./events";
 import type { MessageState, Tracked, Tracking } from "./tracking";
 import type { TabCoordinator } from "./tabs";
 
 /** What sending needs of the client. */
 export interface SenderHost {
   npub: string;
-  secretKey: Uint8Array;
+  pubkeyHex: string;
+  /** Signs and seals; every call is awaited, so nothing is sent before it is signed and stored. */
+  signer: TallySigner;
   store: TallyStore;
   outbox: OutboxRetry;
   tracking: Tracking;
@@ -26,6 +29,8 @@ export interface SenderHost {
   /** The tab coordinator, once the client joined its tabs. */
   tabs(): TabCoordinator | undefined;
   appendLedger(entry: LedgerEntry): Promise<boolean>;
+  /** The signer failed on a message that is not kept (the `signer_failed` event). */
+  signerFailed(what: "receipt" | "sync", error: unknown): Promise<void>;
 }
 
 export class Sender {
@@ -40,8 +45,41 @@ export class Sender {
   }
 
   /** A message signed and sealed for `to`, not kept (sync messages, receipts, own devices). */
-  seal(to: string, type: string, payload: unknown): PeerEnvelope {
-    return sealEnvelope(signInner(this.buildInner(to, type, payload), this.h.secretKey), this.h.secretKey);
+  async seal(to: string, type: string, payload: unknown): Promise<PeerEnvelope> {
+    return (await this.signAndSeal(this.buildInner(to, type, payload))).envelope;
+  }
+
+  /** A message's tracking and retries end with its receipt or its expiry (the tabs hear of receipts). */
+  follow(events: Emitter<TallyClientEvents>): void {
+    const { tracking, outbox } = this.h;
+    events.on("receipt", (id, result, from) => {
+      this.h.tabs()?.receipt(id, result, from);
+      tracking.onReceipt(id, result, from);
+      outbox.forget(id);
+    });
+    events.on("expired", (id) => {
+      tracking.onEnded(id, "expired");
+      outbox.forget(id);
+    });
+  }
+
+  /**
+   * A message (receipt, sync) signed and sealed, or undefined when the signer failed (reported
+   * as `signer_failed`): a receipt is sent again with the next copy, sync again with the next presence.
+   */
+  async sealOrReport(what: "receipt" | "sync", to: string, type: string, payload: unknown): Promise<PeerEnvelope | undefined> {
+    try {
+      return await this.seal(to, type, payload);
+    } catch (err) {
+      await this.h.signerFailed(what, err);
+      return undefined;
+    }
+  }
+
+  private async signAndSeal(inner: InnerMessage): Promise<{ signed: InnerMessage; envelope: PeerEnvelope }> {
+    const { signer, pubkeyHex } = this.h;
+    const signed = await signInnerWith(inner, signer, pubkeyHex);
+    return { signed, envelope: await sealEnvelopeWith(signed, signer, pubkeyHex) };
   }
 
   send(to: string, type: string, payload: unknown, opts: SendOptions = {}): Promise<string> {
@@ -58,8 +96,7 @@ export class Sender {
     const h = this.h;
     if (to === h.npub) throw new Error("use sendToOwnDevices for self-addressed messages");
     const inner = this.buildInner(to, type, payload, opts.id);
-    const signed = signInner(inner, h.secretKey);
-    const envelope = sealEnvelope(signed, h.secretKey);
+    const { signed, envelope } = await this.signAndSeal(inner);
     const now = Date.now();
     // Claimed for this session before it is stored, and its backoff counted from now, so neither
     // the flush that follows a registration nor the retry timer sends it a second time while this
@@ -120,8 +157,8 @@ export class Sender {
     return (await this.h.store.getOutbox(id))?.envelope;
   }
 
-  sendToOwnDevices(type: string, payload: unknown): string {
-    const envelope = this.seal(this.h.npub, type, payload);
+  async sendToOwnDevices(type: string, payload: unknown): Promise<string> {
+    const envelope = await this.seal(this.h.npub, type, payload);
     this.h.paths.queueEverywhere(envelope);
     return envelope.id;
   }

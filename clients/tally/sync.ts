@@ -38,7 +38,7 @@ export interface SyncHost {
   /** Whether a sync message to `to` would take the relay (some device of it has no open channel). */
   syncNeedsRelay(to: string): boolean;
   /** Sends one sync message by every path that reaches `to`; true if any carried it. */
-  sendSyncMessage(to: string, type: string, payload: unknown): boolean;
+  sendSyncMessage(to: string, type: string, payload: unknown): Promise<boolean>;
   /** An inbound-like entry (12.7): through the message handler once; false if it stays out of the ledger. */
   applyFromSync(inner: InnerMessage, entry: LedgerEntry): Promise<boolean>;
   appendLedger(entry: LedgerEntry): Promise<boolean>;
@@ -275,7 +275,7 @@ export class SyncEngine {
   private async sendHello(peer: string): Promise<void> {
     const ledger = await this.host.store.listLedger();
     const ignored = (await this.host.store.listIgnored?.()) ?? [];
-    for (const part of helloParts(ledger, this.me, peer, newSetId(), ignored)) this.host.sendSyncMessage(peer, SYNC_HELLO, part);
+    for (const part of helloParts(ledger, this.me, peer, newSetId(), ignored)) await this.host.sendSyncMessage(peer, SYNC_HELLO, part);
   }
 
   /** 13.8: true the first time a sync message (from, id) is seen; each relay's copy after that is dropped. */
@@ -378,11 +378,11 @@ export class SyncEngine {
     if (entries.length === 0) return; // equal ledgers exchange nothing
     if (!readsExtensions(hello)) {
       // An asker that speaks only the Tally protocol's form: plain entries, whole, all of them (12.6).
-      for (const payload of seedSyncData(entries).payloads) this.host.sendSyncMessage(to, SYNC_DATA, payload);
+      for (const payload of seedSyncData(entries).payloads) await this.host.sendSyncMessage(to, SYNC_DATA, payload);
       return;
     }
     const windowParts = this.host.syncNeedsRelay(to) ? SYNC_LIMITS.relay_window_parts : undefined;
-    for (const part of syncDataParts(entries, newSetId(), { windowParts })) this.host.sendSyncMessage(to, SYNC_DATA, part);
+    for (const part of syncDataParts(entries, newSetId(), { windowParts })) await this.host.sendSyncMessage(to, SYNC_DATA, part);
   }
 
   /**
@@ -424,12 +424,12 @@ export class SyncEngine {
    * 13.5: every new ledger entry goes to every connected own device, by whichever path reaches
    * it; it is marked broadcast only once some path carried it.
    */
-  onLedgerAppend(entry: LedgerEntry): void {
+  async onLedgerAppend(entry: LedgerEntry): Promise<void> {
     this.noteFriend(entry);
     const key = ledgerKey(entry);
     if (this.broadcast.has(key)) return;
     let sent = false;
-    for (const part of syncDataParts([entry], newSetId())) sent = this.host.sendSyncMessage(this.me, SYNC_DATA, part) || sent;
+    for (const part of syncDataParts([entry], newSetId())) sent = (await this.host.sendSyncMessage(this.me, SYNC_DATA, part)) || sent;
     if (sent) this.broadcast.add(key);
   }
 }

@@ -1,7 +1,8 @@
 // Register authentication for the Tally relay (NIP-42 style; docs/tally.md, the Tally protocol §13.9).
 // The client answers the relay's challenge with a kind-22242 event tagged with the challenge and the
 // relay URL, signed by the key of the user id it registers.
-import { getEventHash, finalizeEvent, nostrEventSchema, signatureValid, type NostrEvent } from "../nostr/event";
+import { getEventHash, finalizeEvent, nostrEventSchema, signatureValid, type EventTemplate, type NostrEvent } from "../nostr/event";
+import type { TallySigner } from "./signer";
 
 export const AUTH_EVENT_KIND = 22242;
 export const AUTH_MAX_SKEW_SECONDS = 600;
@@ -18,18 +19,29 @@ export type AuthFailureReason =
   | "bad_signature";
 
 export function makeAuthEvent(opts: { secretKey: Uint8Array; challenge: string; relayUrl: string; createdAt?: number }): NostrEvent {
-  return finalizeEvent(
-    {
-      kind: AUTH_EVENT_KIND,
-      created_at: opts.createdAt ?? Math.floor(Date.now() / 1000),
-      tags: [
-        ["relay", opts.relayUrl],
-        ["challenge", opts.challenge],
-      ],
-      content: "",
-    },
-    opts.secretKey,
-  );
+  return finalizeEvent(authTemplate(opts), opts.secretKey);
+}
+
+/** makeAuthEvent through a signer (the key need not be here). */
+export function makeAuthEventWith(opts: {
+  signer: TallySigner;
+  challenge: string;
+  relayUrl: string;
+  createdAt?: number;
+}): Promise<NostrEvent> {
+  return opts.signer.signEvent(authTemplate(opts));
+}
+
+function authTemplate(opts: { challenge: string; relayUrl: string; createdAt?: number }): EventTemplate {
+  return {
+    kind: AUTH_EVENT_KIND,
+    created_at: opts.createdAt ?? Math.floor(Date.now() / 1000),
+    tags: [
+      ["relay", opts.relayUrl],
+      ["challenge", opts.challenge],
+    ],
+    content: "",
+  };
 }
 
 function firstTagValue(tags: string[][], name: string): string | undefined {

@@ -11,13 +11,15 @@
 // most that many bytes: sealEnvelope throws otherwise, and a sender splits large payloads (for
 // example sync_data entries) over several messages.
 import { TALLY_LIMITS } from "../limits";
-import { secp256k1 } from "@noble/curves/secp256k1.js";
 import { gcm } from "@noble/ciphers/aes.js";
-import { sha256 } from "@noble/hashes/sha2.js";
 import * as z from "zod";
-import { base64Decode, base64Encode, concatBytes, hexToBytes, isBase64, randomBytes, utf8Decode, utf8Encode } from "../encoding";
+import { base64Encode, concatBytes, isBase64, randomBytes, utf8Encode } from "../encoding";
 import { getPublicKeyHex, isNpub, npubDecode, npubEncode } from "./keys";
-import { decrypt as nip44Decrypt, encrypt as nip44Encrypt, getConversationKey } from "./nip44";
+import { checkPayload, decrypt as nip44Decrypt, encrypt as nip44Encrypt, MAX_PLAINTEXT_SIZE } from "./nip44";
+import { SignerError, type TallySigner } from "./signer";
+import { conversationKey, legacyV2Decrypt, legacyV2Key } from "./keys-cache";
+
+export { conversationKey, legacyV2Key };
 import { verifyInner } from "./proof";
 
 export const ENVELOPE_VERSION = 3;
@@ -57,11 +59,15 @@ export type OpenEnvelopeFailure =
 export type OpenEnvelopeResult = { ok: true; inner: Record<string, unknown> } | { ok: false; reason: OpenEnvelopeFailure };
 
 function checkSealable(inner: SealableInner, secretKey: Uint8Array): void {
+  checkSealableBy(inner, npubEncode(getPublicKeyHex(secretKey)));
+}
+
+function checkSealableBy(inner: SealableInner, myNpub: string): void {
   if (typeof inner.id !== "string" || inner.id.length < 1 || inner.id.length > ENVELOPE_ID_MAX_CHARS) {
     throw new Error("sealEnvelope: id must be a string of 1..128 characters");
   }
   if (!isNpub(inner.to_user_id)) throw new Error("sealEnvelope: to_user_id is not an npub");
-  if (inner.from_user_id !== npubEncode(getPublicKeyHex(secretKey))) {
+  if (inner.from_user_id !== myNpub) {
     throw new Error("sealEnvelope: from_user_id is not the npub of the sealing key");
   }
 }
@@ -84,43 +90,6 @@ export function sealEnvelope(signedInner: SealableInner, secretKey: Uint8Array):
   return header(signedInner, ENVELOPE_VERSION, nip44Encrypt(JSON.stringify(signedInner), key));
 }
 
-/**
- * §5.2: derived keys are cached in memory per peer (a scalar multiplication each time otherwise),
- * for as long as the secret key's bytes object lives (a WeakMap keyed by it), at most
- * KEY_CACHE_PEERS peers per secret key and kind (emptied when full).
- */
-const KEY_CACHE_PEERS = 1_024;
-const keyCache = new WeakMap<Uint8Array, Map<string, Uint8Array>>();
-
-function cachedKey(secretKey: Uint8Array, kind: "v2" | "v3", peerHex: string, derive: () => Uint8Array): Uint8Array {
-  let peers = keyCache.get(secretKey);
-  if (!peers) {
-    peers = new Map();
-    keyCache.set(secretKey, peers);
-  }
-  const k = `${kind}:${peerHex}`;
-  let key = peers.get(k);
-  if (!key) {
-    if (peers.size >= KEY_CACHE_PEERS * 2) peers.clear();
-    key = derive();
-    peers.set(k, key);
-  }
-  return key;
-}
-
-/** §5.1-5.2: SHA-256 of the ECDH x-coordinate, the peer's x-only key lifted to even y; cached per peer. */
-export function legacyV2Key(secretKey: Uint8Array, peerPubkeyHex: string): Uint8Array {
-  return cachedKey(secretKey, "v2", peerPubkeyHex, () => {
-    const shared = secp256k1.getSharedSecret(secretKey, hexToBytes("02" + peerPubkeyHex));
-    return sha256(shared.subarray(1, 33));
-  });
-}
-
-/** The NIP-44 v2 conversation key with a peer (version 3), cached per peer like the v2 key. */
-export function conversationKey(secretKey: Uint8Array, peerPubkeyHex: string): Uint8Array {
-  return cachedKey(secretKey, "v3", peerPubkeyHex, () => getConversationKey(secretKey, peerPubkeyHex));
-}
-
 /** Version 2 envelope (AES-256-GCM). For tests and compatibility only: clients send version 3. */
 export function sealLegacyV2(signedInner: SealableInner, secretKey: Uint8Array): PeerEnvelope {
   checkSealable(signedInner, secretKey);
@@ -134,14 +103,37 @@ function decryptV3(ciphertext: string, mySecret: Uint8Array, fromHex: string): s
   return nip44Decrypt(ciphertext, conversationKey(mySecret, fromHex));
 }
 
-function decryptV2(ciphertext: string, mySecret: Uint8Array, fromHex: string): string {
-  const data = base64Decode(ciphertext);
-  if (data.length < 12 + 16) throw new Error("too short");
-  const key = legacyV2Key(mySecret, fromHex);
-  return utf8Decode(gcm(key, data.subarray(0, 12)).decrypt(data.subarray(12)));
+const fail = (reason: OpenEnvelopeFailure): OpenEnvelopeResult => ({ ok: false, reason });
+
+type Parsed = { ok: true; env: PeerEnvelope; version: number; fromHex: string } | { ok: false; reason: OpenEnvelopeFailure };
+
+/** The envelope's shape and recognised version (the first checks of §5.3). */
+function parseEnvelope(envelope: unknown): Parsed {
+  if (typeof envelope !== "object" || envelope === null || Array.isArray(envelope)) return { ok: false, reason: "malformed" };
+  const version = (envelope as Record<string, unknown>).envelope_version;
+  if (version !== ENVELOPE_VERSION && version !== LEGACY_ENVELOPE_VERSION) return { ok: false, reason: "unknown_version" };
+  const parsed = peerEnvelopeSchema.safeParse(envelope);
+  if (!parsed.success) return { ok: false, reason: "malformed" };
+  return { ok: true, env: parsed.data, version, fromHex: npubDecode(parsed.data.from_user_id) };
 }
 
-const fail = (reason: OpenEnvelopeFailure): OpenEnvelopeResult => ({ ok: false, reason });
+/** The §5.3 checks after decryption: a JSON object whose ids match the envelope's, for me, with a valid proof. */
+function checkPlaintext(plaintext: string, env: PeerEnvelope, myNpub: string): OpenEnvelopeResult {
+  let inner: unknown;
+  try {
+    inner = JSON.parse(plaintext);
+  } catch {
+    return fail("bad_json");
+  }
+  if (typeof inner !== "object" || inner === null || Array.isArray(inner)) return fail("bad_json");
+  const msg = inner as Record<string, unknown>;
+  if (msg.id !== env.id) return fail("id_mismatch");
+  if (msg.from_user_id !== env.from_user_id) return fail("from_mismatch");
+  if (msg.to_user_id !== env.to_user_id) return fail("to_mismatch");
+  if (msg.to_user_id !== myNpub) return fail("not_for_me");
+  if (!verifyInner(msg)) return fail("bad_proof");
+  return { ok: true, inner: msg };
+}
 
 /**
  * The §5.3 receiver checks, in order: envelope shape and recognised version; decryption with the
@@ -150,38 +142,67 @@ const fail = (reason: OpenEnvelopeFailure): OpenEnvelopeResult => ({ ok: false, 
  */
 export function openEnvelope(envelope: unknown, mySecret: Uint8Array): OpenEnvelopeResult {
   try {
-    if (typeof envelope !== "object" || envelope === null || Array.isArray(envelope)) return fail("malformed");
-    const version = (envelope as Record<string, unknown>).envelope_version;
-    if (version !== ENVELOPE_VERSION && version !== LEGACY_ENVELOPE_VERSION) return fail("unknown_version");
-    const parsed = peerEnvelopeSchema.safeParse(envelope);
-    if (!parsed.success) return fail("malformed");
-    const env = parsed.data;
-    const fromHex = npubDecode(env.from_user_id);
-
+    const p = parseEnvelope(envelope);
+    if (!p.ok) return p;
     let plaintext: string;
     try {
       plaintext =
-        version === ENVELOPE_VERSION ? decryptV3(env.ciphertext, mySecret, fromHex) : decryptV2(env.ciphertext, mySecret, fromHex);
+        p.version === ENVELOPE_VERSION
+          ? decryptV3(p.env.ciphertext, mySecret, p.fromHex)
+          : legacyV2Decrypt(p.env.ciphertext, mySecret, p.fromHex);
     } catch {
       return fail("decrypt_failed");
     }
-
-    let inner: unknown;
-    try {
-      inner = JSON.parse(plaintext);
-    } catch {
-      return fail("bad_json");
-    }
-    if (typeof inner !== "object" || inner === null || Array.isArray(inner)) return fail("bad_json");
-    const msg = inner as Record<string, unknown>;
-
-    if (msg.id !== env.id) return fail("id_mismatch");
-    if (msg.from_user_id !== env.from_user_id) return fail("from_mismatch");
-    if (msg.to_user_id !== env.to_user_id) return fail("to_mismatch");
-    if (msg.to_user_id !== npubEncode(getPublicKeyHex(mySecret))) return fail("not_for_me");
-    if (!verifyInner(msg)) return fail("bad_proof");
-    return { ok: true, inner: msg };
+    return checkPlaintext(plaintext, p.env, npubEncode(getPublicKeyHex(mySecret)));
   } catch {
     return fail("malformed");
   }
+}
+
+/** An envelope a signer could not open: not a verdict on the envelope (it is kept and tried again). */
+export type SignerFailure = { ok: false; reason: "signer_failed"; error: unknown };
+
+/**
+ * openEnvelope through a signer (the key need not be here): the same checks in the same order.
+ * Only the signer itself failing (a SignerError, or a version 2 envelope to a signer that cannot
+ * open those) gives "signer_failed"; a payload that is no NIP-44 v2 payload is "decrypt_failed"
+ * before the signer is asked. Never throws.
+ */
+export async function openEnvelopeWith(
+  envelope: unknown,
+  signer: TallySigner,
+  myPubkeyHex: string,
+): Promise<OpenEnvelopeResult | SignerFailure> {
+  try {
+    const p = parseEnvelope(envelope);
+    if (!p.ok) return p;
+    let plaintext: string;
+    try {
+      if (p.version === ENVELOPE_VERSION) {
+        checkPayload(p.env.ciphertext);
+        plaintext = await signer.nip44Decrypt(p.fromHex, p.env.ciphertext);
+      } else {
+        if (!signer.legacyDecrypt)
+          return { ok: false, reason: "signer_failed", error: new SignerError("this signer cannot open version 2 envelopes") };
+        plaintext = await signer.legacyDecrypt(p.fromHex, p.env.ciphertext);
+      }
+    } catch (error) {
+      if (error instanceof SignerError) return { ok: false, reason: "signer_failed", error };
+      return fail("decrypt_failed");
+    }
+    return checkPlaintext(plaintext, p.env, npubEncode(myPubkeyHex));
+  } catch {
+    return fail("malformed");
+  }
+}
+
+/**
+ * sealEnvelope through a signer: `myPubkeyHex` is the signer's key. Throws if the inner message
+ * is not sealable by it or is too large, and when the signer fails.
+ */
+export async function sealEnvelopeWith(signedInner: SealableInner, signer: TallySigner, myPubkeyHex: string): Promise<PeerEnvelope> {
+  checkSealableBy(signedInner, npubEncode(myPubkeyHex));
+  const plaintext = JSON.stringify(signedInner);
+  if (utf8Encode(plaintext).length > MAX_PLAINTEXT_SIZE) throw new Error("sealEnvelope: the signed inner message is over 65535 bytes");
+  return header(signedInner, ENVELOPE_VERSION, await signer.nip44Encrypt(npubDecode(signedInner.to_user_id), plaintext));
 }

@@ -130,6 +130,14 @@ function decodePayload(payload: unknown): { nonce: Uint8Array; ciphertext: Uint8
   return { nonce: data.subarray(1, 33), ciphertext: data.subarray(33, dlen - 32), mac: data.subarray(dlen - 32) };
 }
 
+/**
+ * Throws a Nip44Error when `payload` cannot be a NIP-44 v2 payload (size, base64, version); what
+ * is checked before a key is needed, so a signer that holds the key elsewhere is not asked.
+ */
+export function checkPayload(payload: unknown): void {
+  decodePayload(payload);
+}
+
 /** Decrypts a NIP-44 v2 payload. Throws only Nip44Error. */
 export function decrypt(payload: string, conversationKey: Uint8Array): string {
   try {

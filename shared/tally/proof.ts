@@ -31,6 +31,7 @@ import { finalizeEvent, verifyEvent, type NostrEvent } from "../nostr/event";
 import { canonicalJson, innerDigestHex } from "./canonical";
 import { getPublicKeyHex, npubDecode, npubEncode } from "./keys";
 import { ledgerEntryToInner } from "./entry";
+import type { TallySigner } from "./signer";
 
 export const PROOF_EVENT_KIND = 177700;
 export const PROOF_TYPE = "tally-nostr-event-v1";
@@ -57,6 +58,28 @@ export function signInner<T extends object>(
   assertSigner(inner, secretKey);
   const digest = innerDigestHex(inner as Record<string, unknown>);
   const event = finalizeEvent({ kind: PROOF_EVENT_KIND, created_at: nowSeconds, tags: [[...PROOF_TAG]], content: digest }, secretKey);
+  return { ...inner, proof: { type: PROOF_TYPE, event } };
+}
+
+/**
+ * signInner through a signer (the key need not be here; `myPubkeyHex` is the signer's key).
+ * Throws if from_user_id is not that key's npub, when the signer fails, and when the event it
+ * signed is not by that key.
+ */
+export async function signInnerWith<T extends object>(
+  inner: T,
+  signer: TallySigner,
+  myPubkeyHex: string,
+  nowSeconds: number = Math.floor(Date.now() / 1000),
+): Promise<T & { proof: TallyProof }> {
+  if ((inner as Record<string, unknown>).from_user_id !== npubEncode(myPubkeyHex)) {
+    throw new Error("signInner: from_user_id is not the npub of the signing key");
+  }
+  const digest = innerDigestHex(inner as Record<string, unknown>);
+  const event = await signer.signEvent({ kind: PROOF_EVENT_KIND, created_at: nowSeconds, tags: [[...PROOF_TAG]], content: digest });
+  if (event.pubkey !== myPubkeyHex || event.content !== digest || event.kind !== PROOF_EVENT_KIND) {
+    throw new Error("signInner: the signer's event is not this proof by this key");
+  }
   return { ...inner, proof: { type: PROOF_TYPE, event } };
 }
 

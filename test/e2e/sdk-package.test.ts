@@ -122,6 +122,7 @@ describe("the SDK as an installed package", () => {
       "tally",
       "tally-delivery",
       "tally-handlers",
+      "tally-signer",
       "passnote",
       "passnote-devices",
       "minca-connect",

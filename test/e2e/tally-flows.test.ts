@@ -183,7 +183,7 @@ describe("the Tally protocol section 13: multi-device", () => {
     d1.on("self", (m) => void mine.push(m));
     const statuses = new Map<string, string>();
     d1.on("queued", (qid, s) => void statuses.set(qid, s));
-    const id = d1.sendToOwnDevices("sync_hello", { known_ids: [] });
+    const id = await d1.sendToOwnDevices("sync_hello", { known_ids: [] });
     await waitFor(() => selfSeen.some((m) => m.id === id), { what: "self envelope" });
     expect(selfSeen.find((m) => m.id === id)).toMatchObject({ type: "sync_hello", from_user_id: user.npub, to_user_id: user.npub });
     await waitFor(() => statuses.has(id), { what: "queued" });
@@ -200,7 +200,7 @@ describe("the Tally protocol section 13: multi-device", () => {
     const d1 = await dev();
     const statuses: string[] = [];
     d1.on("queued", (_id, s) => void statuses.push(s));
-    d1.sendToOwnDevices("sync_hello", { known_ids: [] });
+    await d1.sendToOwnDevices("sync_hello", { known_ids: [] });
     await waitFor(() => statuses.length === 1, { what: "queued" });
     expect(statuses).toEqual(["not_stored"]);
   });

@@ -47,3 +47,27 @@ export async function defaultStoreDevice(relayUrl: string, secretHex: string) {
     ledgerIds: async () => (await client.store.listLedger()).map((e) => e.id),
   };
 }
+
+/**
+ * One tab of a user with `tabs: "browser"` (Web Locks and a BroadcastChannel) and the default
+ * store: what it handled itself, what it heard the leader handled, and a send to await.
+ */
+export async function tabDevice(relayUrl: string, secretHex: string) {
+  const client = new TallyClient({ relayUrl, secretKey: hexToBytes(secretHex), tabs: "browser" });
+  const handled: string[] = [];
+  const elsewhere: string[] = [];
+  client.on("message", (m) => void handled.push(m.id));
+  client.on("handled_elsewhere", (m) => void elsewhere.push(m.id));
+  await client.connect();
+  return {
+    client,
+    handled,
+    elsewhere,
+    state: () => ({ leader: client.leader, connected: client.connected }),
+    /** Sends and resolves with the receipt's result. */
+    send: async (to: string, text: string) => {
+      const sent = await client.sendTracked(to, "note", { text });
+      return { id: sent.id, result: (await sent.receipt).result };
+    },
+  };
+}

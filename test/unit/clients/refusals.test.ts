@@ -9,6 +9,7 @@ import { RelayConnection } from "../../../clients/tally/connection";
 import { TallyClient, TallyRelayError } from "../../../clients/tally/index";
 import { RelayTransport, RelayTransportError } from "../../../clients/passnote/relay-transport";
 import { CLOSE_CODES } from "../../../shared/limits";
+import { secretKeySigner } from "../../../shared/tally/signer";
 import { newUser } from "../../helpers/tally";
 
 const servers: WebSocketServer[] = [];
@@ -69,7 +70,7 @@ describe("a refused client gets a typed error naming the refusal", () => {
       let conn: RelayConnection | undefined;
       const closed = await new Promise<boolean>((resolveClosed) => {
         conn = new RelayConnection(
-          { relayUrl: relay.url, secretKey: user.secretKey, npub: user.npub, acks: true, reconnect: true, WebSocket },
+          { relayUrl: relay.url, signer: secretKeySigner(user.secretKey), npub: user.npub, acks: true, reconnect: true, WebSocket },
           { onMessage: () => {}, onClosed: (_code, _reason, willReconnect) => resolveClosed(willReconnect) },
         );
         conn.start();

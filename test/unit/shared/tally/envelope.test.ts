@@ -8,6 +8,7 @@ import {
   conversationKey,
   legacyV2Key,
   openEnvelope,
+  openEnvelopeWith,
   peerEnvelopeSchema,
   sealEnvelope,
   sealLegacyV2,
@@ -15,6 +16,7 @@ import {
 } from "../../../../shared/tally/envelope";
 import { encrypt as nip44Encrypt, getConversationKey } from "../../../../shared/tally/nip44";
 import { signInner, signInnerLegacy } from "../../../../shared/tally/proof";
+import { secretKeySigner, type TallySigner } from "../../../../shared/tally/signer";
 import { generateSecretKey, getPublicKeyHex, npubEncode } from "../../../../shared/tally/keys";
 import { base64Decode, base64Encode, concatBytes, randomBytes } from "../../../../shared/encoding";
 
@@ -353,6 +355,49 @@ describe("openEnvelope never throws (fuzz)", () => {
     expect(openEnvelope(hostile, bob.sk).ok).toBe(false);
     expect(openEnvelope(env, new Uint8Array(32)).ok).toBe(false);
     expect(openEnvelope(env, "nope" as unknown as Uint8Array).ok).toBe(false);
+  });
+});
+
+describe("openEnvelopeWith never throws and agrees with openEnvelope (fuzz)", () => {
+  const signed = signInner(inner(), alice.sk);
+  const env = sealEnvelope(signed, alice.sk);
+  const keySigner = secretKeySigner(bob.sk);
+  // A signer over another NIP-44 implementation, as a browser extension's would be.
+  const foreign: TallySigner = {
+    getPublicKey: async () => bob.pubHex,
+    signEvent: async () => {
+      throw new Error("not used");
+    },
+    nip44Encrypt: async (peer, text) => ntNip44.encrypt(text, ntNip44.utils.getConversationKey(bob.sk, peer)),
+    nip44Decrypt: async (peer, payload) => ntNip44.decrypt(payload, ntNip44.utils.getConversationKey(bob.sk, peer)),
+  };
+
+  it("arbitrary values, random ciphertexts and corrupted real envelopes give the same verdict through either signer", async () => {
+    const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=";
+    await fc.assert(
+      fc.asyncProperty(
+        fc.oneof(
+          fc.anything(),
+          fc.jsonValue(),
+          fc.string({ unit: "binary", maxLength: 400 }).map((ciphertext) => ({ ...env, ciphertext })),
+          fc.tuple(fc.nat(), fc.constantFrom(...alphabet)).map(([i, c]) => {
+            const idx = i % env.ciphertext.length;
+            return { ...env, ciphertext: env.ciphertext.slice(0, idx) + c + env.ciphertext.slice(idx + 1) };
+          }),
+        ),
+        async (v) => {
+          const sync = openEnvelope(v, bob.sk);
+          const withKey = await openEnvelopeWith(v, keySigner, bob.pubHex);
+          const withForeign = await openEnvelopeWith(v, foreign, bob.pubHex);
+          expect(withKey.ok).toBe(sync.ok);
+          expect(withForeign.ok).toBe(sync.ok);
+          if (!sync.ok && !withKey.ok) expect(withKey.reason).toBe(sync.reason);
+          if (!withForeign.ok) expect(withForeign.reason).not.toBe("signer_failed"); // a plain error is a bad envelope, not a signer failure
+        },
+      ),
+      { numRuns: 300 },
+    );
+    expect(await openEnvelopeWith(env, foreign, bob.pubHex)).toMatchObject({ ok: true });
   });
 });
 
