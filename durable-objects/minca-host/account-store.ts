@@ -1,11 +1,15 @@
 // What one MincaAccount object keeps, as the modules that work on it reach it: its SQLite tables
-// (made on the first write that keeps something), the `meta` key/value table,
-// and row counts. The account object, its carry-record keeper (account-records.ts) and its push
-// sender (account-pushes.ts) share one of these.
+// (made on the first write that keeps something), its `meta` key/value table (the base's, with the
+// account's keys: account-meta.ts), and row counts. The account object, its carry-record keeper
+// (account-records.ts) and its push sender (account-pushes.ts) share one of these.
 import type { LazySchema } from "../base/schema";
+import { Meta } from "../base/meta";
+import type { AccountMetaKey } from "./account-meta";
 
 export class AccountStore {
   readonly sql: SqlStorage;
+  /** The account's `meta` table (the same table as the object's own `meta`; a Meta holds no state). */
+  readonly meta: Meta<AccountMetaKey>;
 
   constructor(
     readonly ctx: DurableObjectState,
@@ -14,16 +18,7 @@ export class AccountStore {
     readonly account: () => string,
   ) {
     this.sql = ctx.storage.sql;
-  }
-
-  meta(key: string): string | null {
-    if (!this.schema.exists) return null;
-    return this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = ?", key).toArray()[0]?.value ?? null;
-  }
-
-  setMeta(key: string, value: string): void {
-    this.schema.ensure();
-    this.sql.exec("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", key, value);
+    this.meta = new Meta(schema);
   }
 
   count(table: string): number {

@@ -9,6 +9,7 @@ import { StorageLease } from "../relay/storage-lease";
 import { rowBytes } from "../../shared/storage";
 import { log } from "../../shared/log";
 import type { AccountStore } from "./account-store";
+import { TOMBSTONE_KEYS } from "./account-meta";
 
 export class AccountUsage {
   /** The account's share of the host-wide total (storage.host_bytes): what its usage rows add up to, leased from the relay's ledger. */
@@ -40,14 +41,14 @@ export class AccountUsage {
     const r = await this.lease.store(bytes, () => {
       const used = this.used();
       if (used + bytes > quota) return { value: "account_full" as const };
-      if (this.store.meta("carry_space") === null) return { value: "ok" as const }; // not carrying (closed meanwhile): nothing to count
+      if (this.store.meta.get("carry_space") === null) return { value: "ok" as const }; // not carrying (closed meanwhile): nothing to count
       this.charge(space, versions, bytes);
       return { value: "ok" as const, held: used + bytes };
     });
     if (r.stored) return r.value;
     // Revokes, deletions and carry:closed (docs/hosting.md, "Quotas"): the host's total has no
     // room, yet they are charged past the account's lease by at most the overdraft.
-    if (relief && this.store.meta("carry_space") !== null && this.used() + bytes <= this.lease.bytes + overdraft) {
+    if (relief && this.store.meta.get("carry_space") !== null && this.used() + bytes <= this.lease.bytes + overdraft) {
       log.warn("minca account: a revoke, deletion or carry:closed charged past its lease of the host's total (overdraft)", { bytes });
       this.charge(space, versions, bytes);
       return "ok";
@@ -88,7 +89,7 @@ export class AccountUsage {
    * stored, so they are charged even when the host's total has no room left (logged).
    */
   async adopt(space: string, versions: number, bytes: number): Promise<boolean> {
-    if (!this.store.schema.exists || this.store.meta("carry_space") === null) return false;
+    if (!this.store.schema.exists || this.store.meta.get("carry_space") === null) return false;
     const r = await this.lease.store(bytes, () => {
       this.charge(space, versions, bytes);
       return { value: true, held: this.used() };
@@ -147,7 +148,7 @@ export class AccountUsage {
         rowBytes(),
       )
       .one();
-    const binding = Number(this.store.meta("binding_bytes") ?? 0);
+    const binding = Number(this.store.meta.get("binding_bytes") ?? 0);
     return binding + links.b + links.topics * rowBytes(this.store.account().length) + this.tombstoneHeld();
   }
 
@@ -157,13 +158,7 @@ export class AccountUsage {
    * record), and after carry:closed the account's lease keeps exactly these.
    */
   tombstoneHeld(): number {
-    return this.sql
-      .exec<{ b: number }>(
-        `SELECT (SELECT TOTAL(length(did)) + COUNT(*) * ? FROM revoked)
-              + (SELECT TOTAL(length(value)) + COUNT(*) * ? FROM meta WHERE key IN ('closed_at', 'closed_space', 'closed_read_key')) AS b`,
-        rowBytes(),
-        rowBytes(),
-      )
-      .one().b;
+    const revoked = this.sql.exec<{ b: number }>("SELECT TOTAL(length(did)) + COUNT(*) * ? AS b FROM revoked", rowBytes()).one().b;
+    return revoked + this.store.meta.heldBytes(TOMBSTONE_KEYS);
   }
 }
