@@ -6,7 +6,6 @@
 // exactly one carrying account).
 import { MINCA_HOST_LIMITS } from "../../shared/limits";
 import { StorageLease } from "../relay/storage-lease";
-import { rowBytes } from "../../shared/storage";
 import { log } from "../../shared/log";
 import type { AccountStore } from "./account-store";
 import { TOMBSTONE_KEYS } from "./account-meta";
@@ -108,15 +107,8 @@ export class AccountUsage {
    */
   lostSlot(space: string): { versions: number; bytes: number } {
     if (!this.store.schema.exists) return { versions: 0, bytes: 0 };
-    const usage = this.sql
-      .exec<{ versions: number; bytes: number }>("SELECT versions, bytes FROM usage WHERE space = ?", space)
-      .toArray()[0] ?? { versions: 0, bytes: 0 };
-    this.lease.free(() =>
-      this.store.ctx.storage.transactionSync(() => {
-        this.sql.exec("DELETE FROM passes WHERE space = ?", space);
-        this.sql.exec("DELETE FROM usage WHERE space = ?", space);
-      }),
-    );
+    const usage = this.store.passes.usageOf(space);
+    this.lease.free(() => this.store.ctx.storage.transactionSync(() => this.store.passes.delete(space)));
     return usage;
   }
 
@@ -137,28 +129,22 @@ export class AccountUsage {
   }
 
   /**
-   * The account's own rows: its binding (bindingBytes, kept in meta when it was charged) and each
-   * link (its key, topic and blob, plus the row the topic's mailbox keeps for each topic the
-   * account links: linkBytes).
+   * The account's own rows: its binding (bindingBytes, kept in meta when it was charged), its links
+   * (account-links.ts: each row, and the row the topic's mailbox keeps for each topic it links)
+   * and what outlives carry:closed (tombstoneHeld). Passes, wakes and receivers charge nothing of
+   * their own (account-passes.ts, account-wakes.ts, account-receivers.ts).
    */
   rowsHeld(): number {
-    const links = this.sql
-      .exec<{ b: number; topics: number }>(
-        "SELECT TOTAL(length(key) + length(topic) + length(blob)) + COUNT(*) * ? AS b, COUNT(DISTINCT topic) AS topics FROM links",
-        rowBytes(),
-      )
-      .one();
     const binding = Number(this.store.meta.get("binding_bytes") ?? 0);
-    return binding + links.b + links.topics * rowBytes(this.store.account().length) + this.tombstoneHeld();
+    return binding + this.store.links.held(this.store.account()) + this.tombstoneHeld();
   }
 
   /**
-   * What outlives carry:closed (docs/hosting.md, "The tombstone"): the account's revoked keys and
-   * the tombstone's meta rows. Charged while the account is carried too (a revoke outlives its
-   * record), and after carry:closed the account's lease keeps exactly these.
+   * What outlives carry:closed (docs/hosting.md, "The tombstone"): the account's revoked keys
+   * (account-revokes.ts) and the tombstone's meta rows. Charged while the account is carried too
+   * (a revoke outlives its record), and after carry:closed the account's lease keeps exactly these.
    */
   tombstoneHeld(): number {
-    const revoked = this.sql.exec<{ b: number }>("SELECT TOTAL(length(did)) + COUNT(*) * ? AS b FROM revoked", rowBytes()).one().b;
-    return revoked + this.store.meta.heldBytes(TOMBSTONE_KEYS);
+    return this.store.revokes.held() + this.store.meta.heldBytes(TOMBSTONE_KEYS);
   }
 }

@@ -13,7 +13,7 @@ import { TOMBSTONE_KEYS, type AccountMetaKey } from "./account-meta";
 import { AccountUsage } from "./account-usage";
 import { accountStatus } from "./account-status";
 import { fail, type ObjectResult } from "../base/result";
-import { linksServed, type ServedLink } from "./account-links";
+import type { ServedLink } from "./account-links";
 import { mailboxOf, spaceOf } from "./peers";
 import { MIGRATIONS } from "../../migrations/index";
 import { base64urlDecode, base64urlEncode } from "../../shared/encoding";
@@ -120,7 +120,7 @@ export class MincaAccount extends StoredObject<Env, never, AccountMetaKey> {
     const spaces = await this.leaveSpacesAndTopics(this.did());
     const carry = this.meta.get("carry_space");
     if (carry !== null) await this.space(carry).forget();
-    const links = this.count("links");
+    const links = this.store.count("links");
     await this.wipe();
     return { spaces, links };
   }
@@ -156,7 +156,7 @@ export class MincaAccount extends StoredObject<Env, never, AccountMetaKey> {
     if (carry === null || this.liveCarry(Date.now()) !== null) return;
     await this.space(carry).forget();
     const closedAt = this.meta.get("closed_at");
-    if (closedAt === null && this.count("revoked") === 0) return this.wipe();
+    if (closedAt === null && this.store.revokes.count() === 0) return this.wipe();
     this.keepOnlyTombstone({ at: closedAt, space: this.meta.get("closed_space"), readKey: this.meta.get("closed_read_key") });
     await this.lease.settle(); // the lease keeps what the tombstone holds (AccountUsage.tombstoneHeld)
   }
@@ -268,7 +268,7 @@ export class MincaAccount extends StoredObject<Env, never, AccountMetaKey> {
    */
   linksFor(topic: string, withBlob = true): ServedLink[] {
     if (!this.schema.exists) return [];
-    return linksServed(this.sql, topic, withBlob);
+    return this.store.links.served(topic, withBlob);
   }
 
   // ---- wakes (the Minca protocol §4.4) -------------------------------------------------------------------------
@@ -317,15 +317,9 @@ export class MincaAccount extends StoredObject<Env, never, AccountMetaKey> {
    * many spaces it carried.
    */
   private async leaveSpacesAndTopics(account: string): Promise<number> {
-    const carried = this.sql
-      .exec<{ space: string; versions: number | null; bytes: number | null }>(
-        "SELECT passes.space AS space, usage.versions AS versions, usage.bytes AS bytes FROM passes LEFT JOIN usage ON usage.space = passes.space",
-      )
-      .toArray();
-    for (const c of carried)
-      await this.space(c.space).uncarry(account, { versions: c.versions ?? 0, bytes: c.bytes ?? 0 }, { keepLast: false });
-    for (const { topic } of this.sql.exec<{ topic: string }>("SELECT DISTINCT topic FROM links").toArray())
-      await this.mailbox(topic).unlinkAccount(account);
+    const carried = this.store.passes.carried();
+    for (const c of carried) await this.space(c.space).uncarry(account, { versions: c.versions, bytes: c.bytes }, { keepLast: false });
+    for (const topic of this.store.links.topics()) await this.mailbox(topic).unlinkAccount(account);
     return carried.length;
   }
 
@@ -353,17 +347,13 @@ export class MincaAccount extends StoredObject<Env, never, AccountMetaKey> {
   /** The next link expiry, the next push due (the next minute when this one's budget is spent), or an unproven binding's expiry. */
   private nextAlarm(): number | null {
     if (!this.schema.exists) return null;
-    const until = this.sql.exec<{ t: number | null }>("SELECT MIN(until) AS t FROM links").one().t;
+    const until = this.store.links.nextUntil();
     const push = this.pushes.nextDue();
     const boundAt = this.meta.get("bound_at");
     const binding =
       boundAt === null || this.meta.get("carry_space") === null ? null : bindingExpiry({ boundAt: Number(boundAt), proven: this.proven() });
     const times = [until === null ? null : until * 1000, push, binding].filter((t): t is number => t !== null);
     return times.length === 0 ? null : Math.min(...times);
-  }
-
-  private count(table: string): number {
-    return this.store.count(table);
   }
 
   /** The account's did: the name the object was addressed by (the runtime gives it), else the one it kept. */
