@@ -2,6 +2,7 @@
 // What every object gets here, the one documented way:
 // - its SQL schema, made on the first write that keeps something (schema.ts), with the `meta`
 //   key/value table (meta.ts) that every class's migrations make;
+// - the relay's settings, parsed (`settings`, object-settings.ts), never read from the environment;
 // - its name: the name it was addressed by (`idFromName`), which the runtime hands the object in
 //   `ctx.id.name` (fetch, RPC, alarms, woken sockets). workerd keeps the id an object was first
 //   started with for the life of the process, so an object first reached by its id alone (the
@@ -39,6 +40,7 @@ export interface ObjectLease {
   forget(): void;
 }
 import { fail, type ObjectResult } from "./result";
+import { objectSettings, type Settings } from "./object-settings";
 
 export interface StoredObjectOptions<K extends string = never, M extends string = string> {
   migrations: readonly Migration[];
@@ -118,6 +120,11 @@ export abstract class StoredObject<E, K extends string = never, M extends string
   /** The alarm fired; return the next time (ms) the object needs waking, or null. */
   protected onAlarm(_now: number): number | null | Promise<number | null> {
     return null;
+  }
+
+  /** The relay's settings, parsed once (object-settings.ts): objects never read them from the environment. */
+  protected get settings(): Settings {
+    return objectSettings(this.env as object);
   }
 
   /** The object keeps bytes against a relay-wide total through `lease` (relay/storage-lease.ts). */

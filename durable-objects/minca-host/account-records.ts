@@ -8,14 +8,16 @@ import type { VersionRefusal, Version } from "../../shared/minca/version";
 import type { RevokedKey } from "../../shared/minca/append-plan";
 import { MINCA_HOST_LIMITS, MINCA_WAKE_LIMITS, WEBPUSH_LIMITS } from "../../shared/limits";
 import { LINK, PASS, readCarryRecord, RECEIVER, supersedes, WAKE, type CarryRecord, type Written } from "../../shared/minca/carry";
-import { checkPushEndpoint, endpointPolicy, exceedsPushOrigins } from "../../shared/webpush/endpoint";
+import { checkPushEndpoint, endpointPolicyOf, exceedsPushOrigins } from "../../shared/webpush/endpoint";
+import type { Settings } from "../base/object-settings";
 
 /** Why a carry-space version was refused, or null when it was taken. */
 export type CarryVerdict = { reason: VersionRefusal; detail: string } | null;
 
 /** What the records reach beyond the account's own tables. */
 export interface AccountPeers {
-  env: Env;
+  /** The relay's settings, parsed (base/object-settings.ts): the push-endpoint rule. */
+  settings(): Settings;
   space(id: string): SpaceStub;
   mailbox(topic: string): MailboxStub;
   /** Sets the account's alarm again (a link's expiry changed). */
@@ -216,7 +218,9 @@ export class AccountRecords {
         const endpoint = rec.receiver.push.endpoint;
         // The mailbox's push-endpoint rule: a receiver the relay may not push to does not count, and
         // its version is refused (a recount sets again one that was accepted).
-        const rule = opts.current ? ({ ok: true } as const) : checkPushEndpoint(endpoint, endpointPolicy(this.peers.env, opts.requestHost));
+        const rule = opts.current
+          ? ({ ok: true } as const)
+          : checkPushEndpoint(endpoint, endpointPolicyOf(this.peers.settings(), opts.requestHost));
         if (!rule.ok) return { reason: "invalid_receiver", detail: rule.reason };
         if (!this.store.receivers.has(rec.key) && this.store.receivers.count() >= MINCA_WAKE_LIMITS.max_receivers_per_account) {
           return {

@@ -42,7 +42,7 @@ export class MincaAccount extends StoredObject<Env, never, AccountMetaKey> {
     super(ctx, env, { migrations: MIGRATIONS.MincaAccount, nameKey: "account" });
     this.store = new AccountStore(ctx, this.schema, () => this.did());
     this.records = new AccountRecords(this.store, {
-      env,
+      settings: () => this.settings,
       space: (id) => this.space(id),
       mailbox: (topic) => this.mailbox(topic),
       schedule: () => this.schedule(),
