@@ -2,6 +2,7 @@
 // What every object gets here, the one documented way:
 // - its SQL schema, made on the first write that keeps something (schema.ts), with the `meta`
 //   key/value table (meta.ts) that every class's migrations make;
+// - the relay's settings, parsed (`settings`, object-settings.ts), never read from the environment;
 // - its name: the name it was addressed by (`idFromName`), which the runtime hands the object in
 //   `ctx.id.name` (fetch, RPC, alarms, woken sockets). workerd keeps the id an object was first
 //   started with for the life of the process, so an object first reached by its id alone (the
@@ -9,8 +10,11 @@
 //   is therefore also kept in `meta` (under `nameKey`) with the object's first write, and read
 //   from there when the runtime does not tell it (as objects written by earlier versions of the
 //   relay kept it). RPC methods never take their own object's name;
-// - its alarm, at the earliest time anyone wants it (`wakeAt`), and the `onAlarm` hook that
-//   answers the next time;
+// - its alarm, at the earliest time anyone wants it (`wakeAt`), or at exactly the next time the
+//   object needs (`alarmAt`), and the `onAlarm` hook that answers the next time;
+// - its storage lease, when it holds one (`holdLease`): the ledger's two RPCs (`leaseHeld`,
+//   `leaseReclaim`) and `wipe()`, the one way an object deletes all it keeps (the lease goes back
+//   first, then the alarm and storage, and the memory of both last);
 // - per-client token buckets (`admit`), held in memory, not applied to the shared client;
 // - counts for the operator's status page (StatsReporter, sent off the request path), with its
 //   usage: entries by cause and SQLite rows (object-usage.ts).
@@ -23,35 +27,49 @@ import { ObjectUsage, countEntries } from "./object-usage";
 import { isTrustedClient } from "./client-header";
 import { LazySchema } from "./schema";
 import { Meta } from "./meta";
-import { fail, type ObjectResult } from "./result";
 
-export interface StoredObjectOptions<K extends string = never> {
+/** What the base needs of an object's storage lease (relay/storage-lease.ts). */
+export interface ObjectLease {
+  /** Bytes leased, as recorded in the object's meta. */
+  readonly bytes: number;
+  /** The ledger takes the slack back: the lease becomes what is held (null: a claim is under way). */
+  reclaim(): number | null;
+  /** The whole lease goes back to the ledger, recorded as none. */
+  release(): Promise<void>;
+  /** The storage was deleted: the lease in memory is none. */
+  forget(): void;
+}
+import { fail, type ObjectResult } from "./result";
+import { objectSettings, type Settings } from "./object-settings";
+
+export interface StoredObjectOptions<K extends string = never, M extends string = string> {
   migrations: readonly Migration[];
   /** The protocol this object's counts are reported under (the status page); none: not counted. */
   protocol?: StatsProtocol;
   /** The `meta` key the object's name is kept under ("name" unless the class kept it under another before). */
-  nameKey?: string;
+  nameKey?: M | "name";
   /** Token-bucket rates per client and kind of request (`admit`). */
   clientRates?: Record<K, Rate>;
   /** The object keeps its own usage (the stats object: a report to itself would be a wake of its own). */
   ownUsage?: boolean;
 }
 
-export abstract class StoredObject<E, K extends string = never> extends DurableObject<E> {
+export abstract class StoredObject<E, K extends string = never, M extends string = string> extends DurableObject<E> {
   protected readonly sql: SqlStorage;
   /** The schema, made on the first write that keeps something: guard reads with `schema.exists`, writes with `schema.ensure()`. */
   protected readonly schema: LazySchema;
-  /** The `meta` key/value table. */
-  protected readonly meta: Meta;
+  /** The `meta` key/value table, with this class's keys (M). */
+  protected readonly meta: Meta<M>;
   /** Counts for the status page; objects add their own (deliveries) with `this.stats.count`. */
   protected readonly stats: StatsReporter;
   /** Entries into the object by cause and SQLite rows (object-usage.ts), reported with the stats. */
   readonly objectUsage: ObjectUsage;
   private readonly rates: ClientBuckets<K> | undefined;
-  private readonly nameKey: string;
+  private readonly nameKey: M | "name";
   private storedName: string | null = null;
+  private heldLease: ObjectLease | undefined;
 
-  constructor(ctx: DurableObjectState, env: E, options: StoredObjectOptions<K>) {
+  constructor(ctx: DurableObjectState, env: E, options: StoredObjectOptions<K, M>) {
     super(ctx, env);
     countEntries(new.target.prototype, DurableObject.prototype);
     this.objectUsage = new ObjectUsage(new.target.name, ctx.storage.sql, () => this.stats.changed());
@@ -102,6 +120,49 @@ export abstract class StoredObject<E, K extends string = never> extends DurableO
   /** The alarm fired; return the next time (ms) the object needs waking, or null. */
   protected onAlarm(_now: number): number | null | Promise<number | null> {
     return null;
+  }
+
+  /** The relay's settings, parsed once (object-settings.ts): objects never read them from the environment. */
+  protected get settings(): Settings {
+    return objectSettings(this.env as object);
+  }
+
+  /** The object keeps bytes against a relay-wide total through `lease` (relay/storage-lease.ts). */
+  protected holdLease(lease: ObjectLease): void {
+    this.heldLease = lease;
+  }
+
+  /** RPC, the ledger's audit (storage-lease.ts): the lease this object recorded, in bytes (0: none). Reads only. */
+  leaseHeld(): number {
+    return this.heldLease?.bytes ?? 0;
+  }
+
+  /** RPC, the ledger (storage-lease.ts): a claim elsewhere needs this lease's slack; the lease becomes what is held (null: busy). */
+  leaseReclaim(): number | null {
+    return this.heldLease ? this.heldLease.reclaim() : 0;
+  }
+
+  /**
+   * Deletes everything the object keeps, in the one safe order: the lease goes back to the ledger
+   * first, then the alarm and the storage go, and last the object forgets its schema and lease.
+   * A crash between two steps charges nothing and loses nothing: after the release the rows are
+   * still there (recorded as leasing none, so the next write leases again, or the next wipe
+   * finishes); a delete before the release would leave the ledger charging a lease for nothing.
+   * (The alarm goes before the storage: deleting it after deleteAll() would leave the runtime's
+   * own table behind.)
+   */
+  protected async wipe(): Promise<void> {
+    await this.heldLease?.release();
+    await this.ctx.storage.deleteAlarm();
+    await this.ctx.storage.deleteAll();
+    this.schema.forget();
+    this.heldLease?.forget();
+  }
+
+  /** Sets the alarm to exactly `at` (ms since the epoch), or none when null: the next time the object needs waking. */
+  protected async alarmAt(at: number | null): Promise<void> {
+    if (at === null) await this.ctx.storage.deleteAlarm();
+    else await this.ctx.storage.setAlarm(at);
   }
 
   /** Makes sure the alarm fires at or before `at` (ms since the epoch). */

@@ -53,6 +53,7 @@ export class MincaMailbox extends StoredObject<Env, Limited> {
       },
     });
     this.lease = new StorageLease(ctx, env, "mailbox", this.schema, () => this.heldBytes());
+    this.holdLease(this.lease);
     this.wakes = new MailboxWakes(ctx.storage, () => this.name);
     this.outbox = new PushOutbox(
       this.wakes,
@@ -75,16 +76,6 @@ export class MincaMailbox extends StoredObject<Env, Limited> {
   }
 
   // ---- RPC ------------------------------------------------------------------------------------
-
-  /** RPC, the ledger's audit (storage-lease.ts): the lease this object recorded, in bytes. Reads only. */
-  leaseHeld(): number {
-    return this.lease.bytes;
-  }
-
-  /** RPC, the ledger (storage-lease.ts): a claim elsewhere needs this lease's slack; the lease becomes what is held (null: busy). */
-  leaseReclaim(): number | null {
-    return this.lease.reclaim();
-  }
 
   /**
    * Stores one item (until already resolved by shared/mailbox) and answers its seq. What the

@@ -100,8 +100,8 @@ export class AccountPushes implements OutboxStore<AccountPush> {
     const minute = Math.floor(Date.now() / 60_000);
     if (
       push !== null &&
-      this.store.meta("push_minute") === String(minute) &&
-      Number(this.store.meta("push_count")) >= MINCA_WAKE_LIMITS.pushes_per_minute
+      this.store.meta.get("push_minute") === String(minute) &&
+      Number(this.store.meta.get("push_count")) >= MINCA_WAKE_LIMITS.pushes_per_minute
     ) {
       push = Math.max(push, (minute + 1) * 60_000);
     }
@@ -121,7 +121,7 @@ export class AccountPushes implements OutboxStore<AccountPush> {
    */
   due(now: number): AccountPush[] {
     const minute = Math.floor(now / 60_000);
-    const sent = this.store.meta("push_minute") === String(minute) ? Number(this.store.meta("push_count") ?? 0) : 0;
+    const sent = this.store.meta.get("push_minute") === String(minute) ? Number(this.store.meta.get("push_count") ?? 0) : 0;
     const budget = MINCA_WAKE_LIMITS.pushes_per_minute - sent;
     if (budget <= 0) return [];
     const due = this.sql
@@ -138,8 +138,8 @@ export class AccountPushes implements OutboxStore<AccountPush> {
          SELECT 1 FROM receivers r WHERE r.key = pushes.receiver AND r.endpoint = pushes.endpoint AND r.gone = 0)`,
     );
     if (due.length === 0) return [];
-    this.store.setMeta("push_minute", String(minute));
-    this.store.setMeta("push_count", String(sent + due.length));
+    this.store.meta.set("push_minute", String(minute));
+    this.store.meta.set("push_count", String(sent + due.length));
     return due.map((p) => ({
       id: p.id,
       receiver: p.receiver,

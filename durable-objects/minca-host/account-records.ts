@@ -2,32 +2,22 @@
 // (through the carried spaces' objects), links (through the mailbox topics they serve), wakes,
 // receivers and revoked keys, each set, replaced or dropped as shared/minca/carry reads them, and
 // set again after a revoke from the latest version no revoked key signed.
-import { toArrayBuffer } from "../../shared/encoding";
 import type { AccountStore } from "./account-store";
 import type { MailboxStub, SpaceStub } from "./peers";
 import type { VersionRefusal, Version } from "../../shared/minca/version";
 import type { RevokedKey } from "../../shared/minca/append-plan";
 import { MINCA_HOST_LIMITS, MINCA_WAKE_LIMITS, WEBPUSH_LIMITS } from "../../shared/limits";
-import { rowBytes } from "../../shared/storage";
-import {
-  LINK,
-  PASS,
-  readCarryRecord,
-  RECEIVER,
-  strictestCutoff,
-  supersedes,
-  WAKE,
-  type CarryRecord,
-  type Written,
-} from "../../shared/minca/carry";
-import { checkPushEndpoint, endpointPolicy, exceedsPushOrigins } from "../../shared/webpush/endpoint";
+import { LINK, PASS, readCarryRecord, RECEIVER, supersedes, WAKE, type CarryRecord, type Written } from "../../shared/minca/carry";
+import { checkPushEndpoint, endpointPolicyOf, exceedsPushOrigins } from "../../shared/webpush/endpoint";
+import type { Settings } from "../base/object-settings";
 
 /** Why a carry-space version was refused, or null when it was taken. */
 export type CarryVerdict = { reason: VersionRefusal; detail: string } | null;
 
 /** What the records reach beyond the account's own tables. */
 export interface AccountPeers {
-  env: Env;
+  /** The relay's settings, parsed (base/object-settings.ts): the push-endpoint rule. */
+  settings(): Settings;
   space(id: string): SpaceStub;
   mailbox(topic: string): MailboxStub;
   /** Sets the account's alarm again (a link's expiry changed). */
@@ -37,16 +27,6 @@ export interface AccountPeers {
 }
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
-
-interface LinkRow extends Record<string, SqlStorageValue> {
-  key: string;
-  topic: string;
-  blob: ArrayBuffer;
-  until: number;
-  at: number;
-  written: number;
-  author: string | null;
-}
 
 export class AccountRecords {
   /** New spaces whose pass is being taken (their carry awaited): they count toward max_spaces_per_account. */
@@ -73,15 +53,7 @@ export class AccountRecords {
    * again keeps the stricter cutoff. The cutoff now in force (null: none).
    */
   revoke(did: string, cutoff: number | null): number | null {
-    const held = this.sql.exec<{ cutoff: number | null }>("SELECT cutoff FROM revoked WHERE did = ?", did).toArray()[0];
-    const now = held ? strictestCutoff(held.cutoff, cutoff) : cutoff;
-    this.sql.exec(
-      "INSERT INTO revoked (did, at, cutoff) VALUES (?, ?, ?) ON CONFLICT (did) DO UPDATE SET cutoff = excluded.cutoff",
-      did,
-      Date.now(),
-      now,
-    );
-    return now;
+    return this.store.revokes.revoke(did, cutoff);
   }
 
   isRevoked(did: string): boolean {
@@ -91,8 +63,7 @@ export class AccountRecords {
   /** The account's revoke of `did` and its cutoff, or null when the key is not revoked. */
   revokedKey(did: string): RevokedKey | null {
     if (!this.store.schema.exists) return null;
-    const row = this.sql.exec<{ cutoff: number | null }>("SELECT cutoff FROM revoked WHERE did = ?", did).toArray()[0];
-    return row ? { did, cutoff: row.cutoff } : null;
+    return this.store.revokes.get(did);
   }
 
   /**
@@ -104,7 +75,7 @@ export class AccountRecords {
    * log).
    */
   async recount(carry: string, bodyKey: Uint8Array, revoked: string[]): Promise<void> {
-    const all = this.sql.exec<{ did: string; cutoff: number | null }>("SELECT did, cutoff FROM revoked WHERE cutoff IS NOT NULL").toArray();
+    const all = this.store.revokes.withCutoff();
     for (const did of revoked) {
       const cutoff = all.find((r) => r.did === did)?.cutoff ?? null;
       if (cutoff === null) continue;
@@ -166,12 +137,12 @@ export class AccountRecords {
       case "refused":
         return { reason: rec.reason, detail: rec.detail };
       case "pass": {
-        const held = this.sql.exec<{ at: number }>("SELECT at FROM passes WHERE space = ?", rec.space).toArray()[0];
+        const held = this.store.passes.has(rec.space);
         // A new space is counted, with those whose carry is still awaited, before the await (no
         // await between the count and the reservation): two passes taken alongside cannot both
         // pass the bound.
         const fresh = !held && !this.taking.has(rec.space);
-        if (fresh && this.store.count("passes") + this.taking.size >= MINCA_HOST_LIMITS.max_spaces_per_account) {
+        if (fresh && this.store.passes.count() + this.taking.size >= MINCA_HOST_LIMITS.max_spaces_per_account) {
           return {
             reason: "too_many_spaces",
             detail: `a host carries at most ${MINCA_HOST_LIMITS.max_spaces_per_account} spaces per account`,
@@ -190,16 +161,16 @@ export class AccountRecords {
             detail: `a host lets at most ${MINCA_HOST_LIMITS.max_carriers_per_space} accounts carry one space`,
           };
         }
-        this.sql.exec(
-          `INSERT INTO passes (space, key, at, visibility, read_key, author, own) VALUES (?, ?, ?, ?, ?, ?, ?)
-           ON CONFLICT (space) DO UPDATE SET at = excluded.at, read_key = excluded.read_key, author = excluded.author, own = excluded.own`,
-          rec.space,
-          v.key,
-          rec.at,
-          rec.constitution.visibility,
-          rec.readKey ?? null,
+        this.store.passes.put(
+          {
+            space: rec.space,
+            key: v.key,
+            at: rec.at,
+            visibility: rec.constitution.visibility,
+            readKey: rec.readKey ?? null,
+            own: rec.own === true,
+          },
           v.author,
-          rec.own ? 1 : 0,
         );
         return null;
       }
@@ -207,29 +178,19 @@ export class AccountRecords {
         await this.drop(PASS, rec.key);
         return null;
       case "link": {
-        const held = this.sql.exec<LinkRow>("SELECT * FROM links WHERE key = ?", rec.key).toArray()[0];
+        const held = this.store.links.get(rec.key);
         // Charged before anything is stored (the link row, and the row its topic's mailbox keeps
         // for a topic the account did not link yet), then the mailbox is asked; refused, the row
         // held before comes back.
-        const write = () =>
-          this.sql.exec(
-            `INSERT INTO links (key, topic, blob, until, at, written, author) VALUES (?, ?, ?, ?, ?, (SELECT COALESCE(MAX(written), 0) + 1 FROM links), ?)
-             ON CONFLICT (key) DO UPDATE SET topic = excluded.topic, blob = excluded.blob, until = excluded.until, at = excluded.at, written = excluded.written, author = excluded.author`,
-            rec.key,
-            rec.topic,
-            toArrayBuffer(rec.blob),
-            rec.until,
-            rec.at,
-            v.author,
-          );
-        const grows = rowBytes(rec.key.length + rec.topic.length + rec.blob.length) + rowBytes(this.account().length);
+        const write = () => this.store.links.put(rec, v.author);
+        const grows = this.store.links.growth(rec, account);
         if (!(await this.peers.storeRow(grows, write)))
           return {
             reason: "storage_full",
             detail: "this host holds all it may for the accounts it carries (storage.host_bytes): the link was not stored",
           };
         if (!(await this.peers.mailbox(rec.topic).linkAccount(account))) {
-          this.restoreLink(rec.key, held);
+          this.store.links.restore(rec.key, held);
           return {
             reason: "too_many_link_accounts",
             detail: `a mailbox topic serves the links of at most ${MINCA_HOST_LIMITS.max_link_accounts_per_topic} accounts`,
@@ -244,17 +205,10 @@ export class AccountRecords {
         await this.drop(LINK, rec.key);
         return null;
       case "wake": {
-        const held = this.sql.exec<{ at: number }>("SELECT at FROM wakes WHERE key = ?", rec.key).toArray()[0];
-        if (!held && this.store.count("wakes") >= MINCA_WAKE_LIMITS.max_wakes_per_account) {
+        if (!this.store.wakes.has(rec.key) && this.store.wakes.count() >= MINCA_WAKE_LIMITS.max_wakes_per_account) {
           return { reason: "too_many_wakes", detail: `a host keeps at most ${MINCA_WAKE_LIMITS.max_wakes_per_account} wakes per account` };
         }
-        this.sql.exec(
-          "INSERT INTO wakes (key, at, body, author) VALUES (?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET at = excluded.at, body = excluded.body, author = excluded.author",
-          rec.key,
-          v.at,
-          JSON.stringify(rec.wake),
-          v.author,
-        );
+        this.store.wakes.put(rec.key, v.at, JSON.stringify(rec.wake), v.author);
         return null;
       }
       case "wake_deleted":
@@ -264,39 +218,31 @@ export class AccountRecords {
         const endpoint = rec.receiver.push.endpoint;
         // The mailbox's push-endpoint rule: a receiver the relay may not push to does not count, and
         // its version is refused (a recount sets again one that was accepted).
-        const rule = opts.current ? ({ ok: true } as const) : checkPushEndpoint(endpoint, endpointPolicy(this.peers.env, opts.requestHost));
+        const rule = opts.current
+          ? ({ ok: true } as const)
+          : checkPushEndpoint(endpoint, endpointPolicyOf(this.peers.settings(), opts.requestHost));
         if (!rule.ok) return { reason: "invalid_receiver", detail: rule.reason };
-        const held = this.sql.exec<{ at: number }>("SELECT at FROM receivers WHERE key = ?", rec.key).toArray()[0];
-        if (!held && this.store.count("receivers") >= MINCA_WAKE_LIMITS.max_receivers_per_account) {
+        if (!this.store.receivers.has(rec.key) && this.store.receivers.count() >= MINCA_WAKE_LIMITS.max_receivers_per_account) {
           return {
             reason: "too_many_receivers",
             detail: `a host keeps at most ${MINCA_WAKE_LIMITS.max_receivers_per_account} receivers per account`,
           };
         }
         // At most max_push_origins_per_topic push origins among the account's live receivers.
-        const others = this.sql.exec<{ endpoint: string }>("SELECT endpoint FROM receivers WHERE key != ? AND gone = 0", rec.key).toArray();
+        const others = this.store.receivers.liveEndpointsBut(rec.key);
         const max = WEBPUSH_LIMITS.max_push_origins_per_topic;
-        if (
-          !opts.current &&
-          exceedsPushOrigins(
-            others.map((r) => r.endpoint),
-            endpoint,
-            max,
-          )
-        ) {
+        if (!opts.current && exceedsPushOrigins(others, endpoint, max)) {
           return { reason: "too_many_receivers", detail: `an account's receivers are at most ${max} push origins (registrable domains)` };
         }
-        // Written again: a receiver its push service had said was gone is pushed to again.
-        this.sql.exec(
-          `INSERT INTO receivers (key, at, device, endpoint, p256dh, auth, gone, author) VALUES (?, ?, ?, ?, ?, ?, 0, ?)
-             ON CONFLICT (key) DO UPDATE SET at = excluded.at, device = excluded.device, endpoint = excluded.endpoint,
-               p256dh = excluded.p256dh, auth = excluded.auth, gone = 0, author = excluded.author`,
-          rec.key,
-          v.at,
-          rec.receiver.device,
-          endpoint,
-          rec.receiver.push.keys.p256dh,
-          rec.receiver.push.keys.auth,
+        this.store.receivers.put(
+          {
+            key: rec.key,
+            at: v.at,
+            device: rec.receiver.device,
+            endpoint,
+            p256dh: rec.receiver.push.keys.p256dh,
+            auth: rec.receiver.push.keys.auth,
+          },
           v.author,
         );
         return null;
@@ -319,72 +265,40 @@ export class AccountRecords {
     const account = this.account();
     switch (collection) {
       case PASS: {
-        const held = this.sql.exec<{ space: string }>("SELECT space FROM passes WHERE key = ?", key).toArray()[0];
-        if (!held) return;
-        const usage = this.sql
-          .exec<{ versions: number; bytes: number }>("SELECT versions, bytes FROM usage WHERE space = ?", held.space)
-          .toArray()[0] ?? { versions: 0, bytes: 0 };
-        if ((await this.peers.space(held.space).uncarry(account, usage, { keepLast: opts.byRevoke === true })) === "kept") return;
-        this.sql.exec("DELETE FROM passes WHERE space = ?", held.space);
-        this.sql.exec("DELETE FROM usage WHERE space = ?", held.space);
+        const space = this.store.passes.spaceOf(key);
+        if (space === undefined) return;
+        const usage = this.store.passes.usageOf(space);
+        if ((await this.peers.space(space).uncarry(account, usage, { keepLast: opts.byRevoke === true })) === "kept") return;
+        this.store.passes.delete(space);
         return;
       }
       case LINK: {
-        const held = this.sql.exec<{ topic: string }>("SELECT topic FROM links WHERE key = ?", key).toArray()[0];
-        if (!held) return;
-        this.sql.exec("DELETE FROM links WHERE key = ?", key);
-        await this.unlinkIfNone(held.topic);
+        const topic = this.store.links.delete(key);
+        if (topic !== undefined) await this.unlinkIfNone(topic);
         return;
       }
       case WAKE:
-        this.sql.exec("DELETE FROM wakes WHERE key = ?", key);
+        this.store.wakes.delete(key);
         return;
       case RECEIVER:
-        if (this.sql.exec("DELETE FROM receivers WHERE key = ?", key).rowsWritten > 0)
-          this.sql.exec("DELETE FROM pushes WHERE receiver = ?", key);
+        this.store.receivers.delete(key);
         return;
     }
   }
 
   // ---- links ----------------------------------------------------------------------------------
 
-  /** A link row as it was before a write its mailbox refused (none: the row goes). */
-  private restoreLink(key: string, held: LinkRow | undefined): void {
-    this.sql.exec("DELETE FROM links WHERE key = ?", key);
-    if (held)
-      this.sql.exec(
-        "INSERT INTO links (key, topic, blob, until, at, written, author) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        held.key,
-        held.topic,
-        held.blob,
-        held.until,
-        held.at,
-        held.written,
-        held.author,
-      );
-  }
-
   /** Links whose `until` passed go, and the topics left with none stop serving the account. */
   async expireLinks(): Promise<void> {
-    const expired = this.sql.exec<{ key: string; topic: string }>("SELECT key, topic FROM links WHERE until <= ?", nowSeconds()).toArray();
-    this.sql.exec("DELETE FROM links WHERE until <= ?", nowSeconds());
-    for (const topic of new Set(expired.map((e) => e.topic))) await this.unlinkIfNone(topic);
+    for (const topic of this.store.links.expire(nowSeconds())) await this.unlinkIfNone(topic);
   }
 
   /** Keeps at most max_links_per_account links: the least recently written go first. */
   private async evictLinks(): Promise<void> {
-    const over = this.sql
-      .exec<{ key: string; topic: string }>(
-        "SELECT key, topic FROM links ORDER BY written DESC LIMIT -1 OFFSET ?",
-        MINCA_HOST_LIMITS.max_links_per_account,
-      )
-      .toArray();
-    for (const o of over) this.sql.exec("DELETE FROM links WHERE key = ?", o.key);
-    for (const topic of new Set(over.map((o) => o.topic))) await this.unlinkIfNone(topic);
+    for (const topic of this.store.links.evict(MINCA_HOST_LIMITS.max_links_per_account)) await this.unlinkIfNone(topic);
   }
 
   private async unlinkIfNone(topic: string): Promise<void> {
-    const left = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM links WHERE topic = ?", topic).one().n;
-    if (left === 0) await this.peers.mailbox(topic).unlinkAccount(this.account());
+    if (this.store.links.countOf(topic) === 0) await this.peers.mailbox(topic).unlinkAccount(this.account());
   }
 }

@@ -21,11 +21,11 @@ export function accountStatus(
   now = Date.now(),
 ): ObjectResult<AccountStatus> {
   const { carry } = held;
-  const closedSpace = store.meta("closed_space");
-  const closedKey = store.meta("closed_read_key");
+  const closedSpace = store.meta.get("closed_space");
+  const closedKey = store.meta.get("closed_read_key");
   const target =
     carry !== null
-      ? { space: carry, readKey: readKeyDid(readSeedOf(base64urlDecode(store.meta("carry_key")!))) }
+      ? { space: carry, readKey: readKeyDid(readSeedOf(base64urlDecode(store.meta.get("carry_key")!))) }
       : closedSpace !== null && closedKey !== null
         ? { space: closedSpace, readKey: closedKey }
         : null;
@@ -44,7 +44,7 @@ export function accountStatus(
     ok: true,
     value: {
       account: held.account,
-      name: store.meta("name"),
+      name: store.meta.get("name"),
       carry_space: carry,
       spaces: store.count("passes"),
       links: store.count("links"),

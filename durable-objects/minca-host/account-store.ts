@@ -1,11 +1,27 @@
 // What one MincaAccount object keeps, as the modules that work on it reach it: its SQLite tables
-// (made on the first write that keeps something), the `meta` key/value table,
-// and row counts. The account object, its carry-record keeper (account-records.ts) and its push
-// sender (account-pushes.ts) share one of these.
+// (made on the first write that keeps something), its `meta` key/value table (the base's, with the
+// account's keys: account-meta.ts), and a module per table that owns its SQL and what its rows are
+// charged (account-links.ts, account-revokes.ts, account-passes.ts, account-wakes.ts,
+// account-receivers.ts). The account object, its carry-record keeper (account-records.ts), its
+// usage (account-usage.ts) and its push sender (account-pushes.ts) share one of these.
 import type { LazySchema } from "../base/schema";
+import { Meta } from "../base/meta";
+import type { AccountMetaKey } from "./account-meta";
+import { AccountLinks } from "./account-links";
+import { AccountRevokes } from "./account-revokes";
+import { AccountPasses } from "./account-passes";
+import { AccountWakes } from "./account-wakes";
+import { AccountReceivers } from "./account-receivers";
 
 export class AccountStore {
   readonly sql: SqlStorage;
+  /** The account's `meta` table (the same table as the object's own `meta`; a Meta holds no state). */
+  readonly meta: Meta<AccountMetaKey>;
+  readonly links: AccountLinks;
+  readonly revokes: AccountRevokes;
+  readonly passes: AccountPasses;
+  readonly wakes: AccountWakes;
+  readonly receivers: AccountReceivers;
 
   constructor(
     readonly ctx: DurableObjectState,
@@ -14,16 +30,12 @@ export class AccountStore {
     readonly account: () => string,
   ) {
     this.sql = ctx.storage.sql;
-  }
-
-  meta(key: string): string | null {
-    if (!this.schema.exists) return null;
-    return this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = ?", key).toArray()[0]?.value ?? null;
-  }
-
-  setMeta(key: string, value: string): void {
-    this.schema.ensure();
-    this.sql.exec("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", key, value);
+    this.meta = new Meta(schema);
+    this.links = new AccountLinks(this.sql);
+    this.revokes = new AccountRevokes(this.sql);
+    this.passes = new AccountPasses(this.sql);
+    this.wakes = new AccountWakes(this.sql);
+    this.receivers = new AccountReceivers(this.sql);
   }
 
   count(table: string): number {

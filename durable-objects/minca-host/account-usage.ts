@@ -6,9 +6,9 @@
 // exactly one carrying account).
 import { MINCA_HOST_LIMITS } from "../../shared/limits";
 import { StorageLease } from "../relay/storage-lease";
-import { rowBytes } from "../../shared/storage";
 import { log } from "../../shared/log";
 import type { AccountStore } from "./account-store";
+import { TOMBSTONE_KEYS } from "./account-meta";
 
 export class AccountUsage {
   /** The account's share of the host-wide total (storage.host_bytes): what its usage rows add up to, leased from the relay's ledger. */
@@ -40,14 +40,14 @@ export class AccountUsage {
     const r = await this.lease.store(bytes, () => {
       const used = this.used();
       if (used + bytes > quota) return { value: "account_full" as const };
-      if (this.store.meta("carry_space") === null) return { value: "ok" as const }; // not carrying (closed meanwhile): nothing to count
+      if (this.store.meta.get("carry_space") === null) return { value: "ok" as const }; // not carrying (closed meanwhile): nothing to count
       this.charge(space, versions, bytes);
       return { value: "ok" as const, held: used + bytes };
     });
     if (r.stored) return r.value;
     // Revokes, deletions and carry:closed (docs/hosting.md, "Quotas"): the host's total has no
     // room, yet they are charged past the account's lease by at most the overdraft.
-    if (relief && this.store.meta("carry_space") !== null && this.used() + bytes <= this.lease.bytes + overdraft) {
+    if (relief && this.store.meta.get("carry_space") !== null && this.used() + bytes <= this.lease.bytes + overdraft) {
       log.warn("minca account: a revoke, deletion or carry:closed charged past its lease of the host's total (overdraft)", { bytes });
       this.charge(space, versions, bytes);
       return "ok";
@@ -88,7 +88,7 @@ export class AccountUsage {
    * stored, so they are charged even when the host's total has no room left (logged).
    */
   async adopt(space: string, versions: number, bytes: number): Promise<boolean> {
-    if (!this.store.schema.exists || this.store.meta("carry_space") === null) return false;
+    if (!this.store.schema.exists || this.store.meta.get("carry_space") === null) return false;
     const r = await this.lease.store(bytes, () => {
       this.charge(space, versions, bytes);
       return { value: true, held: this.used() };
@@ -107,15 +107,8 @@ export class AccountUsage {
    */
   lostSlot(space: string): { versions: number; bytes: number } {
     if (!this.store.schema.exists) return { versions: 0, bytes: 0 };
-    const usage = this.sql
-      .exec<{ versions: number; bytes: number }>("SELECT versions, bytes FROM usage WHERE space = ?", space)
-      .toArray()[0] ?? { versions: 0, bytes: 0 };
-    this.lease.free(() =>
-      this.store.ctx.storage.transactionSync(() => {
-        this.sql.exec("DELETE FROM passes WHERE space = ?", space);
-        this.sql.exec("DELETE FROM usage WHERE space = ?", space);
-      }),
-    );
+    const usage = this.store.passes.usageOf(space);
+    this.lease.free(() => this.store.ctx.storage.transactionSync(() => this.store.passes.delete(space)));
     return usage;
   }
 
@@ -136,34 +129,22 @@ export class AccountUsage {
   }
 
   /**
-   * The account's own rows: its binding (bindingBytes, kept in meta when it was charged) and each
-   * link (its key, topic and blob, plus the row the topic's mailbox keeps for each topic the
-   * account links: linkBytes).
+   * The account's own rows: its binding (bindingBytes, kept in meta when it was charged), its links
+   * (account-links.ts: each row, and the row the topic's mailbox keeps for each topic it links)
+   * and what outlives carry:closed (tombstoneHeld). Passes, wakes and receivers charge nothing of
+   * their own (account-passes.ts, account-wakes.ts, account-receivers.ts).
    */
   rowsHeld(): number {
-    const links = this.sql
-      .exec<{ b: number; topics: number }>(
-        "SELECT TOTAL(length(key) + length(topic) + length(blob)) + COUNT(*) * ? AS b, COUNT(DISTINCT topic) AS topics FROM links",
-        rowBytes(),
-      )
-      .one();
-    const binding = Number(this.store.meta("binding_bytes") ?? 0);
-    return binding + links.b + links.topics * rowBytes(this.store.account().length) + this.tombstoneHeld();
+    const binding = Number(this.store.meta.get("binding_bytes") ?? 0);
+    return binding + this.store.links.held(this.store.account()) + this.tombstoneHeld();
   }
 
   /**
-   * What outlives carry:closed (docs/hosting.md, "The tombstone"): the account's revoked keys and
-   * the tombstone's meta rows. Charged while the account is carried too (a revoke outlives its
-   * record), and after carry:closed the account's lease keeps exactly these.
+   * What outlives carry:closed (docs/hosting.md, "The tombstone"): the account's revoked keys
+   * (account-revokes.ts) and the tombstone's meta rows. Charged while the account is carried too
+   * (a revoke outlives its record), and after carry:closed the account's lease keeps exactly these.
    */
   tombstoneHeld(): number {
-    return this.sql
-      .exec<{ b: number }>(
-        `SELECT (SELECT TOTAL(length(did)) + COUNT(*) * ? FROM revoked)
-              + (SELECT TOTAL(length(value)) + COUNT(*) * ? FROM meta WHERE key IN ('closed_at', 'closed_space', 'closed_read_key')) AS b`,
-        rowBytes(),
-        rowBytes(),
-      )
-      .one().b;
+    return this.store.revokes.held() + this.store.meta.heldBytes(TOMBSTONE_KEYS);
   }
 }

@@ -8,11 +8,12 @@ import { StoredObject } from "../base/stored-object";
 import { AccountStore } from "./account-store";
 import { AccountRecords, type CarryVerdict } from "./account-records";
 import { AccountPushes } from "./account-pushes";
-import { LEASE_META_KEY, type StorageLease } from "../relay/storage-lease";
+import type { StorageLease } from "../relay/storage-lease";
+import { TOMBSTONE_KEYS, type AccountMetaKey } from "./account-meta";
 import { AccountUsage } from "./account-usage";
 import { accountStatus } from "./account-status";
 import { fail, type ObjectResult } from "../base/result";
-import { linksServed, type ServedLink } from "./account-links";
+import type { ServedLink } from "./account-links";
 import { mailboxOf, spaceOf } from "./peers";
 import { MIGRATIONS } from "../../migrations/index";
 import { base64urlDecode, base64urlEncode } from "../../shared/encoding";
@@ -24,7 +25,7 @@ import type { Version } from "../../shared/minca/version";
 import { refusedAfterRevoke, type RevokedKey } from "../../shared/minca/append-plan";
 import type { AccountStatus, CarryStarted } from "../../shared/minca/host-wire";
 
-export class MincaAccount extends StoredObject<Env> {
+export class MincaAccount extends StoredObject<Env, never, AccountMetaKey> {
   private readonly store: AccountStore;
   private readonly records: AccountRecords;
   private readonly pushes: AccountPushes;
@@ -41,7 +42,7 @@ export class MincaAccount extends StoredObject<Env> {
     super(ctx, env, { migrations: MIGRATIONS.MincaAccount, nameKey: "account" });
     this.store = new AccountStore(ctx, this.schema, () => this.did());
     this.records = new AccountRecords(this.store, {
-      env,
+      settings: () => this.settings,
       space: (id) => this.space(id),
       mailbox: (topic) => this.mailbox(topic),
       schedule: () => this.schedule(),
@@ -49,17 +50,8 @@ export class MincaAccount extends StoredObject<Env> {
     });
     this.usage = new AccountUsage(this.store, env);
     this.lease = this.usage.lease;
+    this.holdLease(this.lease);
     this.pushes = new AccountPushes(this.store, env, (url, init) => this.pushFetch(url, init));
-  }
-
-  /** RPC, the ledger's audit (storage-lease.ts): the lease this object recorded, in bytes. Reads only. */
-  leaseHeld(): number {
-    return this.lease.bytes;
-  }
-
-  /** RPC, the ledger (storage-lease.ts): a claim elsewhere needs this lease's slack; the lease becomes what is held (null: busy). */
-  leaseReclaim(): number | null {
-    return this.lease.reclaim();
   }
 
   // ---- connecting (POST /minca/v1/host/accounts) ----------------------------------------------
@@ -89,7 +81,7 @@ export class MincaAccount extends StoredObject<Env> {
       // A tombstone stays until the new binding is proven (prove()): a grant anyone may post
       // must not clear it, or the closed carry space could be connected again once that
       // binding expired.
-      this.sql.exec("DELETE FROM meta WHERE key IN ('claimed', 'name')");
+      this.meta.delete("claimed", "name");
       // The name, kept for a start by id alone (the ledger's audit), also after a carry:closed emptied meta.
       this.meta.set("account", start.account);
       this.meta.set("carry_space", start.carrySpace);
@@ -128,12 +120,8 @@ export class MincaAccount extends StoredObject<Env> {
     const spaces = await this.leaveSpacesAndTopics(this.did());
     const carry = this.meta.get("carry_space");
     if (carry !== null) await this.space(carry).forget();
-    const links = this.count("links");
-    await this.lease.releaseAll();
-    await this.ctx.storage.deleteAlarm();
-    await this.ctx.storage.deleteAll();
-    this.schema.forget();
-    this.lease.forget();
+    const links = this.store.count("links");
+    await this.wipe();
     return { spaces, links };
   }
 
@@ -154,7 +142,7 @@ export class MincaAccount extends StoredObject<Env> {
    */
   private prove(): void {
     if (this.meta.get("claimed") !== null) return;
-    this.sql.exec("DELETE FROM meta WHERE key IN ('closed_at', 'closed_space', 'closed_read_key')");
+    this.meta.delete(...TOMBSTONE_KEYS);
     this.meta.set("claimed", "1");
   }
 
@@ -168,13 +156,7 @@ export class MincaAccount extends StoredObject<Env> {
     if (carry === null || this.liveCarry(Date.now()) !== null) return;
     await this.space(carry).forget();
     const closedAt = this.meta.get("closed_at");
-    if (closedAt === null && this.count("revoked") === 0) {
-      await this.lease.releaseAll();
-      await this.ctx.storage.deleteAll();
-      this.schema.forget();
-      this.lease.forget();
-      return;
-    }
+    if (closedAt === null && this.store.revokes.count() === 0) return this.wipe();
     this.keepOnlyTombstone({ at: closedAt, space: this.meta.get("closed_space"), readKey: this.meta.get("closed_read_key") });
     await this.lease.settle(); // the lease keeps what the tombstone holds (AccountUsage.tombstoneHeld)
   }
@@ -286,7 +268,7 @@ export class MincaAccount extends StoredObject<Env> {
    */
   linksFor(topic: string, withBlob = true): ServedLink[] {
     if (!this.schema.exists) return [];
-    return linksServed(this.sql, topic, withBlob);
+    return this.store.links.served(topic, withBlob);
   }
 
   // ---- wakes (the Minca protocol §4.4) -------------------------------------------------------------------------
@@ -311,8 +293,7 @@ export class MincaAccount extends StoredObject<Env> {
     await this.records.expireLinks();
     this.lease.free(() => undefined); // expired links took their bytes with them
     await this.pushes.sendDue();
-    await this.schedule(); // sets the alarm to exactly the next time needed (or none)
-    return null;
+    return this.nextAlarm(); // the base sets the alarm to it (or none)
   }
 
   // ---- internals ------------------------------------------------------------------------------
@@ -326,7 +307,7 @@ export class MincaAccount extends StoredObject<Env> {
     await this.leaveSpacesAndTopics(account);
     this.keepOnlyTombstone({ at: String(Date.now()), space: carry, readKey });
     await this.lease.settle(); // the lease keeps what the tombstone holds (AccountUsage.tombstoneHeld)
-    await this.ctx.storage.deleteAlarm();
+    await this.alarmAt(null);
   }
 
   /**
@@ -336,15 +317,9 @@ export class MincaAccount extends StoredObject<Env> {
    * many spaces it carried.
    */
   private async leaveSpacesAndTopics(account: string): Promise<number> {
-    const carried = this.sql
-      .exec<{ space: string; versions: number | null; bytes: number | null }>(
-        "SELECT passes.space AS space, usage.versions AS versions, usage.bytes AS bytes FROM passes LEFT JOIN usage ON usage.space = passes.space",
-      )
-      .toArray();
-    for (const c of carried)
-      await this.space(c.space).uncarry(account, { versions: c.versions ?? 0, bytes: c.bytes ?? 0 }, { keepLast: false });
-    for (const { topic } of this.sql.exec<{ topic: string }>("SELECT DISTINCT topic FROM links").toArray())
-      await this.mailbox(topic).unlinkAccount(account);
+    const carried = this.store.passes.carried();
+    for (const c of carried) await this.space(c.space).uncarry(account, { versions: c.versions, bytes: c.bytes }, { keepLast: false });
+    for (const topic of this.store.links.topics()) await this.mailbox(topic).unlinkAccount(account);
     return carried.length;
   }
 
@@ -356,7 +331,7 @@ export class MincaAccount extends StoredObject<Env> {
   private keepOnlyTombstone(t: { at: string | null; space: string | null; readKey: string | null }): void {
     this.ctx.storage.transactionSync(() => {
       for (const table of ["passes", "links", "usage", "wakes", "receivers", "pushes", "latest"]) this.sql.exec(`DELETE FROM ${table}`);
-      this.sql.exec("DELETE FROM meta WHERE key != ?", LEASE_META_KEY);
+      this.meta.clear();
       this.sql.exec("DELETE FROM sqlite_sequence");
       if (t.at !== null) this.meta.set("closed_at", t.at);
       if (t.space !== null) this.meta.set("closed_space", t.space);
@@ -364,20 +339,21 @@ export class MincaAccount extends StoredObject<Env> {
     });
   }
 
-  /** The alarm fires at the next link expiry or the next push due (the next minute when this one's budget is spent). */
-  private async schedule(): Promise<void> {
-    const until = this.sql.exec<{ t: number | null }>("SELECT MIN(until) AS t FROM links").one().t;
+  /** Sets the alarm to exactly the next time the account needs it (nextAlarm), or none. */
+  private schedule(): Promise<void> {
+    return this.alarmAt(this.nextAlarm());
+  }
+
+  /** The next link expiry, the next push due (the next minute when this one's budget is spent), or an unproven binding's expiry. */
+  private nextAlarm(): number | null {
+    if (!this.schema.exists) return null;
+    const until = this.store.links.nextUntil();
     const push = this.pushes.nextDue();
     const boundAt = this.meta.get("bound_at");
     const binding =
       boundAt === null || this.meta.get("carry_space") === null ? null : bindingExpiry({ boundAt: Number(boundAt), proven: this.proven() });
     const times = [until === null ? null : until * 1000, push, binding].filter((t): t is number => t !== null);
-    if (times.length === 0) return void (await this.ctx.storage.deleteAlarm());
-    await this.ctx.storage.setAlarm(Math.min(...times));
-  }
-
-  private count(table: string): number {
-    return this.store.count(table);
+    return times.length === 0 ? null : Math.min(...times);
   }
 
   /** The account's did: the name the object was addressed by (the runtime gives it), else the one it kept. */

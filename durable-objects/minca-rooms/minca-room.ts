@@ -53,13 +53,6 @@ export class MincaRoom extends SocketObject<Env, MincaRoomAttachment> {
     return this.sql.exec<RoomRow>("SELECT room, first_join_at, expires_at, refuses_until, expired FROM room").toArray()[0];
   }
 
-  /** Deletes everything the room stored, its alarm included. */
-  private async wipe(): Promise<void> {
-    await this.ctx.storage.deleteAlarm();
-    await this.ctx.storage.deleteAll();
-    this.schema.forget();
-  }
-
   private peers(except?: WebSocket): Array<{ ws: WebSocket; att: MincaRoomAttachment & { did: string } }> {
     return this.sockets((a) => a.authed && a.did !== undefined).filter((p) => p.ws !== except) as Array<{
       ws: WebSocket;

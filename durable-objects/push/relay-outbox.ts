@@ -1,6 +1,7 @@
 // The relay's own dependencies of a push outbox: its VAPID sender (relay-keys.ts), the origins'
-// gates (push-gate.ts) and the push-endpoint rule of its settings.
-import { endpointPolicy } from "../../shared/webpush/endpoint";
+// gates (push-gate.ts) and the push-endpoint rule of its settings (parsed: base/object-settings.ts).
+import { endpointPolicyOf } from "../../shared/webpush/endpoint";
+import { objectSettings } from "../base/object-settings";
 import type { FetchLike } from "../../shared/webpush/send";
 import { relayPushSender } from "../relay/relay-keys";
 import { admitPushes } from "./push-gate";
@@ -12,7 +13,7 @@ export function relayOutboxDeps(env: Env, fetch: FetchLike, delivered?: () => vo
   return {
     sender: async () => (sender ??= await relayPushSender(env, fetch)),
     admit: (items, endpointOf, fallbackMs) => admitPushes(env, items, endpointOf, fallbackMs),
-    policy: () => endpointPolicy(env),
+    policy: () => endpointPolicyOf(objectSettings(env)),
     delivered,
   };
 }

@@ -13,7 +13,7 @@ import { Debounced } from "../base/debounced";
 import { relayStats } from "./relay-stats";
 import { MIGRATIONS } from "../../migrations/index";
 import { STATS_LIMITS, STORAGE_LIMITS } from "../../shared/limits";
-import { grantLease, STORAGE_KINDS, storageTotals, type StorageKind, type StorageTotals } from "../../shared/storage";
+import { grantLease, STORAGE_KINDS, type StorageKind, type StorageTotals } from "../../shared/storage";
 import type { StorageReport } from "../../shared/stats";
 import { log } from "../../shared/log";
 
@@ -35,10 +35,7 @@ export class RelayLedger extends StoredObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env, { migrations: MIGRATIONS.RelayLedger });
     this.reportLater = new Debounced(ctx, STATS_LIMITS.flush_interval_ms, () => this.flushStats());
-    const { invalid, ...totals } = storageTotals(env);
-    if (invalid.length > 0)
-      log.warn("storage: settings that are not byte counts were ignored (their defaults hold)", { settings: invalid });
-    this.totals = totals;
+    this.totals = this.settings.storage;
   }
 
   /**

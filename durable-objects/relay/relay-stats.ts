@@ -6,7 +6,7 @@
 import { StoredObject } from "../base/stored-object";
 import { MIGRATIONS } from "../../migrations/index";
 import { STATS_LIMITS } from "../../shared/limits";
-import { STORAGE_KINDS, storageTotals } from "../../shared/storage";
+import { STORAGE_KINDS } from "../../shared/storage";
 import {
   buildSnapshot,
   emptyStorage,
@@ -26,9 +26,6 @@ export { RELAY_STATS_NAME, relayStats } from "../../server/relay-objects";
 
 interface StatsEnv {
   RELAY_STATS?: DurableObjectNamespace<RelayStats>;
-  STORAGE_TALLY_BYTES?: string;
-  STORAGE_MAILBOX_BYTES?: string;
-  STORAGE_HOST_BYTES?: string;
 }
 
 interface StorageRow extends Record<string, SqlStorageValue> {
@@ -140,7 +137,7 @@ export class RelayStats extends StoredObject<StatsEnv> {
 
   /** Per kind, what the ledger last reported; before any report, nothing reserved of the totals in force. */
   private storageFigures(): StorageReport {
-    const out = emptyStorage(storageTotals(this.env));
+    const out = emptyStorage(this.settings.storage);
     if (!this.schema.exists) return out;
     for (const r of this.sql.exec<StorageRow>("SELECT kind, reserved_bytes, holders, total_bytes FROM storage").toArray()) {
       if ((STORAGE_KINDS as readonly string[]).includes(r.kind))

@@ -7,8 +7,11 @@
 //   After a write the lease is topped up ahead of need, off the request path.
 // - `free(remove)`: runs a delete; within the flush interval what the lease no longer needs goes
 //   back to the ledger.
-// and `releaseAll()` before it deletes its whole storage. The lease is kept in the object's `meta`
-// table, so an evicted object knows what it holds. Ledger calls run one at a time.
+// and `settle()` after a delete that must be given back at once. An object that deletes all it
+// holds does so with the base's `wipe()` (stored-object.ts), which gives the whole lease back
+// first (`release()`) and forgets it last (`forget()`). The lease is kept in the object's `meta`
+// table (under LEASE_META_KEY, through meta.ts), so an evicted object knows what it holds.
+// Ledger calls run one at a time.
 // The slack of a lease (leased beyond what the object holds) is lent: when a claim elsewhere finds
 // the total taken by leases but not by what is held, the ledger calls the holder's
 // `leaseReclaim()` (`reclaim()` here), which keeps only what the object holds, at once.
@@ -17,27 +20,26 @@
 // first row of a name charges its database too.
 import type { LazySchema } from "../base/schema";
 import { Debounced } from "../base/debounced";
+import { LEASE_META_KEY, Meta } from "../base/meta";
+import type { ObjectLease } from "../base/stored-object";
 import { relayLedger, type RelayLedger } from "./relay-ledger";
 import { STATS_LIMITS, STORAGE_LIMITS } from "../../shared/limits";
 import { leaseBlock, leaseKeep, leaseRequest, type StorageKind } from "../../shared/storage";
 import { log } from "../../shared/log";
-
-/** The `meta` key the lease is kept under (a holder that empties its meta keeps this one). */
-export const LEASE_META_KEY = "lease_bytes";
-const META_KEY = LEASE_META_KEY;
 
 /** What an object of `kind` holding rows of `rows` bytes holds against its total: those and, with any row, its database. */
 export function heldWithDatabase(kind: StorageKind, rows: number): number {
   return rows > 0 ? rows + STORAGE_LIMITS[`database_bytes_${kind}`] : 0;
 }
 
-export class StorageLease {
+export class StorageLease implements ObjectLease {
   private granted: number | undefined;
   private chain: Promise<unknown> = Promise.resolve();
   private readonly giveBack: Debounced;
   private toppingUp = false;
   /** A claim of this object is at the ledger: a reclaim now would race its answer, so it is declined. */
   private claiming = 0;
+  private readonly meta: Meta<never>;
 
   constructor(
     private readonly ctx: DurableObjectState,
@@ -48,6 +50,7 @@ export class StorageLease {
     private readonly rows: () => number,
   ) {
     this.giveBack = new Debounced(ctx, STATS_LIMITS.flush_interval_ms, () => this.settle());
+    this.meta = new Meta(schema);
   }
 
   /**
@@ -99,15 +102,13 @@ export class StorageLease {
   /** Bytes leased to this object. */
   get bytes(): number {
     if (this.granted === undefined) {
-      this.granted = this.schema.exists
-        ? Number(this.schema.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = ?", META_KEY).toArray()[0]?.value ?? 0)
-        : 0;
+      this.granted = Number(this.meta.get(LEASE_META_KEY) ?? 0);
     }
     return this.granted;
   }
 
-  /** Whether holding `total` bytes stays within the lease (synchronous: check and write in one step). Holders use store(). */
-  covers(total: number): boolean {
+  /** Whether holding `total` bytes stays within the lease (synchronous: check and write in one step). */
+  private covers(total: number): boolean {
     return total <= this.bytes;
   }
 
@@ -116,7 +117,7 @@ export class StorageLease {
    * the kind's relay-wide total has no room (or the ledger cannot be asked). The caller checks
    * covers() again, synchronously, with its write.
    */
-  extend(need: number, held = need): Promise<boolean> {
+  private extend(need: number, held = need): Promise<boolean> {
     return this.serial(async () => {
       if (this.covers(need)) return true;
       const { want } = leaseRequest(need);
@@ -138,7 +139,7 @@ export class StorageLease {
    * After a write: when less than half a block of the lease is left, asks for the next one in
    * the background, so the next writes find room without waiting on the ledger.
    */
-  ahead(used: number): void {
+  private ahead(used: number): void {
     if (this.toppingUp || this.bytes - used >= leaseBlock(used) / 2) return;
     this.toppingUp = true;
     this.ctx.waitUntil(
@@ -148,8 +149,8 @@ export class StorageLease {
     );
   }
 
-  /** What the object holds went down: within the flush interval, what the lease no longer needs goes back. Holders use free(). */
-  changed(): void {
+  /** What the object holds went down: within the flush interval, what the lease no longer needs goes back. */
+  private changed(): void {
     if (this.bytes === 0) return;
     this.giveBack.schedule();
   }
@@ -178,8 +179,8 @@ export class StorageLease {
     return this.bytes;
   }
 
-  /** Before the object deletes its storage: the whole lease goes back. */
-  releaseAll(): Promise<void> {
+  /** Before the object deletes its storage (the base's wipe()): the whole lease goes back, and is recorded as none. */
+  release(): Promise<void> {
     return this.serial(async () => {
       if (this.bytes === 0) return;
       this.keep(0);
@@ -187,7 +188,7 @@ export class StorageLease {
     });
   }
 
-  /** The object deleted its storage (deleteAll): it holds no lease. */
+  /** The object deleted its storage (the base's wipe()): it holds no lease. */
   forget(): void {
     this.granted = 0;
   }
@@ -210,12 +211,7 @@ export class StorageLease {
     if (bytes === this.bytes) return;
     this.granted = bytes;
     if (bytes === 0 && !this.schema.exists) return;
-    this.schema.ensure();
-    this.schema.sql.exec(
-      "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-      META_KEY,
-      String(bytes),
-    );
+    this.meta.set(LEASE_META_KEY, String(bytes));
   }
 
   private serial<T>(f: () => Promise<T>): Promise<T> {

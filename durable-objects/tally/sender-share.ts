@@ -17,7 +17,7 @@ import type { Meta } from "../base/meta";
 import { SHARED_CLIENT } from "../../server/object-headers";
 import { STATS_LIMITS, STORAGE_LIMITS } from "../../shared/limits";
 import { ClientShares } from "../../shared/rate-limit";
-import { rowBytes, shareAt, shareCapacity, shareCharge, shareWaitMs, storageTotals, type ShareState } from "../../shared/storage";
+import { rowBytes, shareAt, shareCapacity, shareCharge, shareWaitMs, type ShareState } from "../../shared/storage";
 import { CONTACT_ROW_BYTES } from "./tally-contacts";
 
 const META_KEY = "sender_share";
@@ -38,10 +38,11 @@ export class SenderShare {
   constructor(
     ctx: DurableObjectState,
     private readonly meta: Meta,
-    env: Partial<Record<"STORAGE_TALLY_BYTES", string>>,
+    /** The relay-wide Tally total in force (the settings' storage.tally, parsed). */
+    tallyTotal: number,
   ) {
-    this.capacity = shareCapacity(storageTotals(env).tally, STORAGE_LIMITS.sender_share);
-    this.addressCapacity = shareCapacity(storageTotals(env).tally, STORAGE_LIMITS.client_share);
+    this.capacity = shareCapacity(tallyTotal, STORAGE_LIMITS.sender_share);
+    this.addressCapacity = shareCapacity(tallyTotal, STORAGE_LIMITS.client_share);
     this.persist = new Debounced(ctx, STATS_LIMITS.flush_interval_ms, async () => this.write());
   }
 

@@ -62,7 +62,7 @@ export class TallyUser extends SocketObject<Env, TallyAttachment> {
   /** The operator's ban of this user (the admin API), held here so that it holds in every isolate. */
   private readonly banMark = new BanMark(this.meta);
   /** This user's share, as a sender, of the relay's Tally total across its recipients (storage.sender_share). */
-  private readonly share = new SenderShare(this.ctx, this.meta, this.env);
+  private readonly share = new SenderShare(this.ctx, this.meta, this.settings.storage.tally);
   /** Envelopes on their way to other users' objects, in batches. */
   private readonly batcher = new EnvelopeBatcher((toHex, batch) => this.stubFor(toHex).deliverAll(batch));
   private readonly signaling = new TallySignaling(
@@ -226,7 +226,7 @@ export class TallyUser extends SocketObject<Env, TallyAttachment> {
     const check = checkAuthEvent(msg.auth, {
       challenge: att.challenge,
       pubkeyHex: me,
-      relayUrlOk: (url) => relayUrlMatches(url, att.host, this.env.PUBLIC_URL),
+      relayUrlOk: (url) => relayUrlMatches(url, att.host, this.settings.publicUrls),
       nowSeconds: Math.floor(Date.now() / 1000),
     });
     if (!check.ok) return fail(`auth event refused: ${check.reason}`);

@@ -14,7 +14,8 @@ export function publicHosts(publicUrl: string | undefined): string[] {
   return [...urls.map((u) => u.host.toLowerCase()), ...bad.map(() => "")];
 }
 
-export function relayUrlMatches(tag: string, connectedHost: string, publicUrl?: string): boolean {
+/** `publicUrl`: the PUBLIC_URL setting as written, or its URLs as parsed (server/settings.ts). */
+export function relayUrlMatches(tag: string, connectedHost: string, publicUrl?: string | readonly URL[]): boolean {
   let url: URL;
   try {
     url = new URL(tag);
@@ -22,7 +23,7 @@ export function relayUrlMatches(tag: string, connectedHost: string, publicUrl?: 
     return false;
   }
   if (!["ws:", "wss:", "http:", "https:"].includes(url.protocol)) return false;
-  const configured = publicHosts(publicUrl);
+  const configured = typeof publicUrl === "object" ? publicUrl.map((u) => u.host.toLowerCase()) : publicHosts(publicUrl);
   const hosts = configured.length > 0 ? configured : [connectedHost.toLowerCase()];
   const host = url.host.toLowerCase();
   return host !== "" && hosts.includes(host);

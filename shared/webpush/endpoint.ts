@@ -242,9 +242,20 @@ export interface EndpointSettings {
  * request that registers the receiver; absent when a push is sent later).
  */
 export function endpointPolicy(settings: EndpointSettings, requestHost?: string): EndpointPolicy {
-  const ownHosts = hostsOf(settings.PUBLIC_URL);
+  return endpointPolicyOf(
+    { pushEndpointAllow: parseEndpointAllow(settings.PUSH_ENDPOINT_ALLOW).allow, publicUrls: parsePublicUrl(settings.PUBLIC_URL).urls },
+    requestHost,
+  );
+}
+
+/** The same policy from settings already parsed (server/settings.ts): the objects' way. */
+export function endpointPolicyOf(
+  settings: { pushEndpointAllow: readonly AllowedOrigin[]; publicUrls: readonly URL[] },
+  requestHost?: string,
+): EndpointPolicy {
+  const ownHosts = settings.publicUrls.map((u) => stripDot(u.hostname));
   if (requestHost) ownHosts.push(...hostsOf(requestHost));
-  return { allow: parseEndpointAllow(settings.PUSH_ENDPOINT_ALLOW).allow, ownHosts };
+  return { allow: [...settings.pushEndpointAllow], ownHosts };
 }
 
 /**

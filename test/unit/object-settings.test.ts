@@ -1,0 +1,37 @@
+// "Settings reach the objects parsed": the relay's settings are parsed once, by the settings
+// module (server/settings.ts), and the objects take them from durable-objects/base/object-settings.ts
+// (the base's `settings`); no file under durable-objects/ reads a setting from the environment, nor
+// parses one itself.
+import { readFileSync } from "node:fs";
+import { relative, resolve } from "node:path";
+import { describe, expect, it } from "vitest";
+import { sourceFiles } from "../helpers/source-files";
+
+const root = resolve(import.meta.dirname, "../..");
+const read = (path: string) => readFileSync(resolve(root, path), "utf8");
+
+/** Every setting's name: the string [vars] wrangler types generated, and the optional secrets of env.d.ts. */
+const SETTINGS = [
+  ...[...read("worker-configuration.d.ts").matchAll(/^\s+([A-Z][A-Z0-9_]*): string;$/gm)].map((m) => m[1]),
+  ...[...read("env.d.ts").matchAll(/^\s+([A-Z][A-Z0-9_]*)\?: string;$/gm)].map((m) => m[1]),
+];
+const files = sourceFiles(resolve(root, "durable-objects"), /\.ts$/).map((path) => ({
+  path: relative(root, path).split("\\").join("/"),
+  text: readFileSync(path, "utf8"),
+}));
+
+describe("settings reach the objects parsed", () => {
+  it("the list of settings is read from the type declarations", () => {
+    expect(SETTINGS).toEqual(expect.arrayContaining(["PUBLIC_URL", "PUSH_ENDPOINT_ALLOW", "STORAGE_TALLY_BYTES", "VAPID_PRIVATE_KEY"]));
+  });
+
+  it("no file under durable-objects/ reads a raw env var", () => {
+    const raw = new RegExp(`\\benv\\??\\.(${SETTINGS.join("|")})\\b`);
+    expect(files.filter((f) => raw.test(f.text)).map((f) => f.path)).toEqual([]);
+  });
+
+  it("no file under durable-objects/ parses a setting from the environment but base/object-settings.ts", () => {
+    const parsing = /\b(storageTotals|endpointPolicy|settingsOf|parseSettings|parsePublicUrl|parseEndpointAllow)\(/;
+    expect(files.filter((f) => parsing.test(f.text)).map((f) => f.path)).toEqual(["durable-objects/base/object-settings.ts"]);
+  });
+});
