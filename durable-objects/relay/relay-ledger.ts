@@ -314,7 +314,7 @@ interface LeaseHolder {
 }
 
 /** One holder in edge.liststorageholders. */
-export interface StorageHolder {
+interface StorageHolder {
   holder: string;
   name: string | null;
   bytes: number;

@@ -35,9 +35,9 @@ import { ledgerEntryToInner } from "./entry";
 export const PROOF_EVENT_KIND = 177700;
 export const PROOF_TYPE = "tally-nostr-event-v1";
 export const LEGACY_PROOF_TYPE = "tally-canonical-schnorr-v1";
-export const PROOF_TAG: readonly [string, string] = ["t", "tally-proof"];
+const PROOF_TAG: readonly [string, string] = ["t", "tally-proof"];
 
-export interface TallyProof {
+interface TallyProof {
   type: typeof PROOF_TYPE;
   event: NostrEvent;
 }

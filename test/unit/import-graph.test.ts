@@ -45,7 +45,9 @@ const LAYERS: Record<string, readonly string[]> = {
 /** Every import in `graph` (paths relative to the root) that crosses a layer rule, as "from -> to". */
 function layerBreaks(graph: Map<string, string[]>, rules: Record<string, readonly string[]> = LAYERS): string[] {
   const top = (path: string) => path.split("/")[0]!;
-  return [...graph].flatMap(([from, targets]) => targets.filter((to) => rules[top(from)]?.includes(top(to))).map((to) => `${from} -> ${to}`));
+  return [...graph].flatMap(([from, targets]) =>
+    targets.filter((to) => rules[top(from)]?.includes(top(to))).map((to) => `${from} -> ${to}`),
+  );
 }
 
 /** Every circle in a graph, each once, as the path of files from its first member back to it. */

@@ -15,13 +15,17 @@ const PRODUCTION = ["workers", "durable-objects", "shared", "server", "clients"]
 const HOOK_NOTE = /\b(?:tests? only|only for tests?|for tests that|tests? call it|tests? hooks?|tests reach|for testing)\b/i;
 
 /** The places in `text` that note a test hook, as "line: text". */
-export function hookNotes(text: string): string[] {
-  return text.split("\n").flatMap((line, i) => (/^\s*(?:\/\/|\/?\*)/.test(line) && HOOK_NOTE.test(line) ? [`${i + 1}: ${line.trim()}`] : []));
+function hookNotes(text: string): string[] {
+  return text
+    .split("\n")
+    .flatMap((line, i) => (/^\s*(?:\/\/|\/?\*)/.test(line) && HOOK_NOTE.test(line) ? [`${i + 1}: ${line.trim()}`] : []));
 }
 
 describe("no test hooks in production classes", () => {
   it("the note finder sees a test hook's comment and nothing else", () => {
-    expect(hookNotes("  /** The check (tests only: a person reads it). */\n  get check() {}")).toEqual(["1: /** The check (tests only: a person reads it). */"]);
+    expect(hookNotes("  /** The check (tests only: a person reads it). */\n  get check() {}")).toEqual([
+      "1: /** The check (tests only: a person reads it). */",
+    ]);
     expect(hookNotes("// Tests call it.\nconst tests = 1; // the contract tests of the store")).toEqual(["1: // Tests call it."]);
     expect(hookNotes("const forTests = 'tests only';")).toEqual([]);
   });
@@ -31,7 +35,9 @@ describe("no test hooks in production classes", () => {
     expect(files.length).toBeGreaterThan(100);
     const found = files.flatMap((path) => {
       const rel = relative(root, path).split("\\").join("/");
-      const named = /(?:^|[-_.])tests?(?:[-_.]|$)|^test/i.test(basename(rel).replace(/\.(ts|mts|mjs|js)$/, "")) ? [`${rel}: named for tests`] : [];
+      const named = /(?:^|[-_.])tests?(?:[-_.]|$)|^test/i.test(basename(rel).replace(/\.(ts|mts|mjs|js)$/, ""))
+        ? [`${rel}: named for tests`]
+        : [];
       return [...named, ...hookNotes(readFileSync(path, "utf8")).map((n) => `${rel}:${n}`)];
     });
     expect(found).toEqual([]);
