@@ -3,7 +3,7 @@
 // pass the `ws` package's, instead of failing later with "WebSocket is not defined".
 
 /** The message a client without a WebSocket constructor throws; `example` shows where to pass `ws`'s. */
-export function noWebSocketMessage(example: string): string {
+function noWebSocketMessage(example: string): string {
   return `no WebSocket here (Node 20 has none): install the \`ws\` package and pass it: import { WebSocket } from "ws"; ${example}`;
 }
 

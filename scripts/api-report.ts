@@ -2,8 +2,8 @@
 // is, and its type; for a class, every public member with its type. Made with the TypeScript
 // compiler from the sources, so a change to the surface shows as a diff of this file; a unit test
 // (test/unit/clients/tally/api-report.test.ts) compares it with the checked-in report.
-//   node --experimental-strip-types scripts/api-report.ts         writes docs/api/tally.api.txt
-//   tsx scripts/api-report.ts --check                              exits 1 when it differs
+//   node --import tsx scripts/api-report.ts            writes docs/api/tally.api.txt
+//   node --import tsx scripts/api-report.ts --check    exits 1 when it differs
 import { readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -106,7 +106,7 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
     }
     if (check) {
       if (now !== before) {
-        console.error(`${reportPath(entry)} differs from the sources: run tsx scripts/api-report.ts`);
+        console.error(`${reportPath(entry)} differs from the sources: run node --import tsx scripts/api-report.ts`);
         differs = true;
       }
     } else writeFileSync(reportPath(entry), now);

@@ -4,7 +4,7 @@
 // equal to what this generates and checks real frames from the relay against them. Checks zod
 // cannot express as JSON Schema (an npub's checksum, a did:key's point) are left out: the
 // schemas say the shape, the docs say the rest.
-// Runs with tsx (the shared modules import without extensions).
+// Runs with `node --import tsx`, like every script (the shared modules import without extensions).
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";

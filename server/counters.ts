@@ -9,7 +9,7 @@
 // object instead (shared/stats.ts totals) and are relay-wide on both.
 
 /** Upper bounds (milliseconds) of the request-latency histogram's buckets. */
-export const LATENCY_BUCKETS_MS = [5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000] as const;
+const LATENCY_BUCKETS_MS = [5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000] as const;
 
 /** When the isolate started counting: its first request (workerd's clock reads 0 outside a request). */
 let startedAtMs = 0;
@@ -28,7 +28,7 @@ function bump(m: Map<string, number>, key: string, by = 1): void {
 }
 
 /** "2xx" for 200..299 and so on. */
-export function statusClass(status: number): string {
+function statusClass(status: number): string {
   return `${Math.floor(status / 100)}xx`;
 }
 

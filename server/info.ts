@@ -16,7 +16,7 @@ export const COMMIT: string = typeof BUILD_COMMIT === "string" && BUILD_COMMIT !
 /** Where the relay publishes its HTTPS endpoints as OpenAPI 3.1 (server/openapi.ts). */
 export const OPENAPI_PATH = "/openapi.json";
 
-export interface InfoOptions {
+interface InfoOptions {
   name: string;
   /** The relay's VAPID public key (base64url, 65 bytes), when it has one. */
   vapidPublicKey?: string | null;
@@ -90,7 +90,7 @@ export const relayInfoSchema = z.object({
   limits: limitsSchema,
 });
 /** The document as built; its limits are LIMITS itself (the schema knows their names and types). */
-export type RelayInfo = Omit<z.infer<typeof relayInfoSchema>, "limits"> & { limits: typeof LIMITS };
+type RelayInfo = Omit<z.infer<typeof relayInfoSchema>, "limits"> & { limits: typeof LIMITS };
 
 export function relayInfo(opts: InfoOptions): RelayInfo {
   return {

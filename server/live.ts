@@ -15,7 +15,7 @@
 const live = new Map<string, string>();
 let draining = false;
 
-export interface LiveObjectRef {
+interface LiveObjectRef {
   id: string;
   binding: string;
 }

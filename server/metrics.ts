@@ -13,7 +13,7 @@ import type { CounterValues } from "./counters";
 export const METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 const PREFIX = "edge_relay_";
 
-export interface BuildInfo {
+interface BuildInfo {
   version: string;
   /** The commit the bundle was built from (server/info.ts COMMIT). */
   commit: string;

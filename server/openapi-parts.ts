@@ -32,7 +32,7 @@ export const REQUESTS = {
   Versions: versionsBodySchema,
 } satisfies Record<string, z.ZodType>;
 
-export type SchemaName = keyof typeof ANSWERS | keyof typeof REQUESTS;
+type SchemaName = keyof typeof ANSWERS | keyof typeof REQUESTS;
 
 export type Json = Record<string, unknown>;
 
@@ -45,13 +45,13 @@ export function componentSchemas(named: Record<string, z.ZodType>, io: "input" |
   return Object.fromEntries(Object.entries(schemas).map(([id, s]) => [id, strip(s as Json)]));
 }
 
-export function strip(schema: Json): Json {
+function strip(schema: Json): Json {
   const { $schema: _s, $id: _i, ...rest } = schema;
   return rest;
 }
 
 /** One JSON Schema of a zod schema, inline (path and query parameters). */
-export function inline(schema: z.ZodType): Json {
+function inline(schema: z.ZodType): Json {
   return strip(z.toJSONSchema(schema, { io: "input", unrepresentable: "any" }) as Json);
 }
 

@@ -24,7 +24,6 @@ import {
 import { READ_SCHEME, TIME_HEADER } from "../shared/minca/read-proof";
 
 export { OPENAPI_PATH };
-export type { SchemaName } from "./openapi-parts";
 
 /** A WebSocket endpoint: its upgrade, and where its messages are described. */
 function socket(operationId: string, summary: string, param: Json, schemas: string, doc: string): Json {

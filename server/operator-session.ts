@@ -28,7 +28,7 @@ export function sessionValid(value: string | undefined, token: string, nowMs = D
 }
 
 /** Compares two strings in time that depends on their lengths only. */
-export function sameText(a: string, b: string): boolean {
+function sameText(a: string, b: string): boolean {
   const x = utf8Encode(a);
   const y = utf8Encode(b);
   let diff = x.length ^ y.length;

@@ -2,18 +2,16 @@
 // and keeps (RelayKeys) when no Worker secret provides them. The Worker and the objects both reach
 // these through here, so the Worker imports nothing from an object's file but its class.
 import { WebPushSender, type FetchLike } from "../shared/webpush/send";
-import { DEFAULT_VAPID_SUBJECT, vapidKeysFromPrivate, vapidSubjectFor, type VapidKeys } from "../shared/webpush/vapid";
+import { vapidKeysFromPrivate, vapidSubjectFor, type VapidKeys } from "../shared/webpush/vapid";
 import { hostDid } from "../shared/minca/host-identity";
 
-export const RELAY_KEYS_NAME = "relay-keys";
+const RELAY_KEYS_NAME = "relay-keys";
 /** The one stats object's name. */
 export const RELAY_STATS_NAME = "relay";
 /** The one ledger's name. */
 export const RELAY_LEDGER_NAME = "relay";
 /** The one policy object's name (bans, allowlist, blocked addresses: the admin API). */
-export const RELAY_POLICY_NAME = "relay";
-
-export { DEFAULT_VAPID_SUBJECT };
+const RELAY_POLICY_NAME = "relay";
 
 /** The stats object of a relay. */
 export function relayStats(env: Pick<Env, "RELAY_STATS">) {
@@ -45,7 +43,7 @@ export async function vapidKeys(env: Env): Promise<VapidKeys> {
 }
 
 /** VAPID `sub`: VAPID_SUBJECT when it is a contact, else the relay's https PUBLIC_URL origin, else the local default. */
-export function vapidSubject(env: Env): string {
+function vapidSubject(env: Env): string {
   return vapidSubjectFor(env);
 }
 

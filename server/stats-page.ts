@@ -15,9 +15,9 @@ const TITLES: Record<StatsCounter, string> = {
 };
 
 /** Seconds between automatic reloads of the page. */
-export const STATUS_REFRESH_SECONDS = 10;
+const STATUS_REFRESH_SECONDS = 10;
 
-export interface StatusPageOptions {
+interface StatusPageOptions {
   name: string;
   /** True when no admin token is configured: the page is open to anyone, and says so. */
   open: boolean;

@@ -7,7 +7,7 @@
 import { isWellFormedUnicode } from "./encoding";
 import { COMMON_LIMITS } from "./limits";
 
-export type ClientJson = { ok: true; value: unknown } | { ok: false; reason: string };
+type ClientJson = { ok: true; value: unknown } | { ok: false; reason: string };
 
 /** Whether arrays and objects in JSON text nest deeper than `max` (strings skipped; the text need not be valid). */
 export function jsonNestsDeeper(text: string, max: number): boolean {

@@ -59,7 +59,7 @@ export const ERROR_CODES = [
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
-export interface SocketError {
+interface SocketError {
   type: "error";
   code: ErrorCode;
   message: string;
@@ -90,7 +90,6 @@ export const errorFrameSchema = z.object({
   /** rate_limited: milliseconds to wait before the next message is accepted. */
   retry_after_ms: z.number().int().nonnegative().optional(),
 });
-export type ErrorFrame = z.infer<typeof errorFrameSchema>;
 
 /**
  * The one way a failed zod parse becomes a message for people: the first issue, with where it is.
@@ -119,7 +118,7 @@ export const httpErrorBodySchema = z.object({
       .describe("rate_limited by a per-client limit of the Worker: milliseconds until the request may succeed (as Retry-After, finer)"),
   }),
 });
-export type HttpErrorBody = z.infer<typeof httpErrorBodySchema>;
+type HttpErrorBody = z.infer<typeof httpErrorBodySchema>;
 
 export function httpErrorBody(code: ErrorCode, message: string): HttpErrorBody {
   return { error: { code, message } };

@@ -6,7 +6,7 @@
 // status counts). Lines below the level in force (LOG_LEVEL, default info) are not written.
 export const LOG_LEVELS = ["debug", "info", "warn", "error"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
-export type LogFields = Record<string, unknown>;
+type LogFields = Record<string, unknown>;
 
 let least: LogLevel | undefined;
 let context: () => LogFields | undefined = () => undefined;
@@ -31,7 +31,7 @@ function leastLevel(): LogLevel {
   return least;
 }
 
-export function logEnabled(level: LogLevel): boolean {
+function logEnabled(level: LogLevel): boolean {
   return LOG_LEVELS.indexOf(level) >= LOG_LEVELS.indexOf(leastLevel());
 }
 

@@ -3,7 +3,7 @@
 // read as https://). Both rules that compare with the relay's own hosts read it through here: the
 // Tally auth event's `relay` tag (host and port) and the push endpoint rule (host name, any port).
 
-export interface PublicUrls {
+interface PublicUrls {
   /** Each well-formed entry as a URL. */
   urls: URL[];
   /** The entries that are not URLs (the settings module refuses to start with any). */

@@ -13,8 +13,8 @@ export const STATS_COUNTERS = ["messages", "deliveries", "errors", "connections_
 export type StatsCounter = (typeof STATS_COUNTERS)[number];
 
 /** What an object holds now; each report carries its current values (absolute, so a lost report only delays). */
-export const STATS_GAUGES = ["connections", "envelopes_stored", "rooms_open", "mailbox_items"] as const;
-export type StatsGauge = (typeof STATS_GAUGES)[number];
+const STATS_GAUGES = ["connections", "envelopes_stored", "rooms_open", "mailbox_items"] as const;
+type StatsGauge = (typeof STATS_GAUGES)[number];
 export type StatsGauges = Partial<Record<StatsGauge, number>>;
 
 const count = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
@@ -27,7 +27,7 @@ const count = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
 export const WAKE_CAUSES = ["alarm", "rpc", "fetch", "socket_message"] as const;
 export type WakeCause = (typeof WAKE_CAUSES)[number];
 /** An object's usage since its last report: entries by cause, and the SQLite rows its queries read and wrote (cursor rowsRead / rowsWritten). */
-export const USAGE_METRICS = [...WAKE_CAUSES, "rows_read", "rows_written"] as const;
+const USAGE_METRICS = [...WAKE_CAUSES, "rows_read", "rows_written"] as const;
 export type UsageMetric = (typeof USAGE_METRICS)[number];
 export type Usage = Partial<Record<UsageMetric, number>>;
 /** A Durable Object class's name, as reported with its usage. */
@@ -45,7 +45,7 @@ export const statsReportSchema = z.strictObject({
     .array(z.strictObject({ minute: z.number().int().nonnegative(), metric: z.enum(STATS_COUNTERS), n: count }))
     .max(STATS_LIMITS.window_minutes * STATS_COUNTERS.length),
 });
-export type StatsReport = z.infer<typeof statsReportSchema>;
+type StatsReport = z.infer<typeof statsReportSchema>;
 
 const isCount = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
 const isPlain = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
@@ -107,7 +107,7 @@ const byProtocol = <T extends z.ZodType>(v: T) => z.object({ tally: v, passnote:
 const series = z.array(count).describe("per minute over the window, oldest first");
 
 /** What GET /status.json answers, besides `open` (statusAnswerSchema). */
-export const statsSnapshotSchema = z.object({
+const statsSnapshotSchema = z.object({
   at: z.string().describe("ISO time the snapshot was taken"),
   minute: z.number().int().describe("the newest minute of every series (minutes since the epoch); series run oldest first"),
   window_minutes: z.number().int(),

@@ -6,7 +6,7 @@ import { parseArgs as parseArgv } from "node:util";
 import { homeOrigin } from "../../shared/minca/code";
 import { relayBase } from "../relay-url";
 
-export const USAGE = `usage: minca-connect <home> --relay <relay> [--name <name>] [--out <file>]
+const USAGE = `usage: minca-connect <home> --relay <relay> [--name <name>] [--out <file>]
        (in the repository: npm run connect -- <home> --relay <relay> ...)
 
   <home>          the account home: a bare domain, an origin or its connect page

@@ -5,7 +5,7 @@
 import { newP256Key } from "../../shared/minca/es256";
 import { EventQueue, type JoinRoom, type RoomMessage, type RoomTransport } from "../../shared/minca/transport";
 
-export interface BusRecord {
+interface BusRecord {
   room: string;
   type: string;
   from: string;

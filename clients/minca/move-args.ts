@@ -4,7 +4,7 @@ import { resolve } from "node:path";
 import { parseArgs as parseArgv } from "node:util";
 import { relayBase } from "../relay-url";
 
-export const MOVE_USAGE = `usage: minca-move --account <file> --from <relay> --to <relay> [--dry-run] [options]
+const MOVE_USAGE = `usage: minca-move --account <file> --from <relay> --to <relay> [--dry-run] [options]
        (in the repository: npm run move -- --account <file> ...)
 
   --account <file>    the account's device saved as JSON (edge-relay/minca accountToJson);
@@ -24,7 +24,7 @@ host holds every version the old one held, and only then closes at the old host.
 Exit status: 0 moved (or dry run), 1 not moved (the old host left as it was), 2 bad usage.
 `;
 
-export interface MoveArgs {
+interface MoveArgs {
   account: string;
   from: string;
   to: string;

@@ -11,7 +11,7 @@ import type { CarryState } from "./carry-state";
 import { HostError, type VersionResult } from "./host-error";
 
 /** What signing out needs of a host connection (HostConnection is one). */
-export interface SignOutHost {
+interface SignOutHost {
   readonly account: MincaAccount;
   carry: Space | undefined;
   readCarry(): Promise<CarryState>;

@@ -24,7 +24,7 @@ import { Listeners, type Transport, type TransportEvents } from "./transport";
 import { webSocketClass } from "../websocket";
 import { assertNever } from "../../shared/assert-never";
 
-export interface RelayRate {
+interface RelayRate {
   /** Messages per second the relay allows one socket. */
   perSecond: number;
   /** Its burst. */
@@ -68,13 +68,13 @@ export class RelayTransportError extends Error {
 }
 
 /** Pacing margin below the relay's published rate: a share of its burst and of its rate. */
-export const PACING = { burstShare: 0.5, rateShare: 0.9 } as const;
+const PACING = { burstShare: 0.5, rateShare: 0.9 } as const;
 
 /** Close codes after which reconnecting cannot help (the key is wrong). */
 const FINAL_CLOSES = new Set([4001]);
 
 /** The relay's published rate (GET / of its information document), or this build's limits. */
-export async function relayRate(relayUrl: string, timeoutMs = 5_000): Promise<RelayRate> {
+async function relayRate(relayUrl: string, timeoutMs = 5_000): Promise<RelayRate> {
   const fallback = { perSecond: COMMON_LIMITS.rate_messages_per_second, burst: COMMON_LIMITS.rate_burst };
   try {
     const res = await fetch(relayUrl.replace(/^ws/, "http").replace(/\/$/, "") + "/", { signal: AbortSignal.timeout(timeoutMs) });

@@ -90,7 +90,7 @@ const PONG = '{"type":"pong"}';
 export abstract class SocketObject<Env, A extends BaseAttachment> extends StoredObject<Env> {
   private readonly options: SocketObjectOptions;
   /** The sockets that have not authenticated: their timeout and their cap. */
-  private readonly parked: UnauthenticatedSockets;
+  protected readonly parked: UnauthenticatedSockets;
   /** Per-socket and per-client rate state (in memory). */
   private readonly socketRates = new SocketRates();
   /**
@@ -349,11 +349,6 @@ export abstract class SocketObject<Env, A extends BaseAttachment> extends Stored
   async webSocketError(ws: WebSocket, _error: unknown): Promise<void> {
     this.close(ws, CLOSE_CODES.internal_error, "error");
     await this.closed(ws, CLOSE_CODES.internal_error);
-  }
-
-  /** Closes with 4001 every socket that has not authenticated within the timeout (unauthenticated.ts); returns how many. Tests call it. */
-  closeUnauthenticated(now: number = Date.now()): number {
-    return this.parked.closeExpired(now);
   }
 
   // ---- internals -----------------------------------------------------------------------------

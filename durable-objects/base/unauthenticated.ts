@@ -124,7 +124,7 @@ export class UnauthenticatedSockets {
 
   /**
    * Closes with 4001 every socket that has not authenticated within the timeout; returns how many.
-   * The timer calls it; so may tests. A client that never sent a frame keeps its TCP connection
+   * The timer calls it (a worker test's subclass does too, with its own `now`). A client that never sent a frame keeps its TCP connection
    * about 10 s past this close: a runtime fault no Worker can avoid (docs/hostile.md, "The TCP
    * connection after an auth-timeout close").
    */

@@ -13,7 +13,7 @@ import { formatIssue, socketError } from "../../shared/errors";
 import { rawMember } from "../../shared/json-raw";
 import { checkJoin, deliveredFrame, isRoomId, joinSchema, newChallenge, outgoingSchema, roomTimes } from "../../shared/minca/room";
 
-export interface MincaRoomAttachment extends BaseAttachment {
+interface MincaRoomAttachment extends BaseAttachment {
   room: string;
   challenge: string;
   /** The proven did, once joined. */

@@ -9,7 +9,7 @@ import { base64urlEncode, bytesToHex, hexToBytes, randomBytes } from "../../shar
 import { joinSchema } from "../../shared/passnote/messages";
 import { BROADCAST, PEER_ID_BYTES, isBroadcastFrame, restampPeerFrame, verifyJoin } from "../../shared/passnote/room";
 
-export interface PassnoteAttachment extends BaseAttachment {
+interface PassnoteAttachment extends BaseAttachment {
   /** base64url of the 32 challenge bytes; emptied once joined. */
   challenge: string;
   /** The room id (the key joins are verified under): the name the object is addressed by. */

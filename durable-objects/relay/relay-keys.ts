@@ -7,7 +7,7 @@ import { base64urlEncode } from "../../shared/encoding";
 import { generateVapidKeys } from "../../shared/webpush/vapid";
 import { generateHostKey } from "../../shared/minca/host-identity";
 
-export { DEFAULT_VAPID_SUBJECT, RELAY_KEYS_NAME, hostIdentity, relayPushSender, vapidKeys, vapidSubject } from "../../server/relay-objects";
+export { relayPushSender } from "../../server/relay-objects";
 
 export class RelayKeys extends StoredObject<Env> {
   /** Its schema is made when the first key is generated (a key is kept on first use: that is the point). */

@@ -311,7 +311,7 @@ interface LeaseHolder {
 }
 
 /** One holder in edge.liststorageholders. */
-export interface StorageHolder {
+interface StorageHolder {
   holder: string;
   name: string | null;
   bytes: number;

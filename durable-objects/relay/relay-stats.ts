@@ -22,7 +22,7 @@ import {
   type UsageRow,
 } from "../../shared/stats";
 
-export { RELAY_STATS_NAME, relayStats } from "../../server/relay-objects";
+export { relayStats } from "../../server/relay-objects";
 
 interface StatsEnv {
   RELAY_STATS?: DurableObjectNamespace<RelayStats>;

@@ -62,13 +62,13 @@ const seq = z.number().int().nonnegative();
 export const postedSchema = z.object({ seq: seq.positive(), until: seconds });
 export type Posted = z.infer<typeof postedSchema>;
 
-export const pageItemSchema = z.object({
+const pageItemSchema = z.object({
   seq: seq.describe("0 for a host's link (first page only)"),
   at: seconds.describe("when it was stored"),
   until: seconds,
   blob: z.string().describe("base64url of the item as posted"),
 });
-export type PageItem = z.infer<typeof pageItemSchema>;
+type PageItem = z.infer<typeof pageItemSchema>;
 
 /** 200 to GET: a page, oldest first. */
 export const pageSchema = z.object({

@@ -8,10 +8,9 @@
 import { utf8Encode } from "../encoding";
 import type { ErrorCode } from "../errors";
 
-export const ADMISSION_MODES = ["open", "allowlist", "token"] as const;
-export type AdmissionMode = (typeof ADMISSION_MODES)[number];
+const ADMISSION_MODES = ["open", "allowlist", "token"] as const;
 
-export interface AdmissionSettings {
+interface AdmissionSettings {
   MINCA_HOST_ADMISSION?: string;
   MINCA_HOST_ALLOWLIST?: string;
   MINCA_HOST_ADMISSION_TOKEN?: string;
@@ -41,7 +40,7 @@ export function admissionOf(env: AdmissionSettings): Admission {
   }
 }
 
-export type AdmissionCheck = { ok: true } | { ok: false; status: 401 | 403; code: ErrorCode; message: string };
+type AdmissionCheck = { ok: true } | { ok: false; status: 401 | 403; code: ErrorCode; message: string };
 
 /** Whether a CarryGrant for `account`, posted with `authorization`, is admitted. */
 export function admit(a: Admission, account: string, authorization: string | null): AdmissionCheck {

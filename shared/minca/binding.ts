@@ -9,7 +9,7 @@ import { rowBytes } from "../storage";
 import type { CarryStart } from "./carry";
 import { checkReadProof, type ReadProofCheck } from "./read-proof";
 
-export interface Binding {
+interface Binding {
   /** When the binding was made (ms). */
   boundAt: number;
   /** Whether a version under the account's /account/write authority arrived in the carry space. */

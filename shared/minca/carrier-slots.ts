@@ -15,13 +15,13 @@ export interface Carrier {
   added: number;
 }
 
-export type SlotDecision = { ok: true; evict: string | null } | { ok: false };
+type SlotDecision = { ok: true; evict: string | null } | { ok: false };
 
 /**
  * The read keys that rank with the constitution's: its own, and every later one a founder's
  * account proves among `carriers` (a key anyone names counts only once a founder's account proves it).
  */
-export function memberReadKeys(carriers: readonly Carrier[], constitution: Constitution): Set<string> {
+function memberReadKeys(carriers: readonly Carrier[], constitution: Constitution): Set<string> {
   const keys = new Set<string>();
   if (constitution.visibility !== "private") return keys;
   if (constitution.readKey !== undefined) keys.add(constitution.readKey);

@@ -11,9 +11,9 @@ const KEY_LABEL = "minca/code-key/v1";
 const CHECK_LABEL = "minca/code-check/v1";
 const SEAL_LABEL = "minca/code/v1";
 const NONCE_BYTES = 24;
-export const POINT_BYTES = 32;
+const POINT_BYTES = 32;
 
-export type Side = "home" | "program";
+type Side = "home" | "program";
 
 export interface Point {
   secret: Uint8Array;

@@ -4,10 +4,10 @@
 import { ID_PATTERN, mincaId } from "./id";
 import { base64urlDecode, base64urlEncode, concatBytes, randomBytes, utf8Encode } from "../encoding";
 
-export const CODE_PREFIX = "mc_";
-export const CODE_SECRET_BYTES = 16;
+const CODE_PREFIX = "mc_";
+const CODE_SECRET_BYTES = 16;
 /** Characters of the base64url secret after the prefix. */
-export const CODE_SECRET_CHARS = 22;
+const CODE_SECRET_CHARS = 22;
 const ROOM_LABEL = "minca/code-room/v1";
 /** The shape of a room id: "b" + lowercase unpadded base32 of a SHA-256 hash. */
 export const ROOM_ID_PATTERN = ID_PATTERN;

@@ -5,9 +5,9 @@
 // it. The home keeps one store per account by default (in memory, for as long as the page runs),
 // so these refusals always run; a home that keeps connections elsewhere passes its own store.
 
-export type ConnectionKind = "app" | "code" | "carrier";
+type ConnectionKind = "app" | "code" | "carrier";
 
-export interface HomeConnection {
+interface HomeConnection {
   audience: string;
   kind: ConnectionKind;
   origin: string;

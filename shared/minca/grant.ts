@@ -6,12 +6,12 @@ import { noteNonce, signNote, verifyNote, isRecordsOnly, type Note } from "./not
 import { checkKeyProof } from "./key-proof";
 import type { P256Key } from "./es256";
 
-export const GRANT_VERSION = 2;
+const GRANT_VERSION = 2;
 const DAY_SECONDS = 86_400;
 /** The lifetime a home gives when neither the person nor the request chose one (the Minca protocol §2.5 step 4). */
 export const DEFAULT_GRANT_DAYS = 7;
 /** The home's own bounds on a grant's lifetime (the Minca protocol §2.5 step 4: "within the home's own bounds"), in days. */
-export const MIN_GRANT_DAYS = 1 / 24;
+const MIN_GRANT_DAYS = 1 / 24;
 export const MAX_GRANT_DAYS = 365;
 
 /**
@@ -25,7 +25,7 @@ export function grantDays(days: number | undefined): number | null {
   return Math.min(MAX_GRANT_DAYS, Math.max(MIN_GRANT_DAYS, days));
 }
 
-export const grantSchema = z
+const grantSchema = z
   .object({
     v: z.literal(GRANT_VERSION),
     did: z.string().max(256),
@@ -58,7 +58,7 @@ export function codeRequest(ask: { did: string; proof: string; name?: string }):
   return { v: 1, audience: ask.did, proof: ask.proof, name: ask.name, via: "code", recordsOnly: true, access: "write", scope: "account" };
 }
 
-export type RequestCheck = { ok: true } | { ok: false; reason: string };
+type RequestCheck = { ok: true } | { ok: false; reason: string };
 
 /**
  * A home's checks of a request by code (the Minca protocol §2.5): the proof verifies with the audience key

@@ -76,7 +76,7 @@ export class HomeExchange {
   room: string | undefined;
 
   private secret: Uint8Array | undefined;
-  private readonly point: Point = newPoint();
+  protected readonly point: Point = newPoint();
   private transport: RoomTransport | undefined;
   private program: string | undefined;
   private commit: Uint8Array | undefined;
@@ -88,10 +88,6 @@ export class HomeExchange {
 
   constructor(private readonly opts: HomeOptions) {
     this.outcome = new Promise((r) => (this.resolve = r));
-  }
-
-  get ownPoint(): Uint8Array {
-    return this.point.point;
   }
 
   get roomDid(): string | undefined {

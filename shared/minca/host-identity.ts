@@ -7,7 +7,7 @@ import { base64urlEncode } from "../encoding";
 import { p256DidKey } from "./did-key";
 import { p256SecretFrom } from "../p256-secret";
 
-export class HostKeyError extends Error {}
+class HostKeyError extends Error {}
 
 export function generateHostKey(): string {
   return base64urlEncode(p256.utils.randomSecretKey());

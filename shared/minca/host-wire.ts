@@ -59,7 +59,7 @@ export const accountStatusSchema = z.object({
 export type AccountStatus = z.infer<typeof accountStatusSchema>;
 
 /** One version's fate in a POST .../versions answer, in the order sent. */
-export const versionResultSchema = z.union([
+const versionResultSchema = z.union([
   z.object({ id: mincaId, accepted: z.literal(true), seq: count.positive() }),
   z.object({ id: z.string().optional(), accepted: z.literal(false), reason: z.enum(VERSION_REFUSALS), detail: z.string() }),
 ]);

@@ -8,11 +8,11 @@ import { canonicalize } from "./jcs";
 import { constitutionSchema, SPACE_KEY_BYTES, spaceId, type Space } from "./space";
 
 /** Longest invite accepted, characters (a constitution with 16 founders fits well within). */
-export const INVITE_MAX_CHARS = 8_192;
+const INVITE_MAX_CHARS = 8_192;
 
 const b64key = z.string().regex(/^[A-Za-z0-9_-]{43}$/, "key is base64url of 32 bytes");
 
-export const inviteSchema = z
+const inviteSchema = z
   .object({
     v: z.literal(1),
     space: z.string().refine(isMincaId, "not a space id"),
@@ -21,7 +21,7 @@ export const inviteSchema = z
   })
   .strict();
 
-export interface Invite {
+interface Invite {
   space: string;
   constitution: Space["constitution"];
   key?: Uint8Array;
@@ -33,7 +33,7 @@ export function encodeInvite(space: Space): string {
   return base64urlEncode(utf8Encode(canonicalize(body)));
 }
 
-export type InviteRead = { ok: true; invite: Invite } | { ok: false; reason: string };
+type InviteRead = { ok: true; invite: Invite } | { ok: false; reason: string };
 
 /** Reads an invite: its shape, and that the constitution hashes to the space it names. */
 export function decodeInvite(s: unknown): InviteRead {

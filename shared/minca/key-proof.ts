@@ -5,9 +5,9 @@ import { utf8Encode } from "../encoding";
 import { es256SignB64, es256Verify, type P256Key } from "./es256";
 import { canonicalize } from "./jcs";
 
-export const KEY_PROOF_LABEL = "minca/connect-key/v1";
+const KEY_PROOF_LABEL = "minca/connect-key/v1";
 
-export type Via = "popup" | "code";
+type Via = "popup" | "code";
 
 export interface KeyProofStatement {
   audience: string;

@@ -44,13 +44,11 @@ export const askBodySchema = z.object({
   proof: z.string().max(128),
   name: z.string().max(256),
 });
-export type AskBody = z.infer<typeof askBodySchema>;
 export const heardBodySchema = z.object({});
 export const answerBodySchema = z.union([
   z.object({ grant: z.record(z.string(), z.unknown()) }),
   z.object({ denied: z.string().max(1024) }),
 ]);
-export type AnswerBody = z.infer<typeof answerBodySchema>;
 export const doneBodySchema = z.object({});
 
 /** What a home shows of a program's name: a name only, at most this many characters. */

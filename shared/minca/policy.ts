@@ -4,7 +4,7 @@
 // Anything else (another operator, another selector's value, deeper than 16) does not hold, so
 // an unknown policy never lets a write through.
 
-export interface PolicySubject {
+interface PolicySubject {
   space: string;
   collection: string;
 }

@@ -54,12 +54,12 @@ export class ProgramExchange {
   readonly outcome: Promise<ProgramOutcome>;
 
   private readonly secret: Uint8Array;
-  private readonly point: Point = newPoint();
+  protected readonly point: Point = newPoint();
   private key: P256Key | undefined;
   private transport: RoomTransport | undefined;
   private helloed = new Set<string>();
   private homePeer: string | undefined;
-  private keys: ChannelKeys | undefined;
+  protected keys: ChannelKeys | undefined;
   private held: Grant | undefined;
   private confirmed = false;
   private attempts = 0;
@@ -75,16 +75,6 @@ export class ProgramExchange {
     this.homeOrigin = homeOrigin(opts.home);
     this.key = opts.key;
     this.outcome = new Promise((r) => (this.resolve = r));
-  }
-
-  /** This exchange's point J (for tests that compare exchanges). */
-  get ownPoint(): Uint8Array {
-    return this.point.point;
-  }
-
-  /** The check this side expects, once keys exist (tests only: a person reads it at the home). */
-  get expectedCheck(): string | undefined {
-    return this.keys?.check;
   }
 
   get roomDid(): string | undefined {

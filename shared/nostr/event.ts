@@ -9,7 +9,7 @@ const lowerHex = (bytes: number) =>
   z.string().refine((s) => isHex(s, bytes), { message: `expected ${bytes * 2} lowercase hex characters` });
 
 /** Largest accepted kind: kinds must fit a signed 32-bit integer (0 .. 2^31 - 1). */
-export const MAX_EVENT_KIND = 2 ** 31 - 1;
+const MAX_EVENT_KIND = 2 ** 31 - 1;
 
 export const nostrEventSchema = z.object({
   id: lowerHex(32),
@@ -23,7 +23,7 @@ export const nostrEventSchema = z.object({
 
 export type NostrEvent = z.infer<typeof nostrEventSchema>;
 
-export interface EventTemplate {
+interface EventTemplate {
   kind: number;
   created_at: number;
   tags: string[][];

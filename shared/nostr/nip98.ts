@@ -6,11 +6,11 @@ import { sha256 } from "@noble/hashes/sha2.js";
 import { base64Decode, base64Encode, bytesToHex, utf8Decode, utf8Encode } from "../encoding";
 import { finalizeEvent, verifyEvent, type NostrEvent } from "./event";
 
-export const NIP98_KIND = 27235;
+const NIP98_KIND = 27235;
 /** Longest header accepted (a kind-27235 event with three tags is a few hundred bytes). */
 const MAX_HEADER_CHARS = 8192;
 
-export interface Nip98Request {
+interface Nip98Request {
   /** The URL as the relay sees it (its path and query are what the `u` tag must name). */
   url: string;
   method: string;
@@ -24,7 +24,7 @@ export interface Nip98Request {
   maxSkewSeconds: number;
 }
 
-export type Nip98Check = { ok: true; pubkey: string; id: string; sig: string; createdAt: number } | { ok: false; reason: string };
+type Nip98Check = { ok: true; pubkey: string; id: string; sig: string; createdAt: number } | { ok: false; reason: string };
 
 /** Checks an Authorization header; never throws. */
 export function checkNip98(header: string | null | undefined, req: Nip98Request): Nip98Check {

@@ -37,7 +37,7 @@ function travelsAsInt(v: number): boolean {
 /** Thrown by Reader on malformed input; decoders catch it and answer null. */
 export class DecodeError extends Error {}
 
-export const VALUE_TAG = { null: 0, false: 1, true: 2, int: 3, double: 4, string: 5, list: 6, map: 7 } as const;
+const VALUE_TAG = { null: 0, false: 1, true: 2, int: 3, double: 4, string: 5, list: 6, map: 7 } as const;
 
 const TWO_64 = 1n << 64n;
 const INT64_MIN = -(1n << 63n);

@@ -31,7 +31,7 @@ import { SendWindow } from "./send-window";
 import { encodeMessage, encodeRecord, LEGACY_RECONCILE2_TAG, type Message, type MessageOf, type WireRecord } from "./wire";
 import { EngineEvents, StoreFailedError, type SyncEvents } from "./events";
 
-export { ListenerError, StoreFailedError, type DropReason, type SyncEvents } from "./events";
+export { ListenerError, StoreFailedError, type SyncEvents } from "./events";
 
 export interface SyncEngineOptions {
   /** This node's id (HLC node part, hello). */
@@ -147,7 +147,7 @@ export interface PeerState {
 }
 
 /** This device in identity mode: its credentials plus what derives from them. */
-export type LocalIdentity = DeviceIdentity & { pub: Uint8Array; deviceId: string; keyTag: Uint8Array };
+type LocalIdentity = DeviceIdentity & { pub: Uint8Array; deviceId: string; keyTag: Uint8Array };
 
 const emptyStats = (): TrafficStats => ({ frames: {}, bytes: 0 });
 

@@ -7,7 +7,7 @@
 import { Listeners } from "../listeners";
 import type { WireRecord } from "./wire";
 
-export type DropReason = "unauthenticated" | "malformed" | "out-of-scope" | "no-session" | "stale" | "unopenable" | "roster-signature";
+type DropReason = "unauthenticated" | "malformed" | "out-of-scope" | "no-session" | "stale" | "unopenable" | "roster-signature";
 
 export interface SyncEvents {
   /** The versions do not overlap: the exchange with this peer has ended. */

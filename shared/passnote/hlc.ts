@@ -4,18 +4,18 @@
 // so that string order is (wall, counter, node) order, and the wall time (which reconciliation
 // ranges split on) is readable without a table.
 
-export interface Hlc {
+interface Hlc {
   wall: number;
   counter: number;
   node: string;
 }
 
-export const HLC_MAX_COUNTER = 99_999;
+const HLC_MAX_COUNTER = 99_999;
 const WALL_DIGITS = 15;
 const HLC_RE = /^(\d{15})-(\d{5})-([A-Za-z0-9_-]{1,64})$/;
 const NODE_RE = /^[A-Za-z0-9_-]{1,64}$/;
 
-export function isNodeId(s: string): boolean {
+function isNodeId(s: string): boolean {
   return NODE_RE.test(s);
 }
 

@@ -13,7 +13,7 @@ import { pbkdf2 } from "@noble/hashes/pbkdf2.js";
 import { sha512 } from "@noble/hashes/sha2.js";
 import { utf8Encode } from "../encoding";
 
-export const PASSPHRASE_KDF = {
+const PASSPHRASE_KDF = {
   pbkdf2Rounds: 2048,
   argonMemoryKiB: 19 * 1024,
   argonPasses: 2,

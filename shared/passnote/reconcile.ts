@@ -14,7 +14,7 @@ import type { MessageOf, Probe, Range, WireRecord } from "./wire";
 
 export type Reconcile = MessageOf<"reconcile">;
 
-export interface ReconcileOutcome {
+interface ReconcileOutcome {
   /** Records to ship to the peer (as delta frames), before the reply. */
   ship: WireRecord[];
   /** The reply, or null when every range is settled. */

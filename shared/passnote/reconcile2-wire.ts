@@ -29,10 +29,10 @@ export interface Bound {
   prefix: Uint8Array;
 }
 
-export const LOWEST_BOUND: Bound = { wall: 0, prefix: new Uint8Array(0) };
+const LOWEST_BOUND: Bound = { wall: 0, prefix: new Uint8Array(0) };
 export const INFINITE_BOUND: Bound = { wall: Number.POSITIVE_INFINITY, prefix: new Uint8Array(0) };
 
-export const RANGE_MODE = { skip: 0, fingerprint: 1, ids: 2, need: 3 } as const;
+const RANGE_MODE = { skip: 0, fingerprint: 1, ids: 2, need: 3 } as const;
 
 export type Range2 =
   | { upper: Bound; mode: "skip" }
@@ -57,7 +57,7 @@ function comparePadded(a: Uint8Array, b: Uint8Array): number {
   return 0;
 }
 
-export function compareBounds(a: Bound, b: Bound): number {
+function compareBounds(a: Bound, b: Bound): number {
   if (a.wall !== b.wall) return a.wall < b.wall ? -1 : 1;
   return comparePadded(a.prefix, b.prefix);
 }
@@ -72,7 +72,7 @@ export function itemBelow(wall: number, id: Uint8Array, b: Bound): boolean {
 }
 
 /** Bytes of a varint (for the reply's byte budget). */
-export function varintBytes(v: number): number {
+function varintBytes(v: number): number {
   let n = 1;
   while (v >= 128) {
     v = Math.floor(v / 128);

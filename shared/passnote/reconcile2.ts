@@ -20,7 +20,7 @@ import { ID_BYTES, INFINITE_BOUND, itemBelow, rangeBytes, type Bound, type Range
 
 export type { Reconcile2 } from "./reconcile2-wire";
 
-export interface Reconcile2Outcome {
+interface Reconcile2Outcome {
   /** Records to ship to the peer (as delta frames), before the reply. */
   ship: WireRecord[];
   /** The reply, or null when every range is settled. */

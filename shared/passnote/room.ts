@@ -5,8 +5,8 @@ import { hkdf } from "@noble/hashes/hkdf.js";
 import { sha256 } from "@noble/hashes/sha2.js";
 import { base64urlDecode, base64urlEncode, bytesToHex, concatBytes, hexToBytes, utf8Encode } from "../encoding";
 
-export const ROOM_INFO = "passnote-relay-room-v1";
-export const JOIN_CONTEXT = "passnote-relay-join-v1";
+const ROOM_INFO = "passnote-relay-room-v1";
+const JOIN_CONTEXT = "passnote-relay-join-v1";
 /** Length of the peer id that prefixes every binary message. */
 export const PEER_ID_BYTES = 8;
 /** The all-zero destination: every other peer in the room. */

@@ -29,8 +29,8 @@ import { Writer } from "./codec";
 import { KIND_RATCHET } from "./seal";
 import type { MessageOf } from "./wire";
 
-export const RATCHET_HELLO_CONTEXT = "passnote-ratchet-hello-v2";
-export const RATCHET_ROOT_INFO = "passnote-ratchet-root-v2";
+const RATCHET_HELLO_CONTEXT = "passnote-ratchet-hello-v2";
+const RATCHET_ROOT_INFO = "passnote-ratchet-root-v2";
 const COUNTER_BYTES = 8;
 const ZERO_NONCE = new Uint8Array(24);
 const TAG_BYTES = 16;
@@ -146,7 +146,7 @@ function counterBytes(n: number): Uint8Array {
   return b;
 }
 
-export type OpenResult = { status: "ok"; frame: Uint8Array } | { status: "stale" | "unopenable" };
+type OpenResult = { status: "ok"; frame: Uint8Array } | { status: "stale" | "unopenable" };
 
 /** An open session with one peer: a send chain and a receive chain. */
 export class Session {
@@ -214,7 +214,7 @@ export function ratchetCounter(sealed: Uint8Array): number | null {
   return n > BigInt(Number.MAX_SAFE_INTEGER) ? null : Number(n);
 }
 
-export interface SessionKeys {
+interface SessionKeys {
   groupKey: Uint8Array;
   mine: Ephemeral;
   theirs: Uint8Array;

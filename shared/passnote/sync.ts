@@ -30,8 +30,7 @@ import { KIND_PLAIN, KIND_RATCHET, openFrame, openPlain } from "./seal";
 import { forgetEphemerals, isMember, onRatchetHello, openAnswered, repairSession, requestRehello, rosterChanged } from "./sessions";
 import { decodeMessage, type Message, type WireRecord } from "./wire";
 
-export type { Channel, DropReason, SyncEngineOptions, SyncEvents, TrafficStats } from "./engine-core";
-export { WriteRefusedError } from "./records";
+export type { SyncEngineOptions } from "./engine-core";
 export { ListenerError, StoreFailedError } from "./engine-core";
 
 export class SyncEngine {

@@ -30,7 +30,7 @@ import { readReconcile2, writeReconcile2, type Reconcile2 } from "./reconcile2-w
 export const MAGIC = 0xc7;
 export const WIRE_VERSION = 2;
 /** The handshake's own version byte. */
-export const HANDSHAKE_VERSION = 1;
+const HANDSHAKE_VERSION = 1;
 export const FINGERPRINT_BYTES = 16;
 
 /**
@@ -100,7 +100,7 @@ export type Message =
   | Reconcile2
   | { type: "digest"; digest: Uint8Array };
 
-export type MessageType = Message["type"];
+type MessageType = Message["type"];
 export type MessageOf<T extends MessageType> = Extract<Message, { type: T }>;
 
 const FLAG_DELETED = 1;

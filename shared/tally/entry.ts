@@ -25,7 +25,7 @@ export interface LedgerEntry {
 }
 
 /** The entry field that carries what the plain renaming would lose. */
-export const INNER_FIELDS = "inner_fields";
+const INNER_FIELDS = "inner_fields";
 /** Names an entry gives a meaning of its own; an inner message's own fields by these names go to inner_fields. */
 const ENTRY_OWNED = ["originated_at", "timestamp", INNER_FIELDS] as const;
 

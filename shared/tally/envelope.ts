@@ -23,9 +23,9 @@ export { conversationKey, legacyV2Key };
 import { verifyInner } from "./proof";
 
 export const ENVELOPE_VERSION = 3;
-export const LEGACY_ENVELOPE_VERSION = 2;
+const LEGACY_ENVELOPE_VERSION = 2;
 /** Envelope ids are 1 to this many characters (the relay's bound, shared/limits.ts). */
-export const ENVELOPE_ID_MAX_CHARS = TALLY_LIMITS.max_envelope_id_chars;
+const ENVELOPE_ID_MAX_CHARS = TALLY_LIMITS.max_envelope_id_chars;
 
 export const peerEnvelopeSchema = z.looseObject({
   type: z.literal("peer_envelope"),
@@ -38,14 +38,14 @@ export const peerEnvelopeSchema = z.looseObject({
 
 export type PeerEnvelope = z.infer<typeof peerEnvelopeSchema>;
 
-export interface SealableInner {
+interface SealableInner {
   id: string;
   from_user_id: string;
   to_user_id: string;
   [k: string]: unknown;
 }
 
-export type OpenEnvelopeFailure =
+type OpenEnvelopeFailure =
   | "malformed"
   | "unknown_version"
   | "decrypt_failed"
@@ -56,7 +56,7 @@ export type OpenEnvelopeFailure =
   | "not_for_me"
   | "bad_proof";
 
-export type OpenEnvelopeResult = { ok: true; inner: Record<string, unknown> } | { ok: false; reason: OpenEnvelopeFailure };
+type OpenEnvelopeResult = { ok: true; inner: Record<string, unknown> } | { ok: false; reason: OpenEnvelopeFailure };
 
 function checkSealable(inner: SealableInner, secretKey: Uint8Array): void {
   checkSealableBy(inner, npubEncode(getPublicKeyHex(secretKey)));

@@ -57,7 +57,7 @@ const partsConsistent = (p: { set?: string; part?: number; parts?: number }) =>
  * to an asker that announced them (or whose hello itself uses sets or `known`); to any other it
  * answers in the Tally protocol's form: plain `entries`, whole, all of them.
  */
-export const SYNC_EXTENSIONS = ["parts"] as const;
+const SYNC_EXTENSIONS = ["parts"] as const;
 
 /**
  * sync_hello (12.5). `known_ids` is the Tally protocol's form (ids alone), which every client reads. This
@@ -94,7 +94,7 @@ export type SyncDataPayload = z.infer<typeof syncDataPayloadSchema>;
 // ---- what each side holds ---------------------------------------------------------------
 
 /** How an entry is treated (12.7). */
-export type EntryClass = "inbound" | "outbound" | "foreign";
+type EntryClass = "inbound" | "outbound" | "foreign";
 
 export function classifyEntry(entry: Pick<LedgerEntry, "from_user_id" | "to_user_id">, me: string): EntryClass {
   if (entry.to_user_id === me) return "inbound"; // addressed to me (self-messages count as inbound-like)
@@ -126,7 +126,7 @@ function instant(s: unknown): number {
 }
 
 /** Whether an entry belongs to the conversation with `peer` (12.6), or to the full ledger for an own device (13.6). */
-export function inConversation(e: Pick<LedgerEntry, "from_user_id" | "to_user_id">, me: string, peer: string): boolean {
+function inConversation(e: Pick<LedgerEntry, "from_user_id" | "to_user_id">, me: string, peer: string): boolean {
   if (peer === me) return true;
   return (e.from_user_id === peer && e.to_user_id === me) || (e.from_user_id === me && e.to_user_id === peer);
 }
@@ -136,12 +136,12 @@ export function inConversation(e: Pick<LedgerEntry, "from_user_id" | "to_user_id
  * `from_user_id + " " + id`. Two different keys share a hash with probability about n·m / 2^64
  * (10^-11 for two ledgers of 10^4 entries): such an entry is not resent in that round.
  */
-export function knownHash(e: { from_user_id: string; id: string }): string {
+function knownHash(e: { from_user_id: string; id: string }): string {
   return bytesToHex(sha256(utf8Encode(ledgerKey(e))).subarray(0, SYNC_LIMITS.known_hash_bytes));
 }
 
 /** What a peer says it holds: seed-form ids, and hashes of keys. */
-export interface Known {
+interface Known {
   ids: Set<string>;
   hashes: Set<string>;
 }
@@ -434,7 +434,7 @@ export function acceptableEntries(raw: unknown[], me: string, peer: string): Led
   return chronological(out);
 }
 
-export const ledgerEntrySchema = z.looseObject({
+const ledgerEntrySchema = z.looseObject({
   id: z.string().min(1).max(128),
   type: z.string().min(1),
   from_user_id: z.string(),

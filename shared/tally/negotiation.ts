@@ -7,7 +7,7 @@
 // Decision: the end with the smaller key is the polite one.
 import * as z from "zod";
 
-export interface DeviceAddress {
+interface DeviceAddress {
   /** npub of the user. */
   userId: string;
   /** The device id the relay gave that device's connection. */

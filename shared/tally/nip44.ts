@@ -17,8 +17,8 @@ export class Nip44Error extends Error {
   }
 }
 
-export const NIP44_VERSION = 2;
-export const MIN_PLAINTEXT_SIZE = 1;
+const NIP44_VERSION = 2;
+const MIN_PLAINTEXT_SIZE = 1;
 export const MAX_PLAINTEXT_SIZE = 65535;
 const MIN_PAYLOAD_CHARS = 132;
 const MAX_PAYLOAD_CHARS = 87472;
@@ -44,7 +44,7 @@ export function getConversationKey(secretKey: Uint8Array, pubkeyHex: string): Ui
   return extract(sha256, shared.subarray(1, 33), SALT);
 }
 
-export interface MessageKeys {
+interface MessageKeys {
   chacha_key: Uint8Array;
   chacha_nonce: Uint8Array;
   hmac_key: Uint8Array;

@@ -36,9 +36,9 @@ import type { TallySigner } from "./signer";
 export const PROOF_EVENT_KIND = 177700;
 export const PROOF_TYPE = "tally-nostr-event-v1";
 export const LEGACY_PROOF_TYPE = "tally-canonical-schnorr-v1";
-export const PROOF_TAG: readonly [string, string] = ["t", "tally-proof"];
+const PROOF_TAG: readonly [string, string] = ["t", "tally-proof"];
 
-export interface TallyProof {
+interface TallyProof {
   type: typeof PROOF_TYPE;
   event: NostrEvent;
 }

@@ -47,7 +47,7 @@ export const QUEUE_BOUNDS: QueueBounds = {
 };
 
 /** Kept: store it and delete `evict` (by seq) in the same transaction. Refused: nothing changes. */
-export type QueuePlan = { keep: true; evict: number[] } | { keep: false; why: "too_large" | "full" };
+type QueuePlan = { keep: true; evict: number[] } | { keep: false; why: "too_large" | "full" };
 
 /**
  * Where a new envelope of `bytes` from `from` goes in a queue holding `rows` (any order):

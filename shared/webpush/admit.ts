@@ -8,7 +8,7 @@ import type { Rate } from "../rate-limit";
 import { pushDomain } from "./endpoint";
 
 /** A gate's answer: how many of the pushes asked for go now, and when to ask again for the rest. */
-export interface GateGrant {
+interface GateGrant {
   granted: number;
   retryAfterMs: number;
 }
@@ -17,9 +17,9 @@ export interface GateGrant {
 export type AskGate = (name: string, n: number, rate: Rate) => Promise<GateGrant>;
 
 /** The relay-wide gate's name (a push origin's gate is named `domain:<registrable domain>`). */
-export const RELAY_GATE = "relay";
-export const ORIGIN_RATE: Rate = { burst: WEBPUSH_LIMITS.origin_push_burst, perSecond: WEBPUSH_LIMITS.origin_pushes_per_second };
-export const RELAY_RATE: Rate = { burst: WEBPUSH_LIMITS.relay_push_burst, perSecond: WEBPUSH_LIMITS.relay_pushes_per_second };
+const RELAY_GATE = "relay";
+const ORIGIN_RATE: Rate = { burst: WEBPUSH_LIMITS.origin_push_burst, perSecond: WEBPUSH_LIMITS.origin_pushes_per_second };
+const RELAY_RATE: Rate = { burst: WEBPUSH_LIMITS.relay_push_burst, perSecond: WEBPUSH_LIMITS.relay_pushes_per_second };
 
 export interface Admission<T> {
   go: T[];

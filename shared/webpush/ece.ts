@@ -12,9 +12,9 @@ const TAG = 16;
 const KEY_INFO = utf8Encode("Content-Encoding: aes128gcm\0");
 const NONCE_INFO = utf8Encode("Content-Encoding: nonce\0");
 /** Smallest record size RFC 8188 allows: one byte of content (the delimiter) plus the tag. */
-export const MIN_RECORD_SIZE = 18;
+const MIN_RECORD_SIZE = 18;
 
-export interface EceHeader {
+interface EceHeader {
   salt: Uint8Array;
   recordSize: number;
   keyId: Uint8Array;
@@ -35,7 +35,7 @@ function recordNonce(base: Uint8Array, seq: number): Uint8Array {
   return n;
 }
 
-export function encodeHeader(salt: Uint8Array, recordSize: number, keyId: Uint8Array): Uint8Array {
+function encodeHeader(salt: Uint8Array, recordSize: number, keyId: Uint8Array): Uint8Array {
   if (salt.length !== 16) throw new EceError("salt must be 16 bytes");
   if (keyId.length > 255) throw new EceError("key id longer than 255 bytes");
   if (!Number.isInteger(recordSize) || recordSize < MIN_RECORD_SIZE || recordSize > 0xffffffff) {
@@ -58,7 +58,7 @@ export function decodeHeader(body: Uint8Array): EceHeader {
   return { salt: body.slice(0, 16), recordSize, keyId: body.slice(21, 21 + idLen), length: 21 + idLen };
 }
 
-export interface EceEncryptOptions {
+interface EceEncryptOptions {
   ikm: Uint8Array;
   /** 16 bytes; random when absent. */
   salt?: Uint8Array;

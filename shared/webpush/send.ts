@@ -11,8 +11,8 @@ export { parseRetryAfter };
 
 export type FetchLike = (url: string, init: RequestInit) => Promise<Response>;
 
-export const URGENCIES = ["very-low", "low", "normal", "high"] as const;
-export type Urgency = (typeof URGENCIES)[number];
+const URGENCIES = ["very-low", "low", "normal", "high"] as const;
+type Urgency = (typeof URGENCIES)[number];
 
 /** RFC 8030 §5.4 Topic: base64url, at most 32 characters, a length that decodes (not 4k+1). */
 export const pushTopicSchema = z
@@ -138,7 +138,7 @@ export function retryDelaySeconds(attempt: number, retryAfterSeconds: number | u
   return Math.max(backoff, Math.min(retryAfterSeconds ?? 0, p.retryAfterMaxSeconds));
 }
 
-export interface WebPushSenderOptions {
+interface WebPushSenderOptions {
   keys: VapidKeys;
   /** VAPID `sub`: mailto: or https: URL. */
   subject: string;

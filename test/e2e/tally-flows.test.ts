@@ -3,7 +3,7 @@
 import { afterEach, describe, expect, inject, it } from "vitest";
 import type { TallyClient, InnerMessage } from "../../clients/tally/index";
 import { connectInMemory, memoryStore } from "../../clients/tally/index";
-import { relaySockets } from "../../clients/tally/test-hooks";
+import { relaySockets } from "../helpers/tally-sockets";
 import { device, exchange, newUser, twoDevices } from "../helpers/tally";
 import { waitFor } from "../helpers/wait";
 

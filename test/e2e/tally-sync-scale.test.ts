@@ -4,7 +4,7 @@
 // a relay reconnect does not leak an unknown peer's connections.
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { IGNORED, memoryStore, type InnerMessage, type TallyClient, type TallyStore } from "../../clients/tally/index";
-import { relaySockets } from "../../clients/tally/test-hooks";
+import { relaySockets } from "../helpers/tally-sockets";
 import { innerToLedgerEntry, type LedgerEntry } from "../../shared/tally/entry";
 import { SYNC_DATA, SYNC_HELLO, SYNC_LIMITS, helloParts } from "../../shared/tally/ledger";
 import { signInner } from "../../shared/tally/proof";

@@ -6,10 +6,9 @@ import { base64urlDecode, base64urlEncode } from "../../shared/encoding";
 import { channelKeys, commitment, newPoint, open } from "../../shared/minca/channel";
 import { codeRoom, codeSecret, connectPage, newCode } from "../../shared/minca/code";
 import { checkGrant, grantByCode } from "../../shared/minca/grant";
-import { HomeExchange } from "../../shared/minca/home";
+import { TestHomeExchange, TestProgramExchange } from "./minca-exchanges";
 import { CODE_TYPES, SEQ } from "../../shared/minca/messages";
 import { noteNonce, signNote, verifyNote } from "../../shared/minca/note";
-import { ProgramExchange } from "../../shared/minca/program";
 import { EventQueue, type JoinRoom, type RoomEvent, type RoomTransport } from "../../shared/minca/transport";
 import { newP256Key } from "../../shared/minca/es256";
 import { HOME, ignored, newAccount, programAndHome, recorded, states, tampered } from "./minca";
@@ -138,7 +137,7 @@ export function roomContract(name: string, rooms: () => JoinRoom): void {
         [CODE_TYPES.hello, CODE_TYPES.point, CODE_TYPES.ask, CODE_TYPES.done].includes(m.type as any),
       );
       const events: string[] = [];
-      const home = new HomeExchange({
+      const home = new TestHomeExchange({
         origin: HOME,
         link: program.link,
         account: await newAccount(),
@@ -173,11 +172,11 @@ export function roomContract(name: string, rooms: () => JoinRoom): void {
     it("a code works for one program: a second with the same code is not answered", async () => {
       const join = rooms();
       const account = await newAccount();
-      const first = new ProgramExchange({ home: HOME, name: "first", join, timeoutMs: 2_500 });
+      const first = new TestProgramExchange({ home: HOME, name: "first", join, timeoutMs: 2_500 });
       await first.start();
-      const second = new ProgramExchange({ home: HOME, name: "second", join, code: first.code, timeoutMs: 2_500 });
+      const second = new TestProgramExchange({ home: HOME, name: "second", join, code: first.code, timeoutMs: 2_500 });
       await second.start();
-      const home = new HomeExchange({
+      const home = new TestHomeExchange({
         origin: HOME,
         link: first.link,
         account,
@@ -265,7 +264,7 @@ export function roomContract(name: string, rooms: () => JoinRoom): void {
     });
 
     it("a home opened at a link nobody waits on any more says so", async () => {
-      const home = new HomeExchange({
+      const home = new TestHomeExchange({
         origin: HOME,
         link: `${HOME}/connect#${newCode()}`,
         account: await newAccount(),
@@ -275,7 +274,7 @@ export function roomContract(name: string, rooms: () => JoinRoom): void {
       });
       await home.start();
       expect(await home.outcome).toEqual({ status: "nobody_waiting" });
-      const noCode = new HomeExchange({
+      const noCode = new TestHomeExchange({
         origin: HOME,
         link: `${HOME}/connect`,
         account: await newAccount(),
@@ -314,7 +313,7 @@ export function roomContract(name: string, rooms: () => JoinRoom): void {
       const [promised, sent] = [newPoint(), newPoint()];
       const liarGot = collect(liar);
       const homeEvents: any[] = [];
-      const home = new HomeExchange({
+      const home = new TestHomeExchange({
         origin: HOME,
         link: `${HOME}/connect#${code}`,
         account: await newAccount(),

@@ -1,8 +1,9 @@
 // Minca code-exchange helpers: an account, a program and a home wired to one room transport, a
 // person who reads the check at the home and types it into the program, and transport wrappers
 // that record or tamper with what a relay delivers.
-import { ProgramExchange, type ProgramEvent, type ProgramOptions } from "../../shared/minca/program";
-import { HomeExchange, type AskShown, type Decision, type HomeEvent, type HomeOptions } from "../../shared/minca/home";
+import type { ProgramEvent, ProgramOptions } from "../../shared/minca/program";
+import type { AskShown, Decision, HomeEvent, HomeOptions } from "../../shared/minca/home";
+import { TestHomeExchange, TestProgramExchange } from "./minca-exchanges";
 import { newP256Key } from "../../shared/minca/es256";
 import type { Account } from "../../shared/minca/grant";
 import type { JoinRoom, RoomEvent, RoomTransport } from "../../shared/minca/transport";
@@ -52,7 +53,7 @@ export async function programAndHome(join: JoinRoom, opts: PairOptions = {}) {
   const account = await newAccount();
   const programEvents: ProgramEvent[] = [];
   const homeEvents: HomeEvent[] = [];
-  const program = new ProgramExchange({
+  const program = new TestProgramExchange({
     home: HOME,
     name: "a terminal",
     join: opts.programJoin ?? join,
@@ -62,7 +63,7 @@ export async function programAndHome(join: JoinRoom, opts: PairOptions = {}) {
   });
   await program.start();
   const shown: AskShown[] = [];
-  const home = new HomeExchange({
+  const home = new TestHomeExchange({
     origin: HOME,
     link: program.link,
     account,

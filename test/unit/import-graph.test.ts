@@ -1,6 +1,9 @@
 // The structure drawn from the imports (the relay, the SDK, scripts, bench and tests) has no
 // circle: no module reaches itself through relative imports (type-only ones included: a circle of
 // types still ties the modules together).
+// It also keeps the layers apart: shared/ (what the relay and the SDK both run) imports nothing
+// above it, the SDK (clients/) nothing of the relay, and the relay nothing of the SDK; none of them
+// imports the scripts, the bench or the tests.
 // The graph is read with a regex over `import ... from "./..."` and `export ... from "./..."`, so
 // it needs no bundler; a dynamic import() is not followed.
 import { existsSync, readFileSync, statSync } from "node:fs";
@@ -28,6 +31,23 @@ function relativeImports(from: string, text: string): string[] {
 function resolveModule(base: string): string | null {
   const candidates = [base, base.replace(/\.js$/, ".ts"), `${base}.ts`, `${base}.mts`, `${base}.js`, join(base, "index.ts")];
   return candidates.find((c) => existsSync(c) && statSync(c).isFile()) ?? null;
+}
+
+/** The folders each layer may not import from: a module's layer is its top folder. */
+const LAYERS: Record<string, readonly string[]> = {
+  shared: ["clients", "durable-objects", "workers", "server", "migrations", "scripts", "bench", "web", "test"],
+  clients: ["durable-objects", "workers", "server", "migrations", "scripts", "bench", "web", "test"],
+  workers: ["clients", "scripts", "bench", "web", "test"],
+  "durable-objects": ["clients", "scripts", "bench", "web", "test"],
+  server: ["clients", "scripts", "bench", "web", "test"],
+};
+
+/** Every import in `graph` (paths relative to the root) that crosses a layer rule, as "from -> to". */
+function layerBreaks(graph: Map<string, string[]>, rules: Record<string, readonly string[]> = LAYERS): string[] {
+  const top = (path: string) => path.split("/")[0]!;
+  return [...graph].flatMap(([from, targets]) =>
+    targets.filter((to) => rules[top(from)]?.includes(top(to))).map((to) => `${from} -> ${to}`),
+  );
 }
 
 /** Every circle in a graph, each once, as the path of files from its first member back to it. */
@@ -85,6 +105,24 @@ describe("the import graph", () => {
     ].join("\n");
     const found = relativeImports(from, text).map((f) => relative(root, f));
     expect(found).toEqual(["workers/http.ts", "shared/errors.ts", "workers/http.ts", "shared/log.ts", "workers/http.ts"]);
+  });
+
+  it("layer rules: the rule reader finds an import across a layer and passes one within it", () => {
+    const graph = new Map([
+      ["shared/a.ts", ["shared/b.ts", "clients/c.ts"]],
+      ["clients/c.ts", ["shared/a.ts", "durable-objects/d.ts"]],
+      ["workers/w.ts", ["durable-objects/d.ts", "server/s.ts", "shared/a.ts"]],
+      ["test/t.ts", ["workers/w.ts", "clients/c.ts"]],
+    ]);
+    expect(layerBreaks(graph)).toEqual(["shared/a.ts -> clients/c.ts", "clients/c.ts -> durable-objects/d.ts"]);
+  });
+
+  it("layer rules: shared/ imports nothing above it, the SDK nothing of the relay, the relay nothing of the SDK", () => {
+    const files = FOLDERS.flatMap((f) => sourceFiles(join(root, f)));
+    const rel = (f: string) => relative(root, f).split("\\").join("/");
+    const graph = new Map(files.map((f) => [rel(f), relativeImports(f, readFileSync(f, "utf8")).map(rel)]));
+    expect(graph.size).toBeGreaterThan(100);
+    expect(layerBreaks(graph)).toEqual([]);
   });
 
   it("no module of the relay, the SDK, the scripts, the bench or the tests reaches itself through its imports", () => {

@@ -13,7 +13,7 @@ import { bytesToHex, randomBytes } from "../../shared/encoding";
 import { newUser, opaqueEnvelope } from "../helpers/tally";
 import { TestSocket } from "../helpers/socket";
 import { deliver } from "../helpers/tally-user";
-import type { TallyUser } from "../../durable-objects/tally/tally-user";
+import type { TestTallyUser } from "./test-objects";
 import { MIGRATIONS } from "../../migrations/index";
 
 const BASE = "http://relay.test";
@@ -49,7 +49,7 @@ describe("docs/hostile.md: nothing is stored for free", () => {
     const s = await upgrade(`/tally/v1/${bob.npub}`);
     await s.next("challenge");
     expect(await held(stub)).toEqual(NOTHING);
-    await runInDurableObject(stub, (o: TallyUser) => o.closeUnauthenticated(Date.now() + 11_000));
+    await runInDurableObject(stub, (o: TestTallyUser) => o.closeUnauthenticated(Date.now() + 11_000));
     expect(await s.closed).toBe(4001);
     await evictDurableObject(stub);
     expect(await held(stub)).toEqual(NOTHING);

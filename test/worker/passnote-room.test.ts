@@ -6,7 +6,6 @@ import { roomKeys, signJoin, joinPeerFrame, BROADCAST, type RoomKeys } from "../
 import { randomBytes } from "../../shared/encoding";
 import { CLOSE_CODES, COMMON_LIMITS, PASSNOTE_LIMITS } from "../../shared/limits";
 import { TestSocket } from "../helpers/socket";
-import type { PassnoteRoom } from "../../durable-objects/passnote/passnote-room";
 import { waitFor } from "../helpers/wait";
 import type { TestPassnoteRoom } from "./test-objects";
 
@@ -83,7 +82,7 @@ describe("docs/passnote.md: join proof, welcome, join and leave reports", () => 
     const s = await open(keys.roomId);
     await s.next("challenge");
     const stub = env.PASSNOTE_ROOM.get(env.PASSNOTE_ROOM.idFromName(keys.roomId));
-    expect(await runInDurableObject(stub, (room: PassnoteRoom) => room.closeUnauthenticated(Date.now() + 11_000))).toBe(1);
+    expect(await runInDurableObject(stub, (room: TestPassnoteRoom) => room.closeUnauthenticated(Date.now() + 11_000))).toBe(1);
     expect(await s.closed).toBe(4001);
     expect(a.s.closeCode).toBeUndefined();
   });

@@ -7,6 +7,7 @@ import { newUser, opaqueEnvelope, type User } from "../helpers/tally";
 import { connectTo, deliver, queuedCount, registerDevice } from "../helpers/tally-user";
 import { waitFor } from "../helpers/wait";
 import type { TallyUser } from "../../durable-objects/tally/tally-user";
+import type { TestTallyUser } from "./test-objects";
 
 const _RELAY = "ws://relay.test";
 
@@ -129,8 +130,8 @@ describe("Tally user object in workerd", () => {
     const s = await connect(bob);
     await s.next("challenge");
     const stub = stubOf(bob);
-    expect(await runInDurableObject(stub, (o: TallyUser) => o.closeUnauthenticated(Date.now() + 9_000))).toBe(0);
-    expect(await runInDurableObject(stub, (o: TallyUser) => o.closeUnauthenticated(Date.now() + 11_000))).toBe(1);
+    expect(await runInDurableObject(stub, (o: TestTallyUser) => o.closeUnauthenticated(Date.now() + 9_000))).toBe(0);
+    expect(await runInDurableObject(stub, (o: TestTallyUser) => o.closeUnauthenticated(Date.now() + 11_000))).toBe(1);
     expect(await s.closed).toBe(4001);
     expect(s.ofType("error")[0].code).toBe("auth_failed");
   });

@@ -91,6 +91,10 @@ export const TestPassnoteRoom = class PassnoteRoom extends ProductionPassnoteRoo
   protected rateClock(): number {
     return this.frozenAt ?? super.rateClock();
   }
+  /** RPC: closes with 4001 every socket past the authentication timeout as of `now`; returns how many. */
+  closeUnauthenticated(now: number): number {
+    return this.parked.closeExpired(now);
+  }
 };
 export type TestPassnoteRoom = InstanceType<typeof TestPassnoteRoom>;
 
@@ -99,6 +103,10 @@ export const TestTallyUser = class TallyUser extends ProductionTallyUser {
   frozenAt: number | undefined;
   protected rateClock(): number {
     return this.frozenAt ?? super.rateClock();
+  }
+  /** RPC: closes with 4001 every socket past the authentication timeout as of `now`; returns how many. */
+  closeUnauthenticated(now: number): number {
+    return this.parked.closeExpired(now);
   }
 };
 export type TestTallyUser = InstanceType<typeof TestTallyUser>;

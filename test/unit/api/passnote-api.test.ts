@@ -1,5 +1,5 @@
 // The passnote entry's exported surface is on purpose: the checked-in report (docs/api/passnote.api.txt)
-// is what a fresh one says. After a deliberate change: npx tsx scripts/api-report.ts.
+// is what a fresh one says. After a deliberate change: node --import tsx scripts/api-report.ts.
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { apiReport, reportPath } from "../../../scripts/api-report";

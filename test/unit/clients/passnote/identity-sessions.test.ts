@@ -11,7 +11,8 @@ import { requestRehello, sendRatchetHello } from "../../../../shared/passnote/se
 import { makeHandshake } from "../../../../shared/passnote/handshake";
 import { decodeMessage, encodeMessage } from "../../../../shared/passnote/wire";
 import { collectionsNamed, idOf, newGroup, plainType, pubOf, viewReceived } from "../../../helpers/passnote";
-import { sleep, waitFor } from "../../../helpers/wait";
+import { waitFor } from "../../../helpers/wait";
+import { manualClock, settle } from "../../../helpers/passnote-settle";
 import { PLAIN_TYPES, join, type Member, twoMembers, hasSession, plainOf } from "../../../helpers/passnote-identity";
 
 describe("the Passnote protocol identity mode: unused ephemeral secrets are wiped on every drop path", () => {
@@ -138,7 +139,7 @@ describe("the Passnote protocol identity mode: revoked and unknown devices", () 
     await waitFor(() => [r, s].every((o) => o.peer.store.size(ROSTER_COLLECTION) === a.peer.store.size(ROSTER_COLLECTION)), {
       what: "outsiders hold the roster",
     });
-    await sleep(50);
+    await settle([a, b, r, s].map((m) => m.peer));
     for (const m of [a, b]) expect(m.peer.engine.sessionPeers().sort()).toEqual([m === a ? b.t.self : a.t.self]);
     for (const outsider of [r, s]) {
       const view = viewReceived(owner.group.rosterKey, outsider.received);
@@ -175,7 +176,7 @@ describe("the Passnote protocol identity mode: revoked and unknown devices", () 
     b.peer.put("notes", "bob-after", 2);
     a.peer.forceSync();
     await waitFor(() => a.peer.get("notes", "bob-after") && b.peer.get("notes", "after-revocation"), { what: "members sync" });
-    await sleep(50);
+    await settle([a, b, c].map((m) => m.peer));
     expect(c.peer.get("notes", "after-revocation")).toBeUndefined();
     expect(c.peer.get("notes", "bob-after")).toBeUndefined();
     expect(viewReceived(owner.group.rosterKey, c.received).ratcheted).toBe(ratchetedBefore);
@@ -194,7 +195,7 @@ describe("the Passnote protocol identity mode: session frames", () => {
     const ratchetedTo = () => a.sent.filter(([to, f]) => to === b.t.self && f[0] === KIND_RATCHET);
     const ratchetedFrom = () => b.received.filter(([from, f]) => from === a.t.self && f[0] === KIND_RATCHET).length;
     await waitFor(() => ratchetedFrom() === ratchetedTo().length, { what: "alice's session frames delivered" });
-    await sleep(20);
+    await settle([a.peer, b.peer]);
     const captured = ratchetedTo().at(-1)![1];
     const deltasBefore = b.peer.engine.received.frames.delta;
     await b.peer.engine.receive(a.t.self!, captured);
@@ -214,7 +215,7 @@ describe("the Passnote protocol identity mode: session frames", () => {
       return send(to, f);
     };
     a.peer.put("notes", "k2", 2);
-    await sleep(5);
+    await settle([a.peer, b.peer]); // k2's frame is made (and held) before k3 is written
     a.peer.put("notes", "k3", 3);
     await waitFor(() => held.length === 2, { what: "two held frames" });
     a.t.send = original;
@@ -249,7 +250,7 @@ describe("the Passnote protocol identity mode: session frames", () => {
   it("the ratcheted frames of one session each use a new message key: equal frames seal differently", async () => {
     const { a, b } = await twoMembers();
     a.peer.forceSync();
-    await sleep(30);
+    await settle([a.peer, b.peer]);
     const toB = a.sent.filter(([to, f]) => to === b.t.self && f[0] === KIND_RATCHET).map(([, f]) => f);
     const counters = toB.map((f) => bytesToHex(f.subarray(1, 9)));
     expect(new Set(counters).size).toBe(toB.length);
@@ -257,7 +258,8 @@ describe("the Passnote protocol identity mode: session frames", () => {
   });
 
   it("a stale hello replayed from beyond the remembered ones does not start an endless exchange: the peers re-key and sync", async () => {
-    const { owner, a, b } = await twoMembers({ rehelloIntervalMs: 200 });
+    const clock = manualClock();
+    const { owner, a, b } = await twoMembers({ rehelloIntervalMs: 200, now: clock.now });
     const stale = b.sent
       .filter(([, f]) => f[0] === KIND_PLAIN)
       .find(([, f]) => decodeMessage(openPlain(owner.group.rosterKey, f)!)?.type === "ratchet-hello")![1];
@@ -265,14 +267,17 @@ describe("the Passnote protocol identity mode: session frames", () => {
     const hellos = (m: Member) => plainOf(owner.group.rosterKey, m.sent).filter((x) => x.type === "ratchet-hello").length;
     const before = [hellos(a), hellos(b)];
     await a.peer.engine.receive(b.t.self!, stale);
-    // Wait for the re-key to settle rather than for a fixed time (a loaded machine is slow), then
-    // let more than two re-hello intervals pass: an endless exchange would keep counting up.
+    // The re-key settles; then the engines' clock moves past three re-hello intervals, one at a
+    // time, and the peers settle after each: an endless exchange would keep counting up (or never settle).
     await waitFor(() => hasSession(a, b) && hasSession(b, a), { what: "sessions again" });
-    await sleep(50);
+    await settle([a.peer, b.peer]);
     const after = [hellos(a) - before[0], hellos(b) - before[1]];
     expect(Math.max(...after)).toBeLessThanOrEqual(2);
-    await sleep(650);
-    expect([hellos(a) - before[0], hellos(b) - before[1]]).toEqual(after); // it stopped
+    for (let i = 0; i < 3; i++) {
+      clock.advance(250);
+      await settle([a.peer, b.peer]);
+      expect([hellos(a) - before[0], hellos(b) - before[1]]).toEqual(after); // it stopped
+    }
     a.peer.put("notes", "after-stale", 1);
     await waitFor(() => b.peer.get("notes", "after-stale") === 1, { what: "sync after re-key" });
   });

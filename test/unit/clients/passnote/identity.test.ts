@@ -11,7 +11,8 @@ import { KIND_PLAIN, KIND_RATCHET, openPlain, sealPlain } from "../../../../shar
 import { newEphemeral, signRatchetHello } from "../../../../shared/passnote/session";
 import { encodeMessage, type Message } from "../../../../shared/passnote/wire";
 import { collectionsNamed, idOf, newGroup, pubOf, viewReceived } from "../../../helpers/passnote";
-import { sleep, waitFor } from "../../../helpers/wait";
+import { waitFor } from "../../../helpers/wait";
+import { settle } from "../../../helpers/passnote-settle";
 import { PLAIN_TYPES, join, twoMembers, hasSession, plainOf } from "../../../helpers/passnote-identity";
 
 describe("the Passnote protocol identity mode: the kind byte", () => {
@@ -53,7 +54,7 @@ describe("the Passnote protocol identity mode: the two modes", () => {
     legacy.put("notes", "j", 2);
     a.peer.forceSync();
     legacy.forceSync();
-    await sleep(50);
+    await settle([a.peer, legacy]);
     expect(a.peer.engine.agreedPeers()).toEqual([]);
     expect(legacy.engine.agreedPeers()).toEqual([]);
     expect(legacy.get("notes", "k")).toBeUndefined();
@@ -68,7 +69,7 @@ describe("the Passnote protocol identity mode: plain frames", () => {
     b.peer.put("photos", "p1", 2);
     a.peer.forceSync();
     await waitFor(() => b.peer.get("notes", "n1") === 1 && a.peer.get("photos", "p1") === 2, { what: "sync" });
-    await sleep(30);
+    await settle([a.peer, b.peer]);
     const plain = [...plainOf(owner.group.rosterKey, a.sent), ...plainOf(owner.group.rosterKey, b.sent)];
     expect(plain.length).toBeGreaterThan(0);
     for (const m of plain) expect(PLAIN_TYPES.has(m.type)).toBe(true);
@@ -84,7 +85,7 @@ describe("the Passnote protocol identity mode: plain frames", () => {
     await plain({ type: "delta", collection: "notes", records: [{ key: "injected", value: "x", is_deleted: false, hlc }] });
     await plain({ type: "reconcile", collection: "notes", probes: [], requests: [{ start: 0, end: Number.MAX_SAFE_INTEGER }] });
     await plain({ type: "state", watermarks: [{ collection: "notes", watermark: hlc }] });
-    await sleep(30);
+    await settle([a.peer, b.peer]);
     expect(a.peer.get("notes", "injected")).toBeUndefined();
     // Nothing about "notes" went back in a plain frame in answer.
     expect(collectionsNamed(plainOf(owner.group.rosterKey, a.sent)).has("notes")).toBe(false);
@@ -176,7 +177,7 @@ describe("the Passnote protocol identity mode: ratchet-hello", () => {
     await waitFor(() => a.peer.engine.peerInfo(b.t.self!)?.held, { what: "bob's hello held" });
     expect(hasSession(a, b)).toBe(false);
     b.peer.put("notes", "early", 1);
-    await sleep(30);
+    await settle([a.peer, b.peer]);
     expect(a.peer.get("notes", "early")).toBeUndefined();
     a.peer.admit(pubOf(devices[0])); // the roster record arrives: the held hello is accepted
     await waitFor(() => hasSession(a, b) && hasSession(b, a), { what: "sessions after admission" });

@@ -9,7 +9,8 @@ import { formatHlc } from "../../../../shared/passnote/hlc";
 import { MemoryStore, type PassnoteStore } from "../../../../shared/passnote/records";
 import { PASSNOTE_LIMITS } from "../../../../shared/limits";
 import { fillDifferent, groupKey, sameRecords } from "../../../helpers/passnote";
-import { waitFor, sleep } from "../../../helpers/wait";
+import { waitFor } from "../../../helpers/wait";
+import { settle } from "../../../helpers/passnote-settle";
 import { pair, agreed } from "../../../helpers/passnote-pair";
 
 // A thousand collections cross the in-memory bus a macrotask per frame: several seconds on an idle
@@ -123,22 +124,36 @@ describe("the Passnote protocol: the clock bound's document rule and periodic an
   });
 
   it("periodic anti-entropy: a record the clock bound refused returns once the receiver's clock allows it, without a reconnect or forceSync", async () => {
-    let bobAhead = 0;
-    const { a, b } = await pair({
-      a: { now: () => Date.now() + 20 * 60_000, antiEntropyIntervalMs: 100 }, // alice's clock runs 20 minutes fast
-      b: { now: () => Date.now() + bobAhead, antiEntropyIntervalMs: 100 },
-    });
-    const refused: string[] = [];
-    b.engine.on("refused", (_c, r) => void refused.push(r.key));
-    await waitFor(() => b.engine.agreedPeers().length === 1 && a.engine.agreedPeers().length === 1, { what: "agreement" });
-    a.put("notes", "from-the-future", 1);
-    await waitFor(() => refused.length > 0, { what: "the clock bound refuses it" });
-    await sleep(250); // passes run; the record is still refused
-    expect(b.get("notes", "from-the-future")).toBeUndefined();
-    bobAhead = 20 * 60_000; // bob's clock catches up
-    await waitFor(() => b.get("notes", "from-the-future") === 1, { what: "the next periodic pass" });
-    a.detach();
-    b.detach();
+    // The passes' timer is a fake one this test fires; the bus still delivers on real macrotasks.
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
+    try {
+      let bobAhead = 0;
+      const { a, b } = await pair({
+        a: { now: () => Date.now() + 20 * 60_000, antiEntropyIntervalMs: 100 }, // alice's clock runs 20 minutes fast
+        b: { now: () => Date.now() + bobAhead, antiEntropyIntervalMs: 100 },
+      });
+      const refused: string[] = [];
+      b.engine.on("refused", (_c, r) => void refused.push(r.key));
+      await waitFor(() => b.engine.agreedPeers().length === 1 && a.engine.agreedPeers().length === 1, { what: "agreement" });
+      a.put("notes", "from-the-future", 1);
+      await waitFor(() => refused.length > 0, { what: "the clock bound refuses it" });
+      const passes = () => a.engine.sent.frames.digest ?? 0;
+      const before = passes();
+      for (let i = 0; i < 2; i++) {
+        vi.advanceTimersByTime(100); // a pass runs on each side
+        await settle([a, b]);
+      }
+      expect(passes() - before).toBe(2);
+      expect(b.get("notes", "from-the-future")).toBeUndefined(); // still refused
+      bobAhead = 20 * 60_000; // bob's clock catches up
+      vi.advanceTimersByTime(100);
+      await settle([a, b]);
+      expect(b.get("notes", "from-the-future")).toBe(1); // the next periodic pass brought it
+      a.detach();
+      b.detach();
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it("periodic anti-entropy runs every anti_entropy_interval_ms (5 minutes) by default, and 0 turns it off", async () => {
@@ -161,7 +176,6 @@ describe("the Passnote protocol: the clock bound's document rule and periodic an
 describe("the periodic anti-entropy pass is bounded", () => {
   const rec = (key: string, wall = 1_000) => ({ key, value: 1, is_deleted: false, hlc: formatHlc({ wall, counter: 0, node: "x" }) });
   const total = (p: PassnotePeer) => Object.values(p.engine.sent.frames).reduce((x, y) => x + y, 0);
-  const quiet = (...ps: PassnotePeer[]) => waitFor(() => ps.every((p) => p.engine.pendingFrames() === 0), { what: "quiet" });
 
   async function settledPair(collections: number) {
     const sa = new MemoryStore();
@@ -169,8 +183,7 @@ describe("the periodic anti-entropy pass is bounded", () => {
     for (let i = 0; i < collections; i++) for (const s of [sa, sb]) s.merge(`c${i}`, rec(`k${i}`));
     const p = await pair({ a: { store: sa, antiEntropyIntervalMs: 0 }, b: { store: sb, antiEntropyIntervalMs: 0 } });
     await waitFor(() => agreed(p.a, p.tb) && agreed(p.b, p.ta), { what: "agreement" });
-    await sleep(20);
-    await quiet(p.a, p.b);
+    await settle([p.a, p.b]);
     return p;
   }
 
@@ -179,8 +192,7 @@ describe("the periodic anti-entropy pass is bounded", () => {
     const before = [total(a), total(b)];
     a.engine.antiEntropyPass();
     b.engine.antiEntropyPass();
-    await sleep(20);
-    await quiet(a, b);
+    await settle([a, b]);
     expect([total(a) - before[0], total(b) - before[1]]).toEqual([1, 1]);
     expect(a.engine.sent.frames.digest).toBe(1);
   });
@@ -199,7 +211,7 @@ describe("the periodic anti-entropy pass is bounded", () => {
     a.store.merge("c123", rec("unsent", 2_000)); // in the store, never pushed (a lost frame, say)
     a.engine.antiEntropyPass();
     await waitFor(() => b.get("c123", "unsent") === 1, { what: "the pass brings it" });
-    await quiet(a, b);
+    await settle([a, b]);
     expect([...probed(mark)]).toEqual(["c123"]);
     // A record older than the watermarks (learnt from a third peer, say): no watermark differs, so
     // the pass probes every collection, and finds it.
@@ -309,8 +321,7 @@ describe("the Passnote protocol: sync", () => {
       a.forceSync();
       b.forceSync();
       await waitFor(done, { what: "a round" });
-      await sleep(50);
-      await Promise.all([a.engine.idle(), b.engine.idle()]);
+      await settle([a, b]);
     };
     await round(() => true); // settles whatever the first passes left to say
     // An old record, older than bob's watermark, that alice learnt from elsewhere (not a local write).

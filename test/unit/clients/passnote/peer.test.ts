@@ -8,14 +8,15 @@ import { openFrame, sealFrame } from "../../../../shared/passnote/seal";
 import { decodeMessage, encodeMessage, type Message } from "../../../../shared/passnote/wire";
 import { formatHlc } from "../../../../shared/passnote/hlc";
 import { groupKey, tapped } from "../../../helpers/passnote";
-import { waitFor, sleep } from "../../../helpers/wait";
+import { waitFor } from "../../../helpers/wait";
+import { settle } from "../../../helpers/passnote-settle";
 import { pair, agreed } from "../../../helpers/passnote-pair";
 
 describe("the Passnote protocol: connection handshake", () => {
   it("both sides send a handshake on connect and reply once: at most two handshake frames each, version 2 agreed", async () => {
     const { a, b, ta, tb, sentA, sentB } = await pair();
     await waitFor(() => agreed(a, tb) && agreed(b, ta), { what: "agreement" });
-    await sleep(30);
+    await settle([a, b]);
     const count = (s: Message[]) => s.filter((m) => m.type === "handshake").length;
     expect(count(sentA)).toBeLessThanOrEqual(2);
     expect(count(sentB)).toBeLessThanOrEqual(2);
@@ -76,7 +77,7 @@ describe("the Passnote protocol: connection handshake", () => {
     a.engine.on("incompatible", (_p, theirs) => void seen.push(theirs));
     b.put("notes", "secret", "x");
     await waitFor(() => a.engine.peerInfo(b.transport.self!)?.incompatible, { what: "incompatible" });
-    await sleep(30);
+    await settle([a, b]);
     expect(b.engine.peerInfo(ta.self!)?.incompatible).toBe(true);
     expect(a.store.size("notes")).toBe(0);
     expect([...sentA, ...sentB].filter((m) => m.type !== "handshake")).toEqual([]);
@@ -113,7 +114,7 @@ describe("the Passnote protocol: layer stack without an identity", () => {
     const { a, b, ta, tb } = await pair({ b: { key: groupKey() } });
     a.put("notes", "k", "v");
     b.put("notes", "j", "w");
-    await sleep(50);
+    await settle([a, b]);
     expect(a.engine.peerInfo(tb.self!)?.version).toBeUndefined();
     expect(b.engine.peerInfo(ta.self!)?.version).toBeUndefined();
     expect(a.get("notes", "j")).toBeUndefined();

@@ -24,7 +24,8 @@ import {
   tapped,
   viewReceived,
 } from "../../../helpers/passnote";
-import { sleep, waitFor } from "../../../helpers/wait";
+import { waitFor } from "../../../helpers/wait";
+import { settle } from "../../../helpers/passnote-settle";
 
 /**
  * Two passphrase-mode peers over one bus. The peer with the lower transport id (the one that
@@ -46,7 +47,7 @@ async function pair(
   const lower = new PassnotePeer({ transport: tl, key, node: "low", store: sl, ...lowerOpts });
   const higher = new PassnotePeer({ transport: th, key, node: "high", store: sh, ...higherOpts });
   await waitFor(() => sameRecords(lower.store, higher.store), { what: "convergence" });
-  await sleep(20);
+  await settle([lower, higher]);
   return { key, lower, higher, sentL, sentH };
 }
 
@@ -86,12 +87,12 @@ describe("recon2: negotiation", () => {
   it("a reconcile2 message from a peer that did not agree recon2 is ignored", async () => {
     const { key, lower, higher } = await pair({ recon2: true }, {}, { common: 10, differences: 0 });
     await waitFor(() => frames(lower, "reconcile") > 0, { what: "the recon1 opening" }); // the pair settled, with recon1
-    await sleep(30);
+    await settle([lower, higher]);
     higher.store.merge("notes", { key: "late", value: 1, is_deleted: false, hlc: formatHlc({ wall: 5, counter: 0, node: "h" }) });
     // An empty side's recon2 probe would make a recon2 responder ship everything; this one answers nothing.
     const before = { ...higher.engine.sent.frames };
     await higher.engine.receive(lower.transport.self!, sealFrame(key, encodeMessage(openingProbe2(new MemoryStore(), "notes"))));
-    await sleep(20);
+    await settle([lower, higher]);
     expect(higher.engine.sent.frames).toEqual(before);
     expect(lower.get("notes", "late")).toBeUndefined();
   });
@@ -159,7 +160,7 @@ describe("recon2: identity mode", () => {
     const b = new PassnotePeer({ transport: tb, identity: devices[0], node: "bob", recon2: true });
     b.put("photos", "p1", 2);
     await waitFor(() => b.get("notes", "n1") === 1 && a.get("photos", "p1") === 2, { what: "sync" });
-    await sleep(20);
+    await settle([a, b]);
     const plain = [...viewReceived(owner.group.rosterKey, sentA).plain, ...viewReceived(owner.group.rosterKey, sentB).plain];
     expect(plain.some((m) => m.type === "reconcile2")).toBe(true);
     expect(plain.some((m) => m.type === "reconcile")).toBe(false);
@@ -173,7 +174,7 @@ describe("recon2: identity mode", () => {
     );
     const probe = openingProbe2(new MemoryStore(), "notes");
     await a.engine.receive(tb.self!, sealPlain(owner.group.rosterKey, encodeMessage(probe)));
-    await sleep(20);
+    await settle([a, b]);
     expect(a.engine.sent.frames.delta ?? 0).toBe(before);
   });
 });

@@ -7,7 +7,7 @@ import { apiReport, reportPath } from "../../../../scripts/api-report";
 
 describe("the SDK's surface", () => {
   const now = apiReport("tally");
-  it("the surface on purpose: edge-relay/tally exports what its checked-in API report says (regenerate with tsx scripts/api-report.ts)", () => {
+  it("the surface on purpose: edge-relay/tally exports what its checked-in API report says (regenerate with node --import tsx scripts/api-report.ts)", () => {
     expect(now).toBe(readFileSync(reportPath("tally"), "utf8"));
   });
 

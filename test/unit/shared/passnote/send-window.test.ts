@@ -18,9 +18,10 @@ describe("the Passnote protocol: ordered send window", () => {
     await Promise.resolve();
     await Promise.resolve();
     expect(handed).toHaveLength(17);
-    while (release.length) {
+    // Each frame's promise resolves once the window handed the next one on.
+    for (let next = 1; release.length; next++) {
       release.shift()!();
-      await new Promise((r) => setTimeout(r, 0));
+      await done[next];
     }
     await Promise.all(done);
     expect(handed).toEqual([...Array(40).keys()]);
