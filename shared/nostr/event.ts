@@ -23,7 +23,7 @@ export const nostrEventSchema = z.object({
 
 export type NostrEvent = z.infer<typeof nostrEventSchema>;
 
-interface EventTemplate {
+export interface EventTemplate {
   kind: number;
   created_at: number;
   tags: string[][];
