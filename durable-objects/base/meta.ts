@@ -9,7 +9,7 @@ import type { LazySchema } from "./schema";
 /** The key an object's storage lease is kept under (storage-lease.ts): it outlives clear(). */
 export const LEASE_META_KEY = "lease_bytes";
 /** The keys the base keeps in every object's meta: its lease, and its name (StoredObject). */
-export type BaseMetaKey = typeof LEASE_META_KEY | "name";
+type BaseMetaKey = typeof LEASE_META_KEY | "name";
 
 export class Meta<K extends string = string> {
   constructor(private readonly schema: LazySchema) {}

@@ -16,7 +16,7 @@ export interface ServedLink {
   at: number;
 }
 
-export interface LinkRow extends Record<string, SqlStorageValue> {
+interface LinkRow extends Record<string, SqlStorageValue> {
   key: string;
   topic: string;
   blob: ArrayBuffer;

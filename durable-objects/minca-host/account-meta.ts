@@ -5,7 +5,7 @@
 
 /** The tombstone of a carry:closed: when, which carry space, and its read key (a status proof with it answers 410). */
 export const TOMBSTONE_KEYS = ["closed_at", "closed_space", "closed_read_key"] as const;
-export type TombstoneKey = (typeof TOMBSTONE_KEYS)[number];
+type TombstoneKey = (typeof TOMBSTONE_KEYS)[number];
 
 export type AccountMetaKey =
   | TombstoneKey

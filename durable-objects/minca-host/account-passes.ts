@@ -7,7 +7,7 @@
 /** What one pass row is charged of its own: nothing (its space's usage row is what is charged). */
 export const passRowBytes = (): number => 0;
 
-export interface PassRow {
+interface PassRow {
   space: string;
   key: string;
   at: number;

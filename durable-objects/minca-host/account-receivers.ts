@@ -8,7 +8,7 @@
 /** What one receiver row is charged of its own: nothing (its carry-space version pays). */
 export const receiverRowBytes = (): number => 0;
 
-export interface ReceiverRow {
+interface ReceiverRow {
   key: string;
   at: number;
   device: string;

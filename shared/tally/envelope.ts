@@ -160,7 +160,7 @@ export function openEnvelope(envelope: unknown, mySecret: Uint8Array): OpenEnvel
 }
 
 /** An envelope a signer could not open: not a verdict on the envelope (it is kept and tried again). */
-export type SignerFailure = { ok: false; reason: "signer_failed"; error: unknown };
+type SignerFailure = { ok: false; reason: "signer_failed"; error: unknown };
 
 /**
  * openEnvelope through a signer (the key need not be here): the same checks in the same order.

@@ -48,7 +48,6 @@ const KNOWN_UNUSED = [
   "clients/tally/tabs.ts: TabHost",
   "clients/tally/tabs.ts: TabMessage",
   "clients/tally/tracking.ts: TRACKED_MESSAGES",
-  "durable-objects/base/schema.ts: applyMigrations",
   "durable-objects/base/socket-object.ts: CLIENT_HEADER",
   "durable-objects/base/socket-object.ts: REFUSED_HEADER",
   "durable-objects/base/socket-object.ts: Routes",
