@@ -21,6 +21,7 @@ import { EnvelopeBatcher, type Delivery, type EnvelopeCall } from "./envelope-ba
 import { TallySignaling, type PeerUser } from "./tally-signaling";
 import { SenderShare } from "./sender-share";
 import { newNameWaitMs } from "../../server/name-requests";
+import { objectAt, objectId } from "../../server/objects";
 import { formatIssue } from "../../shared/errors";
 import { BanMark } from "./tally-ban";
 import { noteSeen, silentPast } from "./tally-idle";
@@ -36,8 +37,6 @@ export interface TallyAttachment extends BaseAttachment {
   /** When the socket was last heard from (registration or a message), refreshed at most every third of the idle bound. */
   seenAt?: number;
 }
-
-type Stub = DurableObjectStub<TallyUser>;
 
 /** One route of this object, typed with its attachment. */
 const route = <S extends z.ZodType>(r: Route<TallyUser, TallyAttachment, S>) => r;
@@ -113,14 +112,14 @@ export class TallyUser extends SocketObject<Env, TallyAttachment> {
   /** Object ids of the users this one talks to (idFromName hashes), bounded: emptied when full. */
   private readonly peerIds = new Map<string, DurableObjectId>();
 
-  private stubFor(hex: string): Stub {
+  private stubFor(hex: string) {
     let id = this.peerIds.get(hex);
     if (id === undefined) {
       if (this.peerIds.size >= 1024) this.peerIds.clear();
-      id = this.env.TALLY_USER.idFromName(hex);
+      id = objectId(this.env, "TALLY_USER", hex);
       this.peerIds.set(hex, id);
     }
-    return this.env.TALLY_USER.get(id);
+    return objectAt(this.env, "TALLY_USER", id);
   }
 
   private peer(hex: string): PeerUser {
