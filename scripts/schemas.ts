@@ -12,40 +12,19 @@ import * as z from "zod";
 import * as tally from "../shared/tally/messages";
 import * as passnote from "../shared/passnote/messages";
 import * as minca from "../shared/minca/room";
-import { errorFrameSchema } from "../shared/errors";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 export const SCHEMA_DIR = join(ROOT, "docs", "schemas");
 
-const ping = z.object({ type: z.literal("ping") });
-const pong = z.object({ type: z.literal("pong") });
-// The error frame as the clients read it (shared/errors.ts), with the codes' shape the relay sends.
-const error = errorFrameSchema.extend({ code: z.string().regex(/^[a-z_]+$/) });
-
-/** File name (under docs/schemas) -> the schema of every message in that direction. */
+/** File name (under docs/schemas) -> the schema of every message in that direction: each protocol's own unions. */
 export function wireSchemas(): Record<string, z.ZodType> {
   return {
-    "tally.client-to-relay.json": z.union([
-      tally.registerSchema,
-      tally.queuePeerEnvelopeSchema,
-      tally.ackSchema,
-      tally.connectPeerSchema,
-      tally.webrtcSignalSchema,
-      ping,
-    ]),
+    "tally.client-to-relay.json": tally.clientMessageSchema,
     "tally.relay-to-client.json": tally.serverMessageSchema,
-    "passnote.client-to-relay.json": z.union([passnote.joinSchema, ping]),
+    "passnote.client-to-relay.json": passnote.clientMessageSchema,
     "passnote.relay-to-client.json": passnote.roomServerMessageSchema,
-    "minca-rooms.client-to-relay.json": z.union([minca.joinSchema, ping, minca.outgoingSchema]),
-    "minca-rooms.relay-to-client.json": z.union([
-      minca.challengeSchema,
-      minca.welcomeSchema,
-      minca.peerSchema,
-      minca.goneSchema,
-      error,
-      pong,
-      minca.deliveredSchema,
-    ]),
+    "minca-rooms.client-to-relay.json": minca.clientMessageSchema,
+    "minca-rooms.relay-to-client.json": minca.relayMessageSchema,
   };
 }
 

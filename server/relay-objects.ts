@@ -4,6 +4,7 @@
 import { WebPushSender, type FetchLike } from "../shared/webpush/send";
 import { vapidKeysFromPrivate, vapidSubjectFor, type VapidKeys } from "../shared/webpush/vapid";
 import { hostDid } from "../shared/minca/host-identity";
+import { objectOf } from "./objects";
 
 const RELAY_KEYS_NAME = "relay-keys";
 /** The one stats object's name. */
@@ -15,21 +16,21 @@ const RELAY_POLICY_NAME = "relay";
 
 /** The stats object of a relay. */
 export function relayStats(env: Pick<Env, "RELAY_STATS">) {
-  return env.RELAY_STATS.get(env.RELAY_STATS.idFromName(RELAY_STATS_NAME));
+  return objectOf(env, "RELAY_STATS", RELAY_STATS_NAME);
 }
 
 /** The ledger of a relay. */
 export function relayLedger(env: Pick<Env, "RELAY_LEDGER">) {
-  return env.RELAY_LEDGER.get(env.RELAY_LEDGER.idFromName(RELAY_LEDGER_NAME));
+  return objectOf(env, "RELAY_LEDGER", RELAY_LEDGER_NAME);
 }
 
 /** The policy object of a relay (the admin API's lists). */
 export function relayPolicy(env: Pick<Env, "RELAY_POLICY">) {
-  return env.RELAY_POLICY.get(env.RELAY_POLICY.idFromName(RELAY_POLICY_NAME));
+  return objectOf(env, "RELAY_POLICY", RELAY_POLICY_NAME);
 }
 
 function relayKeys(env: Pick<Env, "RELAY_KEYS">) {
-  return env.RELAY_KEYS.get(env.RELAY_KEYS.idFromName(RELAY_KEYS_NAME));
+  return objectOf(env, "RELAY_KEYS", RELAY_KEYS_NAME);
 }
 
 // Only the settled value is shared between requests (a pending promise must not cross them).

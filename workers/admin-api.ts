@@ -8,6 +8,7 @@ import * as z from "zod";
 import { countAdminAction } from "../server/counters";
 import type { PolicyList } from "../server/policy";
 import { relayLedger, relayPolicy } from "../server/relay-objects";
+import { objectAt, objectOf } from "../server/objects";
 import { utf8Decode } from "../shared/encoding";
 import { formatIssue } from "../shared/errors";
 import { ADMIN_LIMITS } from "../shared/limits";
@@ -96,7 +97,7 @@ const topic = (v: unknown) => (typeof v === "string" && isTopic(v) ? v : null);
  * in every isolate), closes its sockets and drops its stored envelopes (TallyUser.ban).
  */
 async function banUser(c: C, hex: string): Promise<void> {
-  const purged = await c.env.TALLY_USER.get(c.env.TALLY_USER.idFromName(hex)).ban();
+  const purged = await objectOf(c.env, "TALLY_USER", hex).ban();
   log.info("admin: banned key purged", { envelopes: purged.received, sent_envelopes: purged.sent });
 }
 
@@ -109,8 +110,8 @@ async function closeBlocked(c: C, address: string): Promise<void> {
   const refs = liveObjects();
   const closed = await Promise.allSettled(
     refs.map(({ id, binding }) => {
-      const ns = c.env[binding as SocketBinding];
-      return ns.get(ns.idFromString(id)).closeClient(address);
+      const b = binding as SocketBinding;
+      return objectAt(c.env, b, c.env[b].idFromString(id)).closeClient(address);
     }),
   );
   const sockets = closed.reduce((n, r) => n + (r.status === "fulfilled" ? r.value : 0), 0);
@@ -119,12 +120,12 @@ async function closeBlocked(c: C, address: string): Promise<void> {
 
 /** The key's object forgets the ban (TallyUser.unban). */
 async function unbanUser(c: C, hex: string): Promise<void> {
-  await c.env.TALLY_USER.get(c.env.TALLY_USER.idFromName(hex)).unban();
+  await objectOf(c.env, "TALLY_USER", hex).unban();
 }
 
 /** A banned Minca account's carried data goes: every space it carries, its carry space, its links, its lease (MincaAccount.purge). */
 async function purgeAccount(c: C, did: string): Promise<void> {
-  const purged = await c.env.MINCA_ACCOUNT.get(c.env.MINCA_ACCOUNT.idFromName(did)).purge();
+  const purged = await objectOf(c.env, "MINCA_ACCOUNT", did).purge();
   log.info("admin: banned account purged", { spaces: purged.spaces, links: purged.links });
 }
 
@@ -145,7 +146,7 @@ export const METHODS: Record<string, Method> = {
   "edge.purgetopic": async (c, [v]) => {
     const t = topic(v);
     if (t === null) return { error: `params[0] must be ${TOPIC}` };
-    const purged = await c.env.MINCA_MAILBOX.get(c.env.MINCA_MAILBOX.idFromName(t)).purge();
+    const purged = await objectOf(c.env, "MINCA_MAILBOX", t).purge();
     return { result: { purged } };
   },
   "edge.banaccount": adder("banned_accounts", ACCOUNT, accountDid, purgeAccount),

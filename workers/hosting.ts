@@ -3,6 +3,7 @@
 import { Hono } from "hono";
 import { cors } from "hono/cors";
 import { hostIdentity } from "../server/relay-objects";
+import { objectOf } from "../server/objects";
 import { parseClientJson } from "../shared/client-json";
 import { formatIssue } from "../shared/errors";
 import { MINCA_HOST_LIMITS } from "../shared/limits";
@@ -23,8 +24,8 @@ export const MINCA_PATH = "/minca/v1";
 export const HOST_PATH = `${MINCA_PATH}/host`;
 export const SPACES_PATH = `${MINCA_PATH}/spaces`;
 
-const account = (c: C, did: string) => c.env.MINCA_ACCOUNT.get(c.env.MINCA_ACCOUNT.idFromName(did));
-const space = (c: C, id: string) => c.env.MINCA_SPACE.get(c.env.MINCA_SPACE.idFromName(id));
+const account = (c: C, did: string) => objectOf(c.env, "MINCA_ACCOUNT", did);
+const space = (c: C, id: string) => objectOf(c.env, "MINCA_SPACE", id);
 const readProof = (c: C) => ({ authorization: c.req.header("authorization") ?? null, time: c.req.header(TIME_HEADER) ?? null });
 
 export const hostingRoutes = new Hono<RelayHono>();

@@ -15,12 +15,13 @@ import { admitClientOrigin } from "../durable-objects/push/push-gate";
 import { topicBlock } from "./policy";
 import { reserveShare, settleShare } from "./client-limits";
 import { rowBytes } from "../shared/storage";
+import { objectOf } from "../server/objects";
 import { STORAGE_LIMITS } from "../shared/limits";
 
 export const MAILBOX_PATH = "/minca/v1/mailbox";
 
 function mailbox(c: C) {
-  return c.env.MINCA_MAILBOX.get(c.env.MINCA_MAILBOX.idFromName(c.req.param("topic")!));
+  return objectOf(c.env, "MINCA_MAILBOX", c.req.param("topic")!);
 }
 
 /** Mounted at MAILBOX_PATH/:topic; every route below names one topic, checked once by topicCheck. */

@@ -3,6 +3,7 @@
 // object with the headers that tell it who the client is and which host it reached (server/object-headers.ts).
 import { Hono, type Context } from "hono";
 import { settingsOf } from "../server/settings";
+import { objectAt, objectId } from "../server/objects";
 import { CLIENT_HEADER, REFUSED_HEADER, RELAY_HOST_HEADER, UPGRADE_REQUEST_ID_HEADER } from "../server/object-headers";
 import { isDraining, noteLive } from "../server/live";
 import { tallyRefusal } from "../server/policy";
@@ -39,7 +40,7 @@ function socketRoute(
     for (const [k, v] of Object.entries(headers)) h.set(k, v);
     h.set(CLIENT_HEADER, c.var.client);
     h.set(UPGRADE_REQUEST_ID_HEADER, c.var.requestId);
-    return upgradeTo(c, binding, c.env[binding].idFromName(name), new Request(c.req.raw, { headers: h }));
+    return upgradeTo(c, binding, objectId(c.env, binding, name), new Request(c.req.raw, { headers: h }));
   });
 }
 
@@ -60,7 +61,7 @@ export async function upgradeTo<E extends { Bindings: Env }>(
     c.header("retry-after", "5");
     return httpError(c, 503, "unavailable", "the relay is shutting down; reconnect shortly");
   }
-  const res = await c.env[binding].get(id).fetch(req);
+  const res = await objectAt(c.env, binding, id).fetch(req);
   // Only objects that accepted a socket are noted: refused upgrades leave nothing behind.
   // A refusal travels as a 101 too (an error frame, then a close, on a socket no object keeps).
   if (tracking && res.status === 101 && !res.headers.has(REFUSED_HEADER)) noteLive(id.toString(), binding);

@@ -18,7 +18,7 @@
 // - counts connections, messages and errors for the operator's status page, the same way for
 //   every object (StatsReporter: batched in memory, sent off the message path).
 import type * as z from "zod";
-import { formatIssue, rateLimitedError, socketError, type ErrorCode } from "../../shared/errors";
+import { formatIssue, rateLimitedError, socketError, type ErrorCode, type SocketError } from "../../shared/errors";
 import { CLOSE_CODES, COMMON_LIMITS } from "../../shared/limits";
 import { parkedAll } from "./parked-across";
 import type { Migration } from "../../migrations/index";
@@ -59,6 +59,20 @@ export interface Route<Self, A extends BaseAttachment, S extends z.ZodType = z.Z
 
 export type Routes<Self, A extends BaseAttachment> = Record<string, Route<Self, A>>;
 
+/** The `type`s of a client-to-relay union M that have a route: the literal ones, but ping (the base answers it). */
+export type RoutedType<M extends { type: string }> = Exclude<LiteralType<M>, "ping">;
+/** Each member's `type` when it is one literal (a member whose `type` is any string is routed by none). */
+type LiteralType<M> = M extends { type: infer T } ? (T extends string ? (string extends T ? never : T) : never) : never;
+
+/**
+ * An object's routes declared against its client-to-relay union M (shared/<protocol>/messages):
+ * one route per routed `type`, each with a schema of that message. A missing or an extra handler
+ * is a type error.
+ */
+export type RoutesOf<Self, A extends BaseAttachment, M extends { type: string }> = {
+  [T in RoutedType<M>]: Route<Self, A, z.ZodType<Extract<M, { type: T }>>>;
+};
+
 /** Declares a route with its message type inferred from the schema. */
 export function route<Self, A extends BaseAttachment, S extends z.ZodType>(r: Route<Self, A, S>): Route<Self, A, S> {
   return r;
@@ -87,7 +101,12 @@ export interface SocketObjectOptions {
 const PING = '{"type":"ping"}';
 const PONG = '{"type":"pong"}';
 
-export abstract class SocketObject<Env, A extends BaseAttachment> extends StoredObject<Env> {
+/**
+ * The base of the objects that hold sockets. `A` is a socket's attachment, `O` the object's
+ * relay-to-client frames (its protocol's union in shared/): `send` takes only those, or the error
+ * frame every protocol shares.
+ */
+export abstract class SocketObject<Env, A extends BaseAttachment, O extends { type: string } = { type: string }> extends StoredObject<Env> {
   private readonly options: SocketObjectOptions;
   /** The sockets that have not authenticated: their timeout and their cap. */
   protected readonly parked: UnauthenticatedSockets;
@@ -215,8 +234,8 @@ export abstract class SocketObject<Env, A extends BaseAttachment> extends Stored
     return out;
   }
 
-  /** Sends one JSON message; false when the socket could not take it. */
-  protected send(ws: WebSocket, msg: unknown): boolean {
+  /** Sends one JSON message of this object's protocol; false when the socket could not take it. */
+  protected send(ws: WebSocket, msg: O | SocketError): boolean {
     return this.sendRaw(ws, JSON.stringify(msg));
   }
 
@@ -312,7 +331,7 @@ export abstract class SocketObject<Env, A extends BaseAttachment> extends Stored
     const obj = parsed as Record<string, unknown>;
     const id = typeof obj.id === "string" ? obj.id : undefined;
     if (typeof obj.type !== "string") return this.sendError(ws, "invalid_message", "frame has no string `type`", id);
-    if (obj.type === "ping") return void this.send(ws, { type: "pong" });
+    if (obj.type === "ping") return void this.sendRaw(ws, PONG);
     const r = Object.hasOwn(this.routes, obj.type) ? this.routes[obj.type] : undefined;
     if (!r) {
       try {

@@ -8,7 +8,7 @@ import { bytesToHex, utf8Encode } from "../../shared/encoding";
 import { minuteOf, type StatsCounter, type StatsGauges, type StatsProtocol, type Usage } from "../../shared/stats";
 import { log } from "../../shared/log";
 import { Debounced } from "./debounced";
-import { RELAY_STATS_NAME } from "../../server/relay-objects";
+import { relayStats } from "../../server/relay-objects";
 
 /** What a reporter calls on the stats object. */
 interface StatsSink extends Rpc.DurableObjectBranded {
@@ -18,6 +18,9 @@ interface StatsSink extends Rpc.DurableObjectBranded {
 interface StatsEnv {
   RELAY_STATS?: DurableObjectNamespace<StatsSink>;
 }
+
+/** The stats object, reached the one way (server/objects.ts). */
+const statsOf = (ns: DurableObjectNamespace<StatsSink>) => relayStats({ RELAY_STATS: ns } as unknown as Pick<Env, "RELAY_STATS">);
 
 /**
  * What an object keeps for the stats object: counts in memory, sent at most every flush
@@ -86,9 +89,7 @@ export class StatsReporter {
       if (!used) return;
       try {
         this.reporter ??= this.reporterKey();
-        await ns
-          .get(ns.idFromName(RELAY_STATS_NAME))
-          .report({ reporter: this.reporter, usage: { class: this.usage!.className, n: usage }, gauges: {}, counts: [] });
+        await statsOf(ns).report({ reporter: this.reporter, usage: { class: this.usage!.className, n: usage }, gauges: {}, counts: [] });
       } catch (err) {
         this.usage?.giveBack(usage);
         log.warn("stats: usage report failed; kept for the next one", { err });
@@ -111,7 +112,7 @@ export class StatsReporter {
     }
     try {
       this.reporter ??= this.reporterKey();
-      await ns.get(ns.idFromName(RELAY_STATS_NAME)).report({
+      await statsOf(ns).report({
         reporter: this.reporter,
         protocol: this.protocol,
         ...(used ? { usage: { class: this.usage!.className, n: usage } } : {}),

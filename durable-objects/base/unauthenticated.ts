@@ -20,7 +20,7 @@
 // it fires; if the instance goes anyway, the object's constructor arms it again (`rearm`) from the
 // sockets' attachments when the object next starts.
 import { asEntered } from "./object-usage";
-import { rateLimitedError, socketError } from "../../shared/errors";
+import { rateLimitedError, socketError, type SocketError } from "../../shared/errors";
 import { CLOSE_CODES, COMMON_LIMITS } from "../../shared/limits";
 import { isTrustedClient, SHARED_CLIENT } from "./client-header";
 import { parkedAcross, reportParked } from "./parked-across";
@@ -37,7 +37,7 @@ export interface ParkedSocketHost {
   /** This object's id (the relay-wide count is kept per object). */
   objectId(): string;
   /** Tells the client why and closes the socket. */
-  refuse(ws: WebSocket, frame: unknown, code: number, reason: string): void;
+  refuse(ws: WebSocket, frame: SocketError, code: number, reason: string): void;
   /** A socket did not authenticate in time (logged). */
   timedOut(ws: WebSocket): void;
   /** Something the status page counts changed (`errors` counted once per refusal). */

@@ -19,6 +19,7 @@ import { buildPage, type Page, type PageQuery, type Posted, type ReceiverAdded, 
 import { subscriptionBytes, type PushSubscriptionJSON } from "../../shared/webpush/subscription";
 import { log } from "../../shared/log";
 import { rowBytes } from "../../shared/storage";
+import { objectOf } from "../../server/objects";
 
 type Limited = "read" | "write";
 
@@ -240,7 +241,7 @@ export class MincaMailbox extends StoredObject<Env, Limited> {
     const out: StoredItem[] = [];
     for (const { account } of accounts) {
       try {
-        const stub = this.env.MINCA_ACCOUNT.get(this.env.MINCA_ACCOUNT.idFromName(account));
+        const stub = objectOf(this.env, "MINCA_ACCOUNT", account);
         // A topic is computed from its blob: once one account served it, the others only say until when.
         for (const l of await stub.linksFor(topic, out.length === 0)) {
           if (l.blob !== null) out.push({ seq: 0, at: l.at, until: l.until, blob: l.blob });

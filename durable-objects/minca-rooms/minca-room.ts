@@ -5,13 +5,22 @@
 // joins for 24 hours; an alarm does both, and once the tombstone lapses the object deletes
 // everything it stored. Decisions about bytes are in shared/minca/room.ts.
 import { REFUSED_HEADER } from "../base/client-header";
-import { SocketObject, clientOf, requestIdOf, type BaseAttachment, type Route } from "../base/socket-object";
-import type * as z from "zod";
+import { SocketObject, clientOf, requestIdOf, type BaseAttachment, type RoutesOf } from "../base/socket-object";
 import { MIGRATIONS } from "../../migrations/index";
 import { CLOSE_CODES, MINCA_ROOM_LIMITS } from "../../shared/limits";
 import { formatIssue, socketError } from "../../shared/errors";
 import { rawMember } from "../../shared/json-raw";
-import { checkJoin, deliveredFrame, isRoomId, joinSchema, newChallenge, outgoingSchema, roomTimes } from "../../shared/minca/room";
+import {
+  checkJoin,
+  deliveredFrame,
+  isRoomId,
+  joinSchema,
+  newChallenge,
+  outgoingSchema,
+  roomTimes,
+  type ClientMessage,
+  type RelayMessage,
+} from "../../shared/minca/room";
 
 interface MincaRoomAttachment extends BaseAttachment {
   room: string;
@@ -30,9 +39,7 @@ type RoomRow = {
   expired: number;
 };
 
-const route = <S extends z.ZodType>(r: Route<MincaRoom, MincaRoomAttachment, S>) => r;
-
-export class MincaRoom extends SocketObject<Env, MincaRoomAttachment> {
+export class MincaRoom extends SocketObject<Env, MincaRoomAttachment, RelayMessage> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env, {
       migrations: MIGRATIONS.MincaRoom,
@@ -109,14 +116,14 @@ export class MincaRoom extends SocketObject<Env, MincaRoomAttachment> {
     this.send(ws, { type: "challenge", challenge: att.challenge });
   }
 
-  protected routes = {
-    join: route({
+  protected routes: RoutesOf<MincaRoom, MincaRoomAttachment, ClientMessage> = {
+    join: {
       schema: joinSchema,
       authed: false,
       handle(this: MincaRoom, ws, msg, att) {
         return this.join(ws, msg, att);
       },
-    }),
+    },
   };
 
   /** Whether the join proves its did for this room and challenge (a method, so that a test can hold it). */

@@ -1,12 +1,11 @@
 // One Passnote sync room (docs/passnote.md): the group's devices, each a socket that proved the
 // room key, and the routing of their binary frames by 8-byte peer id, byte-exact and in order
 // per sender. The relay never looks inside a frame; the join proof is checked in shared/passnote.
-import type * as z from "zod";
-import { SocketObject, clientOf, requestIdOf, type BaseAttachment, type Route } from "../base/socket-object";
+import { SocketObject, clientOf, requestIdOf, type BaseAttachment, type RoutesOf } from "../base/socket-object";
 import { MIGRATIONS } from "../../migrations/index";
 import { CLOSE_CODES, PASSNOTE_LIMITS } from "../../shared/limits";
 import { base64urlEncode, bytesToHex, hexToBytes, randomBytes } from "../../shared/encoding";
-import { joinSchema } from "../../shared/passnote/messages";
+import { joinSchema, type ClientMessage, type RoomServerMessage } from "../../shared/passnote/messages";
 import { BROADCAST, PEER_ID_BYTES, isBroadcastFrame, restampPeerFrame, verifyJoin } from "../../shared/passnote/room";
 
 interface PassnoteAttachment extends BaseAttachment {
@@ -18,11 +17,9 @@ interface PassnoteAttachment extends BaseAttachment {
   peer?: string;
 }
 
-const route = <S extends z.ZodType>(r: Route<PassnoteRoom, PassnoteAttachment, S>) => r;
-
 type Joined = { ws: WebSocket; att: PassnoteAttachment & { peer: string } };
 
-export class PassnoteRoom extends SocketObject<Env, PassnoteAttachment> {
+export class PassnoteRoom extends SocketObject<Env, PassnoteAttachment, RoomServerMessage> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env, {
       migrations: MIGRATIONS.PassnoteRoom,
@@ -60,14 +57,14 @@ export class PassnoteRoom extends SocketObject<Env, PassnoteAttachment> {
     return this.sockets((a) => a.authed && a.peer !== undefined && a.peer !== except) as Joined[];
   }
 
-  protected routes = {
-    join: route({
+  protected routes: RoutesOf<PassnoteRoom, PassnoteAttachment, ClientMessage> = {
+    join: {
       schema: joinSchema,
       authed: false,
       handle(this: PassnoteRoom, ws, msg, att) {
         return this.join(ws, msg.sig, att);
       },
-    }),
+    },
   };
 
   /** Whether `sig` signs `challenge` under the room key (a method, so that a test can hold it). */

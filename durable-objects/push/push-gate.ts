@@ -6,6 +6,7 @@
 // subdomains can turn the relay into an amplifier toward one third party, nor toward all of them.
 import { StoredObject } from "../base/stored-object";
 import { log } from "../../shared/log";
+import { objectOf } from "../../server/objects";
 import { WEBPUSH_LIMITS } from "../../shared/limits";
 import { pushDomain } from "../../shared/webpush/endpoint";
 import { type Rate, TokenBucket } from "../../shared/rate-limit";
@@ -59,7 +60,7 @@ export async function admitClientOrigin(
   endpoint: string,
 ): Promise<{ ok: true } | { ok: false; retryAfterSeconds: number }> {
   try {
-    const gate = env.PUSH_GATE.get(env.PUSH_GATE.idFromName(`client:${client}`));
+    const gate = objectOf(env, "PUSH_GATE", `client:${client}`);
     const r = await gate.noteOrigin(
       pushDomain(endpoint),
       WEBPUSH_LIMITS.max_push_origins_per_client,
@@ -81,7 +82,7 @@ export async function admitPushes<T>(env: Env, items: T[], endpointOf: (item: T)
   const out = await admitThroughGates(
     async (name, n, rate) => {
       try {
-        return await env.PUSH_GATE.get(env.PUSH_GATE.idFromName(name)).take(n, rate);
+        return await objectOf(env, "PUSH_GATE", name).take(n, rate);
       } catch (err) {
         log.error("push gate: could not be asked; the pushes wait", { gate: name, err });
         throw err;

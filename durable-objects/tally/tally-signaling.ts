@@ -5,7 +5,7 @@
 import { TALLY_LIMITS } from "../../shared/limits";
 import { utf8ByteLength } from "../../shared/encoding";
 import { npubDecode, npubEncode } from "../../shared/tally/keys";
-import { signalFrame } from "../../shared/tally/messages";
+import { signalFrame, type ServerMessage } from "../../shared/tally/messages";
 import type { ErrorCode } from "../../shared/errors";
 import type { TallyContacts } from "./tally-contacts";
 
@@ -21,7 +21,7 @@ export interface SignalingHost {
   me(): string;
   /** The registered devices, but `except`. */
   devices(except?: string): Array<{ ws: WebSocket; deviceId: string }>;
-  send(ws: WebSocket, msg: unknown): boolean;
+  send(ws: WebSocket, msg: ServerMessage): boolean;
   sendRaw(ws: WebSocket, data: string): boolean;
   sendError(ws: WebSocket, code: ErrorCode, message: string): void;
   peer(hex: string): PeerUser;

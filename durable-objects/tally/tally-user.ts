@@ -2,8 +2,7 @@
 // (kept by tally-queue.ts), and the introductions that decide who hears peer_disconnect (docs/tally.md,
 // the Tally protocol sections 6, 8, 9 and 13). Decisions about bytes live in shared/tally; this
 // file holds state.
-import type * as z from "zod";
-import { SocketObject, clientOf, requestIdOf, type BaseAttachment, type Route } from "../base/socket-object";
+import { SocketObject, clientOf, requestIdOf, type BaseAttachment, type RoutesOf } from "../base/socket-object";
 import { RELAY_HOST_HEADER, SHARED_CLIENT } from "../base/client-header";
 import { MIGRATIONS } from "../../migrations/index";
 import { CLOSE_CODES, TALLY_LIMITS } from "../../shared/limits";
@@ -13,6 +12,7 @@ import { checkAuthEvent } from "../../shared/tally/auth";
 import { npubDecode, npubEncode } from "../../shared/tally/keys";
 import { peerEnvelopeSchema } from "../../shared/tally/envelope";
 import { ackSchema, connectPeerSchema, queuePeerEnvelopeSchema, registerSchema, webrtcSignalSchema } from "../../shared/tally/messages";
+import type { ClientMessage, ServerMessage } from "../../shared/tally/messages";
 import { relayUrlMatches } from "../../shared/tally/relay-url";
 import { log } from "../../shared/log";
 import { TallyQueue } from "./tally-queue";
@@ -21,6 +21,7 @@ import { EnvelopeBatcher, type Delivery, type EnvelopeCall } from "./envelope-ba
 import { TallySignaling, type PeerUser } from "./tally-signaling";
 import { SenderShare } from "./sender-share";
 import { newNameWaitMs } from "../../server/name-requests";
+import { objectAt, objectId } from "../../server/objects";
 import { formatIssue } from "../../shared/errors";
 import { BanMark } from "./tally-ban";
 import { noteSeen, silentPast } from "./tally-idle";
@@ -37,12 +38,7 @@ export interface TallyAttachment extends BaseAttachment {
   seenAt?: number;
 }
 
-type Stub = DurableObjectStub<TallyUser>;
-
-/** One route of this object, typed with its attachment. */
-const route = <S extends z.ZodType>(r: Route<TallyUser, TallyAttachment, S>) => r;
-
-export class TallyUser extends SocketObject<Env, TallyAttachment> {
+export class TallyUser extends SocketObject<Env, TallyAttachment, ServerMessage> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env, {
       migrations: MIGRATIONS.TallyUser,
@@ -113,14 +109,14 @@ export class TallyUser extends SocketObject<Env, TallyAttachment> {
   /** Object ids of the users this one talks to (idFromName hashes), bounded: emptied when full. */
   private readonly peerIds = new Map<string, DurableObjectId>();
 
-  private stubFor(hex: string): Stub {
+  private stubFor(hex: string) {
     let id = this.peerIds.get(hex);
     if (id === undefined) {
       if (this.peerIds.size >= 1024) this.peerIds.clear();
-      id = this.env.TALLY_USER.idFromName(hex);
+      id = objectId(this.env, "TALLY_USER", hex);
       this.peerIds.set(hex, id);
     }
-    return this.env.TALLY_USER.get(id);
+    return objectAt(this.env, "TALLY_USER", id);
   }
 
   private peer(hex: string): PeerUser {
@@ -172,40 +168,40 @@ export class TallyUser extends SocketObject<Env, TallyAttachment> {
     );
   }
 
-  protected routes = {
-    register: route({
+  protected routes: RoutesOf<TallyUser, TallyAttachment, ClientMessage> = {
+    register: {
       schema: registerSchema,
       authed: false,
       handle(this: TallyUser, ws, msg, att) {
         return this.register(ws, msg, att);
       },
-    }),
-    queue_peer_envelope: route({
+    },
+    queue_peer_envelope: {
       schema: queuePeerEnvelopeSchema,
       handle(this: TallyUser, ws, msg, att, raw) {
         return this.queueEnvelope(ws, msg.envelope, att, raw);
       },
-    }),
-    ack: route({
+    },
+    ack: {
       schema: ackSchema,
       handle(this: TallyUser, _ws, msg) {
         if (!this.schema.exists) return;
         this.queue.ack(npubDecode(msg.from_user_id), msg.id);
         this.stats.changed();
       },
-    }),
-    connect_peer: route({
+    },
+    connect_peer: {
       schema: connectPeerSchema,
       handle(this: TallyUser, ws, msg, att) {
         return this.signaling.connectPeer(ws, npubDecode(msg.peer_user_id), att.deviceId!);
       },
-    }),
-    webrtc_signal: route({
+    },
+    webrtc_signal: {
       schema: webrtcSignalSchema,
       handle(this: TallyUser, ws, msg, att) {
         return this.signaling.webrtcSignal(ws, msg.peer_user_id, msg.peer_device_id, msg.signal, att.deviceId!);
       },
-    }),
+    },
   };
 
   private async register(ws: WebSocket, msg: { user_id: string; auth: unknown; acks?: boolean }, att: TallyAttachment): Promise<void> {

@@ -6,6 +6,10 @@ export const COMMON_LIMITS = {
   auth_timeout_seconds: 10,
   /** Retry-After of a 503 unavailable when the relay is out of resources (open files, memory) for new work. */
   unavailable_retry_seconds: 5,
+  /** Tries of an idempotent call to a Durable Object whose error the runtime marks retryable (never when overloaded); other calls are made once. */
+  object_call_tries: 3,
+  /** Wait before the second try of such a call, in milliseconds; doubled before each later one, with jitter (half to all of it). */
+  object_retry_wait_ms: 50,
   /** Token bucket per socket: sustained messages per second (room for bulk sync and fan-out). */
   rate_messages_per_second: 200,
   /** Token bucket per socket: burst size. */

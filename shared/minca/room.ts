@@ -5,6 +5,8 @@ import { base64urlDecode, base64urlEncode, concatBytes, randomBytes, utf8Encode 
 import { MINCA_ROOM_LIMITS } from "../limits";
 import { DID_KEY_MAX_CHARS, isP256DidKey } from "./did-key";
 import { es256SignB64, es256Verify, type P256Key } from "./es256";
+import { errorFrameSchema } from "../errors";
+import { pingSchema, pongSchema } from "../keepalive";
 
 export { isRoomId, ROOM_ID_PATTERN } from "./code";
 
@@ -55,6 +57,26 @@ export const deliveredSchema = z.object({
   payload: z.unknown().optional(),
 });
 export type Delivered = z.infer<typeof deliveredSchema>;
+
+/**
+ * Every message a client sends the relay: the join and the ping, routed by their `type`, and
+ * network messages (any other type: `outgoingSchema`), which the room relays. Not a discriminated
+ * union: a network message's `type` is the peers' own.
+ */
+export const clientMessageSchema = z.union([joinSchema, pingSchema, outgoingSchema]);
+export type ClientMessage = z.infer<typeof clientMessageSchema>;
+
+/** Every message the relay sends a client: its own, the error frame, and the network messages it delivers. */
+export const relayMessageSchema = z.union([
+  challengeSchema,
+  welcomeSchema,
+  peerSchema,
+  goneSchema,
+  errorFrameSchema,
+  pongSchema,
+  deliveredSchema,
+]);
+export type RelayMessage = z.infer<typeof relayMessageSchema>;
 
 /** Signs a join for a room's challenge with a throwaway key. */
 export async function makeJoin(key: P256Key, room: string, challenge: string) {

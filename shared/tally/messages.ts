@@ -5,6 +5,7 @@ import { rawMember, withRawMember } from "../json-raw";
 import { isNpub } from "./keys";
 import { TALLY_LIMITS } from "../limits";
 import { errorFrameSchema } from "../errors";
+import { pingSchema, pongSchema } from "../keepalive";
 
 export const npubSchema = z.string().refine((s) => isNpub(s), "not a valid npub");
 export const deviceIdSchema = z.string().regex(/^[0-9a-f]{16}$/, "not a 16-hex device id");
@@ -48,13 +49,17 @@ export type QueuePeerEnvelopeMessage = z.infer<typeof queuePeerEnvelopeSchema>;
 export type AckMessage = z.infer<typeof ackSchema>;
 export type ConnectPeerMessage = z.infer<typeof connectPeerSchema>;
 export type WebrtcSignalMessage = z.infer<typeof webrtcSignalSchema>;
-export type ClientMessage =
-  | RegisterMessage
-  | QueuePeerEnvelopeMessage
-  | AckMessage
-  | ConnectPeerMessage
-  | WebrtcSignalMessage
-  | { type: "ping" };
+
+/** Every message a client sends the relay, by `type` (the relay routes each to one handler). */
+export const clientMessageSchema = z.discriminatedUnion("type", [
+  registerSchema,
+  queuePeerEnvelopeSchema,
+  ackSchema,
+  connectPeerSchema,
+  webrtcSignalSchema,
+  pingSchema,
+]);
+export type ClientMessage = z.infer<typeof clientMessageSchema>;
 
 // ---- relay to client ---------------------------------------------------------------------
 
@@ -72,7 +77,7 @@ export const serverMessageSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("webrtc_signal"), peer_user_id: npubSchema, peer_device_id: deviceIdSchema, signal: z.unknown() }),
   // The one error frame (shared/errors.ts), read leniently, with retry_after_ms.
   errorFrameSchema,
-  z.object({ type: z.literal("pong") }),
+  pongSchema,
 ]);
 
 export type ServerMessage = z.infer<typeof serverMessageSchema>;
