@@ -4,12 +4,11 @@ import { join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
 import { PassnotePeer } from "../../../../../clients/passnote/peer";
 import { MemoryBus } from "../../../../../clients/passnote/memory-bus";
-import { SqliteStore } from "../../../../../clients/passnote/stores/sqlite";
+import { SqliteAdapter, SqliteStore } from "../../../../../clients/passnote/stores/sqlite";
 import { base64urlEncode, bytesToHex, hexToBytes } from "../../../../../shared/encoding";
 import { foundGroup } from "../../../../../shared/passnote/roster";
-import { storeContract } from "../../../../helpers/passnote-store-contract";
+import { adapterContract } from "../../../../helpers/passnote-adapter-contract";
 import { waitFor } from "../../../../helpers/wait";
-import { instanceOf } from "../../../../helpers/passnote-store-harness";
 
 const dir = mkdtempSync(join(tmpdir(), "passnote-sqlite-"));
 const wrappingKey = new Uint8Array(32).fill(9);
@@ -20,9 +19,10 @@ function fileHolds(name: string, hex: string): boolean {
   return [path(name), `${path(name)}-wal`].some((f) => existsSync(f) && needles.some((n) => readFileSync(f).includes(n)));
 }
 
-storeContract("SQLite (node:sqlite)", () => ({
+adapterContract("SQLite (node:sqlite)", () => ({
   persistent: true,
-  open: async (name) => instanceOf(await SqliteStore.open(path(name), { keys: { wrappingKey } })),
+  open: async (name) => SqliteAdapter.open(path(name)),
+  store: { keys: { wrappingKey } },
   rawContains: async (name, hex) => fileHolds(name, hex),
 }));
 
