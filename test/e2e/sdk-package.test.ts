@@ -124,6 +124,7 @@ describe("the SDK as an installed package", () => {
       "tally-handlers",
       "passnote",
       "passnote-devices",
+      "passnote-adapter",
       "minca-connect",
       "mailbox",
       "minca-host",

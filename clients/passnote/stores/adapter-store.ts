@@ -47,14 +47,6 @@ export class AdapterStore extends MemoryStore {
     super();
   }
 
-  /** Opens a store over an adapter (openStore). */
-  static async fromAdapter(adapter: StorageAdapter, opts: AdapterStoreOptions = {}): Promise<AdapterStore> {
-    const seal = opts.keys === undefined || opts.keys === "plain" ? plainKeySeal : wrappingKeySeal(opts.keys.wrappingKey);
-    const store = new AdapterStore(adapter, seal);
-    await store.load();
-    return store;
-  }
-
   /** Reads the adapter's records into the index and its keys (no write). */
   protected async load(): Promise<void> {
     const rows = await this.adapter.loadAll();
@@ -172,6 +164,10 @@ export class AdapterStore extends MemoryStore {
  * Opens a Passnote store over an app's own storage adapter: reads its records into the index and
  * its keys. The store is what the peer takes (`new PassnotePeer({ store, ... })`).
  */
-export function openStore(adapter: StorageAdapter, opts: AdapterStoreOptions = {}): Promise<AdapterStore> {
-  return AdapterStore.fromAdapter(adapter, opts);
+export async function openStore(adapter: StorageAdapter, opts: AdapterStoreOptions = {}): Promise<AdapterStore> {
+  const seal = opts.keys === undefined || opts.keys === "plain" ? plainKeySeal : wrappingKeySeal(opts.keys.wrappingKey);
+  // The constructor and load() are the subclasses' (SqliteStore, IndexedDbStore); an app opens one here.
+  const store = new (AdapterStore as unknown as new (a: StorageAdapter, s: KeySeal) => AdapterStore)(adapter, seal);
+  await (store as unknown as { load(): Promise<void> }).load();
+  return store;
 }
