@@ -10,7 +10,8 @@
 //     and a closed store takes no write.
 // The adapter merges last-writer-wins itself, which is what keeps two instances on one database
 // from losing each other's writes: each holds its own index, and the database holds the winner.
-import { MemoryStore, wins, type StoredKeys } from "../../../shared/passnote/records";
+import { compareHlc } from "../../../shared/passnote/hlc";
+import { MemoryStore, type Entry, type StoredKeys } from "../../../shared/passnote/records";
 import type { WireRecord } from "../../../shared/passnote/wire";
 import { fromRow, pending, toRow, type RecordRow, type StorageAdapter } from "./adapter";
 import { decodeKeys, encodeKeys, plainKeySeal, wrappingKeySeal, type KeySeal } from "./keys";
@@ -49,24 +50,40 @@ export class AdapterStore extends MemoryStore {
 
   /** Reads the adapter's records into the index and its keys (no write). */
   protected async load(): Promise<void> {
-    const rows = await this.adapter.loadAll();
+    const rows = await this.adapter.loadAll({ values: !this.adapter.loadSync });
     if (Symbol.iterator in rows) for (const row of rows) this.restore(row);
     else for await (const row of rows) this.restore(row);
     const sealed = await this.adapter.loadMeta(KEYS_META);
     if (sealed) super.saveKeys(decodeKeys(await this.keySeal.open(sealed)));
   }
 
+  /** Into the index: the whole record, or only its head where the adapter reads bodies on demand (loadSync). */
   private restore(row: RecordRow): void {
-    this.mergeWith(row.collection, fromRow(row), row.fp);
+    if (this.adapter.loadSync) this.mergeHead(row.collection, row.key, row.hlc, undefined, row.fp);
+    else this.mergeWith(row.collection, fromRow(row), row.fp);
   }
 
   override merge(collection: string, record: WireRecord): boolean {
-    if (!wins(record, this.get(collection, record.key))) return false;
+    const held = this.headHlc(collection, record.key);
+    if (held !== undefined && compareHlc(record.hlc, held) <= 0) return false;
     this.check();
     const row = toRow(collection, record);
-    if (this.held) this.held.push(row);
-    else this.save(row);
-    return this.mergeWith(collection, record, row.fp);
+    // The body stays in memory unless the adapter can read it back at once: it has loadSync, and
+    // this write is in the database already (not held for the keys, not pending).
+    let inMemory = !this.adapter.loadSync;
+    if (this.held) {
+      this.held.push(row);
+      inMemory = true;
+    } else if (this.save(row)) inMemory = true;
+    return this.mergeHead(collection, record.key, record.hlc, inMemory ? record : undefined, row.fp);
+  }
+
+  /** A record whose body the index does not hold: read from the database (loadSync). */
+  protected override body(collection: string, e: Entry): WireRecord {
+    if (e.record) return e.record;
+    const row = this.adapter.loadSync?.(collection, e.key);
+    if (!row) throw new Error(`the database no longer holds ${collection}/${e.key}: it was changed outside this SDK`);
+    return fromRow(row);
   }
 
   /** Throws when the store takes no more writes (closed, or a write failed). */
@@ -75,8 +92,11 @@ export class AdapterStore extends MemoryStore {
     if (this.closed) throw new Error("the Passnote store was closed (store.close()): open it again to write");
   }
 
-  /** Hands one record to the adapter; a synchronous refusal throws here, a later one is kept for flushed(). */
-  private save(row: RecordRow): void {
+  /**
+   * Hands one record to the adapter; a synchronous refusal throws here, a later one is kept for
+   * flushed(). True while the write is pending (not durable when save() returned).
+   */
+  private save(row: RecordRow): boolean {
     let written: Promise<void> | undefined;
     try {
       written = pending(this.adapter.save(row));
@@ -84,7 +104,7 @@ export class AdapterStore extends MemoryStore {
       this.failure ??= e;
       throw e;
     }
-    if (!written) return; // durable already
+    if (!written) return false; // durable already
     this.writes.add(written);
     written.then(
       () => this.writes.delete(written),
@@ -93,6 +113,7 @@ export class AdapterStore extends MemoryStore {
         this.writes.delete(written);
       },
     );
+    return true;
   }
 
   /**

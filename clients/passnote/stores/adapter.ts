@@ -37,14 +37,19 @@ export type Durable = Promise<void> | void;
  * - `loadMeta(name)` / `saveMeta(name, value)`: a named blob (the device's keys, sealed).
  * - `close()`: releases the database. After it, the store sends the adapter nothing more.
  * - `destroy()` (optional): deletes the database itself, once closed.
+ * - `loadSync(collection, key)` (optional, for databases that read synchronously, as SQLite does):
+ *   one record, or undefined. With it the store keeps only its index in memory (keys, HLCs,
+ *   fingerprints) and reads a record's value when it is needed; `loadAll({ values: false })` may
+ *   then leave every row's `value` empty.
  */
 export interface StorageAdapter {
-  loadAll(): Promise<Iterable<RecordRow>> | Iterable<RecordRow> | AsyncIterable<RecordRow>;
+  loadAll(opts?: { values: boolean }): Promise<Iterable<RecordRow>> | Iterable<RecordRow> | AsyncIterable<RecordRow>;
   save(row: RecordRow): Durable;
   loadMeta(name: string): Promise<Uint8Array | undefined> | Uint8Array | undefined;
   saveMeta(name: string, value: Uint8Array): Durable;
   close(): Promise<void> | void;
   destroy?(): Promise<void> | void;
+  loadSync?(collection: string, key: string): RecordRow | undefined;
 }
 
 export function toRow(collection: string, r: WireRecord, fp = recordFingerprint(r.key, r.hlc)): RecordRow {

@@ -20,6 +20,11 @@ export class MemoryAdapter implements StorageAdapter {
     if (!stored || row.hlc > stored.hlc) this.records.set(id, row);
   }
 
+  /** Synchronous, so the store over it keeps only its index and reads values here. */
+  loadSync(collection: string, key: string): RecordRow | undefined {
+    return this.records.get(`${collection}\0${key}`);
+  }
+
   loadMeta(name: string): Uint8Array | undefined {
     return this.meta.get(name);
   }

@@ -68,6 +68,7 @@ export class SqliteAdapter implements StorageAdapter {
   private readonly upsert: Stmt;
   private readonly putMeta: Stmt;
   private readonly getMeta: Stmt;
+  private readonly getRecord: Stmt;
 
   private constructor(
     private readonly db: Db,
@@ -81,6 +82,7 @@ export class SqliteAdapter implements StorageAdapter {
     );
     this.putMeta = db.prepare("INSERT OR REPLACE INTO meta (name, value) VALUES (?, ?)");
     this.getMeta = db.prepare("SELECT value FROM meta WHERE name = ?");
+    this.getRecord = db.prepare("SELECT collection, key, hlc, deleted, crdt_type, value, fp FROM records WHERE collection = ? AND key = ?");
   }
 
   /** Opens (creating if needed) the database file at `path` (":memory:": none). */
@@ -103,8 +105,11 @@ export class SqliteAdapter implements StorageAdapter {
     }
   }
 
-  *loadAll(): Iterable<RecordRow> {
-    const select = this.db.prepare("SELECT collection, key, hlc, deleted, crdt_type, value, fp FROM records");
+  /** Every record; with `values: false` (the store reads values on demand, loadSync) without their values. */
+  *loadAll(opts: { values: boolean } = { values: true }): Iterable<RecordRow> {
+    const select = this.db.prepare(
+      `SELECT collection, key, hlc, deleted, crdt_type, ${opts.values ? "value" : "x'' AS value"}, fp FROM records`,
+    );
     // Rows as arrays where this Node can (22.16+): less to build per row than objects.
     if (typeof (select as { setReturnArrays?: unknown }).setReturnArrays === "function") {
       (select as unknown as { setReturnArrays(on: boolean): void }).setReturnArrays(true);
@@ -119,6 +124,12 @@ export class SqliteAdapter implements StorageAdapter {
   /** Committed before it returns: durable then (nothing to wait for). */
   save(r: RecordRow): void {
     this.write(() => this.upsert.run(r.collection, r.key, r.hlc, r.deleted, r.crdt_type, r.value, r.fp));
+  }
+
+  /** One record, read at once (the store keeps only its index in memory and reads values here). */
+  loadSync(collection: string, key: string): RecordRow | undefined {
+    if (!this.db.isOpen) throw new Error(`the SQLite database ${this.path} was closed (store.close())`);
+    return this.getRecord.get(collection, key) as RecordRow | undefined;
   }
 
   loadMeta(name: string): Uint8Array | undefined {
