@@ -117,11 +117,6 @@ function lowerBound(a: Entry[], wall: number): number {
   return lo;
 }
 
-/** Whether `incoming` wins over `current` under last-writer-wins by HLC. */
-export function wins(incoming: WireRecord, current: WireRecord | undefined): boolean {
-  return current === undefined || compareHlc(incoming.hlc, current.hlc) > 0;
-}
-
 /** The keys a database keeps for its device: identity mode's credentials, or the passphrase key. */
 export type StoredKeys = { identity: DeviceIdentity } | { key: Uint8Array };
 
