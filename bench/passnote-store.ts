@@ -1,8 +1,9 @@
 // Reopening a Passnote database: the SQLite store (node:sqlite) with N records (default 100,000),
 // written through the store one acknowledged merge at a time, closed, and opened again: the time to
-// open (every record read, decoded and indexed in memory) and until the opened store can answer a
-// sync (the fingerprint of the whole collection and recon2's ordering built), and the memory the
-// open store adds (it holds every record in memory today). Not a timed test.
+// open (the index read: every record's key, HLC and fingerprint, not its value, which the store
+// reads from the file when it is needed) and until the opened store can answer a sync (the
+// fingerprint of the whole collection and recon2's ordering built), and the memory the open store
+// adds. Not a timed test.
 //
 //   npx tsx bench/passnote-store.ts [records]     one run, printed
 //   npm run bench                                  part of the full run (not of --smoke)
@@ -16,7 +17,7 @@ export interface StoreReopenResult {
   records: number;
   /** milliseconds to write them, one committed merge each */
   writeMs: number;
-  /** milliseconds for SqliteStore.open on the full database */
+  /** milliseconds for SqliteStore.open on the full database (its index read) */
   openMs: number;
   /** milliseconds from the start of open until a full-range summary and recon2's order are ready */
   readyMs: number;
@@ -88,7 +89,7 @@ export function storeReopenTable(r: StoreReopenResult): string {
     "|---|---|",
     `| records | ${r.records.toLocaleString("en")} |`,
     `| write, one committed merge each | ${r.writeMs} ms |`,
-    `| reopen (read, decode, index) | ${r.openMs} ms |`,
+    `| reopen (read the index: keys, HLCs, fingerprints) | ${r.openMs} ms |`,
     `| reopen until it can answer a sync | ${r.readyMs} ms (CPU ${r.readyCpuMs} ms) |`,
     `| database file | ${r.fileMB} MB |`,
     `| memory the open store adds (heap and external; resident) | ${r.openHeapMB} MB; ${r.openRssMB} MB |`,

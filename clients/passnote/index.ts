@@ -1,14 +1,16 @@
 export { PassnotePeer, WHEN_SYNCED_ASK_MS, WHEN_SYNCED_TIMEOUT_MS, type DeviceInfo, type PassnotePeerOptions } from "./peer";
 export type { PassnotePeerEvents, PeerChange, PeerStatus } from "./peer-events";
 export { ListenerError, StoreFailedError } from "../../shared/passnote/events";
-export { DatabaseStore, type RecordRow } from "./stores/database-store";
+export type { Durable, RecordRow, StorageAdapter } from "./stores/adapter";
+export { AdapterStore, openStore, type AdapterStoreOptions } from "./stores/adapter-store";
+export { MemoryAdapter } from "./stores/memory";
 export { MemoryBus, MemoryTransport } from "./memory-bus";
 export { RelayTransport, RelayTransportError, type RelayTransportOptions } from "./relay-transport";
 export type { Transport, TransportEvents } from "./transport";
 export { WriteRefusedError } from "../../shared/passnote/records";
 export { Double, type Value } from "../../shared/passnote/codec";
 export { MemoryStore, type PassnoteStore, type StoredKeys } from "../../shared/passnote/records";
-export { IndexedDbStore, type IndexedDbStoreOptions } from "./stores/indexeddb";
+export { IndexedDbAdapter, IndexedDbStore, type IndexedDbStoreOptions } from "./stores/indexeddb";
 export { derivePassphraseKey, derivePassphraseKeySync } from "../../shared/passnote/passphrase";
 export {
   foundGroup,

@@ -65,7 +65,9 @@ export class PassnotePeer {
   constructor(opts: PassnotePeerOptions) {
     const { transport, antiEntropyIntervalMs, ...rest } = opts;
     if (typeof rest.store?.merge !== "function" && rest.store !== undefined)
-      throw new TypeError("`store` is a PassnoteStore (SqliteStore.open, IndexedDbStore.open, new MemoryStore()): await its open()");
+      throw new TypeError(
+        "`store` is a PassnoteStore (SqliteStore.open, IndexedDbStore.open, openStore(adapter), new MemoryStore()): await its open()",
+      );
     this.transport = transport;
     const store = rest.store ?? new MemoryStore();
     const keys = keysFor(store, rest.identity, rest.key);

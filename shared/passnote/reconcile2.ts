@@ -137,7 +137,7 @@ export function respondToReconcile2(store: PassnoteStore, msg: Reconcile2): Reco
       case "fingerprint": {
         if (spans[i].match) break;
         if (r.count === 0) {
-          for (let j = lo; j < hi; j++) ship.push(items[j].record); // the peer holds nothing here
+          for (let j = lo; j < hi; j++) ship.push(store.get(msg.collection, items[j].key)!); // the peer holds nothing here
         } else if (spans[i].split) {
           answer = split(items, lo, hi, r.upper, bucketsFor(hi - lo, levels));
         } else {
@@ -152,7 +152,7 @@ export function respondToReconcile2(store: PassnoteStore, msg: Reconcile2): Reco
         for (let j = lo; j < hi; j++) {
           const id = bytesToHex(items[j].fp);
           mine.add(id);
-          if (!theirs.has(id)) ship.push(items[j].record);
+          if (!theirs.has(id)) ship.push(store.get(msg.collection, items[j].key)!);
         }
         const need = r.ids.filter((id) => !mine.has(bytesToHex(id)));
         if (need.length) answer = [{ upper: r.upper, mode: "need", ids: need }];
@@ -160,7 +160,7 @@ export function respondToReconcile2(store: PassnoteStore, msg: Reconcile2): Reco
       }
       case "need": {
         const wanted = new Set(r.ids.map(bytesToHex));
-        for (let j = lo; j < hi; j++) if (wanted.has(bytesToHex(items[j].fp))) ship.push(items[j].record);
+        for (let j = lo; j < hi; j++) if (wanted.has(bytesToHex(items[j].fp))) ship.push(store.get(msg.collection, items[j].key)!);
         break;
       }
     }

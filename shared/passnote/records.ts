@@ -35,9 +35,15 @@ export interface RangeSummary {
   maxWall?: number;
 }
 
-/** A stored record with its HLC wall time and its fingerprint (recon2's item id). */
+/**
+ * A stored record in the index: its key, HLC, wall time and fingerprint (recon2's item id), and the
+ * record itself where the store keeps bodies in memory (a store that reads them from its database
+ * on demand leaves it out: MemoryStore.body).
+ */
 export interface Entry {
-  record: WireRecord;
+  key: string;
+  hlc: string;
+  record?: WireRecord;
   wall: number;
   fp: Uint8Array;
   /** The store's sequence number when this record was stored: local arrival order, not HLC order. */
@@ -53,9 +59,9 @@ class Collection {
   private orderedDirty = false;
   watermark = "";
 
-  put(record: WireRecord, seq: number, fp: Uint8Array): void {
-    this.byKey.set(record.key, { record, wall: hlcWall(record.hlc), fp, seq });
-    if (compareHlc(record.hlc, this.watermark) > 0) this.watermark = record.hlc;
+  put(key: string, hlc: string, record: WireRecord | undefined, seq: number, fp: Uint8Array): void {
+    this.byKey.set(key, { key, hlc, record, wall: hlcWall(hlc), fp, seq });
+    if (compareHlc(hlc, this.watermark) > 0) this.watermark = hlc;
     this.dirty = true;
     this.orderedDirty = true;
   }
@@ -109,11 +115,6 @@ function lowerBound(a: Entry[], wall: number): number {
     else hi = mid;
   }
   return lo;
-}
-
-/** Whether `incoming` wins over `current` under last-writer-wins by HLC. */
-export function wins(incoming: WireRecord, current: WireRecord | undefined): boolean {
-  return current === undefined || compareHlc(incoming.hlc, current.hlc) > 0;
 }
 
 /** The keys a database keeps for its device: identity mode's credentials, or the passphrase key. */
@@ -191,11 +192,27 @@ export class MemoryStore implements PassnoteStore {
   }
 
   get(collection: string, key: string): WireRecord | undefined {
-    return this.collections.get(collection)?.byKey.get(key)?.record;
+    const e = this.collections.get(collection)?.byKey.get(key);
+    return e && this.body(collection, e);
+  }
+
+  /** The HLC of the record the index holds for a key (no body read). */
+  protected headHlc(collection: string, key: string): string | undefined {
+    return this.collections.get(collection)?.byKey.get(key)?.hlc;
+  }
+
+  /**
+   * An entry's record: the one in memory, or read from the database by a store that keeps only
+   * the index (it overrides this). The record's HLC may be newer than the entry's where another
+   * instance wrote to the same database meanwhile (the database keeps the winner).
+   */
+  protected body(collection: string, e: Entry): WireRecord {
+    if (!e.record) throw new Error(`the record ${collection}/${e.key} is not in memory`);
+    return e.record;
   }
 
   all(collection: string): WireRecord[] {
-    return [...(this.collections.get(collection)?.byKey.values() ?? [])].map((e) => e.record);
+    return [...(this.collections.get(collection)?.byKey.values() ?? [])].map((e) => this.body(collection, e));
   }
 
   size(collection: string): number {
@@ -212,10 +229,16 @@ export class MemoryStore implements PassnoteStore {
    * once, keeps it beside the record, and gives it back on reopen).
    */
   protected mergeWith(collection: string, record: WireRecord, fp?: Uint8Array): boolean {
+    return this.mergeHead(collection, record.key, record.hlc, record, fp);
+  }
+
+  /** Puts a record into the index; `record` undefined: its body stays in the database (body()). */
+  protected mergeHead(collection: string, key: string, hlc: string, record: WireRecord | undefined, fp?: Uint8Array): boolean {
     const c = this.col(collection);
-    if (!wins(record, c.byKey.get(record.key)?.record)) return false;
-    c.put(record, ++this.seq, fp?.length === FINGERPRINT_BYTES ? fp : recordFingerprint(record.key, record.hlc));
-    if (compareHlc(record.hlc, this.highest) > 0) this.highest = record.hlc;
+    const held = c.byKey.get(key);
+    if (held && compareHlc(hlc, held.hlc) <= 0) return false;
+    c.put(key, hlc, record, ++this.seq, fp?.length === FINGERPRINT_BYTES ? fp : recordFingerprint(key, hlc));
+    if (compareHlc(hlc, this.highest) > 0) this.highest = hlc;
     return true;
   }
 
@@ -260,12 +283,16 @@ export class MemoryStore implements PassnoteStore {
   }
 
   recordsIn(collection: string, range: Range): WireRecord[] {
-    return (this.collections.get(collection)?.slice(range) ?? []).map((e) => e.record);
+    return (this.collections.get(collection)?.slice(range) ?? []).map((e) => this.body(collection, e));
   }
 
   /** Records newer than a watermark (the fallback sync without recon1). */
   newerThan(collection: string, watermark: string): WireRecord[] {
-    return this.all(collection).filter((r) => compareHlc(r.hlc, watermark) > 0);
+    const out: WireRecord[] = [];
+    for (const e of this.collections.get(collection)?.byKey.values() ?? []) {
+      if (compareHlc(e.hlc, watermark) > 0) out.push(this.body(collection, e));
+    }
+    return out;
   }
 
   /**
@@ -275,7 +302,7 @@ export class MemoryStore implements PassnoteStore {
   changedSince(collection: string, seq: number, watermark: string): WireRecord[] {
     const out: WireRecord[] = [];
     for (const e of this.collections.get(collection)?.byKey.values() ?? []) {
-      if (e.seq > seq || compareHlc(e.record.hlc, watermark) > 0) out.push(e.record);
+      if (e.seq > seq || compareHlc(e.hlc, watermark) > 0) out.push(this.body(collection, e));
     }
     return out;
   }

@@ -125,6 +125,7 @@ describe("the SDK as an installed package", () => {
       "tally-signer",
       "passnote",
       "passnote-devices",
+      "passnote-adapter",
       "minca-connect",
       "mailbox",
       "minca-host",

@@ -89,3 +89,52 @@ export async function peerRestart(
   await p2.store.close();
   return out;
 }
+
+/**
+ * Keys first in IndexedDB (their seal is WebCrypto's, so asynchronous): a device founds its group
+ * and writes records in the same turn; until every write is durable the database is read over and
+ * over, each read one transaction over the records and the keys. The seal is made slow (200 ms,
+ * as on a slow phone), so that a record written before the keys would be seen. What the reads saw.
+ */
+export async function keysFirst(name: string): Promise<{ reads: number; recordsWithoutKeys: number; records: number; keys: boolean }> {
+  const { PassnotePeer } = await import("../../clients/passnote/peer");
+  const { MemoryBus } = await import("../../clients/passnote/memory-bus");
+  const { foundGroup } = await import("../../shared/passnote/roster");
+  const store = await IndexedDbStore.open(name);
+  const subtle = crypto.subtle;
+  const encrypt = subtle.encrypt;
+  subtle.encrypt = async (...args: Parameters<SubtleCrypto["encrypt"]>) => {
+    await new Promise((r) => setTimeout(r, 200));
+    return encrypt.apply(subtle, args);
+  };
+  const raw = await new Promise<IDBDatabase>((resolve, reject) => {
+    const r = indexedDB.open(name);
+    r.onsuccess = () => resolve(r.result);
+    r.onerror = () => reject(r.error);
+  });
+  const read = () =>
+    new Promise<{ records: number; keys: boolean }>((resolve, reject) => {
+      const tx = raw.transaction(["records", "meta"], "readonly");
+      const count = tx.objectStore("records").count();
+      const keys = tx.objectStore("meta").get("keys");
+      tx.oncomplete = () => resolve({ records: count.result, keys: keys.result !== undefined });
+      tx.onerror = () => reject(tx.error);
+    });
+  const peer = new PassnotePeer({ transport: await new MemoryBus().connect(), store, identity: foundGroup(), antiEntropyIntervalMs: 0 });
+  for (let i = 0; i < 3; i++) peer.put("notes", `n${i}`, { i });
+  let done = false;
+  const flushed = peer.flushed().then(() => (done = true));
+  let reads = 0;
+  let recordsWithoutKeys = 0;
+  while (!done) {
+    const r = await read();
+    reads++;
+    if (r.records > 0 && !r.keys) recordsWithoutKeys++;
+  }
+  await flushed;
+  subtle.encrypt = encrypt;
+  const last = await read();
+  raw.close();
+  await peer.close();
+  return { reads, recordsWithoutKeys, records: last.records, keys: last.keys };
+}

@@ -14,8 +14,9 @@
 // and keeps in the database as the key object itself (structured clone), which scripts can use
 // but never read out; or, with `keys: { wrappingKey }`, under a key derived from a passphrase
 // (XChaCha20-Poly1305), so that a copy of the profile alone does not open them.
-import { DatabaseStore, type RecordRow } from "./database-store";
-import { cryptoKeySeal, decodeKeys, wrappingKeySeal, type KeySeal } from "./keys";
+import type { RecordRow, StorageAdapter } from "./adapter";
+import { AdapterStore } from "./adapter-store";
+import { cryptoKeySeal, wrappingKeySeal } from "./keys";
 
 export interface IndexedDbStoreOptions {
   /** Default: a non-extractable AES-GCM key kept in the database. `{ wrappingKey }`: 32 bytes the app derives (derivePassphraseKey). */
@@ -42,24 +43,23 @@ function done(tx: IDBTransaction): Promise<void> {
   });
 }
 
-export class IndexedDbStore extends DatabaseStore {
+/** An IndexedDB database as a storage adapter: a turn's saves share one strict readwrite transaction. */
+export class IndexedDbAdapter implements StorageAdapter {
   private queue: RecordRow[] = [];
-  private last: Promise<void> = Promise.resolve();
-  private failure: unknown;
+  /** The transaction the queued rows will go in: resolves once it is complete. */
+  private turn: Promise<void> | undefined;
+  private settle: { resolve(): void; reject(e: unknown): void } | undefined;
 
   private constructor(
-    private readonly db: IDBDatabase,
-    keySeal: KeySeal,
+    readonly db: IDBDatabase,
     private readonly factory: IDBFactory,
   ) {
-    super(keySeal);
     // Another instance upgrading the schema: close this one rather than block it.
     db.onversionchange = () => db.close();
   }
 
-  /** Opens (creating if needed) the IndexedDB database `name` as a new instance with a fresh inst token. */
-  static async open(name: string, opts: IndexedDbStoreOptions = {}): Promise<IndexedDbStore> {
-    const factory = opts.indexedDB ?? (globalThis as { indexedDB?: IDBFactory }).indexedDB;
+  /** Opens (creating if needed) the IndexedDB database `name`. */
+  static async open(name: string, factory = (globalThis as { indexedDB?: IDBFactory }).indexedDB): Promise<IndexedDbAdapter> {
     if (!factory) throw new Error("IndexedDbStore needs IndexedDB (a browser, or a worker of one)");
     const req = factory.open(name, 1);
     req.onupgradeneeded = () => {
@@ -67,26 +67,16 @@ export class IndexedDbStore extends DatabaseStore {
       if (!db.objectStoreNames.contains(RECORDS)) db.createObjectStore(RECORDS, { keyPath: ["collection", "key"] });
       if (!db.objectStoreNames.contains(META)) db.createObjectStore(META);
     };
-    const db = await request(req);
-    try {
-      const seal =
-        typeof opts.keys === "object" ? wrappingKeySeal(opts.keys.wrappingKey) : cryptoKeySeal(await IndexedDbStore.deviceKey(db));
-      const store = new IndexedDbStore(db, seal, factory);
-      await store.load();
-      return store;
-    } catch (e) {
-      db.close();
-      throw e;
-    }
+    return new IndexedDbAdapter(await request(req), factory);
   }
 
   /** The database's own AES-GCM key: generated non-extractable on first use, kept as a CryptoKey. */
-  private static async deviceKey(db: IDBDatabase): Promise<CryptoKey> {
-    const held = await request(db.transaction(META, "readonly").objectStore(META).get("sealKey"));
+  async deviceKey(): Promise<CryptoKey> {
+    const held = await request(this.db.transaction(META, "readonly").objectStore(META).get("sealKey"));
     if (held) return held as CryptoKey;
     const key = await crypto.subtle.generateKey({ name: "AES-GCM", length: 256 }, false, ["encrypt", "decrypt"]);
     // Two instances opening a new database at once: the first key written is the one kept.
-    const tx = db.transaction(META, "readwrite", { durability: "strict" });
+    const tx = this.db.transaction(META, "readwrite", { durability: "strict" });
     const meta = tx.objectStore(META);
     const raced = await request(meta.get("sealKey"));
     if (!raced) meta.put(key, "sealKey");
@@ -94,73 +84,81 @@ export class IndexedDbStore extends DatabaseStore {
     return (raced as CryptoKey | undefined) ?? key;
   }
 
-  private async load(): Promise<void> {
-    const tx = this.db.transaction([RECORDS, META], "readonly");
-    const [rows, keys] = await Promise.all([request(tx.objectStore(RECORDS).getAll()), request(tx.objectStore(META).get("keys"))]);
-    for (const row of rows as RecordRow[]) this.restore(row);
-    if (keys) this.restoreKeys(decodeKeys(await this.keySeal.open(keys as Uint8Array)));
+  async loadAll(): Promise<RecordRow[]> {
+    return (await request(this.db.transaction(RECORDS, "readonly").objectStore(RECORDS).getAll())) as RecordRow[];
   }
 
-  protected persist(row: RecordRow): void {
-    if (this.failure) throw this.failure; // a failed transaction: refuse further writes, loudly
-    if (this.queue.length === 0) queueMicrotask(() => this.commit());
+  /** Queued for the turn's transaction; resolves once that transaction is complete (on disk). */
+  save(row: RecordRow): Promise<void> {
+    if (!this.turn) {
+      this.turn = new Promise<void>((resolve, reject) => (this.settle = { resolve, reject }));
+      queueMicrotask(() => this.commit());
+    }
     this.queue.push(row);
+    return this.turn;
   }
 
   /** One readwrite transaction for the turn's writes, each merged last-writer-wins against the stored record. */
   private commit(): void {
     const rows = this.queue;
+    const settle = this.settle!;
     this.queue = [];
-    if (!rows.length) return;
-    let tx: IDBTransaction;
+    this.turn = undefined;
+    this.settle = undefined;
     try {
-      tx = this.db.transaction(RECORDS, "readwrite", { durability: "strict" });
+      const tx = this.db.transaction(RECORDS, "readwrite", { durability: "strict" });
+      const os = tx.objectStore(RECORDS);
+      for (const row of rows) {
+        const get = os.get([row.collection, row.key]);
+        get.onsuccess = () => {
+          const stored = get.result as RecordRow | undefined;
+          if (!stored || row.hlc > stored.hlc) os.put(row);
+        };
+      }
+      done(tx).then(settle.resolve, settle.reject);
     } catch (e) {
-      this.failure = e;
-      this.last = Promise.reject(e);
-      this.last.catch(() => undefined);
-      return;
+      settle.reject(e);
     }
-    const os = tx.objectStore(RECORDS);
-    for (const row of rows) {
-      const get = os.get([row.collection, row.key]);
-      get.onsuccess = () => {
-        const stored = get.result as RecordRow | undefined;
-        if (!stored || row.hlc > stored.hlc) os.put(row);
-      };
-    }
-    const finished = done(tx).catch((e) => {
-      this.failure = e;
-      throw e;
-    });
-    this.last = Promise.all([this.last, finished]).then(() => undefined);
-    this.last.catch(() => undefined); // reported through flushed(), not as an unhandled rejection
   }
 
-  protected async persistKeys(sealed: Uint8Array): Promise<void> {
+  async loadMeta(name: string): Promise<Uint8Array | undefined> {
+    return (await request(this.db.transaction(META, "readonly").objectStore(META).get(name))) as Uint8Array | undefined;
+  }
+
+  async saveMeta(name: string, value: Uint8Array): Promise<void> {
     const tx = this.db.transaction(META, "readwrite", { durability: "strict" });
-    tx.objectStore(META).put(sealed, "keys");
+    tx.objectStore(META).put(value, name);
     await done(tx);
   }
 
-  protected recordsFlushed(): Promise<void> {
-    if (this.queue.length) this.commit();
-    return this.last;
-  }
-
-  override async close(): Promise<void> {
-    await this.flushed().catch(() => undefined);
+  close(): void {
     this.db.close();
   }
 
-  /** Closes the store and deletes its IndexedDB database (the records, the keys and the key that seals them). */
+  /** Deletes the IndexedDB database (the records, the keys and the key that seals them), once closed. */
   async destroy(): Promise<void> {
-    await this.close();
-    const factory = this.factory;
+    this.db.close();
     await new Promise<void>((resolve, reject) => {
-      const req = factory.deleteDatabase(this.db.name);
+      const req = this.factory.deleteDatabase(this.db.name);
       req.onsuccess = () => resolve();
       req.onerror = () => reject(req.error);
     });
+  }
+}
+
+/** A Passnote store in IndexedDB: the SDK's layer (AdapterStore) over an IndexedDbAdapter. */
+export class IndexedDbStore extends AdapterStore {
+  /** Opens (creating if needed) the IndexedDB database `name` as a new instance with a fresh inst token. */
+  static async open(name: string, opts: IndexedDbStoreOptions = {}): Promise<IndexedDbStore> {
+    const adapter = await IndexedDbAdapter.open(name, opts.indexedDB ?? (globalThis as { indexedDB?: IDBFactory }).indexedDB);
+    try {
+      const seal = typeof opts.keys === "object" ? wrappingKeySeal(opts.keys.wrappingKey) : cryptoKeySeal(await adapter.deviceKey());
+      const store = new IndexedDbStore(adapter, seal);
+      await store.load();
+      return store;
+    } catch (e) {
+      adapter.close();
+      throw e;
+    }
   }
 }

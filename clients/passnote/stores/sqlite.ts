@@ -10,8 +10,9 @@
 // open one file (SQLite's own locking; a busy database is waited for up to 5 s): each is its own
 // instance with its own inst token, and neither loses the other's writes (the upsert keeps the
 // greater HLC).
-import { DatabaseStore, type RecordRow } from "./database-store";
-import { decodeKeys, plainKeySeal, wrappingKeySeal, type KeySeal } from "./keys";
+import type { RecordRow, StorageAdapter } from "./adapter";
+import { AdapterStore } from "./adapter-store";
+import { plainKeySeal, wrappingKeySeal, type KeySeal } from "./keys";
 
 type Sqlite = typeof import("node:sqlite");
 type Db = import("node:sqlite").DatabaseSync;
@@ -56,75 +57,87 @@ function loadSqlite(): Sqlite {
   }
   if (!mod?.DatabaseSync) {
     throw new Error(
-      `SqliteStore needs node:sqlite, built into Node 22.13 and later (Node 22.5-22.12: run with --experimental-sqlite); this is Node ${get?.version ?? "unknown"}. On older Node, keep a MemoryStore or bring your own PassnoteStore.`,
+      `SqliteStore needs node:sqlite, built into Node 22.13 and later (Node 22.5-22.12: run with --experimental-sqlite); this is Node ${get?.version ?? "unknown"}. On older Node, keep a MemoryStore or bring your own StorageAdapter.`,
     );
   }
   return mod;
 }
 
-export class SqliteStore extends DatabaseStore {
+/** The SQLite database as a storage adapter: one file, every save its own committed transaction. */
+export class SqliteAdapter implements StorageAdapter {
   private readonly upsert: Stmt;
   private readonly putMeta: Stmt;
+  private readonly getMeta: Stmt;
+  private readonly getRecord: Stmt;
 
   private constructor(
     private readonly db: Db,
-    keySeal: KeySeal,
     /** The file (":memory:" for none). */
     readonly path: string,
   ) {
-    super(keySeal);
     this.upsert = db.prepare(
       `INSERT INTO records (collection, key, hlc, deleted, crdt_type, value, fp) VALUES (?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (collection, key) DO UPDATE SET hlc = excluded.hlc, deleted = excluded.deleted, crdt_type = excluded.crdt_type, value = excluded.value, fp = excluded.fp
        WHERE excluded.hlc > records.hlc`,
     );
     this.putMeta = db.prepare("INSERT OR REPLACE INTO meta (name, value) VALUES (?, ?)");
+    this.getMeta = db.prepare("SELECT value FROM meta WHERE name = ?");
+    this.getRecord = db.prepare("SELECT collection, key, hlc, deleted, crdt_type, value, fp FROM records WHERE collection = ? AND key = ?");
   }
 
-  /** Opens (creating if needed) the database at `path` as a new instance with a fresh inst token. */
-  static async open(path: string, opts: SqliteStoreOptions = {}): Promise<SqliteStore> {
+  /** Opens (creating if needed) the database file at `path` (":memory:": none). */
+  static open(path: string, opts: Pick<SqliteStoreOptions, "durability"> = {}): SqliteAdapter {
     const { DatabaseSync } = loadSqlite();
-    const fs = (globalThis as { process: { getBuiltinModule: (n: string) => unknown } }).process.getBuiltinModule(
-      "node:fs",
-    ) as typeof import("node:fs");
-    if (path !== ":memory:") fs.closeSync(fs.openSync(path, "a", 0o600)); // created readable by its owner only
+    if (path !== ":memory:") {
+      const fs = nodeFs();
+      fs.closeSync(fs.openSync(path, "a", 0o600)); // created readable by its owner only
+    }
     const db = new DatabaseSync(path);
     try {
       db.exec(
         `PRAGMA busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}; PRAGMA journal_mode = WAL; PRAGMA synchronous = ${opts.durability === "full" ? "FULL" : "NORMAL"};`,
       );
       db.exec(SCHEMA);
-      const seal = opts.keys === undefined || opts.keys === "plain" ? plainKeySeal : wrappingKeySeal(opts.keys.wrappingKey);
-      const store = new SqliteStore(db, seal, path);
-      await store.load();
-      return store;
+      return new SqliteAdapter(db, path);
     } catch (e) {
       db.close();
       throw e;
     }
   }
 
-  private async load(): Promise<void> {
-    const select = this.db.prepare("SELECT collection, key, hlc, deleted, crdt_type, value, fp FROM records");
+  /** Every record; with `values: false` (the store reads values on demand, loadSync) without their values. */
+  *loadAll(opts: { values: boolean } = { values: true }): Iterable<RecordRow> {
+    const select = this.db.prepare(
+      `SELECT collection, key, hlc, deleted, crdt_type, ${opts.values ? "value" : "x'' AS value"}, fp FROM records`,
+    );
     // Rows as arrays where this Node can (22.16+): less to build per row than objects.
     if (typeof (select as { setReturnArrays?: unknown }).setReturnArrays === "function") {
       (select as unknown as { setReturnArrays(on: boolean): void }).setReturnArrays(true);
       for (const a of select.iterate() as unknown as Iterable<[string, string, string, number, string | null, Uint8Array, Uint8Array]>) {
-        this.restore({ collection: a[0], key: a[1], hlc: a[2], deleted: a[3], crdt_type: a[4], value: a[5], fp: a[6] });
+        yield { collection: a[0], key: a[1], hlc: a[2], deleted: a[3], crdt_type: a[4], value: a[5], fp: a[6] };
       }
     } else {
-      for (const row of select.iterate() as Iterable<RecordRow>) this.restore(row);
+      yield* select.iterate() as Iterable<RecordRow>;
     }
-    const keys = this.db.prepare("SELECT value FROM meta WHERE name = 'keys'").get() as { value: Uint8Array } | undefined;
-    if (keys) this.restoreKeys(decodeKeys(await this.keySeal.open(keys.value)));
   }
 
-  protected persist(r: RecordRow): void {
+  /** Committed before it returns: durable then (nothing to wait for). */
+  save(r: RecordRow): void {
     this.write(() => this.upsert.run(r.collection, r.key, r.hlc, r.deleted, r.crdt_type, r.value, r.fp));
   }
 
-  protected persistKeys(sealed: Uint8Array): void {
-    this.write(() => this.putMeta.run("keys", sealed));
+  /** One record, read at once (the store keeps only its index in memory and reads values here). */
+  loadSync(collection: string, key: string): RecordRow | undefined {
+    if (!this.db.isOpen) throw new Error(`the SQLite database ${this.path} was closed (store.close())`);
+    return this.getRecord.get(collection, key) as RecordRow | undefined;
+  }
+
+  loadMeta(name: string): Uint8Array | undefined {
+    return (this.getMeta.get(name) as { value: Uint8Array } | undefined)?.value;
+  }
+
+  saveMeta(name: string, value: Uint8Array): void {
+    this.write(() => this.putMeta.run(name, value));
   }
 
   /** One write, or an error that says what happened in this store's terms (not SQLite's internals). */
@@ -139,22 +152,47 @@ export class SqliteStore extends DatabaseStore {
     }
   }
 
-  protected recordsFlushed(): Promise<void> {
-    return Promise.resolve(); // every merge committed before it returned
-  }
-
-  override async close(): Promise<void> {
-    await this.flushed().catch(() => undefined);
+  close(): void {
     if (this.db.isOpen) this.db.close();
   }
 
-  /** Closes the store and deletes its file and the file's -wal and -shm companions. */
-  async destroy(): Promise<void> {
-    await this.close();
+  /** Deletes the file and its -wal and -shm companions (once closed). */
+  destroy(): void {
+    this.close();
     if (this.path === ":memory:") return;
-    const fs = (globalThis as { process: { getBuiltinModule: (n: string) => unknown } }).process.getBuiltinModule(
-      "node:fs",
-    ) as typeof import("node:fs");
+    const fs = nodeFs();
     for (const f of [this.path, `${this.path}-wal`, `${this.path}-shm`]) fs.rmSync(f, { force: true });
+  }
+}
+
+function nodeFs(): typeof import("node:fs") {
+  return (globalThis as { process: { getBuiltinModule: (n: string) => unknown } }).process.getBuiltinModule(
+    "node:fs",
+  ) as typeof import("node:fs");
+}
+
+/** A Passnote store in one SQLite file: the SDK's layer (AdapterStore) over a SqliteAdapter. */
+export class SqliteStore extends AdapterStore {
+  private constructor(
+    adapter: SqliteAdapter,
+    keySeal: KeySeal,
+    /** The file (":memory:" for none). */
+    readonly path: string,
+  ) {
+    super(adapter, keySeal);
+  }
+
+  /** Opens (creating if needed) the database at `path` as a new instance with a fresh inst token. */
+  static async open(path: string, opts: SqliteStoreOptions = {}): Promise<SqliteStore> {
+    const adapter = SqliteAdapter.open(path, opts);
+    try {
+      const seal = opts.keys === undefined || opts.keys === "plain" ? plainKeySeal : wrappingKeySeal(opts.keys.wrappingKey);
+      const store = new SqliteStore(adapter, seal, path);
+      await store.load();
+      return store;
+    } catch (e) {
+      adapter.close();
+      throw e;
+    }
   }
 }

@@ -97,9 +97,7 @@ describe("recon2: the responder's rules", () => {
     expect(modes(ids)).toEqual(["ids"]);
     const out = respondToReconcile2(a, ids);
     expect(out.ship.map((r) => r.key)).toEqual(["only-a"]);
-    expect(out.reply!.ranges).toEqual([
-      { upper: INFINITE_BOUND, mode: "need", ids: [b.ordered(C).find((e) => e.record.key === "only-b")!.fp] },
-    ]);
+    expect(out.reply!.ranges).toEqual([{ upper: INFINITE_BOUND, mode: "need", ids: [b.ordered(C).find((e) => e.key === "only-b")!.fp] }]);
     const last = respondToReconcile2(b, out.reply!);
     expect(last.ship.map((r) => r.key)).toEqual(["only-b"]);
     expect(last.reply).toBeNull();

@@ -62,3 +62,12 @@ describe.skipIf(!chromiumPath)("IndexedDB under Chromium: the peer on reopen", (
     expect(r).toEqual({ value: { text: "kept" }, sameDevice: true, owner: true, newInst: true, clockPassed: true });
   });
 });
+
+describe.skipIf(!chromiumPath)("IndexedDB under Chromium: keys first", () => {
+  it("keys first in IndexedDB: while a device's first writes are not yet durable, no read of the database finds records without the keys (the keys' seal is asynchronous, and slow here)", async () => {
+    const r = await page.evaluate((n) => (window as any).storeHarness.keysFirst(n), `keys-first-${Date.now()}`);
+    expect(r.reads).toBeGreaterThan(0);
+    expect(r.recordsWithoutKeys).toBe(0);
+    expect(r).toMatchObject({ records: 4, keys: true }); // the roster's record and three notes
+  });
+});

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { decodeKeys, encodeKeys, wrappingKeySeal } from "../../../../../clients/passnote/stores/keys";
-import { fromRow, toRow } from "../../../../../clients/passnote/stores/database-store";
+import { fromRow, toRow } from "../../../../../clients/passnote/stores/adapter";
 import { foundGroup } from "../../../../../shared/passnote/roster";
 
 describe("stored keys and rows: decoders of what a database holds", () => {

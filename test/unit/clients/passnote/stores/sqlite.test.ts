@@ -1,15 +1,17 @@
 import { mkdtempSync, readFileSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import { describe, expect, it, vi } from "vitest";
 import { PassnotePeer } from "../../../../../clients/passnote/peer";
 import { MemoryBus } from "../../../../../clients/passnote/memory-bus";
-import { SqliteStore } from "../../../../../clients/passnote/stores/sqlite";
+import { SqliteAdapter, SqliteStore } from "../../../../../clients/passnote/stores/sqlite";
 import { base64urlEncode, bytesToHex, hexToBytes } from "../../../../../shared/encoding";
+import { encodeValue } from "../../../../../shared/passnote/codec";
+import { formatHlc } from "../../../../../shared/passnote/hlc";
 import { foundGroup } from "../../../../../shared/passnote/roster";
-import { storeContract } from "../../../../helpers/passnote-store-contract";
+import { adapterContract } from "../../../../helpers/passnote-adapter-contract";
 import { waitFor } from "../../../../helpers/wait";
-import { instanceOf } from "../../../../helpers/passnote-store-harness";
 
 const dir = mkdtempSync(join(tmpdir(), "passnote-sqlite-"));
 const wrappingKey = new Uint8Array(32).fill(9);
@@ -20,9 +22,10 @@ function fileHolds(name: string, hex: string): boolean {
   return [path(name), `${path(name)}-wal`].some((f) => existsSync(f) && needles.some((n) => readFileSync(f).includes(n)));
 }
 
-storeContract("SQLite (node:sqlite)", () => ({
+adapterContract("SQLite (node:sqlite)", () => ({
   persistent: true,
-  open: async (name) => instanceOf(await SqliteStore.open(path(name), { keys: { wrappingKey } })),
+  open: async (name) => SqliteAdapter.open(path(name)),
+  store: { keys: { wrappingKey } },
   rawContains: async (name, hex) => fileHolds(name, hex),
 }));
 
@@ -123,5 +126,34 @@ describe("inst tokens and peers", () => {
     expect(again.engine.inst).not.toBe(first.engine.inst);
     again.close();
     await store.close();
+  });
+});
+
+describe("SQLite store: the index in memory, not the database", () => {
+  it("not the whole database in memory: opening reads the index (keys, HLCs, fingerprints) and a value is read from the file when it is needed", async () => {
+    const name = path("index-only");
+    const hlc = formatHlc({ wall: 1_700_000_000_000, counter: 0, node: "n1" });
+    const s = await SqliteStore.open(name);
+    s.merge("notes", { key: "a", value: { text: "as written" }, is_deleted: false, hlc });
+    await s.close();
+    const again = await SqliteStore.open(name);
+    // The file's value changes behind the open store (same HLC, so its index is still right): the
+    // store gives the file's, so it held no value of its own.
+    const raw = new DatabaseSync(name);
+    raw.prepare("UPDATE records SET value = ? WHERE key = 'a'").run(encodeValue({ text: "read from the file" }));
+    raw.close();
+    expect(again.get("notes", "a")?.value).toEqual({ text: "read from the file" });
+    expect(again.all("notes").map((r) => r.value)).toEqual([{ text: "read from the file" }]);
+    expect(again.watermark("notes")).toBe(hlc);
+    expect(again.summary("notes").count).toBe(1);
+    // A write goes to the file first and is read back from it.
+    again.merge("notes", {
+      key: "b",
+      value: [1, 2],
+      is_deleted: false,
+      hlc: formatHlc({ wall: 1_700_000_000_001, counter: 0, node: "n1" }),
+    });
+    expect(again.get("notes", "b")?.value).toEqual([1, 2]);
+    await again.close();
   });
 });
