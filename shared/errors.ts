@@ -59,7 +59,7 @@ export const ERROR_CODES = [
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
-interface SocketError {
+export interface SocketError {
   type: "error";
   code: ErrorCode;
   message: string;
