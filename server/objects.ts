@@ -11,10 +11,10 @@
 import { COMMON_LIMITS } from "../shared/limits";
 
 /** The bindings of Env that are Durable Object namespaces. */
-export type ObjectBinding = { [K in keyof Env]-?: Env[K] extends DurableObjectNamespace<infer _> ? K : never }[keyof Env];
+type ObjectBinding = { [K in keyof Env]-?: Env[K] extends DurableObjectNamespace<infer _> ? K : never }[keyof Env];
 type ClassOf<B extends ObjectBinding> = B extends ObjectBinding ? (Env[B] extends DurableObjectNamespace<infer T> ? T : never) : never;
 /** The stub of binding B's objects. */
-export type StubOf<B extends ObjectBinding> = DurableObjectStub<ClassOf<B>>;
+type StubOf<B extends ObjectBinding> = DurableObjectStub<ClassOf<B>>;
 type Method<B extends ObjectBinding> = Extract<keyof StubOf<B>, string>;
 
 /**
@@ -37,7 +37,7 @@ const IDEMPOTENT: { [B in ObjectBinding]: ReadonlyArray<Method<B>> } = {
 };
 
 /** Whether a failed call may be tried again: the runtime says so, and the object is not overloaded. */
-export function retryable(err: unknown): boolean {
+function retryable(err: unknown): boolean {
   if (typeof err !== "object" || err === null) return false;
   const e = err as { retryable?: unknown; overloaded?: unknown };
   return e.retryable === true && e.overloaded !== true;
@@ -49,7 +49,7 @@ export function overloaded(err: unknown): boolean {
 }
 
 /** The wait before try `n + 1` (n ≥ 1): the base doubled each time, with jitter (half to all of it). */
-export function retryWaitMs(n: number, random: () => number = Math.random): number {
+function retryWaitMs(n: number, random: () => number = Math.random): number {
   const full = COMMON_LIMITS.object_retry_wait_ms * 2 ** (n - 1);
   return Math.round(full / 2 + (random() * full) / 2);
 }

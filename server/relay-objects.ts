@@ -8,7 +8,7 @@ import { objectOf } from "./objects";
 
 const RELAY_KEYS_NAME = "relay-keys";
 /** The one stats object's name. */
-export const RELAY_STATS_NAME = "relay";
+const RELAY_STATS_NAME = "relay";
 /** The one ledger's name. */
 export const RELAY_LEDGER_NAME = "relay";
 /** The one policy object's name (bans, allowlist, blocked addresses: the admin API). */

@@ -47,7 +47,7 @@ export interface BaseAttachment {
   authed: boolean;
 }
 
-export interface Route<Self, A extends BaseAttachment, S extends z.ZodType = z.ZodType> {
+interface Route<Self, A extends BaseAttachment, S extends z.ZodType = z.ZodType> {
   schema: S;
   /** Whether the socket must have authenticated first. Default true. */
   authed?: boolean;
@@ -60,7 +60,7 @@ export interface Route<Self, A extends BaseAttachment, S extends z.ZodType = z.Z
 export type Routes<Self, A extends BaseAttachment> = Record<string, Route<Self, A>>;
 
 /** The `type`s of a client-to-relay union M that have a route: the literal ones, but ping (the base answers it). */
-export type RoutedType<M extends { type: string }> = Exclude<LiteralType<M>, "ping">;
+type RoutedType<M extends { type: string }> = Exclude<LiteralType<M>, "ping">;
 /** Each member's `type` when it is one literal (a member whose `type` is any string is routed by none). */
 type LiteralType<M> = M extends { type: infer T } ? (T extends string ? (string extends T ? never : T) : never) : never;
 

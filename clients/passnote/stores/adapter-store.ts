@@ -17,7 +17,7 @@ import { fromRow, pending, toRow, type RecordRow, type StorageAdapter } from "./
 import { decodeKeys, encodeKeys, plainKeySeal, wrappingKeySeal, type KeySeal } from "./keys";
 
 /** The meta name the sealed keys are saved under. */
-export const KEYS_META = "keys";
+const KEYS_META = "keys";
 
 export interface AdapterStoreOptions {
   /**
