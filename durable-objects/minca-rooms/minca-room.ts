@@ -39,6 +39,8 @@ export class MincaRoom extends SocketObject<Env, MincaRoomAttachment> {
       maxFrameBytes: MINCA_ROOM_LIMITS.max_message_bytes,
       beforeAuth: "error",
       protocol: "minca",
+      // the room's sockets are capped (max_sockets): parked ones leave room for its peers
+      maxUnauthenticatedInGrace: MINCA_ROOM_LIMITS.max_sockets - MINCA_ROOM_LIMITS.max_peers,
     });
   }
 
@@ -102,7 +104,7 @@ export class MincaRoom extends SocketObject<Env, MincaRoomAttachment> {
       return refusal("room_full", `at most ${MINCA_ROOM_LIMITS.max_sockets} sockets per room`, CLOSE_CODES.policy);
     }
     return this.accept({
-      openedAt: now,
+      openedAt: this.rateClock(),
       authed: false,
       client: clientOf(request),
       requestId: requestIdOf(request),

@@ -105,6 +105,11 @@ export type TestTallyUser = InstanceType<typeof TestTallyUser>;
 
 export const TestMincaRoom = class MincaRoom extends ProductionMincaRoom {
   private readonly joins = new JoinHold();
+  /** While set, the time the rate limits and the parked sockets' grace read. */
+  frozenAt: number | undefined;
+  protected rateClock(): number {
+    return this.frozenAt ?? super.rateClock();
+  }
   holdJoins(): void {
     this.joins.hold();
   }
