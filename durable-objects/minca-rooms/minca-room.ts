@@ -4,7 +4,7 @@
 // The room lives 15 minutes from its first join, then closes every socket with 4008 and refuses
 // joins for 24 hours; an alarm does both, and once the tombstone lapses the object deletes
 // everything it stored. Decisions about bytes are in shared/minca/room.ts.
-import { REFUSED_HEADER } from "../base/client-header";
+import { refusalSocket } from "../../server/refusal-socket";
 import { SocketObject, clientOf, requestIdOf, type BaseAttachment, type Route } from "../base/socket-object";
 import type * as z from "zod";
 import { MIGRATIONS } from "../../migrations/index";
@@ -235,10 +235,5 @@ export class MincaRoom extends SocketObject<Env, MincaRoomAttachment> {
 
 /** The answer to a socket the room will not take (expired, or too many sockets): an error, then a close. */
 function refusal(code: "room_expired" | "room_full", message: string, closeCode: number): Response {
-  const pair = new WebSocketPair();
-  const [client, server] = [pair[0], pair[1]];
-  server.accept();
-  server.send(JSON.stringify(socketError(code, message)));
-  server.close(closeCode, code === "room_full" ? "room full" : "room expired");
-  return new Response(null, { status: 101, webSocket: client, headers: { [REFUSED_HEADER]: code } });
+  return refusalSocket(code, message, closeCode, code === "room_full" ? "room full" : "room expired");
 }
