@@ -99,6 +99,13 @@ export const STORAGE_LIMITS = {
   database_bytes_mailbox: 69_632,
   /** The same for a hosted account's database: 26 pages. */
   database_bytes_host: 106_496,
+  /**
+   * The same for a carried space's database (MincaSpace): 11 pages, counted by the same rule from
+   * its migrations (8 pages with sqlite3, plus the 3 the runtime and the object's meta add, as for
+   * an account). Charged against the host total, to each account that pays for versions in the
+   * space (several payers each pay it: the safe side).
+   */
+  database_bytes_space: 45_056,
   /** Smallest lease an object asks the ledger for beyond what it needs now. */
   lease_min_bytes: 65_536,
   /** Largest lease an object asks for beyond what it needs now (a lease grows with what the object holds, up to this). */
