@@ -35,9 +35,12 @@ function socket(operationId: string, summary: string, param: Json, schemas: stri
       tags: ["websocket"],
       parameters: [param, { name: "Upgrade", in: "header", required: true, schema: { type: "string", const: "websocket" } }],
       responses: {
-        "101": { description: "switching to the WebSocket protocol" },
+        "101": {
+          description:
+            "switching to the WebSocket protocol (a Tally key the operator's lists refuse gets its socket only for an error frame, banned or not_allowed, and close 1008)",
+        },
         "400": error("bad_request: the path's last segment is not valid"),
-        "403": error("banned or not_allowed: the operator's lists refuse this Tally key; blocked: the client address"),
+        "403": error("blocked: the operator blocked the client address"),
         "426": error("upgrade_required: the request is not a WebSocket upgrade"),
         "503": { ...error("unavailable: a self-hosted relay is shutting down; reconnect shortly"), headers: retryAfter },
       },

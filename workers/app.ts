@@ -14,7 +14,7 @@ import { addressBlock } from "./policy";
 import { OBJECT_PATHS, objectRequestLimit } from "./client-limits";
 import { anyOrigin, escapeHtml, httpError, methodNotAllowed, type RelayHono } from "./http";
 import { MAILBOX_PATH, mailboxRoutes } from "./mailbox";
-import { requestScope } from "./request-log";
+import { HEALTH_ROUTE, requestScope } from "./request-log";
 import { socketRoutes } from "./sockets";
 import { UNAVAILABLE_RETRY_SECONDS, outOfResources } from "./out-of-resources";
 import { statusRoutes } from "./status";
@@ -22,6 +22,9 @@ import { statusRoutes } from "./status";
 export const app = new Hono<RelayHono>();
 
 app.use(requestScope);
+// The health probe first: before the block list (read from an object when its cache is stale),
+// every bucket and every cap, so it answers while the relay refuses work and reaches no object.
+app.get(HEALTH_ROUTE, (c) => c.text("ok"));
 app.use(addressBlock);
 // One bucket per client across every name (workers/client-limits.ts), before any object starts.
 for (const path of OBJECT_PATHS) app.use(path, objectRequestLimit);
@@ -75,11 +78,10 @@ app.get(OPENAPI_PATH, (c) => {
   return c.json(openApi);
 });
 
-app.get("/healthz", (c) => c.text("ok"));
 // The admin API answers POSTs at / and at the Tally endpoint (before their 405s).
 app.route("/", adminRoutes);
 app.all("/", (c) => methodNotAllowed(c, ["GET", "POST"]));
-for (const path of [OPENAPI_PATH, "/healthz", "/favicon.ico"]) app.all(path, (c) => methodNotAllowed(c, ["GET"]));
+for (const path of [OPENAPI_PATH, HEALTH_ROUTE, "/favicon.ico"]) app.all(path, (c) => methodNotAllowed(c, ["GET"]));
 
 app.route("/", socketRoutes);
 app.route(`${MAILBOX_PATH}/:topic`, mailboxRoutes);

@@ -48,15 +48,15 @@ mailboxRoutes.post("/", async (c) => {
   const body = await readBounded(c.req.raw, MAILBOX_LIMITS.max_body_bytes);
   if (body === null) return httpError(c, 413, "too_large", `a mailbox item is at most ${MAILBOX_LIMITS.max_body_bytes} bytes`);
   // The client's share of the mailbox total (storage.client_share), charged for the row stored and,
-  // for a topic's first item, its database (storage.database_bytes_mailbox): reserved for both,
+  // for a topic's first row, its database (storage.database_bytes_mailbox): reserved for both,
   // what was not stored given back.
   const row = rowBytes(body.length);
   const reserved = row + STORAGE_LIMITS.database_bytes_mailbox;
   const over = reserveShare(c, "mailbox", reserved);
   if (over) return over;
   const posted = await mailbox(c).post(body, until.until, c.var.client);
-  settleShare(c, "mailbox", reserved, posted.ok ? row + (posted.value.seq === 1 ? STORAGE_LIMITS.database_bytes_mailbox : 0) : 0);
-  return answer(c, posted, (v) => c.json(v, 201));
+  settleShare(c, "mailbox", reserved, posted.ok ? row + (posted.value.first ? STORAGE_LIMITS.database_bytes_mailbox : 0) : 0);
+  return answer(c, posted, ({ seq, until }) => c.json({ seq, until }, 201));
 });
 
 mailboxRoutes.get("/", async (c) => {
@@ -91,8 +91,11 @@ mailboxRoutes.post("/receivers", async (c) => {
   // Where the relay will send pushes (https, a public name, not itself): the push endpoint rule.
   const rule = checkPushEndpoint(sub.value.endpoint, endpointPolicy(c.env, new URL(c.req.url).host));
   if (!rule.ok) return httpError(c, 400, "invalid_endpoint", rule.reason);
-  // The client's share of the mailbox total, charged for the receiver's row as the topic charges it.
-  const cost = rowBytes(subscriptionBytes(sub.value));
+  // The client's share of the mailbox total, charged for the receiver's row as the topic charges it
+  // and, when it is the topic's first row, the topic's database (storage.database_bytes_mailbox):
+  // reserved for both, what was not stored given back (as an item's POST).
+  const row = rowBytes(subscriptionBytes(sub.value));
+  const cost = row + STORAGE_LIMITS.database_bytes_mailbox;
   const over = reserveShare(c, "mailbox", cost);
   if (over) return over;
   // How many push origins one client may name (not for the shared client: that is everyone).
@@ -108,8 +111,8 @@ mailboxRoutes.post("/receivers", async (c) => {
     return tooMany;
   }
   const added = await mailbox(c).addReceiver(sub.value, c.var.client);
-  settleShare(c, "mailbox", cost, added.ok ? cost : 0);
-  return answer(c, added, (v) => c.json(v, 201));
+  settleShare(c, "mailbox", cost, added.ok ? row + (added.value.first ? STORAGE_LIMITS.database_bytes_mailbox : 0) : 0);
+  return answer(c, added, ({ id }) => c.json({ id }, 201));
 });
 
 mailboxRoutes.delete("/receivers/:id", async (c) => {

@@ -7,6 +7,8 @@ import { objectAt, objectId } from "../server/objects";
 import { CLIENT_HEADER, REFUSED_HEADER, RELAY_HOST_HEADER, UPGRADE_REQUEST_ID_HEADER } from "../server/object-headers";
 import { isDraining, noteLive } from "../server/live";
 import { tallyRefusal } from "../server/policy";
+import { refusalSocket } from "../server/refusal-socket";
+import { CLOSE_CODES } from "../shared/limits";
 import { currentPolicy } from "./policy";
 import { isRoomId as isMincaRoomId } from "../shared/minca/code";
 import { isRoomId } from "../shared/passnote/room";
@@ -32,9 +34,11 @@ function socketRoute(
     if (!isUpgrade(c.req.raw) || c.req.method === "HEAD") return httpError(c, 426, "upgrade_required", "this endpoint speaks WebSocket");
     const { binding, name, headers } = target(key, new URL(c.req.url));
     if (binding === "TALLY_USER") {
-      // The operator's bans and allowlist (the admin API), before the object is woken.
+      // The operator's bans and allowlist (the admin API), before the object is woken: answered on
+      // a socket (error frame, close 1008), as the object refuses a ban it notices at register,
+      // so the client reads `banned` / `not_allowed` and stops retrying (server/refusal-socket.ts).
       const no = tallyRefusal(await currentPolicy(c.env), name);
-      if (no) return httpError(c, 403, no.code, no.message);
+      if (no) return refusalSocket(no.code, no.message, CLOSE_CODES.policy, no.code === "banned" ? "banned" : "not allowed");
     }
     const h = new Headers(c.req.raw.headers);
     for (const [k, v] of Object.entries(headers)) h.set(k, v);

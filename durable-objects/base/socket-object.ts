@@ -94,6 +94,8 @@ export interface SocketObjectOptions {
   beforeAuth: "ignore" | "error";
   /** Seconds a socket may stay unauthenticated. */
   authTimeoutSeconds?: number;
+  /** Unauthenticated sockets kept while none may be crowded out (default common.max_unauthenticated_sockets_per_object_in_grace). */
+  maxUnauthenticatedInGrace?: number;
   /** The protocol this object's counts are reported under (the status page); none: not counted. */
   protocol?: StatsProtocol;
 }
@@ -140,6 +142,7 @@ export abstract class SocketObject<Env, A extends BaseAttachment, O extends { ty
         },
       },
       (options.authTimeoutSeconds ?? COMMON_LIMITS.auth_timeout_seconds) * 1000,
+      options.maxUnauthenticatedInGrace,
     );
     // Woken (after hibernation or eviction) with sockets that have not authenticated: the timer
     // that would close them was lost with the old instance, so arm it again.
@@ -187,7 +190,7 @@ export abstract class SocketObject<Env, A extends BaseAttachment, O extends { ty
           headers: { "retry-after": "5" },
         });
       }
-      const parkedWait = this.parked.admit(att.client);
+      const parkedWait = this.parked.admit(att.client, this.rateClock());
       if (parkedWait !== null)
         return this.tooMany(`too many unauthenticated connections from this client; retry in ${parkedWait} s`, parkedWait);
     }
@@ -410,7 +413,7 @@ export abstract class SocketObject<Env, A extends BaseAttachment, O extends { ty
     if (this.options.beforeAuth === "error") this.sendError(ws, "auth_failed", "authenticate first");
   }
 
-  /** The time the rate limits read (a test subclass holds it still while it feeds a flood). */
+  /** The time the rate limits and the parked sockets' grace read (a test subclass holds it still while it feeds a flood). */
   protected rateClock(): number {
     return Date.now();
   }

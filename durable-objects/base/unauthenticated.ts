@@ -2,9 +2,16 @@
 // closed with 4001 when the auth timeout passes, and how many are kept is bounded three ways:
 //
 // - per object (common.max_unauthenticated_sockets_per_object): one more closes a parked socket
-//   with 1013, the oldest of the client that holds the most of them (among equals, the client that
-//   opened the most sockets to this object lately: a client that keeps reconnecting crowds out its
-//   own kind before a device that connected once);
+//   with 1013, among those past their grace (common.unauthenticated_grace_ms), the oldest of the
+//   client that holds the most of them (among equals, the client that opened the most sockets to
+//   this object lately: a client that keeps reconnecting crowds out its own kind before a device
+//   that connected once). When none is past its grace (or all are being checked), the new one is
+//   accepted anyway up to the object's ceiling (common.max_unauthenticated_sockets_per_object_in_grace,
+//   lower where the object's own socket cap asks it), then refused (HTTP 429) until the oldest
+//   leaves its grace. So every socket accepted has its grace to answer its challenge: a flood in
+//   shared mode, where nothing tells the flood from a device, takes turns with the device instead
+//   of crowding it out before its answer arrives (a device answering after 250 ms was closed every
+//   time by 40 upgrades a second, when the oldest went first);
 // - per client and object (common.max_unauthenticated_sockets_per_client_per_object): one more
 //   closes that client's own oldest with 1013;
 // - per client across the relay (common.max_unauthenticated_sockets_per_client, parked-across.ts):
@@ -12,8 +19,8 @@
 //
 // The per-client bounds need a trusted client address: in shared mode every client is one, and
 // only the per-object bound holds. A socket that has sent its register / join is being checked
-// and is never closed to make room; when every parked socket is being checked, the new one is
-// refused (429) instead, so the number stays bounded.
+// and is never closed to make room; like a socket in its grace it counts toward the ceiling, past
+// which the new one is refused (429) instead, so the number stays bounded.
 //
 // The timeout is an in-memory timer, not an alarm: an alarm is stored, and a socket that never
 // authenticates must leave nothing behind. A pending timer keeps the object from hibernating until
@@ -60,6 +67,8 @@ export class UnauthenticatedSockets {
   constructor(
     private readonly host: ParkedSocketHost,
     private readonly timeoutMs: number,
+    /** Parked sockets kept when none may be closed to make room (common.max_unauthenticated_sockets_per_object_in_grace). */
+    private readonly ceiling: number = COMMON_LIMITS.max_unauthenticated_sockets_per_object_in_grace,
   ) {}
 
   /**
@@ -83,7 +92,8 @@ export class UnauthenticatedSockets {
     let left = parked.length - out.length;
     const cap = COMMON_LIMITS.max_unauthenticated_sockets_per_object;
     if (left >= cap) {
-      const candidates = evictable.filter((p) => !out.includes(p));
+      const graced = (p: ParkedSocket) => now - p.openedAt < COMMON_LIMITS.unauthenticated_grace_ms;
+      const candidates = evictable.filter((p) => !out.includes(p) && !graced(p));
       const held = new Map<string, number>();
       for (const p of parked) held.set(p.client ?? "", (held.get(p.client ?? "") ?? 0) + 1);
       const opened = (c: string | undefined) => this.openedLately(c ?? "", now);
@@ -94,7 +104,11 @@ export class UnauthenticatedSockets {
         out.push(candidates.shift()!);
         left--;
       }
-      if (left >= cap) return 1; // every parked socket is being checked: they are done within a round trip
+      if (left >= this.ceiling) {
+        // none may go: each is in its grace or being checked (done within a round trip)
+        const leaves = candidatesLeaving(parked, out, now);
+        return Math.max(1, Math.ceil((leaves - now) / 1000));
+      }
     }
     for (const { ws } of out) {
       this.closing.add(ws);
@@ -210,4 +224,11 @@ export class UnauthenticatedSockets {
       Math.max(0, at - now),
     );
   }
+}
+
+/** When the first parked socket still kept leaves its grace (a socket being checked is done within a round trip: now). */
+function candidatesLeaving(parked: ParkedSocket[], out: ParkedSocket[], now: number): number {
+  let first = Infinity;
+  for (const p of parked) if (!out.includes(p)) first = Math.min(first, p.openedAt + COMMON_LIMITS.unauthenticated_grace_ms);
+  return Math.max(now, first);
 }

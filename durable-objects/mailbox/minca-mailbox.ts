@@ -83,13 +83,16 @@ export class MincaMailbox extends StoredObject<Env, Limited> {
    * topic then holds is charged against its lease of the relay-wide mailbox total in the same
    * transaction as the write (docs/hostile.md, "Relay-wide totals"): over the lease, nothing is
    * kept, the lease is extended once, and a total with no room answers 507 storage_full.
+   * `first`: the item is the topic's first row, so it made the topic's database (the Worker
+   * charges that to the client's share too); not part of the answer.
    */
-  async post(blob: Uint8Array, until: number, client: string): Promise<ObjectResult<Posted>> {
+  async post(blob: Uint8Array, until: number, client: string): Promise<ObjectResult<Posted & { first: boolean }>> {
     const limited = this.limit("write", client, `too many writes on this mailbox; retry later`);
     if (limited) return limited;
     const now = Date.now();
     const r = await this.lease.store(rowBytes(blob.length), () => {
       this.sweep(now);
+      const first = this.heldBytes() === 0;
       const seq = this.sql
         .exec<{ seq: number }>(
           "INSERT INTO items (at, until, bytes, blob) VALUES (?, ?, ?, ?) RETURNING seq",
@@ -105,14 +108,14 @@ export class MincaMailbox extends StoredObject<Env, Limited> {
       const over = items.n > MAILBOX_LIMITS.max_items || items.total > MAILBOX_LIMITS.max_bytes;
       if (over) this.evictOverBounds();
       this.sql.exec("INSERT INTO deliveries (receiver_id, seq, attempts, next_at) SELECT id, ?, 0, ? FROM receivers", seq, now);
-      return { value: seq, held: this.heldBytes(over ? undefined : items) };
+      return { value: { seq, first }, held: this.heldBytes(over ? undefined : items) };
     });
     if (!r.stored) return fail(507, "storage_full", "the relay's mailboxes hold all they may (storage.mailbox_bytes); nothing was stored");
     this.waiters.wakeAll();
     this.stats.count("messages");
     const next = this.nextAlarm();
     if (next !== null) await this.wakeAt(next);
-    return ok({ seq: r.value, until });
+    return ok({ seq: r.value.seq, until, first: r.value.first });
   }
 
   /** A page of live items after `after`; with `wait`, an empty answer is held until one arrives. */
@@ -146,20 +149,25 @@ export class MincaMailbox extends StoredObject<Env, Limited> {
    * registering twice); with other keys it is refused (409 receiver_exists): only the client that
    * registered it holds its id, and only it may replace it, by deleting it first (docs/mailbox.md).
    */
-  async addReceiver(sub: PushSubscriptionJSON, client: string): Promise<ObjectResult<ReceiverAdded>> {
+  /**
+   * RPC: registers a receiver. `first`: the receiver is the topic's first row, so it made the
+   * topic's database (the Worker charges that to the client's share too); not part of the answer.
+   */
+  async addReceiver(sub: PushSubscriptionJSON, client: string): Promise<ObjectResult<ReceiverAdded & { first: boolean }>> {
     const limited = this.limit("write", client, `too many writes on this mailbox; retry later`);
     if (limited) return limited;
     // The receiver's row is charged like an item (docs/hostile.md, "Relay-wide totals"): checked and
     // written in one step through the lease; a total with no room answers 507 storage_full.
     const size = subscriptionBytes(sub);
-    const r = await this.lease.store<ObjectResult<ReceiverAdded>>(rowBytes(size), () => {
+    const r = await this.lease.store<ObjectResult<ReceiverAdded & { first: boolean }>>(rowBytes(size), () => {
       const known = this.schema.exists
         ? this.sql
             .exec<{ id: string; p256dh: string; auth: string }>("SELECT id, p256dh, auth FROM receivers WHERE endpoint = ?", sub.endpoint)
             .toArray()[0]
         : undefined;
       if (known) {
-        if (sameKey(known.p256dh, sub.keys.p256dh) && sameKey(known.auth, sub.keys.auth)) return { value: ok({ id: known.id }) };
+        if (sameKey(known.p256dh, sub.keys.p256dh) && sameKey(known.auth, sub.keys.auth))
+          return { value: ok({ id: known.id, first: false }) };
         return {
           value: {
             ok: false,
@@ -185,6 +193,7 @@ export class MincaMailbox extends StoredObject<Env, Limited> {
         return { value: fail(409, "too_many_receivers", `a mailbox's receivers are at most ${max} push origins (registrable domains)`) };
       }
       const id = bytesToHex(randomBytes(8));
+      const first = this.heldBytes() === 0;
       this.sql.exec(
         "INSERT INTO receivers (id, endpoint, p256dh, auth, created_at) VALUES (?, ?, ?, ?, ?)",
         id,
@@ -193,7 +202,7 @@ export class MincaMailbox extends StoredObject<Env, Limited> {
         sub.keys.auth,
         Date.now(),
       );
-      return { value: ok({ id }), held: this.heldBytes() };
+      return { value: ok({ id, first }), held: this.heldBytes() };
     });
     if (!r.stored) return fail(507, "storage_full", "the relay's mailboxes hold all they may (storage.mailbox_bytes); nothing was stored");
     return r.value;

@@ -4,7 +4,7 @@
 // host-wide total in one synchronous step, given back when not kept, and handed from account to
 // account when one stops carrying a space others still carry (every stored byte is charged to
 // exactly one carrying account).
-import { MINCA_HOST_LIMITS } from "../../shared/limits";
+import { MINCA_HOST_LIMITS, STORAGE_LIMITS } from "../../shared/limits";
 import { StorageLease } from "../relay/storage-lease";
 import { log } from "../../shared/log";
 import type { AccountStore } from "./account-store";
@@ -37,12 +37,14 @@ export class AccountUsage {
     const overdraft = relief ? MINCA_HOST_LIMITS.relief_overdraft_bytes : 0;
     const quota = MINCA_HOST_LIMITS.max_account_bytes + overdraft;
     if (!this.store.schema.exists) return bytes <= quota ? "ok" : "account_full"; // not carrying: nothing to count
-    const r = await this.lease.store(bytes, () => {
+    // The first versions this account pays for in the space charge the space's database too.
+    const database = () => (versions > 0 && !this.paysIn(space) ? STORAGE_LIMITS.database_bytes_space : 0);
+    const r = await this.lease.store(bytes + database(), () => {
       const used = this.used();
-      if (used + bytes > quota) return { value: "account_full" as const };
+      if (used + bytes + database() > quota) return { value: "account_full" as const };
       if (this.store.meta.get("carry_space") === null) return { value: "ok" as const }; // not carrying (closed meanwhile): nothing to count
       this.charge(space, versions, bytes);
-      return { value: "ok" as const, held: used + bytes };
+      return { value: "ok" as const, held: this.used() };
     });
     if (r.stored) return r.value;
     // Revokes, deletions and carry:closed (docs/hosting.md, "Quotas"): the host's total has no
@@ -122,10 +124,24 @@ export class AccountUsage {
     );
   }
 
-  /** What the account holds as the host-wide total counts it: its carried spaces' bytes and its own rows. */
+  /**
+   * What the account holds as the host-wide total counts it: its carried spaces' bytes, the
+   * database of each space it pays for versions in (storage.database_bytes_space), and its own rows.
+   */
   used(): number {
     if (!this.store.schema.exists) return 0;
-    return this.sql.exec<{ b: number }>("SELECT COALESCE(SUM(bytes), 0) AS b FROM usage").one().b + this.rowsHeld();
+    const spaces = this.sql
+      .exec<{ b: number }>(
+        "SELECT COALESCE(SUM(bytes), 0) + ? * COALESCE(SUM(versions > 0), 0) AS b FROM usage",
+        STORAGE_LIMITS.database_bytes_space,
+      )
+      .one().b;
+    return spaces + this.rowsHeld();
+  }
+
+  /** Whether this account pays for versions in `space` (and so for its database). */
+  private paysIn(space: string): boolean {
+    return this.sql.exec("SELECT 1 FROM usage WHERE space = ? AND versions > 0", space).toArray().length > 0;
   }
 
   /**

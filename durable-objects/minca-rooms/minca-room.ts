@@ -5,6 +5,7 @@
 // joins for 24 hours; an alarm does both, and once the tombstone lapses the object deletes
 // everything it stored. Decisions about bytes are in shared/minca/room.ts.
 import { REFUSED_HEADER } from "../base/client-header";
+import { refusalSocket } from "../../server/refusal-socket";
 import { SocketObject, clientOf, requestIdOf, type BaseAttachment, type RoutesOf } from "../base/socket-object";
 import { MIGRATIONS } from "../../migrations/index";
 import { CLOSE_CODES, MINCA_ROOM_LIMITS } from "../../shared/limits";
@@ -46,6 +47,8 @@ export class MincaRoom extends SocketObject<Env, MincaRoomAttachment, RelayMessa
       maxFrameBytes: MINCA_ROOM_LIMITS.max_message_bytes,
       beforeAuth: "error",
       protocol: "minca",
+      // the room's sockets are capped (max_sockets): parked ones leave room for its peers
+      maxUnauthenticatedInGrace: MINCA_ROOM_LIMITS.max_sockets - MINCA_ROOM_LIMITS.max_peers,
     });
   }
 
@@ -102,7 +105,7 @@ export class MincaRoom extends SocketObject<Env, MincaRoomAttachment, RelayMessa
       return refusal("room_full", `at most ${MINCA_ROOM_LIMITS.max_sockets} sockets per room`, CLOSE_CODES.policy);
     }
     return this.accept({
-      openedAt: now,
+      openedAt: this.rateClock(),
       authed: false,
       client: clientOf(request),
       requestId: requestIdOf(request),
@@ -233,10 +236,5 @@ export class MincaRoom extends SocketObject<Env, MincaRoomAttachment, RelayMessa
 
 /** The answer to a socket the room will not take (expired, or too many sockets): an error, then a close. */
 function refusal(code: "room_expired" | "room_full", message: string, closeCode: number): Response {
-  const pair = new WebSocketPair();
-  const [client, server] = [pair[0], pair[1]];
-  server.accept();
-  server.send(JSON.stringify(socketError(code, message)));
-  server.close(closeCode, code === "room_full" ? "room full" : "room expired");
-  return new Response(null, { status: 101, webSocket: client, headers: { [REFUSED_HEADER]: code } });
+  return refusalSocket(code, message, closeCode, code === "room_full" ? "room full" : "room expired");
 }

@@ -40,7 +40,7 @@ export class PassnoteRoom extends SocketObject<Env, PassnoteAttachment, RoomServ
     const room = this.name;
     if (!room) return new Response("not a Passnote room's object", { status: 400 });
     return this.accept({
-      openedAt: Date.now(),
+      openedAt: this.rateClock(),
       authed: false,
       client: clientOf(request),
       requestId: requestIdOf(request),

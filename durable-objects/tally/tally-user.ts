@@ -128,7 +128,7 @@ export class TallyUser extends SocketObject<Env, TallyAttachment, ServerMessage>
   async fetch(request: Request): Promise<Response> {
     if (!/^[0-9a-f]{64}$/.test(this.name ?? "")) return new Response("not a Tally user's object", { status: 400 });
     return this.accept({
-      openedAt: Date.now(),
+      openedAt: this.rateClock(),
       authed: false,
       client: clientOf(request),
       requestId: requestIdOf(request),

@@ -16,8 +16,22 @@ export const COMMON_LIMITS = {
   rate_burst: 400,
   /** rate_limited errors on one socket (within a minute) before it is closed with 4029. */
   rate_limited_before_close: 20,
-  /** Sockets one object keeps open unauthenticated (not yet registered / joined), below every object's cap of authenticated ones; one more closes the oldest socket of the client holding the most of them with 1013 (try again later). A socket that sent its register / join is never closed for it. */
+  /** Sockets one object keeps open unauthenticated (not yet registered / joined), below every object's cap of authenticated ones; one more closes, among those past their grace (unauthenticated_grace_ms), the oldest socket of the client holding the most of them with 1013 (try again later). A socket that sent its register / join is never closed for it. */
   max_unauthenticated_sockets_per_object: 8,
+  /**
+   * Milliseconds a new unauthenticated socket is never closed to make room (its grace): time for
+   * the challenge's round trip and the device's signature, a slow device's 250 ms answer eight
+   * times over. Only a socket that has not answered within it may be crowded out.
+   */
+  unauthenticated_grace_ms: 2_000,
+  /**
+   * Sockets one object keeps open unauthenticated when none of them may be closed to make room
+   * (each still in its grace or being checked): past max_unauthenticated_sockets_per_object, new
+   * ones are still accepted up to this many; one more is HTTP 429 with Retry-After (when the
+   * oldest leaves its grace). A flood of up to 64 upgrades a second to one object then never
+   * keeps a device out.
+   */
+  max_unauthenticated_sockets_per_object_in_grace: 128,
   /** Sockets one client (address) keeps open unauthenticated on one object; one more closes that client's own oldest with 1013. Not applied in shared mode (no trusted client address). */
   max_unauthenticated_sockets_per_client_per_object: 4,
   /** Sockets one client (address) keeps open unauthenticated across the relay (counted per isolate: the whole relay under `npm start`); one more is HTTP 429 with Retry-After. Not applied in shared mode. */
@@ -89,6 +103,13 @@ export const STORAGE_LIMITS = {
   database_bytes_mailbox: 69_632,
   /** The same for a hosted account's database: 26 pages. */
   database_bytes_host: 106_496,
+  /**
+   * The same for a carried space's database (MincaSpace): 11 pages, counted by the same rule from
+   * its migrations (8 pages with sqlite3, plus the 3 the runtime and the object's meta add, as for
+   * an account). Charged against the host total, to each account that pays for versions in the
+   * space (several payers each pay it: the safe side).
+   */
+  database_bytes_space: 45_056,
   /** Smallest lease an object asks the ledger for beyond what it needs now. */
   lease_min_bytes: 65_536,
   /** Largest lease an object asks for beyond what it needs now (a lease grows with what the object holds, up to this). */

@@ -9,5 +9,6 @@ export {
   TestMincaRoom as MincaRoom,
   TestPassnoteRoom as PassnoteRoom,
   TestRelayLedger as RelayLedger,
+  TestRelayPolicy as RelayPolicy,
   TestTallyUser as TallyUser,
 } from "./test-objects";

@@ -14,6 +14,7 @@ import { makeJoin } from "../../shared/minca/room";
 import type { TestSocket } from "../helpers/socket";
 import { openSocket } from "../helpers/worker-socket";
 import { waitFor } from "../helpers/wait";
+import { steppingClock } from "./held-clock";
 import type { TestMincaRoom, TestPassnoteRoom } from "./test-objects";
 
 interface Held {
@@ -65,11 +66,17 @@ describe("a join that awaits its check", () => {
     it(`${r.name}: a socket whose join is being checked is never crowded out by parked sockets (shared mode); it joins once the check ends`, async () => {
       const { path, stub, join } = r.make();
       await stub.holdJoins();
+      // each socket opens a grace after the one before (the object's held clock): all but the newest may be crowded out
+      const step = steppingClock(stub as unknown as DurableObjectStub);
+      await step();
       const { s, challenge } = await challenged(path);
       s.send(await join(challenge));
       await waitFor(async () => ((await stub.heldJoins()) === 1 ? true : undefined), { what: "the join held" });
       const parked: TestSocket[] = [];
-      for (let i = 0; i < COMMON_LIMITS.max_unauthenticated_sockets_per_object; i++) parked.push((await challenged(path)).s);
+      for (let i = 0; i < COMMON_LIMITS.max_unauthenticated_sockets_per_object; i++) {
+        await step();
+        parked.push((await challenged(path)).s);
+      }
       // one of the parked made room (the oldest of them), never the socket being checked
       await waitFor(() => crowdedOut(parked[0]) || undefined, { what: "the oldest parked crowded out" });
       expect(crowdedOut(s)).toBe(false);

@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { HostConnection, makeSpace, withNote, writeVersion } from "../../clients/minca/host";
 import { linkTopic, passBody, passKey } from "../../shared/minca/carry";
 import { utf8Encode } from "../../shared/encoding";
-import { MINCA_HOST_LIMITS } from "../../shared/limits";
+import { MINCA_HOST_LIMITS, STORAGE_LIMITS } from "../../shared/limits";
 import { RELAY, accountStub, connected, fetchSelf, rows, spaceStub } from "./minca-host-setup";
 
 describe("docs/hosting.md: revocations", () => {
@@ -82,7 +82,11 @@ describe("docs/hosting.md: revocations", () => {
 describe("quotas: an account pays for what it writes", () => {
   const fill = (did: string, bytes: number) =>
     runInDurableObject(accountStub(did), (_i, state) => {
-      state.storage.sql.exec("INSERT INTO usage (space, versions, bytes) VALUES ('filler', 1, ?)", bytes);
+      // a filler space charged `bytes` in all: its versions' bytes and its database (storage.database_bytes_space)
+      state.storage.sql.exec(
+        "INSERT INTO usage (space, versions, bytes) VALUES ('filler', 1, ?)",
+        bytes - STORAGE_LIMITS.database_bytes_space,
+      );
     });
 
   it("an account at its quota is refused only its own share: the other carriers of a shared space write on", async () => {
@@ -111,7 +115,9 @@ describe("quotas: an account pays for what it writes", () => {
       [0, 1, 2, 3, 4, 5].map((i) => writeVersion(acct, s, { collection: "c", key: `k${i}`, body: { pad: "x".repeat(1_000) } })),
     );
     const size = JSON.stringify(vs[0]).length;
-    await fill(acct.root.did, MINCA_HOST_LIMITS.max_account_bytes - ((await host.status()) as any).bytes - Math.floor(2.5 * size));
+    // room for two and a half versions and the space's database, which the first version pays (storage.database_bytes_space)
+    const room = Math.floor(2.5 * size) + STORAGE_LIMITS.database_bytes_space;
+    await fill(acct.root.did, MINCA_HOST_LIMITS.max_account_bytes - ((await host.status()) as any).bytes - room);
     const answers = await Promise.allSettled(vs.map((v) => host.post(s.id, [v])));
     const accepted = answers.filter((a) => a.status === "fulfilled").length;
     expect(accepted).toBe(2);

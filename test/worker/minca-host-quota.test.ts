@@ -4,7 +4,7 @@
 // account reads have per-client buckets across every account.
 import { SELF, env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { HostConnection, newAccount, writeVersion } from "../../clients/minca/host";
+import { HostConnection, makeSpace, newAccount, writeVersion } from "../../clients/minca/host";
 import { resetTotals, roomFor } from "../helpers/ledger-totals";
 import { LINK } from "../../shared/minca/carry";
 import { base64urlEncode, randomBytes } from "../../shared/encoding";
@@ -37,6 +37,22 @@ async function connected(fetch = fetchFrom()) {
 }
 
 describe("no hosting row outside the ledger", () => {
+  it("storage.database_bytes_space: the first version an account pays for in a space charges the space's database to its share of the host total; the next one does not", async () => {
+    const { acct, host } = await connected();
+    const s = makeSpace(acct, "public");
+    await host.pass(s);
+    const bytes = async () => ((await host.status()) as { bytes: number }).bytes;
+    const [v1, v2] = await Promise.all(["k1", "k2"].map((key) => writeVersion(acct, s, { collection: "c", key, body: { pad: "p" } })));
+    const before = await bytes();
+    expect(await host.post(s.id, [v1])).toMatchObject([{ accepted: true }]);
+    const first = (await bytes()) - before;
+    expect(await host.post(s.id, [v2])).toMatchObject([{ accepted: true }]);
+    const second = (await bytes()) - before - first;
+    expect(first - second).toBe(STORAGE_LIMITS.database_bytes_space);
+    // what the account's lease keeps (once the ledger takes its slack back) holds it too
+    expect(await accountStub(acct.root.did).leaseReclaim()).toBe(STORAGE_LIMITS.database_bytes_host + (await bytes()));
+  });
+
   it("storage.host_bytes: with the host's total full, a CarryGrant is refused 507 storage_full and leaves no table on the account or its carry space", async () => {
     await roomFor("host", 0);
     try {
@@ -77,8 +93,13 @@ describe("no hosting row outside the ledger", () => {
       const lease = await stub.leaseHeld();
       const used = (await host.status()).bytes as number;
       await runInDurableObject(stub, (_i, state) => {
-        // (the lease also covers the account's database, storage.database_bytes_host)
-        const room = lease - STORAGE_LIMITS.database_bytes_host - used - versionBytes - 5_000;
+        // (the lease also covers the account's database, storage.database_bytes_host, the filler
+        // space's, and the carry space's when the link is the first version the account pays there:
+        // storage.database_bytes_space)
+        const carryPaid =
+          state.storage.sql.exec("SELECT 1 FROM usage WHERE space = ? AND versions > 0", host.carry!.id).toArray().length > 0;
+        const spaces = STORAGE_LIMITS.database_bytes_space * (carryPaid ? 1 : 2);
+        const room = lease - STORAGE_LIMITS.database_bytes_host - spaces - used - versionBytes - 5_000;
         state.storage.sql.exec("INSERT INTO usage (space, versions, bytes) VALUES ('filler', 1, ?)", room);
       });
       const [answer] = await host.post(host.carry!.id, [link]);

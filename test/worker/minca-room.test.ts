@@ -166,7 +166,7 @@ describe("the code-channel room Durable Object (docs/minca-rooms.md)", () => {
       twins.map((s) => Promise.race([s.next("welcome").then(() => "welcome"), s.closed.then(() => "closed")])),
     );
     expect(outcomes.filter((o) => o === "welcome")).toHaveLength(1);
-    // as many at once as the room keeps unauthenticated (more would crowd the oldest out, see parked-sockets.test.ts)
+    // as many at once as the room keeps unauthenticated (more would be refused 429 within their grace, see parked-grace.test.ts)
     const crowd = await Promise.all(Array.from({ length: COMMON_LIMITS.max_unauthenticated_sockets_per_object }, () => connect(room)));
     const keys = await Promise.all(crowd.map(() => newP256Key()));
     const joins = await Promise.all(crowd.map(async (s, i) => makeJoin(keys[i], room, (await s.next("challenge")).challenge)));

@@ -15,6 +15,7 @@ import { newUser } from "../helpers/tally";
 import { TestSocket } from "../helpers/socket";
 import { openSocket } from "../helpers/worker-socket";
 import { waitFor } from "../helpers/wait";
+import { steppingClock } from "./held-clock";
 
 let n = 0;
 const newAddress = () => `203.0.113.${(n++ % 250) + 1}`;
@@ -22,6 +23,7 @@ const from = (address: string) => ({ "cf-connecting-ip": address });
 const crowdedOut = (s: TestSocket) =>
   s.ofType("error").some((m) => m.code === "rate_limited" && /too many unauthenticated/.test(m.message));
 const roomPath = () => `/passnote/v2/${roomKeys(randomBytes(32)).roomId}`;
+const roomOf = (path: string) => env.PASSNOTE_ROOM.get(env.PASSNOTE_ROOM.idFromName(path.split("/").pop()!));
 
 async function parked(path: string, headers: Record<string, string> = {}): Promise<TestSocket> {
   const s = await openSocket(path, headers);
@@ -91,13 +93,22 @@ describe("parked sockets per client (trusted client addresses)", () => {
 
   it(`an object full of parked sockets (${COMMON_LIMITS.max_unauthenticated_sockets_per_object}) makes room by closing a socket of the client holding the most, not the oldest socket of a client holding one`, async () => {
     const path = roomPath();
+    // every socket here is past its grace (common.unauthenticated_grace_ms) when the last arrives
+    const step = steppingClock(roomOf(path));
+    await step();
     const first = await parked(path, from(newAddress())); // the oldest of all
     const heavy: TestSocket[] = [];
     const heavyAddress = newAddress();
-    for (let i = 0; i < perObject; i++) heavy.push(await parked(path, from(heavyAddress)));
+    for (let i = 0; i < perObject; i++) {
+      await step(1);
+      heavy.push(await parked(path, from(heavyAddress)));
+    }
     const singles: TestSocket[] = [];
-    while (1 + heavy.length + singles.length < COMMON_LIMITS.max_unauthenticated_sockets_per_object)
+    while (1 + heavy.length + singles.length < COMMON_LIMITS.max_unauthenticated_sockets_per_object) {
+      await step(1);
       singles.push(await parked(path, from(newAddress())));
+    }
+    await step();
     const arriving = await parked(path, from(newAddress()));
     await waitFor(() => crowdedOut(heavy[0]) || undefined, { what: "the heavy client's oldest crowded out" });
     expect(crowdedOut(first)).toBe(false);

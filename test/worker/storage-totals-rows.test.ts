@@ -15,6 +15,8 @@ import type { TallyUser } from "../../durable-objects/tally/tally-user";
 import { deliver } from "../helpers/tally-user";
 import { CONTACT_ROW_BYTES } from "../../durable-objects/tally/tally-contacts";
 import { heldWithDatabase } from "../../durable-objects/relay/storage-lease";
+import { app } from "../../workers/app";
+import { subscriptionBytes } from "../../shared/webpush/subscription";
 
 const RELAY = "http://relay.test";
 const MAILBOX = `${RELAY}/minca/v1/mailbox`;
@@ -171,5 +173,31 @@ describe("every stored row is charged", () => {
     for (const body of ["a", "bb", "ccc"]) expect((await SELF.fetch(`${MAILBOX}/${topic}`, { method: "POST", body })).status).toBe(201);
     expect(seen).toHaveLength(3);
     for (const [charged, held] of seen) expect(charged).toBe(heldWithDatabase("mailbox", held));
+  });
+});
+
+describe("storage.database_bytes in the client's share (storage.client_share)", () => {
+  it("a receiver registered on a fresh topic charges the topic's database to the client's share; an item after it on that topic does not charge it again", async () => {
+    await resetTotals();
+    const db = STORAGE_LIMITS.database_bytes_mailbox;
+    const sub = subscription();
+    const receiverRow = rowBytes(subscriptionBytes(sub));
+    // a mailbox total whose client share holds two databases, the receiver's row and one item's, and 200 bytes more
+    const share = 2 * db + receiverRow + rowBytes(1) + 200;
+    const settings = { STORAGE_MAILBOX_BYTES: String(Math.ceil(share / STORAGE_LIMITS.client_share)) };
+    const address = `198.51.100.${100 + (Date.now() % 100)}`;
+    const send = (path: string, body: string) =>
+      app.fetch(new Request(`${MAILBOX}/${path}`, { method: "POST", body, headers: { "cf-connecting-ip": address } }), {
+        ...env,
+        ...settings,
+      });
+    const a = newTopic();
+    expect((await send(`${a}/receivers`, JSON.stringify(sub))).status).toBe(201); // the row and the topic's database
+    expect((await send(a, "x")).status).toBe(201); // the row only: the database is there
+    expect((await send(a, "")).status).toBe(201); // the row only, again
+    // a receiver on a fresh topic: its row and a database more than the share has left
+    const refused = await send(`${newTopic()}/receivers`, JSON.stringify(subscription()));
+    expect(refused.status).toBe(429);
+    expect(((await refused.json()) as any).error.code).toBe("rate_limited");
   });
 });

@@ -4,6 +4,8 @@
 import { MincaMailbox } from "../../durable-objects/mailbox/minca-mailbox";
 import { MincaAccount } from "../../durable-objects/minca-host/minca-account";
 import { RelayLedger } from "../../durable-objects/relay/relay-ledger";
+import { RelayPolicy } from "../../durable-objects/relay/relay-policy";
+import type { PolicySnapshot } from "../../server/policy";
 import { PassnoteRoom as ProductionPassnoteRoom } from "../../durable-objects/passnote/passnote-room";
 import { MincaRoom as ProductionMincaRoom } from "../../durable-objects/minca-rooms/minca-room";
 import { TallyUser as ProductionTallyUser } from "../../durable-objects/tally/tally-user";
@@ -43,6 +45,26 @@ export class TestRelayLedger extends RelayLedger {
   /** Sets each kind's total in force (instead of the settings). */
   useTotals(totals: StorageTotals): void {
     this.totals = totals;
+  }
+}
+
+export class TestRelayPolicy extends RelayPolicy {
+  private held: Array<() => void> | null = null;
+  /** RPC: snapshot() waits until releaseSnapshots() (the lists' object busy, or out of reach). */
+  holdSnapshots(): void {
+    this.held ??= [];
+  }
+  /** RPC: lets the held snapshots go on; returns how many there were. */
+  releaseSnapshots(): number {
+    const h = this.held ?? [];
+    this.held = null;
+    for (const r of h) r();
+    return h.length;
+  }
+  async snapshot(): Promise<PolicySnapshot> {
+    const held = this.held;
+    if (held) await new Promise<void>((r) => held.push(r));
+    return super.snapshot();
   }
 }
 
@@ -113,6 +135,11 @@ export type TestTallyUser = InstanceType<typeof TestTallyUser>;
 
 export const TestMincaRoom = class MincaRoom extends ProductionMincaRoom {
   private readonly joins = new JoinHold();
+  /** While set, the time the rate limits and the parked sockets' grace read. */
+  frozenAt: number | undefined;
+  protected rateClock(): number {
+    return this.frozenAt ?? super.rateClock();
+  }
   holdJoins(): void {
     this.joins.hold();
   }
