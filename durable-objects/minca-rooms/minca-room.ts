@@ -4,7 +4,6 @@
 // The room lives 15 minutes from its first join, then closes every socket with 4008 and refuses
 // joins for 24 hours; an alarm does both, and once the tombstone lapses the object deletes
 // everything it stored. Decisions about bytes are in shared/minca/room.ts.
-import { REFUSED_HEADER } from "../base/client-header";
 import { refusalSocket } from "../../server/refusal-socket";
 import { SocketObject, clientOf, requestIdOf, type BaseAttachment, type RoutesOf } from "../base/socket-object";
 import { MIGRATIONS } from "../../migrations/index";

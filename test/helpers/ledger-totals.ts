@@ -6,7 +6,8 @@ import type { TestRelayLedger as RelayLedger } from "../worker/test-objects";
 import { STORAGE_LIMITS } from "../../shared/limits";
 import type { StorageKind } from "../../shared/storage";
 
-export const ledger = () => relayLedger(env) as unknown as DurableObjectStub<RelayLedger>;
+/** The ledger's own stub (the runtime's, which runInDurableObject needs; server/objects.ts hands out a retrying wrapper). */
+export const ledger = () => env.RELAY_LEDGER.get(relayLedger(env).id) as unknown as DurableObjectStub<RelayLedger>;
 
 /**
  * Sets one kind's total to what is held now plus `room` bytes (the slack leased beyond that is

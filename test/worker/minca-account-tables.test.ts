@@ -14,6 +14,7 @@ import { wakeRowBytes } from "../../durable-objects/minca-host/account-wakes";
 import { receiverRowBytes } from "../../durable-objects/minca-host/account-receivers";
 import { TOMBSTONE_KEYS } from "../../durable-objects/minca-host/account-meta";
 import { MIGRATIONS } from "../../migrations/index";
+import { STORAGE_LIMITS } from "../../shared/limits";
 import { rowBytes } from "../../shared/storage";
 import { resetTotals } from "../helpers/ledger-totals";
 
@@ -42,7 +43,9 @@ function inAccount(f: (t: Tables) => Promise<void> | void): Promise<void> {
       b += topics.size * topicRowBytes(did);
       for (const r of sql.exec<{ did: string }>("SELECT did FROM revoked")) b += revokeRowBytes(r.did);
       for (const _ of sql.exec("SELECT space FROM passes")) b += passRowBytes();
-      for (const u of sql.exec<{ bytes: number }>("SELECT bytes FROM usage")) b += u.bytes;
+      // A space's usage row, and the space's database while the account pays for versions in it.
+      for (const u of sql.exec<{ bytes: number; versions: number }>("SELECT bytes, versions FROM usage"))
+        b += u.bytes + (u.versions > 0 ? STORAGE_LIMITS.database_bytes_space : 0);
       for (const _ of sql.exec("SELECT key FROM wakes")) b += wakeRowBytes();
       for (const _ of sql.exec("SELECT key FROM receivers")) b += receiverRowBytes();
       for (const key of TOMBSTONE_KEYS) {

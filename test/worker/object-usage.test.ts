@@ -72,7 +72,7 @@ describe("object usage", () => {
     await exchangeEnvelopes(a, alice, b, bob); // contacts kept: a lease held at the ledger
     const users = [alice, bob, carol].map(stubOf);
     const relayWide = [
-      relayStats(env) as unknown as DurableObjectStub,
+      env.RELAY_STATS.get(relayStats(env).id) as unknown as DurableObjectStub,
       env.RELAY_LEDGER.get(env.RELAY_LEDGER.idFromName(RELAY_LEDGER_NAME)) as unknown as DurableObjectStub,
     ];
     for (const stub of users) await taken(stub);

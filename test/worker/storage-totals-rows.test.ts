@@ -22,7 +22,7 @@ const RELAY = "http://relay.test";
 const MAILBOX = `${RELAY}/minca/v1/mailbox`;
 let n = 0;
 const newTopic = () => `storage-rows-topic-${Date.now()}-${++n}`;
-const ledger = () => relayLedger(env) as unknown as DurableObjectStub<RelayLedger>;
+const ledger = () => env.RELAY_LEDGER.get(relayLedger(env).id) as unknown as DurableObjectStub<RelayLedger>;
 const tallyStub = (u: User) => env.TALLY_USER.get(env.TALLY_USER.idFromName(u.hex)) as DurableObjectStub<TallyUser>;
 const subscription = () => ({
   endpoint: `https://push.example/sub/${Math.random().toString(36).slice(2)}`,

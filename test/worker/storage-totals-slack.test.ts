@@ -17,7 +17,7 @@ const MAILBOX = `${RELAY}/minca/v1/mailbox`;
 const MiB = 1024 * 1024;
 let n = 0;
 const newTopic = () => `storage-slack-topic-${Date.now()}-${++n}`;
-const ledger = () => relayLedger(env) as unknown as DurableObjectStub<RelayLedger>;
+const ledger = () => env.RELAY_LEDGER.get(relayLedger(env).id) as unknown as DurableObjectStub<RelayLedger>;
 const tallyStub = (u: User) => env.TALLY_USER.get(env.TALLY_USER.idFromName(u.hex)) as DurableObjectStub<TallyUser>;
 const post = async (topic: string, body: string) => (await SELF.fetch(`${MAILBOX}/${topic}`, { method: "POST", body })).status;
 
