@@ -76,7 +76,6 @@ const KNOWN_UNUSED = [
   "workers/http.ts: ObjectResult",
   "workers/http.ts: Parsed",
   "workers/operator.ts: Credential",
-  "workers/request-log.ts: HEALTH_ROUTE",
   "workers/request-log.ts: REQUEST_ID_HEADER",
   "workers/request-log.ts: requestIdOf",
   "workers/request-log.ts: routeOf",
