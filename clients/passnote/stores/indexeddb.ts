@@ -51,7 +51,7 @@ export class IndexedDbAdapter implements StorageAdapter {
   private settle: { resolve(): void; reject(e: unknown): void } | undefined;
 
   private constructor(
-    readonly db: IDBDatabase,
+    private readonly db: IDBDatabase,
     private readonly factory: IDBFactory,
   ) {
     // Another instance upgrading the schema: close this one rather than block it.
