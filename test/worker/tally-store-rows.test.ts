@@ -129,11 +129,19 @@ describe("rows written per stored Tally envelope", () => {
       const crashing = { name: m3.name, sql: m3.sql.replace("DROP TABLE queue;", "DROP TABLE queue;\nSELECT abs(-9223372036854775808);") };
       expect(crashing.sql).not.toBe(m3.sql);
       expect(() => applyMigrations(state.storage, [m1, m2, crashing])).toThrow();
-      const applied = sql.exec<{ name: string }>("SELECT name FROM _migrations").toArray().map((r) => r.name);
+      const applied = sql
+        .exec<{ name: string }>("SELECT name FROM _migrations")
+        .toArray()
+        .map((r) => r.name);
       expect(applied).not.toContain(m3.name);
       expect(sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM queue WHERE queued_at > 0").one().n).toBe(3); // the earlier table, whole
       applyMigrations(state.storage, MIGRATIONS.TallyUser);
-      expect(sql.exec<{ id: string }>("SELECT id FROM queue ORDER BY seq").toArray().map((r) => r.id)).toEqual(["c0", "c1", "c2"]);
+      expect(
+        sql
+          .exec<{ id: string }>("SELECT id FROM queue ORDER BY seq")
+          .toArray()
+          .map((r) => r.id),
+      ).toEqual(["c0", "c1", "c2"]);
     });
   });
 
