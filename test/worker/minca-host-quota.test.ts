@@ -156,15 +156,17 @@ describe("per-client buckets on the account endpoints", () => {
   it(`account status GETs: past account_reads_burst (${MINCA_HOST_LIMITS.account_reads_burst}) from one client, 429 rate_limited with Retry-After, across every account`, async () => {
     const from = fetchFrom();
     const did = (await newAccount()).root.did;
+    const other = (await newAccount()).root.did; // made first: making it takes time the bucket refills in
     const n = MINCA_HOST_LIMITS.account_reads_burst + 16;
     const answers = await Promise.all(Array.from({ length: n }, () => from(`${RELAY}/minca/v1/host/accounts/${encodeURIComponent(did)}`)));
     expect(answers.filter((r) => r.status === 401).length).toBeGreaterThanOrEqual(MINCA_HOST_LIMITS.account_reads_burst);
     const last = answers.find((r) => r.status === 429)!;
     expect(last).toBeDefined();
     expect(Number(last.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
-    // the bucket is the client's, not the account's: another did is refused too
-    const other = (await newAccount()).root.did;
-    expect((await from(`${RELAY}/minca/v1/host/accounts/${encodeURIComponent(other)}`)).status).toBe(429);
+    // the bucket is the client's, not the account's: another did is refused too (a few at once:
+    // the bucket refills at its rate meanwhile, so one of them may be let through)
+    const others = await Promise.all(Array.from({ length: 8 }, () => from(`${RELAY}/minca/v1/host/accounts/${encodeURIComponent(other)}`)));
+    expect(others.filter((r) => r.status === 429).length).toBeGreaterThanOrEqual(4);
     expect((await fetchFrom()(`${RELAY}/minca/v1/host/accounts/${encodeURIComponent(other)}`)).status).toBe(401);
   });
 
