@@ -1,20 +1,12 @@
-// One handler per user across tabs (clients/tally/tabs.ts) in a real browser: two tabs of one
-// Chromium profile with `tabs: "browser"` share the user's store through Web Locks and a
-// BroadcastChannel, against the real relay. The leader alone connects and handles each message;
-// the other tab hears of it, and what it sends goes out through the leader; when the leader's tab
-// closes (the browser frees its lock), the other tab leads and handles what comes next.
-import { join } from "node:path";
-import { build } from "esbuild";
 import type { Page } from "playwright-core";
 import { describe, expect, inject, it } from "vitest";
 import type { TallyClient } from "../../clients/tally/index";
-import { bytesToHex } from "../../shared/encoding";
 import { chromiumPath, launchChromium, NO_CHROMIUM_MESSAGE } from "../helpers/chromium";
-import { device, newUser, wsBase } from "../helpers/tally";
+import { harnessTab, tallyHarness } from "../helpers/tally-browser-pages";
+import { device, newUser } from "../helpers/tally";
 import { waitFor } from "../helpers/wait";
 
 const relay = inject("relayUrl");
-const root = new URL("../../", import.meta.url).pathname;
 if (!chromiumPath) console.warn(`browser tabs: ${NO_CHROMIUM_MESSAGE}`);
 
 type TabState = { leader: boolean; connected: boolean; handled: string[]; elsewhere: string[] };
@@ -26,34 +18,12 @@ const state = (t: Page): Promise<TabState> =>
 
 describe.skipIf(!chromiumPath)("tabs in Chromium", () => {
   it("one handler per user across tabs, with real Web Locks: the leader handles each message once, the other tab is told and sends through it, and leads once the leader's tab closes", async () => {
-    const harness = (
-      await build({
-        entryPoints: [join(root, "test/helpers/tally-browser.ts")],
-        bundle: true,
-        format: "iife",
-        globalName: "tallyHarness",
-        platform: "browser",
-        write: false,
-        logLevel: "warning",
-      })
-    ).outputFiles[0].text;
+    const harness = await tallyHarness();
     const chrome = await launchChromium();
     const peers: TallyClient[] = [];
     try {
       const user = newUser();
-      const tab = async (): Promise<Page> => {
-        const page = await chrome.context.newPage();
-        page.on("pageerror", (e) => console.log(`tab error: ${e.message}`));
-        await page.goto(`${relay}/healthz`);
-        await page.addScriptTag({ content: harness });
-        await page.evaluate(
-          async ([url, sk]) => {
-            (window as any).d = await (window as any).tallyHarness.tabDevice(url, sk);
-          },
-          [wsBase(relay), bytesToHex(user.secretKey)] as const,
-        );
-        return page;
-      };
+      const tab = (): Promise<Page> => harnessTab(chrome, relay, harness, "tabDevice", user.secretKey);
       const t1 = await tab();
       await waitFor(async () => (await state(t1)).connected, { what: "the first tab leads and registers" });
       const t2 = await tab();

@@ -5,19 +5,18 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { build } from "esbuild";
 import type { Page } from "playwright-core";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { FileKeyValue } from "../../clients/node/file-key-value";
 import { KeyValueTallyStore, type TallyClient } from "../../clients/tally/index";
 import { bytesToHex } from "../../shared/encoding";
 import { chromiumPath, launchChromium, NO_CHROMIUM_MESSAGE } from "../helpers/chromium";
+import { harnessTab, tallyHarness } from "../helpers/tally-browser-pages";
 import { device, newUser, wsBase } from "../helpers/tally";
 import { waitFor } from "../helpers/wait";
 import { sdkBundleIn } from "../helpers/sdk-bundle";
 
 const relay = inject("relayUrl");
-const root = new URL("../../", import.meta.url).pathname;
 if (!chromiumPath) console.warn(`tally devices: ${NO_CHROMIUM_MESSAGE}`);
 const open: TallyClient[] = [];
 afterAll(() => {
@@ -103,33 +102,11 @@ const t = setInterval(async () => {
   it.skipIf(!chromiumPath)(
     "1 two tabs are two devices: two clients with the default store in one Chromium profile each receive and record every message",
     async () => {
-      const harness = (
-        await build({
-          entryPoints: [join(root, "test/helpers/tally-browser.ts")],
-          bundle: true,
-          format: "iife",
-          globalName: "tallyHarness",
-          platform: "browser",
-          write: false,
-          logLevel: "warning",
-        })
-      ).outputFiles[0].text;
+      const harness = await tallyHarness();
       const chrome = await launchChromium();
       try {
         const user = newUser();
-        const tab = async (): Promise<Page> => {
-          const page = await chrome.context.newPage();
-          page.on("pageerror", (e) => console.log(`tab error: ${e.message}`));
-          await page.goto(`${relay}/healthz`);
-          await page.addScriptTag({ content: harness });
-          await page.evaluate(
-            async ([url, sk]) => {
-              (window as any).d = await (window as any).tallyHarness.defaultStoreDevice(url, sk);
-            },
-            [wsBase(relay), bytesToHex(user.secretKey)] as const,
-          );
-          return page;
-        };
+        const tab = (): Promise<Page> => harnessTab(chrome, relay, harness, "defaultStoreDevice", user.secretKey);
         const t1 = await tab();
         const t2 = await tab();
         const ids = await sendNotes(user.npub);

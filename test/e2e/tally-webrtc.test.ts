@@ -3,9 +3,9 @@
 // sync with a sync_hello on it (13.6), and a channel that drops is re-paired (13.1).
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { Page } from "playwright-core";
-import { build } from "esbuild";
 import { bytesToHex } from "../../shared/encoding";
 import { chromiumPath, launchChromium, NO_CHROMIUM_MESSAGE, type Chromium } from "../helpers/chromium";
+import { tallyHarness } from "../helpers/tally-browser-pages";
 import { device, exchange, newUser, wsBase, type User } from "../helpers/tally";
 import type { TallyClient } from "../../clients/tally/index";
 
@@ -18,16 +18,7 @@ const nodeClients: TallyClient[] = [];
 
 beforeAll(async () => {
   if (!chromiumPath) return;
-  const out = await build({
-    entryPoints: [new URL("../helpers/tally-browser.ts", import.meta.url).pathname],
-    bundle: true,
-    format: "iife",
-    globalName: "tallyHarness",
-    platform: "browser",
-    write: false,
-    logLevel: "warning",
-  });
-  harness = out.outputFiles[0].text;
+  harness = await tallyHarness();
   chrome = await launchChromium();
 });
 
