@@ -23,7 +23,7 @@ import { clientAddressWarnings } from "./client-address-warnings.ts";
 import { type DataLock, acquireDataLock, describeHolder } from "./data-lock.ts";
 import { HELP, type Settings, listenAddress, settings } from "./launcher-settings.ts";
 import { say } from "./launcher-log.ts";
-import { devicesAllowed, runtimeOpenFiles } from "./open-files.ts";
+import { type OpenFilesWatch, devicesAllowed, filesMargin, runtimeOpenFiles, watchOpenFiles } from "./open-files.ts";
 import { EXIT_BAD_SETTING, StartError, badSettingMessage, checkPortFree, checkRuntimeDirFree, getHealthz } from "./preflight.ts";
 import { type SweepOptions, sweepEmptyDatabases } from "./sweep.ts";
 import { RestartBudget, startRuntime } from "./runtime-process.ts";
@@ -35,9 +35,10 @@ export async function readWranglerConfig(): Promise<WranglerConfig> {
 }
 
 /** One request to the admin socket (a unix socket); resolves with the JSON body, of the shape the caller names. */
-function admin<T>(socketPath: string, method: string, path: string, timeoutMs: number): Promise<T> {
+function admin<T>(socketPath: string, method: string, path: string, timeoutMs: number, body?: unknown): Promise<T> {
   return new Promise((resolvePromise, reject) => {
-    const req = request({ socketPath, method, path, timeout: timeoutMs }, (res) => {
+    const headers = body === undefined ? undefined : { "content-type": "application/json" };
+    const req = request({ socketPath, method, path, timeout: timeoutMs, headers }, (res) => {
       let body = "";
       res.setEncoding("utf8");
       res.on("data", (d) => (body += d));
@@ -51,7 +52,7 @@ function admin<T>(socketPath: string, method: string, path: string, timeoutMs: n
     });
     req.on("timeout", () => req.destroy(new Error(`admin ${path}: timed out`)));
     req.on("error", reject);
-    req.end();
+    req.end(body === undefined ? undefined : JSON.stringify(body));
   });
 }
 
@@ -168,7 +169,7 @@ async function main(): Promise<number> {
   if (files !== null)
     say.info(
       Number.isFinite(files)
-        ? `open files: ${files} (the hard limit): about ${devicesAllowed(files)} idle devices (2 each, 3 more per object live); past it new work is refused (raise it with ulimit -Hn / LimitNOFILE)`
+        ? `open files: ${files} (the hard limit): about ${devicesAllowed(files)} idle devices (2 each, 3 more per object live); new connections are refused (503) from ${files - filesMargin(files)} open files on (raise the limit with ulimit -Hn / LimitNOFILE)`
         : "open files: unlimited",
       { open_files: Number.isFinite(files) ? files : null },
     );
@@ -252,6 +253,7 @@ async function main(): Promise<number> {
   };
 
   const budget = new RestartBudget(s.restartsPerMinute);
+  let watch: OpenFilesWatch | undefined;
   for (let run = 0; ; run++) {
     const r = await ready();
     if (r?.badSetting != null && !stopping) {
@@ -263,6 +265,16 @@ async function main(): Promise<number> {
       await rt.piped;
       return EXIT_BAD_SETTING;
     }
+    // Near the open-file limit, new upgrades are refused (scripts/open-files.ts), so devices
+    // connecting never bring the runtime to the limit; counted from the first time it serves.
+    if (r !== null && watch === undefined && files !== null && Number.isFinite(files) && process.platform === "linux")
+      watch = watchOpenFiles({
+        pid: () => rt.child.pid,
+        limit: files,
+        tell: async (crowded, open) => {
+          await admin<unknown>(adminSocket, "POST", "/crowded", 1_000, { crowded, open_files: open, limit: files });
+        },
+      });
     if (r !== null)
       say.info(`listening on http://${listen} (workerd, pid ${rt.child.pid}); data in ${s.dataDir}`, {
         listen,
@@ -273,6 +285,7 @@ async function main(): Promise<number> {
     const code = await rt.exited;
     await rt.piped;
     if (stopping) {
+      watch?.stop();
       await stopping;
       say.info("stopped");
       return 0;
@@ -291,6 +304,7 @@ async function main(): Promise<number> {
     });
     rt = startRuntime(s.workerd, configPath, s.runtimeDir);
     if (rt.child.pid !== undefined) lock?.setWorkerd(rt.child.pid);
+    watch?.restarted();
   }
 }
 

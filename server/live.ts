@@ -14,6 +14,7 @@
 /** Object id (hex string) to the name of the namespace binding it lives in. */
 const live = new Map<string, string>();
 let draining = false;
+let crowded = false;
 
 interface LiveObjectRef {
   id: string;
@@ -53,4 +54,18 @@ export function setDraining(on: boolean): void {
 
 export function isDraining(): boolean {
   return draining;
+}
+
+/**
+ * Set by the launcher (POST /crowded on the admin socket) while the runtime's open descriptors are
+ * near its open-file limit (scripts/open-files.ts): the Worker then refuses new upgrades (503), so
+ * the runtime never reaches the limit through devices connecting, where an accept() that fails can
+ * end it. The devices held keep working.
+ */
+export function setCrowded(on: boolean): void {
+  crowded = on;
+}
+
+export function isCrowded(): boolean {
+  return crowded;
 }

@@ -4,21 +4,49 @@
 //
 //   POST /drain   refuse new upgrades, close every client socket with 1001, answer
 //                 { "objects": n, "sockets": m } once the closes are sent
-//   GET  /status  { "live_objects": n, "draining": bool }
+//   POST /crowded { "crowded": bool, "open_files": n, "limit": n }: the launcher's word that the
+//                 runtime's descriptors are near (or again clear of) its open-file limit; while
+//                 crowded, new upgrades are refused (503). Answers { "crowded": bool }
+//   GET  /status  { "live_objects": n, "draining": bool, "crowded": bool }
 import { WorkerEntrypoint } from "cloudflare:workers";
-import { isDraining, liveCount, setDraining, takeLive } from "../server/live";
+import * as z from "zod";
+import { isCrowded, isDraining, liveCount, setCrowded, setDraining, takeLive } from "../server/live";
 import { CLOSE_CODES } from "../shared/limits";
 import type { SocketBinding } from "./sockets";
 import { log } from "../shared/log";
+
+const CrowdedBody = z.object({
+  crowded: z.boolean(),
+  open_files: z.number().int().nonnegative(),
+  limit: z.number().int().positive(),
+});
 
 export class RelayAdmin extends WorkerEntrypoint<Env> {
   async fetch(req: Request): Promise<Response> {
     const { pathname } = new URL(req.url);
     if (req.method === "POST" && pathname === "/drain") return Response.json(await this.drain());
     if (req.method === "GET" && pathname === "/status") {
-      return Response.json({ live_objects: liveCount(), draining: isDraining() });
+      return Response.json({ live_objects: liveCount(), draining: isDraining(), crowded: isCrowded() });
     }
-    return Response.json({ error: { code: "not_found", message: "POST /drain or GET /status" } }, { status: 404 });
+    if (req.method === "POST" && pathname === "/crowded") return this.crowded(req);
+    return Response.json({ error: { code: "not_found", message: "POST /drain, POST /crowded or GET /status" } }, { status: 404 });
+  }
+
+  private async crowded(req: Request): Promise<Response> {
+    const body = CrowdedBody.safeParse(await req.json().catch(() => null));
+    if (!body.success)
+      return Response.json(
+        { error: { code: "bad_request", message: 'expected { "crowded": bool, "open_files": n, "limit": n }' } },
+        { status: 400 },
+      );
+    const { crowded, open_files, limit } = body.data;
+    if (crowded !== isCrowded()) {
+      setCrowded(crowded);
+      if (crowded)
+        log.warn("near the open-file limit: new connections are refused (503) until descriptors are freed", { open_files, limit });
+      else log.info("clear of the open-file limit again: new connections are taken", { open_files, limit });
+    }
+    return Response.json({ crowded: isCrowded() });
   }
 
   private async drain(): Promise<{ objects: number; sockets: number }> {

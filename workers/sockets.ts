@@ -5,10 +5,10 @@ import { Hono, type Context } from "hono";
 import { settingsOf } from "../server/settings";
 import { objectAt, objectId } from "../server/objects";
 import { CLIENT_HEADER, REFUSED_HEADER, RELAY_HOST_HEADER, UPGRADE_REQUEST_ID_HEADER } from "../server/object-headers";
-import { isDraining, noteLive } from "../server/live";
+import { isCrowded, isDraining, noteLive } from "../server/live";
 import { tallyRefusal } from "../server/policy";
 import { refusalSocket } from "../server/refusal-socket";
-import { CLOSE_CODES } from "../shared/limits";
+import { CLOSE_CODES, COMMON_LIMITS } from "../shared/limits";
 import { currentPolicy } from "./policy";
 import { isRoomId as isMincaRoomId } from "../shared/minca/code";
 import { isRoomId } from "../shared/passnote/room";
@@ -64,6 +64,11 @@ export async function upgradeTo<E extends { Bindings: Env }>(
   if (tracking && isDraining()) {
     c.header("retry-after", "5");
     return httpError(c, 503, "unavailable", "the relay is shutting down; reconnect shortly");
+  }
+  if (tracking && isCrowded()) {
+    c.header("retry-after", String(COMMON_LIMITS.unavailable_retry_seconds));
+    c.header("connection", "close");
+    return httpError(c, 503, "unavailable", "the relay is at its limit of open connections; reconnect later");
   }
   const res = await objectAt(c.env, binding, id).fetch(req);
   // Only objects that accepted a socket are noted: refused upgrades leave nothing behind.

@@ -254,7 +254,7 @@ describe.skipIf(target !== "workerd")("clean shutdown of workerd serve on SIGTER
         req.on("error", reject);
         req.end();
       });
-    expect(await admin("GET", "/status")).toEqual({ live_objects: 1, draining: false });
+    expect(await admin("GET", "/status")).toEqual({ live_objects: 1, draining: false, crowded: false });
     expect(await admin("POST", "/drain")).toEqual({ objects: 1, sockets: 1 });
     expect(await a.closed).toBe(1001);
     // An upgrade now is answered 503 (node:http, since fetch refuses to send Upgrade).
@@ -281,7 +281,7 @@ describe.skipIf(target !== "workerd")("clean shutdown of workerd serve on SIGTER
     expect(res.status).toBe(503);
     expect(res.retryAfter).toBe("5");
     expect(res.body.error.code).toBe("unavailable");
-    expect(await admin("GET", "/status")).toEqual({ live_objects: 0, draining: true });
+    expect(await admin("GET", "/status")).toEqual({ live_objects: 0, draining: true, crowded: false });
     // The public listener does not serve the admin entrypoint.
     expect((await fetch(`${r.url}/drain`, { method: "POST" })).status).toBe(404);
   });

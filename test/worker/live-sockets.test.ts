@@ -6,7 +6,7 @@ import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { Context } from "hono";
 import { upgradeTo } from "../../workers/sockets";
-import { liveCount, takeLive } from "../../server/live";
+import { liveCount, setCrowded, takeLive } from "../../server/live";
 import { codeRoom, codeSecret, newCode } from "../../shared/minca/code";
 import { newP256Key } from "../../shared/minca/es256";
 import { makeJoin } from "../../shared/minca/room";
@@ -14,6 +14,8 @@ import { TestSocket } from "../helpers/socket";
 
 /** The Worker's routing as a self-hosted relay runs it (RELAY_RUNTIME = "workerd": sockets are tracked). */
 const selfHosted = { env: { ...env, RELAY_RUNTIME: "workerd" }, header: () => {} } as unknown as Context<{ Bindings: Env }>;
+/** The same routing as Cloudflare runs it (nothing tracked; the launcher's word never comes). */
+const onCloudflare = { env, header: () => {} } as unknown as Context<{ Bindings: Env }>;
 
 function upgrade(room: string): Promise<Response> {
   const req = new Request(`http://relay.test/minca/v1/rooms/${room}`, { headers: { Upgrade: "websocket" } });
@@ -48,5 +50,40 @@ describe("the self-hosted live-socket map", () => {
       expect((await r.next("error")).code).toBe("room_expired");
     }
     expect(liveCount()).toBe(0);
+  });
+});
+
+describe("near the open-file limit (the launcher says crowded)", () => {
+  it("near the open-file limit new upgrades are refused 503 unavailable with Retry-After, and taken again once clear", async () => {
+    const headers: Record<string, string> = {};
+    const ctx = {
+      env: { ...env, RELAY_RUNTIME: "workerd" },
+      header: (k: string, v: string) => {
+        headers[k.toLowerCase()] = v;
+      },
+      json: (body: unknown, status: number) => Response.json(body, { status, headers }),
+    } as unknown as Context<{ Bindings: Env }>;
+    const room = codeRoom(codeSecret(newCode()));
+    const req = () => new Request(`http://relay.test/minca/v1/rooms/${room}`, { headers: { Upgrade: "websocket" } });
+    setCrowded(true);
+    try {
+      const refused = await upgradeTo(ctx, "MINCA_ROOM", env.MINCA_ROOM.idFromName(room), req());
+      expect(refused.status).toBe(503);
+      expect(((await refused.json()) as { error: { code: string } }).error.code).toBe("unavailable");
+      expect(headers["retry-after"]).toBe("5");
+      expect(liveCount()).toBe(0);
+      // on Cloudflare there is no launcher and no such limit: the word is never taken
+      const there = await upgradeTo(onCloudflare, "MINCA_ROOM", env.MINCA_ROOM.idFromName(room), req());
+      expect(there.status).toBe(101);
+      there.webSocket!.accept();
+      there.webSocket!.close();
+    } finally {
+      setCrowded(false);
+    }
+    const taken = await upgradeTo(ctx, "MINCA_ROOM", env.MINCA_ROOM.idFromName(room), req());
+    expect(taken.status).toBe(101);
+    taken.webSocket!.accept();
+    taken.webSocket!.close();
+    takeLive();
   });
 });
