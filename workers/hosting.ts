@@ -79,7 +79,7 @@ const banned = (c: C) =>
 hostingRoutes.post("/host/accounts", async (c) => {
   const slow = limited(c, "grant");
   if (slow) return slow;
-  const host = await hostIdentity(c.env);
+  const host = await hostIdentity(c.env, c.var.settings);
   const grant = await readBody(c, {
     max: MINCA_HOST_LIMITS.max_grant_bytes,
     tooLarge: `a CarryGrant is at most ${MINCA_HOST_LIMITS.max_grant_bytes} bytes`,
