@@ -15,10 +15,12 @@ const SETTINGS = [
   ...[...read("worker-configuration.d.ts").matchAll(/^\s+([A-Z][A-Z0-9_]*): string;$/gm)].map((m) => m[1]),
   ...[...read("env.d.ts").matchAll(/^\s+([A-Z][A-Z0-9_]*)\?: string;$/gm)].map((m) => m[1]),
 ];
-const files = ["durable-objects", "server"].flatMap((dir) => sourceFiles(resolve(root, dir), /\.ts$/)).map((path) => ({
-  path: relative(root, path).split("\\").join("/"),
-  text: readFileSync(path, "utf8"),
-}));
+const files = ["durable-objects", "server"]
+  .flatMap((dir) => sourceFiles(resolve(root, dir), /\.ts$/))
+  .map((path) => ({
+    path: relative(root, path).split("\\").join("/"),
+    text: readFileSync(path, "utf8"),
+  }));
 
 describe("settings reach the objects parsed", () => {
   it("the list of settings is read from the type declarations", () => {
