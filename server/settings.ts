@@ -53,10 +53,10 @@ export interface Settings {
   hostName: string;
 }
 
-export type SettingsRead = { ok: true; settings: Settings } | { ok: false; problems: string[] };
+type SettingsRead = { ok: true; settings: Settings } | { ok: false; problems: string[] };
 
 /** What the settings module reads: every setting as the runtime hands it (strings, or absent). */
-export type SettingsEnv = object;
+type SettingsEnv = object;
 
 const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$/;
 const HEX64 = /^[0-9a-f]{64}$/;

@@ -19,10 +19,8 @@ import { reserveShare, settleShare } from "./client-limits";
 import { currentPolicy } from "./policy";
 import { answer, clientLimited, httpError, methodNotAllowed, NO_STORE, readBody, type C, type RelayHono } from "./http";
 
-/** Mounted at MINCA_PATH: the host's endpoints (HOST_PATH) and the carried spaces' (SPACES_PATH). */
+/** Mounted at MINCA_PATH: the host's endpoints (`/host/...`) and the carried spaces' (`/spaces/...`). */
 export const MINCA_PATH = "/minca/v1";
-export const HOST_PATH = `${MINCA_PATH}/host`;
-export const SPACES_PATH = `${MINCA_PATH}/spaces`;
 
 const account = (c: C, did: string) => objectOf(c.env, "MINCA_ACCOUNT", did);
 const space = (c: C, id: string) => objectOf(c.env, "MINCA_SPACE", id);

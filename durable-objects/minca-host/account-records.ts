@@ -15,7 +15,7 @@ import type { Settings } from "../base/object-settings";
 export type CarryVerdict = { reason: VersionRefusal; detail: string } | null;
 
 /** What the records reach beyond the account's own tables. */
-export interface AccountPeers {
+interface AccountPeers {
   /** The relay's settings, parsed (base/object-settings.ts): the push-endpoint rule. */
   settings(): Settings;
   space(id: string): SpaceStub;

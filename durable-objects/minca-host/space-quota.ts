@@ -10,10 +10,10 @@ import { fail, type ObjectResult } from "../base/result";
 import { accountOf } from "./peers";
 
 /** Each share of the request's bytes and the account it was charged to. */
-export type Charged = Array<{ account: string; share: Share }>;
+type Charged = Array<{ account: string; share: Share }>;
 
 /** What the quota step knows of the space. */
-export interface ChargedSpace {
+interface ChargedSpace {
   id: string;
   /** The account whose carry space this is, or null. */
   carryOf: string | null;
