@@ -2,7 +2,8 @@
 // and keeps (RelayKeys) when no Worker secret provides them. The Worker and the objects both reach
 // these through here, so the Worker imports nothing from an object's file but its class.
 import { WebPushSender, type FetchLike } from "../shared/webpush/send";
-import { vapidKeysFromPrivate, vapidSubjectFor, type VapidKeys } from "../shared/webpush/vapid";
+import { vapidKeysFromPrivate, type VapidKeys } from "../shared/webpush/vapid";
+import type { Settings } from "./settings";
 import { hostDid } from "../shared/minca/host-identity";
 import { objectOf } from "./objects";
 
@@ -33,32 +34,30 @@ function relayKeys(env: Pick<Env, "RELAY_KEYS">) {
   return objectOf(env, "RELAY_KEYS", RELAY_KEYS_NAME);
 }
 
+/** What the keys are read from: the parsed settings (server/settings.ts), never the environment. */
+type KeySettings = Pick<Settings, "vapidKeys" | "vapidSubject" | "hostDid" | "hostName">;
+
 // Only the settled value is shared between requests (a pending promise must not cross them).
 let kept: VapidKeys | undefined;
 
-/** The relay's VAPID keys: from the VAPID_PRIVATE_KEY secret, else the kept (generated) ones. */
-export async function vapidKeys(env: Env): Promise<VapidKeys> {
-  if (env.VAPID_PRIVATE_KEY) return vapidKeysFromPrivate(env.VAPID_PRIVATE_KEY);
+/** The relay's VAPID keys: from the VAPID_PRIVATE_KEY secret (parsed with the settings), else the kept (generated) ones. */
+export async function vapidKeys(env: Pick<Env, "RELAY_KEYS">, settings: KeySettings): Promise<VapidKeys> {
+  if (settings.vapidKeys) return settings.vapidKeys;
   kept ??= vapidKeysFromPrivate(await relayKeys(env).vapidPrivateKey());
   return kept;
 }
 
-/** VAPID `sub`: VAPID_SUBJECT when it is a contact, else the relay's https PUBLIC_URL origin, else the local default. */
-function vapidSubject(env: Env): string {
-  return vapidSubjectFor(env);
-}
-
 /** A Web Push sender signing with the relay's one VAPID key (every sender must use the same). */
-export async function relayPushSender(env: Env, fetch: FetchLike): Promise<WebPushSender> {
-  return new WebPushSender({ keys: await vapidKeys(env), subject: vapidSubject(env), fetch });
+export async function relayPushSender(env: Pick<Env, "RELAY_KEYS">, settings: KeySettings, fetch: FetchLike): Promise<WebPushSender> {
+  return new WebPushSender({ keys: await vapidKeys(env, settings), subject: settings.vapidSubject, fetch });
 }
 
 let keptHostDid: string | undefined;
 
-/** The Minca host's did and name: its key from the MINCA_HOST_KEY secret, else the kept (generated) one. */
-export async function hostIdentity(env: Env): Promise<{ did: string; name: string }> {
-  const name = env.MINCA_HOST_NAME || env.RELAY_NAME || "edge-relay";
-  if (env.MINCA_HOST_KEY) return { did: hostDid(env.MINCA_HOST_KEY), name };
+/** The Minca host's did and name: its key from the MINCA_HOST_KEY secret (parsed with the settings), else the kept (generated) one. */
+export async function hostIdentity(env: Pick<Env, "RELAY_KEYS">, settings: KeySettings): Promise<{ did: string; name: string }> {
+  const name = settings.hostName;
+  if (settings.hostDid) return { did: settings.hostDid, name };
   keptHostDid ??= hostDid(await relayKeys(env).hostPrivateKey());
   return { did: keptHostDid, name };
 }

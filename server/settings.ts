@@ -12,7 +12,7 @@ import { parsePublicUrl } from "../shared/public-url";
 import { STORAGE_KINDS, STORAGE_SETTINGS, parseBytesSetting, type StorageTotals } from "../shared/storage";
 import { isNpub, npubDecode } from "../shared/tally/keys";
 import { parseEndpointAllow, type AllowedOrigin } from "../shared/webpush/endpoint";
-import { vapidKeysFromPrivate, vapidSubjectSchema } from "../shared/webpush/vapid";
+import { vapidKeysFromPrivate, vapidSubjectFor, vapidSubjectSchema, type VapidKeys } from "../shared/webpush/vapid";
 import { isP256DidKey } from "../shared/minca/did-key";
 import { hostDid } from "../shared/minca/host-identity";
 import { LOG_LEVELS, type LogLevel } from "../shared/log";
@@ -43,12 +43,20 @@ export interface Settings {
   adminToken: string | null;
   /** ADMIN_PUBKEYS: the Nostr keys (64 lowercase hex) that may call the admin API. */
   adminPubkeys: readonly string[];
+  /** VAPID_PRIVATE_KEY, parsed; null when unset (the relay generates one and keeps it: RelayKeys). */
+  vapidKeys: VapidKeys | null;
+  /** VAPID `sub`: VAPID_SUBJECT, else the origin of PUBLIC_URL's first https: URL, else the local default. */
+  vapidSubject: string;
+  /** The did of MINCA_HOST_KEY; null when unset (the relay generates a key and keeps it: RelayKeys). */
+  hostDid: string | null;
+  /** The Minca host's name: MINCA_HOST_NAME, else RELAY_NAME, else "edge-relay". */
+  hostName: string;
 }
 
-export type SettingsRead = { ok: true; settings: Settings } | { ok: false; problems: string[] };
+type SettingsRead = { ok: true; settings: Settings } | { ok: false; problems: string[] };
 
 /** What the settings module reads: every setting as the runtime hands it (strings, or absent). */
-export type SettingsEnv = object;
+type SettingsEnv = object;
 
 const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$/;
 const HEX64 = /^[0-9a-f]{64}$/;
@@ -127,18 +135,18 @@ export function parseSettings(env: SettingsEnv): SettingsRead {
 
   // The key secrets: unset, the relay generates and keeps a key; set, it must be one, or the first
   // wake (or the information document) would fail long after the start.
-  for (const [name, check] of [
-    ["VAPID_PRIVATE_KEY", vapidKeysFromPrivate],
-    ["MINCA_HOST_KEY", hostDid],
-  ] as const) {
+  const secret = <T>(name: string, parse: (key: string) => T): T | null => {
     const key = str(name);
-    if (key === "") continue;
+    if (key === "") return null;
     try {
-      check(key);
+      return parse(key);
     } catch {
       bad(name, "is not a P-256 private key (base64url of a 32-byte scalar)");
+      return null;
     }
-  }
+  };
+  const vapidKeys = secret("VAPID_PRIVATE_KEY", vapidKeysFromPrivate);
+  const hostKeyDid = secret("MINCA_HOST_KEY", hostDid);
 
   if (problems.length > 0) return { ok: false, problems };
   return {
@@ -155,6 +163,10 @@ export function parseSettings(env: SettingsEnv): SettingsRead {
       logLevel: level as LogLevel,
       adminToken: str("ADMIN_TOKEN") || null,
       adminPubkeys,
+      vapidKeys,
+      vapidSubject: vapidSubjectFor({ VAPID_SUBJECT: subject, PUBLIC_URL: str("PUBLIC_URL") }),
+      hostDid: hostKeyDid,
+      hostName: str("MINCA_HOST_NAME") || str("RELAY_NAME") || "edge-relay",
     },
   };
 }

@@ -5,6 +5,7 @@ import { Hono } from "hono";
 import { relayInfo } from "../server/info";
 import { OPENAPI_PATH, openApiDocument } from "../server/openapi";
 import { hostIdentity, vapidKeys } from "../server/relay-objects";
+import type { Settings } from "../server/settings";
 import { base64urlEncode } from "../shared/encoding";
 import { log } from "../shared/log";
 import { serveAsset } from "./assets";
@@ -36,8 +37,8 @@ app.get("/", async (c) => {
   const s = c.var.settings;
   const info = relayInfo({
     name: s.relayName,
-    vapidPublicKey: await vapidPublicKey(c.env),
-    host: await mincaHost(c.env),
+    vapidPublicKey: await vapidPublicKey(c.env, s),
+    host: await mincaHost(c.env, s),
     hostAdmission: s.admission.mode,
     storage: s.storage,
   });
@@ -89,9 +90,9 @@ app.route(MINCA_PATH, hostingRoutes);
 app.route("/", statusRoutes);
 
 /** The VAPID public key for the information document; null when it cannot be had. */
-async function vapidPublicKey(env: Env): Promise<string | null> {
+async function vapidPublicKey(env: Env, settings: Settings): Promise<string | null> {
   try {
-    return base64urlEncode((await vapidKeys(env)).publicKey);
+    return base64urlEncode((await vapidKeys(env, settings)).publicKey);
   } catch (err) {
     log.error("no VAPID key", { err });
     return null;
@@ -99,9 +100,9 @@ async function vapidPublicKey(env: Env): Promise<string | null> {
 }
 
 /** The Minca host's did and name for the information document; null when it cannot be had. */
-async function mincaHost(env: Env): Promise<{ did: string; name: string } | null> {
+async function mincaHost(env: Env, settings: Settings): Promise<{ did: string; name: string } | null> {
   try {
-    return await hostIdentity(env);
+    return await hostIdentity(env, settings);
   } catch (err) {
     log.error("no Minca host key", { err });
     return null;

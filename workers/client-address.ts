@@ -18,7 +18,7 @@ import { SHARED_CLIENT } from "../server/object-headers";
 export { SHARED_CLIENT };
 
 /** The settings this reads. */
-export interface ClientAddressSettings {
+interface ClientAddressSettings {
   RELAY_RUNTIME?: string;
   TRUSTED_PROXY_HEADER?: string;
 }

@@ -6,7 +6,7 @@ import { hostIdentity } from "../server/relay-objects";
 import { objectOf } from "../server/objects";
 import { parseClientJson } from "../shared/client-json";
 import { formatIssue } from "../shared/errors";
-import { MINCA_HOST_LIMITS } from "../shared/limits";
+import { MINCA_HOST_LIMITS, STORAGE_LIMITS } from "../shared/limits";
 import { admit } from "../shared/minca/admission";
 import { checkCarryGrant } from "../shared/minca/carry";
 import { isP256DidKey } from "../shared/minca/did-key";
@@ -19,10 +19,8 @@ import { reserveShare, settleShare } from "./client-limits";
 import { currentPolicy } from "./policy";
 import { answer, clientLimited, httpError, methodNotAllowed, NO_STORE, readBody, type C, type RelayHono } from "./http";
 
-/** Mounted at MINCA_PATH: the host's endpoints (HOST_PATH) and the carried spaces' (SPACES_PATH). */
+/** Mounted at MINCA_PATH: the host's endpoints (`/host/...`) and the carried spaces' (`/spaces/...`). */
 export const MINCA_PATH = "/minca/v1";
-export const HOST_PATH = `${MINCA_PATH}/host`;
-export const SPACES_PATH = `${MINCA_PATH}/spaces`;
 
 const account = (c: C, did: string) => objectOf(c.env, "MINCA_ACCOUNT", did);
 const space = (c: C, id: string) => objectOf(c.env, "MINCA_SPACE", id);
@@ -79,7 +77,7 @@ const banned = (c: C) =>
 hostingRoutes.post("/host/accounts", async (c) => {
   const slow = limited(c, "grant");
   if (slow) return slow;
-  const host = await hostIdentity(c.env);
+  const host = await hostIdentity(c.env, c.var.settings);
   const grant = await readBody(c, {
     max: MINCA_HOST_LIMITS.max_grant_bytes,
     tooLarge: `a CarryGrant is at most ${MINCA_HOST_LIMITS.max_grant_bytes} bytes`,
@@ -128,16 +126,24 @@ hostingRoutes.post("/spaces/:id/versions", async (c) => {
   });
   if (!versions.ok) return versions.answer;
   if (await accountBanned(c, claimedRoots(versions.value))) return banned(c);
-  // The client's share of the host's total (storage.client_share): reserved for the whole request,
-  // charged for the versions the space accepted (the rest given back).
-  const reserved = versionsCost(versions.value);
+  // The client's share of the host's total (storage.client_share): reserved for the whole request
+  // and the space databases it may charge (storage.database_bytes_space: an account's first
+  // versions in a space; at most one per paying account, so per root claimed and one for the
+  // versions of other roots, and at most one per version), charged for the versions the space
+  // accepted and the databases it charged (the rest given back), as the account and the host total are.
+  const databasesAtMost = Math.min(versions.value.length, new Set(claimedRoots(versions.value)).size + 1);
+  const reserved = versionsCost(versions.value) + databasesAtMost * STORAGE_LIMITS.database_bytes_space;
   const over = reserveShare(c, "host", reserved);
   if (over) return over;
   // The host a sys.receiver's endpoint must not name (the push endpoint rule), besides PUBLIC_URL's.
   const requestHost = new URL(c.req.url).host;
   const appended = await space(c, id).append(versions.value, { requestHost, client: c.var.client });
-  settleShare(c, "host", reserved, appended.ok ? versionsCost(versions.value.filter((_, i) => appended.value.results[i]?.accepted)) : 0);
-  return answer(c, appended);
+  const charged = appended.ok
+    ? versionsCost(versions.value.filter((_, i) => appended.value.results[i]?.accepted)) +
+      appended.value.databases * STORAGE_LIMITS.database_bytes_space
+    : 0;
+  settleShare(c, "host", reserved, charged);
+  return answer(c, appended, ({ results }) => c.json({ results }, 200, NO_STORE));
 });
 
 /** What storing `versions` charges a client's share: a row each, of its bytes as they arrived. */

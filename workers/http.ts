@@ -51,9 +51,6 @@ export function methodNotAllowed(c: Context, methods: Array<"GET" | "POST" | "DE
   return httpError(c, 405, "method_not_allowed", `use ${methods.join(" or ")}${note}`);
 }
 
-/** What an object's request method answers (mailboxes, hosting): the objects' one result type. */
-export type { ObjectResult } from "../durable-objects/base/result";
-
 /** Headers for answers that must not be cached (they change with every write). */
 export const NO_STORE = { "Cache-Control": "no-store" } as const;
 
@@ -83,7 +80,7 @@ export function clientLimited(c: C, waitMs: (client: string) => number | null, m
   return c.json({ error: { ...httpErrorBody("rate_limited", message).error, retry_after_ms: Math.ceil(ms) } }, 429);
 }
 
-export type Parsed<T> = { ok: true; value: T } | { ok: false; reason: string };
+type Parsed<T> = { ok: true; value: T } | { ok: false; reason: string };
 
 /**
  * The request body read within `max` bytes (413 too_large with `tooLarge` past it), decoded as

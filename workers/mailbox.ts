@@ -6,7 +6,8 @@ import { parseClientJson } from "../shared/client-json";
 import { formatIssue } from "../shared/errors";
 import { MAILBOX_LIMITS, WEBPUSH_LIMITS } from "../shared/limits";
 import { pageQuerySchema, postQuerySchema, receiverIdSchema, resolveUntil } from "../shared/mailbox/messages";
-import { checkPushEndpoint, endpointPolicy } from "../shared/webpush/endpoint";
+import { endpointPolicyOf } from "../shared/webpush/endpoint";
+import { endpointRefusal } from "../server/webpush/receivers";
 import { pushSubscriptionSchema, subscriptionBytes } from "../shared/webpush/subscription";
 import { answer, clientLimited, httpError, methodNotAllowed, NO_STORE, readBody, topicCheck, type C, type RelayHono } from "./http";
 import { readBounded } from "./body";
@@ -89,8 +90,11 @@ mailboxRoutes.post("/receivers", async (c) => {
   });
   if (!sub.ok) return sub.answer;
   // Where the relay will send pushes (https, a public name, not itself): the push endpoint rule.
-  const rule = checkPushEndpoint(sub.value.endpoint, endpointPolicy(c.env, new URL(c.req.url).host));
-  if (!rule.ok) return httpError(c, 400, "invalid_endpoint", rule.reason);
+  // Asked here first so a refused endpoint costs nothing; the mailbox asks it again with the rest of
+  // the receiver registry's rules (server/webpush/receivers.ts).
+  const host = new URL(c.req.url).host;
+  const bad = endpointRefusal(sub.value.endpoint, endpointPolicyOf(c.var.settings, host));
+  if (bad) return httpError(c, 400, "invalid_endpoint", bad.detail);
   // The client's share of the mailbox total, charged for the receiver's row as the topic charges it
   // and, when it is the topic's first row, the topic's database (storage.database_bytes_mailbox):
   // reserved for both, what was not stored given back (as an item's POST).
@@ -110,7 +114,7 @@ mailboxRoutes.post("/receivers", async (c) => {
     settleShare(c, "mailbox", cost, 0);
     return tooMany;
   }
-  const added = await mailbox(c).addReceiver(sub.value, c.var.client);
+  const added = await mailbox(c).addReceiver(sub.value, c.var.client, host);
   settleShare(c, "mailbox", cost, added.ok ? row + (added.value.first ? STORAGE_LIMITS.database_bytes_mailbox : 0) : 0);
   return answer(c, added, ({ id }) => c.json({ id }, 201));
 });

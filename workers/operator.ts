@@ -19,7 +19,7 @@ export function throttled(c: C): Response | null {
   return httpError(c, 429, "rate_limited", `too many wrong credentials from this address; try again in ${wait} s`);
 }
 
-export type Credential = "bearer" | "cookie" | "none" | "wrong";
+type Credential = "bearer" | "cookie" | "none" | "wrong";
 
 /** What the request presents for the operator's pages, with ADMIN_TOKEN `token` set. */
 export function pageCredential(c: C, token: string): Credential {

@@ -22,11 +22,11 @@ import { clientAddress } from "./client-address";
 import type { C, RelayHono } from "./http";
 import { withRequestId } from "./request-context";
 
-export const REQUEST_ID_HEADER = "x-request-id";
+const REQUEST_ID_HEADER = "x-request-id";
 const PLAIN_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** The id that names this request (see above). */
-export function requestIdOf(headers: Headers, settings: Pick<Settings, "selfHosted" | "trustedProxyHeader"> | null): string {
+function requestIdOf(headers: Headers, settings: Pick<Settings, "selfHosted" | "trustedProxyHeader"> | null): string {
   const ray = settings && !settings.selfHosted ? headers.get("cf-ray") : null;
   if (ray && PLAIN_ID.test(ray)) return ray;
   const proxied = settings?.selfHosted && settings.trustedProxyHeader ? headers.get(REQUEST_ID_HEADER) : null;
@@ -35,7 +35,7 @@ export function requestIdOf(headers: Headers, settings: Pick<Settings, "selfHost
 }
 
 /** The route pattern that answered, for log lines and counters (bounded: one per route). */
-export function routeOf(c: C): string {
+function routeOf(c: C): string {
   const p = c.req.routePath;
   return !p || p === "/*" ? "other" : p;
 }

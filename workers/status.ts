@@ -16,7 +16,7 @@ import { tokenMatches } from "../shared/stats";
 import { authFailed, escapeHtml, methodNotAllowed, type C, type RelayHono } from "./http";
 import { clearSession, operatorThrottle, pageCredential, setSession, throttled } from "./operator";
 
-export const STATUS_LOGIN_PATH = "/status/login";
+const STATUS_LOGIN_PATH = "/status/login";
 
 function wantsHtml(c: C): boolean {
   return (c.req.header("accept") ?? "").includes("text/html");

@@ -29,8 +29,6 @@ import { Sender } from "./sending";
 export type { Delivery, InnerMessage, TallyClientEvents } from "./events";
 export type { PayloadSchema } from "./handlers";
 export type { MessageState, Receipt, RelayAnswer, Tracked } from "./tracking";
-export type { HistoryPage, HistoryQuery } from "./history";
-export type { RelayStatus } from "./relays";
 
 export type { DirectChannel } from "./direct";
 export type { SendOptions, TallyClientOptions } from "./options";

@@ -28,7 +28,7 @@ export interface ConnectionOptions {
   connectTimeoutMs?: number;
 }
 
-export interface ConnectionHandlers {
+interface ConnectionHandlers {
   /** Every frame from the relay after the challenge. */
   onMessage(msg: ServerMessage): void;
   onClosed(code: number, reason: string, willReconnect: boolean): void;

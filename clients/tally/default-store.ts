@@ -11,10 +11,10 @@ import { DeferredKeyValue, browserStoreName, claimBrowserSlot, claimNodeSlot, no
 import { adoptBrowserSlots, adoptNodeSlots } from "./slot-adopt";
 
 /** The directory of the default file stores in Node, unless TALLY_STORE_DIR names another. */
-export const DEFAULT_STORE_DIR = ".tally";
+const DEFAULT_STORE_DIR = ".tally";
 
 /** A default store, and the release of the slot it holds (when the client closes). */
-export interface DefaultStore {
+interface DefaultStore {
   store: TallyStore;
   release(): void;
   /**

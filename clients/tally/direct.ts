@@ -11,7 +11,7 @@ export interface DirectChannel {
 }
 
 /** What the helpers below need of a client. */
-export interface DirectHost {
+interface DirectHost {
   readonly npub: string;
   addDirectChannel(userId: string, channel: DirectChannel, deviceId?: string): () => void;
   handleDirectFrame(data: string, fromUserId?: string): Promise<void>;

@@ -15,7 +15,7 @@ export interface PayloadSchema<T> {
 }
 
 /** One registered handler. `type` undefined: every application message. */
-export interface HandlerEntry {
+interface HandlerEntry {
   readonly key: string;
   readonly type: string | undefined;
   readonly schema: PayloadSchema<unknown> | undefined;

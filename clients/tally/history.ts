@@ -26,7 +26,7 @@ export interface HistoryPage {
 }
 
 /** A store's time index of its ledger: one key per entry, `<time>/<from>/<to>/<id>` (each part URI-encoded), and the entry by that key. */
-export interface HistoryIndex {
+interface HistoryIndex {
   historyKeys(): Promise<string[]>;
   historyEntry(key: string): Promise<LedgerEntry | undefined>;
 }
@@ -37,7 +37,7 @@ function parts(key: string): { time: number; from: string; to: string } {
 }
 
 /** The part of a store (store.ts TallyStore) history reads. */
-export interface LedgerSource {
+interface LedgerSource {
   listLedger(): Promise<LedgerEntry[]>;
 }
 

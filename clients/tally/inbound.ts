@@ -31,10 +31,10 @@ export const SELF_SYNC_TYPES = new Set(["sync_hello", "sync_data"]);
 /** The receipt result that keeps a message out of the ledger (8.1, 12.8). */
 export const IGNORED = IGNORED_RESULT;
 /** The receipt result of a message the handler accepted without naming a result. */
-export const PROCESSED = "processed";
+const PROCESSED = "processed";
 
 /** What the pipeline needs of the client. */
-export interface InboundHost {
+interface InboundHost {
   readonly npub: string;
   readonly pubkeyHex: string;
   /** Opens envelopes (the key may be elsewhere: a browser extension). */

@@ -5,7 +5,7 @@
 import { CLIENT_LIMITS } from "./limits";
 import type { OutboxItem, TallyStore } from "./store";
 
-export interface OutboxOptions {
+interface OutboxOptions {
   /** First retry delay, doubled per attempt up to maxRetryMs. */
   retryMs: number;
   maxRetryMs: number;

@@ -7,7 +7,7 @@ import type { PeerEnvelope } from "../../shared/tally/envelope";
 import type { DirectChannels } from "./direct";
 import type { Relay, RelayMode, RelaySet } from "./relays";
 
-export interface PathsOptions {
+interface PathsOptions {
   npub: string;
   acks: boolean;
   relayMode: RelayMode;

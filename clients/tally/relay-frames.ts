@@ -16,7 +16,7 @@ import type { Tracking } from "./tracking";
 import { assertNever } from "../../shared/assert-never";
 
 /** What the frame handling needs of the client. */
-export interface RelayFramesHost {
+interface RelayFramesHost {
   readonly relays: RelaySet;
   readonly sync: SyncEngine;
   readonly outbox: OutboxRetry;

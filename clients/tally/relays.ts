@@ -20,7 +20,7 @@ export interface Relay {
   drained: boolean;
 }
 
-export interface RelaySetHandlers {
+interface RelaySetHandlers {
   onMessage(relay: Relay, msg: ServerMessage): void;
   onClosed(relay: Relay, code: number, reason: string, willReconnect: boolean): void;
 }

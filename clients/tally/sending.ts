@@ -17,7 +17,7 @@ import type { MessageState, Tracked, Tracking } from "./tracking";
 import type { TabCoordinator } from "./tabs";
 
 /** What sending needs of the client. */
-export interface SenderHost {
+interface SenderHost {
   npub: string;
   pubkeyHex: string;
   /** Signs and seals; every call is awaited, so nothing is sent before it is signed and stored. */

@@ -22,7 +22,7 @@ import {
 } from "./store-slots";
 
 /** Copies every key of `from` into `into` that `into` lacks (a processed record with a result replaces one without); how many keys it read. */
-export async function copyInto(from: KeyValue, into: KeyValue): Promise<number> {
+async function copyInto(from: KeyValue, into: KeyValue): Promise<number> {
   const keys = await from.keys("");
   let ledger = false;
   for (const key of keys) {

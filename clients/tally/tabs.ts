@@ -23,7 +23,7 @@ export interface TabChannel {
 }
 
 /** What the tabs tell each other. */
-export type TabMessage =
+type TabMessage =
   | { t: "message"; inner: InnerMessage }
   | { t: "send"; item: OutboxItem }
   | { t: "took"; id: string }
@@ -32,7 +32,7 @@ export type TabMessage =
   | { t: "lead" };
 
 /** What the coordination needs of the client. */
-export interface TabHost {
+interface TabHost {
   /** Starts the relay connections (the leader's). */
   lead(): void;
   /** A message sent by a follower: into this client's outbox and on its way. */
@@ -48,7 +48,7 @@ export interface TabHost {
 }
 
 /** The parts of a client its tabs coordinate. */
-export interface TabClient {
+interface TabClient {
   npub: string;
   store: TallyStore;
   tracking: Tracking;

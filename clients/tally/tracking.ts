@@ -6,7 +6,7 @@ import type { QueuedStatus } from "../../shared/tally/messages";
 import type { OutboxItem } from "./store";
 
 /** How many messages' answers are remembered for an app that asks after they came. */
-export const TRACKED_MESSAGES = 1_000;
+const TRACKED_MESSAGES = 1_000;
 
 /** One relay's answer to a message. */
 export interface RelayAnswer {

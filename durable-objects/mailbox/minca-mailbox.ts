@@ -9,12 +9,14 @@ import { Waiters } from "../base/waiters";
 import { fail, ok, type ObjectResult } from "../base/result";
 import { StorageLease } from "../relay/storage-lease";
 import { MIGRATIONS } from "../../migrations/index";
-import { bytesToHex, randomBytes, toArrayBuffer, utf8ByteLength } from "../../shared/encoding";
+import { toArrayBuffer, utf8ByteLength } from "../../shared/encoding";
 import { MAILBOX_WAKE_RULES, MailboxWakes, type Wake } from "./mailbox-wakes";
 import { PushOutbox } from "../push/push-outbox";
 import { relayOutboxDeps } from "../push/relay-outbox";
-import { MAILBOX_LIMITS, MINCA_HOST_LIMITS, STORAGE_LIMITS, WEBPUSH_LIMITS } from "../../shared/limits";
-import { exceedsPushOrigins } from "../../shared/webpush/endpoint";
+import { MAILBOX_LIMITS, MINCA_HOST_LIMITS, STORAGE_LIMITS } from "../../shared/limits";
+import { endpointPolicyOf } from "../../shared/webpush/endpoint";
+import type { ReceiverRefusal } from "../../server/webpush/receivers";
+import { MailboxReceivers } from "./mailbox-receivers";
 import { buildPage, type Page, type PageQuery, type Posted, type ReceiverAdded, type StoredItem } from "../../shared/mailbox/messages";
 import { subscriptionBytes, type PushSubscriptionJSON } from "../../shared/webpush/subscription";
 import { log } from "../../shared/log";
@@ -39,6 +41,8 @@ export class MincaMailbox extends StoredObject<Env, Limited> {
   private readonly wakes: MailboxWakes;
   /** Sending them. */
   private readonly outbox: PushOutbox<Wake>;
+  /** The push receivers (the `receivers` table). */
+  private readonly registry: MailboxReceivers;
   /** This topic's share of the relay-wide mailbox total (docs/hostile.md, "Relay-wide totals"). */
   private readonly lease: StorageLease;
 
@@ -56,6 +60,7 @@ export class MincaMailbox extends StoredObject<Env, Limited> {
     this.lease = new StorageLease(ctx, env, "mailbox", this.schema, () => this.heldBytes());
     this.holdLease(this.lease);
     this.wakes = new MailboxWakes(ctx.storage, () => this.name);
+    this.registry = new MailboxReceivers(ctx.storage.sql);
     this.outbox = new PushOutbox(
       this.wakes,
       MAILBOX_WAKE_RULES,
@@ -145,64 +150,31 @@ export class MincaMailbox extends StoredObject<Env, Limited> {
   }
 
   /**
-   * Adds a push receiver. The same endpoint again with the same keys keeps its id (a browser
-   * registering twice); with other keys it is refused (409 receiver_exists): only the client that
-   * registered it holds its id, and only it may replace it, by deleting it first (docs/mailbox.md).
+   * RPC: registers a receiver by the receiver registry's rules (mailbox-receivers.ts,
+   * server/webpush/receivers.ts): the same endpoint again with the same keys keeps its id (a
+   * browser registering twice); with other keys it is refused (409 receiver_exists): only the
+   * client that registered it holds its id, and only it may replace it, by deleting it first
+   * (docs/mailbox.md). `requestHost`: the host the registering request reached (the push-endpoint
+   * rule refuses it). `first`: the receiver is the topic's first row, so it made the topic's
+   * database (the Worker charges that to the client's share too); not part of the answer.
    */
-  /**
-   * RPC: registers a receiver. `first`: the receiver is the topic's first row, so it made the
-   * topic's database (the Worker charges that to the client's share too); not part of the answer.
-   */
-  async addReceiver(sub: PushSubscriptionJSON, client: string): Promise<ObjectResult<ReceiverAdded & { first: boolean }>> {
+  async addReceiver(
+    sub: PushSubscriptionJSON,
+    client: string,
+    requestHost?: string,
+  ): Promise<ObjectResult<ReceiverAdded & { first: boolean }>> {
     const limited = this.limit("write", client, `too many writes on this mailbox; retry later`);
     if (limited) return limited;
+    const policy = endpointPolicyOf(this.settings, requestHost);
     // The receiver's row is charged like an item (docs/hostile.md, "Relay-wide totals"): checked and
     // written in one step through the lease; a total with no room answers 507 storage_full.
     const size = subscriptionBytes(sub);
     const r = await this.lease.store<ObjectResult<ReceiverAdded & { first: boolean }>>(rowBytes(size), () => {
-      const known = this.schema.exists
-        ? this.sql
-            .exec<{ id: string; p256dh: string; auth: string }>("SELECT id, p256dh, auth FROM receivers WHERE endpoint = ?", sub.endpoint)
-            .toArray()[0]
-        : undefined;
-      if (known) {
-        if (sameKey(known.p256dh, sub.keys.p256dh) && sameKey(known.auth, sub.keys.auth))
-          return { value: ok({ id: known.id, first: false }) };
-        return {
-          value: {
-            ok: false,
-            status: 409,
-            code: "receiver_exists",
-            message: "this endpoint is registered with other keys; its registrant may DELETE it by its id and register again",
-          },
-        };
-      }
-      const count = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM receivers").one().n;
-      if (count >= MAILBOX_LIMITS.max_receivers) {
-        return { value: fail(409, "too_many_receivers", `a mailbox has at most ${MAILBOX_LIMITS.max_receivers} receivers`) };
-      }
-      const held = this.sql.exec<{ endpoint: string }>("SELECT endpoint FROM receivers").toArray();
-      if (
-        exceedsPushOrigins(
-          held.map((r) => r.endpoint),
-          sub.endpoint,
-          WEBPUSH_LIMITS.max_push_origins_per_topic,
-        )
-      ) {
-        const max = WEBPUSH_LIMITS.max_push_origins_per_topic;
-        return { value: fail(409, "too_many_receivers", `a mailbox's receivers are at most ${max} push origins (registrable domains)`) };
-      }
-      const id = bytesToHex(randomBytes(8));
       const first = this.heldBytes() === 0;
-      this.sql.exec(
-        "INSERT INTO receivers (id, endpoint, p256dh, auth, created_at) VALUES (?, ?, ?, ?, ?)",
-        id,
-        sub.endpoint,
-        sub.keys.p256dh,
-        sub.keys.auth,
-        Date.now(),
-      );
-      return { value: ok({ id, first }), held: this.heldBytes() };
+      const added = this.registry.add(sub, policy);
+      if (!added.ok) return { value: receiverRefused(added) };
+      if (!added.added) return { value: ok({ id: added.id, first: false }) };
+      return { value: ok({ id: added.id, first }), held: this.heldBytes() };
     });
     if (!r.stored) return fail(507, "storage_full", "the relay's mailboxes hold all they may (storage.mailbox_bytes); nothing was stored");
     return r.value;
@@ -356,7 +328,8 @@ export class MincaMailbox extends StoredObject<Env, Limited> {
   }
 }
 
-/** Two base64url keys are the same key (browsers may add padding). */
-function sameKey(a: string, b: string): boolean {
-  return a.replace(/=+$/, "") === b.replace(/=+$/, "");
+/** A registry refusal in the mailbox's HTTP answers (docs/mailbox.md). */
+function receiverRefused(r: ReceiverRefusal): ObjectResult<never> {
+  if (r.code === "invalid_endpoint") return fail(400, "invalid_endpoint", r.detail);
+  return fail(409, r.code === "receiver_exists" ? "receiver_exists" : "too_many_receivers", r.detail);
 }

@@ -6,16 +6,16 @@ import type { AccountStore } from "./account-store";
 import type { MailboxStub, SpaceStub } from "./peers";
 import type { VersionRefusal, Version } from "../../shared/minca/version";
 import type { RevokedKey } from "../../shared/minca/append-plan";
-import { MINCA_HOST_LIMITS, MINCA_WAKE_LIMITS, WEBPUSH_LIMITS } from "../../shared/limits";
+import { MINCA_HOST_LIMITS, MINCA_WAKE_LIMITS } from "../../shared/limits";
 import { LINK, PASS, readCarryRecord, RECEIVER, supersedes, WAKE, type CarryRecord, type Written } from "../../shared/minca/carry";
-import { checkPushEndpoint, endpointPolicyOf, exceedsPushOrigins } from "../../shared/webpush/endpoint";
+import { endpointPolicyOf } from "../../shared/webpush/endpoint";
 import type { Settings } from "../base/object-settings";
 
 /** Why a carry-space version was refused, or null when it was taken. */
 export type CarryVerdict = { reason: VersionRefusal; detail: string } | null;
 
 /** What the records reach beyond the account's own tables. */
-export interface AccountPeers {
+interface AccountPeers {
   /** The relay's settings, parsed (base/object-settings.ts): the push-endpoint rule. */
   settings(): Settings;
   space(id: string): SpaceStub;
@@ -215,37 +215,24 @@ export class AccountRecords {
         await this.drop(WAKE, rec.key);
         return null;
       case "receiver": {
-        const endpoint = rec.receiver.push.endpoint;
-        // The mailbox's push-endpoint rule: a receiver the relay may not push to does not count, and
-        // its version is refused (a recount sets again one that was accepted).
-        const rule = opts.current
-          ? ({ ok: true } as const)
-          : checkPushEndpoint(endpoint, endpointPolicyOf(this.peers.settings(), opts.requestHost));
-        if (!rule.ok) return { reason: "invalid_receiver", detail: rule.reason };
-        if (!this.store.receivers.has(rec.key) && this.store.receivers.count() >= MINCA_WAKE_LIMITS.max_receivers_per_account) {
-          return {
-            reason: "too_many_receivers",
-            detail: `a host keeps at most ${MINCA_WAKE_LIMITS.max_receivers_per_account} receivers per account`,
-          };
-        }
-        // At most max_push_origins_per_topic push origins among the account's live receivers.
-        const others = this.store.receivers.liveEndpointsBut(rec.key);
-        const max = WEBPUSH_LIMITS.max_push_origins_per_topic;
-        if (!opts.current && exceedsPushOrigins(others, endpoint, max)) {
-          return { reason: "too_many_receivers", detail: `an account's receivers are at most ${max} push origins (registrable domains)` };
-        }
-        this.store.receivers.put(
+        // The receiver registry's rules (server/webpush/receivers.ts), as a mailbox's: a receiver
+        // the relay may not push to does not count and its version is refused; a recount restores
+        // one that was admitted (the endpoint rule is asked again before each push).
+        const policy = opts.current ? null : endpointPolicyOf(this.peers.settings(), opts.requestHost);
+        const r = this.store.receivers.add(
           {
             key: rec.key,
             at: v.at,
             device: rec.receiver.device,
-            endpoint,
+            endpoint: rec.receiver.push.endpoint,
             p256dh: rec.receiver.push.keys.p256dh,
             auth: rec.receiver.push.keys.auth,
           },
+          policy,
           v.author,
         );
-        return null;
+        if (r.ok) return null;
+        return { reason: r.code === "invalid_endpoint" ? "invalid_receiver" : "too_many_receivers", detail: r.detail };
       }
       case "receiver_deleted":
         await this.drop(RECEIVER, rec.key);

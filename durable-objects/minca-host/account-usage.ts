@@ -10,6 +10,12 @@ import { log } from "../../shared/log";
 import type { AccountStore } from "./account-store";
 import { TOMBSTONE_KEYS } from "./account-meta";
 
+/**
+ * A reservation's answer: taken (`first`: the account's first versions in the space, so its
+ * database is charged too: storage.database_bytes_space), or refused.
+ */
+export type Reserved = "ok" | "first" | "account_full" | "host_full";
+
 export class AccountUsage {
   /** The account's share of the host-wide total (storage.host_bytes): what its usage rows add up to, leased from the relay's ledger. */
   readonly lease: StorageLease;
@@ -33,18 +39,20 @@ export class AccountUsage {
    * past its bound. `account_full` or `host_full` when refused. With `relief` (revokes, deletions,
    * carry:closed), past the quota and the lease by at most relief_overdraft_bytes.
    */
-  async reserve(space: string, versions: number, bytes: number, relief = false): Promise<"ok" | "account_full" | "host_full"> {
+  async reserve(space: string, versions: number, bytes: number, relief = false): Promise<Reserved> {
     const overdraft = relief ? MINCA_HOST_LIMITS.relief_overdraft_bytes : 0;
     const quota = MINCA_HOST_LIMITS.max_account_bytes + overdraft;
     if (!this.store.schema.exists) return bytes <= quota ? "ok" : "account_full"; // not carrying: nothing to count
     // The first versions this account pays for in the space charge the space's database too.
-    const database = () => (versions > 0 && !this.paysIn(space) ? STORAGE_LIMITS.database_bytes_space : 0);
+    const first = () => versions > 0 && !this.paysIn(space);
+    const database = () => (first() ? STORAGE_LIMITS.database_bytes_space : 0);
     const r = await this.lease.store(bytes + database(), () => {
       const used = this.used();
       if (used + bytes + database() > quota) return { value: "account_full" as const };
       if (this.store.meta.get("carry_space") === null) return { value: "ok" as const }; // not carrying (closed meanwhile): nothing to count
+      const taken = first() ? ("first" as const) : ("ok" as const);
       this.charge(space, versions, bytes);
-      return { value: "ok" as const, held: this.used() };
+      return { value: taken, held: this.used() };
     });
     if (r.stored) return r.value;
     // Revokes, deletions and carry:closed (docs/hosting.md, "Quotas"): the host's total has no

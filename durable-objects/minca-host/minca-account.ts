@@ -10,7 +10,7 @@ import { AccountRecords, type CarryVerdict } from "./account-records";
 import { AccountPushes } from "./account-pushes";
 import type { StorageLease } from "../relay/storage-lease";
 import { TOMBSTONE_KEYS, type AccountMetaKey } from "./account-meta";
-import { AccountUsage } from "./account-usage";
+import { AccountUsage, type Reserved } from "./account-usage";
 import { accountStatus } from "./account-status";
 import { fail, type ObjectResult } from "../base/result";
 import type { ServedLink } from "./account-links";
@@ -240,7 +240,7 @@ export class MincaAccount extends StoredObject<Env, never, AccountMetaKey> {
 
   // ---- bounds (called by MincaSpace; account-usage.ts) ----------------------------------------
 
-  reserve(space: string, versions: number, bytes: number, relief = false): Promise<"ok" | "account_full" | "host_full"> {
+  reserve(space: string, versions: number, bytes: number, relief = false): Promise<Reserved> {
     return this.usage.reserve(space, versions, bytes, relief);
   }
 

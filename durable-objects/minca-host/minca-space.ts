@@ -21,7 +21,7 @@ import { fail, type ObjectResult } from "../base/result";
 import { accountOf } from "./peers";
 import { SpaceLog } from "./space-log";
 import { SpaceCarriers } from "./space-carriers";
-import { chargeShares, overSpaceBound, refund, refundAll, spaceFull } from "./space-quota";
+import { chargeShares, databasesKept, overSpaceBound, refund, refundAll, spaceFull } from "./space-quota";
 
 /** What the append pipeline knows of the space. */
 interface Carried {
@@ -136,7 +136,10 @@ export class MincaSpace extends StoredObject<Env, "read" | "write"> {
    * version's way"): checks and dedup, revocation, quota, the carry space's records, the write,
    * then what follows it (refunds, waiters, wakes).
    */
-  async append(arrived: ArrivedVersion[], opts: { requestHost?: string; client?: string } = {}): Promise<ObjectResult<Appended>> {
+  async append(
+    arrived: ArrivedVersion[],
+    opts: { requestHost?: string; client?: string } = {},
+  ): Promise<ObjectResult<Appended & { databases: number }>> {
     const here = this.carried();
     if (here === null) return fail(404, "not_found", "this host does not carry that space");
     // Cheapest first: carried at all (above), then the client's rate, counted in versions (each a
@@ -171,7 +174,7 @@ export class MincaSpace extends StoredObject<Env, "read" | "write"> {
     plan = written;
     await refund(this.env, here.id, plans.refundsOf(quota.charged, plan));
     await this.afterWriteStep(here, plan, carry.outcome);
-    return this.answer(plan);
+    return this.answer(plan, databasesKept(quota.charged, plan));
   }
 
   /** What the space is to the append pipeline: its id, constitution, and who carries it; null when not carried. */
@@ -279,8 +282,9 @@ export class MincaSpace extends StoredObject<Env, "read" | "write"> {
     if (here.carryOf === null) this.ctx.waitUntil(this.arrived(here.id, here.carrying, arrivals));
   }
 
-  private answer(plan: AppendPlan): ObjectResult<Appended> {
-    return { ok: true, value: { results: plans.answerOf(plan) } };
+  /** The answer, and how many space databases it charged (`databases`, for the Worker's client share; not part of the answer). */
+  private answer(plan: AppendPlan, databases = 0): ObjectResult<Appended & { databases: number }> {
+    return { ok: true, value: { results: plans.answerOf(plan), databases } };
   }
 
   /** After the answer: each carrying account hears of the new versions (wakes, the Minca protocol §4.4). */

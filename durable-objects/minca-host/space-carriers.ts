@@ -8,7 +8,7 @@ import type { Constitution } from "../../shared/minca/space";
 import { accountOf } from "./peers";
 
 /** What the carriers reach of their space. */
-export interface CarriedSpace {
+interface CarriedSpace {
   id(): string;
   constitution(): Constitution | null;
   /** Deletes every row the space holds (its last carrier went). */

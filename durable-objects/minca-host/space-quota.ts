@@ -9,11 +9,11 @@ import type { AppendPlan, FreshEntry, Share } from "../../shared/minca/append-pl
 import { fail, type ObjectResult } from "../base/result";
 import { accountOf } from "./peers";
 
-/** Each share of the request's bytes and the account it was charged to. */
-export type Charged = Array<{ account: string; share: Share }>;
+/** Each share of the request's bytes, the account it was charged to, and whether that charged the account the space's database. */
+type Charged = Array<{ account: string; share: Share; database: boolean }>;
 
 /** What the quota step knows of the space. */
-export interface ChargedSpace {
+interface ChargedSpace {
   id: string;
   /** The account whose carry space this is, or null. */
   carryOf: string | null;
@@ -35,11 +35,13 @@ export async function chargeShares(
   const charged: Charged = [];
   for (const share of shares) {
     let payer: string | null = null;
+    let database = false;
     let hostFull = false;
     for (const account of share.candidates) {
       const charge = await accountOf(env, account).reserve(here.id, share.versions, share.bytes, share.relief);
-      if (charge === "ok") {
+      if (charge === "ok" || charge === "first") {
         payer = account;
+        database = charge === "first";
         break;
       }
       if (charge === "host_full") hostFull = true;
@@ -61,7 +63,7 @@ export async function chargeShares(
         error: fail(507, "quota_exceeded", `an account's carried spaces hold at most ${MINCA_HOST_LIMITS.max_account_bytes} bytes`),
       };
     }
-    charged.push({ account: payer, share });
+    charged.push({ account: payer, share, database });
   }
   return {
     ok: true,
@@ -72,6 +74,15 @@ export async function chargeShares(
     ),
     charged,
   };
+}
+
+/**
+ * How many space databases the request charged and kept (storage.database_bytes_space): the shares
+ * that were an account's first versions in the space and of which a version was stored. The
+ * Worker charges them to the client's share of the host total.
+ */
+export function databasesKept(charged: Charged, plan: AppendPlan): number {
+  return charged.filter((c) => c.database && c.share.indexes.some((i) => plan.entries[i].kind === "stored")).length;
 }
 
 /** Gives back what was charged and not kept. */

@@ -11,7 +11,7 @@ import type { OutboxDeps, PushSender } from "./push-outbox";
 export function relayOutboxDeps(env: Env, fetch: FetchLike, delivered?: () => void): OutboxDeps {
   let sender: PushSender | undefined;
   return {
-    sender: async () => (sender ??= await relayPushSender(env, fetch)),
+    sender: async () => (sender ??= await relayPushSender(env, objectSettings(env), fetch)),
     admit: (items, endpointOf, fallbackMs) => admitPushes(env, items, endpointOf, fallbackMs),
     policy: () => endpointPolicyOf(objectSettings(env)),
     delivered,

@@ -16,7 +16,7 @@ export type Delivery = QueuedStatus | "storage_full";
 export type EnvelopeCall = [raw: string, fromHex: string, id: string, mayStore?: boolean];
 
 /** Hands a batch to the recipient `toHex`'s object; resolves with a status per envelope (null: failed). */
-export type DeliverBatch = (toHex: string, batch: EnvelopeCall[]) => Promise<Array<Delivery | null>>;
+type DeliverBatch = (toHex: string, batch: EnvelopeCall[]) => Promise<Array<Delivery | null>>;
 
 interface Outgoing {
   call: EnvelopeCall;

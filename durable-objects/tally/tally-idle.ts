@@ -7,7 +7,7 @@
 // waking the object). TallyUser (tally-user.ts) closes a silent device with 4408 when it finds one.
 import { TALLY_LIMITS } from "../../shared/limits";
 
-export const IDLE_MS = TALLY_LIMITS.idle_timeout_seconds * 1000;
+const IDLE_MS = TALLY_LIMITS.idle_timeout_seconds * 1000;
 
 /** Whether a message from a socket last noted at `seenAt` is noted again (at most every third of the idle bound). */
 export function noteSeen(att: { authed: boolean; seenAt?: number } | null, now: number): boolean {
@@ -15,7 +15,7 @@ export function noteSeen(att: { authed: boolean; seenAt?: number } | null, now: 
 }
 
 /** When the socket was last heard from: its last noted message, or the runtime's last answered ping, whichever is later. */
-export function lastHeard(att: { openedAt: number; seenAt?: number }, pingedAt: Date | null): number {
+function lastHeard(att: { openedAt: number; seenAt?: number }, pingedAt: Date | null): number {
   return Math.max(att.seenAt ?? att.openedAt, pingedAt?.getTime() ?? 0);
 }
 

@@ -16,7 +16,7 @@ export interface PeerUser {
   peerGone(fromHex: string, fromDevice: string, toDevices: string[]): Promise<void>;
 }
 
-export interface SignalingHost {
+interface SignalingHost {
   /** This object's user (64 hex). */
   me(): string;
   /** The registered devices, but `except`. */

@@ -28,7 +28,7 @@ import { noteSeen, silentPast } from "./tally-idle";
 
 export type { Delivery } from "./envelope-batcher";
 
-export interface TallyAttachment extends BaseAttachment {
+interface TallyAttachment extends BaseAttachment {
   challenge: string;
   /** Host the client connected to, for the auth event's relay tag. */
   host: string;

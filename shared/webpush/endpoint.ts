@@ -231,24 +231,10 @@ export function checkPushEndpoint(endpoint: string, policy: EndpointPolicy): End
   return { ok: true, origin: u.origin };
 }
 
-/** The settings the rule reads (the relay's environment). */
-export interface EndpointSettings {
-  PUSH_ENDPOINT_ALLOW?: string;
-  PUBLIC_URL?: string;
-}
-
 /**
- * The rule's policy for a relay with these settings, reached at `requestHost` (the Host of the
- * request that registers the receiver; absent when a push is sent later).
+ * The rule's policy for a relay with these settings (server/settings.ts, parsed), reached at
+ * `requestHost` (the Host of the request that registers the receiver; absent when a push is sent later).
  */
-export function endpointPolicy(settings: EndpointSettings, requestHost?: string): EndpointPolicy {
-  return endpointPolicyOf(
-    { pushEndpointAllow: parseEndpointAllow(settings.PUSH_ENDPOINT_ALLOW).allow, publicUrls: parsePublicUrl(settings.PUBLIC_URL).urls },
-    requestHost,
-  );
-}
-
-/** The same policy from settings already parsed (server/settings.ts): the objects' way. */
 export function endpointPolicyOf(
   settings: { pushEndpointAllow: readonly AllowedOrigin[]; publicUrls: readonly URL[] },
   requestHost?: string,

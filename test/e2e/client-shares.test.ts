@@ -1,7 +1,8 @@
 // One client cannot fill a total, one key cannot fill the Tally total, and a client cannot start
 // objects for a few hundred made-up names a second (docs/hostile.md, "Shares of a total" and
 // "Requests that start objects"), against a relay process of its own started with its totals
-// lowered (16 MiB for Tally and mailboxes, so a share holds a few databases; 1 MiB for the host)
+// lowered (16 MiB for Tally and mailboxes, so a share holds a few databases; 4 MiB for the host, so a
+// share holds a few space databases)
 // and a trusted client address header (`x-real-ip`), so each client is told apart.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HostConnection, HostError, makeSpace, newAccount, writeVersion } from "../../clients/minca/host";
@@ -14,10 +15,11 @@ import { newUser, opaqueEnvelope, rawRegistered } from "../helpers/tally";
 let relay: RelayProcess;
 const TOTAL = 1024 * 1024;
 const BIG_TOTAL = 16 * TOTAL;
+const HOST_TOTAL = 4 * TOTAL;
 
 beforeAll(async () => {
   relay = await startRelay({
-    env: { STORAGE_MAILBOX_BYTES: "16MiB", STORAGE_TALLY_BYTES: "16MiB", STORAGE_HOST_BYTES: "1MiB", TRUSTED_PROXY_HEADER: "x-real-ip" },
+    env: { STORAGE_MAILBOX_BYTES: "16MiB", STORAGE_TALLY_BYTES: "16MiB", STORAGE_HOST_BYTES: "4MiB", TRUSTED_PROXY_HEADER: "x-real-ip" },
   });
 });
 
@@ -94,7 +96,7 @@ describe("storage.client_share: one client cannot fill a total", () => {
       }
     }
     expect(status).toBe(429);
-    expect(n * rowBytes(text.length)).toBeLessThanOrEqual(TOTAL * STORAGE_LIMITS.client_share);
+    expect(n * rowBytes(text.length)).toBeLessThanOrEqual(HOST_TOTAL * STORAGE_LIMITS.client_share);
     const b = await connect("203.0.113.21");
     const v = await writeVersion(b.account, b.space, { collection: "std.note", key: "k", body: { text } });
     expect((await b.host.post(b.space.id, [v]))[0]).toMatchObject({ accepted: true });

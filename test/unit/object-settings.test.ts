@@ -1,7 +1,7 @@
 // "Settings reach the objects parsed": the relay's settings are parsed once, by the settings
 // module (server/settings.ts), and the objects take them from durable-objects/base/object-settings.ts
-// (the base's `settings`); no file under durable-objects/ reads a setting from the environment, nor
-// parses one itself.
+// (the base's `settings`); no file under durable-objects/ or server/ (the objects' helpers: the
+// relay's keys, the objects by name) reads a setting from the environment, nor parses one itself.
 import { readFileSync } from "node:fs";
 import { relative, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -15,23 +15,28 @@ const SETTINGS = [
   ...[...read("worker-configuration.d.ts").matchAll(/^\s+([A-Z][A-Z0-9_]*): string;$/gm)].map((m) => m[1]),
   ...[...read("env.d.ts").matchAll(/^\s+([A-Z][A-Z0-9_]*)\?: string;$/gm)].map((m) => m[1]),
 ];
-const files = sourceFiles(resolve(root, "durable-objects"), /\.ts$/).map((path) => ({
-  path: relative(root, path).split("\\").join("/"),
-  text: readFileSync(path, "utf8"),
-}));
+const files = ["durable-objects", "server"]
+  .flatMap((dir) => sourceFiles(resolve(root, dir), /\.ts$/))
+  .map((path) => ({
+    path: relative(root, path).split("\\").join("/"),
+    text: readFileSync(path, "utf8"),
+  }));
 
 describe("settings reach the objects parsed", () => {
   it("the list of settings is read from the type declarations", () => {
     expect(SETTINGS).toEqual(expect.arrayContaining(["PUBLIC_URL", "PUSH_ENDPOINT_ALLOW", "STORAGE_TALLY_BYTES", "VAPID_PRIVATE_KEY"]));
   });
 
-  it("no file under durable-objects/ reads a raw env var", () => {
+  it("no file under durable-objects/ or server/ reads a raw env var (the VAPID and host keys included) but the settings module", () => {
     const raw = new RegExp(`\\benv\\??\\.(${SETTINGS.join("|")})\\b`);
-    expect(files.filter((f) => raw.test(f.text)).map((f) => f.path)).toEqual([]);
+    expect(files.filter((f) => f.path !== "server/settings.ts" && raw.test(f.text)).map((f) => f.path)).toEqual([]);
   });
 
-  it("no file under durable-objects/ parses a setting from the environment but base/object-settings.ts", () => {
-    const parsing = /\b(storageTotals|endpointPolicy|settingsOf|parseSettings|parsePublicUrl|parseEndpointAllow)\(/;
-    expect(files.filter((f) => parsing.test(f.text)).map((f) => f.path)).toEqual(["durable-objects/base/object-settings.ts"]);
+  it("no file under durable-objects/ or server/ parses a setting from the environment but base/object-settings.ts and the settings module", () => {
+    const parsing = /\b(storageTotals|endpointPolicy|settingsOf|parseSettings|parsePublicUrl|parseEndpointAllow|vapidSubjectFor)\(/;
+    expect(files.filter((f) => parsing.test(f.text)).map((f) => f.path)).toEqual([
+      "durable-objects/base/object-settings.ts",
+      "server/settings.ts",
+    ]);
   });
 });

@@ -150,11 +150,11 @@ describe("a module per MincaAccount table: what is charged equals a fresh sum of
         p256dh: "k".repeat(87),
         auth: "a".repeat(22),
       });
-      store.receivers.put(r("receiver:a", "https://push.example/a"), null);
-      store.receivers.put(r("receiver:b", "https://push.example/b"), null);
+      expect(store.receivers.add(r("receiver:a", "https://push.example/a"), null, null).ok).toBe(true);
+      expect(store.receivers.add(r("receiver:b", "https://push.example/b"), null, null).ok).toBe(true);
       expect(usage.used()).toBe(fresh());
-      store.receivers.put(r("receiver:a", "https://push.example/a2"), null);
-      expect(store.receivers.liveEndpointsBut("receiver:b")).toEqual(["https://push.example/a2"]);
+      expect(store.receivers.add(r("receiver:a", "https://push.example/a"), null, null).ok).toBe(true);
+      expect(store.receivers.held().map((h) => h.endpoint)).toEqual(["https://push.example/a", "https://push.example/b"]);
       expect(usage.used()).toBe(fresh());
       store.receivers.delete("receiver:b");
       expect(usage.used()).toBe(fresh());

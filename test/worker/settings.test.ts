@@ -26,4 +26,12 @@ describe("settings checked at start", () => {
     }
     expect((await get("/healthz", { STORAGE_TALLY_BYTES: "2GiB" })).status).toBe(200);
   });
+
+  it("a malformed VAPID_PRIVATE_KEY is refused at start naming the variable, not at the first wake", async () => {
+    const res = await get("/healthz", { VAPID_PRIVATE_KEY: "not-a-key" });
+    expect(res.status).toBe(500);
+    const body = (await res.json()) as { error: { code: string; message: string } };
+    expect(body.error.code).toBe("bad_setting");
+    expect(body.error.message).toMatch(/^VAPID_PRIVATE_KEY: is not a P-256 private key/);
+  });
 });

@@ -16,6 +16,7 @@ import { deliver } from "../helpers/tally-user";
 import { CONTACT_ROW_BYTES } from "../../durable-objects/tally/tally-contacts";
 import { heldWithDatabase } from "../../durable-objects/relay/storage-lease";
 import { app } from "../../workers/app";
+import { HostConnection, makeSpace, newAccount, writeVersion } from "../../clients/minca/host";
 import { subscriptionBytes } from "../../shared/webpush/subscription";
 
 const RELAY = "http://relay.test";
@@ -199,5 +200,33 @@ describe("storage.database_bytes in the client's share (storage.client_share)", 
     const refused = await send(`${newTopic()}/receivers`, JSON.stringify(subscription()));
     expect(refused.status).toBe(429);
     expect(((await refused.json()) as any).error.code).toBe("rate_limited");
+  });
+
+  it("storage.database_bytes_space: a hosted account's first version in a space charges the space's database to the client's share of the host total, as the account and the total are; the space's next versions do not", async () => {
+    const db = STORAGE_LIMITS.database_bytes_space;
+    // a host total whose client share holds three space databases and 20,000 bytes of rows more (a
+    // version here is well under 2,000): the carry space's (the passes), s1's and s2's
+    const share = 3 * db + 20_000;
+    const settings = { STORAGE_HOST_BYTES: String(Math.ceil(share / STORAGE_LIMITS.client_share)) };
+    const address = `198.51.100.${(Date.now() % 100) + 1}`;
+    const fetch = ((input: RequestInfo | URL, init?: RequestInit) => {
+      const headers = new Headers(init?.headers);
+      headers.set("cf-connecting-ip", address);
+      return app.fetch(new Request(input as string, { ...init, headers }), { ...env, ...settings });
+    }) as typeof globalThis.fetch;
+    const acct = await newAccount();
+    const host = new HostConnection(acct, RELAY, { fetch, rateRetries: 0 });
+    await host.connect();
+    const [s1, s2] = [makeSpace(acct, "public"), makeSpace(acct, "public")];
+    const v = (s: typeof s1, key: string) => writeVersion(acct, s, { collection: "c", key, body: { pad: "p" } });
+    const post = async (s: typeof s1, key: string) => host.post(s.id, [await v(s, key)]);
+    expect(await host.pass(s1)).toMatchObject({ accepted: true }); // the carry space's first version: its database
+    expect(await host.pass(s2)).toMatchObject({ accepted: true }); // the carry space's again: no database
+    expect(await post(s1, "a")).toMatchObject([{ accepted: true }]); // s1's database
+    // s1's next versions charge their rows only (each charging a database would pass the share by the third)
+    for (const key of ["b", "c", "d"]) expect(await post(s1, key)).toMatchObject([{ accepted: true }]);
+    expect(await post(s2, "a")).toMatchObject([{ accepted: true }]); // s2's database: the third
+    // what is left is less than a database, which the Worker reserves for any version it cannot tell is not a first
+    await expect(post(s1, "e")).rejects.toMatchObject({ status: 429, code: "rate_limited" });
   });
 });

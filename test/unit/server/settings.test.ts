@@ -85,4 +85,27 @@ describe("settings", () => {
       expect(parseSettings({ [name]: good }).ok, name).toBe(true);
     }
   });
+
+  it("the key secrets reach the objects parsed: VAPID_PRIVATE_KEY as keys, MINCA_HOST_KEY as a did, with the VAPID subject and the host's name", () => {
+    const vapid = p256.utils.randomSecretKey();
+    const host = p256.utils.randomSecretKey();
+    const r = parseSettings({
+      VAPID_PRIVATE_KEY: base64urlEncode(vapid),
+      MINCA_HOST_KEY: base64urlEncode(host),
+      PUBLIC_URL: "wss://relay.example, https://relay.example/base",
+      RELAY_NAME: "my relay",
+    });
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect(r.settings.vapidKeys?.privateKey).toEqual(vapid);
+    expect(r.settings.vapidKeys?.publicKey).toEqual(p256.getPublicKey(vapid, false));
+    expect(r.settings.vapidSubject).toBe("https://relay.example");
+    expect(r.settings.hostDid).toMatch(/^did:key:z/);
+    expect(r.settings.hostName).toBe("my relay");
+    const none = parseSettings({ VAPID_SUBJECT: "mailto:ops@relay.example", MINCA_HOST_NAME: "host" });
+    expect(none).toMatchObject({
+      ok: true,
+      settings: { vapidKeys: null, hostDid: null, vapidSubject: "mailto:ops@relay.example", hostName: "host" },
+    });
+  });
 });
