@@ -52,12 +52,35 @@ export interface Entry {
 
 /** One collection: records by key, and an index by HLC wall time for range queries. */
 class Collection {
-  readonly byKey = new Map<string, Entry>();
+  /** Records by key; undefined until first asked for after fill() (then `filled` holds them). */
+  private keyed: Map<string, Entry> | undefined = new Map();
+  /** The entries fill() made, while the map by key is not built yet. */
+  private filled: Entry[] = [];
   private sorted: Entry[] = [];
   private dirty = false;
   private ordered: Entry[] = [];
   private orderedDirty = false;
   watermark = "";
+
+  /** The records by key, built on the first lookup after a store opened (opening needs none). */
+  get byKey(): Map<string, Entry> {
+    if (!this.keyed) {
+      const m = new Map<string, Entry>();
+      for (const e of this.filled) m.set(e.key, e);
+      this.keyed = m;
+      this.filled = [];
+    }
+    return this.keyed;
+  }
+
+  get size(): number {
+    return this.keyed ? this.keyed.size : this.filled.length;
+  }
+
+  /** Every entry, in no particular order (without building the map by key). */
+  entries(): Iterable<Entry> {
+    return this.keyed ? this.keyed.values() : this.filled;
+  }
 
   put(key: string, hlc: string, record: WireRecord | undefined, seq: number, fp: Uint8Array): void {
     this.byKey.set(key, { key, hlc, record, wall: hlcWall(hlc), fp, seq });
@@ -66,9 +89,36 @@ class Collection {
     this.orderedDirty = true;
   }
 
+  /**
+   * Fills an empty collection from columns (a store opening): the i-th key, HLC and 16 bytes of
+   * `fps` are one record's; sequence numbers from `seq` + 1 on. One pass, no comparison per record
+   * beyond the watermark's; the order and the map by key are made when first asked for.
+   */
+  fill(keys: readonly string[], hlcs: readonly string[], fps: Uint8Array, seq: number): void {
+    const filled = new Array<Entry>(keys.length);
+    let top = this.watermark;
+    for (let i = 0; i < keys.length; i++) {
+      const hlc = hlcs[i];
+      filled[i] = {
+        key: keys[i],
+        hlc,
+        record: undefined,
+        wall: hlcWall(hlc),
+        fp: fps.subarray(i * FINGERPRINT_BYTES, (i + 1) * FINGERPRINT_BYTES),
+        seq: seq + i + 1,
+      };
+      if (hlc > top) top = hlc;
+    }
+    this.keyed = undefined;
+    this.filled = filled;
+    this.watermark = top;
+    this.dirty = true;
+    this.orderedDirty = true;
+  }
+
   private index(): Entry[] {
     if (this.dirty) {
-      this.sorted = [...this.byKey.values()].sort((a, b) => a.wall - b.wall);
+      this.sorted = [...this.entries()].sort((a, b) => a.wall - b.wall);
       this.dirty = false;
     }
     return this.sorted;
@@ -212,11 +262,11 @@ export class MemoryStore implements PassnoteStore {
   }
 
   all(collection: string): WireRecord[] {
-    return [...(this.collections.get(collection)?.byKey.values() ?? [])].map((e) => this.body(collection, e));
+    return [...(this.collections.get(collection)?.entries() ?? [])].map((e) => this.body(collection, e));
   }
 
   size(collection: string): number {
-    return this.collections.get(collection)?.byKey.size ?? 0;
+    return this.collections.get(collection)?.size ?? 0;
   }
 
   /** Last-writer-wins merge; true when the record changed the store. Idempotent. */
@@ -230,6 +280,27 @@ export class MemoryStore implements PassnoteStore {
    */
   protected mergeWith(collection: string, record: WireRecord, fp?: Uint8Array): boolean {
     return this.mergeHead(collection, record.key, record.hlc, record, fp);
+  }
+
+  /**
+   * Restores a collection's index from columns (HeadColumns of a database store): the i-th key,
+   * HLC and 16 bytes of `fps` are one record's, its body left in the database (body()). Into an
+   * empty collection in one pass; else record by record, last-writer-wins.
+   */
+  protected restoreHeads(collection: string, keys: readonly string[], hlcs: readonly string[], fps: Uint8Array): void {
+    if (keys.length !== hlcs.length || fps.length !== keys.length * FINGERPRINT_BYTES)
+      throw new Error(
+        `the index of ${collection} does not line up: ${keys.length} keys, ${hlcs.length} HLCs, ${fps.length} fingerprint bytes`,
+      );
+    const c = this.col(collection);
+    if (c.size === 0) {
+      c.fill(keys, hlcs, fps, this.seq);
+      this.seq += keys.length;
+      if (compareHlc(c.watermark, this.highest) > 0) this.highest = c.watermark;
+      return;
+    }
+    for (let i = 0; i < keys.length; i++)
+      this.mergeHead(collection, keys[i], hlcs[i], undefined, fps.subarray(i * FINGERPRINT_BYTES, (i + 1) * FINGERPRINT_BYTES));
   }
 
   /** Puts a record into the index; `record` undefined: its body stays in the database (body()). */
@@ -289,7 +360,7 @@ export class MemoryStore implements PassnoteStore {
   /** Records newer than a watermark (the fallback sync without recon1). */
   newerThan(collection: string, watermark: string): WireRecord[] {
     const out: WireRecord[] = [];
-    for (const e of this.collections.get(collection)?.byKey.values() ?? []) {
+    for (const e of this.collections.get(collection)?.entries() ?? []) {
       if (compareHlc(e.hlc, watermark) > 0) out.push(this.body(collection, e));
     }
     return out;
@@ -301,7 +372,7 @@ export class MemoryStore implements PassnoteStore {
    */
   changedSince(collection: string, seq: number, watermark: string): WireRecord[] {
     const out: WireRecord[] = [];
-    for (const e of this.collections.get(collection)?.byKey.values() ?? []) {
+    for (const e of this.collections.get(collection)?.entries() ?? []) {
       if (e.seq > seq || compareHlc(e.hlc, watermark) > 0) out.push(this.body(collection, e));
     }
     return out;

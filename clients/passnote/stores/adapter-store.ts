@@ -50,9 +50,15 @@ export class AdapterStore extends MemoryStore {
 
   /** Reads the adapter's records into the index and its keys (no write). */
   protected async load(): Promise<void> {
-    const rows = await this.adapter.loadAll({ values: !this.adapter.loadSync });
-    if (Symbol.iterator in rows) for (const row of rows) this.restore(row);
-    else for await (const row of rows) this.restore(row);
+    if (this.adapter.loadHeads && this.adapter.loadSync) {
+      // The index in columns, one object per collection (SQLite aggregates them): no record value
+      // read, no row object per record, nothing hashed.
+      for (const h of await this.adapter.loadHeads()) this.restoreHeads(h.collection, h.keys, h.hlcs, h.fps);
+    } else {
+      const rows = await this.adapter.loadAll({ values: !this.adapter.loadSync });
+      if (Symbol.iterator in rows) for (const row of rows) this.restore(row);
+      else for await (const row of rows) this.restore(row);
+    }
     const sealed = await this.adapter.loadMeta(KEYS_META);
     if (sealed) super.saveKeys(decodeKeys(await this.keySeal.open(sealed)));
   }
