@@ -186,7 +186,19 @@ export interface PassnoteStore {
   /** The sequence number of the last record stored by this instance (0 when none). */
   readonly sequence: number;
   collectionNames(): string[];
+  /**
+   * One record, synchronously: from memory, or from a database that reads synchronously (SQLite).
+   * A store that reads its values asynchronously (IndexedDB, an adapter without loadSync) throws
+   * for a value it does not hold in memory: read() is the way that always works.
+   */
   get(collection: string, key: string): WireRecord | undefined;
+  /**
+   * The records held under these keys, in the order given (keys not held are left out): an array
+   * at once where the store can, else a promise of it (a store whose values are read
+   * asynchronously). This is how the engine reads what it ships to a peer.
+   */
+  read(collection: string, keys: readonly string[]): readonly WireRecord[] | Promise<readonly WireRecord[]>;
+  /** Every record of a collection, synchronously (as get()). */
   all(collection: string): WireRecord[];
   size(collection: string): number;
   /** Last-writer-wins merge of one whole record; true when it changed the store. Idempotent. */
@@ -244,6 +256,20 @@ export class MemoryStore implements PassnoteStore {
   get(collection: string, key: string): WireRecord | undefined {
     const e = this.collections.get(collection)?.byKey.get(key);
     return e && this.body(collection, e);
+  }
+
+  read(collection: string, keys: readonly string[]): readonly WireRecord[] | Promise<readonly WireRecord[]> {
+    const out: WireRecord[] = [];
+    for (const key of keys) {
+      const r = this.get(collection, key);
+      if (r) out.push(r);
+    }
+    return out;
+  }
+
+  /** The index's entry for a key (no body read). */
+  protected entry(collection: string, key: string): Entry | undefined {
+    return this.collections.get(collection)?.byKey.get(key);
   }
 
   /** The HLC of the record the index holds for a key (no body read). */

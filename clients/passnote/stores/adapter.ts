@@ -53,7 +53,11 @@ export type Durable = Promise<void> | void;
  *   one record, or undefined. With it the store keeps only its index in memory (keys, HLCs,
  *   fingerprints) and reads a record's value when it is needed; `loadAll({ values: false })` may
  *   then leave every row's `value` empty.
- * - `loadHeads()` (optional, with `loadSync`): the index of every collection in columns
+ * - `load(collection, key)` (optional, for databases that read asynchronously: IndexedDB, a
+ *   server): one record, or undefined, as a promise. With it, as with loadSync, the store keeps
+ *   only its index in memory; the peer awaits the values it ships, and the app reads one with
+ *   `peer.read()`. Without either, the store keeps every value in memory.
+ * - `loadHeads()` (optional, with `loadSync` or `load`): the index of every collection in columns
  *   (HeadColumns), read in place of `loadAll` when the store opens: what a database that can
  *   aggregate (SQLite) gives at a fraction of the cost of one row object per record.
  */
@@ -65,6 +69,7 @@ export interface StorageAdapter {
   close(): Promise<void> | void;
   destroy?(): Promise<void> | void;
   loadSync?(collection: string, key: string): RecordRow | undefined;
+  load?(collection: string, key: string): Promise<RecordRow | undefined> | RecordRow | undefined;
   loadHeads?(): Promise<Iterable<HeadColumns>> | Iterable<HeadColumns>;
 }
 
