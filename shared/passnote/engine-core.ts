@@ -26,7 +26,7 @@ import {
   type RosterEntry,
 } from "./roster";
 import { sealFrame, sealPlain } from "./seal";
-import { wipeEphemeral, type Ephemeral, type RatchetHello, type Session } from "./session";
+import { wipeEphemeral } from "./session";
 import { SendWindow } from "./send-window";
 import { encodeMessage, encodeRecord, LEGACY_RECONCILE2_TAG, type Message, type MessageOf, type WireRecord } from "./wire";
 import { EngineEvents, StoreFailedError, type SyncEvents } from "./events";

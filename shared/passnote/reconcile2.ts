@@ -15,7 +15,6 @@
 import { PASSNOTE_LIMITS as L } from "../limits";
 import { bytesToHex, equalBytes } from "../encoding";
 import type { Entry, PassnoteStore } from "./records";
-import type { WireRecord } from "./wire";
 import { ID_BYTES, INFINITE_BOUND, itemBelow, rangeBytes, type Bound, type Range2, type Reconcile2 } from "./reconcile2-wire";
 
 export type { Reconcile2 } from "./reconcile2-wire";
