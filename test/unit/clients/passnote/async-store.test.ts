@@ -71,3 +71,30 @@ describe("a peer over a store that reads asynchronously", () => {
     await b.close();
   });
 });
+
+describe("a read the store cannot answer", () => {
+  it("a shipment whose read fails stops the peer with a StoreFailedError (nothing is sent as if it had been read)", async () => {
+    const key = groupKey();
+    const bus = new MemoryBus();
+    const inner = new MemoryAdapter();
+    const writer = new PassnotePeer({
+      transport: await bus.connect(),
+      store: await openStore(slowAdapter(inner)),
+      key,
+      antiEntropyIntervalMs: 0,
+    });
+    writer.put("notes", "n1", 1);
+    await writer.close();
+    const broken: StorageAdapter = { ...slowAdapter(inner), load: async () => Promise.reject(new Error("the disk went away")) };
+    const a = new PassnotePeer({ transport: await bus.connect(), store: await openStore(broken), antiEntropyIntervalMs: 0 });
+    const errors: Error[] = [];
+    a.on("error", (e) => errors.push(e));
+    const b = new PassnotePeer({ transport: await bus.connect(), key, antiEntropyIntervalMs: 0 });
+    await settle([a, b]);
+    expect(errors.map((e) => e.name)).toContain("StoreFailedError");
+    expect(errors.map((e) => e.message).join()).toMatch(/the disk went away/);
+    expect(b.store.size("notes")).toBe(0);
+    await a.close();
+    await b.close();
+  });
+});
