@@ -63,7 +63,9 @@ export function reconcileRun(n: number, d: number, capability: Capability = "rec
   flights++;
   let turn = 1; // the side that answers next
   while (msg) {
-    const { ship, reply } = respond(sides[turn], msg);
+    const out = respond(sides[turn], msg);
+    const reply = out.reply;
+    const ship = out.ship.map((k) => sides[turn].get(COLLECTION, k)!); // the engine reads them by key
     if (ship.length || reply) flights++;
     if (ship.length) {
       sent[turn] += deltaBytes(ship);

@@ -1,7 +1,7 @@
 export { PassnotePeer, WHEN_SYNCED_ASK_MS, WHEN_SYNCED_TIMEOUT_MS, type DeviceInfo, type PassnotePeerOptions } from "./peer";
 export type { PassnotePeerEvents, PeerChange, PeerStatus } from "./peer-events";
 export { ListenerError, StoreFailedError } from "../../shared/passnote/events";
-export type { Durable, RecordRow, StorageAdapter } from "./stores/adapter";
+export type { Durable, HeadColumns, RecordRow, StorageAdapter } from "./stores/adapter";
 export { AdapterStore, openStore, type AdapterStoreOptions } from "./stores/adapter-store";
 export { MemoryAdapter } from "./stores/memory";
 export { MemoryBus, MemoryTransport } from "./memory-bus";

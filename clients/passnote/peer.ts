@@ -197,7 +197,14 @@ export class PassnotePeer {
         if (same) inStep.add(ch);
         else inStep.delete(ch);
         const s = core.peers.get(peer);
-        if (s && this.engine.channelsWith(s).every((c) => inStep.has(c)) && s.window.pending === 0 && s.paced.length === 0) finish();
+        if (
+          s &&
+          this.engine.channelsWith(s).every((c) => inStep.has(c)) &&
+          s.window.pending === 0 &&
+          s.paced.length === 0 &&
+          !s.outbox.busy
+        )
+          finish();
       });
       const ask = () => {
         if (this.closed || Date.now() > deadline)
@@ -242,8 +249,20 @@ export class PassnotePeer {
     return this.local(collection, this.engine.delete(collection, key));
   }
 
+  /**
+   * A record's value, synchronously (undefined when absent or deleted). For a store that reads
+   * synchronously: MemoryStore, SqliteStore, an adapter with loadSync. A store that reads its values
+   * asynchronously (IndexedDbStore, an adapter with only `load`) throws here for a value it does not
+   * hold in memory: use read(), which works with every store.
+   */
   get(collection: string, key: string): Value | undefined {
     const r = this.engine.store.get(collection, key);
+    return r && !r.is_deleted ? r.value : undefined;
+  }
+
+  /** A record's value (undefined when absent or deleted), read from any store: `await peer.read(collection, key)`. */
+  async read(collection: string, key: string): Promise<Value | undefined> {
+    const [r] = await this.engine.store.read(collection, [key]);
     return r && !r.is_deleted ? r.value : undefined;
   }
 

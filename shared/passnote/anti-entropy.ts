@@ -6,7 +6,7 @@
 // probes (reconcile.ts), reconcile2 recon2's ranges (reconcile2.ts); poke asks for a hello.
 import { PASSNOTE_LIMITS as L } from "../limits";
 import type { Channel, EngineCore, PeerState } from "./engine-core";
-import { hlcWall } from "./hlc";
+import { compareHlc, hlcWall } from "./hlc";
 import { usesRecon, usesRecon2 } from "./negotiation";
 import { openingProbe, respondToReconcile } from "./reconcile";
 import { openingProbe2, respondToReconcile2 } from "./reconcile2";
@@ -72,8 +72,7 @@ export function onState(core: EngineCore, peer: string, state: PeerState, m: Mes
     // thousands of collections never fills the send queue.
     if (recon2) core.pace(peer, state, () => void core.send(peer, openingProbe2(core.store, collection), ch));
     else if (recon) core.pace(peer, state, () => void core.send(peer, openingProbe(core.store, collection), ch));
-    else
-      core.pace(peer, state, () => void core.sendDelta(peer, collection, fallbackShipment(core, state, collection, watermark ?? ""), ch));
+    else core.pace(peer, state, () => core.ship(peer, collection, fallbackShipment(core, state, collection, watermark ?? ""), ch));
   }
   core.emit("state", peer, theirs, ch);
 }
@@ -87,11 +86,12 @@ export function onState(core: EngineCore, peer: string, state: PeerState, m: Mes
  * arrival order, whatever the HLC) and what is newer than the peer's watermark (a record its clock
  * bound refused).
  */
-function fallbackShipment(core: EngineCore, state: PeerState, collection: string, watermark: string): WireRecord[] {
+function fallbackShipment(core: EngineCore, state: PeerState, collection: string, watermark: string): string[] {
   const since = state.shipped.get(collection);
   state.shipped.set(collection, core.store.sequence);
-  if (since === undefined || watermark === "") return core.store.all(collection);
-  return core.store.changedSince(collection, since, watermark);
+  const items = core.store.ordered(collection);
+  if (since === undefined || watermark === "") return items.map((e) => e.key);
+  return items.filter((e) => e.seq > since || compareHlc(e.hlc, watermark) > 0).map((e) => e.key);
 }
 
 export function onDelta(core: EngineCore, peer: string, m: MessageOf<"delta">): void {
@@ -140,13 +140,13 @@ export function onPoke(core: EngineCore, peer: string, ch: Channel): void {
 
 export function onReconcile(core: EngineCore, peer: string, m: MessageOf<"reconcile">, ch: Channel): void {
   const { ship, reply } = respondToReconcile(core.store, m);
-  if (ship.length) void core.sendDelta(peer, m.collection, ship, ch);
+  core.ship(peer, m.collection, ship, ch);
   if (reply) void core.send(peer, reply, ch);
 }
 
 export function onReconcile2(core: EngineCore, peer: string, state: PeerState, m: MessageOf<"reconcile2">, ch: Channel): void {
   if (!usesRecon2(core, state)) return; // recon2 not agreed with this peer: ignored
   const { ship, reply } = respondToReconcile2(core.store, m);
-  if (ship.length) void core.sendDelta(peer, m.collection, ship, ch);
+  core.ship(peer, m.collection, ship, ch);
   if (reply) void core.send(peer, reply, ch);
 }

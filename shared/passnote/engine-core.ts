@@ -26,12 +26,14 @@ import {
   type RosterEntry,
 } from "./roster";
 import { sealFrame, sealPlain } from "./seal";
-import { wipeEphemeral, type Ephemeral, type RatchetHello, type Session } from "./session";
+import { wipeEphemeral } from "./session";
 import { SendWindow } from "./send-window";
 import { encodeMessage, encodeRecord, LEGACY_RECONCILE2_TAG, type Message, type MessageOf, type WireRecord } from "./wire";
 import { EngineEvents, StoreFailedError, type SyncEvents } from "./events";
+import { Outbox, type Channel, type PeerState } from "./peer-state";
 
 export { ListenerError, StoreFailedError, type SyncEvents } from "./events";
+export type { Channel, PeerState } from "./peer-state";
 
 export interface SyncEngineOptions {
   /** This node's id (HLC node part, hello). */
@@ -62,88 +64,9 @@ export interface SyncEngineOptions {
   sendQueueMaxFrames?: number;
 }
 
-/**
- * Which layer a frame travelled in: "passphrase" (no identity), "plain" (kind 0x00, roster key)
- * or "session" (kind 0x01, ratcheted).
- */
-export type Channel = "passphrase" | "plain" | "session";
-
 export interface TrafficStats {
   frames: Record<string, number>;
   bytes: number;
-}
-
-export interface PeerState {
-  window: SendWindow;
-  /**
-   * Paced work for this peer: the opening probes (or fallback shipments) a state asked for, each
-   * made when it is sent, fed into the window while it holds fewer than paced_below frames.
-   */
-  paced: Array<() => void>;
-  /** A frame was left out because the queue was full: once it drains, the peer is asked for its state. */
-  overflowed: boolean;
-  inbound: Promise<void>;
-  tokens: InstTokens;
-  replied: boolean;
-  /** Handshakes this side sent on this connection (at most HANDSHAKES_PER_CONNECTION). */
-  handshakes: number;
-  /** A handshake without an inst token arrived from this peer. */
-  tokenless?: boolean;
-  version?: number;
-  caps: Set<string>;
-  incompatible: boolean;
-  node?: string;
-  /**
-   * Something other than a handshake arrived from this peer since the version was agreed: the peer
-   * agreed too. Until then our handshake may have been lost, and anti-entropy sends it again.
-   */
-  heard: boolean;
-  /**
-   * Without recon1: per collection, the store's sequence number up to which every record was
-   * shipped to this peer on this connection (no entry: never, so the next pass is a full one).
-   */
-  shipped: Map<string, number>;
-  /**
-   * Per channel, the collections probed since this side's last hello in that channel, with the
-   * peer's watermark they were probed under (null: not named by the peer).
-   */
-  stateSeries: Map<Channel, Map<string, string | null>>;
-  /**
-   * Channels whose last hello from this side answered a digest mismatch: the states that answer
-   * it probe only collections whose watermarks differ (anti-entropy.ts onState).
-   */
-  digestHello: Set<Channel>;
-  /** Channels whose last hello only asked how the peer stands (whenSynced): no watermark differs, nothing is probed. */
-  askHello: Set<Channel>;
-  // ---- identity mode ----
-  /** This side's ephemeral key for the connection; its secret is wiped once the session exists. */
-  mine?: Ephemeral;
-  session?: Session;
-  /** The peer's device, once its hello was accepted. */
-  peerDevice?: string;
-  /** The device its handshake names (hex id of the device key it carries), if any. */
-  handshakeDevice?: string;
-  /**
-   * Ratcheted frames arrived without a session from a device whose roster record has not arrived
-   * yet: once it does (and lists a member), the peer is asked to re-send its hello.
-   */
-  unopened?: boolean;
-  /** When this side last sent a ratchet-hello (a session missing for longer is repaired). */
-  helloAt: number;
-  /** A hello from a device whose roster record has not arrived yet (re-checked on roster change). */
-  held?: RatchetHello;
-  /** Ephemeral keys of hellos accepted from this peer (hex): a replayed hello changes nothing. */
-  seenEphemerals: string[];
-  /** When this side last asked the peer to re-send its hello. */
-  lastRehello: number;
-  /** When this side last answered a peer's new hello with a fresh one (dropping a session). */
-  lastAnswer: number;
-  /**
-   * The peer's ephemeral public key of the hello this side answered (no secret: this side's key
-   * for the answer is `mine`, unused until the session exists). Either the peer's next ratcheted
-   * frame opens under (mine, answered), or its next hello (its answer to ours) pairs with mine.
-   */
-  answered?: Uint8Array;
 }
 
 /** This device in identity mode: its credentials plus what derives from them. */
@@ -261,8 +184,13 @@ export class EngineCore {
       const state = this.peers.get(peer);
       if (state?.window === window) this.feed(peer, state);
     };
+    const outbox = new Outbox(() => {
+      const state = this.peers.get(peer);
+      if (state?.outbox === outbox) this.feed(peer, state);
+    });
     return {
       window,
+      outbox,
       paced: [],
       overflowed: false,
       inbound: Promise.resolve(),
@@ -345,9 +273,10 @@ export class EngineCore {
    */
   feed(peer: string, state: PeerState): void {
     let i = 0;
-    while (i < state.paced.length && state.window.pending < PACED_BELOW) state.paced[i++]();
+    // Work waits while a shipment's records are being read (the outbox says when it is done).
+    while (i < state.paced.length && state.window.pending < PACED_BELOW && !state.outbox.busy) state.paced[i++]();
     if (i) state.paced.splice(0, i);
-    if (state.overflowed && state.window.pending === 0 && state.paced.length === 0) {
+    if (state.overflowed && state.window.pending === 0 && state.paced.length === 0 && !state.outbox.busy) {
       state.overflowed = false;
       state.shipped.clear(); // without recon1: what was left out may have carried records
       for (const ch of this.identity
@@ -360,10 +289,25 @@ export class EngineCore {
     }
   }
 
-  /** Seals one message for its channel and queues it; a session message without a session is not sent. */
+  /**
+   * Seals one message for its channel and queues it; a session message without a session is not
+   * sent. Behind a shipment whose records are still being read, it waits its turn (Outbox).
+   */
   send(peer: string, m: Message, ch: Channel = this.base): Promise<void> {
     const state = this.peers.get(peer);
     if (!state || this.failure) return Promise.resolve();
+    if (state.outbox.busy) {
+      let sent: Promise<void> = Promise.resolve();
+      const step = () => {
+        sent = this.sendNow(peer, state, m, ch);
+      };
+      return state.outbox.after(step).then(() => sent);
+    }
+    return this.sendNow(peer, state, m, ch);
+  }
+
+  private sendNow(peer: string, state: PeerState, m: Message, ch: Channel): Promise<void> {
+    if (this.peers.get(peer) !== state || this.failure) return Promise.resolve(); // the peer left meanwhile
     // The queue is bounded: past send_queue_max_frames a frame is left out (before it is sealed,
     // so no ratchet counter is skipped) and the peer is re-reconciled once the queue drains. The
     // connection's own handshakes and ratchet-hellos are never left out.
@@ -394,25 +338,62 @@ export class EngineCore {
     return state.window.push(sealed).catch(() => undefined);
   }
 
+  /**
+   * Ships records by key: reads them from the store and sends them as deltas. Where the store
+   * reads asynchronously (its values are not in memory), the read is awaited and every later frame
+   * to the peer waits behind it (Outbox), so nothing overtakes the records. A read that fails stops
+   * the engine as any store failure does.
+   */
+  ship(peer: string, collection: string, keys: readonly string[], ch: Channel): void {
+    const state = this.peers.get(peer);
+    if (!state || this.failure || !keys.length) return;
+    let read: readonly WireRecord[] | Promise<readonly WireRecord[]>;
+    try {
+      read = this.store.read(collection, keys);
+    } catch (e) {
+      this.storeFailed(e);
+      return;
+    }
+    if (!(read instanceof Promise) && !state.outbox.busy) {
+      void this.sendDelta(peer, collection, read, ch);
+      return;
+    }
+    if (read instanceof Promise) read.catch(() => undefined); // handled in its turn, below
+    void state.outbox.after(async () => {
+      let records: readonly WireRecord[];
+      try {
+        records = await read;
+      } catch (e) {
+        this.storeFailed(e);
+        return;
+      }
+      for (const m of this.deltas(collection, records)) void this.sendNow(peer, state, m, ch);
+    });
+  }
+
   /** Deltas of at most 500 records and delta_max_bytes each; a record is never split. */
   async sendDelta(peer: string, collection: string, records: readonly WireRecord[], ch: Channel): Promise<void> {
+    await Promise.all(this.deltas(collection, records).map((m) => this.send(peer, m, ch)));
+  }
+
+  private deltas(collection: string, records: readonly WireRecord[]): MessageOf<"delta">[] {
+    const out: MessageOf<"delta">[] = [];
     let batch: WireRecord[] = [];
     let bytes = 0;
-    const sends: Promise<void>[] = [];
     for (const r of records) {
       const size = encodeValue(r.value).length + r.key.length * 3 + r.hlc.length + 16;
       // A record that could not travel in one binary message (only a peer built otherwise could
       // have given it to us: local writes are refused) is left out, never sent to be refused.
       if (size > L.record_max_bytes && encodeRecord(new Writer(), r).finish().length > L.record_max_bytes) continue;
       if (batch.length && (batch.length >= L.delta_max_records || bytes + size > L.delta_max_bytes)) {
-        sends.push(this.send(peer, { type: "delta", collection, records: batch }, ch));
+        out.push({ type: "delta", collection, records: batch });
         batch = [];
         bytes = 0;
       }
       batch.push(r);
       bytes += size;
     }
-    if (batch.length) sends.push(this.send(peer, { type: "delta", collection, records: batch }, ch));
-    await Promise.all(sends);
+    if (batch.length) out.push({ type: "delta", collection, records: batch });
+    return out;
   }
 }

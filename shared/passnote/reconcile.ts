@@ -9,14 +9,14 @@
 // HLC wall milliseconds (profile). Shipping twice is harmless: merging is idempotent.
 import { PASSNOTE_LIMITS as L } from "../limits";
 import { equalBytes } from "../encoding";
-import { FULL_RANGE, type PassnoteStore } from "./records";
-import type { MessageOf, Probe, Range, WireRecord } from "./wire";
+import { FULL_RANGE, type Entry, type PassnoteStore } from "./records";
+import type { MessageOf, Probe, Range } from "./wire";
 
 export type Reconcile = MessageOf<"reconcile">;
 
 interface ReconcileOutcome {
-  /** Records to ship to the peer (as delta frames), before the reply. */
-  ship: WireRecord[];
+  /** Keys of the records to ship to the peer (read from the store, sent as delta frames before the reply). */
+  ship: string[];
   /** The reply, or null when every range is settled. */
   reply: Reconcile | null;
 }
@@ -29,6 +29,18 @@ function probeOf(store: PassnoteStore, collection: string, range: Range, depth: 
 /** The opening probe of a collection: everything this side holds. */
 export function openingProbe(store: PassnoteStore, collection: string): Reconcile {
   return { type: "reconcile", collection, probes: [probeOf(store, collection, FULL_RANGE, 0)], requests: [] };
+}
+
+/** The first index of the wall-ordered items whose wall time is at least `wall`. */
+function firstAtOrAfter(items: readonly Entry[], wall: number): number {
+  let lo = 0;
+  let hi = items.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (items[mid].wall < wall) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 /** Answers one reconcile message against this side's store. */
@@ -63,13 +75,14 @@ export function respondToReconcile(store: PassnoteStore, msg: Reconcile): Reconc
   // Overflow ranges ship as leaves; the peer's count there is unknown, so ask for its records too.
   for (const p of subProbes.slice(L.recon_max_probes)) leaf(p, 1);
 
-  const ship: WireRecord[] = [];
+  const ship: string[] = [];
   const seen = new Set<string>();
+  const items = shipRanges.length ? store.ordered(collection) : [];
   for (const r of shipRanges) {
-    for (const rec of store.recordsIn(collection, r)) {
-      if (seen.has(rec.key)) continue;
-      seen.add(rec.key);
-      ship.push(rec);
+    for (let i = firstAtOrAfter(items, r.start); i < items.length && items[i].wall < r.end; i++) {
+      if (seen.has(items[i].key)) continue;
+      seen.add(items[i].key);
+      ship.push(items[i].key);
     }
   }
   const reply: Reconcile | null =

@@ -15,14 +15,13 @@
 import { PASSNOTE_LIMITS as L } from "../limits";
 import { bytesToHex, equalBytes } from "../encoding";
 import type { Entry, PassnoteStore } from "./records";
-import type { WireRecord } from "./wire";
 import { ID_BYTES, INFINITE_BOUND, itemBelow, rangeBytes, type Bound, type Range2, type Reconcile2 } from "./reconcile2-wire";
 
 export type { Reconcile2 } from "./reconcile2-wire";
 
 interface Reconcile2Outcome {
-  /** Records to ship to the peer (as delta frames), before the reply. */
-  ship: WireRecord[];
+  /** Keys of the records to ship to the peer (read from the store, sent as delta frames before the reply). */
+  ship: string[];
   /** The reply, or null when every range is settled. */
   reply: Reconcile2 | null;
 }
@@ -121,7 +120,7 @@ export function respondToReconcile2(store: PassnoteStore, msg: Reconcile2): Reco
   }
   const levels = levelsFor(Math.max(1, mismatches));
 
-  const ship: WireRecord[] = [];
+  const ship: string[] = [];
   const out: Range2[] = [];
   let bytes = 0;
   let prevWall = 0;
@@ -137,7 +136,7 @@ export function respondToReconcile2(store: PassnoteStore, msg: Reconcile2): Reco
       case "fingerprint": {
         if (spans[i].match) break;
         if (r.count === 0) {
-          for (let j = lo; j < hi; j++) ship.push(store.get(msg.collection, items[j].key)!); // the peer holds nothing here
+          for (let j = lo; j < hi; j++) ship.push(items[j].key); // the peer holds nothing here
         } else if (spans[i].split) {
           answer = split(items, lo, hi, r.upper, bucketsFor(hi - lo, levels));
         } else {
@@ -152,7 +151,7 @@ export function respondToReconcile2(store: PassnoteStore, msg: Reconcile2): Reco
         for (let j = lo; j < hi; j++) {
           const id = bytesToHex(items[j].fp);
           mine.add(id);
-          if (!theirs.has(id)) ship.push(store.get(msg.collection, items[j].key)!);
+          if (!theirs.has(id)) ship.push(items[j].key);
         }
         const need = r.ids.filter((id) => !mine.has(bytesToHex(id)));
         if (need.length) answer = [{ upper: r.upper, mode: "need", ids: need }];
@@ -160,7 +159,7 @@ export function respondToReconcile2(store: PassnoteStore, msg: Reconcile2): Reco
       }
       case "need": {
         const wanted = new Set(r.ids.map(bytesToHex));
-        for (let j = lo; j < hi; j++) if (wanted.has(bytesToHex(items[j].fp))) ship.push(store.get(msg.collection, items[j].key)!);
+        for (let j = lo; j < hi; j++) if (wanted.has(bytesToHex(items[j].fp))) ship.push(items[j].key);
         break;
       }
     }

@@ -7,10 +7,13 @@ import { sha256 } from "@noble/hashes/sha2.js";
 import { isWellFormedUnicode, utf8ByteLength, utf8Encode } from "../encoding";
 import { PASSNOTE_LIMITS as L } from "../limits";
 import { Writer } from "./codec";
-import { compareHlc, hlcWall } from "./hlc";
+import { compareHlc } from "./hlc";
 import { newInstToken } from "./handshake";
 import type { DeviceIdentity } from "./roster";
+import { Collection, type Entry } from "./record-index";
 import type { Range, WireRecord } from "./wire";
+
+export type { Entry } from "./record-index";
 import { FINGERPRINT_BYTES, encodeRecord } from "./wire";
 
 /** The widest range: every HLC wall time a record can have. */
@@ -35,88 +38,6 @@ export interface RangeSummary {
   maxWall?: number;
 }
 
-/**
- * A stored record in the index: its key, HLC, wall time and fingerprint (recon2's item id), and the
- * record itself where the store keeps bodies in memory (a store that reads them from its database
- * on demand leaves it out: MemoryStore.body).
- */
-export interface Entry {
-  key: string;
-  hlc: string;
-  record?: WireRecord;
-  wall: number;
-  fp: Uint8Array;
-  /** The store's sequence number when this record was stored: local arrival order, not HLC order. */
-  seq: number;
-}
-
-/** One collection: records by key, and an index by HLC wall time for range queries. */
-class Collection {
-  readonly byKey = new Map<string, Entry>();
-  private sorted: Entry[] = [];
-  private dirty = false;
-  private ordered: Entry[] = [];
-  private orderedDirty = false;
-  watermark = "";
-
-  put(key: string, hlc: string, record: WireRecord | undefined, seq: number, fp: Uint8Array): void {
-    this.byKey.set(key, { key, hlc, record, wall: hlcWall(hlc), fp, seq });
-    if (compareHlc(hlc, this.watermark) > 0) this.watermark = hlc;
-    this.dirty = true;
-    this.orderedDirty = true;
-  }
-
-  private index(): Entry[] {
-    if (this.dirty) {
-      this.sorted = [...this.byKey.values()].sort((a, b) => a.wall - b.wall);
-      this.dirty = false;
-    }
-    return this.sorted;
-  }
-
-  /** Entries ordered by (wall, fingerprint bytewise): recon2's item order. */
-  byWallAndId(): Entry[] {
-    if (this.orderedDirty) {
-      const a = [...this.index()];
-      // The wall index is sorted; only runs of equal wall times need ordering by fingerprint.
-      for (let i = 0; i < a.length; ) {
-        let j = i + 1;
-        while (j < a.length && a[j].wall === a[i].wall) j++;
-        if (j - i > 1) {
-          const run = a.slice(i, j).sort((x, y) => compareBytes(x.fp, y.fp));
-          for (let k = i; k < j; k++) a[k] = run[k - i];
-        }
-        i = j;
-      }
-      this.ordered = a;
-      this.orderedDirty = false;
-    }
-    return this.ordered;
-  }
-
-  /** Entries with start <= wall < end. */
-  slice(range: Range): Entry[] {
-    const idx = this.index();
-    return idx.slice(lowerBound(idx, range.start), lowerBound(idx, range.end));
-  }
-}
-
-function compareBytes(a: Uint8Array, b: Uint8Array): number {
-  for (let i = 0; i < a.length && i < b.length; i++) if (a[i] !== b[i]) return a[i] - b[i];
-  return a.length - b.length;
-}
-
-function lowerBound(a: Entry[], wall: number): number {
-  let lo = 0;
-  let hi = a.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (a[mid].wall < wall) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
 /** The keys a database keeps for its device: identity mode's credentials, or the passphrase key. */
 export type StoredKeys = { identity: DeviceIdentity } | { key: Uint8Array };
 
@@ -136,7 +57,19 @@ export interface PassnoteStore {
   /** The sequence number of the last record stored by this instance (0 when none). */
   readonly sequence: number;
   collectionNames(): string[];
+  /**
+   * One record, synchronously: from memory, or from a database that reads synchronously (SQLite).
+   * A store that reads its values asynchronously (IndexedDB, an adapter without loadSync) throws
+   * for a value it does not hold in memory: read() is the way that always works.
+   */
   get(collection: string, key: string): WireRecord | undefined;
+  /**
+   * The records held under these keys, in the order given (keys not held are left out): an array
+   * at once where the store can, else a promise of it (a store whose values are read
+   * asynchronously). This is how the engine reads what it ships to a peer.
+   */
+  read(collection: string, keys: readonly string[]): readonly WireRecord[] | Promise<readonly WireRecord[]>;
+  /** Every record of a collection, synchronously (as get()). */
   all(collection: string): WireRecord[];
   size(collection: string): number;
   /** Last-writer-wins merge of one whole record; true when it changed the store. Idempotent. */
@@ -196,6 +129,20 @@ export class MemoryStore implements PassnoteStore {
     return e && this.body(collection, e);
   }
 
+  read(collection: string, keys: readonly string[]): readonly WireRecord[] | Promise<readonly WireRecord[]> {
+    const out: WireRecord[] = [];
+    for (const key of keys) {
+      const r = this.get(collection, key);
+      if (r) out.push(r);
+    }
+    return out;
+  }
+
+  /** The index's entry for a key (no body read). */
+  protected entry(collection: string, key: string): Entry | undefined {
+    return this.collections.get(collection)?.byKey.get(key);
+  }
+
   /** The HLC of the record the index holds for a key (no body read). */
   protected headHlc(collection: string, key: string): string | undefined {
     return this.collections.get(collection)?.byKey.get(key)?.hlc;
@@ -212,11 +159,11 @@ export class MemoryStore implements PassnoteStore {
   }
 
   all(collection: string): WireRecord[] {
-    return [...(this.collections.get(collection)?.byKey.values() ?? [])].map((e) => this.body(collection, e));
+    return [...(this.collections.get(collection)?.entries() ?? [])].map((e) => this.body(collection, e));
   }
 
   size(collection: string): number {
-    return this.collections.get(collection)?.byKey.size ?? 0;
+    return this.collections.get(collection)?.size ?? 0;
   }
 
   /** Last-writer-wins merge; true when the record changed the store. Idempotent. */
@@ -230,6 +177,27 @@ export class MemoryStore implements PassnoteStore {
    */
   protected mergeWith(collection: string, record: WireRecord, fp?: Uint8Array): boolean {
     return this.mergeHead(collection, record.key, record.hlc, record, fp);
+  }
+
+  /**
+   * Restores a collection's index from columns (HeadColumns of a database store): the i-th key,
+   * HLC and 16 bytes of `fps` are one record's, its body left in the database (body()). Into an
+   * empty collection in one pass; else record by record, last-writer-wins.
+   */
+  protected restoreHeads(collection: string, keys: readonly string[], hlcs: readonly string[], fps: Uint8Array): void {
+    if (keys.length !== hlcs.length || fps.length !== keys.length * FINGERPRINT_BYTES)
+      throw new Error(
+        `the index of ${collection} does not line up: ${keys.length} keys, ${hlcs.length} HLCs, ${fps.length} fingerprint bytes`,
+      );
+    const c = this.col(collection);
+    if (c.size === 0) {
+      c.fill(keys, hlcs, fps, this.seq);
+      this.seq += keys.length;
+      if (compareHlc(c.watermark, this.highest) > 0) this.highest = c.watermark;
+      return;
+    }
+    for (let i = 0; i < keys.length; i++)
+      this.mergeHead(collection, keys[i], hlcs[i], undefined, fps.subarray(i * FINGERPRINT_BYTES, (i + 1) * FINGERPRINT_BYTES));
   }
 
   /** Puts a record into the index; `record` undefined: its body stays in the database (body()). */
@@ -289,7 +257,7 @@ export class MemoryStore implements PassnoteStore {
   /** Records newer than a watermark (the fallback sync without recon1). */
   newerThan(collection: string, watermark: string): WireRecord[] {
     const out: WireRecord[] = [];
-    for (const e of this.collections.get(collection)?.byKey.values() ?? []) {
+    for (const e of this.collections.get(collection)?.entries() ?? []) {
       if (compareHlc(e.hlc, watermark) > 0) out.push(this.body(collection, e));
     }
     return out;
@@ -301,7 +269,7 @@ export class MemoryStore implements PassnoteStore {
    */
   changedSince(collection: string, seq: number, watermark: string): WireRecord[] {
     const out: WireRecord[] = [];
-    for (const e of this.collections.get(collection)?.byKey.values() ?? []) {
+    for (const e of this.collections.get(collection)?.entries() ?? []) {
       if (e.seq > seq || compareHlc(e.hlc, watermark) > 0) out.push(this.body(collection, e));
     }
     return out;

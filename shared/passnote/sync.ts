@@ -294,9 +294,14 @@ export class SyncEngine {
     return n;
   }
 
-  /** Resolves when every peer's inbound queue is empty. */
+  /** Resolves when every peer's inbound queue is empty and no shipment waits for its records to be read. */
   async idle(): Promise<void> {
-    await Promise.all([...this.core.peers.values()].map((s) => s.inbound));
+    await Promise.all(
+      [...this.core.peers.values()].map(async (s) => {
+        await s.inbound;
+        await s.outbox.idle();
+      }),
+    );
   }
 
   // ---- local writes -----------------------------------------------------------------------------

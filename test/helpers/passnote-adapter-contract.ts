@@ -7,6 +7,7 @@ import { openStore, type AdapterStoreOptions } from "../../clients/passnote/stor
 import { formatHlc } from "../../shared/passnote/hlc";
 import { storeContract } from "./passnote-store-contract";
 import { instanceOf } from "./passnote-store-harness";
+import { valuesStayInTheDatabase } from "./passnote-values-on-demand";
 
 export interface AdapterHarness {
   /** Whether a database outlives its adapters (a new adapter on the same name sees what an earlier one saved). */
@@ -82,6 +83,23 @@ export function adapterContract(name: string, make: () => AdapterHarness): void 
         const c = await h.open(name);
         expect(await rows(c)).toEqual([]);
         await c.close();
+      },
+    );
+
+    it.runIf(make().persistent)(
+      "values stay in the database: after open the store holds no value in memory, and a peer on it still syncs every record to another peer",
+      async () => {
+        const h = make();
+        const name = db();
+        const out = await valuesStayInTheDatabase(async () => openStore(await h.open(name), h.store));
+        expect(out).toEqual({
+          written: 300,
+          heldAfterOpen: 0,
+          heldAfterSync: 0, // what was read to ship it was not kept
+          synced: 300,
+          readByOther: { i: 1, text: "note 1" },
+          readBack: { i: 0, text: "note 0" },
+        });
       },
     );
 

@@ -4,6 +4,7 @@ import { IndexedDbStore } from "../../clients/passnote/stores/indexeddb";
 import { base64urlEncode, hexToBytes } from "../../shared/encoding";
 import type { StoreInstance } from "./passnote-store-contract";
 import { instanceOf } from "./passnote-store-harness";
+import { valuesStayInTheDatabase, type OnDemandOutcome } from "./passnote-values-on-demand";
 
 const instances = new Map<number, StoreInstance>();
 let next = 0;
@@ -79,7 +80,7 @@ export async function peerRestart(
   const p2 = new PassnotePeer({ transport: await bus.connect(), store: await IndexedDbStore.open(name), now: () => now });
   const second = p2.put("notes", "n2", 1);
   const out = {
-    value: p2.get("notes", "n1"),
+    value: await p2.read("notes", "n1"),
     sameDevice: p2.engine.deviceId === p1.engine.deviceId,
     owner: p2.engine.isOwner,
     newInst: p2.engine.inst !== p1.engine.inst,
@@ -88,6 +89,11 @@ export async function peerRestart(
   p2.close();
   await p2.store.close();
   return out;
+}
+
+/** Values on demand over IndexedDB (test/helpers/passnote-values-on-demand.ts). */
+export async function valuesOnDemand(name: string): Promise<OnDemandOutcome> {
+  return valuesStayInTheDatabase(() => IndexedDbStore.open(name));
 }
 
 /**

@@ -5,11 +5,16 @@ import type { PassnoteStore } from "../../shared/passnote/records";
 import type { WireRecord } from "../../shared/passnote/wire";
 import type { StoreDump, StoreInstance } from "./passnote-store-contract";
 
-export function dumpStore(s: PassnoteStore): StoreDump {
+export async function dumpStore(s: PassnoteStore): Promise<StoreDump> {
   const records: Record<string, WireRecord[]> = {};
   const watermarks: Record<string, string> = {};
   for (const c of s.collectionNames().sort()) {
-    records[c] = s.all(c).sort((x, y) => (x.key < y.key ? -1 : x.key > y.key ? 1 : 0));
+    // read(): the way every store gives its values (some read them asynchronously).
+    const held = await s.read(
+      c,
+      s.ordered(c).map((e) => e.key),
+    );
+    records[c] = [...held].sort((x, y) => (x.key < y.key ? -1 : x.key > y.key ? 1 : 0));
     watermarks[c] = s.watermark(c);
   }
   const k = s.keys();
@@ -37,7 +42,7 @@ export function instanceOf(s: PassnoteStore): StoreInstance {
             },
       ),
     flushed: () => s.flushed(),
-    dump: async () => dumpStore(s),
+    dump: () => dumpStore(s),
     close: () => s.close(),
   };
 }

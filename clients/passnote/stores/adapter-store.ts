@@ -12,6 +12,7 @@
 // from losing each other's writes: each holds its own index, and the database holds the winner.
 import { compareHlc } from "../../../shared/passnote/hlc";
 import { MemoryStore, type Entry, type StoredKeys } from "../../../shared/passnote/records";
+import { ROSTER_COLLECTION } from "../../../shared/passnote/roster";
 import type { WireRecord } from "../../../shared/passnote/wire";
 import { fromRow, pending, toRow, type RecordRow, type StorageAdapter } from "./adapter";
 import { decodeKeys, encodeKeys, plainKeySeal, wrappingKeySeal, type KeySeal } from "./keys";
@@ -48,18 +49,42 @@ export class AdapterStore extends MemoryStore {
     super();
   }
 
+  /**
+   * Whether values stay in the database and are read when needed (the adapter has loadSync or
+   * load): the index then holds no value but those not durable yet, and the roster's where reads
+   * are asynchronous (the engine checks every frame against the roster synchronously).
+   */
+  private get onDemand(): boolean {
+    return !!(this.adapter.loadSync || this.adapter.load);
+  }
+
+  /** Whether a collection's values stay in memory once durable. */
+  private keepsValues(collection: string): boolean {
+    return !this.onDemand || (collection === ROSTER_COLLECTION && !this.adapter.loadSync);
+  }
+
   /** Reads the adapter's records into the index and its keys (no write). */
   protected async load(): Promise<void> {
-    const rows = await this.adapter.loadAll({ values: !this.adapter.loadSync });
-    if (Symbol.iterator in rows) for (const row of rows) this.restore(row);
-    else for await (const row of rows) this.restore(row);
+    if (this.adapter.loadHeads && this.onDemand) {
+      // The index in columns, one object per collection (SQLite aggregates them): no record value
+      // read, no row object per record, nothing hashed.
+      for (const h of await this.adapter.loadHeads()) this.restoreHeads(h.collection, h.keys, h.hlcs, h.fps);
+    } else {
+      const rows = await this.adapter.loadAll({ values: !this.onDemand });
+      if (Symbol.iterator in rows) for (const row of rows) this.restore(row);
+      else for await (const row of rows) this.restore(row);
+    }
+    if (this.keepsValues(ROSTER_COLLECTION) && this.onDemand) {
+      // Asynchronous reads: the roster's values are read now and kept (a few records).
+      for (const e of this.ordered(ROSTER_COLLECTION)) if (!e.record) e.record = await this.loadBody(ROSTER_COLLECTION, e);
+    }
     const sealed = await this.adapter.loadMeta(KEYS_META);
     if (sealed) super.saveKeys(decodeKeys(await this.keySeal.open(sealed)));
   }
 
-  /** Into the index: the whole record, or only its head where the adapter reads bodies on demand (loadSync). */
+  /** Into the index: the whole record, or only its head where the adapter reads values on demand. */
   private restore(row: RecordRow): void {
-    if (this.adapter.loadSync) this.mergeHead(row.collection, row.key, row.hlc, undefined, row.fp);
+    if (this.onDemand) this.mergeHead(row.collection, row.key, row.hlc, undefined, row.fp);
     else this.mergeWith(row.collection, fromRow(row), row.fp);
   }
 
@@ -68,9 +93,9 @@ export class AdapterStore extends MemoryStore {
     if (held !== undefined && compareHlc(record.hlc, held) <= 0) return false;
     this.check();
     const row = toRow(collection, record);
-    // The body stays in memory unless the adapter can read it back at once: it has loadSync, and
-    // this write is in the database already (not held for the keys, not pending).
-    let inMemory = !this.adapter.loadSync;
+    // The value stays in memory while it is not durable (held for the keys, or its save pending),
+    // and for good where the adapter cannot read it back (no loadSync, no load).
+    let inMemory = this.keepsValues(collection);
     if (this.held) {
       this.held.push(row);
       inMemory = true;
@@ -78,12 +103,41 @@ export class AdapterStore extends MemoryStore {
     return this.mergeHead(collection, record.key, record.hlc, inMemory ? record : undefined, row.fp);
   }
 
-  /** A record whose body the index does not hold: read from the database (loadSync). */
+  /** A record whose value the index does not hold: read from the database at once (loadSync). */
   protected override body(collection: string, e: Entry): WireRecord {
     if (e.record) return e.record;
-    const row = this.adapter.loadSync?.(collection, e.key);
-    if (!row) throw new Error(`the database no longer holds ${collection}/${e.key}: it was changed outside this SDK`);
-    return fromRow(row);
+    if (!this.adapter.loadSync)
+      throw new Error(
+        `the value of ${collection}/${e.key} is not in memory: this store reads values asynchronously (IndexedDB, an adapter without loadSync); await peer.read() or store.read()`,
+      );
+    return checked(collection, e, this.adapter.loadSync(collection, e.key));
+  }
+
+  /** A record whose value is not in memory, read through the adapter (load, awaited). */
+  private async loadBody(collection: string, e: Entry): Promise<WireRecord> {
+    const load = this.adapter.load ?? this.adapter.loadSync;
+    if (!load) throw new Error(`the value of ${collection}/${e.key} is not in memory and the adapter cannot read it`);
+    return checked(collection, e, await load.call(this.adapter, collection, e.key));
+  }
+
+  /**
+   * The records of these keys: at once where every value is in memory or the adapter reads
+   * synchronously, else read through the adapter's load (awaited together).
+   */
+  override read(collection: string, keys: readonly string[]): readonly WireRecord[] | Promise<readonly WireRecord[]> {
+    if (this.adapter.loadSync || !this.adapter.load) return super.read(collection, keys);
+    const out: Array<WireRecord | Promise<WireRecord>> = [];
+    let waits = false;
+    for (const key of keys) {
+      const e = this.entry(collection, key);
+      if (!e) continue;
+      if (e.record) out.push(e.record);
+      else {
+        out.push(this.loadBody(collection, e));
+        waits = true;
+      }
+    }
+    return waits ? Promise.all(out) : (out as WireRecord[]);
   }
 
   /** Throws when the store takes no more writes (closed, or a write failed). */
@@ -104,16 +158,29 @@ export class AdapterStore extends MemoryStore {
       this.failure ??= e;
       throw e;
     }
-    if (!written) return false; // durable already
+    if (!written) {
+      this.durable(row);
+      return false;
+    }
     this.writes.add(written);
     written.then(
-      () => this.writes.delete(written),
+      () => {
+        this.writes.delete(written);
+        this.durable(row);
+      },
       (e: unknown) => {
         this.failure ??= e;
         this.writes.delete(written);
       },
     );
     return true;
+  }
+
+  /** A record's write is durable: its value leaves memory where the adapter reads it back on demand. */
+  private durable(row: RecordRow): void {
+    if (this.keepsValues(row.collection)) return;
+    const e = this.entry(row.collection, row.key);
+    if (e?.record && e.hlc === row.hlc) e.record = undefined;
   }
 
   /**
@@ -179,6 +246,12 @@ export class AdapterStore extends MemoryStore {
     await this.close();
     await this.adapter.destroy?.();
   }
+}
+
+/** A row the adapter gave back for an index entry, as a record (a missing one means the database was changed behind the SDK). */
+function checked(collection: string, e: Entry, row: RecordRow | undefined): WireRecord {
+  if (!row) throw new Error(`the database no longer holds ${collection}/${e.key}: it was changed outside this SDK`);
+  return fromRow(row);
 }
 
 /**

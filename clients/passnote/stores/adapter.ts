@@ -23,6 +23,18 @@ export interface RecordRow {
   fp: Uint8Array;
 }
 
+/**
+ * The index of one collection in columns, as opening needs it: the records' keys, their HLCs and
+ * their fingerprints (16 bytes each, concatenated), the i-th of each being one record's, in any
+ * order. No value, and one object per collection rather than per record.
+ */
+export interface HeadColumns {
+  collection: string;
+  keys: string[];
+  hlcs: string[];
+  fps: Uint8Array;
+}
+
 /** What an adapter's write returns: a promise that resolves once the write is durable, or nothing when it already is. */
 export type Durable = Promise<void> | void;
 
@@ -41,6 +53,13 @@ export type Durable = Promise<void> | void;
  *   one record, or undefined. With it the store keeps only its index in memory (keys, HLCs,
  *   fingerprints) and reads a record's value when it is needed; `loadAll({ values: false })` may
  *   then leave every row's `value` empty.
+ * - `load(collection, key)` (optional, for databases that read asynchronously: IndexedDB, a
+ *   server): one record, or undefined, as a promise. With it, as with loadSync, the store keeps
+ *   only its index in memory; the peer awaits the values it ships, and the app reads one with
+ *   `peer.read()`. Without either, the store keeps every value in memory.
+ * - `loadHeads()` (optional, with `loadSync` or `load`): the index of every collection in columns
+ *   (HeadColumns), read in place of `loadAll` when the store opens: what a database that can
+ *   aggregate (SQLite) gives at a fraction of the cost of one row object per record.
  */
 export interface StorageAdapter {
   loadAll(opts?: { values: boolean }): Promise<Iterable<RecordRow>> | Iterable<RecordRow> | AsyncIterable<RecordRow>;
@@ -50,6 +69,8 @@ export interface StorageAdapter {
   close(): Promise<void> | void;
   destroy?(): Promise<void> | void;
   loadSync?(collection: string, key: string): RecordRow | undefined;
+  load?(collection: string, key: string): Promise<RecordRow | undefined> | RecordRow | undefined;
+  loadHeads?(): Promise<Iterable<HeadColumns>> | Iterable<HeadColumns>;
 }
 
 export function toRow(collection: string, r: WireRecord, fp = recordFingerprint(r.key, r.hlc)): RecordRow {

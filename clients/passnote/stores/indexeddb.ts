@@ -7,7 +7,8 @@
 // Writes: the merges of one turn of the event loop go into one readwrite transaction with
 // durability "strict" (the browser reports it complete only once it is on disk); each record is
 // put whole, so a document is never half-written. merge() returns at once (the engine's reads are
-// from the in-memory index); flushed() resolves when every transaction so far is complete, which
+// from the in-memory index); a value leaves memory once its write is complete, and is read again
+// when it is needed (load(): a shipment to a peer, peer.read()); flushed() resolves when every transaction so far is complete, which
 // is when a write is acknowledged to the person. A transaction that fails makes flushed() reject.
 //
 // Keys: sealed with AES-GCM under a non-extractable CryptoKey the store generates on first open
@@ -84,8 +85,34 @@ export class IndexedDbAdapter implements StorageAdapter {
     return (raced as CryptoKey | undefined) ?? key;
   }
 
+  /** Every record (the store keeps their index only: it reads a value again with load() when it needs it). */
   async loadAll(): Promise<RecordRow[]> {
     return (await request(this.db.transaction(RECORDS, "readonly").objectStore(RECORDS).getAll())) as RecordRow[];
+  }
+
+  private reads: Array<{ id: [string, string]; resolve(r: RecordRow | undefined): void; reject(e: unknown): void }> = [];
+
+  /** One record; the reads of one turn share one readonly transaction (a shipment reads many). */
+  load(collection: string, key: string): Promise<RecordRow | undefined> {
+    return new Promise((resolve, reject) => {
+      if (!this.reads.length) queueMicrotask(() => this.readTurn());
+      this.reads.push({ id: [collection, key], resolve, reject });
+    });
+  }
+
+  private readTurn(): void {
+    const reads = this.reads;
+    this.reads = [];
+    try {
+      const os = this.db.transaction(RECORDS, "readonly").objectStore(RECORDS);
+      for (const r of reads) {
+        const get = os.get(r.id);
+        get.onsuccess = () => r.resolve(get.result as RecordRow | undefined);
+        get.onerror = () => r.reject(get.error);
+      }
+    } catch (e) {
+      for (const r of reads) r.reject(e);
+    }
   }
 
   /** Queued for the turn's transaction; resolves once that transaction is complete (on disk). */

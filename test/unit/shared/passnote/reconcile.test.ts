@@ -20,7 +20,7 @@ function exchange(a: MemoryStore, b: MemoryStore, collection = "notes") {
   let shipped = 0;
   while (msg) {
     const out = respondToReconcile(to, msg);
-    for (const r of out.ship) from.merge(collection, r);
+    for (const k of out.ship) from.merge(collection, to.get(collection, k)!);
     shipped += out.ship.length;
     msg = out.reply;
     if (msg) messages++;

@@ -24,6 +24,9 @@ class MapAdapter implements StorageAdapter {
   async loadAll(): Promise<RecordRow[]> {
     return [...this.db.records.values()];
   }
+  async load(collection: string, key: string): Promise<RecordRow | undefined> {
+    return this.db.records.get(`${collection}\0${key}`);
+  }
   async save(row: RecordRow): Promise<void> {
     const id = `${row.collection}\0${row.key}`;
     const held = this.db.records.get(id);
@@ -161,9 +164,28 @@ describe("the SDK's layer over an asynchronous adapter", () => {
     first.put("notes", "n1", { text: "kept" });
     await first.close();
     const again = new PassnotePeer({ transport: await bus.connect(), store: await openStore(new MapAdapter(db)) });
-    expect(again.get("notes", "n1")).toEqual({ text: "kept" });
+    expect(await again.read("notes", "n1")).toEqual({ text: "kept" });
     expect(again.engine.deviceId).toBe(first.engine.deviceId);
     expect(again.engine.isOwner).toBe(true);
+    await again.close();
+  });
+});
+
+describe("reading a value from a store that reads asynchronously", () => {
+  it("peer.read() awaits a value the store does not hold in memory; peer.get() says to use it rather than answer as if the record were absent", async () => {
+    const db: MapDatabase = { records: new Map(), meta: new Map() };
+    const key = new Uint8Array(32).fill(4);
+    const first = new PassnotePeer({ transport: await new MemoryBus().connect(), store: await openStore(new MapAdapter(db)), key });
+    first.put("notes", "n1", { text: "in the database" });
+    expect(first.get("notes", "n1")).toEqual({ text: "in the database" }); // not durable yet: still in memory
+    await first.flushed();
+    expect(() => first.get("notes", "n1")).toThrow(/await peer\.read\(\)/); // durable: memory let it go
+    await first.close();
+    const again = new PassnotePeer({ transport: await new MemoryBus().connect(), store: await openStore(new MapAdapter(db)) });
+    expect(await again.read("notes", "n1")).toEqual({ text: "in the database" });
+    expect(await again.read("notes", "absent")).toBeUndefined();
+    expect(() => again.get("notes", "n1")).toThrow(/not in memory/);
+    expect(again.get("notes", "absent")).toBeUndefined();
     await again.close();
   });
 });

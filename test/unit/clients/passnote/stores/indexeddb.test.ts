@@ -71,3 +71,17 @@ describe.skipIf(!chromiumPath)("IndexedDB under Chromium: keys first", () => {
     expect(r).toMatchObject({ records: 4, keys: true }); // the roster's record and three notes
   });
 });
+
+describe.skipIf(!chromiumPath)("IndexedDB under Chromium: values stay in the database", () => {
+  it("values stay in the database: after open the IndexedDB store holds no value in memory, and a peer on it still syncs every record to another peer (reads awaited)", async () => {
+    const r = await page.evaluate((n) => (window as any).storeHarness.valuesOnDemand(n), `on-demand-${Date.now()}`);
+    expect(r).toEqual({
+      written: 300,
+      heldAfterOpen: 0,
+      heldAfterSync: 0,
+      synced: 300,
+      readByOther: { i: 1, text: "note 1" },
+      readBack: { i: 0, text: "note 0" },
+    });
+  }, 60_000);
+});
