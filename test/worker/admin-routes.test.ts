@@ -5,12 +5,13 @@
 import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { COMMON_LIMITS } from "../../shared/limits";
+import { ownAddress } from "../helpers/client-address";
 
 const ADMIN_TYPE = "application/nostr+json+rpc";
 
 describe("admin routes by route", () => {
   it("common.client_object_requests_*: a mailbox POST sent as application/nostr+json+rpc takes its token and is refused 429 past the bucket like any other", async () => {
-    const address = "198.51.100.91";
+    const address = ownAddress();
     // Only admin-typed POSTs, to a name that keeps nothing: were the Content-Type a pass, none
     // would take a token and none would ever be refused 429. (Counting, not timing: the bucket's
     // refill while the batches run only makes the loop longer.)

@@ -11,9 +11,9 @@ import { TestSocket } from "../helpers/socket";
 import { openSocket } from "../helpers/worker-socket";
 import { waitFor } from "../helpers/wait";
 import type { TestPassnoteRoom } from "./test-objects";
+import { ownAddress } from "../helpers/client-address";
 
-let n = 0;
-const newAddress = () => `198.51.100.${(n++ % 250) + 1}`;
+const newAddress = ownAddress;
 
 function upgrade(path: string, address: string): Promise<Response> {
   return SELF.fetch(`http://relay.test${path}`, { headers: { Upgrade: "websocket", "cf-connecting-ip": address } });

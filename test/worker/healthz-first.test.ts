@@ -9,6 +9,7 @@ import { forgetPolicy } from "../../workers/policy";
 import { relayPolicy } from "../../server/relay-objects";
 import { COMMON_LIMITS } from "../../shared/limits";
 import type { TestRelayPolicy } from "./test-objects";
+import { ownAddress } from "../helpers/client-address";
 
 const policy = () => relayPolicy(env) as unknown as DurableObjectStub<TestRelayPolicy>;
 
@@ -32,7 +33,7 @@ describe("/healthz first", () => {
   });
 
   it("a blocked address's probe is answered 200 (its other requests 403)", async () => {
-    const address = "198.51.100.201";
+    const address = ownAddress();
     expect(await relayPolicy(env).add("blocked_ips", address, "test")).toBe(true);
     forgetPolicy();
     try {
@@ -45,7 +46,7 @@ describe("/healthz first", () => {
   });
 
   it(`no bucket counts it: ${COMMON_LIMITS.client_object_requests_burst + 64} probes from one address all answer 200, and the address's requests to objects are still served`, async () => {
-    const address = "198.51.100.202";
+    const address = ownAddress();
     for (let i = 0; i < COMMON_LIMITS.client_object_requests_burst + 64; i += 64) {
       const batch = await Promise.all(Array.from({ length: 64 }, () => probe({ "cf-connecting-ip": address })));
       expect(batch.filter((r) => r.status !== 200)).toEqual([]);

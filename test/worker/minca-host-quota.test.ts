@@ -9,11 +9,11 @@ import { resetTotals, roomFor } from "../helpers/ledger-totals";
 import { LINK } from "../../shared/minca/carry";
 import { base64urlEncode, randomBytes } from "../../shared/encoding";
 import { MINCA_HOST_LIMITS, STORAGE_LIMITS } from "../../shared/limits";
+import { ownAddress } from "../helpers/client-address";
 
 const RELAY = "http://relay.test";
-let clients = 0;
 /** A fetch from one client address of its own (cf-connecting-ip), so no other test's bucket is shared. */
-const fetchFrom = (address = `198.51.100.${++clients}`) =>
+const fetchFrom = (address = ownAddress()) =>
   ((input: RequestInfo | URL, init?: RequestInit) => {
     const headers = new Headers(init?.headers);
     headers.set("cf-connecting-ip", address);

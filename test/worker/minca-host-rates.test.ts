@@ -6,6 +6,7 @@ import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { HostConnection, newAccount } from "../../clients/minca/host";
 import { MINCA_HOST_LIMITS } from "../../shared/limits";
+import { ownAddress } from "../helpers/client-address";
 
 const RELAY = "http://relay.test";
 const fetchSelf = ((input: RequestInfo | URL, init?: RequestInit) => SELF.fetch(input as string, init)) as typeof fetch;
@@ -27,7 +28,7 @@ const postVersions = (space: string, n: number, ip: string) =>
 describe("the host's endpoints are rate-limited per client", () => {
   it("version POSTs count each version against the client's bucket: past the burst, 429 rate_limited with Retry-After; another client is served", async () => {
     const space = await carried();
-    const ip = "198.51.100.7";
+    const ip = ownAddress();
     const full = MINCA_HOST_LIMITS.max_versions_per_request;
     for (let sent = 0; sent + full <= MINCA_HOST_LIMITS.write_versions_burst; sent += full) {
       expect((await postVersions(space, full, ip)).status).toBe(200);
@@ -36,15 +37,16 @@ describe("the host's endpoints are rate-limited per client", () => {
     expect(over.status).toBe(429);
     expect(((await over.json()) as any).error.code).toBe("rate_limited");
     expect(Number(over.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
-    expect((await postVersions(space, 1, "198.51.100.8")).status).toBe(200);
+    expect((await postVersions(space, 1, ownAddress())).status).toBe(200);
   });
 
   it("log GETs are limited before the read proof is checked: past the burst, 429 instead of 403", async () => {
     const space = await carried();
+    const ip = ownAddress();
     const get = () =>
       SELF.fetch(`${RELAY}/minca/v1/spaces/${space}/versions`, {
         headers: {
-          "cf-connecting-ip": "198.51.100.9",
+          "cf-connecting-ip": ip,
           authorization: "MincaRead AAAA",
           "minca-time": String(Math.floor(Date.now() / 1000)),
         },
@@ -60,6 +62,6 @@ describe("the host's endpoints are rate-limited per client", () => {
   it("cheapest first: a space the host does not carry is 404 however often it is asked", async () => {
     const unknown = `b${"a".repeat(52)}`;
     for (let i = 0; i < 3; i++)
-      expect((await postVersions(unknown, MINCA_HOST_LIMITS.max_versions_per_request, "198.51.100.10")).status).toBe(404);
+      expect((await postVersions(unknown, MINCA_HOST_LIMITS.max_versions_per_request, ownAddress())).status).toBe(404);
   });
 });

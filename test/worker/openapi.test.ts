@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import { app } from "../../workers/app";
 import { openApiDocument } from "../../server/openapi";
 import { answerProblem, METHODS, type Doc } from "../helpers/openapi";
+import { ownAddress } from "../helpers/client-address";
 
 const doc = openApiDocument() as unknown as Doc;
 
@@ -29,8 +30,9 @@ describe("the OpenAPI document and the Worker's router", () => {
   });
 
   it("the operator pages' 401, with ADMIN_TOKEN set, is an answer the document promises", async () => {
+    const headers = { "cf-connecting-ip": ownAddress() };
     for (const path of ["/status", "/status.json", "/metrics"]) {
-      const res = await app.fetch(new Request(`http://relay.test${path}`), { ...env, ADMIN_TOKEN: "a-token" });
+      const res = await app.fetch(new Request(`http://relay.test${path}`, { headers }), { ...env, ADMIN_TOKEN: "a-token" });
       expect(res.status).toBe(401);
       const a = { method: "GET", path, status: res.status, contentType: res.headers.get("content-type"), body: await res.text() };
       expect(answerProblem(doc, a)).toBeNull();

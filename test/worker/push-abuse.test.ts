@@ -11,6 +11,7 @@ import { admitPushes } from "../../durable-objects/push/push-gate";
 import { WEBPUSH_LIMITS } from "../../shared/limits";
 import { base64urlEncode, randomBytes } from "../../shared/encoding";
 import { isRelayPath, RELAY_PATH_ROOTS } from "../../shared/webpush/endpoint";
+import { ownAddress } from "../helpers/client-address";
 
 let n = 0;
 const newTopic = () => `push-endpoint-topic-${Date.now()}-${++n}`;
@@ -70,7 +71,7 @@ describe("docs/hostile.md: the relay's push gates", () => {
 });
 
 describe("docs/hostile.md: how many push origins receivers may name", () => {
-  const register = (topic: string, endpoint: string, address = "203.0.113.7") =>
+  const register = (topic: string, endpoint: string, address: string) =>
     SELF.fetch(`http://relay.test/minca/v1/mailbox/${topic}/receivers`, {
       method: "POST",
       headers: { "cf-connecting-ip": address },
@@ -83,17 +84,16 @@ describe("docs/hostile.md: how many push origins receivers may name", () => {
     const max = WEBPUSH_LIMITS.max_push_origins_per_topic;
     // Each registration from its own address, so the per-client bound stays out of the way.
     const domains = Array.from({ length: max }, () => `${fresh()}.example`);
-    for (const [i, d] of domains.entries())
-      expect((await register(topic, `https://push.${d}/s/1`, `198.51.100.${i + 1}`)).status).toBe(201);
-    const over = await register(topic, `https://push.${fresh()}.example/s/1`, "198.51.100.50");
+    for (const d of domains) expect((await register(topic, `https://push.${d}/s/1`, ownAddress())).status).toBe(201);
+    const over = await register(topic, `https://push.${fresh()}.example/s/1`, ownAddress());
     expect(over.status).toBe(409);
     expect(((await over.json()) as any).error.code).toBe("too_many_receivers");
     // Another subdomain of a held domain is the same push origin.
-    expect((await register(topic, `https://other.${domains[0]}/s/2`, "198.51.100.51")).status).toBe(201);
+    expect((await register(topic, `https://other.${domains[0]}/s/2`, ownAddress())).status).toBe(201);
   });
 
   it("max_push_origins_per_client: one client registers receivers at no more than 8 push origins within the window, on any topics (429 with Retry-After)", async () => {
-    const address = `192.0.2.${Math.floor(Math.random() * 200) + 1}`;
+    const address = ownAddress();
     const max = WEBPUSH_LIMITS.max_push_origins_per_client;
     const held: string[] = [];
     for (let i = 0; i < max; i++) {
@@ -105,7 +105,7 @@ describe("docs/hostile.md: how many push origins receivers may name", () => {
     expect(Number(over.headers.get("retry-after"))).toBeGreaterThan(0);
     // An origin it already holds still goes, and another client is not affected.
     expect((await register(newTopic(), `https://b.${held[0]}/s/2`, address)).status).toBe(201);
-    expect((await register(newTopic(), `https://push.${fresh()}.example/s/1`, "192.0.2.250")).status).toBe(201);
+    expect((await register(newTopic(), `https://push.${fresh()}.example/s/1`, ownAddress())).status).toBe(201);
   });
 
   it("without a trusted client address (the shared client), the per-client bound does not apply: one attacker cannot lock everyone out", async () => {

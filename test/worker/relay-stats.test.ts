@@ -10,6 +10,7 @@ import { makeAuthEvent } from "../../shared/tally/auth";
 import { newUser, opaqueEnvelope } from "../helpers/tally";
 import { TestSocket } from "../helpers/socket";
 import { waitFor } from "../helpers/wait";
+import { ownAddress } from "../helpers/client-address";
 
 const reporter = (n: number) => n.toString(16).padStart(32, "0");
 const snapshot = () => relayStats(env).snapshot() as Promise<StatsSnapshot>;
@@ -150,17 +151,18 @@ describe("GET /status, /status.json and /metrics", () => {
 
   it("with ADMIN_TOKEN set, both need Authorization: Bearer <token> (401 otherwise) and show no banner", async () => {
     const withToken = { ...env, ADMIN_TOKEN: "s3cret-token" };
+    const client = { "cf-connecting-ip": ownAddress() };
     for (const path of ["/status", "/status.json", "/metrics"]) {
-      const none = await app.fetch(new Request(`http://relay.test${path}`), withToken);
+      const none = await app.fetch(new Request(`http://relay.test${path}`, { headers: client }), withToken);
       expect(none.status).toBe(401);
       expect(none.headers.get("www-authenticate")).toMatch(/^Bearer/);
       const wrong = await app.fetch(
-        new Request(`http://relay.test${path}`, { headers: { authorization: "Bearer s3cret-tokem" } }),
+        new Request(`http://relay.test${path}`, { headers: { ...client, authorization: "Bearer s3cret-tokem" } }),
         withToken,
       );
       expect(wrong.status).toBe(401);
       const right = await app.fetch(
-        new Request(`http://relay.test${path}`, { headers: { authorization: "Bearer s3cret-token" } }),
+        new Request(`http://relay.test${path}`, { headers: { ...client, authorization: "Bearer s3cret-token" } }),
         withToken,
       );
       expect(right.status).toBe(200);

@@ -7,6 +7,7 @@ import { base64urlEncode, randomBytes } from "../../shared/encoding";
 import { openSocket } from "../helpers/worker-socket";
 import { waitFor } from "../helpers/wait";
 import { setLogLevel } from "../../shared/log";
+import { ownAddress } from "../helpers/client-address";
 
 const lines = (spy: { mock: { calls: unknown[][] } }) =>
   spy.mock.calls.flatMap((c) => {
@@ -26,14 +27,15 @@ describe("socket log lines", () => {
   it("a socket session ends with one JSON line: object, duration, messages in and out, close code, client address", async () => {
     const info = vi.spyOn(console, "log");
     const path = `/passnote/v2/${roomKeys(randomBytes(32)).roomId}`;
-    const s = await openSocket(path, { "cf-connecting-ip": "198.51.100.77" });
+    const client = ownAddress();
+    const s = await openSocket(path, { "cf-connecting-ip": client });
     await s.next("challenge");
     // The pool runs the Worker at LOG_LEVEL=warn (vitest.worker.config.ts); session lines are info.
     setLogLevel("info");
     s.send({ type: "nope" });
     await s.next("error");
     s.close();
-    const line = await waitFor(() => lines(info).find((l) => l.msg === "socket session" && l.client === "198.51.100.77"), {
+    const line = await waitFor(() => lines(info).find((l) => l.msg === "socket session" && l.client === client), {
       what: "the session line",
     });
     expect(line).toMatchObject({ level: "info", object: "PassnoteRoom", authed: false, messages_in: 1, messages_out: 2, close_code: 1000 });
@@ -43,11 +45,12 @@ describe("socket log lines", () => {
   it("a failed authentication is logged once, with the object kind, the reason and the client, and no room id", async () => {
     const warn = vi.spyOn(console, "log");
     const { roomId } = roomKeys(randomBytes(32));
-    const s = await openSocket(`/passnote/v2/${roomId}`, { "cf-connecting-ip": "198.51.100.78" });
+    const client = ownAddress();
+    const s = await openSocket(`/passnote/v2/${roomId}`, { "cf-connecting-ip": client });
     await s.next("challenge");
     s.send({ type: "join", sig: base64urlEncode(randomBytes(64)) });
     await s.next("error");
-    const line = await waitFor(() => lines(warn).find((l) => l.msg === "authentication failed" && l.client === "198.51.100.78"), {
+    const line = await waitFor(() => lines(warn).find((l) => l.msg === "authentication failed" && l.client === client), {
       what: "the auth line",
     });
     expect(line).toMatchObject({ level: "warn", object: "PassnoteRoom" });

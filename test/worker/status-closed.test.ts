@@ -5,10 +5,10 @@ import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { ADMIN_LIMITS } from "../../shared/limits";
 import { app } from "../../workers/app";
+import { ownAddress } from "../helpers/client-address";
 
 const PAGES = ["/status", "/status.json", "/metrics"];
-let address = 10;
-const nextClient = () => `203.0.113.${address++}`;
+const nextClient = ownAddress;
 
 async function get(path: string, settings: Record<string, unknown>, headers: Record<string, string> = {}): Promise<Response> {
   return app.fetch(new Request(`http://relay.test${path}`, { headers }), { ...env, ADMIN_TOKEN: undefined, ...settings });

@@ -5,12 +5,12 @@ import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { app } from "../../workers/app";
 import { ADMIN_LIMITS } from "../../shared/limits";
+import { ownAddress } from "../helpers/client-address";
 
 const TOKEN = "operator-token-1";
 const settings = { ...env, ADMIN_TOKEN: TOKEN };
-let address = 10;
 /** A fresh client address per test: the throttle counts per address. */
-const nextClient = () => `198.51.100.${address++}`;
+const nextClient = ownAddress;
 
 async function get(path: string, headers: Record<string, string>, base = "http://relay.test"): Promise<Response> {
   return app.fetch(new Request(`${base}${path}`, { headers }), settings);

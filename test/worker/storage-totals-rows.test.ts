@@ -18,6 +18,7 @@ import { heldWithDatabase } from "../../durable-objects/relay/storage-lease";
 import { app } from "../../workers/app";
 import { HostConnection, makeSpace, newAccount, writeVersion } from "../../clients/minca/host";
 import { subscriptionBytes } from "../../shared/webpush/subscription";
+import { ownAddress } from "../helpers/client-address";
 
 const RELAY = "http://relay.test";
 const MAILBOX = `${RELAY}/minca/v1/mailbox`;
@@ -186,7 +187,7 @@ describe("storage.database_bytes in the client's share (storage.client_share)", 
     // a mailbox total whose client share holds two databases, the receiver's row and one item's, and 200 bytes more
     const share = 2 * db + receiverRow + rowBytes(1) + 200;
     const settings = { STORAGE_MAILBOX_BYTES: String(Math.ceil(share / STORAGE_LIMITS.client_share)) };
-    const address = `198.51.100.${100 + (Date.now() % 100)}`;
+    const address = ownAddress();
     const send = (path: string, body: string) =>
       app.fetch(new Request(`${MAILBOX}/${path}`, { method: "POST", body, headers: { "cf-connecting-ip": address } }), {
         ...env,

@@ -12,6 +12,7 @@ import { openSocket } from "../helpers/worker-socket";
 import { waitFor } from "../helpers/wait";
 import type { TestSocket } from "../helpers/socket";
 import type { TestTallyUser } from "./test-objects";
+import { ownAddress } from "../helpers/client-address";
 
 const RELAY = "ws://relay.test";
 const stubOf = (u: User) => env.TALLY_USER.get(env.TALLY_USER.idFromName(u.hex)) as unknown as DurableObjectStub<TestTallyUser>;
@@ -26,7 +27,7 @@ async function registered(user: User, address: string): Promise<TestSocket> {
 
 describe("common.client_object_requests_*: first envelopes to strangers", () => {
   it("first envelopes to made-up npubs take tokens of the client's bucket for new names: past it they are answered rate_limited with their id; an envelope to a user written to before is not; another address still sends", async () => {
-    const address = "198.51.100.77";
+    const address = ownAddress();
     const sender = newUser();
     const friend = newUser();
     const s = await registered(sender, address);
@@ -57,7 +58,7 @@ describe("common.client_object_requests_*: first envelopes to strangers", () => 
     expect(s.ofType("queued").find((q) => q.id === "friend-2")?.status).toBe("stored");
     // Another address has its own bucket.
     const other = newUser();
-    const o = await registered(other, "198.51.100.78");
+    const o = await registered(other, ownAddress());
     o.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(other, newUser(), "other-1") });
     expect((await o.next("queued")).status).toBe("stored");
     s.ws.close();
