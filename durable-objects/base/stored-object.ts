@@ -13,8 +13,7 @@
 // - its alarm, at the earliest time anyone wants it (`wakeAt`), or at exactly the next time the
 //   object needs (`alarmAt`), and the `onAlarm` hook that answers the next time; the same alarm
 //   runs the object's deferred work (`deferred`, deferred.ts: the stats report, a lease's
-//   give-back, ...) a flush interval after a burst, so no object keeps a timer. `onAlarm` is
-//   called when the object's own time has come (or this instance does not know it: rebuilt since);
+//   give-back, ...) a flush interval after a burst, so no object keeps a timer;
 // - its storage lease, when it holds one (`holdLease`): the ledger's two RPCs (`leaseHeld`,
 //   `leaseReclaim`) and `wipe()`, the one way an object deletes all it keeps (the lease goes back
 //   first, then the alarm and storage, and the memory of both last);
@@ -70,8 +69,6 @@ export abstract class StoredObject<E, K extends string = never, M extends string
   readonly objectUsage: ObjectUsage;
   /** Work that waits for the end of a burst, run from the alarm (deferred.ts): its parts' `later()`. */
   protected readonly deferred: Deferred;
-  /** The next time the object's own causes need its alarm (null: none; undefined: not known to this instance). */
-  private ownAt: number | null | undefined = undefined;
   private readonly rates: ClientBuckets<K> | undefined;
   private readonly nameKey: M | "name";
   private storedName: string | null = null;
@@ -173,7 +170,6 @@ export abstract class StoredObject<E, K extends string = never, M extends string
   protected async wipe(): Promise<void> {
     await this.heldLease?.release();
     await this.deferred.runNow(); // nothing deferred is left to write into the storage once it is gone
-    this.ownAt = null;
     await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();
     this.schema.forget();
@@ -182,7 +178,6 @@ export abstract class StoredObject<E, K extends string = never, M extends string
 
   /** Sets the alarm to exactly `at` (ms since the epoch), or none when null: the next time the object needs waking. */
   protected async alarmAt(at: number | null): Promise<void> {
-    this.ownAt = at;
     const want = earliest(at, this.deferred.at);
     if (want === null) await this.ctx.storage.deleteAlarm();
     else await this.ctx.storage.setAlarm(want);
@@ -190,7 +185,6 @@ export abstract class StoredObject<E, K extends string = never, M extends string
 
   /** Makes sure the alarm fires at or before `at` (ms since the epoch). */
   protected async wakeAt(at: number): Promise<void> {
-    if (this.ownAt !== undefined) this.ownAt = earliest(this.ownAt, at);
     await this.setEarliest(at);
   }
 
@@ -217,18 +211,17 @@ export abstract class StoredObject<E, K extends string = never, M extends string
   }
 
   /**
-   * The alarm: the object's own causes (`onAlarm`, when their time has come or this instance does
-   * not know it), then every part of its deferred work (the stats report last, with this alarm's
-   * own usage); then the alarm is set to the earliest time either still needs, or left unset.
+   * The alarm: the object's own causes (`onAlarm`, which answers its next time whether or not it
+   * has come: an alarm for deferred work calls it too), then every part of its deferred work (the
+   * stats report last, with this alarm's own usage); then the alarm is set to the earliest time
+   * either still needs, or left unset.
    */
   async alarm(): Promise<void> {
     const now = Date.now();
-    const mine = this.ownAt;
-    let next: number | null;
+    let next: number | null = null;
     this.deferred.alarmBegins(); // work asked for from here on runs at the end of this alarm
     try {
-      next = mine === undefined || (mine !== null && mine <= now) ? await this.onAlarm(now) : mine;
-      this.ownAt = next;
+      next = await this.onAlarm(now);
     } finally {
       await this.deferred.alarmRuns();
     }
