@@ -1,5 +1,9 @@
 // The SQL migrations of every Durable Object class, in the order they apply. Each class has a
-// folder of numbered .sql files; a unit test checks that every file there is listed here.
+// folder of numbered .sql files; a unit test checks that every file there is listed here. A class
+// with more than one migration also has `current.sql`: its schema as the migrations leave it,
+// which a fresh object applies in one step (durable-objects/base/schema.ts; a worker test,
+// test/worker/schema-current.test.ts, keeps it equal to the migrations applied one by one). A new
+// migration regenerates it (the test prints the schema it expects).
 import tallyUser0001 from "./TallyUser/0001_init.sql";
 import tallyUser0002 from "./TallyUser/0002_contacts.sql";
 import tallyUser0003 from "./TallyUser/0003_queue_one_row.sql";
@@ -27,6 +31,14 @@ import relayLedger0003 from "./RelayLedger/0003_meta.sql";
 import relayPolicy0001 from "./RelayPolicy/0001_init.sql";
 import relayLedger0004 from "./RelayLedger/0004_held.sql";
 import relayLedger0005 from "./RelayLedger/0005_audited.sql";
+import mincaAccountCurrent from "./MincaAccount/current.sql";
+import mincaMailboxCurrent from "./MincaMailbox/current.sql";
+import mincaRoomCurrent from "./MincaRoom/current.sql";
+import mincaSpaceCurrent from "./MincaSpace/current.sql";
+import relayKeysCurrent from "./RelayKeys/current.sql";
+import relayLedgerCurrent from "./RelayLedger/current.sql";
+import relayStatsCurrent from "./RelayStats/current.sql";
+import tallyUserCurrent from "./TallyUser/current.sql";
 
 export interface Migration {
   name: string;
@@ -80,3 +92,20 @@ export const MIGRATIONS = {
 } satisfies Record<string, Migration[]>;
 
 export type MigratedClass = keyof typeof MIGRATIONS;
+
+/** Each class's schema as its migrations leave it (a fresh object applies it in one step). */
+const CURRENT = new Map<readonly Migration[], string>([
+  [MIGRATIONS.MincaAccount, mincaAccountCurrent],
+  [MIGRATIONS.MincaMailbox, mincaMailboxCurrent],
+  [MIGRATIONS.MincaRoom, mincaRoomCurrent],
+  [MIGRATIONS.MincaSpace, mincaSpaceCurrent],
+  [MIGRATIONS.RelayKeys, relayKeysCurrent],
+  [MIGRATIONS.RelayLedger, relayLedgerCurrent],
+  [MIGRATIONS.RelayStats, relayStatsCurrent],
+  [MIGRATIONS.TallyUser, tallyUserCurrent],
+]);
+
+/** The schema the migrations `migrations` leave, in one script; undefined for a class whose one migration is it. */
+export function currentSchema(migrations: readonly Migration[]): string | undefined {
+  return CURRENT.get(migrations);
+}
