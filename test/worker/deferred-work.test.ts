@@ -48,11 +48,15 @@ const leaseAtLedger = async (user: User) => {
   return runInDurableObject(ledger(), (_o, state) => {
     const made = state.storage.sql.exec("SELECT 1 FROM sqlite_master WHERE name = 'leases'").toArray().length > 0;
     if (!made) return 0;
-    return state.storage.sql.exec<{ bytes: number }>("SELECT bytes FROM leases WHERE kind = 'tally' AND holder = ?", holder).toArray()[0]?.bytes ?? 0;
+    return (
+      state.storage.sql.exec<{ bytes: number }>("SELECT bytes FROM leases WHERE kind = 'tally' AND holder = ?", holder).toArray()[0]
+        ?.bytes ?? 0
+    );
   });
 };
 
-const big = (from: User, to: User, id: string) => JSON.stringify(opaqueEnvelope(from, to, id, { ciphertext: base64Encode(randomBytes(24_000)) }));
+const big = (from: User, to: User, id: string) =>
+  JSON.stringify(opaqueEnvelope(from, to, id, { ciphertext: base64Encode(randomBytes(24_000)) }));
 
 describe("deferred work runs from the alarm, never from a timer", () => {
   it("after a burst an object holds no timer: its deferred report runs from its alarm, set a flush interval on, and the alarm's own run sets none", async () => {
@@ -102,7 +106,10 @@ describe("deferred work runs from the alarm, never from a timer", () => {
     const alice = newUser();
     const a = await registerDevice(alice);
     for (let i = 0; i < 5; i++) {
-      a.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(alice, newUser(), `s${i}`, { ciphertext: base64Encode(randomBytes(3_000)) }) });
+      a.send({
+        type: "queue_peer_envelope",
+        envelope: opaqueEnvelope(alice, newUser(), `s${i}`, { ciphertext: base64Encode(randomBytes(3_000)) }),
+      });
       expect((await a.next("queued")).status).toBe("stored");
     }
     const exact = await runInDurableObject(stubOf(alice), (o) => (o as unknown as { share: { state: ShareState } }).share.state);

@@ -31,7 +31,15 @@ function inAccount(f: (t: Tables) => Promise<void> | void): Promise<void> {
     schema.ensure();
     const store = new AccountStore(state, schema, () => did);
     store.meta.set("carry_space", "space:carry");
-    const usage = new AccountUsage(store, env, new Deferred(state, () => true, async () => {}));
+    const usage = new AccountUsage(
+      store,
+      env,
+      new Deferred(
+        state,
+        () => true,
+        async () => {},
+      ),
+    );
     const sql = state.storage.sql;
     // Row by row, with each table's formula; nothing read through the modules' own sums.
     const fresh = () => {

@@ -64,7 +64,9 @@ describe("a fresh object's schema in one step", () => {
     const stepwise = await runInDurableObject(freshStub(), (inst, state) =>
       rowsWritten(inst, () => applyMigrations(state.storage, MIGRATIONS.TallyUser)),
     );
-    const fresh = await runInDurableObject(freshStub(), (inst, state) => rowsWritten(inst, () => applyFresh(state.storage, MIGRATIONS.TallyUser)));
+    const fresh = await runInDurableObject(freshStub(), (inst, state) =>
+      rowsWritten(inst, () => applyFresh(state.storage, MIGRATIONS.TallyUser)),
+    );
     expect(fresh).toBeLessThan(stepwise);
     expect(fresh).toBeLessThanOrEqual(7);
   });
@@ -72,9 +74,7 @@ describe("a fresh object's schema in one step", () => {
   it("an object whose schema an earlier version made still migrates step by step: the queue stored under 0002 is kept", async () => {
     const rows = await runInDurableObject(freshStub(), (_o, state) => {
       applyMigrations(state.storage, MIGRATIONS.TallyUser.slice(0, 2));
-      state.storage.sql.exec(
-        "INSERT INTO queue (from_hex, id, body, bytes, queued_at, expires_at) VALUES ('aa', 'x', '{}', 2, 1, 2)",
-      );
+      state.storage.sql.exec("INSERT INTO queue (from_hex, id, body, bytes, queued_at, expires_at) VALUES ('aa', 'x', '{}', 2, 1, 2)");
       applyMigrations(state.storage, MIGRATIONS.TallyUser);
       return state.storage.sql.exec<{ id: string }>("SELECT id FROM queue").toArray();
     });
