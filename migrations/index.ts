@@ -7,6 +7,7 @@
 import tallyUser0001 from "./TallyUser/0001_init.sql";
 import tallyUser0002 from "./TallyUser/0002_contacts.sql";
 import tallyUser0003 from "./TallyUser/0003_queue_one_row.sql";
+import tallyUser0004 from "./TallyUser/0004_keyed_tables.sql";
 import passnoteRoom0001 from "./PassnoteRoom/0001_init.sql";
 import mincaRoom0001 from "./MincaRoom/0001_init.sql";
 import mincaMailbox0001 from "./MincaMailbox/0001_init.sql";
@@ -50,6 +51,7 @@ export const MIGRATIONS = {
     { name: "0001_init", sql: tallyUser0001 },
     { name: "0002_contacts", sql: tallyUser0002 },
     { name: "0003_queue_one_row", sql: tallyUser0003 },
+    { name: "0004_keyed_tables", sql: tallyUser0004 },
   ],
   PassnoteRoom: [{ name: "0001_init", sql: passnoteRoom0001 }],
   MincaRoom: [

@@ -244,6 +244,6 @@ describe("Tally user object in workerd", () => {
         .toArray()
         .map((r) => r.name),
     );
-    expect(names).toEqual(["0001_init", "0002_contacts", "0003_queue_one_row"]);
+    expect(names).toEqual(["0001_init", "0002_contacts", "0003_queue_one_row", "0004_keyed_tables"]);
   });
 });
