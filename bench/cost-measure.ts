@@ -53,6 +53,13 @@ async function relayUsage(url: string): Promise<Usage> {
   return u;
 }
 
+/** Rows the relay's stats object wrote so far (for the reports), from /metrics: shown apart in the stderr line. */
+async function statsRowsWritten(url: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const m = /^edge_relay_sqlite_rows_written_total\{class="RelayStats"\} (\d+)$/m.exec(text);
+  return m ? Number(m[1]) : 0;
+}
+
 /** (a)'s usage so far, from its GET /usage (which it does not count). */
 async function bareUsage(url: string): Promise<Usage> {
   const u = (await (await fetch(`${url}/usage`)).json()) as Omit<Usage, "activeSeconds">;
@@ -81,11 +88,13 @@ export async function costed<T>(
 ): Promise<T> {
   const before = await usageOf(t, s.url);
   if (before === null) return load();
+  const statsBefore = t === "relay" ? await statsRowsWritten(s.url) : 0;
   const t0 = performance.now();
   const r = await load();
   const wallSeconds = (performance.now() - t0) / 1000;
   await new Promise((res) => setTimeout(res, 2_500)); // the relay's objects' alarms send their reports within 2 s
   const after = (await usageOf(t, s.url))!;
+  const statsRows = t === "relay" ? (await statsRowsWritten(s.url)) - statsBefore : 0;
   const relay = t === "relay";
   const d: Usage = {
     doRequests: after.doRequests - before.doRequests,
@@ -113,7 +122,7 @@ export async function costed<T>(
   );
   const gbs = (d.activeSeconds * CLOUDFLARE_PRICES.do_memory_gb) / n;
   process.stderr.write(
-    `  ${t}: ${what}: per unit ${(d.doRequests / n).toFixed(2)} DO requests, ${(d.socketMessages / n).toFixed(2)} socket messages, ${(d.rowsRead / n).toFixed(1)} rows read, ${(d.rowsWritten / n).toFixed(2)} rows written, ${(d.workerRequests / n).toFixed(3)} Worker requests, ${gbs.toFixed(4)} GB-s (${objects} objects, ${wallSeconds.toFixed(1)} s)\n`,
+    `  ${t}: ${what}: per unit ${(d.doRequests / n).toFixed(2)} DO requests, ${(d.socketMessages / n).toFixed(2)} socket messages, ${(d.rowsRead / n).toFixed(1)} rows read, ${(d.rowsWritten / n).toFixed(2)} rows written (${(statsRows / n).toFixed(2)} by the stats object), ${(d.workerRequests / n).toFixed(3)} Worker requests, ${gbs.toFixed(4)} GB-s (${objects} objects, ${wallSeconds.toFixed(1)} s)\n`,
   );
   return r;
 }
