@@ -28,6 +28,7 @@ import relayKeys0002 from "./RelayKeys/0002_meta.sql";
 import relayStats0003 from "./RelayStats/0003_meta.sql";
 import relayStats0004 from "./RelayStats/0004_totals.sql";
 import relayStats0005 from "./RelayStats/0005_usage.sql";
+import relayStats0006 from "./RelayStats/0006_one_row_per_report_part.sql";
 import relayLedger0003 from "./RelayLedger/0003_meta.sql";
 import relayPolicy0001 from "./RelayPolicy/0001_init.sql";
 import relayLedger0004 from "./RelayLedger/0004_held.sql";
@@ -82,6 +83,7 @@ export const MIGRATIONS = {
     { name: "0003_meta", sql: relayStats0003 },
     { name: "0004_totals", sql: relayStats0004 },
     { name: "0005_usage", sql: relayStats0005 },
+    { name: "0006_one_row_per_report_part", sql: relayStats0006 },
   ],
   RelayLedger: [
     { name: "0001_init", sql: relayLedger0001 },

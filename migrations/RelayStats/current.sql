@@ -9,13 +9,6 @@ CREATE TABLE reporters (
   mailbox_items INTEGER NOT NULL DEFAULT 0,
   updated_at INTEGER NOT NULL
 );
-CREATE TABLE minutes (
-  minute INTEGER NOT NULL,
-  protocol TEXT NOT NULL,
-  metric TEXT NOT NULL,
-  n INTEGER NOT NULL,
-  PRIMARY KEY (minute, protocol, metric)
-);
 CREATE TABLE storage (
   kind TEXT PRIMARY KEY,
   reserved_bytes INTEGER NOT NULL,
@@ -33,9 +26,14 @@ CREATE TABLE totals (
   n INTEGER NOT NULL,
   PRIMARY KEY (protocol, metric)
 );
-CREATE TABLE usage (
-  class TEXT NOT NULL,
+CREATE TABLE usage_by_class (
+  class TEXT PRIMARY KEY,
+  n TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE "minutes" (
+  minute INTEGER NOT NULL,
+  protocol TEXT NOT NULL,
   metric TEXT NOT NULL,
   n INTEGER NOT NULL,
-  PRIMARY KEY (class, metric)
-);
+  PRIMARY KEY (minute, protocol, metric)
+) WITHOUT ROWID;

@@ -37,9 +37,11 @@ const unreported = (stub: DurableObjectStub) =>
 const statsStub = () => env.RELAY_STATS.get(relayStats(env).id) as unknown as DurableObjectStub;
 const tallyUsage = () =>
   runInDurableObject(statsStub(), (_o, state) => {
-    const made = state.storage.sql.exec("SELECT 1 FROM sqlite_master WHERE name = 'usage'").toArray().length > 0;
+    const made = state.storage.sql.exec("SELECT 1 FROM sqlite_master WHERE name = 'usage_by_class'").toArray().length > 0;
     if (!made) return 0;
-    return state.storage.sql.exec<{ n: number }>("SELECT TOTAL(n) AS n FROM usage WHERE class = 'TallyUser'").one().n;
+    return state.storage.sql
+      .exec<{ n: number }>("SELECT TOTAL(value) AS n FROM usage_by_class, json_each(usage_by_class.n) WHERE class = 'TallyUser'")
+      .one().n;
   });
 
 /** Bob's lease at the ledger (0: none). */

@@ -106,6 +106,37 @@ describe("a fresh object's schema in one step", () => {
     });
   });
 
+  it("RelayStats 0006_one_row_per_report_part: the usage counted before is kept, one row per class, and a report's usage of five metrics writes one row", async () => {
+    const out = await runInDurableObject(freshStub(), (inst, state) => {
+      const sql = state.storage.sql;
+      applyMigrations(state.storage, MIGRATIONS.RelayStats.slice(0, 5));
+      sql.exec(
+        "INSERT INTO usage (class, metric, n) VALUES ('TallyUser', 'rpc', 4), ('TallyUser', 'rows_read', 30), ('RelayLedger', 'alarm', 1)",
+      );
+      sql.exec("INSERT INTO minutes (minute, protocol, metric, n) VALUES (7, 'tally', 'deliveries', 3)");
+      applyMigrations(state.storage, MIGRATIONS.RelayStats);
+      const usage = sql
+        .exec("SELECT class, key AS metric, value AS n FROM usage_by_class, json_each(usage_by_class.n) ORDER BY class, metric")
+        .toArray();
+      const written = rowsWritten(inst, () =>
+        sql.exec(
+          "INSERT INTO usage_by_class (class, n) VALUES ('MincaMailbox', ?) ON CONFLICT (class) DO UPDATE SET n = excluded.n",
+          JSON.stringify({ rpc: 1, fetch: 2, alarm: 1, rows_read: 9, rows_written: 3 }),
+        ),
+      );
+      return { usage, minutes: sql.exec("SELECT minute, protocol, metric, n FROM minutes").toArray(), written };
+    });
+    expect(out).toEqual({
+      usage: [
+        { class: "RelayLedger", metric: "alarm", n: 1 },
+        { class: "TallyUser", metric: "rows_read", n: 30 },
+        { class: "TallyUser", metric: "rpc", n: 4 },
+      ],
+      minutes: [{ minute: 7, protocol: "tally", metric: "deliveries", n: 3 }],
+      written: 1,
+    });
+  });
+
   it("an object whose schema an earlier version made still migrates step by step: the queue stored under 0002 is kept", async () => {
     const rows = await runInDurableObject(freshStub(), (_o, state) => {
       applyMigrations(state.storage, MIGRATIONS.TallyUser.slice(0, 2));
