@@ -8,7 +8,9 @@
 //
 // Entries are counted at the class's prototype methods: the runtime's entry points by name, every
 // other method called from outside the object (RPC) as "rpc". A method the object calls on itself
-// runs inside its entry's async context (AsyncLocalStorage) and is not counted again.
+// runs inside its entry's async context (AsyncLocalStorage) and is not counted again. The end of
+// an entry (its promise settled) is told too: an object that holds no storage runs its deferred
+// work then (deferred.ts), as it may set no alarm.
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { Usage, UsageMetric, WakeCause } from "../../shared/stats";
 
@@ -47,7 +49,10 @@ export function countEntries(proto: object, stop: object): void {
         value: function (this: Counted, ...args: unknown[]) {
           if (entered.getStore()) return original.apply(this, args);
           this.objectUsage?.entered(cause);
-          return entered.run(true, () => original.apply(this, args));
+          const r = entered.run(true, () => original.apply(this, args));
+          if (r instanceof Promise) return r.finally(() => this.objectUsage?.exited());
+          this.objectUsage?.exited();
+          return r;
         },
       });
     }
@@ -76,8 +81,10 @@ export class ObjectUsage {
   constructor(
     className: string,
     sql: SqlStorage,
-    /** An entry was counted: the report that carries it is scheduled. */
+    /** An entry was counted: the report that carries it is scheduled (an alarm's entry is reported by the alarm's own run). */
     private readonly onEntry: () => void,
+    /** An entry ended (its promise settled): deferred work may run now (base/deferred.ts). */
+    private readonly onExit: () => void = () => {},
   ) {
     const letters = className.replace(/[^A-Za-z]/g, "").slice(0, 40);
     this.className = /^[A-Z]/.test(letters) ? letters : "Object";
@@ -95,7 +102,11 @@ export class ObjectUsage {
 
   entered(cause: WakeCause): void {
     this.add(cause, 1);
-    this.onEntry();
+    if (cause !== "alarm") this.onEntry();
+  }
+
+  exited(): void {
+    this.onExit();
   }
 
   /** The usage since the last call (rows of every query made so far), and counting starts again. */

@@ -5,15 +5,24 @@
 // (workerd itself keeps an empty SQLite file of a few KiB for every object it has started: that
 // is the runtime's, not ours.)
 //
-// The migrations of the class are still recorded in the object's own `_migrations` table and
-// applied in order: all of them when the schema is first made, and the ones not yet applied when
-// an instance first looks at a schema made by an earlier version of the code.
-import type { Migration } from "../../migrations/index";
+// The migrations of the class are recorded in the object's own `_migrations` table. A fresh
+// object (no schema yet) applies the class's current schema in one step (migrations/<Class>/
+// current.sql: what the migrations leave), with every migration recorded as applied, in one
+// transaction: no table made to be dropped, and a new user's first write pays for its tables
+// once. An object whose schema an earlier version of the code made applies the migrations it
+// has not yet, in order, when an instance first looks at it.
+import { currentSchema, type Migration } from "../../migrations/index";
+
+/**
+ * The table of applied migrations, keyed by name without a rowid: recording a migration writes
+ * its row and no index entry (objects made before keep theirs with a rowid; both read the same).
+ */
+const MIGRATIONS_TABLE = "_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL) WITHOUT ROWID";
 
 /** Applies the migrations not yet recorded in `_migrations`, in order, each in its own transaction. */
 export function applyMigrations(storage: DurableObjectStorage, migrations: readonly Migration[]): void {
   const sql = storage.sql;
-  sql.exec("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)");
+  sql.exec(`CREATE TABLE IF NOT EXISTS ${MIGRATIONS_TABLE}`);
   const done = new Set(
     sql
       .exec<{ name: string }>("SELECT name FROM _migrations")
@@ -27,6 +36,25 @@ export function applyMigrations(storage: DurableObjectStorage, migrations: reado
       sql.exec("INSERT INTO _migrations (name, applied_at) VALUES (?, ?)", m.name, Date.now());
     });
   }
+}
+
+/** Makes a fresh object's schema (it has none): the current schema and every migration recorded, in one transaction. */
+export function applyFresh(storage: DurableObjectStorage, migrations: readonly Migration[]): void {
+  const current = currentSchema(migrations);
+  if (current === undefined) {
+    applyMigrations(storage, migrations);
+    return;
+  }
+  const sql = storage.sql;
+  storage.transactionSync(() => {
+    sql.exec(`CREATE TABLE ${MIGRATIONS_TABLE}`);
+    sql.exec(current);
+    sql.exec(
+      "INSERT INTO _migrations (name, applied_at) SELECT value, ? FROM json_each(?)",
+      Date.now(),
+      JSON.stringify(migrations.map((m) => m.name)),
+    );
+  });
 }
 
 export class LazySchema {
@@ -54,7 +82,7 @@ export class LazySchema {
   /** Makes the schema, once: call it before a write that keeps something. */
   ensure(): void {
     if (this.exists) return;
-    applyMigrations(this.storage, this.migrations);
+    applyFresh(this.storage, this.migrations);
     this.present = true;
     // Writes between two awaits are committed together, so these land with the caller's write.
     for (const f of this.onCreate.splice(0)) f();

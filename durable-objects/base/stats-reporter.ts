@@ -1,5 +1,7 @@
 // What every object keeps for the stats object (relay/relay-stats.ts): counts in memory, and at
-// most every STATS_LIMITS.flush_interval_ms one report by RPC from a timer, off the message path.
+// most every STATS_LIMITS.flush_interval_ms one report by RPC, off the message path: from the
+// object's alarm after a burst, or at the end of an entry for an object that holds nothing
+// (deferred.ts; no timer keeps the object up for it).
 // Every object reports its usage (object-usage.ts: entries by cause, SQLite rows) with it; an
 // object without a protocol (the relay-wide objects, hosting) reports its usage only.
 import { sha256 } from "@noble/hashes/sha2.js";
@@ -7,7 +9,7 @@ import { STATS_LIMITS } from "../../shared/limits";
 import { bytesToHex, utf8Encode } from "../../shared/encoding";
 import { minuteOf, type StatsCounter, type StatsGauges, type StatsProtocol, type Usage } from "../../shared/stats";
 import { log } from "../../shared/log";
-import { Debounced } from "./debounced";
+import type { Deferred, DeferredPart } from "./deferred";
 import { relayStats } from "../../server/relay-objects";
 
 /** What a reporter calls on the stats object. */
@@ -29,7 +31,7 @@ const statsOf = (ns: DurableObjectNamespace<StatsSink>) => relayStats({ RELAY_ST
  */
 export class StatsReporter {
   private readonly pending = new Map<string, number>();
-  private readonly later: Debounced;
+  private readonly later: DeferredPart;
   private reporter: string | undefined;
 
   constructor(
@@ -37,11 +39,12 @@ export class StatsReporter {
     env: object,
     private readonly protocol: StatsProtocol | undefined,
     private readonly gauges: () => StatsGauges,
+    deferred: Deferred,
     /** The object's usage since its last report (object-usage.ts), or none (the stats object keeps its own). */
     private readonly usage?: { className: string; take(): Usage; giveBack(u: Usage): void },
   ) {
     this.ns = protocol || usage ? (env as StatsEnv).RELAY_STATS : undefined;
-    this.later = new Debounced(ctx, STATS_LIMITS.flush_interval_ms, () => this.flush());
+    this.later = deferred.part(() => this.flush(), { last: true });
   }
 
   private readonly ns: DurableObjectNamespace<StatsSink> | undefined;
@@ -76,10 +79,10 @@ export class StatsReporter {
 
   /** The object's current values changed (a socket closed, an item expired): report them. */
   changed(): void {
-    if (this.ns) this.later.schedule();
+    if (this.ns) this.later.later();
   }
 
-  /** Sends what is pending now (the timer calls it; tests may too). */
+  /** Sends what is pending now (the deferred work calls it; tests may too). */
   async flush(): Promise<void> {
     const ns = this.ns;
     if (!ns) return;
@@ -123,8 +126,8 @@ export class StatsReporter {
       // Keep the counts for the next report.
       if (used) this.usage?.giveBack(usage);
       for (const c of counts) this.pending.set(`${c.minute}:${c.metric}`, (this.pending.get(`${c.minute}:${c.metric}`) ?? 0) + c.n);
+      // Sent with the next report (no retry of its own: a stats object down must not wake every object on a period).
       log.warn("stats: report failed; kept for the next one", { err });
-      this.changed();
     }
   }
 

@@ -11,7 +11,9 @@
 //   from there when the runtime does not tell it (as objects written by earlier versions of the
 //   relay kept it). RPC methods never take their own object's name;
 // - its alarm, at the earliest time anyone wants it (`wakeAt`), or at exactly the next time the
-//   object needs (`alarmAt`), and the `onAlarm` hook that answers the next time;
+//   object needs (`alarmAt`), and the `onAlarm` hook that answers the next time; the same alarm
+//   runs the object's deferred work (`deferred`, deferred.ts: the stats report, a lease's
+//   give-back, ...) a flush interval after a burst, so no object keeps a timer;
 // - its storage lease, when it holds one (`holdLease`): the ledger's two RPCs (`leaseHeld`,
 //   `leaseReclaim`) and `wipe()`, the one way an object deletes all it keeps (the lease goes back
 //   first, then the alarm and storage, and the memory of both last);
@@ -27,6 +29,7 @@ import { ObjectUsage, countEntries } from "./object-usage";
 import { isTrustedClient } from "./client-header";
 import { LazySchema } from "./schema";
 import { Meta } from "./meta";
+import { Deferred } from "./deferred";
 
 /** What the base needs of an object's storage lease (relay/storage-lease.ts). */
 export interface ObjectLease {
@@ -64,6 +67,8 @@ export abstract class StoredObject<E, K extends string = never, M extends string
   protected readonly stats: StatsReporter;
   /** Entries into the object by cause and SQLite rows (object-usage.ts), reported with the stats. */
   readonly objectUsage: ObjectUsage;
+  /** Work that waits for the end of a burst, run from the alarm (deferred.ts): its parts' `later()`. */
+  protected readonly deferred: Deferred;
   private readonly rates: ClientBuckets<K> | undefined;
   private readonly nameKey: M | "name";
   private storedName: string | null = null;
@@ -72,9 +77,19 @@ export abstract class StoredObject<E, K extends string = never, M extends string
   constructor(ctx: DurableObjectState, env: E, options: StoredObjectOptions<K, M>) {
     super(ctx, env);
     countEntries(new.target.prototype, DurableObject.prototype);
-    this.objectUsage = new ObjectUsage(new.target.name, ctx.storage.sql, () => this.stats.changed());
+    this.objectUsage = new ObjectUsage(
+      new.target.name,
+      ctx.storage.sql,
+      () => this.stats.changed(),
+      () => this.deferred.exited(),
+    );
     this.sql = ctx.storage.sql;
     this.schema = new LazySchema(ctx.storage, options.migrations);
+    this.deferred = new Deferred(
+      ctx,
+      () => this.schema.exists,
+      (at) => this.setEarliest(at),
+    );
     this.meta = new Meta(this.schema);
     this.nameKey = options.nameKey ?? "name";
     this.rates = options.clientRates ? new ClientBuckets(options.clientRates) : undefined;
@@ -83,6 +98,7 @@ export abstract class StoredObject<E, K extends string = never, M extends string
       env as object,
       options.protocol,
       () => this.statsGauges(),
+      this.deferred,
       options.ownUsage ? undefined : this.objectUsage,
     );
     // Kept with the first write, for the calls that reach the object by id alone.
@@ -153,6 +169,7 @@ export abstract class StoredObject<E, K extends string = never, M extends string
    */
   protected async wipe(): Promise<void> {
     await this.heldLease?.release();
+    await this.deferred.runNow(); // nothing deferred is left to write into the storage once it is gone
     await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();
     this.schema.forget();
@@ -161,12 +178,17 @@ export abstract class StoredObject<E, K extends string = never, M extends string
 
   /** Sets the alarm to exactly `at` (ms since the epoch), or none when null: the next time the object needs waking. */
   protected async alarmAt(at: number | null): Promise<void> {
-    if (at === null) await this.ctx.storage.deleteAlarm();
-    else await this.ctx.storage.setAlarm(at);
+    const want = earliest(at, this.deferred.at);
+    if (want === null) await this.ctx.storage.deleteAlarm();
+    else await this.ctx.storage.setAlarm(want);
   }
 
   /** Makes sure the alarm fires at or before `at` (ms since the epoch). */
   protected async wakeAt(at: number): Promise<void> {
+    await this.setEarliest(at);
+  }
+
+  private async setEarliest(at: number): Promise<void> {
     const current = await this.ctx.storage.getAlarm();
     if (current === null || current > at) await this.ctx.storage.setAlarm(at);
   }
@@ -188,14 +210,33 @@ export abstract class StoredObject<E, K extends string = never, M extends string
     return wait === null ? null : fail(429, "rate_limited", message, wait);
   }
 
+  /**
+   * The alarm: the object's own causes (`onAlarm`, which answers its next time whether or not it
+   * has come: an alarm for deferred work calls it too), then every part of its deferred work (the
+   * stats report last, with this alarm's own usage); then the alarm is set to the earliest time
+   * either still needs, or left unset.
+   */
   async alarm(): Promise<void> {
     const now = Date.now();
-    const next = await this.onAlarm(now);
-    if (next !== null) {
+    let next: number | null = null;
+    this.deferred.alarmBegins(); // work asked for from here on runs at the end of this alarm
+    try {
+      next = await this.onAlarm(now);
+    } finally {
+      await this.deferred.alarmRuns();
+    }
+    const want = earliest(next, this.deferred.at);
+    if (want !== null) {
       // The alarm that fired may still read as set (in the past): it does not count.
       const current = await this.ctx.storage.getAlarm();
-      if (current === null || current <= now || current > next) await this.ctx.storage.setAlarm(next);
+      if (current === null || current <= now || current > want) await this.ctx.storage.setAlarm(want);
     }
-    this.stats.changed();
   }
+}
+
+/** The earlier of two times (null: none). */
+function earliest(a: number | null, b: number | null): number | null {
+  if (a === null) return b;
+  if (b === null) return a;
+  return Math.min(a, b);
 }

@@ -57,7 +57,7 @@ export class MincaMailbox extends StoredObject<Env, Limited> {
         write: { burst: MAILBOX_LIMITS.write_burst, perSecond: MAILBOX_LIMITS.write_per_second },
       },
     });
-    this.lease = new StorageLease(ctx, env, "mailbox", this.schema, () => this.heldBytes());
+    this.lease = new StorageLease(ctx, this.deferred, env, "mailbox", this.schema, () => this.heldBytes());
     this.holdLease(this.lease);
     this.wakes = new MailboxWakes(ctx.storage, () => this.name);
     this.registry = new MailboxReceivers(ctx.storage.sql);

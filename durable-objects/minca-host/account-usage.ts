@@ -6,6 +6,7 @@
 // exactly one carrying account).
 import { MINCA_HOST_LIMITS, STORAGE_LIMITS } from "../../shared/limits";
 import { StorageLease } from "../relay/storage-lease";
+import type { Deferred } from "../base/deferred";
 import { log } from "../../shared/log";
 import type { AccountStore } from "./account-store";
 import { TOMBSTONE_KEYS } from "./account-meta";
@@ -23,8 +24,9 @@ export class AccountUsage {
   constructor(
     private readonly store: AccountStore,
     env: Env,
+    deferred: Deferred,
   ) {
-    this.lease = new StorageLease(store.ctx, env, "host", store.schema, () => this.used());
+    this.lease = new StorageLease(store.ctx, deferred, env, "host", store.schema, () => this.used());
   }
 
   private get sql(): SqlStorage {

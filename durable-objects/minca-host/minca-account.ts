@@ -48,7 +48,7 @@ export class MincaAccount extends StoredObject<Env, never, AccountMetaKey> {
       schedule: () => this.schedule(),
       storeRow: (bytes, write) => this.usage.storeRow(bytes, write),
     });
-    this.usage = new AccountUsage(this.store, env);
+    this.usage = new AccountUsage(this.store, env, this.deferred);
     this.lease = this.usage.lease;
     this.holdLease(this.lease);
     this.pushes = new AccountPushes(this.store, env, (url, init) => this.pushFetch(url, init));

@@ -9,10 +9,9 @@
 // asks each holder what it recorded and takes back what the holder does not hold, so a grant
 // whose holder ended before recording it, or a give-back that never arrived, is not lost for good.
 import { StoredObject } from "../base/stored-object";
-import { Debounced } from "../base/debounced";
 import { relayStats } from "./relay-stats";
 import { MIGRATIONS } from "../../migrations/index";
-import { STATS_LIMITS, STORAGE_LIMITS } from "../../shared/limits";
+import { STORAGE_LIMITS } from "../../shared/limits";
 import { grantLease, STORAGE_KINDS, type StorageKind, type StorageTotals } from "../../shared/storage";
 import type { StorageReport } from "../../shared/stats";
 import { log } from "../../shared/log";
@@ -25,8 +24,8 @@ const AUDIT_NEXT_BATCH_MS = 1_000;
 export class RelayLedger extends StoredObject<Env> {
   /** Each kind's total in force (the settings). */
   protected totals: StorageTotals;
-  /** Sends the figures to the stats object, at most every flush interval. */
-  private readonly reportLater: Debounced;
+  /** Sends the figures to the stats object, at most every flush interval (from the alarm: base/deferred.ts; read from storage, so none is lost to an eviction). */
+  private readonly reportLater = this.deferred.part(() => this.flushStats());
   /** Whether this instance made sure the audit's alarm is set (once per instance, after its first change). */
   private auditArmed = false;
   /** How often each lease changed in this instance: a reclaim applies only to a lease unchanged while its holder was asked. */
@@ -34,7 +33,6 @@ export class RelayLedger extends StoredObject<Env> {
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env, { migrations: MIGRATIONS.RelayLedger });
-    this.reportLater = new Debounced(ctx, STATS_LIMITS.flush_interval_ms, () => this.flushStats());
     this.totals = this.settings.storage;
   }
 
@@ -197,7 +195,7 @@ export class RelayLedger extends StoredObject<Env> {
     return due.length === STORAGE_LIMITS.lease_audit_batch ? Date.now() + AUDIT_NEXT_BATCH_MS : this.nextAudit();
   }
 
-  /** Sends the figures to the stats object now (the timer calls it; tests may too). */
+  /** Sends the figures to the stats object now (the deferred work calls it; tests may too). */
   async flushStats(): Promise<void> {
     try {
       await relayStats(this.env).storage(this.report());
@@ -288,7 +286,7 @@ export class RelayLedger extends StoredObject<Env> {
       const at = this.nextAudit();
       if (at !== null) this.ctx.waitUntil(this.wakeAt(at));
     }
-    this.reportLater.schedule();
+    this.reportLater.later();
   }
 }
 

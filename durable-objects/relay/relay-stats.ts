@@ -99,16 +99,18 @@ export class RelayStats extends StoredObject<StatsEnv> {
     return true;
   }
 
+  /** Adds `usage` to the class's counters: one row per class (its metrics as a JSON object), so a report writes one row for it. */
   private addUsage(cls: string, usage: Usage): void {
-    for (const [metric, n] of Object.entries(usage)) {
-      if (n > 0)
-        this.sql.exec(
-          "INSERT INTO usage (class, metric, n) VALUES (?, ?, ?) ON CONFLICT (class, metric) DO UPDATE SET n = n + excluded.n",
-          cls,
-          metric,
-          n,
-        );
-    }
+    const add = Object.entries(usage).filter(([, n]) => n > 0);
+    if (add.length === 0) return;
+    const row = this.sql.exec<{ n: string }>("SELECT n FROM usage_by_class WHERE class = ?", cls).toArray()[0];
+    const sum = row ? (JSON.parse(row.n) as Record<string, number>) : {};
+    for (const [metric, n] of add) sum[metric] = (sum[metric] ?? 0) + n;
+    this.sql.exec(
+      "INSERT INTO usage_by_class (class, n) VALUES (?, ?) ON CONFLICT (class) DO UPDATE SET n = excluded.n",
+      cls,
+      JSON.stringify(sum),
+    );
   }
 
   /** RPC: the storage ledger's figures (relay-ledger.ts); false (and nothing kept) when they are not. */
@@ -161,7 +163,11 @@ export class RelayStats extends StoredObject<StatsEnv> {
     // This object's own usage up to now goes in first, so the snapshot counts it too.
     const own = this.objectUsage.take();
     this.ctx.storage.transactionSync(() => this.addUsage(this.objectUsage.className, own));
-    const usage = this.sql.exec<UsageRow & Record<string, SqlStorageValue>>("SELECT class, metric, n FROM usage").toArray();
+    const usage = this.sql
+      .exec<UsageRow & Record<string, SqlStorageValue>>(
+        "SELECT class, key AS metric, value AS n FROM usage_by_class, json_each(usage_by_class.n)",
+      )
+      .toArray();
     return buildSnapshot(gauges, minutes, Date.now(), this.storageFigures(), totals, usage);
   }
 }

@@ -6,7 +6,8 @@
 //   again; a total with no room answers `{ stored: false }` (the holder answers storage_full).
 //   After a write the lease is topped up ahead of need, off the request path.
 // - `free(remove)`: runs a delete; within the flush interval what the lease no longer needs goes
-//   back to the ledger.
+//   back to the ledger (deferred work: from the object's alarm, base/deferred.ts; computed from
+//   what is stored, so an object evicted before its alarm gives back all the same).
 // and `settle()` after a delete that must be given back at once. An object that deletes all it
 // holds does so with the base's `wipe()` (stored-object.ts), which gives the whole lease back
 // first (`release()`) and forgets it last (`forget()`). The lease is kept in the object's `meta`
@@ -19,11 +20,11 @@
 // (storage.database_bytes_<kind>: the bytes an object with its tables takes on disk), so the
 // first row of a name charges its database too.
 import type { LazySchema } from "../base/schema";
-import { Debounced } from "../base/debounced";
+import type { Deferred, DeferredPart } from "../base/deferred";
 import { LEASE_META_KEY, Meta } from "../base/meta";
 import type { ObjectLease } from "../base/stored-object";
 import { relayLedger, type RelayLedger } from "./relay-ledger";
-import { STATS_LIMITS, STORAGE_LIMITS } from "../../shared/limits";
+import { STORAGE_LIMITS } from "../../shared/limits";
 import { leaseBlock, leaseKeep, leaseRequest, type StorageKind } from "../../shared/storage";
 import { log } from "../../shared/log";
 
@@ -35,7 +36,7 @@ export function heldWithDatabase(kind: StorageKind, rows: number): number {
 export class StorageLease implements ObjectLease {
   private granted: number | undefined;
   private chain: Promise<unknown> = Promise.resolve();
-  private readonly giveBack: Debounced;
+  private readonly giveBack: DeferredPart;
   private toppingUp = false;
   /** A claim of this object is at the ledger: a reclaim now would race its answer, so it is declined. */
   private claiming = 0;
@@ -43,13 +44,14 @@ export class StorageLease implements ObjectLease {
 
   constructor(
     private readonly ctx: DurableObjectState,
+    deferred: Deferred,
     private readonly env: { RELAY_LEDGER: DurableObjectNamespace<RelayLedger> },
     private readonly kind: StorageKind,
     private readonly schema: LazySchema,
     /** The bytes of this kind the object's rows hold now (its database's fixed cost is added here). */
     private readonly rows: () => number,
   ) {
-    this.giveBack = new Debounced(ctx, STATS_LIMITS.flush_interval_ms, () => this.settle());
+    this.giveBack = deferred.part(() => this.settle());
     this.meta = new Meta(schema);
   }
 
@@ -152,7 +154,7 @@ export class StorageLease implements ObjectLease {
   /** What the object holds went down: within the flush interval, what the lease no longer needs goes back. */
   private changed(): void {
     if (this.bytes === 0) return;
-    this.giveBack.schedule();
+    this.giveBack.later();
   }
 
   /** Gives back what leaseKeep() says the lease no longer needs (the lease shrinks here first, then at the ledger). */

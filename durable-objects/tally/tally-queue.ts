@@ -17,6 +17,7 @@ import { utf8ByteLength } from "../../shared/encoding";
 import { storedEnvelope } from "../../shared/tally/messages";
 import { QUEUE_BOUNDS, planStore, type QueuedRow } from "../../shared/tally/queue-bounds";
 import type { LazySchema } from "../base/schema";
+import type { Deferred } from "../base/deferred";
 import { StorageLease } from "../relay/storage-lease";
 import { CONTACT_ROW_BYTES } from "./tally-contacts";
 
@@ -41,13 +42,14 @@ export class TallyQueue {
 
   constructor(
     ctx: DurableObjectState,
-    env: ConstructorParameters<typeof StorageLease>[1],
+    deferred: Deferred,
+    env: ConstructorParameters<typeof StorageLease>[2],
     private readonly schema: LazySchema,
     /** Whether a sender is the recipient's contact (tally-contacts.ts wroteTo): never evicted for another's envelope. */
     private readonly isContact: (fromHex: string) => boolean,
   ) {
     this.sql = ctx.storage.sql;
-    this.lease = new StorageLease(ctx, env, "tally", schema, () => this.held());
+    this.lease = new StorageLease(ctx, deferred, env, "tally", schema, () => this.held());
   }
 
   /**

@@ -50,7 +50,7 @@ export class TallyUser extends SocketObject<Env, TallyAttachment, ServerMessage>
   }
 
   /** The envelopes stored for this user, and its lease of the relay-wide total (storage.tally_bytes). */
-  private readonly queue: TallyQueue = new TallyQueue(this.ctx, this.env, this.schema, (hex: string): boolean =>
+  private readonly queue: TallyQueue = new TallyQueue(this.ctx, this.deferred, this.env, this.schema, (hex: string): boolean =>
     this.contacts.wroteTo(hex),
   );
   /** Whom this user exchanged envelopes with, and which of its devices met whose. */
@@ -58,7 +58,7 @@ export class TallyUser extends SocketObject<Env, TallyAttachment, ServerMessage>
   /** The operator's ban of this user (the admin API), held here so that it holds in every isolate. */
   private readonly banMark = new BanMark(this.meta);
   /** This user's share, as a sender, of the relay's Tally total across its recipients (storage.sender_share). */
-  private readonly share = new SenderShare(this.ctx, this.meta, this.settings.storage.tally);
+  private readonly share = new SenderShare(this.deferred, this.meta, this.settings.storage.tally);
   /** Envelopes on their way to other users' objects, in batches. */
   private readonly batcher = new EnvelopeBatcher((toHex, batch) => this.stubFor(toHex).deliverAll(batch));
   private readonly signaling = new TallySignaling(

@@ -145,6 +145,14 @@ export const STORAGE_LIMITS = {
    * is not stored (online devices still get it; else queued not_stored).
    */
   sender_share: 1 / 64,
+  /**
+   * The fraction of a sender's share written ahead of its charges within a burst: the share kept
+   * in the sender's object is never more than what is left (an object reset before its deferred
+   * write loses the sender at most this much of its share, never gives it more), and one write
+   * covers the envelopes stored until this much more is charged; the exact share is written once
+   * after the burst.
+   */
+  sender_share_written_ahead: 1 / 64,
 } as const;
 
 export const STATS_LIMITS = {

@@ -45,4 +45,13 @@ describe("the object base", () => {
   it("an object sets its alarm only through the base (wakeAt, alarmAt, onAlarm's answer)", () => {
     expect(matching(/storage\.setAlarm\(|storage\.deleteAlarm\(/).sort()).toEqual(["durable-objects/base/stored-object.ts"]);
   });
+
+  it('no object keeps a timer after a burst: no module under durable-objects/ calls setTimeout or setInterval but the documented allow-list (docs/objects.md, "Deferred work")', () => {
+    // Each entry is a timer that lives only while something outside holds the object up anyway:
+    const allowed = [
+      "durable-objects/base/unauthenticated.ts", // the auth timeout of a socket not yet authenticated (common.auth_timeout_seconds; its object stores nothing, so it may set no alarm)
+      "durable-objects/base/waiters.ts", // a long-poll's end: the request it answers is open (and billed) meanwhile
+    ];
+    expect(matching(/\bset(Timeout|Interval)\s*\(/).sort()).toEqual(allowed);
+  });
 });

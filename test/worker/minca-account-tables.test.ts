@@ -6,6 +6,7 @@ import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { LazySchema } from "../../durable-objects/base/schema";
 import { AccountStore } from "../../durable-objects/minca-host/account-store";
+import { Deferred } from "../../durable-objects/base/deferred";
 import { AccountUsage } from "../../durable-objects/minca-host/account-usage";
 import { linkRowBytes, topicRowBytes } from "../../durable-objects/minca-host/account-links";
 import { revokeRowBytes } from "../../durable-objects/minca-host/account-revokes";
@@ -30,7 +31,15 @@ function inAccount(f: (t: Tables) => Promise<void> | void): Promise<void> {
     schema.ensure();
     const store = new AccountStore(state, schema, () => did);
     store.meta.set("carry_space", "space:carry");
-    const usage = new AccountUsage(store, env);
+    const usage = new AccountUsage(
+      store,
+      env,
+      new Deferred(
+        state,
+        () => true,
+        async () => {},
+      ),
+    );
     const sql = state.storage.sql;
     // Row by row, with each table's formula; nothing read through the modules' own sums.
     const fresh = () => {

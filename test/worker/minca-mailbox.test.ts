@@ -2,6 +2,7 @@
 // bounds, rate limits, and what each push-service answer does to a receiver (an in-process push
 // service stands in here; the real loopback one is in the end-to-end layer).
 import { SELF, env, evictDurableObject, runInDurableObject } from "cloudflare:test";
+import { runDeferred } from "../helpers/deferred";
 import { describe, expect, it } from "vitest";
 import { p256 } from "@noble/curves/nist.js";
 import type { TestMincaMailbox } from "./test-objects";
@@ -210,6 +211,7 @@ describe("docs/mailbox.md: wakes by Web Push", () => {
     await waitFor(async () => (await deliveries(topic))[0]?.attempts === 1, { what: "a retry recorded" });
     const [d] = await deliveries(topic);
     expect(d.next_at).toBeGreaterThanOrEqual(before + 600_000);
+    await runDeferred(stub(topic)); // the post's report; the retry's alarm stays
     const alarm = await runInDurableObject(stub(topic), (_i, state) => state.storage.getAlarm());
     expect(alarm).toBe(d.next_at);
     // when the alarm comes, it is sent again and delivered

@@ -1,6 +1,7 @@
 // The code-channel room inside workerd: the Worker's route, the Durable Object's join, relay and
 // bounds, eviction between messages, and the alarm that ends the room and then forgets it.
 import { env, evictDurableObject, runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test";
+import { runDeferred } from "../helpers/deferred";
 import { describe, expect, it } from "vitest";
 import { waitFor } from "../helpers/wait";
 import { p256 } from "@noble/curves/nist.js";
@@ -210,6 +211,7 @@ describe("the code-channel room Durable Object (docs/minca-rooms.md)", () => {
     expect(await runDurableObjectAlarm(stub)).toBe(true);
     expect((await a.s.next("error")).code).toBe("room_expired");
     expect(await a.s.closed).toBe(4008);
+    await runDeferred(stub); // the closes' report; the tombstone's alarm stays
     expect(await runInDurableObject(stub, (_o, state) => state.storage.getAlarm())).toBe(times.refuses_until);
 
     const late = await connect(room);

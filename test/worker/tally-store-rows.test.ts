@@ -100,7 +100,7 @@ describe("rows written per stored Tally envelope", () => {
         .toArray()
         .map((r) => r.name),
     );
-    expect(names).toEqual(["0001_init", "0002_contacts", "0003_queue_one_row"]);
+    expect(names).toEqual(["0001_init", "0002_contacts", "0003_queue_one_row", "0004_keyed_tables"]);
     expect(await queuedCount(b)).toBe(0);
   });
 
