@@ -154,7 +154,9 @@ export async function idleDevices(s: Server, o: IdleOptions): Promise<IdleResult
       const devices = grown ? target : conns.length;
       if (!grown && devices <= (steps.at(-1)?.devices ?? 0)) break;
       const connectSeconds = (performance.now() - t0) / 1000;
-      log(`${devices} devices registered in ${connectSeconds.toFixed(1)} s (${retries} registers tried again); idle ${o.settleMs / 1000} s`);
+      log(
+        `${devices} devices registered in ${connectSeconds.toFixed(1)} s (${retries} registers tried again); idle ${o.settleMs / 1000} s`,
+      );
       await sleep(o.settleMs);
       const settledKb = treeRssKb(s.pid);
       const [p0, q0] = [pings, pongs];
