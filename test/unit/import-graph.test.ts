@@ -99,12 +99,12 @@ describe("the import graph", () => {
       'import { a } from "./http";',
       'import type { B } from "../shared/errors";',
       'export { c } from "./http";',
-      "import {\n  d,\n  e,\n} from '../shared/log';",
+      "import {\n  d,\n  e,\n} from '../shared/encoding';",
       'import "./http";',
       'import { z } from "zod";',
     ].join("\n");
     const found = relativeImports(from, text).map((f) => relative(root, f));
-    expect(found).toEqual(["workers/http.ts", "shared/errors.ts", "workers/http.ts", "shared/log.ts", "workers/http.ts"]);
+    expect(found).toEqual(["workers/http.ts", "shared/errors.ts", "workers/http.ts", "shared/encoding.ts", "workers/http.ts"]);
   });
 
   it("layer rules: the rule reader finds an import across a layer and passes one within it", () => {
