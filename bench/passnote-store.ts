@@ -17,7 +17,7 @@ import { join } from "node:path";
 import type { StorageAdapter } from "../clients/passnote/stores/adapter";
 import { openStore, type AdapterStore } from "../clients/passnote/stores/adapter-store";
 import { SqliteAdapter, SqliteStore } from "../clients/passnote/stores/sqlite";
-import { formatHlc } from "../shared/passnote/hlc";
+import { formatHlc } from "../clients/passnote/protocol/hlc";
 
 /** One way of opening, measured (medians of the rounds). */
 export interface OpenFigures {

@@ -1,4 +1,4 @@
-// Range reconciliation, recon1 (shared/passnote/reconcile.ts) and recon2 (reconcile2.ts) side by
+// Range reconciliation, recon1 (clients/passnote/protocol/reconcile.ts) and recon2 (reconcile2.ts) side by
 // side, pure, in this process: two stores of N records that differ in d, one side opening with its
 // probe, each side answering the other's reconcile message (and shipping records as deltas, which
 // the other side merges before it answers) until a side has nothing left to send. Counted per
@@ -8,11 +8,11 @@
 // flights; the opening probe is the first. The last flight may carry deltas only (records the
 // other side asked for): it counts, since the exchange is over only when they arrive.
 import { PASSNOTE_LIMITS as L } from "../shared/limits";
-import { MemoryStore } from "../shared/passnote/records";
-import { openingProbe, respondToReconcile, type Reconcile } from "../shared/passnote/reconcile";
-import { openingProbe2, respondToReconcile2, type Reconcile2 } from "../shared/passnote/reconcile2";
-import { NONCE_BYTES, TAG_BYTES } from "../shared/passnote/seal";
-import { encodeMessage, type WireRecord } from "../shared/passnote/wire";
+import { MemoryStore } from "../clients/passnote/protocol/records";
+import { openingProbe, respondToReconcile, type Reconcile } from "../clients/passnote/protocol/reconcile";
+import { openingProbe2, respondToReconcile2, type Reconcile2 } from "../clients/passnote/protocol/reconcile2";
+import { NONCE_BYTES, TAG_BYTES } from "../clients/passnote/protocol/seal";
+import { encodeMessage, type WireRecord } from "../clients/passnote/protocol/wire";
 import { fillDifferent, sameRecords } from "../test/helpers/passnote-data";
 
 const COLLECTION = "notes";

@@ -6,7 +6,7 @@
 // the relay answered since it started. On Cloudflare, each isolate (many, on many machines) keeps
 // its own, and /metrics answers from whichever isolate took the scrape: a sample, not the relay's
 // whole traffic (Workers Analytics has that). The socket and message counters come from the stats
-// object instead (shared/stats.ts totals) and are relay-wide on both.
+// object instead (server/stats.ts totals) and are relay-wide on both.
 
 /** Upper bounds (milliseconds) of the request-latency histogram's buckets. */
 const LATENCY_BUCKETS_MS = [5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000] as const;

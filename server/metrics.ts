@@ -6,7 +6,7 @@
 // - A request-latency histogram, build info and the start time (uptime = time() - start).
 // - The gauges of the status page: current values, and each counter's count in the last complete
 //   minute and over the stats window.
-import { STATS_COUNTERS, STATS_PROTOCOLS, WAKE_CAUSES, type StatsSnapshot } from "../shared/stats";
+import { STATS_COUNTERS, STATS_PROTOCOLS, WAKE_CAUSES, type StatsSnapshot } from "./stats";
 import { STORAGE_KINDS } from "../shared/storage";
 import type { CounterValues } from "./counters";
 

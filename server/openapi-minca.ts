@@ -4,7 +4,7 @@ import * as z from "zod";
 import { MAILBOX_LIMITS, MINCA_HOST_LIMITS } from "../shared/limits";
 import { pageQuerySchema, postQuerySchema, receiverIdSchema } from "../shared/mailbox/messages";
 import { topicSchema } from "../shared/mailbox/topic";
-import { logQuerySchema } from "../shared/minca/host-wire";
+import { logQuerySchema } from "./minca/host-wire";
 import { TIME_HEADER } from "../shared/minca/read-proof";
 import { error, json, type Json, mincaId, pageDescriptions, pathParam, queryParams, rateLimited, ref } from "./openapi-parts";
 

@@ -7,8 +7,8 @@ import { httpErrorBodySchema } from "../shared/errors";
 import { relayInfoSchema } from "./info";
 import { pageSchema, postedSchema, receiverAddedSchema } from "../shared/mailbox/messages";
 import { carryGrantSchema } from "../shared/minca/carry";
-import { accountStatusSchema, appendedSchema, carryStartedSchema, logPageSchema, versionsBodySchema } from "../shared/minca/host-wire";
-import { statusAnswerSchema } from "../shared/stats";
+import { accountStatusSchema, appendedSchema, carryStartedSchema, logPageSchema, versionsBodySchema } from "./minca/host-wire";
+import { statusAnswerSchema } from "./stats";
 import { pushSubscriptionSchema } from "../shared/webpush/subscription";
 
 /** Answers, as the relay sends them (zod's output side). */

@@ -1,10 +1,10 @@
 // The relay-wide objects (one of each per relay) by name, and the keys the relay generates once
 // and keeps (RelayKeys) when no Worker secret provides them. The Worker and the objects both reach
 // these through here, so the Worker imports nothing from an object's file but its class.
-import { WebPushSender, type FetchLike } from "../shared/webpush/send";
-import { vapidKeysFromPrivate, type VapidKeys } from "../shared/webpush/vapid";
+import { WebPushSender, type FetchLike } from "./webpush/send";
+import { vapidKeysFromPrivate, type VapidKeys } from "./webpush/vapid";
 import type { Settings } from "./settings";
-import { hostDid } from "../shared/minca/host-identity";
+import { hostDid } from "./minca/host-identity";
 import { objectOf } from "./objects";
 
 const RELAY_KEYS_NAME = "relay-keys";

@@ -7,15 +7,15 @@
 //
 // Settings are [vars] in wrangler.toml (overridden by the environment self-hosted) and optional
 // secrets (env.d.ts). docs/operating.md lists them all.
-import { admissionOf, type Admission } from "../shared/minca/admission";
-import { parsePublicUrl } from "../shared/public-url";
+import { admissionOf, type Admission } from "./minca/admission";
+import { parsePublicUrl } from "./public-url";
 import { STORAGE_KINDS, STORAGE_SETTINGS, parseBytesSetting, type StorageTotals } from "../shared/storage";
 import { isNpub, npubDecode } from "../shared/tally/keys";
-import { parseEndpointAllow, type AllowedOrigin } from "../shared/webpush/endpoint";
-import { vapidKeysFromPrivate, vapidSubjectFor, vapidSubjectSchema, type VapidKeys } from "../shared/webpush/vapid";
+import { parseEndpointAllow, type AllowedOrigin } from "./webpush/endpoint";
+import { vapidKeysFromPrivate, vapidSubjectFor, vapidSubjectSchema, type VapidKeys } from "./webpush/vapid";
 import { isP256DidKey } from "../shared/minca/did-key";
-import { hostDid } from "../shared/minca/host-identity";
-import { LOG_LEVELS, type LogLevel } from "../shared/log";
+import { hostDid } from "./minca/host-identity";
+import { LOG_LEVELS, type LogLevel } from "./log";
 
 export interface Settings {
   /** RELAY_NAME: `name` in the information document. */

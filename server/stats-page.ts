@@ -1,6 +1,6 @@
 // The operator's status page (GET /status): the snapshot as HTML, its per-minute series drawn as
 // inline SVG bar charts, no script and no external assets. Counts only.
-import { STATS_COUNTERS, STATS_PROTOCOLS, type StatsCounter, type StatsSnapshot } from "../shared/stats";
+import { STATS_COUNTERS, STATS_PROTOCOLS, type StatsCounter, type StatsSnapshot } from "./stats";
 import { STORAGE_KINDS, type StorageKind } from "../shared/storage";
 
 const STORAGE_TITLES: Record<StorageKind, string> = { tally: "Tally queues", mailbox: "Mailboxes", host: "Hosted accounts" };

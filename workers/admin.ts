@@ -13,7 +13,7 @@ import * as z from "zod";
 import { isCrowded, isDraining, liveCount, setCrowded, setDraining, takeLive } from "../server/live";
 import { CLOSE_CODES } from "../shared/limits";
 import type { SocketBinding } from "./sockets";
-import { log } from "../shared/log";
+import { log } from "../server/log";
 
 const CrowdedBody = z.object({
   crowded: z.boolean(),

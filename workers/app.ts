@@ -7,7 +7,7 @@ import { OPENAPI_PATH, openApiDocument } from "../server/openapi";
 import { hostIdentity, vapidKeys } from "../server/relay-objects";
 import type { Settings } from "../server/settings";
 import { base64urlEncode } from "../shared/encoding";
-import { log } from "../shared/log";
+import { log } from "../server/log";
 import { serveAsset } from "./assets";
 import { hostingRoutes, MINCA_PATH } from "./hosting";
 import { adminRoutes } from "./admin-api";

@@ -6,7 +6,7 @@ import { countAuthFailure } from "../server/counters";
 import { utf8Decode } from "../shared/encoding";
 import { httpErrorBody, type ErrorCode } from "../shared/errors";
 import { isTopic } from "../shared/mailbox/topic";
-import { log } from "../shared/log";
+import { log } from "../server/log";
 import type { Settings } from "../server/settings";
 import type { ObjectResult } from "../durable-objects/base/result";
 import { readBounded } from "./body";

@@ -6,7 +6,7 @@ import { parseClientJson } from "../shared/client-json";
 import { formatIssue } from "../shared/errors";
 import { MAILBOX_LIMITS, WEBPUSH_LIMITS } from "../shared/limits";
 import { pageQuerySchema, postQuerySchema, receiverIdSchema, resolveUntil } from "../shared/mailbox/messages";
-import { endpointPolicyOf } from "../shared/webpush/endpoint";
+import { endpointPolicyOf } from "../server/webpush/endpoint";
 import { endpointRefusal } from "../server/webpush/receivers";
 import { pushSubscriptionSchema, subscriptionBytes } from "../shared/webpush/subscription";
 import { answer, clientLimited, httpError, methodNotAllowed, NO_STORE, readBody, topicCheck, type C, type RelayHono } from "./http";

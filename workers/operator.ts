@@ -5,7 +5,7 @@
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { FailureThrottle, newSession, SESSION_COOKIE, sessionValid } from "../server/operator-session";
 import { ADMIN_LIMITS } from "../shared/limits";
-import { tokenMatches } from "../shared/stats";
+import { tokenMatches } from "../server/stats";
 import { httpError, type C } from "./http";
 
 /** Wrong tokens per client address, across the login form, the pages and the admin API. */

@@ -5,7 +5,7 @@ import type { MiddlewareHandler } from "hono";
 import { EMPTY_POLICY, policyOf, type Policy } from "../server/policy";
 import { relayPolicy } from "../server/relay-objects";
 import { ADMIN_LIMITS } from "../shared/limits";
-import { log } from "../shared/log";
+import { log } from "../server/log";
 import { httpError, isAdminRoute, type RelayHono } from "./http";
 
 let cached: { policy: Policy; at: number } | undefined;

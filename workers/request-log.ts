@@ -16,7 +16,7 @@ import type { MiddlewareHandler } from "hono";
 import { countRequest } from "../server/counters";
 import { problemsText, settingsOf, type Settings } from "../server/settings";
 import { httpErrorBody } from "../shared/errors";
-import { log, setLogLevel } from "../shared/log";
+import { log, setLogLevel } from "../server/log";
 import { drainBody } from "./body";
 import { clientAddress } from "./client-address";
 import type { C, RelayHono } from "./http";

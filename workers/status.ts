@@ -7,12 +7,12 @@
 // RelayStats object; rendering is server/stats-page.ts.
 import { Hono } from "hono";
 import { relayStats } from "../server/relay-objects";
-import type { StatusAnswer } from "../shared/stats";
+import type { StatusAnswer } from "../server/stats";
 import { renderStatusPage, STATUS_LOGOUT_PATH } from "../server/stats-page";
 import { METRICS_CONTENT_TYPE, renderMetrics } from "../server/metrics";
 import { counterValues } from "../server/counters";
 import { COMMIT, VERSION } from "../server/info";
-import { tokenMatches } from "../shared/stats";
+import { tokenMatches } from "../server/stats";
 import { authFailed, escapeHtml, methodNotAllowed, type C, type RelayHono } from "./http";
 import { clearSession, operatorThrottle, pageCredential, setSession, throttled } from "./operator";
 

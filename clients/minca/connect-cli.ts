@@ -4,7 +4,7 @@
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { createInterface } from "node:readline";
-import { ProgramExchange, type ProgramEvent } from "../../shared/minca/program";
+import { ProgramExchange, type ProgramEvent } from "./protocol/program";
 import { newP256Key, p256KeyToJwk } from "../../shared/minca/es256";
 import { relayRooms } from "./relay-room";
 import { parseArgs } from "./connect-args";

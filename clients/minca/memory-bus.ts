@@ -3,7 +3,7 @@
 // notices, `from` set by the bus, `to` or every other peer), delivery on a later tick, and a
 // record of everything that crossed it, as a relay (or someone recording it) would see.
 import { newP256Key } from "../../shared/minca/es256";
-import { EventQueue, type JoinRoom, type RoomMessage, type RoomTransport } from "../../shared/minca/transport";
+import { EventQueue, type JoinRoom, type RoomMessage, type RoomTransport } from "./protocol/transport";
 
 interface BusRecord {
   room: string;

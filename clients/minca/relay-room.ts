@@ -3,7 +3,7 @@
 // messages into room events.
 import { newP256Key } from "../../shared/minca/es256";
 import { deliveredSchema, makeJoin } from "../../shared/minca/room";
-import { EventQueue, type JoinRoom, type RoomMessage, type RoomTransport } from "../../shared/minca/transport";
+import { EventQueue, type JoinRoom, type RoomMessage, type RoomTransport } from "./protocol/transport";
 import { relayBase } from "../relay-url";
 import { webSocketClass } from "../websocket";
 

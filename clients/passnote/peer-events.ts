@@ -3,8 +3,8 @@
 // Listeners are called one at a time, each guarded: one that throws (or whose promise rejects) is
 // reported as an `error` (and an `error` nobody listens for goes to the console), so no listener
 // stops the others or the sync.
-import type { WireRecord } from "../../shared/passnote/wire";
-import { ListenerError } from "../../shared/passnote/events";
+import type { WireRecord } from "./protocol/wire";
+import { ListenerError } from "./protocol/events";
 
 /** A change to the peer's records: one collection, the records that changed it, and where they came from. */
 export interface PeerChange {

@@ -2,7 +2,7 @@
 // over one Transport (a relay sync room in production, the in-memory bus in tests). Identity mode
 // is the default (`identity`: the group's credentials and this device's key; plain frames under
 // the roster key, user data in ratchet sessions); passphrase-only mode is chosen by giving `key`
-// instead. The protocol is shared/passnote/sync.ts; this file binds it to a transport.
+// instead. The protocol is clients/passnote/protocol/sync.ts; this file binds it to a transport.
 //
 // The peer runs over one open database instance (`store`, a PassnoteStore; in memory by default):
 // it takes the instance's inst token, moves its clock past every HLC the database holds, and reads
@@ -11,12 +11,12 @@
 // instances on one database never stamp two different writes with one HLC.
 import { bytesToHex, equalBytes, randomBytes } from "../../shared/encoding";
 import { PASSNOTE_LIMITS } from "../../shared/limits";
-import type { Value } from "../../shared/passnote/codec";
-import { newInstToken } from "../../shared/passnote/handshake";
-import { MemoryStore, type PassnoteStore, type StoredKeys } from "../../shared/passnote/records";
-import { ROSTER_COLLECTION, type DeviceIdentity } from "../../shared/passnote/roster";
-import { SyncEngine, type SyncEngineOptions } from "../../shared/passnote/sync";
-import type { WireRecord } from "../../shared/passnote/wire";
+import type { Value } from "./protocol/codec";
+import { newInstToken } from "./protocol/handshake";
+import { MemoryStore, type PassnoteStore, type StoredKeys } from "./protocol/records";
+import { ROSTER_COLLECTION, type DeviceIdentity } from "./protocol/roster";
+import { SyncEngine, type SyncEngineOptions } from "./protocol/sync";
+import type { WireRecord } from "./protocol/wire";
 import type { Transport } from "./transport";
 import { PeerEvents, type PassnotePeerEvents, type PeerChange, type PeerStatus } from "./peer-events";
 

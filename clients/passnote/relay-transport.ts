@@ -22,7 +22,7 @@ import { COMMON_LIMITS } from "../../shared/limits";
 import { TokenBucket } from "../../shared/rate-limit";
 import { Listeners, type Transport, type TransportEvents } from "./transport";
 import { webSocketClass } from "../websocket";
-import { assertNever } from "../../shared/assert-never";
+import { assertNever } from "../assert-never";
 
 interface RelayRate {
   /** Messages per second the relay allows one socket. */

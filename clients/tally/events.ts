@@ -3,7 +3,7 @@
 import type { QueuedStatus } from "../../shared/tally/messages";
 import type { LedgerEntry } from "../../shared/tally/entry";
 import { awaitListener } from "../listeners";
-import { Listeners, type AnyListener } from "../../shared/listeners";
+import { Listeners, type AnyListener } from "../listeners-from-shared";
 
 /** An inner message as the application sees it (the Tally protocol §3). */
 export interface InnerMessage {

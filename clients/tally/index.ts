@@ -29,4 +29,4 @@ export { connectInMemory, dataChannelAdapter } from "./direct";
 export type { DataChannelLike } from "./direct";
 export { SyncEngine } from "./sync";
 export type { SyncOptions, SyncHost } from "./sync";
-export type { LedgerEntry } from "../../shared/tally/ledger";
+export type { LedgerEntry } from "./protocol/ledger";

@@ -13,7 +13,7 @@ import type { Relay, RelaySet } from "./relays";
 import type { TallyStore } from "./store";
 import type { SyncEngine } from "./sync";
 import type { Tracking } from "./tracking";
-import { assertNever } from "../../shared/assert-never";
+import { assertNever } from "../assert-never";
 
 /** What the frame handling needs of the client. */
 interface RelayFramesHost {

@@ -1,7 +1,7 @@
 // The client's sync engine (the Tally protocol sections 12 and 13): ledger recovery from friends, the
 // remote allowance for unknown peers, and the self-mesh that keeps a user's devices converged
 // (initial self-sync, live broadcast, relay fallback). Decisions about entries and messages are in
-// shared/tally/ledger.ts; this is the state machine around them. It reaches the client through
+// clients/tally/protocol/ledger.ts; this is the state machine around them. It reaches the client through
 // the small SyncHost interface, which the client implements.
 import {
   PartCollector,
@@ -24,7 +24,7 @@ import {
   type LedgerEntry,
   type SyncDataPayload,
   type SyncHelloPayload,
-} from "../../shared/tally/ledger";
+} from "./protocol/ledger";
 import { bytesToHex, randomBytes } from "../../shared/encoding";
 import type { InnerMessage } from "./events";
 import type { TallyStore } from "./store";

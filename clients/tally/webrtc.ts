@@ -1,13 +1,13 @@
 // WebRTC direct channels (the Tally protocol sections 6.1, 6.3 and 13.1) for a browser client: one
 // RTCPeerConnection per peer device, negotiated through the relay's device-scoped signaling
 // (peer_connect, webrtc_signal) with "perfect negotiation" — both ends may offer, the polite end
-// (shared/tally/negotiation.ts) rolls back on a collision; to keep collisions rare, the impolite
+// (clients/tally/protocol/negotiation.ts) rolls back on a collision; to keep collisions rare, the impolite
 // end offers first and the polite end offers only when no offer came within a short delay. Each connection carries one data
 // channel, pre-negotiated (id 0) so both ends create it alike; once open it is handed to the
 // client with dataChannelAdapter, and envelopes and receipts go over it first.
 import type { TallyClient } from "./client";
 import { dataChannelAdapter } from "./direct";
-import { isPolite, rtcSignalSchema, type RtcSignal } from "../../shared/tally/negotiation";
+import { isPolite, rtcSignalSchema, type RtcSignal } from "./protocol/negotiation";
 
 export type DirectState = "connecting" | "open" | "closed";
 

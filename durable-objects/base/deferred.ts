@@ -18,7 +18,7 @@
 //   interval, and otherwise at the end of its next entry (only the stats report: every other part
 //   comes with storage).
 import { STATS_LIMITS } from "../../shared/limits";
-import { log } from "../../shared/log";
+import { log } from "../../server/log";
 import { asEntered } from "./object-usage";
 
 /** One piece of deferred work: `later()` asks for a run. */

@@ -12,7 +12,7 @@
 // an entry (its promise settled) is told too: an object that holds no storage runs its deferred
 // work then (deferred.ts), as it may set no alarm.
 import { AsyncLocalStorage } from "node:async_hooks";
-import type { Usage, UsageMetric, WakeCause } from "../../shared/stats";
+import type { Usage, UsageMetric, WakeCause } from "../../server/stats";
 
 const ENTRY_POINTS: Record<string, WakeCause> = {
   fetch: "fetch",

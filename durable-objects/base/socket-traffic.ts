@@ -1,7 +1,7 @@
 // What each socket of an object received and was sent, for the one log line its session ends with
 // (docs/operating.md): in memory, so after the object hibernated it counts from its waking
 // (`counted_since_ms` says from when).
-import { log } from "../../shared/log";
+import { log } from "../../server/log";
 
 interface Traffic {
   in: number;

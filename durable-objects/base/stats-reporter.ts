@@ -7,8 +7,8 @@
 import { sha256 } from "@noble/hashes/sha2.js";
 import { STATS_LIMITS } from "../../shared/limits";
 import { bytesToHex, utf8Encode } from "../../shared/encoding";
-import { minuteOf, type StatsCounter, type StatsGauges, type StatsProtocol, type Usage } from "../../shared/stats";
-import { log } from "../../shared/log";
+import { minuteOf, type StatsCounter, type StatsGauges, type StatsProtocol, type Usage } from "../../server/stats";
+import { log } from "../../server/log";
 import type { Deferred, DeferredPart } from "./deferred";
 import { relayStats } from "../../server/relay-objects";
 

@@ -23,7 +23,7 @@
 import { DurableObject } from "cloudflare:workers";
 import type { Migration } from "../../migrations/index";
 import { ClientBuckets, type Rate } from "../../shared/rate-limit";
-import type { StatsGauges, StatsProtocol } from "../../shared/stats";
+import type { StatsGauges, StatsProtocol } from "../../server/stats";
 import { StatsReporter } from "./stats-reporter";
 import { ObjectUsage, countEntries } from "./object-usage";
 import { isTrustedClient } from "./client-header";

@@ -3,7 +3,7 @@
 // here. The wakes to them are mailbox-wakes.ts'.
 import { bytesToHex, randomBytes } from "../../shared/encoding";
 import { MAILBOX_LIMITS, WEBPUSH_LIMITS } from "../../shared/limits";
-import type { EndpointPolicy } from "../../shared/webpush/endpoint";
+import type { EndpointPolicy } from "../../server/webpush/endpoint";
 import type { PushSubscriptionJSON } from "../../shared/webpush/subscription";
 import { admitReceiver, type HeldReceiver, type ReceiverRefusal, type RegistryRules } from "../../server/webpush/receivers";
 

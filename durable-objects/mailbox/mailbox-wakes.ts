@@ -5,7 +5,7 @@
 import { MAILBOX_LIMITS } from "../../shared/limits";
 import { wakeBody } from "../../shared/mailbox/messages";
 import { wakePushTopic } from "../../shared/mailbox/topic";
-import type { RetryPolicy } from "../../shared/webpush/send";
+import type { RetryPolicy } from "../../server/webpush/send";
 import type { OutboxPush, OutboxStore, PushMessage } from "../push/push-outbox";
 
 export interface Wake extends OutboxPush {

@@ -14,12 +14,12 @@ import { MAILBOX_WAKE_RULES, MailboxWakes, type Wake } from "./mailbox-wakes";
 import { PushOutbox } from "../push/push-outbox";
 import { relayOutboxDeps } from "../push/relay-outbox";
 import { MAILBOX_LIMITS, MINCA_HOST_LIMITS, STORAGE_LIMITS } from "../../shared/limits";
-import { endpointPolicyOf } from "../../shared/webpush/endpoint";
+import { endpointPolicyOf } from "../../server/webpush/endpoint";
 import type { ReceiverRefusal } from "../../server/webpush/receivers";
 import { MailboxReceivers } from "./mailbox-receivers";
 import { buildPage, type Page, type PageQuery, type Posted, type ReceiverAdded, type StoredItem } from "../../shared/mailbox/messages";
 import { subscriptionBytes, type PushSubscriptionJSON } from "../../shared/webpush/subscription";
-import { log } from "../../shared/log";
+import { log } from "../../server/log";
 import { rowBytes } from "../../shared/storage";
 import { objectOf } from "../../server/objects";
 

@@ -9,8 +9,8 @@ import { PushOutbox, type OutboxPush, type OutboxStore, type PushMessage } from 
 import { relayOutboxDeps } from "../push/relay-outbox";
 import { MINCA_WAKE_LIMITS } from "../../shared/limits";
 import type { WakeBody } from "../../shared/minca/carry";
-import { WAKE_RETRY, wakeMatches, wakePayload, wakeTopic, type Arrival } from "../../shared/minca/wake";
-import type { FetchLike } from "../../shared/webpush/send";
+import { WAKE_RETRY, wakeMatches, wakePayload, wakeTopic, type Arrival } from "../../server/minca/wake";
+import type { FetchLike } from "../../server/webpush/send";
 
 interface PushRow extends Record<string, SqlStorageValue> {
   id: number;

@@ -6,7 +6,7 @@
 // charged there, and the rows are bounded in number (max_receivers_per_account).
 // test/worker/minca-account-tables.test.ts holds what the account is charged equal to this.
 import { MINCA_WAKE_LIMITS, WEBPUSH_LIMITS } from "../../shared/limits";
-import type { EndpointPolicy } from "../../shared/webpush/endpoint";
+import type { EndpointPolicy } from "../../server/webpush/endpoint";
 import { admitReceiver, type HeldReceiver, type ReceiverRefusal, type RegistryRules } from "../../server/webpush/receivers";
 
 /**

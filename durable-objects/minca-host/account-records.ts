@@ -5,10 +5,10 @@
 import type { AccountStore } from "./account-store";
 import type { MailboxStub, SpaceStub } from "./peers";
 import type { VersionRefusal, Version } from "../../shared/minca/version";
-import type { RevokedKey } from "../../shared/minca/append-plan";
+import type { RevokedKey } from "../../server/minca/append-plan";
 import { MINCA_HOST_LIMITS, MINCA_WAKE_LIMITS } from "../../shared/limits";
 import { LINK, PASS, readCarryRecord, RECEIVER, supersedes, WAKE, type CarryRecord, type Written } from "../../shared/minca/carry";
-import { endpointPolicyOf } from "../../shared/webpush/endpoint";
+import { endpointPolicyOf } from "../../server/webpush/endpoint";
 import type { Settings } from "../base/object-settings";
 
 /** Why a carry-space version was refused, or null when it was taken. */

@@ -2,7 +2,7 @@
 // each with its cutoff, kept for good (across carry:closed too). Its SQL and its row-size formula
 // in one place: what a revoke is charged (revokeRowBytes) is what held() sums over the table
 // (test/worker/minca-account-tables.test.ts holds them equal).
-import type { RevokedKey } from "../../shared/minca/append-plan";
+import type { RevokedKey } from "../../server/minca/append-plan";
 import { strictestCutoff } from "../../shared/minca/carry";
 import { rowBytes } from "../../shared/storage";
 

@@ -2,8 +2,8 @@
 // docs/hosting.md): only to a request proven with its carry space's read key — none 401; a wrong
 // one, or any for an account the host does not carry for, 403; the closed carry space's key: 410.
 import { base64urlDecode } from "../../shared/encoding";
-import { checkStatusProof } from "../../shared/minca/binding";
-import type { AccountStatus } from "../../shared/minca/host-wire";
+import { checkStatusProof } from "../../server/minca/binding";
+import type { AccountStatus } from "../../server/minca/host-wire";
 import { readKeyDid, readSeedOf } from "../../shared/minca/space";
 import type { AccountStore } from "./account-store";
 import { fail, type ObjectResult } from "../base/result";

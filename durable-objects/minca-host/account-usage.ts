@@ -7,7 +7,7 @@
 import { MINCA_HOST_LIMITS, STORAGE_LIMITS } from "../../shared/limits";
 import { StorageLease } from "../relay/storage-lease";
 import type { Deferred } from "../base/deferred";
-import { log } from "../../shared/log";
+import { log } from "../../server/log";
 import type { AccountStore } from "./account-store";
 import { TOMBSTONE_KEYS } from "./account-meta";
 

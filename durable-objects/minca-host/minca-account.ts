@@ -18,12 +18,12 @@ import { mailboxOf, spaceOf } from "./peers";
 import { MIGRATIONS } from "../../migrations/index";
 import { base64urlDecode, base64urlEncode } from "../../shared/encoding";
 import { readCarryRecord, type CarryStart } from "../../shared/minca/carry";
-import type { Arrival } from "../../shared/minca/wake";
+import type { Arrival } from "../../server/minca/wake";
 import { bodyKeyOf, readKeyDid, readSeedOf } from "../../shared/minca/space";
-import { bindingBytes, bindingExpiry, bindingHolds } from "../../shared/minca/binding";
+import { bindingBytes, bindingExpiry, bindingHolds } from "../../server/minca/binding";
 import type { Version } from "../../shared/minca/version";
-import { refusedAfterRevoke, type RevokedKey } from "../../shared/minca/append-plan";
-import type { AccountStatus, CarryStarted } from "../../shared/minca/host-wire";
+import { refusedAfterRevoke, type RevokedKey } from "../../server/minca/append-plan";
+import type { AccountStatus, CarryStarted } from "../../server/minca/host-wire";
 
 export class MincaAccount extends StoredObject<Env, never, AccountMetaKey> {
   private readonly store: AccountStore;

@@ -11,12 +11,12 @@ import { MINCA_HOST_LIMITS } from "../../shared/limits";
 import { checkReadProof } from "../../shared/minca/read-proof";
 import type { Constitution } from "../../shared/minca/space";
 import { checkVersion, outsideOf, rootOf, type VersionCheck, type VersionRefusal } from "../../shared/minca/version";
-import type { Arrival } from "../../shared/minca/wake";
-import type { Appended, ArrivedVersion } from "../../shared/minca/host-wire";
+import type { Arrival } from "../../server/minca/wake";
+import type { Appended, ArrivedVersion } from "../../server/minca/host-wire";
 import type { PageQuery } from "../../shared/mailbox/messages";
-import * as plans from "../../shared/minca/append-plan";
-import type { AppendPlan } from "../../shared/minca/append-plan";
-import { log } from "../../shared/log";
+import * as plans from "../../server/minca/append-plan";
+import type { AppendPlan } from "../../server/minca/append-plan";
+import { log } from "../../server/log";
 import { fail, type ObjectResult } from "../base/result";
 import { accountOf } from "./peers";
 import { SpaceLog } from "./space-log";
@@ -132,7 +132,7 @@ export class MincaSpace extends StoredObject<Env, "read" | "write"> {
 
   /**
    * Runs each version through the gates and appends the accepted ones (the profile's "Carried
-   * spaces"), as named steps over one plan (shared/minca/append-plan.ts; docs/hosting.md, "A
+   * spaces"), as named steps over one plan (server/minca/append-plan.ts; docs/hosting.md, "A
    * version's way"): checks and dedup, revocation, quota, the carry space's records, the write,
    * then what follows it (refunds, waiters, wakes).
    */

@@ -3,7 +3,7 @@
 // hand-over of an account's bytes to another carrier when it stops carrying the space. MincaSpace
 // (minca-space.ts) keeps the log and calls this once its schema exists.
 import type { Meta } from "../base/meta";
-import { slotFor } from "../../shared/minca/carrier-slots";
+import { slotFor } from "../../server/minca/carrier-slots";
 import type { Constitution } from "../../shared/minca/space";
 import { accountOf } from "./peers";
 

@@ -2,7 +2,7 @@
 // its seq, pages of it in the mailbox's page shape, and the carry space's record history a
 // revoke's cutoff is judged against. Storage only: what counts is decided in shared/minca.
 import { MINCA_HOST_LIMITS } from "../../shared/limits";
-import type { LogPage } from "../../shared/minca/host-wire";
+import type { LogPage } from "../../server/minca/host-wire";
 
 interface LogRow extends Record<string, SqlStorageValue> {
   seq: number;

@@ -4,8 +4,8 @@
 // what was charged and not kept, and the space's own bounds. MincaSpace (minca-space.ts) runs it.
 import { MINCA_HOST_LIMITS } from "../../shared/limits";
 import { isRelief } from "../../shared/minca/carry";
-import * as plans from "../../shared/minca/append-plan";
-import type { AppendPlan, FreshEntry, Share } from "../../shared/minca/append-plan";
+import * as plans from "../../server/minca/append-plan";
+import type { AppendPlan, FreshEntry, Share } from "../../server/minca/append-plan";
 import { fail, type ObjectResult } from "../base/result";
 import { accountOf } from "./peers";
 

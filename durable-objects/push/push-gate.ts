@@ -2,15 +2,15 @@
 // domain, so every subdomain of one domain shares it) and one for the whole relay, each named by
 // what it gates and holding a token bucket in memory only (it stores nothing; an evicted gate
 // forgets its bucket, which only forgives a gate that was idle). Every object that sends Web Push
-// asks the gates before a batch (shared/webpush/admit.ts), so no number of mailboxes, accounts or
+// asks the gates before a batch (server/webpush/admit.ts), so no number of mailboxes, accounts or
 // subdomains can turn the relay into an amplifier toward one third party, nor toward all of them.
 import { StoredObject } from "../base/stored-object";
-import { log } from "../../shared/log";
+import { log } from "../../server/log";
 import { objectOf } from "../../server/objects";
 import { WEBPUSH_LIMITS } from "../../shared/limits";
-import { pushDomain } from "../../shared/webpush/endpoint";
+import { pushDomain } from "../../server/webpush/endpoint";
 import { type Rate, TokenBucket } from "../../shared/rate-limit";
-import { type Admission, admitThroughGates } from "../../shared/webpush/admit";
+import { type Admission, admitThroughGates } from "../../server/webpush/admit";
 
 export class PushGate extends StoredObject<Env> {
   private bucket: TokenBucket | undefined;

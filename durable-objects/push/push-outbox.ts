@@ -14,9 +14,9 @@
 //   timed out: perhaps no push service is there) spends them sooner: after
 //   push_max_unanswered_tries tries in all; a push that cannot be built: dropped, logged as an error.
 // The outbox holds no state: the store (OutboxStore) keeps the pushes.
-import { endpointOrigin, checkPushEndpoint, type EndpointPolicy } from "../../shared/webpush/endpoint";
-import { retryDelaySeconds, type PushOptions, type PushOutcome, type PushTarget, type RetryPolicy } from "../../shared/webpush/send";
-import { log } from "../../shared/log";
+import { endpointOrigin, checkPushEndpoint, type EndpointPolicy } from "../../server/webpush/endpoint";
+import { retryDelaySeconds, type PushOptions, type PushOutcome, type PushTarget, type RetryPolicy } from "../../server/webpush/send";
+import { log } from "../../server/log";
 import { WEBPUSH_LIMITS } from "../../shared/limits";
 
 /** One push as its store hands it out. */
@@ -46,7 +46,7 @@ export interface OutboxStore<P extends OutboxPush> {
   gone(push: P): void;
 }
 
-/** What sends one push (shared/webpush/send.ts WebPushSender, or a stand-in in tests). */
+/** What sends one push (server/webpush/send.ts WebPushSender, or a stand-in in tests). */
 export interface PushSender {
   send(target: PushTarget, payload: Uint8Array, options: PushOptions): Promise<PushOutcome>;
 }

@@ -1,8 +1,8 @@
 // The relay's own dependencies of a push outbox: its VAPID sender (relay-keys.ts), the origins'
 // gates (push-gate.ts) and the push-endpoint rule of its settings (parsed: base/object-settings.ts).
-import { endpointPolicyOf } from "../../shared/webpush/endpoint";
+import { endpointPolicyOf } from "../../server/webpush/endpoint";
 import { objectSettings } from "../base/object-settings";
-import type { FetchLike } from "../../shared/webpush/send";
+import type { FetchLike } from "../../server/webpush/send";
 import { relayPushSender } from "../relay/relay-keys";
 import { admitPushes } from "./push-gate";
 import type { OutboxDeps, PushSender } from "./push-outbox";

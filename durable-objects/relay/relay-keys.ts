@@ -4,8 +4,8 @@
 import { StoredObject } from "../base/stored-object";
 import { MIGRATIONS } from "../../migrations/index";
 import { base64urlEncode } from "../../shared/encoding";
-import { generateVapidKeys } from "../../shared/webpush/vapid";
-import { generateHostKey } from "../../shared/minca/host-identity";
+import { generateVapidKeys } from "../../server/webpush/vapid";
+import { generateHostKey } from "../../server/minca/host-identity";
 
 export { relayPushSender } from "../../server/relay-objects";
 

@@ -13,8 +13,8 @@ import { relayStats } from "./relay-stats";
 import { MIGRATIONS } from "../../migrations/index";
 import { STORAGE_LIMITS } from "../../shared/limits";
 import { grantLease, STORAGE_KINDS, type StorageKind, type StorageTotals } from "../../shared/storage";
-import type { StorageReport } from "../../shared/stats";
-import { log } from "../../shared/log";
+import type { StorageReport } from "../../server/stats";
+import { log } from "../../server/log";
 
 export { RELAY_LEDGER_NAME, relayLedger } from "../../server/relay-objects";
 

@@ -20,7 +20,7 @@ import {
   type TotalRow,
   type Usage,
   type UsageRow,
-} from "../../shared/stats";
+} from "../../server/stats";
 
 export { relayStats } from "../../server/relay-objects";
 
@@ -45,7 +45,7 @@ export class RelayStats extends StoredObject<StatsEnv> {
 
   /** RPC: one object's report; false (and nothing kept) when it is not a report of counts. */
   async report(input: unknown): Promise<boolean> {
-    const r = parseStatsReport(input); // statsReportSchema's rule, without zod's cost (shared/stats.ts)
+    const r = parseStatsReport(input); // statsReportSchema's rule, without zod's cost (server/stats.ts)
     if (r === null) return false;
     const now = Date.now();
     const oldest = minuteOf(now) - STATS_LIMITS.window_minutes + 1;

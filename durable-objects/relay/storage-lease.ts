@@ -26,7 +26,7 @@ import type { ObjectLease } from "../base/stored-object";
 import { relayLedger, type RelayLedger } from "./relay-ledger";
 import { STORAGE_LIMITS } from "../../shared/limits";
 import { leaseBlock, leaseKeep, leaseRequest, type StorageKind } from "../../shared/storage";
-import { log } from "../../shared/log";
+import { log } from "../../server/log";
 
 /** What an object of `kind` holding rows of `rows` bytes holds against its total: those and, with any row, its database. */
 export function heldWithDatabase(kind: StorageKind, rows: number): number {

@@ -80,7 +80,7 @@ export class TallyContacts {
   /**
    * This user has sent `peerHex` an envelope (through this relay): the user's own doing, which no
    * one else can bring about. Its envelopes to this user are never evicted for a stranger's
-   * (shared/tally/queue-bounds.ts).
+   * (server/tally/queue-bounds.ts).
    */
   wroteTo(peerHex: string): boolean {
     return this.contactMap().get(peerHex)?.sent === true;

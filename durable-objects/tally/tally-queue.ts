@@ -1,6 +1,6 @@
 // The queue of one Tally user (the Tally protocol section 6, docs/hostile.md and docs/tally.md): the envelopes stored
 // for the user while no device takes them, idempotent by (sender, id), bounded per sender by count
-// and by bytes and as a whole (shared/tally/queue-bounds.ts: a full queue makes room for a contact
+// and by bytes and as a whole (server/tally/queue-bounds.ts: a full queue makes room for a contact
 // by evicting strangers' oldest and refuses strangers), expiring after
 // queue_ttl_days, and charged against the user's lease of the relay-wide total (storage.tally_bytes)
 // in the same transaction as each store. The `queue` table's only writer; TallyUser (tally-user.ts)
@@ -15,7 +15,7 @@ import { STORAGE_LIMITS, TALLY_LIMITS } from "../../shared/limits";
 import { rowBytes } from "../../shared/storage";
 import { utf8ByteLength } from "../../shared/encoding";
 import { storedEnvelope } from "../../shared/tally/messages";
-import { QUEUE_BOUNDS, planStore, type QueuedRow } from "../../shared/tally/queue-bounds";
+import { QUEUE_BOUNDS, planStore, type QueuedRow } from "../../server/tally/queue-bounds";
 import type { LazySchema } from "../base/schema";
 import type { Deferred } from "../base/deferred";
 import { StorageLease } from "../relay/storage-lease";
@@ -107,7 +107,7 @@ export class TallyQueue {
   }
 
   /**
-   * Stores an envelope (idempotent by (from, id)) within the queue's bounds (shared/tally/queue-bounds.ts:
+   * Stores an envelope (idempotent by (from, id)) within the queue's bounds (server/tally/queue-bounds.ts:
    * a sender's own oldest make room for its new one; a full queue makes room for a contact by
    * evicting strangers' oldest, and refuses a stranger). Answers the stored form and when it
    * expires (null when it was stored before), or null when it was not kept (refused by the

@@ -5,7 +5,7 @@
 // Pure: the caller reads what it holds and passes it in.
 //
 // The rules, in the order they are asked:
-// 1. endpoint: the push-endpoint rule (shared/webpush/endpoint.ts checkPushEndpoint), unless the
+// 1. endpoint: the push-endpoint rule (server/webpush/endpoint.ts checkPushEndpoint), unless the
 //    receiver is restored (admitted once already; the rule is asked again before each push);
 // 2. same endpoint: a receiver is known by its endpoint. The same endpoint with the same keys is
 //    the receiver held; with other keys it is refused (`refuse`: a mailbox, where anyone may
@@ -14,7 +14,7 @@
 // 3. count: a new receiver is refused when `maxReceivers` are held (live or gone: each is a row);
 // 4. origins: at most `maxOrigins` push origins (registrable domains) among the live receivers,
 //    the one replaced left out.
-import { checkPushEndpoint, exceedsPushOrigins, type EndpointPolicy } from "../../shared/webpush/endpoint";
+import { checkPushEndpoint, exceedsPushOrigins, type EndpointPolicy } from "./endpoint";
 
 export interface ReceiverKeys {
   p256dh: string;

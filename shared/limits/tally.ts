@@ -7,9 +7,9 @@ export const TALLY_LIMITS = {
   max_envelope_bytes: 131_072,
   /** Envelope id length, in characters. */
   max_envelope_id_chars: 128,
-  /** Stored envelopes per recipient; when full an envelope evicts strangers' oldest, or is refused when theirs would not make room (shared/tally/queue-bounds.ts). */
+  /** Stored envelopes per recipient; when full an envelope evicts strangers' oldest, or is refused when theirs would not make room (server/tally/queue-bounds.ts). */
   queue_max_envelopes: 1_000,
-  /** Stored bytes per recipient; when full an envelope evicts strangers' oldest, or is refused when theirs would not make room (shared/tally/queue-bounds.ts). */
+  /** Stored bytes per recipient; when full an envelope evicts strangers' oldest, or is refused when theirs would not make room (server/tally/queue-bounds.ts). */
   queue_max_bytes: 16 * 1024 * 1024,
   /**
    * The share of a recipient's queue (of queue_max_envelopes and of queue_max_bytes) strangers'

@@ -12,7 +12,7 @@ import {
   type OutboxStore,
   type PushSender,
 } from "../../durable-objects/push/push-outbox";
-import type { PushOutcome } from "../../shared/webpush/send";
+import type { PushOutcome } from "../../server/webpush/send";
 import { WEBPUSH_LIMITS } from "../../shared/limits";
 import { waitFor } from "../helpers/wait";
 

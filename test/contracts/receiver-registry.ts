@@ -5,7 +5,7 @@
 // holds. Each test is named after the rule it holds the store to.
 import { describe, expect, it } from "vitest";
 import { WEBPUSH_LIMITS } from "../../shared/limits";
-import type { EndpointPolicy } from "../../shared/webpush/endpoint";
+import type { EndpointPolicy } from "../../server/webpush/endpoint";
 import type { ReceiverKeys, ReceiverRefusalCode } from "../../server/webpush/receivers";
 
 export type Added = { ok: true } | { ok: false; code: ReceiverRefusalCode; detail: string };

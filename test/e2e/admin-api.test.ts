@@ -6,7 +6,7 @@ import { request } from "node:http";
 import { schnorr } from "@noble/curves/secp256k1.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bytesToHex, utf8Encode } from "../../shared/encoding";
-import { nip98Header } from "../../shared/nostr/nip98";
+import { nip98Header } from "../../server/nostr/nip98";
 import { freePort, startRelay, type RelayProcess } from "../helpers/relay-process";
 import { newUser, opaqueEnvelope, rawRegistered, type User } from "../helpers/tally";
 import { waitFor } from "../helpers/wait";

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { Page } from "playwright-core";
 import { STATS_LIMITS } from "../../shared/limits";
-import type { StatsSnapshot } from "../../shared/stats";
+import type { StatsSnapshot } from "../../server/stats";
 import { artifactPath, chromiumPath, launchChromium, NO_CHROMIUM_MESSAGE, type Chromium } from "../helpers/chromium";
 
 const relay = inject("relayUrl");

@@ -7,7 +7,7 @@ import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { checkGrant } from "../../shared/minca/grant";
+import { checkGrant } from "../../clients/minca/protocol/grant";
 import { p256KeyFromJwk } from "../../shared/minca/es256";
 import { chromiumPath, launchChromium, NO_CHROMIUM_MESSAGE, type Chromium } from "../helpers/chromium";
 import { waitFor } from "../helpers/wait";

@@ -3,7 +3,7 @@
 // implementation (Node's crypto).
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { HostConnection, makeSpace, newAccount, writeVersion, type MincaAccount } from "../../clients/minca/host";
-import { wakeTopic } from "../../shared/minca/wake";
+import { wakeTopic } from "../../server/minca/wake";
 import type { Space } from "../../shared/minca/space";
 import { LocalPushService } from "../helpers/push-service";
 import { sleep, waitFor } from "../helpers/wait";

@@ -4,8 +4,8 @@
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { PassnotePeer } from "../../clients/passnote/peer";
 import { RelayTransport } from "../../clients/passnote/relay-transport";
-import { MemoryStore } from "../../shared/passnote/records";
-import { ROSTER_COLLECTION, type DeviceIdentity } from "../../shared/passnote/roster";
+import { MemoryStore } from "../../clients/passnote/protocol/records";
+import { ROSTER_COLLECTION, type DeviceIdentity } from "../../clients/passnote/protocol/roster";
 import { bytesToHex } from "../../shared/encoding";
 import {
   collectionsNamed,
@@ -19,7 +19,7 @@ import {
   sameRecords,
   viewReceived,
 } from "../helpers/passnote";
-import { KIND_RATCHET } from "../../shared/passnote/seal";
+import { KIND_RATCHET } from "../../clients/passnote/protocol/seal";
 import { PASSNOTE_LIMITS } from "../../shared/limits";
 import { sleep, waitFor } from "../helpers/wait";
 

@@ -4,8 +4,8 @@
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { PassnotePeer } from "../../clients/passnote/peer";
 import { RelayTransport } from "../../clients/passnote/relay-transport";
-import { ROSTER_COLLECTION, type DeviceIdentity } from "../../shared/passnote/roster";
-import { ListenerError } from "../../shared/passnote/sync";
+import { ROSTER_COLLECTION, type DeviceIdentity } from "../../clients/passnote/protocol/roster";
+import { ListenerError } from "../../clients/passnote/protocol/sync";
 import { idOf, newGroup, plainType, pubOf, recorder } from "../helpers/passnote";
 import { waitFor } from "../helpers/wait";
 

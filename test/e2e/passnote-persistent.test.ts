@@ -13,8 +13,8 @@ import { afterEach, beforeAll, describe, expect, inject, it } from "vitest";
 import { PassnotePeer } from "../../clients/passnote/peer";
 import { RelayTransport } from "../../clients/passnote/relay-transport";
 import { bytesToHex } from "../../shared/encoding";
-import { decodeValue } from "../../shared/passnote/codec";
-import { devicePublicKey, foundGroup, newDeviceKey } from "../../shared/passnote/roster";
+import { decodeValue } from "../../clients/passnote/protocol/codec";
+import { devicePublicKey, foundGroup, newDeviceKey } from "../../clients/passnote/protocol/roster";
 import { digest } from "../helpers/passnote-data";
 import { waitFor } from "../helpers/wait";
 

@@ -5,7 +5,7 @@
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { WebSocketServer } from "ws";
 import { PassnotePeer } from "../../clients/passnote/peer";
-import { MemoryStore } from "../../shared/passnote/records";
+import { MemoryStore } from "../../clients/passnote/protocol/records";
 import { RelayTransport, RelayTransportError } from "../../clients/passnote/relay-transport";
 import { fillDifferent, groupKey, sameRecords } from "../helpers/passnote";
 import { waitFor } from "../helpers/wait";

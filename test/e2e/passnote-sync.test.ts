@@ -2,7 +2,7 @@
 // transport contract, and the Passnote protocol's sync between two reference peers through a room.
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { PassnotePeer } from "../../clients/passnote/peer";
-import { MemoryStore } from "../../shared/passnote/records";
+import { MemoryStore } from "../../clients/passnote/protocol/records";
 import { RelayTransport } from "../../clients/passnote/relay-transport";
 import { roomKeys, signJoin, joinPeerFrame, BROADCAST } from "../../shared/passnote/room";
 import { base64urlDecode } from "../../shared/encoding";

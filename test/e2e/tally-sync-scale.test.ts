@@ -6,7 +6,7 @@ import { afterEach, describe, expect, inject, it } from "vitest";
 import { IGNORED, memoryStore, type InnerMessage, type TallyClient, type TallyStore } from "../../clients/tally/index";
 import { relaySockets } from "../helpers/tally-sockets";
 import { innerToLedgerEntry, type LedgerEntry } from "../../shared/tally/entry";
-import { SYNC_DATA, SYNC_HELLO, SYNC_LIMITS, helloParts } from "../../shared/tally/ledger";
+import { SYNC_DATA, SYNC_HELLO, SYNC_LIMITS, helloParts } from "../../clients/tally/protocol/ledger";
 import { signInner } from "../../shared/tally/proof";
 import { device, exchange, newUser, type User } from "../helpers/tally";
 import { waitFor } from "../helpers/wait";

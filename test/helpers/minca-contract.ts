@@ -3,13 +3,13 @@
 import { describe, expect, it } from "vitest";
 import { x25519 } from "@noble/curves/ed25519.js";
 import { base64urlDecode, base64urlEncode } from "../../shared/encoding";
-import { channelKeys, commitment, newPoint, open } from "../../shared/minca/channel";
+import { channelKeys, commitment, newPoint, open } from "../../clients/minca/protocol/channel";
 import { codeRoom, codeSecret, connectPage, newCode } from "../../shared/minca/code";
-import { checkGrant, grantByCode } from "../../shared/minca/grant";
+import { checkGrant, grantByCode } from "../../clients/minca/protocol/grant";
 import { TestHomeExchange, TestProgramExchange } from "./minca-exchanges";
-import { CODE_TYPES, SEQ } from "../../shared/minca/messages";
+import { CODE_TYPES, SEQ } from "../../clients/minca/protocol/messages";
 import { noteNonce, signNote, verifyNote } from "../../shared/minca/note";
-import { EventQueue, type JoinRoom, type RoomEvent, type RoomTransport } from "../../shared/minca/transport";
+import { EventQueue, type JoinRoom, type RoomEvent, type RoomTransport } from "../../clients/minca/protocol/transport";
 import { newP256Key } from "../../shared/minca/es256";
 import { HOME, ignored, newAccount, programAndHome, recorded, states, tampered } from "./minca";
 import { sleep, waitFor } from "./wait";

@@ -1,12 +1,12 @@
 // Minca code-exchange helpers: an account, a program and a home wired to one room transport, a
 // person who reads the check at the home and types it into the program, and transport wrappers
 // that record or tamper with what a relay delivers.
-import type { ProgramEvent, ProgramOptions } from "../../shared/minca/program";
-import type { AskShown, Decision, HomeEvent, HomeOptions } from "../../shared/minca/home";
+import type { ProgramEvent, ProgramOptions } from "../../clients/minca/protocol/program";
+import type { AskShown, Decision, HomeEvent, HomeOptions } from "../../clients/minca/protocol/home";
 import { TestHomeExchange, TestProgramExchange } from "./minca-exchanges";
 import { newP256Key } from "../../shared/minca/es256";
-import type { Account } from "../../shared/minca/grant";
-import type { JoinRoom, RoomEvent, RoomTransport } from "../../shared/minca/transport";
+import type { Account } from "../../clients/minca/protocol/grant";
+import type { JoinRoom, RoomEvent, RoomTransport } from "../../clients/minca/protocol/transport";
 
 export const HOME = "https://home.example";
 

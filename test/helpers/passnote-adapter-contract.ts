@@ -4,7 +4,7 @@
 import { describe, expect, it } from "vitest";
 import type { RecordRow, StorageAdapter } from "../../clients/passnote/stores/adapter";
 import { openStore, type AdapterStoreOptions } from "../../clients/passnote/stores/adapter-store";
-import { formatHlc } from "../../shared/passnote/hlc";
+import { formatHlc } from "../../clients/passnote/protocol/hlc";
 import { storeContract } from "./passnote-store-contract";
 import { instanceOf } from "./passnote-store-harness";
 import { valuesStayInTheDatabase } from "./passnote-values-on-demand";

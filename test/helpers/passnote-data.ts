@@ -1,9 +1,9 @@
 // Passnote datasets with a known number of differences, for tests and bench/reconcile.ts (this
 // module imports nothing from vitest, so it runs outside the test runner too).
-import { formatHlc } from "../../shared/passnote/hlc";
+import { formatHlc } from "../../clients/passnote/protocol/hlc";
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex, utf8Encode } from "../../shared/encoding";
-import type { PassnoteStore } from "../../shared/passnote/records";
+import type { PassnoteStore } from "../../clients/passnote/protocol/records";
 
 export interface Dataset {
   /** Records both sides hold. */

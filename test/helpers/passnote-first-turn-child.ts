@@ -6,7 +6,7 @@
 import { MemoryBus } from "../../clients/passnote/memory-bus";
 import { PassnotePeer } from "../../clients/passnote/peer";
 import { SqliteStore } from "../../clients/passnote/stores/sqlite";
-import { foundGroup } from "../../shared/passnote/roster";
+import { foundGroup } from "../../clients/passnote/protocol/roster";
 import { writeSync } from "node:fs";
 
 const store = await SqliteStore.open(process.argv[2]);

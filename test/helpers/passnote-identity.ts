@@ -2,8 +2,8 @@
 // in-memory bus with its frames recorded, two members with an open session, plain frames decoded.
 import { MemoryBus } from "../../clients/passnote/memory-bus";
 import { PassnotePeer, type PassnotePeerOptions } from "../../clients/passnote/peer";
-import type { DeviceIdentity } from "../../shared/passnote/roster";
-import type { Message } from "../../shared/passnote/wire";
+import type { DeviceIdentity } from "../../clients/passnote/protocol/roster";
+import type { Message } from "../../clients/passnote/protocol/wire";
 import { dropSends, newGroup, pubOf, recorder, tapSends, viewReceived } from "./passnote";
 import { waitFor } from "./wait";
 

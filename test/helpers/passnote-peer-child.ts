@@ -9,7 +9,7 @@ import { PassnotePeer } from "../../clients/passnote/peer";
 import { RelayTransport } from "../../clients/passnote/relay-transport";
 import { SqliteStore } from "../../clients/passnote/stores/sqlite";
 import { hexToBytes } from "../../shared/encoding";
-import type { DeviceIdentity } from "../../shared/passnote/roster";
+import type { DeviceIdentity } from "../../clients/passnote/protocol/roster";
 import { digest } from "./passnote-data";
 
 const [relayUrl, dbPath, recordsArg, identityArg] = process.argv.slice(2);

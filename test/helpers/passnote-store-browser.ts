@@ -63,7 +63,7 @@ export async function peerRestart(
 ): Promise<{ value: unknown; sameDevice: boolean; owner: boolean; newInst: boolean; clockPassed: boolean }> {
   const { PassnotePeer } = await import("../../clients/passnote/peer");
   const { MemoryBus } = await import("../../clients/passnote/memory-bus");
-  const { foundGroup } = await import("../../shared/passnote/roster");
+  const { foundGroup } = await import("../../clients/passnote/protocol/roster");
   const bus = new MemoryBus();
   let now = 2_000_000_000_000;
   const p1 = new PassnotePeer({
@@ -105,7 +105,7 @@ export async function valuesOnDemand(name: string): Promise<OnDemandOutcome> {
 export async function keysFirst(name: string): Promise<{ reads: number; recordsWithoutKeys: number; records: number; keys: boolean }> {
   const { PassnotePeer } = await import("../../clients/passnote/peer");
   const { MemoryBus } = await import("../../clients/passnote/memory-bus");
-  const { foundGroup } = await import("../../shared/passnote/roster");
+  const { foundGroup } = await import("../../clients/passnote/protocol/roster");
   const store = await IndexedDbStore.open(name);
   const subtle = crypto.subtle;
   const encrypt = subtle.encrypt;

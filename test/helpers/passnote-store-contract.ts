@@ -3,8 +3,8 @@
 // and drives them through plain async calls, so a store living in a browser page runs the same
 // suite through page.evaluate. Keys and byte values cross as hex.
 import { describe, expect, it } from "vitest";
-import { formatHlc } from "../../shared/passnote/hlc";
-import type { WireRecord } from "../../shared/passnote/wire";
+import { formatHlc } from "../../clients/passnote/protocol/hlc";
+import type { WireRecord } from "../../clients/passnote/protocol/wire";
 
 export interface StoreDump {
   /** collection -> records sorted by key */

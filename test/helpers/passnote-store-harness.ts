@@ -1,8 +1,8 @@
 // The StoreInstance face of a PassnoteStore (test/helpers/passnote-store-contract.ts): used
 // directly in Node, and bundled into a Chromium page for the IndexedDB store.
 import { bytesToHex, hexToBytes } from "../../shared/encoding";
-import type { PassnoteStore } from "../../shared/passnote/records";
-import type { WireRecord } from "../../shared/passnote/wire";
+import type { PassnoteStore } from "../../clients/passnote/protocol/records";
+import type { WireRecord } from "../../clients/passnote/protocol/wire";
 import type { StoreDump, StoreInstance } from "./passnote-store-contract";
 
 export async function dumpStore(s: PassnoteStore): Promise<StoreDump> {

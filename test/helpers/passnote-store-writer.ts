@@ -2,7 +2,7 @@
 // SQLite store at argv[2] and writes records for ever, printing "ack <n> <collection> <key> <hlc>"
 // after each write is acknowledged (merge returned and flushed() resolved), until it is killed.
 import { SqliteStore } from "../../clients/passnote/stores/sqlite";
-import { HlcClock } from "../../shared/passnote/hlc";
+import { HlcClock } from "../../clients/passnote/protocol/hlc";
 
 const store = await SqliteStore.open(process.argv[2]);
 const clock = new HlcClock(process.argv[3] ?? "writer");

@@ -4,8 +4,8 @@
 // by the IndexedDB tests in Chromium; the caller asserts on what it returns.
 import { MemoryBus } from "../../clients/passnote/memory-bus";
 import { PassnotePeer } from "../../clients/passnote/peer";
-import type { PassnoteStore } from "../../shared/passnote/records";
-import { ROSTER_COLLECTION } from "../../shared/passnote/roster";
+import type { PassnoteStore } from "../../clients/passnote/protocol/records";
+import { ROSTER_COLLECTION } from "../../clients/passnote/protocol/roster";
 import { settle } from "./passnote-settle";
 
 export interface OnDemandOutcome {

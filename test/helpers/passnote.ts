@@ -6,9 +6,9 @@ import { BROADCAST } from "../../shared/passnote/room";
 import { randomBytes } from "../../shared/encoding";
 import type { Transport } from "../../clients/passnote/transport";
 import { waitFor } from "./wait";
-import { deviceIdOf, devicePublicKey, foundGroup, newDeviceKey, type DeviceIdentity } from "../../shared/passnote/roster";
-import { KIND_RATCHET, openFrame, openPlain } from "../../shared/passnote/seal";
-import { decodeMessage, type Message } from "../../shared/passnote/wire";
+import { deviceIdOf, devicePublicKey, foundGroup, newDeviceKey, type DeviceIdentity } from "../../clients/passnote/protocol/roster";
+import { KIND_RATCHET, openFrame, openPlain } from "../../clients/passnote/protocol/seal";
+import { decodeMessage, type Message } from "../../clients/passnote/protocol/wire";
 
 // Datasets live apart from vitest, so that bench/ can use them too.
 export { fillDifferent, sameRecords, type Dataset } from "./passnote-data";

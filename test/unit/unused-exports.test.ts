@@ -35,7 +35,7 @@ const KNOWN_UNUSED = [
   "durable-objects/base/stored-object.ts: StoredObjectOptions",
   "durable-objects/base/unauthenticated.ts: ParkedSocket",
   "durable-objects/base/unauthenticated.ts: ParkedSocketHost",
-  "shared/passnote/records.ts: RangeSummary",
+  "clients/passnote/protocol/records.ts: RangeSummary",
 ];
 
 interface Module {

@@ -13,7 +13,7 @@ import { deliver, queuedCount, registerDevice, stubOf } from "../helpers/tally-u
 import { base64Encode, randomBytes } from "../../shared/encoding";
 import { STATS_LIMITS, STORAGE_LIMITS } from "../../shared/limits";
 import { shareAt, shareCapacity, type ShareState } from "../../shared/storage";
-import type { Usage } from "../../shared/stats";
+import type { Usage } from "../../server/stats";
 
 const FLUSH = STATS_LIMITS.flush_interval_ms;
 const HOUR = 3_600_000;

@@ -4,7 +4,7 @@ import { SELF, env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { relayStats } from "../../server/relay-objects";
 import { COMMIT, VERSION } from "../../server/info";
-import { minuteOf } from "../../shared/stats";
+import { minuteOf } from "../../server/stats";
 
 async function metrics(): Promise<string> {
   return (await SELF.fetch("http://relay.test/metrics")).text();

@@ -53,7 +53,7 @@ describe("docs/hosting.md: wakes and receivers", () => {
     await waitFor(() => svc.got.length === 1, { what: "the push" }); // the alarm may also fire by itself
     expect(svc.got).toHaveLength(1);
     expect(JSON.parse(svc.got[0].body)).toEqual(JSON.parse(JSON.stringify(hit)));
-    const { wakeTopic } = await import("../../shared/minca/wake");
+    const { wakeTopic } = await import("../../server/minca/wake");
     expect(svc.got[0].headers).toMatchObject({ TTL: "86400", Topic: wakeTopic(hit.id) });
   });
 

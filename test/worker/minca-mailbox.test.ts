@@ -9,7 +9,7 @@ import type { TestMincaMailbox } from "./test-objects";
 import { MAILBOX_LIMITS } from "../../shared/limits";
 import { base64urlDecode, base64urlEncode, randomBytes } from "../../shared/encoding";
 import { decryptPushMessage } from "../../shared/webpush/encrypt";
-import { verifyVapid } from "../../shared/webpush/vapid";
+import { verifyVapid } from "../../server/webpush/vapid";
 import { wakePushTopic } from "../../shared/mailbox/topic";
 import { waitFor } from "../helpers/wait";
 import { ownAddress } from "../helpers/client-address";

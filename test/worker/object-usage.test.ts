@@ -5,7 +5,7 @@ import { SELF, env, runDurableObjectAlarm, runInDurableObject } from "cloudflare
 import { describe, expect, it } from "vitest";
 import { relayStats } from "../../server/relay-objects";
 import { RELAY_LEDGER_NAME } from "../../durable-objects/relay/relay-ledger";
-import type { Usage } from "../../shared/stats";
+import type { Usage } from "../../server/stats";
 import { runDeferred } from "../helpers/deferred";
 import { newUser, opaqueEnvelope } from "../helpers/tally";
 import { exchangeEnvelopes, registerDevice, stubOf } from "../helpers/tally-user";

@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import { schnorr } from "@noble/curves/secp256k1.js";
 import { ADMIN_LIMITS } from "../../shared/limits";
 import { bytesToHex, utf8Encode } from "../../shared/encoding";
-import { nip98Header } from "../../shared/nostr/nip98";
+import { nip98Header } from "../../server/nostr/nip98";
 import { app } from "../../workers/app";
 
 const TOKEN = "the-operators-token";

@@ -10,7 +10,7 @@ import { app } from "../../workers/app";
 import { admitPushes } from "../../durable-objects/push/push-gate";
 import { WEBPUSH_LIMITS } from "../../shared/limits";
 import { base64urlEncode, randomBytes } from "../../shared/encoding";
-import { isRelayPath, RELAY_PATH_ROOTS } from "../../shared/webpush/endpoint";
+import { isRelayPath, RELAY_PATH_ROOTS } from "../../server/webpush/endpoint";
 import { ownAddress } from "../helpers/client-address";
 
 let n = 0;

@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { app } from "../../workers/app";
 import { relayStats } from "../../durable-objects/relay/relay-stats";
 import { STATS_LIMITS } from "../../shared/limits";
-import { minuteOf, type StatsSnapshot } from "../../shared/stats";
+import { minuteOf, type StatsSnapshot } from "../../server/stats";
 import { makeAuthEvent } from "../../shared/tally/auth";
 import { newUser, opaqueEnvelope } from "../helpers/tally";
 import { TestSocket } from "../helpers/socket";

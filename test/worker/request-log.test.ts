@@ -4,7 +4,7 @@
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../../workers/index";
-import { setLogLevel } from "../../shared/log";
+import { setLogLevel } from "../../server/log";
 import { ownAddress } from "../helpers/client-address";
 
 async function fetchWith(

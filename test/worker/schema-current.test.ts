@@ -6,7 +6,7 @@ import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { MIGRATIONS, currentSchema } from "../../migrations/index";
 import { applyFresh, applyMigrations } from "../../durable-objects/base/schema";
-import type { Usage } from "../../shared/stats";
+import type { Usage } from "../../server/stats";
 
 let n = 0;
 /** A fresh object to run SQL in (its class does not matter: nothing of it is made before the test writes). */

@@ -6,7 +6,7 @@ import { roomKeys } from "../../shared/passnote/room";
 import { base64urlEncode, randomBytes } from "../../shared/encoding";
 import { openSocket } from "../helpers/worker-socket";
 import { waitFor } from "../helpers/wait";
-import { setLogLevel } from "../../shared/log";
+import { setLogLevel } from "../../server/log";
 import { ownAddress } from "../helpers/client-address";
 
 const lines = (spy: { mock: { calls: unknown[][] } }) =>

@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 import { bytesToHex, randomBytes } from "../../shared/encoding";
 import { TALLY_LIMITS } from "../../shared/limits";
 import { npubEncode } from "../../shared/tally/keys";
-import { QUEUE_BOUNDS } from "../../shared/tally/queue-bounds";
+import { QUEUE_BOUNDS } from "../../server/tally/queue-bounds";
 import { newUser, opaqueEnvelope, type User } from "../helpers/tally";
 import { contactRows, deliver, registerDevice, stubOf } from "../helpers/tally-user";
 import { waitFor } from "../helpers/wait";

@@ -8,7 +8,7 @@ import type { TallyUser } from "../../durable-objects/tally/tally-user";
 import { applyMigrations } from "../../durable-objects/base/schema";
 import { MIGRATIONS } from "../../migrations/index";
 import { heldWithDatabase } from "../../durable-objects/relay/storage-lease";
-import type { Usage } from "../../shared/stats";
+import type { Usage } from "../../server/stats";
 import { newUser, opaqueEnvelope, type User } from "../helpers/tally";
 import { deliver, exchangeEnvelopes, queuedCount, registerDevice, stubOf } from "../helpers/tally-user";
 

@@ -9,7 +9,7 @@ import type { PolicySnapshot } from "../../server/policy";
 import { PassnoteRoom as ProductionPassnoteRoom } from "../../durable-objects/passnote/passnote-room";
 import { MincaRoom as ProductionMincaRoom } from "../../durable-objects/minca-rooms/minca-room";
 import { TallyUser as ProductionTallyUser } from "../../durable-objects/tally/tally-user";
-import type { FetchLike } from "../../shared/webpush/send";
+import type { FetchLike } from "../../server/webpush/send";
 import type { StorageTotals } from "../../shared/storage";
 
 export class TestMincaMailbox extends MincaMailbox {

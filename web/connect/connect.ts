@@ -1,8 +1,8 @@
 // The relay's small Minca home (served at /connect/, the connect page the Minca protocol §2.2 puts at
 // <origin>/connect): an account held in this browser that answers a code in the page's link,
-// using the home side of shared/minca/home.ts over the rooms of the relay that served the page.
+// using the home side of clients/minca/protocol/home.ts over the rooms of the relay that served the page.
 // State for tests and the curious: window.mincaHome.
-import { HomeExchange, type AskShown, type Decision, type HomeOutcome } from "../../shared/minca/home";
+import { HomeExchange, type AskShown, type Decision, type HomeOutcome } from "../../clients/minca/protocol/home";
 import { newP256Key, p256KeyFromJwk, p256KeyToJwk, type P256Key } from "../../shared/minca/es256";
 import { relayRooms } from "../../clients/minca/relay-room";
 

@@ -10,10 +10,10 @@
 //     and a closed store takes no write.
 // The adapter merges last-writer-wins itself, which is what keeps two instances on one database
 // from losing each other's writes: each holds its own index, and the database holds the winner.
-import { compareHlc } from "../../../shared/passnote/hlc";
-import { MemoryStore, type Entry, type StoredKeys } from "../../../shared/passnote/records";
-import { ROSTER_COLLECTION } from "../../../shared/passnote/roster";
-import type { WireRecord } from "../../../shared/passnote/wire";
+import { compareHlc } from "../protocol/hlc";
+import { MemoryStore, type Entry, type StoredKeys } from "../protocol/records";
+import { ROSTER_COLLECTION } from "../protocol/roster";
+import type { WireRecord } from "../protocol/wire";
 import { fromRow, pending, toRow, type RecordRow, type StorageAdapter } from "./adapter";
 import { decodeKeys, encodeKeys, plainKeySeal, wrappingKeySeal, type KeySeal } from "./keys";
 

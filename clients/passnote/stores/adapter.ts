@@ -4,9 +4,9 @@
 // ordering rules. What makes a store safe is the SDK's (adapter-store.ts): the index the peer
 // reads, the keys written before any record, a write acknowledged only once the adapter says it
 // is durable, and the refusal of every write after a failure.
-import { decodeValue, encodeValue } from "../../../shared/passnote/codec";
-import { recordFingerprint } from "../../../shared/passnote/records";
-import type { WireRecord } from "../../../shared/passnote/wire";
+import { decodeValue, encodeValue } from "../protocol/codec";
+import { recordFingerprint } from "../protocol/records";
+import type { WireRecord } from "../protocol/wire";
 
 /**
  * One record as an adapter keeps it: its identity (collection, key), its HLC (the order of its

@@ -17,7 +17,7 @@ import {
   utf8Decode,
   utf8Encode,
 } from "../../../shared/encoding";
-import type { StoredKeys } from "../../../shared/passnote/records";
+import type { StoredKeys } from "../protocol/records";
 
 const AAD = utf8Encode("passnote-store-keys-v1");
 const b32 = z.string().regex(/^[A-Za-z0-9_-]{43}$/);

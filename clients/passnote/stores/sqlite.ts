@@ -12,7 +12,7 @@
 // greater HLC).
 import type { HeadColumns, RecordRow, StorageAdapter } from "./adapter";
 import { AdapterStore } from "./adapter-store";
-import { recordFingerprint } from "../../../shared/passnote/records";
+import { recordFingerprint } from "../protocol/records";
 import { plainKeySeal, wrappingKeySeal, type KeySeal } from "./keys";
 
 type Sqlite = typeof import("node:sqlite");

@@ -8,7 +8,7 @@ import { ERROR_CODES, httpErrorBody } from "../../../shared/errors";
 import { relayInfo, VERSION } from "../../../server/info";
 import { buildPage } from "../../../shared/mailbox/messages";
 import { openApiDocument } from "../../../server/openapi";
-import { buildSnapshot } from "../../../shared/stats";
+import { buildSnapshot } from "../../../server/stats";
 import { danglingRefs, operations, resolveRefs, type Doc } from "../../helpers/openapi";
 
 const doc = openApiDocument() as unknown as Doc;

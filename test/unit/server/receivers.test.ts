@@ -11,7 +11,7 @@ import {
   type ReceiverRefusalCode,
   type RegistryRules,
 } from "../../../server/webpush/receivers";
-import { pushDomain, type EndpointPolicy } from "../../../shared/webpush/endpoint";
+import { pushDomain, type EndpointPolicy } from "../../../server/webpush/endpoint";
 
 const CODES: ReceiverRefusalCode[] = ["invalid_endpoint", "receiver_exists", "too_many_receivers", "too_many_origins"];
 const POLICY: EndpointPolicy = { allow: [], ownHosts: ["relay.example"] };

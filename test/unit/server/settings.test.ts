@@ -42,8 +42,8 @@ describe("settings", () => {
   });
 
   it("PUBLIC_URL: one parser for the auth event's relay tag and the push endpoint rule", async () => {
-    const { publicHosts } = await import("../../../shared/tally/relay-url");
-    const { hostsOf } = await import("../../../shared/webpush/endpoint");
+    const { publicHosts } = await import("../../../server/tally/relay-url");
+    const { hostsOf } = await import("../../../server/webpush/endpoint");
     const setting = "wss://Relay.Example:8443 relay2.example";
     expect(publicHosts(setting)).toEqual(["relay.example:8443", "relay2.example"]);
     expect(hostsOf(setting)).toEqual(["relay.example", "relay2.example"]);

@@ -9,7 +9,7 @@ import { base64urlEncode, utf8Encode } from "../../../shared/encoding";
 import { COMMON_LIMITS } from "../../../shared/limits";
 import { carryGrant, checkCarryGrant, LINK, readCarryRecord } from "../../../shared/minca/carry";
 import { decodeInvite, encodeInvite } from "../../../shared/minca/invite";
-import { readVersionsBody } from "../../../shared/minca/host-wire";
+import { readVersionsBody } from "../../../server/minca/host-wire";
 import { bodyKeyOf, carrySpace } from "../../../shared/minca/space";
 import type { Version } from "../../../shared/minca/version";
 import { newAccount, writeVersion } from "../../../clients/minca/host";

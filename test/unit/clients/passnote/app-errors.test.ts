@@ -8,10 +8,10 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join as pathJoin } from "node:path";
 import { SqliteStore } from "../../../../clients/passnote/stores/sqlite";
-import { sealFrame } from "../../../../shared/passnote/seal";
-import { ListenerError, StoreFailedError } from "../../../../shared/passnote/sync";
-import { encodeMessage } from "../../../../shared/passnote/wire";
-import { ROSTER_COLLECTION, type DeviceIdentity } from "../../../../shared/passnote/roster";
+import { sealFrame } from "../../../../clients/passnote/protocol/seal";
+import { ListenerError, StoreFailedError } from "../../../../clients/passnote/protocol/sync";
+import { encodeMessage } from "../../../../clients/passnote/protocol/wire";
+import { ROSTER_COLLECTION, type DeviceIdentity } from "../../../../clients/passnote/protocol/roster";
 import { groupKey, idOf, newGroup, plainType, pubOf, recorder } from "../../../helpers/passnote";
 import { waitFor } from "../../../helpers/wait";
 

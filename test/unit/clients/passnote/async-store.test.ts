@@ -6,8 +6,8 @@ import { PassnotePeer } from "../../../../clients/passnote/peer";
 import { MemoryAdapter } from "../../../../clients/passnote/stores/memory";
 import type { StorageAdapter } from "../../../../clients/passnote/stores/adapter";
 import { openStore } from "../../../../clients/passnote/stores/adapter-store";
-import { onReconcile } from "../../../../shared/passnote/anti-entropy";
-import { FULL_RANGE } from "../../../../shared/passnote/records";
+import { onReconcile } from "../../../../clients/passnote/protocol/anti-entropy";
+import { FULL_RANGE } from "../../../../clients/passnote/protocol/records";
 import { groupKey, tapped } from "../../../helpers/passnote";
 import { settle } from "../../../helpers/passnote-settle";
 

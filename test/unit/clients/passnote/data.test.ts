@@ -4,8 +4,8 @@
 import { describe, expect, it } from "vitest";
 import { MemoryBus } from "../../../../clients/passnote/memory-bus";
 import { PassnotePeer, WriteRefusedError } from "../../../../clients/passnote";
-import { Writer } from "../../../../shared/passnote/codec";
-import { encodeRecord } from "../../../../shared/passnote/wire";
+import { Writer } from "../../../../clients/passnote/protocol/codec";
+import { encodeRecord } from "../../../../clients/passnote/protocol/wire";
 import { PASSNOTE_LIMITS as L } from "../../../../shared/limits";
 import { groupKey, tapSends } from "../../../helpers/passnote";
 import { waitFor } from "../../../helpers/wait";

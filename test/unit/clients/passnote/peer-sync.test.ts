@@ -3,10 +3,10 @@
 import { describe, expect, it, vi } from "vitest";
 import { MemoryBus } from "../../../../clients/passnote/memory-bus";
 import { PassnotePeer } from "../../../../clients/passnote/peer";
-import { sealFrame } from "../../../../shared/passnote/seal";
-import { encodeMessage, type Message } from "../../../../shared/passnote/wire";
-import { formatHlc } from "../../../../shared/passnote/hlc";
-import { MemoryStore, type PassnoteStore } from "../../../../shared/passnote/records";
+import { sealFrame } from "../../../../clients/passnote/protocol/seal";
+import { encodeMessage, type Message } from "../../../../clients/passnote/protocol/wire";
+import { formatHlc } from "../../../../clients/passnote/protocol/hlc";
+import { MemoryStore, type PassnoteStore } from "../../../../clients/passnote/protocol/records";
 import { PASSNOTE_LIMITS } from "../../../../shared/limits";
 import { fillDifferent, groupKey, sameRecords } from "../../../helpers/passnote";
 import { waitFor } from "../../../helpers/wait";

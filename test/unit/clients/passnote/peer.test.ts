@@ -4,9 +4,9 @@
 import { describe, expect, it } from "vitest";
 import { MemoryBus } from "../../../../clients/passnote/memory-bus";
 import { PassnotePeer } from "../../../../clients/passnote/peer";
-import { openFrame, sealFrame } from "../../../../shared/passnote/seal";
-import { decodeMessage, encodeMessage, type Message } from "../../../../shared/passnote/wire";
-import { formatHlc } from "../../../../shared/passnote/hlc";
+import { openFrame, sealFrame } from "../../../../clients/passnote/protocol/seal";
+import { decodeMessage, encodeMessage, type Message } from "../../../../clients/passnote/protocol/wire";
+import { formatHlc } from "../../../../clients/passnote/protocol/hlc";
 import { groupKey, tapped } from "../../../helpers/passnote";
 import { waitFor } from "../../../helpers/wait";
 import { settle } from "../../../helpers/passnote-settle";

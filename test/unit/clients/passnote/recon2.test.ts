@@ -5,13 +5,13 @@ import { describe, expect, it } from "vitest";
 import { MemoryBus } from "../../../../clients/passnote/memory-bus";
 import { PassnotePeer, type PassnotePeerOptions } from "../../../../clients/passnote/peer";
 import { bytesToHex } from "../../../../shared/encoding";
-import { formatHlc } from "../../../../shared/passnote/hlc";
-import { MemoryStore } from "../../../../shared/passnote/records";
-import { ROSTER_COLLECTION } from "../../../../shared/passnote/roster";
-import { openingProbe2 } from "../../../../shared/passnote/reconcile2";
-import { sealFrame, sealPlain } from "../../../../shared/passnote/seal";
-import { decodeMessage, encodeMessage, MESSAGE_TAG, PRIVATE_TAGS, type Message } from "../../../../shared/passnote/wire";
-import { openFrame } from "../../../../shared/passnote/seal";
+import { formatHlc } from "../../../../clients/passnote/protocol/hlc";
+import { MemoryStore } from "../../../../clients/passnote/protocol/records";
+import { ROSTER_COLLECTION } from "../../../../clients/passnote/protocol/roster";
+import { openingProbe2 } from "../../../../clients/passnote/protocol/reconcile2";
+import { sealFrame, sealPlain } from "../../../../clients/passnote/protocol/seal";
+import { decodeMessage, encodeMessage, MESSAGE_TAG, PRIVATE_TAGS, type Message } from "../../../../clients/passnote/protocol/wire";
+import { openFrame } from "../../../../clients/passnote/protocol/seal";
 import type { Transport } from "../../../../clients/passnote/transport";
 import {
   collectionsNamed,

@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { TallyClient, memoryStore, type LedgerEntry } from "../../../../clients/tally/index";
 import { openEnvelope, sealEnvelope } from "../../../../shared/tally/envelope";
 import { innerToLedgerEntry } from "../../../../shared/tally/entry";
-import { verifyLedgerEntry } from "../../../../shared/tally/ledger";
+import { verifyLedgerEntry } from "../../../../clients/tally/protocol/ledger";
 import { signInner } from "../../../../shared/tally/proof";
 import { relayInfo } from "../../../../server/info";
 import { LIMITS } from "../../../../shared/limits";

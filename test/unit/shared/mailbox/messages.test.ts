@@ -3,7 +3,7 @@ import fc from "fast-check";
 import { sha256 } from "@noble/hashes/sha2.js";
 import { buildPage, pageQuerySchema, postQuerySchema, resolveUntil, wakeBody, wakeSchema } from "../../../../shared/mailbox/messages";
 import { isTopic, wakePushTopic } from "../../../../shared/mailbox/topic";
-import { pushTopicSchema } from "../../../../shared/webpush/send";
+import { pushTopicSchema } from "../../../../server/webpush/send";
 import { MAILBOX_LIMITS } from "../../../../shared/limits";
 import { base64urlDecode, base64urlEncode, utf8Encode } from "../../../../shared/encoding";
 

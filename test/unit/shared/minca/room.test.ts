@@ -14,7 +14,7 @@ import {
   roomTimes,
   ROOM_TYPES,
 } from "../../../../shared/minca/room";
-import { answerBodySchema, askBodySchema, helloSchema, homeBodySchema, keySchema } from "../../../../shared/minca/messages";
+import { answerBodySchema, askBodySchema, helloSchema, homeBodySchema, keySchema } from "../../../../clients/minca/protocol/messages";
 
 const ROOM = "bihn55ne2az53tlealtmk3ervpyk6xa6364ii25ogc7xv54zkjszq";
 

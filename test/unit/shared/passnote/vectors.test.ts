@@ -10,11 +10,18 @@ import { sha256 } from "@noble/hashes/sha2.js";
 import { describe, expect, it } from "vitest";
 import v from "../../../fixtures/passnote.vectors.json";
 import { base64urlDecode, base64urlEncode, bytesToHex, hexToBytes, utf8DecodeExact } from "../../../../shared/encoding";
-import { MemoryStore, recordFingerprint } from "../../../../shared/passnote/records";
-import { deviceIdOf, devicePublicKey, keyTagOf, signRosterRecord, verifyRosterRecord } from "../../../../shared/passnote/roster";
+import { MemoryStore, recordFingerprint } from "../../../../clients/passnote/protocol/records";
+import { deviceIdOf, devicePublicKey, keyTagOf, signRosterRecord, verifyRosterRecord } from "../../../../clients/passnote/protocol/roster";
 import { joinMessage, roomKeys, signJoin, verifyJoin } from "../../../../shared/passnote/room";
-import { Session, chainKeys, helloSignedBytes, openSession, sessionRoot, signRatchetHello } from "../../../../shared/passnote/session";
-import { decodeMessage, encodeMessage } from "../../../../shared/passnote/wire";
+import {
+  Session,
+  chainKeys,
+  helloSignedBytes,
+  openSession,
+  sessionRoot,
+  signRatchetHello,
+} from "../../../../clients/passnote/protocol/session";
+import { decodeMessage, encodeMessage } from "../../../../clients/passnote/protocol/wire";
 
 const h = hexToBytes;
 const hex = bytesToHex;

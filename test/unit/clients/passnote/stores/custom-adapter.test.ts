@@ -10,7 +10,7 @@ import { MemoryBus } from "../../../../../clients/passnote/memory-bus";
 import { PassnotePeer } from "../../../../../clients/passnote/peer";
 import type { RecordRow, StorageAdapter } from "../../../../../clients/passnote/stores/adapter";
 import { openStore } from "../../../../../clients/passnote/stores/adapter-store";
-import { foundGroup } from "../../../../../shared/passnote/roster";
+import { foundGroup } from "../../../../../clients/passnote/protocol/roster";
 import { adapterContract } from "../../../../helpers/passnote-adapter-contract";
 
 // ---- the app's adapter: about thirty lines ----

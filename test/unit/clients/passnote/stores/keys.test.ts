@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { decodeKeys, encodeKeys, wrappingKeySeal } from "../../../../../clients/passnote/stores/keys";
 import { fromRow, toRow } from "../../../../../clients/passnote/stores/adapter";
-import { foundGroup } from "../../../../../shared/passnote/roster";
+import { foundGroup } from "../../../../../clients/passnote/protocol/roster";
 
 describe("stored keys and rows: decoders of what a database holds", () => {
   it("keys round-trip, sealed and opened; a changed blob or another wrapping key does not open", async () => {

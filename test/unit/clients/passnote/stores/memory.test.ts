@@ -1,6 +1,6 @@
 import type { RecordRow } from "../../../../../clients/passnote/stores/adapter";
 import { MemoryAdapter } from "../../../../../clients/passnote/stores/memory";
-import { MemoryStore } from "../../../../../shared/passnote/records";
+import { MemoryStore } from "../../../../../clients/passnote/protocol/records";
 import { adapterContract } from "../../../../helpers/passnote-adapter-contract";
 import { storeContract } from "../../../../helpers/passnote-store-contract";
 import { instanceOf } from "../../../../helpers/passnote-store-harness";

@@ -12,8 +12,8 @@ import { toRow, type StorageAdapter } from "../../../../../clients/passnote/stor
 import { openStore } from "../../../../../clients/passnote/stores/adapter-store";
 import { SqliteAdapter, SqliteStore } from "../../../../../clients/passnote/stores/sqlite";
 import { isWellFormedUnicode } from "../../../../../shared/encoding";
-import { formatHlc } from "../../../../../shared/passnote/hlc";
-import { recordFingerprint } from "../../../../../shared/passnote/records";
+import { formatHlc } from "../../../../../clients/passnote/protocol/hlc";
+import { recordFingerprint } from "../../../../../clients/passnote/protocol/records";
 
 const dir = mkdtempSync(join(tmpdir(), "passnote-open-"));
 const path = (name: string) => join(dir, `${name}.db`);

@@ -7,9 +7,9 @@ import { PassnotePeer } from "../../../../../clients/passnote/peer";
 import { MemoryBus } from "../../../../../clients/passnote/memory-bus";
 import { SqliteAdapter, SqliteStore } from "../../../../../clients/passnote/stores/sqlite";
 import { base64urlEncode, bytesToHex, hexToBytes } from "../../../../../shared/encoding";
-import { encodeValue } from "../../../../../shared/passnote/codec";
-import { formatHlc } from "../../../../../shared/passnote/hlc";
-import { foundGroup } from "../../../../../shared/passnote/roster";
+import { encodeValue } from "../../../../../clients/passnote/protocol/codec";
+import { formatHlc } from "../../../../../clients/passnote/protocol/hlc";
+import { foundGroup } from "../../../../../clients/passnote/protocol/roster";
 import { adapterContract } from "../../../../helpers/passnote-adapter-contract";
 import { waitFor } from "../../../../helpers/wait";
 
