@@ -1,7 +1,32 @@
-// An app's event listener that throws (or returns a promise that rejects) must not become an
-// uncaught exception or an unhandled rejection inside the client: in Node either ends the
-// process. Every client calls listeners through here; a failure is reported on the console with
-// the event's name, and the client carries on as if the listener had returned normally.
+// An app's event listeners, the one module of the SDK for them: the listeners by event name,
+// typed by an events map (`Listeners`: `on` adds one and returns its removal, `of` lists an
+// event's listeners in the order added), and how a client calls one. How they are called (at
+// once, awaited) is the client's choice: the Tally client awaits each, the Passnote engine calls
+// them in turn. Either way, a listener that throws (or returns a promise that rejects) must not
+// become an uncaught exception or an unhandled rejection inside the client: in Node either ends
+// the process. A failure is reported on the console with the event's name, and the client
+// carries on as if the listener had returned normally.
+
+// biome-ignore lint/suspicious/noExplicitAny: a listener's parameters are whatever its event map says
+export type AnyListener = (...args: any[]) => unknown;
+
+export class Listeners<E extends { [K in keyof E]: AnyListener }> {
+  private readonly byEvent = new Map<keyof E, Set<AnyListener>>();
+
+  on<K extends keyof E>(event: K, fn: E[K]): () => void {
+    let set = this.byEvent.get(event);
+    if (!set) {
+      set = new Set();
+      this.byEvent.set(event, set);
+    }
+    set.add(fn);
+    return () => void set.delete(fn);
+  }
+
+  of<K extends keyof E>(event: K): Iterable<E[K]> {
+    return (this.byEvent.get(event) ?? []) as Iterable<E[K]>;
+  }
+}
 
 export function reportListenerError(event: string, err: unknown): void {
   console.error(`edge-relay: a "${event}" listener failed`, err);

@@ -2,8 +2,7 @@
 // arrived, and the client's events, with the small typed emitter they go through.
 import type { QueuedStatus } from "../../shared/tally/messages";
 import type { LedgerEntry } from "../../shared/tally/entry";
-import { awaitListener } from "../listeners";
-import { Listeners, type AnyListener } from "../listeners-from-shared";
+import { awaitListener, Listeners, type AnyListener } from "../listeners";
 
 /** An inner message as the application sees it (the Tally protocol §3). */
 export interface InnerMessage {

@@ -4,7 +4,7 @@
 // emit only after the protocol's own reaction to what happened (ending a revoked device's
 // sessions, say), so no listener can hold the protocol back. An `error` with no listener goes
 // to the console.
-import { Listeners } from "../../listeners-from-shared";
+import { Listeners } from "../../listeners";
 import type { WireRecord } from "./wire";
 
 type DropReason = "unauthenticated" | "malformed" | "out-of-scope" | "no-session" | "stale" | "unopenable" | "roster-signature";

@@ -1,6 +1,6 @@
-// clients/listeners-from-shared.ts: listeners by event, in the order added, each removable by what `on` returned.
+// clients/listeners.ts: listeners by event, in the order added, each removable by what `on` returned.
 import { describe, expect, it } from "vitest";
-import { Listeners } from "../../../clients/listeners-from-shared";
+import { Listeners } from "../../../clients/listeners";
 
 interface Events {
   a: (n: number) => void;
