@@ -4,8 +4,11 @@
 // It also keeps the layers apart: shared/ (what the relay and the SDK both run) imports nothing
 // above it, the SDK (clients/) nothing of the relay, and the relay nothing of the SDK; none of them
 // imports the scripts, the bench or the tests.
-// The graph is read with a regex over `import ... from "./..."` and `export ... from "./..."`, so
-// it needs no bundler; a dynamic import() is not followed.
+// And shared/ holds only what both sides run: every module of it is reached from the relay
+// (workers/, durable-objects/, server/, migrations/) and from the SDK (clients/); a module only
+// one side reaches lives beside that side (server/..., clients/<protocol>/protocol/...).
+// The graph is read with a regex over `import ... from "./..."`, `export ... from "./..."` and
+// `import("./...")`, so it needs no bundler.
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -19,7 +22,8 @@ function relativeImports(from: string, text: string): string[] {
   const out: string[] = [];
   const spec = /(?:^|\n)\s*(?:import|export)\s[^;]*?\sfrom\s+["'](\.{1,2}\/[^"']+)["']/g;
   const bare = /(?:^|\n)\s*import\s+["'](\.{1,2}\/[^"']+)["']/g;
-  for (const re of [spec, bare]) {
+  const dynamic = /\bimport\(\s*["'](\.{1,2}\/[^"']+)["']\s*\)/g;
+  for (const re of [spec, bare, dynamic]) {
     for (const m of text.matchAll(re)) {
       const target = resolveModule(resolve(dirname(from), m[1]!));
       if (target) out.push(target);
@@ -48,6 +52,31 @@ function layerBreaks(graph: Map<string, string[]>, rules: Record<string, readonl
   return [...graph].flatMap(([from, targets]) =>
     targets.filter((to) => rules[top(from)]?.includes(top(to))).map((to) => `${from} -> ${to}`),
   );
+}
+
+/** The sides that run a module: the relay's top folders and the SDK's. Tests, the bench, the scripts and web/ are neither. */
+const SIDES = { relay: ["workers", "durable-objects", "server", "migrations"], sdk: ["clients"] } as const;
+
+/** The modules of shared/ that not both sides reach (transitively, from every file of a side's folders), by who reaches them. */
+function oneSided(graph: Map<string, string[]>): { relayOnly: string[]; sdkOnly: string[]; neither: string[] } {
+  const reach = (tops: readonly string[]): Set<string> => {
+    const seen = new Set<string>();
+    const todo = [...graph.keys()].filter((f) => tops.includes(f.split("/")[0]!));
+    for (let f = todo.pop(); f !== undefined; f = todo.pop()) {
+      if (seen.has(f)) continue;
+      seen.add(f);
+      todo.push(...(graph.get(f) ?? []));
+    }
+    return seen;
+  };
+  const relay = reach(SIDES.relay);
+  const sdk = reach(SIDES.sdk);
+  const shared = [...graph.keys()].filter((f) => f.startsWith("shared/")).sort();
+  return {
+    relayOnly: shared.filter((f) => relay.has(f) && !sdk.has(f)),
+    sdkOnly: shared.filter((f) => sdk.has(f) && !relay.has(f)),
+    neither: shared.filter((f) => !relay.has(f) && !sdk.has(f)),
+  };
 }
 
 /** Every circle in a graph, each once, as the path of files from its first member back to it. */
@@ -123,6 +152,34 @@ describe("the import graph", () => {
     const graph = new Map(files.map((f) => [rel(f), relativeImports(f, readFileSync(f, "utf8")).map(rel)]));
     expect(graph.size).toBeGreaterThan(100);
     expect(layerBreaks(graph)).toEqual([]);
+  });
+
+  it("shared/ holds only what both sides run: the reader sorts modules by the sides that reach them", () => {
+    const graph = new Map([
+      ["workers/w.ts", ["server/s.ts"]],
+      ["server/s.ts", ["shared/relay.ts", "shared/both.ts"]],
+      ["clients/c.ts", ["shared/sdk.ts"]],
+      ["shared/sdk.ts", ["shared/both.ts", "shared/deep.ts"]],
+      ["shared/relay.ts", []],
+      ["shared/both.ts", []],
+      ["shared/deep.ts", []],
+      ["shared/tested.ts", []],
+      ["test/t.ts", ["shared/tested.ts", "shared/relay.ts", "shared/sdk.ts"]],
+      ["web/page.ts", ["shared/relay.ts"]],
+    ]);
+    expect(oneSided(graph)).toEqual({
+      relayOnly: ["shared/relay.ts"],
+      sdkOnly: ["shared/deep.ts", "shared/sdk.ts"],
+      neither: ["shared/tested.ts"],
+    });
+  });
+
+  it("shared/ holds only what both the relay and the SDK run", () => {
+    const files = FOLDERS.flatMap((f) => sourceFiles(join(root, f)));
+    const rel = (f: string) => relative(root, f).split("\\").join("/");
+    const graph = new Map(files.map((f) => [rel(f), relativeImports(f, readFileSync(f, "utf8")).map(rel)]));
+    expect([...graph.keys()].filter((f) => f.startsWith("shared/")).length).toBeGreaterThan(20);
+    expect(oneSided(graph)).toEqual({ relayOnly: [], sdkOnly: [], neither: [] });
   });
 
   it("no module of the relay, the SDK, the scripts, the bench or the tests reaches itself through its imports", () => {
