@@ -43,8 +43,10 @@ describe("RFC 8292 VAPID", () => {
 
   it("our JWT verifies under an independent ES256 verifier (Node crypto), exp at most 12 h ahead", () => {
     const keys = generateVapidKeys();
-    const now = Math.floor(Date.now() / 1000);
-    const signer = new VapidSigner(keys, "mailto:ops@example.com");
+    // The signer reads the test's clock: a second boundary crossed while signing must not move exp.
+    const nowMs = Date.now();
+    const now = Math.floor(nowMs / 1000);
+    const signer = new VapidSigner(keys, "mailto:ops@example.com", () => nowMs);
     const header = signer.authorization("https://fcm.googleapis.com/fcm/send/abc");
     const got = nodeVerifyVapid(header, "https://fcm.googleapis.com");
     expect(got.claims.sub).toBe("mailto:ops@example.com");
