@@ -9,7 +9,8 @@
 // HLC wall milliseconds (profile). Shipping twice is harmless: merging is idempotent.
 import { PASSNOTE_LIMITS as L } from "../../../shared/limits";
 import { equalBytes } from "../../../shared/encoding";
-import { FULL_RANGE, type Entry, type PassnoteStore } from "./records";
+import { firstAtOrAfter } from "./record-index";
+import { FULL_RANGE, type PassnoteStore } from "./records";
 import type { MessageOf, Probe, Range } from "./wire";
 
 export type Reconcile = MessageOf<"reconcile">;
@@ -29,18 +30,6 @@ function probeOf(store: PassnoteStore, collection: string, range: Range, depth: 
 /** The opening probe of a collection: everything this side holds. */
 export function openingProbe(store: PassnoteStore, collection: string): Reconcile {
   return { type: "reconcile", collection, probes: [probeOf(store, collection, FULL_RANGE, 0)], requests: [] };
-}
-
-/** The first index of the wall-ordered items whose wall time is at least `wall`. */
-function firstAtOrAfter(items: readonly Entry[], wall: number): number {
-  let lo = 0;
-  let hi = items.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (items[mid].wall < wall) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
 }
 
 /** Answers one reconcile message against this side's store. */

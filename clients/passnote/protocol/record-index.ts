@@ -116,7 +116,7 @@ export class Collection {
   /** Entries with start <= wall < end. */
   slice(range: Range): Entry[] {
     const idx = this.index();
-    return idx.slice(lowerBound(idx, range.start), lowerBound(idx, range.end));
+    return idx.slice(firstAtOrAfter(idx, range.start), firstAtOrAfter(idx, range.end));
   }
 }
 
@@ -125,7 +125,8 @@ function compareBytes(a: Uint8Array, b: Uint8Array): number {
   return a.length - b.length;
 }
 
-function lowerBound(a: Entry[], wall: number): number {
+/** The first index of wall-ordered entries whose wall time is at least `wall` (binary search). */
+export function firstAtOrAfter(a: readonly Entry[], wall: number): number {
   let lo = 0;
   let hi = a.length;
   while (lo < hi) {
