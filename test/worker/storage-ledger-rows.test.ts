@@ -100,7 +100,10 @@ describe("the storage ledger's rows", () => {
     ]);
     expect(planOf(/MIN\(updated_at\)/)).toEqual([expect.stringMatching(/^SEARCH leases USING (COVERING )?INDEX leases_to_audit/)]);
     for (const { query, plan } of seen) {
-      expect(plan.filter((d) => /^SCAN leases|TEMP B-TREE/.test(d)), query).toEqual([]);
+      expect(
+        plan.filter((d) => /^SCAN leases|TEMP B-TREE/.test(d)),
+        query,
+      ).toEqual([]);
     }
   });
 
@@ -137,7 +140,12 @@ describe("the storage ledger's rows", () => {
         report: { tally: report.tally.reserved_bytes, mailbox: report.mailbox.reserved_bytes, holders: report.tally.holders },
         nextAudit,
         leases: sql
-          .exec("SELECT kind, holder, bytes, held, updated_at, audited FROM leases WHERE holder IN (?, ?, ?) ORDER BY kind, updated_at", h1, h2, h3)
+          .exec(
+            "SELECT kind, holder, bytes, held, updated_at, audited FROM leases WHERE holder IN (?, ?, ?) ORDER BY kind, updated_at",
+            h1,
+            h2,
+            h3,
+          )
           .toArray(),
         totals: sql.exec("SELECT kind, bytes, holders, held FROM totals ORDER BY kind").toArray(),
         migrations: sql
