@@ -33,6 +33,7 @@ import relayLedger0003 from "./RelayLedger/0003_meta.sql";
 import relayPolicy0001 from "./RelayPolicy/0001_init.sql";
 import relayLedger0004 from "./RelayLedger/0004_held.sql";
 import relayLedger0005 from "./RelayLedger/0005_audited.sql";
+import relayLedger0006 from "./RelayLedger/0006_keyed_leases.sql";
 import mincaAccountCurrent from "./MincaAccount/current.sql";
 import mincaMailboxCurrent from "./MincaMailbox/current.sql";
 import mincaRoomCurrent from "./MincaRoom/current.sql";
@@ -91,6 +92,7 @@ export const MIGRATIONS = {
     { name: "0003_meta", sql: relayLedger0003 },
     { name: "0004_held", sql: relayLedger0004 },
     { name: "0005_audited", sql: relayLedger0005 },
+    { name: "0006_keyed_leases", sql: relayLedger0006 },
   ],
   RelayPolicy: [{ name: "0001_init", sql: relayPolicy0001 }],
 } satisfies Record<string, Migration[]>;

@@ -5,12 +5,19 @@
 // (workerd itself keeps an empty SQLite file of a few KiB for every object it has started: that
 // is the runtime's, not ours.)
 //
-// The migrations of the class are recorded in the object's own `_migrations` table. A fresh
-// object (no schema yet) applies the class's current schema in one step (migrations/<Class>/
-// current.sql: what the migrations leave), with every migration recorded as applied, in one
-// transaction: no table made to be dropped, and a new user's first write pays for its tables
-// once. An object whose schema an earlier version of the code made applies the migrations it
-// has not yet, in order, when an instance first looks at it.
+// The migrations of the class are recorded in the object's own `_migrations` table. A migration
+// is applied when it or any later migration of the class is recorded: migrations run strictly in
+// order, each in its own transaction, so a recorded one implies every one before it. (A class's
+// migrations are named by number in the order they apply, and a new one is only ever added after
+// the last: "later" is by name, so a migration a later version of the code recorded, which this
+// code does not know, counts too.) A fresh object (no schema yet) applies the class's current
+// schema in one step (migrations/<Class>/current.sql: what the migrations leave), recording the
+// class's last migration alone, in one transaction: no table made to be dropped, and a new user's
+// first write pays for its tables and one row of record (rows written are what a Durable Object's
+// storage is billed by). An object whose schema an earlier version of the code made applies the
+// migrations after the last it recorded, in order, when an instance first looks at it; each
+// records its own row. Objects made before this rule recorded one row per migration: the last of
+// them reads the same.
 import { currentSchema, type Migration } from "../../migrations/index";
 
 /**
@@ -19,18 +26,13 @@ import { currentSchema, type Migration } from "../../migrations/index";
  */
 const MIGRATIONS_TABLE = "_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL) WITHOUT ROWID";
 
-/** Applies the migrations not yet recorded in `_migrations`, in order, each in its own transaction. */
+/** Applies the migrations after the last one recorded in `_migrations`, in order, each in its own transaction. */
 export function applyMigrations(storage: DurableObjectStorage, migrations: readonly Migration[]): void {
   const sql = storage.sql;
   sql.exec(`CREATE TABLE IF NOT EXISTS ${MIGRATIONS_TABLE}`);
-  const done = new Set(
-    sql
-      .exec<{ name: string }>("SELECT name FROM _migrations")
-      .toArray()
-      .map((r) => r.name),
-  );
+  const last = sql.exec<{ name: string | null }>("SELECT MAX(name) AS name FROM _migrations").one().name;
   for (const m of migrations) {
-    if (done.has(m.name)) continue;
+    if (last !== null && m.name <= last) continue;
     storage.transactionSync(() => {
       sql.exec(m.sql);
       sql.exec("INSERT INTO _migrations (name, applied_at) VALUES (?, ?)", m.name, Date.now());
@@ -38,7 +40,7 @@ export function applyMigrations(storage: DurableObjectStorage, migrations: reado
   }
 }
 
-/** Makes a fresh object's schema (it has none): the current schema and every migration recorded, in one transaction. */
+/** Makes a fresh object's schema (it has none): the current schema and the class's last migration recorded, in one transaction. */
 export function applyFresh(storage: DurableObjectStorage, migrations: readonly Migration[]): void {
   const current = currentSchema(migrations);
   if (current === undefined) {
@@ -49,11 +51,7 @@ export function applyFresh(storage: DurableObjectStorage, migrations: readonly M
   storage.transactionSync(() => {
     sql.exec(`CREATE TABLE ${MIGRATIONS_TABLE}`);
     sql.exec(current);
-    sql.exec(
-      "INSERT INTO _migrations (name, applied_at) SELECT value, ? FROM json_each(?)",
-      Date.now(),
-      JSON.stringify(migrations.map((m) => m.name)),
-    );
+    sql.exec("INSERT INTO _migrations (name, applied_at) VALUES (?, ?)", migrations[migrations.length - 1].name, Date.now());
   });
 }
 

@@ -80,7 +80,8 @@ describe("docs/hostile.md: nothing is stored for free", () => {
         .map((r) => r.name),
       user: state.storage.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'user_hex'").one().value,
     }));
-    expect(after).toEqual({ migrations: MIGRATIONS.TallyUser.map((m) => m.name), user: bob.hex });
+    // the class's last migration recorded alone: every one before it is applied with it
+    expect(after).toEqual({ migrations: [MIGRATIONS.TallyUser[MIGRATIONS.TallyUser.length - 1].name], user: bob.hex });
   });
 
   it("a Passnote room stores nothing, for sockets that never join and for peers that do", async () => {

@@ -4,6 +4,7 @@ import { env, evictDurableObject, runDurableObjectAlarm, runInDurableObject } fr
 import { runDeferred } from "../helpers/deferred";
 import { describe, expect, it } from "vitest";
 import { TALLY_LIMITS } from "../../shared/limits";
+import { MIGRATIONS } from "../../migrations/index";
 import { newUser, opaqueEnvelope, type User } from "../helpers/tally";
 import { connectTo, deliver, queuedCount, registerDevice } from "../helpers/tally-user";
 import { waitFor } from "../helpers/wait";
@@ -244,6 +245,7 @@ describe("Tally user object in workerd", () => {
         .toArray()
         .map((r) => r.name),
     );
-    expect(names).toEqual(["0001_init", "0002_contacts", "0003_queue_one_row", "0004_keyed_tables"]);
+    // a fresh object records the class's last migration alone: every one before it is applied with it
+    expect(names).toEqual([MIGRATIONS.TallyUser[MIGRATIONS.TallyUser.length - 1].name]);
   });
 });

@@ -23,4 +23,13 @@ describe("migrations", () => {
       expect(currentSchema(listed) !== undefined, cls).toBe(listed.length > 1);
     }
   });
+
+  it("a class's migrations are named by number in the order they apply (an object's last recorded migration says, by name, which are applied)", () => {
+    for (const [cls, listed] of Object.entries(MIGRATIONS) as Array<[string, Array<{ name: string }>]>) {
+      for (const [i, m] of listed.entries()) {
+        expect(m.name, cls).toMatch(/^\d{4}_[a-z0-9_]+$/);
+        if (i > 0) expect(m.name > listed[i - 1].name, `${cls}: ${m.name} after ${listed[i - 1].name}`).toBe(true);
+      }
+    }
+  });
 });
