@@ -8,6 +8,8 @@ import { describe, expect, it } from "vitest";
 import type { RelayStats } from "../../durable-objects/relay/relay-stats";
 import { STATS_LIMITS } from "../../shared/limits";
 import { minuteOf, type StatsSnapshot, type Usage } from "../../server/stats";
+import { applyMigrations } from "../../durable-objects/base/schema";
+import { MIGRATIONS } from "../../migrations/index";
 
 const HOUR = 3_600_000;
 let made = 0;
@@ -183,5 +185,44 @@ describe("the stats object writes reports in batches", () => {
       state.storage.sql.exec<{ minute: number }>("SELECT minute FROM minutes ORDER BY minute").toArray(),
     );
     expect(minutes.map((m) => m.minute)).toEqual([now]);
+  });
+
+  it("RelayStats 0007_keyed_reporters: reporters and totals are kept, keyed without a rowid; a new reporter and a new total write one row each", async () => {
+    const stub = env.RELAY_POLICY.get(env.RELAY_POLICY.idFromName(`stats-0007-${Date.now()}-${made++}`));
+    const out = await runInDurableObject(stub, (inst, state) => {
+      const sql = state.storage.sql;
+      const usage = (inst as unknown as { objectUsage: { take(): Usage } }).objectUsage;
+      const insert = () => {
+        usage.take();
+        sql.exec(
+          "INSERT INTO reporters (reporter, protocol, connections, updated_at) VALUES (?, 'tally', 1, 5)",
+          reporter(0x1000 + made++),
+        );
+        sql.exec("INSERT INTO totals (protocol, metric, n) VALUES ('minca', ?, 1)", `m${made++}`);
+        return usage.take().rows_written ?? 0;
+      };
+      applyMigrations(state.storage, MIGRATIONS.RelayStats.slice(0, 6));
+      sql.exec(
+        "INSERT INTO reporters (reporter, protocol, connections, envelopes_stored, updated_at) VALUES (?, 'tally', 2, 3, 4)",
+        reporter(1),
+      );
+      sql.exec("INSERT INTO totals (protocol, metric, n) VALUES ('tally', 'deliveries', 9)");
+      const before = insert();
+      applyMigrations(state.storage, MIGRATIONS.RelayStats);
+      return {
+        before,
+        after: insert(),
+        reporter: sql.exec("SELECT * FROM reporters WHERE reporter = ?", reporter(1)).toArray(),
+        total: sql.exec("SELECT * FROM totals WHERE protocol = 'tally'").toArray(),
+      };
+    });
+    expect(out).toEqual({
+      before: 4,
+      after: 2,
+      reporter: [
+        { reporter: reporter(1), protocol: "tally", connections: 2, envelopes_stored: 3, rooms_open: 0, mailbox_items: 0, updated_at: 4 },
+      ],
+      total: [{ protocol: "tally", metric: "deliveries", n: 9 }],
+    });
   });
 });
