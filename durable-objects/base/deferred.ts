@@ -2,8 +2,9 @@
 // the stats object (stats-reporter.ts), a storage lease's give-back (relay/storage-lease.ts), a
 // Tally sender's share written exactly (tally/sender-share.ts), the ledger's figures
 // (relay/relay-ledger.ts), the stats object's write of the reports it merged (relay/relay-stats.ts).
-// No object keeps a timer for it (docs/objects.md, "Deferred work"): a pending timer keeps an object active, which Cloudflare bills as duration and which stops it
-// from hibernating, so every burst would cost seconds of a live object.
+// No object keeps a timer for it (docs/objects.md, "Deferred work"): a pending timer keeps an
+// object active, which Cloudflare bills as duration and which stops it from hibernating, so every
+// burst would cost seconds of a live object.
 // - An object that holds storage (its schema exists) runs its deferred work from its alarm,
 //   `STATS_LIMITS.flush_interval_ms` after the first call of a burst: one alarm per burst, never
 //   periodic (the alarm's own run sets no new one). The alarm is shared with the object's own
