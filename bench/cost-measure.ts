@@ -29,8 +29,9 @@ export const RELAY_ALARM_SECONDS = 0.01;
 export const RELAY_TIMER_SECONDS_BEFORE = STATS_LIMITS.flush_interval_ms / 1000;
 
 /**
- * The relay's billable usage so far, from its /metrics: object entries by cause (every class but
- * the stats object's, which reading /metrics itself enters), SQLite rows, Worker requests.
+ * The relay's billable usage so far, from its /metrics: object entries by cause and SQLite rows
+ * (every class but the stats object's, which reading /metrics itself enters; the rows it writes
+ * are counted apart, statsRowsWritten), Worker requests.
  */
 async function relayUsage(url: string): Promise<Usage> {
   const text = await (await fetch(`${url}/metrics`)).text();
@@ -42,7 +43,7 @@ async function relayUsage(url: string): Promise<Usage> {
       else u.doRequests += Number(m[3]);
     }
     m = /^edge_relay_sqlite_rows_(read|written)_total\{class="([^"]+)"\} (\d+)$/.exec(line);
-    if (m && (m[2] !== "RelayStats" || m[1] === "written")) {
+    if (m && m[2] !== "RelayStats") {
       if (m[1] === "read") u.rowsRead += Number(m[3]);
       else u.rowsWritten += Number(m[3]);
     }
@@ -53,7 +54,12 @@ async function relayUsage(url: string): Promise<Usage> {
   return u;
 }
 
-/** Rows the relay's stats object wrote so far (for the reports), from /metrics: shown apart in the stderr line. */
+/**
+ * Rows the relay's stats object wrote so far (for the reports), from /metrics: shown apart in the
+ * stderr line. It counts its own rows with each write of its batch of reports, before the write:
+ * read after relayUsage, whose /metrics read wrote the reports still held in memory, the figure
+ * counts that write too.
+ */
 async function statsRowsWritten(url: string): Promise<number> {
   const text = await (await fetch(`${url}/metrics`)).text();
   const m = /^edge_relay_sqlite_rows_written_total\{class="RelayStats"\} (\d+)$/m.exec(text);
@@ -100,7 +106,7 @@ export async function costed<T>(
     doRequests: after.doRequests - before.doRequests,
     socketMessages: after.socketMessages - before.socketMessages,
     rowsRead: after.rowsRead - before.rowsRead,
-    rowsWritten: after.rowsWritten - before.rowsWritten,
+    rowsWritten: after.rowsWritten - before.rowsWritten + statsRows,
     activeSeconds: relay ? (objects + 1) * wallSeconds + objects * RELAY_ALARM_SECONDS : objects * wallSeconds,
     workerRequests: after.workerRequests - before.workerRequests,
   };

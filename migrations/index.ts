@@ -29,6 +29,7 @@ import relayStats0003 from "./RelayStats/0003_meta.sql";
 import relayStats0004 from "./RelayStats/0004_totals.sql";
 import relayStats0005 from "./RelayStats/0005_usage.sql";
 import relayStats0006 from "./RelayStats/0006_one_row_per_report_part.sql";
+import relayStats0007 from "./RelayStats/0007_keyed_reporters.sql";
 import relayLedger0003 from "./RelayLedger/0003_meta.sql";
 import relayPolicy0001 from "./RelayPolicy/0001_init.sql";
 import relayLedger0004 from "./RelayLedger/0004_held.sql";
@@ -85,6 +86,7 @@ export const MIGRATIONS = {
     { name: "0004_totals", sql: relayStats0004 },
     { name: "0005_usage", sql: relayStats0005 },
     { name: "0006_one_row_per_report_part", sql: relayStats0006 },
+    { name: "0007_keyed_reporters", sql: relayStats0007 },
   ],
   RelayLedger: [
     { name: "0001_init", sql: relayLedger0001 },

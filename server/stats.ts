@@ -45,7 +45,7 @@ export const statsReportSchema = z.strictObject({
     .array(z.strictObject({ minute: z.number().int().nonnegative(), metric: z.enum(STATS_COUNTERS), n: count }))
     .max(STATS_LIMITS.window_minutes * STATS_COUNTERS.length),
 });
-type StatsReport = z.infer<typeof statsReportSchema>;
+export type StatsReport = z.infer<typeof statsReportSchema>;
 
 const isCount = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
 const isPlain = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);

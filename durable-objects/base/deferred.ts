@@ -1,9 +1,10 @@
 // Work that may wait a little and is then done once for every call made meanwhile: the report to
 // the stats object (stats-reporter.ts), a storage lease's give-back (relay/storage-lease.ts), a
 // Tally sender's share written exactly (tally/sender-share.ts), the ledger's figures
-// (relay/relay-ledger.ts). No object keeps a timer for it (docs/objects.md, "Deferred work"): a
-// pending timer keeps an object active, which Cloudflare bills as duration and which stops it
-// from hibernating, so every burst would cost seconds of a live object.
+// (relay/relay-ledger.ts), the stats object's write of the reports it merged (relay/relay-stats.ts).
+// No object keeps a timer for it (docs/objects.md, "Deferred work"): a pending timer keeps an
+// object active, which Cloudflare bills as duration and which stops it from hibernating, so every
+// burst would cost seconds of a live object.
 // - An object that holds storage (its schema exists) runs its deferred work from its alarm,
 //   `STATS_LIMITS.flush_interval_ms` after the first call of a burst: one alarm per burst, never
 //   periodic (the alarm's own run sets no new one). The alarm is shared with the object's own
@@ -11,8 +12,8 @@
 //   The alarm outlives the object's memory: a part runs from what is stored as well (a lease's
 //   give-back, the ledger's figures), and what lives only in memory is kept on the safe side of
 //   storage meanwhile (a sender's share is written ahead, sender-share.ts); only the stats
-//   counts of an object reset between a burst and its alarm are lost (statistics, never used to
-//   protect anyone).
+//   counts of an object reset between a burst and its alarm are lost, and the reports the stats
+//   object merged since its last write (statistics, never used to protect anyone).
 // - An object that holds nothing gets no alarm (it would be storage; docs/hostile.md, "Nothing is
 //   stored for free"): its parts run at the end of an entry into it when none ran within the
 //   interval, and otherwise at the end of its next entry (only the stats report: every other part

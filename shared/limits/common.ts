@@ -160,6 +160,11 @@ export const STATS_LIMITS = {
   flush_interval_ms: 2_000,
   /** Minutes of per-minute counts kept and charted. */
   window_minutes: 60,
+  /**
+   * Distinct keys (reporters, classes, totals, per-minute counts) the stats object merges in memory
+   * before it writes them; at this many the batch is written at once, before its alarm.
+   */
+  max_pending_keys: 1_000,
 } as const;
 
 /** The operator's credentials: the status page login and the admin API (docs/operating.md, docs/admin-api.md). */

@@ -13,7 +13,7 @@ import { deliver, queuedCount, registerDevice, stubOf } from "../helpers/tally-u
 import { base64Encode, randomBytes } from "../../shared/encoding";
 import { STATS_LIMITS, STORAGE_LIMITS } from "../../shared/limits";
 import { shareAt, shareCapacity, type ShareState } from "../../shared/storage";
-import type { Usage } from "../../server/stats";
+import type { StatsSnapshot, Usage } from "../../server/stats";
 
 const FLUSH = STATS_LIMITS.flush_interval_ms;
 const HOUR = 3_600_000;
@@ -33,16 +33,11 @@ const unreported = (stub: DurableObjectStub) =>
     return { ...u.counts };
   });
 
-/** The stats object's row for a reporter's current values, by the reporter's protocol counts. */
-const statsStub = () => env.RELAY_STATS.get(relayStats(env).id) as unknown as DurableObjectStub;
-const tallyUsage = () =>
-  runInDurableObject(statsStub(), (_o, state) => {
-    const made = state.storage.sql.exec("SELECT 1 FROM sqlite_master WHERE name = 'usage_by_class'").toArray().length > 0;
-    if (!made) return 0;
-    return state.storage.sql
-      .exec<{ n: number }>("SELECT TOTAL(value) AS n FROM usage_by_class, json_each(usage_by_class.n) WHERE class = 'TallyUser'")
-      .one().n;
-  });
+/** What the stats object counted of the Tally users' usage (its snapshot: the reports written and those merged in memory). */
+const tallyUsage = async () => {
+  const s = (await relayStats(env).snapshot()) as StatsSnapshot;
+  return Object.values(s.usage.TallyUser ?? {}).reduce((a, b) => a + b, 0);
+};
 
 /** Bob's lease at the ledger (0: none). */
 const leaseAtLedger = async (user: User) => {

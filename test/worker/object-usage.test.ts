@@ -72,12 +72,14 @@ describe("object usage", () => {
     const c = await registerDevice(carol);
     await exchangeEnvelopes(a, alice, b, bob); // contacts kept: a lease held at the ledger
     const users = [alice, bob, carol].map(stubOf);
+    // The stats object last: every other object's alarm reports to it, and its own alarm writes those reports.
     const relayWide = [
-      env.RELAY_STATS.get(relayStats(env).id) as unknown as DurableObjectStub,
       env.RELAY_LEDGER.get(env.RELAY_LEDGER.idFromName(RELAY_LEDGER_NAME)) as unknown as DurableObjectStub,
+      env.RELAY_STATS.get(relayStats(env).id) as unknown as DurableObjectStub,
     ];
-    // The exchange's deferred work (its stats reports, the ledger's figures) runs from one alarm
-    // per object, a flush interval after it (docs/objects.md, "Deferred work"): run it now.
+    // The exchange's deferred work (its stats reports, the ledger's figures, the stats object's
+    // write of the reports) runs from one alarm per object, a flush interval after it
+    // (docs/objects.md, "Deferred work"): run it now.
     for (const stub of [...users, ...relayWide]) await runDeferred(stub);
     for (const stub of users) await taken(stub);
     // An hour of pings (the SDK pings every 25 s): answered by the runtime, none reaches an object.
