@@ -304,15 +304,18 @@ export class TallyUser extends SocketObject<Env, TallyAttachment, ServerMessage>
           `too many new correspondents from this client; retry in ${Math.ceil(wait / 1000)} s`,
           env.id,
         );
+      // The first envelope costs the sender's contact row (and its database, when it holds nothing
+      // yet) whatever the answer, and the recipient's database only when it is stored.
       const extra = first ? SenderShare.firstCost(this.queue.held() === 0) : 0;
-      const cost = SenderShare.cost(bytes) + extra;
+      const theirs = first ? SenderShare.recipientFirstCost() : 0;
+      const cost = SenderShare.cost(bytes) + extra + theirs;
       // Past its share (the key's, or its address's) the envelope goes to online devices only (else
       // queued not_stored), and no contact row is made for it.
       const mayStore = this.share.take(cost, client);
       // Noted beside the delivery, not before it: a note that waits on the ledger never holds up the envelope.
       if (mayStore)
         this.ctx.waitUntil(
-          this.contacts.noteContact(toHex, "sent").catch((err) => log.error("tally: a contact could not be noted", { err })),
+          this.contacts.noteContact(toHex).catch((err) => log.error("tally: a contact could not be noted", { err })),
         );
       try {
         status = await this.batcher.deliver(toHex, raw, fromHex, env.id, mayStore);
@@ -427,13 +430,12 @@ export class TallyUser extends SocketObject<Env, TallyAttachment, ServerMessage>
   }
 
   /**
-   * An envelope was handed on or kept: its sender is a contact (a refused one leaves nothing
-   * behind). Presence is not told to strangers: to a sender this user never wrote to, "delivered"
-   * is answered "stored" (and charged to its share as stored), the same whether or not a device
-   * of this user was online.
+   * An envelope was handed on or kept (nothing is written for it beyond its own row: a contact is
+   * kept by the user who wrote). Presence is not told to strangers: to a sender this user never
+   * wrote to, "delivered" is answered "stored" (and charged to its share as stored), the same
+   * whether or not a device of this user was online.
    */
-  private async delivered(status: Delivery, fromHex: string): Promise<Delivery> {
-    await this.contacts.noteContact(fromHex, "received");
+  private delivered(status: Delivery, fromHex: string): Delivery {
     return status === "delivered" && !this.contacts.wroteTo(fromHex) ? "stored" : status;
   }
 
