@@ -15,8 +15,10 @@
 //   protect anyone).
 // - An object that holds nothing gets no alarm (it would be storage; docs/hostile.md, "Nothing is
 //   stored for free"): its parts run at the end of an entry into it when none ran within the
-//   interval, and otherwise at the end of its next entry (only the stats report: every other part
-//   comes with storage).
+//   interval or when the entry was a socket's close (a device gone: often the object's last
+//   entry), and otherwise at the end of its next entry (only the stats report: every other part
+//   comes with storage). What an object that holds nothing counted after its last report is lost
+//   if it hibernates before another entry (statistics only).
 import { STATS_LIMITS } from "../../shared/limits";
 import { log } from "../../server/log";
 import { asEntered } from "./object-usage";
@@ -80,14 +82,18 @@ export class Deferred {
     return this.armed;
   }
 
-  /** An entry into the object ended: parts still asked for run now (an object that holds nothing) or from the alarm. */
-  exited(): void {
+  /**
+   * An entry into the object ended: parts still asked for run now (an object that holds nothing)
+   * or from the alarm. `closing`: the entry was a socket's close, after which an object that holds
+   * nothing may have nothing left to enter it: its parts run now, within the interval or not.
+   */
+  exited(closing = false): void {
     if (this.collecting !== null || this.running || !this.parts.some((p) => p.due)) return;
     if (this.holdsStorage()) {
       this.arm();
       return;
     }
-    if (Date.now() - this.lastRun < this.ms) return; // carried with the next entry
+    if (!closing && Date.now() - this.lastRun < this.ms) return; // carried with the next entry
     this.lastRun = Date.now();
     this.running = true;
     this.ctx.waitUntil(

@@ -10,6 +10,7 @@ import { relayStats } from "../../server/relay-objects";
 import { ledger } from "../helpers/ledger-totals";
 import { newUser, opaqueEnvelope, type User } from "../helpers/tally";
 import { deliver, queuedCount, registerDevice, stubOf } from "../helpers/tally-user";
+import { waitFor } from "../helpers/wait";
 import { base64Encode, randomBytes } from "../../shared/encoding";
 import { STATS_LIMITS, STORAGE_LIMITS } from "../../shared/limits";
 import { shareAt, shareCapacity, type ShareState } from "../../shared/storage";
@@ -136,5 +137,18 @@ describe("deferred work runs from the alarm, never from a timer", () => {
     expect(shareAt(kept, capacity, period, now).tokens).toBeGreaterThanOrEqual(
       shareAt(exact, capacity, period, now).tokens - Math.floor(capacity * STORAGE_LIMITS.sender_share_written_ahead) - 1,
     );
+  });
+
+  it("an object that holds nothing reports what it counted when a socket closes, within the flush interval too (often its last entry)", async () => {
+    const alice = newUser();
+    const bob = newUser();
+    const b = await registerDevice(bob); // its report at the end of this entry: none ran before
+    // Envelopes handed over within the interval: counted, and carried to the next entry.
+    for (let i = 0; i < 3; i++)
+      expect(await deliver(stubOf(bob), JSON.stringify(opaqueEnvelope(alice, bob, `c${i}`)), alice.hex, `c${i}`)).toBe("stored");
+    expect(await queuedCount(stubOf(bob))).toBe(0); // delivered to the device: bob holds nothing
+    expect((await unreported(stubOf(bob))).rpc).toBeGreaterThanOrEqual(3);
+    b.close();
+    await waitFor(async () => (await unreported(stubOf(bob))).rpc === undefined, { what: "the close's report" });
   });
 });
