@@ -314,9 +314,7 @@ export class TallyUser extends SocketObject<Env, TallyAttachment, ServerMessage>
       const mayStore = this.share.take(cost, client);
       // Noted beside the delivery, not before it: a note that waits on the ledger never holds up the envelope.
       if (mayStore)
-        this.ctx.waitUntil(
-          this.contacts.noteContact(toHex).catch((err) => log.error("tally: a contact could not be noted", { err })),
-        );
+        this.ctx.waitUntil(this.contacts.noteContact(toHex).catch((err) => log.error("tally: a contact could not be noted", { err })));
       try {
         status = await this.batcher.deliver(toHex, raw, fromHex, env.id, mayStore);
       } finally {
