@@ -17,7 +17,7 @@ import { relayUrlMatches } from "../../server/tally/relay-url";
 import { log } from "../../server/log";
 import { TallyQueue } from "./tally-queue";
 import { TallyContacts } from "./tally-contacts";
-import { EnvelopeBatcher, type Delivery, type EnvelopeCall } from "./envelope-batcher";
+import { EnvelopeBatcher, HOLDS_NOTHING, type BatchAnswer, type Delivery, type EnvelopeCall } from "./envelope-batcher";
 import { TallySignaling, type PeerUser } from "./tally-signaling";
 import { SenderShare } from "./sender-share";
 import { newNameWaitMs } from "../../server/name-requests";
@@ -60,7 +60,13 @@ export class TallyUser extends SocketObject<Env, TallyAttachment, ServerMessage>
   /** This user's share, as a sender, of the relay's Tally total across its recipients (storage.sender_share). */
   private readonly share = new SenderShare(this.deferred, this.meta, this.settings.storage.tally);
   /** Envelopes on their way to other users' objects, in batches. */
-  private readonly batcher = new EnvelopeBatcher((toHex, batch) => this.stubFor(toHex).deliverAll(batch));
+  private readonly batcher = new EnvelopeBatcher(
+    (toHex, batch) => this.stubFor(toHex).deliverAll(batch),
+    (toHex) => this.askToReport(toHex),
+  );
+  /** Recipients of this burst that hold no storage (no alarm of their own): asked to report after it. */
+  private readonly toAsk = new Set<string>();
+  private readonly askLater = this.deferred.part(() => this.askRecipients());
   private readonly signaling = new TallySignaling(
     {
       me: () => this.userHex(),
@@ -337,8 +343,8 @@ export class TallyUser extends SocketObject<Env, TallyAttachment, ServerMessage>
    * Only an envelope whose storing outgrows this user's lease waits (for the ledger), and the
    * ones after it wait with it, so they stay in order.
    */
-  async deliverAll(envelopes: EnvelopeCall[]): Promise<Array<Delivery | null>> {
-    const out: Array<Delivery | null> = [];
+  async deliverAll(envelopes: EnvelopeCall[]): Promise<BatchAnswer> {
+    const out: BatchAnswer = [];
     for (const [raw, fromHex, id, mayStore] of envelopes) {
       try {
         out.push(await this.deliver(raw, fromHex, id, mayStore !== false));
@@ -347,7 +353,35 @@ export class TallyUser extends SocketObject<Env, TallyAttachment, ServerMessage>
         out.push(null);
       }
     }
+    // No storage, so no alarm: the sender asks this object to report after its burst (reportNow).
+    if (!this.schema.exists) out.push(HOLDS_NOTHING);
     return out;
+  }
+
+  /** A recipient answered that it holds no storage: asked to report, after the burst (bounded: the first 64 of a burst). */
+  private askToReport(toHex: string): void {
+    if (this.toAsk.size < 64) this.toAsk.add(toHex);
+    this.askLater.later();
+  }
+
+  private async askRecipients(): Promise<void> {
+    const hexes = [...this.toAsk];
+    this.toAsk.clear();
+    await Promise.all(
+      hexes.map((hex) =>
+        this.stubFor(hex)
+          .reportNow()
+          .catch((err: unknown) => log.warn("tally: a recipient could not be asked to report", { err })),
+      ),
+    );
+  }
+
+  /**
+   * RPC, from a user's object that handed this one envelopes in a burst: an object that holds no
+   * storage has no alarm, so its counts since its last report go now, at the end of this call.
+   */
+  async reportNow(): Promise<void> {
+    if (!this.schema.exists) this.deferred.runAtExit();
   }
 
   /**

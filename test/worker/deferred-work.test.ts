@@ -151,4 +151,24 @@ describe("deferred work runs from the alarm, never from a timer", () => {
     b.close();
     await waitFor(async () => (await unreported(stubOf(bob))).rpc === undefined, { what: "the close's report" });
   });
+
+  it("a recipient that holds no storage reports a burst's counts after it: the sender's alarm asks it to (it has no alarm of its own)", async () => {
+    const alice = newUser();
+    const bob = newUser();
+    const b = await registerDevice(bob);
+    const a = await registerDevice(alice);
+    for (let i = 0; i < 3; i++) {
+      a.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(alice, bob, `p${i}`) });
+      await a.next("queued");
+    }
+    await waitFor(() => b.ofType("peer_envelope").length === 3, { what: "bob's device has the envelopes" });
+    expect(await queuedCount(stubOf(bob))).toBe(0); // bob holds nothing: no alarm
+    expect(await alarmOf(stubOf(bob))).toBeNull();
+    expect((await unreported(stubOf(bob))).rpc).toBeGreaterThanOrEqual(1); // the burst's last calls wait
+    await alarmOf(stubOf(alice), true); // held off: this test runs it
+    await runDurableObjectAlarm(stubOf(alice));
+    await waitFor(async () => (await unreported(stubOf(bob))).rpc === undefined, { what: "bob's report, asked for by alice's alarm" });
+    a.close();
+    b.close();
+  });
 });
