@@ -115,7 +115,10 @@ describe("deferred work runs from the alarm, never from a timer", () => {
       });
       expect((await a.next("queued")).status).toBe("stored");
     }
-    const exact = await runInDurableObject(stubOf(alice), (o) => (o as unknown as { share: { state: ShareState } }).share.state);
+    const exact = await runInDurableObject(
+      stubOf(alice),
+      (o) => (o as unknown as { sending: { share: { state: ShareState } } }).sending.share.state,
+    );
     expect(exact.tokens).toBeLessThan(shareCapacity(STORAGE_LIMITS.tally_bytes, STORAGE_LIMITS.sender_share));
     await alarmOf(stubOf(alice), true);
     a.ws.close();

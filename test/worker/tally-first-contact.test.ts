@@ -29,7 +29,10 @@ const tables = (stub: DurableObjectStub<TallyUser>) =>
 
 /** The sender's share as its object holds it now: tokens left. */
 const shareTokens = (stub: DurableObjectStub<TallyUser>) =>
-  runInDurableObject(stub, (o) => (o as unknown as { share: { state: { tokens: number } | undefined } }).share.state?.tokens);
+  runInDurableObject(
+    stub,
+    (o) => (o as unknown as { sending: { share: { state: { tokens: number } | undefined } } }).sending.share.state?.tokens,
+  );
 
 describe("a first envelope between two users", () => {
   it("a contact is kept by the user who wrote: an envelope delivered online to a user who never wrote to its sender keeps nothing at the recipient (no table, no row, no lease)", async () => {
@@ -84,7 +87,10 @@ describe("a first envelope between two users", () => {
     await waitFor(async () => (await contactRows(stubOf(bob))).some((r) => r.peer_hex === alice.hex), { what: "bob's contact noted" });
     const a = await registerDevice(alice);
     await a.next("peer_envelope");
-    const full = await runInDurableObject(stubOf(alice), (o) => (o as unknown as { share: { capacity: number } }).share.capacity);
+    const full = await runInDurableObject(
+      stubOf(alice),
+      (o) => (o as unknown as { sending: { share: { capacity: number } } }).sending.share.capacity,
+    );
     a.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(alice, bob, "answer") });
     expect((await a.next("queued")).status).toBe("delivered");
     const left = await shareTokens(stubOf(alice));
