@@ -16,8 +16,11 @@
 //   object merged since its last write (statistics, never used to protect anyone).
 // - An object that holds nothing gets no alarm (it would be storage; docs/hostile.md, "Nothing is
 //   stored for free"): its parts run at the end of an entry into it when none ran within the
-//   interval, and otherwise at the end of its next entry (only the stats report: every other part
-//   comes with storage).
+//   interval or when the entry was a socket's close (a device gone: often the object's last
+//   entry) or when asked (runAtExit: a Tally user's object that handed it envelopes in a burst
+//   asks it from its own alarm), and otherwise at the end of its next entry (only the stats
+//   report: every other part comes with storage). What an object that holds nothing counted after
+//   its last report is lost if it hibernates before any of these (statistics only).
 import { STATS_LIMITS } from "../../shared/limits";
 import { log } from "../../server/log";
 import { asEntered } from "./object-usage";
@@ -44,6 +47,8 @@ export class Deferred {
   private collecting: Set<Part> | null = null;
   /** When the parts last ran at the end of an entry (objects that hold nothing). */
   private lastRun = Number.NEGATIVE_INFINITY;
+  /** The parts due run at the end of this entry, within the interval too (runAtExit). */
+  private atExit = false;
   private running = false;
 
   constructor(
@@ -81,14 +86,19 @@ export class Deferred {
     return this.armed;
   }
 
-  /** An entry into the object ended: parts still asked for run now (an object that holds nothing) or from the alarm. */
-  exited(): void {
+  /**
+   * An entry into the object ended: parts still asked for run now (an object that holds nothing)
+   * or from the alarm. `closing`: the entry was a socket's close, after which an object that holds
+   * nothing may have nothing left to enter it: its parts run now, within the interval or not.
+   */
+  exited(closing = false): void {
     if (this.collecting !== null || this.running || !this.parts.some((p) => p.due)) return;
     if (this.holdsStorage()) {
       this.arm();
       return;
     }
-    if (Date.now() - this.lastRun < this.ms) return; // carried with the next entry
+    if (!closing && !this.atExit && Date.now() - this.lastRun < this.ms) return; // carried with the next entry
+    this.atExit = false;
     this.lastRun = Date.now();
     this.running = true;
     this.ctx.waitUntil(
@@ -96,6 +106,15 @@ export class Deferred {
         this.running = false;
       }),
     );
+  }
+
+  /**
+   * An object that holds nothing: the parts due run at the end of the entry now running, within
+   * the interval too (another object that called it in a burst asks it to, from its own alarm, so
+   * that what it counted after its last report is not left waiting for an entry that may not come).
+   */
+  runAtExit(): void {
+    this.atExit = true;
   }
 
   /**

@@ -9,8 +9,8 @@
 // Entries are counted at the class's prototype methods: the runtime's entry points by name, every
 // other method called from outside the object (RPC) as "rpc". A method the object calls on itself
 // runs inside its entry's async context (AsyncLocalStorage) and is not counted again. The end of
-// an entry (its promise settled) is told too: an object that holds no storage runs its deferred
-// work then (deferred.ts), as it may set no alarm.
+// an entry (its promise settled) is told too, and whether it was a socket's close: an object that
+// holds no storage runs its deferred work then (deferred.ts), as it may set no alarm.
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { Usage, UsageMetric, WakeCause } from "../../server/stats";
 
@@ -50,8 +50,9 @@ export function countEntries(proto: object, stop: object): void {
           if (entered.getStore()) return original.apply(this, args);
           this.objectUsage?.entered(cause);
           const r = entered.run(true, () => original.apply(this, args));
-          if (r instanceof Promise) return r.finally(() => this.objectUsage?.exited());
-          this.objectUsage?.exited();
+          const closing = key === "webSocketClose" || key === "webSocketError";
+          if (r instanceof Promise) return r.finally(() => this.objectUsage?.exited(closing));
+          this.objectUsage?.exited(closing);
           return r;
         },
       });
@@ -83,8 +84,8 @@ export class ObjectUsage {
     sql: SqlStorage,
     /** An entry was counted: the report that carries it is scheduled (an alarm's entry is reported by the alarm's own run). */
     private readonly onEntry: () => void,
-    /** An entry ended (its promise settled): deferred work may run now (base/deferred.ts). */
-    private readonly onExit: () => void = () => {},
+    /** An entry ended (its promise settled; `closing`: a socket's close): deferred work may run now (base/deferred.ts). */
+    private readonly onExit: (closing: boolean) => void = () => {},
   ) {
     const letters = className.replace(/[^A-Za-z]/g, "").slice(0, 40);
     this.className = /^[A-Z]/.test(letters) ? letters : "Object";
@@ -105,8 +106,9 @@ export class ObjectUsage {
     if (cause !== "alarm") this.onEntry();
   }
 
-  exited(): void {
-    this.onExit();
+  /** An entry ended; `closing`: it was a socket's close (the object may have nothing left to keep it). */
+  exited(closing = false): void {
+    this.onExit(closing);
   }
 
   /** The usage since the last call (rows of every query made so far), and counting starts again. */

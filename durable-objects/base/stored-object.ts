@@ -81,7 +81,7 @@ export abstract class StoredObject<E, K extends string = never, M extends string
       new.target.name,
       ctx.storage.sql,
       () => this.stats.changed(),
-      () => this.deferred.exited(),
+      (closing) => this.deferred.exited(closing),
     );
     this.sql = ctx.storage.sql;
     this.schema = new LazySchema(ctx.storage, options.migrations);

@@ -15,8 +15,18 @@ export type Delivery = QueuedStatus | "storage_full";
 /** `mayStore` false: the sender is past its share (sender-share.ts): delivered online or not at all. */
 export type EnvelopeCall = [raw: string, fromHex: string, id: string, mayStore?: boolean];
 
-/** Hands a batch to the recipient `toHex`'s object; resolves with a status per envelope (null: failed). */
-type DeliverBatch = (toHex: string, batch: EnvelopeCall[]) => Promise<Array<Delivery | null>>;
+/**
+ * After a batch's statuses, a recipient's object that holds no storage says so (one more element):
+ * it has no alarm of its own, so the sender asks it to report its counts after the burst. (A sender
+ * of an earlier version reads the statuses by position and never sees it.)
+ */
+export const HOLDS_NOTHING = "holds_nothing";
+
+/** What a recipient's object answers a batch: a status per envelope (null: failed), then HOLDS_NOTHING when it holds no storage. */
+export type BatchAnswer = Array<Delivery | null | typeof HOLDS_NOTHING>;
+
+/** Hands a batch to the recipient `toHex`'s object; resolves with its answer. */
+type DeliverBatch = (toHex: string, batch: EnvelopeCall[]) => Promise<BatchAnswer>;
 
 interface Outgoing {
   call: EnvelopeCall;
@@ -27,7 +37,11 @@ interface Outgoing {
 export class EnvelopeBatcher {
   private readonly waiting = new Map<string, Outgoing[]>();
 
-  constructor(private readonly deliverBatch: DeliverBatch) {}
+  constructor(
+    private readonly deliverBatch: DeliverBatch,
+    /** The recipient `toHex` answered that it holds no storage. */
+    private readonly holdsNothing: (toHex: string) => void = () => {},
+  ) {}
 
   /** Hands an envelope to its recipient's object; resolves with what that object did with it. */
   deliver(toHex: string, raw: string, fromHex: string, id: string, mayStore = true): Promise<Delivery> {
@@ -46,12 +60,14 @@ export class EnvelopeBatcher {
       if (queue.length === 0) return void this.waiting.delete(toHex);
       const batch = queue.splice(0, TALLY_LIMITS.rpc_batch_envelopes);
       try {
-        const statuses = await this.deliverBatch(
+        const answer = await this.deliverBatch(
           toHex,
           batch.map((e) => e.call),
         );
+        if (answer[batch.length] === HOLDS_NOTHING) this.holdsNothing(toHex);
         batch.forEach((e, k) => {
-          if (statuses[k]) e.resolve(statuses[k]);
+          const status = answer[k];
+          if (status && status !== HOLDS_NOTHING) e.resolve(status);
           else e.reject(new Error(`delivery of ${e.call[2]} failed`));
         });
       } catch (err) {

@@ -65,12 +65,20 @@ export class SenderShare {
   }
 
   /**
-   * What a sender's first envelope to a user costs beyond the envelope's row: the contact rows it
-   * makes (the sender's and the recipient's) and the recipient's database, which it may bring
-   * about (storage.database_bytes_tally); and the sender's own database when it holds nothing yet.
+   * What a sender's first envelope to a user costs beyond the envelope's row, whatever the
+   * recipient answers: the contact row it makes in the sender's own object, and the sender's
+   * database (storage.database_bytes_tally) when it holds nothing yet.
    */
   static firstCost(senderHoldsNothing: boolean): number {
-    return 2 * CONTACT_ROW_BYTES + STORAGE_LIMITS.database_bytes_tally * (senderHoldsNothing ? 2 : 1);
+    return CONTACT_ROW_BYTES + (senderHoldsNothing ? STORAGE_LIMITS.database_bytes_tally : 0);
+  }
+
+  /**
+   * What a sender's first envelope to a user costs at the recipient when it is stored: the
+   * recipient's database, which it may bring about (a delivery to an online device keeps nothing there).
+   */
+  static recipientFirstCost(): number {
+    return STORAGE_LIMITS.database_bytes_tally;
   }
 
   /**

@@ -1,8 +1,12 @@
 // Whom one Tally user's devices may meet and whom they met (docs/tally.md, the Tally protocol section
-// 13): the user's contacts (the users it exchanged envelopes with, which decide who gets presence
-// and signals, and whose envelopes a full queue keeps: tally-queue.ts) and the introductions of its
-// online devices to other users' devices (which decide who hears peer_disconnect). The `contacts` and `introductions` tables' only reader and writer;
-// TallyUser (tally-user.ts) sends the frames and makes the calls to other users' objects.
+// 13): the user's contacts (the users it wrote to, which decide who hears `delivered`, whose
+// presence and signals reach it, and whose envelopes a full queue keeps: tally-queue.ts) and the
+// introductions of its online devices to other users' devices (which decide who hears
+// peer_disconnect). The `contacts` and `introductions` tables' only reader and writer; TallyUser
+// (tally-user.ts) sends the frames and makes the calls to other users' objects.
+// A contact is kept by the user who wrote, only: receiving an envelope writes nothing (an online
+// delivery between users who never wrote to each other before keeps nothing at the recipient).
+// An exchange (both wrote), which signaling asks for, is checked by each side for its own part.
 import { TALLY_LIMITS } from "../../shared/limits";
 import { rowBytes } from "../../shared/storage";
 import type { LazySchema } from "../base/schema";
@@ -14,7 +18,7 @@ export const CONTACT_ROW_BYTES = rowBytes(64);
 export class TallyContacts {
   private readonly sql: SqlStorage;
   /** The contacts table, read once per instance (it changes only through noteContact). */
-  private contacts: Map<string, { sent: boolean; received: boolean }> | undefined;
+  private contacts: Map<string, { sent: boolean }> | undefined;
 
   constructor(
     ctx: DurableObjectState,
@@ -27,34 +31,44 @@ export class TallyContacts {
     this.sql = ctx.storage.sql;
   }
 
-  // ---- contacts: who exchanged envelopes with this user ----------------------------------------
+  // ---- contacts: whom this user wrote to ------------------------------------------------------
+
+  /** Notes of a new contact under way (its lease at the ledger): envelopes sent meanwhile join them. */
+  private readonly noting = new Map<string, Promise<boolean>>();
 
   /**
-   * Notes that this user sent an envelope to, or received one from, `peerHex` (written once per
-   * flag). A new contact's row is charged against the user's lease of the Tally total, checked
-   * and written in one step (storage-lease.ts); with the total full it is not kept (false), and
-   * the next envelope exchanged notes it again.
+   * Notes that this user sent an envelope to `peerHex` (written once). A new contact's row is
+   * charged against the user's lease of the Tally total, checked and written in one step
+   * (storage-lease.ts); with the total full it is not kept (false), and the next envelope sent
+   * notes it again. Envelopes sent while the first note waits on the ledger join it: one row,
+   * one charge.
    */
-  async noteContact(peerHex: string, how: "sent" | "received"): Promise<boolean> {
+  noteContact(peerHex: string): Promise<boolean> {
+    if (this.wroteTo(peerHex)) return Promise.resolve(true);
+    const under = this.noting.get(peerHex);
+    if (under) return under;
+    const note = this.noteNew(peerHex).finally(() => this.noting.delete(peerHex));
+    this.noting.set(peerHex, note);
+    return note;
+  }
+
+  private async noteNew(peerHex: string): Promise<boolean> {
     const map = this.contactMap();
-    const had = map.get(peerHex);
-    if (had?.[how]) return true;
     const write = () =>
       this.sql.exec(
-        `INSERT INTO contacts (peer_hex, ${how}, at) VALUES (?, 1, ?) ON CONFLICT (peer_hex) DO UPDATE SET ${how} = 1, at = excluded.at`,
+        "INSERT INTO contacts (peer_hex, sent, at) VALUES (?, 1, ?) ON CONFLICT (peer_hex) DO UPDATE SET sent = 1, at = excluded.at",
         peerHex,
         Date.now(),
       );
-    if (had) {
-      write(); // the row exists: a flag more costs nothing
-      had[how] = true;
+    if (map.has(peerHex)) {
+      write(); // a row of an earlier version (an envelope received only): a flag more costs nothing
+      map.set(peerHex, { sent: true });
       return true;
     }
     const r = await this.lease.store(CONTACT_ROW_BYTES, () => {
       write();
-      // Bounded per user: the oldest contact goes (its row's charge with it), one this user never
-      // wrote to first, so that strangers sending by the thousand cannot make it forget whom it
-      // wrote to (those protect their senders' stored envelopes, tally-queue.ts).
+      // Bounded per user: the oldest contact goes (its row's charge with it); a row an earlier
+      // version kept for an envelope received only goes first.
       const n = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM contacts").one().n;
       const old =
         n > TALLY_LIMITS.max_contacts_per_user
@@ -64,26 +78,25 @@ export class TallyContacts {
       return { value: old, held: this.held() };
     });
     if (!r.stored) return false;
-    const now = map.get(peerHex) ?? { sent: false, received: false };
-    now[how] = true;
-    map.set(peerHex, now);
+    map.set(peerHex, { sent: true });
     if (r.value !== null) map.delete(r.value);
     return true;
-  }
-
-  /** An envelope exchange: this user both sent to and received from `peerHex`. */
-  isContact(peerHex: string): boolean {
-    const c = this.contactMap().get(peerHex);
-    return c?.sent === true && c.received;
   }
 
   /**
    * This user has sent `peerHex` an envelope (through this relay): the user's own doing, which no
    * one else can bring about. Its envelopes to this user are never evicted for a stranger's
-   * (server/tally/queue-bounds.ts).
+   * (server/tally/queue-bounds.ts), it hears `delivered` from this user's object, and this user's
+   * devices may be introduced to it and get its signals (tally-signaling.ts).
    */
   wroteTo(peerHex: string): boolean {
     return this.contactMap().get(peerHex)?.sent === true;
+  }
+
+  /** wroteTo(), once a note of `peerHex` under way (an envelope sent a moment ago, its lease at the ledger) is done. */
+  async wroteToNoted(peerHex: string): Promise<boolean> {
+    await this.noting.get(peerHex)?.catch(() => false);
+    return this.wroteTo(peerHex);
   }
 
   /** The users this user has sent an envelope to (whose queues may hold its envelopes). */
@@ -98,14 +111,12 @@ export class TallyContacts {
     this.lease.free(() => this.sql.exec("DELETE FROM contacts"));
   }
 
-  private contactMap(): Map<string, { sent: boolean; received: boolean }> {
+  private contactMap(): Map<string, { sent: boolean }> {
     if (!this.contacts) {
       this.contacts = new Map();
       if (!this.schema.exists) return this.contacts;
-      for (const r of this.sql.exec<{ peer_hex: string; sent: number; received: number }>(
-        "SELECT peer_hex, sent, received FROM contacts",
-      )) {
-        this.contacts.set(r.peer_hex, { sent: r.sent === 1, received: r.received === 1 });
+      for (const r of this.sql.exec<{ peer_hex: string; sent: number }>("SELECT peer_hex, sent FROM contacts")) {
+        this.contacts.set(r.peer_hex, { sent: r.sent === 1 });
       }
     }
     return this.contacts;

@@ -1,7 +1,9 @@
 // Tally signaling between devices (the Tally protocol sections 9 and 13): who meets whom (peer_connect),
 // webrtc_signal routed to one device, and peer_disconnect to the devices that were introduced.
-// Presence goes only to users with an envelope exchange (docs/tally.md); introductions are kept in
-// tally-contacts.ts. The TallyUser object holds the sockets and the RPC entry points.
+// Presence goes only to users with an envelope exchange (docs/tally.md): each of the two users'
+// objects checks its own part, that its user wrote to the other (the asker's before it calls, the
+// asked one's before it answers), so neither keeps a note of what it received. Introductions are
+// kept in tally-contacts.ts. The TallyUser object holds the sockets and the RPC entry points.
 import { TALLY_LIMITS } from "../../shared/limits";
 import { utf8ByteLength } from "../../shared/encoding";
 import { npubDecode, npubEncode } from "../../shared/tally/keys";
@@ -55,8 +57,8 @@ export class TallySignaling {
     const me = this.host.me();
     if (peerHex === me) return this.registered(ws, myDevice, this.host.devices(myDevice));
     // Presence only to users with an envelope exchange (decision in docs/tally.md): otherwise no
-    // answer, as if the user were offline.
-    if (!this.contacts.isContact(peerHex)) return;
+    // answer, as if the user were offline. The asker's part here, the peer's in introduce().
+    if (!(await this.contacts.wroteToNoted(peerHex))) return;
     const flight = { peerHex, gone: new Set<string>() };
     this.inFlight.add(flight);
     let theirDevices: string[];
@@ -79,8 +81,12 @@ export class TallySignaling {
     }
   }
 
-  /** Another user's device asks to meet this user's devices; returns their device ids. */
-  introduce(fromHex: string, fromDevice: string): string[] {
+  /**
+   * Another user's device asks to meet this user's devices; returns their device ids. None, and
+   * nothing said to them, unless this user wrote to the asker (its part of the exchange).
+   */
+  async introduce(fromHex: string, fromDevice: string): Promise<string[]> {
+    if (!(await this.contacts.wroteToNoted(fromHex))) return [];
     const fromNpub = npubEncode(fromHex);
     const ids: string[] = [];
     for (const d of this.host.devices()) {
@@ -103,14 +109,18 @@ export class TallySignaling {
     // introductions (docs/tally.md, "Signaling"). To anyone else nothing is sent and the answer is
     // the one an offline user gets, so a stranger cannot learn whether an npub has a device online.
     let ok = false;
-    if (peerHex === me) ok = this.deliverSignal(me, myDevice, peerDevice, json);
-    else if (this.contacts.isContact(peerHex)) ok = await this.host.peer(peerHex).signal(me, myDevice, peerDevice ?? null, json);
+    if (peerHex === me) ok = await this.deliverSignal(me, myDevice, peerDevice, json);
+    else if (await this.contacts.wroteToNoted(peerHex)) ok = await this.host.peer(peerHex).signal(me, myDevice, peerDevice ?? null, json);
     if (!ok) this.host.sendError(ws, "peer_unavailable", UNAVAILABLE);
   }
 
-  /** A webrtc_signal for one of this user's devices; false when there is no such device. */
-  deliverSignal(fromHex: string, fromDevice: string, toDevice: string | undefined, json: string): boolean {
+  /**
+   * A webrtc_signal for one of this user's devices; false when there is no such device, or when
+   * it comes from another user this user never wrote to (its part of the exchange).
+   */
+  async deliverSignal(fromHex: string, fromDevice: string, toDevice: string | undefined, json: string): Promise<boolean> {
     const own = fromHex === this.host.me();
+    if (!own && !(await this.contacts.wroteToNoted(fromHex))) return false;
     let target: WebSocket | undefined;
     if (toDevice !== undefined) target = this.host.devices().find((d) => d.deviceId === toDevice)?.ws;
     else {

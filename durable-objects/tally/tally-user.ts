@@ -6,23 +6,19 @@ import { SocketObject, clientOf, requestIdOf, type BaseAttachment, type RoutesOf
 import { RELAY_HOST_HEADER, SHARED_CLIENT } from "../base/client-header";
 import { MIGRATIONS } from "../../migrations/index";
 import { CLOSE_CODES, TALLY_LIMITS } from "../../shared/limits";
-import { bytesToHex, randomBytes, utf8ByteLength } from "../../shared/encoding";
-import { rawMember } from "../../shared/json-raw";
+import { bytesToHex, randomBytes } from "../../shared/encoding";
 import { checkAuthEvent } from "../../shared/tally/auth";
 import { npubDecode, npubEncode } from "../../shared/tally/keys";
-import { peerEnvelopeSchema } from "../../shared/tally/envelope";
 import { ackSchema, connectPeerSchema, queuePeerEnvelopeSchema, registerSchema, webrtcSignalSchema } from "../../shared/tally/messages";
 import type { ClientMessage, ServerMessage } from "../../shared/tally/messages";
 import { relayUrlMatches } from "../../server/tally/relay-url";
 import { log } from "../../server/log";
 import { TallyQueue } from "./tally-queue";
 import { TallyContacts } from "./tally-contacts";
-import { EnvelopeBatcher, type Delivery, type EnvelopeCall } from "./envelope-batcher";
+import { HOLDS_NOTHING, type BatchAnswer, type Delivery, type EnvelopeCall } from "./envelope-batcher";
+import { TallySending } from "./tally-sending";
 import { TallySignaling, type PeerUser } from "./tally-signaling";
-import { SenderShare } from "./sender-share";
-import { newNameWaitMs } from "../../server/name-requests";
 import { objectAt, objectId } from "../../server/objects";
-import { formatIssue } from "../../shared/errors";
 import { BanMark } from "./tally-ban";
 import { noteSeen, silentPast } from "./tally-idle";
 
@@ -57,10 +53,25 @@ export class TallyUser extends SocketObject<Env, TallyAttachment, ServerMessage>
   private readonly contacts = new TallyContacts(this.ctx, this.schema, this.queue.lease, () => this.queue.held());
   /** The operator's ban of this user (the admin API), held here so that it holds in every isolate. */
   private readonly banMark = new BanMark(this.meta);
-  /** This user's share, as a sender, of the relay's Tally total across its recipients (storage.sender_share). */
-  private readonly share = new SenderShare(this.deferred, this.meta, this.settings.storage.tally);
-  /** Envelopes on their way to other users' objects, in batches. */
-  private readonly batcher = new EnvelopeBatcher((toHex, batch) => this.stubFor(toHex).deliverAll(batch));
+  /** What this user sends to other users: the share, the batches, the contacts it notes. */
+  private readonly sending = new TallySending(
+    {
+      me: () => this.userHex(),
+      devices: (except) => this.devices(except),
+      send: (ws, msg) => this.send(ws, msg),
+      sendRaw: (ws, data) => this.sendRaw(ws, data),
+      sendError: (ws, code, message, id) => this.sendError(ws, code, message, id),
+      countDeliveries: (n) => this.stats.count("deliveries", n),
+      waitUntil: (p) => this.ctx.waitUntil(p),
+      rateClock: () => this.rateClock(),
+      recipient: (hex) => this.stubFor(hex),
+      holdsNothing: () => this.queue.held() === 0,
+    },
+    this.contacts,
+    this.deferred,
+    this.meta,
+    this.settings.storage.tally,
+  );
   private readonly signaling = new TallySignaling(
     {
       me: () => this.userHex(),
@@ -179,7 +190,7 @@ export class TallyUser extends SocketObject<Env, TallyAttachment, ServerMessage>
     queue_peer_envelope: {
       schema: queuePeerEnvelopeSchema,
       handle(this: TallyUser, ws, msg, att, raw) {
-        return this.queueEnvelope(ws, msg.envelope, att, raw);
+        return this.sending.queueEnvelope(ws, msg.envelope, { deviceId: att.deviceId!, client: att.client ?? SHARED_CLIENT }, raw);
       },
     },
     ack: {
@@ -266,78 +277,13 @@ export class TallyUser extends SocketObject<Env, TallyAttachment, ServerMessage>
 
   // ---- envelopes ----------------------------------------------------------------------------
 
-  private async queueEnvelope(ws: WebSocket, envelope: Record<string, unknown>, att: TallyAttachment, frame: string): Promise<void> {
-    const id = typeof envelope.id === "string" ? envelope.id : undefined;
-    const checked = peerEnvelopeSchema.safeParse(envelope);
-    if (!checked.success) {
-      return this.sendError(ws, "invalid_message", `envelope: ${formatIssue(checked.error, "envelope")}`, id);
-    }
-    const env = checked.data;
-    const raw = rawMember(frame, "envelope")!;
-    const bytes = utf8ByteLength(raw);
-    if (bytes > TALLY_LIMITS.max_envelope_bytes) {
-      return this.sendError(ws, "envelope_too_large", `envelope is ${bytes} bytes; at most ${TALLY_LIMITS.max_envelope_bytes}`, env.id);
-    }
-    const me = this.userHex();
-    const fromHex = npubDecode(env.from_user_id);
-    if (fromHex !== me) {
-      return this.sendError(ws, "forbidden_sender", "from_user_id is not the registered user", env.id);
-    }
-    const toHex = npubDecode(env.to_user_id);
-    let status: Delivery;
-    if (toHex === me) {
-      // Self-addressed (13.8): to the sender's other online devices only, never stored.
-      let n = 0;
-      for (const d of this.devices(att.deviceId)) if (this.sendRaw(d.ws, raw)) n++;
-      this.stats.count("deliveries", n);
-      status = n > 0 ? "delivered" : "not_stored";
-    } else {
-      // A first envelope to a user may start that user's object: it takes a token of the client's
-      // bucket for new names (common.client_object_requests_*), and costs the share its rows and database.
-      const client = att.client ?? SHARED_CLIENT;
-      const first = !this.contacts.wroteTo(toHex);
-      const wait = first ? newNameWaitMs(client, this.rateClock()) : 0;
-      if (wait > 0)
-        return this.sendError(
-          ws,
-          "rate_limited",
-          `too many new correspondents from this client; retry in ${Math.ceil(wait / 1000)} s`,
-          env.id,
-        );
-      const extra = first ? SenderShare.firstCost(this.queue.held() === 0) : 0;
-      const cost = SenderShare.cost(bytes) + extra;
-      // Past its share (the key's, or its address's) the envelope goes to online devices only (else
-      // queued not_stored), and no contact row is made for it.
-      const mayStore = this.share.take(cost, client);
-      // Noted beside the delivery, not before it: a note that waits on the ledger never holds up the envelope.
-      if (mayStore)
-        this.ctx.waitUntil(
-          this.contacts.noteContact(toHex, "sent").catch((err) => log.error("tally: a contact could not be noted", { err })),
-        );
-      try {
-        status = await this.batcher.deliver(toHex, raw, fromHex, env.id, mayStore);
-      } finally {
-        if (mayStore) this.share.settle(cost, status! === "stored" ? cost : extra, client);
-      }
-    }
-    if (status === "storage_full") {
-      return this.sendError(
-        ws,
-        "storage_full",
-        "the relay holds all the envelopes it may (storage.tally_bytes): not stored; send it again later",
-        env.id,
-      );
-    }
-    this.send(ws, { type: "queued", id: env.id, to_user_id: env.to_user_id, status });
-  }
-
   /**
    * RPC: envelopes for this user from another user's object, in order; null where one failed.
    * Only an envelope whose storing outgrows this user's lease waits (for the ledger), and the
    * ones after it wait with it, so they stay in order.
    */
-  async deliverAll(envelopes: EnvelopeCall[]): Promise<Array<Delivery | null>> {
-    const out: Array<Delivery | null> = [];
+  async deliverAll(envelopes: EnvelopeCall[]): Promise<BatchAnswer> {
+    const out: BatchAnswer = [];
     for (const [raw, fromHex, id, mayStore] of envelopes) {
       try {
         out.push(await this.deliver(raw, fromHex, id, mayStore !== false));
@@ -346,7 +292,17 @@ export class TallyUser extends SocketObject<Env, TallyAttachment, ServerMessage>
         out.push(null);
       }
     }
+    // No storage, so no alarm: the sender asks this object to report after its burst (reportNow).
+    if (!this.schema.exists) out.push(HOLDS_NOTHING);
     return out;
+  }
+
+  /**
+   * RPC, from a user's object that handed this one envelopes in a burst: an object that holds no
+   * storage has no alarm, so its counts since its last report go now, at the end of this call.
+   */
+  async reportNow(): Promise<void> {
+    if (!this.schema.exists) this.deferred.runAtExit();
   }
 
   /**
@@ -427,13 +383,12 @@ export class TallyUser extends SocketObject<Env, TallyAttachment, ServerMessage>
   }
 
   /**
-   * An envelope was handed on or kept: its sender is a contact (a refused one leaves nothing
-   * behind). Presence is not told to strangers: to a sender this user never wrote to, "delivered"
-   * is answered "stored" (and charged to its share as stored), the same whether or not a device
-   * of this user was online.
+   * An envelope was handed on or kept (nothing is written for it beyond its own row: a contact is
+   * kept by the user who wrote). Presence is not told to strangers: to a sender this user never
+   * wrote to, "delivered" is answered "stored" (and charged to its share as stored), the same
+   * whether or not a device of this user was online.
    */
-  private async delivered(status: Delivery, fromHex: string): Promise<Delivery> {
-    await this.contacts.noteContact(fromHex, "received");
+  private delivered(status: Delivery, fromHex: string): Delivery {
     return status === "delivered" && !this.contacts.wroteTo(fromHex) ? "stored" : status;
   }
 

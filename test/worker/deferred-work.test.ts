@@ -10,6 +10,7 @@ import { relayStats } from "../../server/relay-objects";
 import { ledger } from "../helpers/ledger-totals";
 import { newUser, opaqueEnvelope, type User } from "../helpers/tally";
 import { deliver, queuedCount, registerDevice, stubOf } from "../helpers/tally-user";
+import { waitFor } from "../helpers/wait";
 import { base64Encode, randomBytes } from "../../shared/encoding";
 import { STATS_LIMITS, STORAGE_LIMITS } from "../../shared/limits";
 import { shareAt, shareCapacity, type ShareState } from "../../shared/storage";
@@ -109,7 +110,10 @@ describe("deferred work runs from the alarm, never from a timer", () => {
       });
       expect((await a.next("queued")).status).toBe("stored");
     }
-    const exact = await runInDurableObject(stubOf(alice), (o) => (o as unknown as { share: { state: ShareState } }).share.state);
+    const exact = await runInDurableObject(
+      stubOf(alice),
+      (o) => (o as unknown as { sending: { share: { state: ShareState } } }).sending.share.state,
+    );
     expect(exact.tokens).toBeLessThan(shareCapacity(STORAGE_LIMITS.tally_bytes, STORAGE_LIMITS.sender_share));
     await alarmOf(stubOf(alice), true);
     a.ws.close();
@@ -131,5 +135,38 @@ describe("deferred work runs from the alarm, never from a timer", () => {
     expect(shareAt(kept, capacity, period, now).tokens).toBeGreaterThanOrEqual(
       shareAt(exact, capacity, period, now).tokens - Math.floor(capacity * STORAGE_LIMITS.sender_share_written_ahead) - 1,
     );
+  });
+
+  it("an object that holds nothing reports what it counted when a socket closes, within the flush interval too (often its last entry)", async () => {
+    const alice = newUser();
+    const bob = newUser();
+    const b = await registerDevice(bob); // its report at the end of this entry: none ran before
+    // Envelopes handed over within the interval: counted, and carried to the next entry.
+    for (let i = 0; i < 3; i++)
+      expect(await deliver(stubOf(bob), JSON.stringify(opaqueEnvelope(alice, bob, `c${i}`)), alice.hex, `c${i}`)).toBe("stored");
+    expect(await queuedCount(stubOf(bob))).toBe(0); // delivered to the device: bob holds nothing
+    expect((await unreported(stubOf(bob))).rpc).toBeGreaterThanOrEqual(3);
+    b.close();
+    await waitFor(async () => (await unreported(stubOf(bob))).rpc === undefined, { what: "the close's report" });
+  });
+
+  it("a recipient that holds no storage reports a burst's counts after it: the sender's alarm asks it to (it has no alarm of its own)", async () => {
+    const alice = newUser();
+    const bob = newUser();
+    const b = await registerDevice(bob);
+    const a = await registerDevice(alice);
+    for (let i = 0; i < 3; i++) {
+      a.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(alice, bob, `p${i}`) });
+      await a.next("queued");
+    }
+    await waitFor(() => b.ofType("peer_envelope").length === 3, { what: "bob's device has the envelopes" });
+    expect(await queuedCount(stubOf(bob))).toBe(0); // bob holds nothing: no alarm
+    expect(await alarmOf(stubOf(bob))).toBeNull();
+    expect((await unreported(stubOf(bob))).rpc).toBeGreaterThanOrEqual(1); // the burst's last calls wait
+    await alarmOf(stubOf(alice), true); // held off: this test runs it
+    await runDurableObjectAlarm(stubOf(alice));
+    await waitFor(async () => (await unreported(stubOf(bob))).rpc === undefined, { what: "bob's report, asked for by alice's alarm" });
+    a.close();
+    b.close();
   });
 });

@@ -46,7 +46,7 @@ describe("storage.sender_share in the sender's object", () => {
     expect(await send(s, sender, newUser(), "first")).toBe("stored");
     // the share spent (as after many envelopes stored) and written, then the object evicted
     const kept = await runInDurableObject(stubOf(sender), (inst, st) => {
-      const share = (inst as unknown as { share: { state: unknown; write(): void } }).share;
+      const share = (inst as unknown as { sending: { share: { state: unknown; write(): void } } }).sending.share;
       share.state = { tokens: 0, at: Date.now() };
       share.write();
       return st.storage.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'sender_share'").toArray();

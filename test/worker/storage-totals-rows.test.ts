@@ -12,7 +12,8 @@ import { rowBytes, type StorageKind } from "../../shared/storage";
 import { base64urlEncode, randomBytes } from "../../shared/encoding";
 import { newUser, opaqueEnvelope, type User } from "../helpers/tally";
 import type { TallyUser } from "../../durable-objects/tally/tally-user";
-import { deliver } from "../helpers/tally-user";
+import { contactRows, deliver, registerDevice } from "../helpers/tally-user";
+import { waitFor } from "../helpers/wait";
 import { CONTACT_ROW_BYTES } from "../../durable-objects/tally/tally-contacts";
 import { heldWithDatabase } from "../../durable-objects/relay/storage-lease";
 import { app } from "../../workers/app";
@@ -102,8 +103,17 @@ describe("every stored row is charged", () => {
   it("storage.row_overhead_bytes: a Tally user's contact rows are charged against its lease of the Tally total", async () => {
     await resetTotals();
     const bob = newUser();
-    const senders = Array.from({ length: 4 }, () => newUser());
-    for (const [i, s] of senders.entries()) {
+    // bob writes to four users (his contacts: a contact is kept by the user who wrote) ...
+    const b = await registerDevice(bob);
+    const friends = Array.from({ length: 4 }, () => newUser());
+    for (const [i, f] of friends.entries()) {
+      b.send({ type: "queue_peer_envelope", envelope: opaqueEnvelope(bob, f, `w${i}`) });
+      expect((await b.next("queued")).status).toBe("stored");
+    }
+    await waitFor(async () => (await contactRows(tallyStub(bob))).length === 4, { what: "bob's four contacts noted" });
+    b.close();
+    // ... and holds envelopes from others
+    for (const [i, s] of Array.from({ length: 2 }, () => newUser()).entries()) {
       const raw = JSON.stringify(opaqueEnvelope(s, bob, `c${i}`));
       expect(await deliver(tallyStub(bob), raw, s.hex, `c${i}`)).toBe("stored");
     }
