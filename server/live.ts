@@ -69,3 +69,12 @@ export function setCrowded(on: boolean): void {
 export function isCrowded(): boolean {
   return crowded;
 }
+
+/**
+ * The seconds a long-poll (a mailbox's or a space log's `wait`) is held: near the open-file limit
+ * none, as if it asked for no wait (it is answered at once with what there is), since a held
+ * request holds its connection's descriptors for all its wait.
+ */
+export function heldWait(wait: number): number {
+  return crowded ? 0 : wait;
+}

@@ -4,6 +4,7 @@ import { Hono } from "hono";
 import { cors } from "hono/cors";
 import { hostIdentity } from "../server/relay-objects";
 import { objectOf } from "../server/objects";
+import { heldWait } from "../server/live";
 import { parseClientJson } from "../shared/client-json";
 import { formatIssue } from "../shared/errors";
 import { MINCA_HOST_LIMITS, STORAGE_LIMITS } from "../shared/limits";
@@ -154,7 +155,7 @@ hostingRoutes.get("/spaces/:id/versions", async (c) => {
   const q = logQuerySchema.safeParse(c.req.query());
   if (!q.success) return httpError(c, 400, "invalid_query", formatIssue(q.error));
   // The object answers with the page's JSON text: the versions in it as they arrived, not parsed and serialised again.
-  return answer(c, await space(c, id).page(q.data, readProof(c), c.var.client), (text) =>
+  return answer(c, await space(c, id).page({ ...q.data, wait: heldWait(q.data.wait) }, readProof(c), c.var.client), (text) =>
     c.body(text, 200, { ...NO_STORE, "Content-Type": "application/json" }),
   );
 });

@@ -17,6 +17,7 @@ import { topicBlock } from "./policy";
 import { reserveShare, settleShare } from "./client-limits";
 import { rowBytes } from "../shared/storage";
 import { objectOf } from "../server/objects";
+import { heldWait } from "../server/live";
 import { STORAGE_LIMITS } from "../shared/limits";
 
 export const MAILBOX_PATH = "/minca/v1/mailbox";
@@ -63,7 +64,7 @@ mailboxRoutes.post("/", async (c) => {
 mailboxRoutes.get("/", async (c) => {
   const q = pageQuerySchema.safeParse(c.req.query());
   if (!q.success) return httpError(c, 400, "invalid_query", formatIssue(q.error));
-  return answer(c, await mailbox(c).page(q.data, c.var.client));
+  return answer(c, await mailbox(c).page({ ...q.data, wait: heldWait(q.data.wait) }, c.var.client));
 });
 
 // One item's blob as it was posted: application/octet-stream, never content-coded.

@@ -7,6 +7,7 @@ import { describe, expect, it } from "vitest";
 import type { Context } from "hono";
 import { upgradeTo } from "../../workers/sockets";
 import { liveCount, setCrowded, takeLive } from "../../server/live";
+import { app } from "../../workers/app";
 import { codeRoom, codeSecret, newCode } from "../../shared/minca/code";
 import { newP256Key } from "../../shared/minca/es256";
 import { makeJoin } from "../../shared/minca/room";
@@ -85,5 +86,19 @@ describe("near the open-file limit (the launcher says crowded)", () => {
     taken.webSocket!.accept();
     taken.webSocket!.close();
     takeLive();
+  });
+
+  it("near the open-file limit a long-poll is answered at once, as with wait 0: a mailbox's page with nothing new does not hold its connection", async () => {
+    const topic = `crowded-long-poll-${Date.now()}`;
+    const get = () => app.fetch(new Request(`http://relay.test/minca/v1/mailbox/${topic}?wait=25`), env);
+    setCrowded(true);
+    try {
+      // Held, it would answer in 25 s (past this test's timeout); crowded, at once and empty.
+      const res = await get();
+      expect(res.status).toBe(200);
+      expect(((await res.json()) as { items: unknown[] }).items).toEqual([]);
+    } finally {
+      setCrowded(false);
+    }
   });
 });
