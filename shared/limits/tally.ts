@@ -35,6 +35,6 @@ export const TALLY_LIMITS = {
   rpc_batch_envelopes: 32,
   /** Seconds a registered socket may stay silent (no message, no ping) before the relay closes it with 4408. */
   idle_timeout_seconds: 90,
-  /** Users remembered per user as having exchanged envelopes with it (connect_peer and webrtc_signal reach only those); the oldest it never wrote to are forgotten first. */
+  /** Users remembered per user as its contacts, the users it wrote to (connect_peer and webrtc_signal need each side to have written to the other); the one written to longest ago is forgotten first. */
   max_contacts_per_user: 4_096,
 } as const;
