@@ -16,8 +16,9 @@
 //   object merged since its last write (statistics, never used to protect anyone).
 // - An object that holds nothing gets no alarm (it would be storage; docs/hostile.md, "Nothing is
 //   stored for free"): its parts run at the end of an entry into it when none ran within the
-//   interval or when the entry was a socket's close (a device gone: often the object's last
-//   entry) or when asked (runAtExit: a Tally user's object that handed it envelopes in a burst
+//   interval, when the entry changed what it reports of its current values (a device connected or
+//   gone: `urgent`), when the entry was a socket's close (often the object's last entry), or when
+//   asked (runAtExit: a Tally user's object that handed it envelopes in a burst
 //   asks it from its own alarm), and otherwise at the end of its next entry (only the stats
 //   report: every other part comes with storage). What an object that holds nothing counted after
 //   its last report is lost if it hibernates before any of these (statistics only).
@@ -50,6 +51,8 @@ export class Deferred {
   /** The parts due run at the end of this entry, within the interval too (runAtExit). */
   private atExit = false;
   private running = false;
+  /** An entry ended while the parts ran (an object that holds nothing): looked at again when they are done. */
+  private exitedMeanwhile: { closing: boolean } | null = null;
 
   constructor(
     private readonly ctx: DurableObjectState,
@@ -57,6 +60,12 @@ export class Deferred {
     private readonly holdsStorage: () => boolean,
     /** Makes sure the object's alarm fires at or before `at` (the base's). */
     private readonly wake: (at: number) => Promise<void>,
+    /**
+     * Whether what an object that holds nothing would report changed in a way that must not wait
+     * for the interval (its current values: a device connected or gone), read at the end of an
+     * entry that the interval would otherwise hold back.
+     */
+    private readonly urgent: () => boolean = () => false,
     private readonly ms = STATS_LIMITS.flush_interval_ms,
   ) {}
 
@@ -92,18 +101,27 @@ export class Deferred {
    * nothing may have nothing left to enter it: its parts run now, within the interval or not.
    */
   exited(closing = false): void {
-    if (this.collecting !== null || this.running || !this.parts.some((p) => p.due)) return;
+    if (this.collecting !== null || !this.parts.some((p) => p.due)) return;
     if (this.holdsStorage()) {
       this.arm();
       return;
     }
-    if (!closing && !this.atExit && Date.now() - this.lastRun < this.ms) return; // carried with the next entry
+    if (this.running) {
+      // Looked at again once the run under way is done (it may not carry what this entry changed).
+      this.exitedMeanwhile = { closing: closing || (this.exitedMeanwhile?.closing ?? false) };
+      return;
+    }
+    // (The object's own look at its values: the methods it calls are not entries of their own.)
+    if (!closing && !this.atExit && Date.now() - this.lastRun < this.ms && !asEntered(this.urgent)) return; // carried with the next entry
     this.atExit = false;
     this.lastRun = Date.now();
     this.running = true;
     this.ctx.waitUntil(
       asEntered(() => this.runParts(this.parts.filter((p) => p.due))).finally(() => {
         this.running = false;
+        const again = this.exitedMeanwhile;
+        this.exitedMeanwhile = null;
+        if (again) this.exited(again.closing);
       }),
     );
   }

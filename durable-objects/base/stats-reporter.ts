@@ -33,6 +33,8 @@ export class StatsReporter {
   private readonly pending = new Map<string, number>();
   private readonly later: DeferredPart;
   private reporter: string | undefined;
+  /** The current values the last report carried (JSON), or null before the first. */
+  private sentGauges: string | null = null;
 
   constructor(
     private readonly ctx: DurableObjectState,
@@ -82,6 +84,20 @@ export class StatsReporter {
     if (this.ns) this.later.later();
   }
 
+  /**
+   * Whether the object's current values differ from what its last report carried (a device
+   * connected or gone): an object that holds nothing reports that at the end of the entry, not a
+   * flush interval later (deferred.ts `urgent`). False without a protocol (no values are sent).
+   */
+  gaugesChanged(): boolean {
+    if (!this.ns || !this.protocol) return false;
+    try {
+      return JSON.stringify(this.gauges()) !== this.sentGauges;
+    } catch {
+      return false; // an object that just deleted its storage holds nothing
+    }
+  }
+
   /** Sends what is pending now (the deferred work calls it; tests may too). */
   async flush(): Promise<void> {
     const ns = this.ns;
@@ -115,6 +131,7 @@ export class StatsReporter {
     }
     try {
       this.reporter ??= this.reporterKey();
+      this.sentGauges = JSON.stringify(gauges);
       await statsOf(ns).report({
         reporter: this.reporter,
         protocol: this.protocol,
@@ -123,7 +140,8 @@ export class StatsReporter {
         counts,
       });
     } catch (err) {
-      // Keep the counts for the next report.
+      // Keep the counts for the next report, and its values as not sent.
+      this.sentGauges = null;
       if (used) this.usage?.giveBack(usage);
       for (const c of counts) this.pending.set(`${c.minute}:${c.metric}`, (this.pending.get(`${c.minute}:${c.metric}`) ?? 0) + c.n);
       // Sent with the next report (no retry of its own: a stats object down must not wake every object on a period).

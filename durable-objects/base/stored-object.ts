@@ -89,6 +89,7 @@ export abstract class StoredObject<E, K extends string = never, M extends string
       ctx,
       () => this.schema.exists,
       (at) => this.setEarliest(at),
+      () => this.stats.gaugesChanged(),
     );
     this.meta = new Meta(this.schema);
     this.nameKey = options.nameKey ?? "name";

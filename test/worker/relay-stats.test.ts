@@ -1,6 +1,8 @@
 // The operator's counters inside workerd: reports aggregate into counts only, objects' counts
 // reach the stats object in batches, and the status routes honour the admin token.
-import { SELF, env } from "cloudflare:test";
+import { SELF, env, runInDurableObject } from "cloudflare:test";
+import { sha256 } from "@noble/hashes/sha2.js";
+import { bytesToHex, utf8Encode } from "../../shared/encoding";
 import { describe, expect, it } from "vitest";
 import { app } from "../../workers/app";
 import { relayStats } from "../../durable-objects/relay/relay-stats";
@@ -134,6 +136,33 @@ describe("the stats object", () => {
     expect(Date.now() - started).toBeLessThan(STATS_LIMITS.flush_interval_ms * 3);
     expect(tot(s, "messages") - tot(before, "messages")).toBeGreaterThanOrEqual(3);
     for (const x of sockets) x.close();
+  });
+});
+
+describe("the connections counted", () => {
+  it("a device that registers and leaves within the flush interval is not counted as connected after it left (its object holds nothing: it reports at the close)", async () => {
+    const u = newUser();
+    // The user's object's row in the stats object (its reporter key: stats-reporter.ts), with what is pending written first.
+    const reporter = bytesToHex(sha256(utf8Encode(`stats:${env.TALLY_USER.idFromName(u.hex).toString()}`))).slice(0, 32);
+    const connections = async () => {
+      await snapshot();
+      return runInDurableObject(env.RELAY_STATS.get(relayStats(env).id) as unknown as DurableObjectStub, (_o, st) => {
+        const made = st.storage.sql.exec("SELECT 1 FROM sqlite_master WHERE name = 'reporters'").toArray().length > 0;
+        if (!made) return 0;
+        return (
+          st.storage.sql.exec<{ c: number }>("SELECT connections AS c FROM reporters WHERE reporter = ?", reporter).toArray()[0]?.c ?? 0
+        );
+      });
+    };
+    const res = await SELF.fetch(`http://relay.test/tally/v1/${u.npub}`, { headers: { Upgrade: "websocket" } });
+    const s = new TestSocket(res.webSocket! as unknown as WebSocket);
+    res.webSocket!.accept();
+    const { challenge } = await s.next("challenge");
+    s.send({ type: "register", user_id: u.npub, auth: makeAuthEvent({ secretKey: u.secretKey, challenge, relayUrl: "ws://relay.test" }) });
+    await s.next("queue_drained");
+    await waitFor(async () => (await connections()) === 1, { what: "the device counted" });
+    s.close();
+    await waitFor(async () => (await connections()) === 0, { what: "the device no longer counted" });
   });
 });
 
