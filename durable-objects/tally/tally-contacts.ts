@@ -93,6 +93,11 @@ export class TallyContacts {
     return this.contactMap().get(peerHex)?.sent === true;
   }
 
+  /** Whether this user wrote to `peerHex`, or its note is under way (an envelope sent a moment ago). */
+  wroteOrNoting(peerHex: string): boolean {
+    return this.wroteTo(peerHex) || this.noting.has(peerHex);
+  }
+
   /** wroteTo(), once a note of `peerHex` under way (an envelope sent a moment ago, its lease at the ledger) is done. */
   async wroteToNoted(peerHex: string): Promise<boolean> {
     await this.noting.get(peerHex)?.catch(() => false);

@@ -140,7 +140,8 @@ export class TallySending {
   ): Promise<Delivery | { wait: number }> {
     // A first envelope to a user may start that user's object: it takes a token of the client's
     // bucket for new names (common.client_object_requests_*), and costs the share its rows and database.
-    const first = !this.contacts.wroteTo(toHex);
+    // (Envelopes sent while the first one's note is under way are not first: one row, one database.)
+    const first = !this.contacts.wroteOrNoting(toHex);
     const wait = first ? newNameWaitMs(client, this.host.rateClock()) : 0;
     if (wait > 0) return { wait: Math.ceil(wait / 1000) };
     // The first envelope costs the sender's contact row (and its database, when it holds nothing

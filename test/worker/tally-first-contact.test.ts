@@ -9,6 +9,7 @@ import { describe, expect, it } from "vitest";
 import type { TallyUser } from "../../durable-objects/tally/tally-user";
 import { CONTACT_ROW_BYTES } from "../../durable-objects/tally/tally-contacts";
 import { STORAGE_LIMITS } from "../../shared/limits";
+import { rowBytes } from "../../shared/storage";
 import type { Usage } from "../../server/stats";
 import { newUser, opaqueEnvelope } from "../helpers/tally";
 import { contactRows, registerDevice, stubOf } from "../helpers/tally-user";
@@ -97,5 +98,25 @@ describe("a first envelope between two users", () => {
     expect(full - (left ?? full)).toBe(CONTACT_ROW_BYTES + STORAGE_LIMITS.database_bytes_tally);
     a.close();
     b.close();
+  });
+
+  it("envelopes sent together to a user not yet a contact are charged its contact row and the databases once", async () => {
+    const alice = newUser();
+    const bob = newUser(); // offline, and alice a stranger to him: every envelope is stored and charged as stored
+    const a = await registerDevice(alice);
+    const envelopes = Array.from({ length: 8 }, (_, i) => opaqueEnvelope(alice, bob, `t${i}`));
+    const full = await runInDurableObject(
+      stubOf(alice),
+      (o) => (o as unknown as { sending: { share: { capacity: number } } }).sending.share.capacity,
+    );
+    for (const e of envelopes) a.send({ type: "queue_peer_envelope", envelope: e });
+    for (let i = 0; i < envelopes.length; i++) expect((await a.next("queued")).status).toBe("stored");
+    const spent = full - ((await shareTokens(stubOf(alice))) ?? full);
+    // each envelope's row; once: alice's contact row, her database (she held nothing) and bob's
+    const once = CONTACT_ROW_BYTES + 2 * STORAGE_LIMITS.database_bytes_tally;
+    const rows = envelopes.reduce((n, e) => n + rowBytes(JSON.stringify(e).length), 0);
+    expect(spent).toBeLessThanOrEqual(rows + once);
+    expect(spent).toBeGreaterThan(rows + once - 1_000); // the share refills a little meanwhile
+    a.close();
   });
 });
