@@ -1,6 +1,6 @@
 // A new object's schema in one step (durable-objects/base/schema.ts, migrations/<Class>/current.sql):
-// a fresh object applies its class's current schema with every migration recorded, in one
-// transaction, instead of each migration in turn (tables made to be dropped, a row for each step).
+// a fresh object applies its class's current schema with its last migration recorded (it stands
+// for every one before it), in one transaction, instead of each migration in turn (tables made to be dropped, a row for each step).
 // The current schema is kept equal to the migrations applied one by one, for every class.
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
