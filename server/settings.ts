@@ -149,10 +149,11 @@ export function parseSettings(env: SettingsEnv): SettingsRead {
   const hostKeyDid = secret("MINCA_HOST_KEY", hostDid);
 
   if (problems.length > 0) return { ok: false, problems };
+  const relayName = str("RELAY_NAME") || "edge-relay";
   return {
     ok: true,
     settings: {
-      relayName: str("RELAY_NAME") || "edge-relay",
+      relayName,
       selfHosted: str("RELAY_RUNTIME") === "workerd",
       loopbackOnly: str("RELAY_LOOPBACK_ONLY") === "true",
       publicUrls: publicUrl.urls,
@@ -164,9 +165,9 @@ export function parseSettings(env: SettingsEnv): SettingsRead {
       adminToken: str("ADMIN_TOKEN") || null,
       adminPubkeys,
       vapidKeys,
-      vapidSubject: vapidSubjectFor({ VAPID_SUBJECT: subject, PUBLIC_URL: str("PUBLIC_URL") }),
+      vapidSubject: vapidSubjectFor(subject, publicUrl.urls),
       hostDid: hostKeyDid,
-      hostName: str("MINCA_HOST_NAME") || str("RELAY_NAME") || "edge-relay",
+      hostName: str("MINCA_HOST_NAME") || relayName,
     },
   };
 }

@@ -27,22 +27,14 @@ export const DEFAULT_VAPID_SUBJECT = "mailto:relay@localhost";
 
 /**
  * The VAPID `sub` the relay signs with (RFC 8292 §2.1: a contact URL): the operator's
- * VAPID_SUBJECT when it is a mailto: or https: URL; else the origin of the first https: URL in
- * PUBLIC_URL (one or several, comma- or space-separated), the relay's own address; else the
- * local default.
+ * VAPID_SUBJECT when it is a mailto: or https: URL; else the origin of the first https: URL of
+ * the relay's public URLs (PUBLIC_URL as server/public-url.ts reads it), the relay's own address;
+ * else the local default.
  */
-export function vapidSubjectFor(settings: { VAPID_SUBJECT?: string; PUBLIC_URL?: string }): string {
-  const set = settings.VAPID_SUBJECT?.trim();
+export function vapidSubjectFor(subject: string, publicUrls: readonly URL[]): string {
+  const set = subject.trim();
   if (set && vapidSubjectSchema.safeParse(set).success) return set;
-  for (const part of (settings.PUBLIC_URL ?? "").split(/[\s,]+/)) {
-    try {
-      const url = new URL(part);
-      if (url.protocol === "https:") return url.origin;
-    } catch {
-      // not a URL: the next one
-    }
-  }
-  return DEFAULT_VAPID_SUBJECT;
+  return publicUrls.find((u) => u.protocol === "https:")?.origin ?? DEFAULT_VAPID_SUBJECT;
 }
 
 export function generateVapidKeys(): VapidKeys {

@@ -115,13 +115,11 @@ describe("RFC 8292 VAPID", () => {
 describe("RFC 8292 §2.1: the VAPID sub is a contact for the relay's operator", () => {
   it("the operator's VAPID_SUBJECT, else the relay's https PUBLIC_URL, never the placeholder on a public relay", async () => {
     const { vapidSubjectFor, DEFAULT_VAPID_SUBJECT } = await import("../../../../server/webpush/vapid");
-    expect(vapidSubjectFor({ VAPID_SUBJECT: "mailto:ops@relay.example", PUBLIC_URL: "https://relay.example" })).toBe(
-      "mailto:ops@relay.example",
-    );
-    expect(vapidSubjectFor({ VAPID_SUBJECT: "", PUBLIC_URL: "http://10.0.0.1:8787, https://relay.example/base" })).toBe(
-      "https://relay.example",
-    );
-    expect(vapidSubjectFor({ VAPID_SUBJECT: "not a contact", PUBLIC_URL: "https://relay.example" })).toBe("https://relay.example");
-    expect(vapidSubjectFor({ PUBLIC_URL: "" })).toBe(DEFAULT_VAPID_SUBJECT);
+    const { parsePublicUrl } = await import("../../../../server/public-url");
+    const urls = (s: string) => parsePublicUrl(s).urls;
+    expect(vapidSubjectFor("mailto:ops@relay.example", urls("https://relay.example"))).toBe("mailto:ops@relay.example");
+    expect(vapidSubjectFor("", urls("http://10.0.0.1:8787, https://relay.example/base"))).toBe("https://relay.example");
+    expect(vapidSubjectFor("not a contact", urls("https://relay.example"))).toBe("https://relay.example");
+    expect(vapidSubjectFor("", urls(""))).toBe(DEFAULT_VAPID_SUBJECT);
   });
 });
