@@ -12,6 +12,7 @@ import { WorkerEntrypoint } from "cloudflare:workers";
 import * as z from "zod";
 import { isCrowded, isDraining, liveCount, setCrowded, setDraining, takeLive } from "../server/live";
 import { CLOSE_CODES } from "../shared/limits";
+import { httpErrorBody } from "../shared/errors";
 import type { SocketBinding } from "./sockets";
 import { log } from "../server/log";
 
@@ -29,16 +30,13 @@ export class RelayAdmin extends WorkerEntrypoint<Env> {
       return Response.json({ live_objects: liveCount(), draining: isDraining(), crowded: isCrowded() });
     }
     if (req.method === "POST" && pathname === "/crowded") return this.crowded(req);
-    return Response.json({ error: { code: "not_found", message: "POST /drain, POST /crowded or GET /status" } }, { status: 404 });
+    return Response.json(httpErrorBody("not_found", "POST /drain, POST /crowded or GET /status"), { status: 404 });
   }
 
   private async crowded(req: Request): Promise<Response> {
     const body = CrowdedBody.safeParse(await req.json().catch(() => null));
     if (!body.success)
-      return Response.json(
-        { error: { code: "bad_request", message: 'expected { "crowded": bool, "open_files": n, "limit": n }' } },
-        { status: 400 },
-      );
+      return Response.json(httpErrorBody("bad_request", 'expected { "crowded": bool, "open_files": n, "limit": n }'), { status: 400 });
     const { crowded, open_files, limit } = body.data;
     if (crowded !== isCrowded()) {
       setCrowded(crowded);

@@ -62,7 +62,7 @@ export async function upgradeTo<E extends { Bindings: Env }>(
   const read = settingsOf(c.env);
   const tracking = read.ok && read.settings.selfHosted;
   if (tracking && isDraining()) {
-    c.header("retry-after", "5");
+    c.header("retry-after", String(COMMON_LIMITS.unavailable_retry_seconds));
     return httpError(c, 503, "unavailable", "the relay is shutting down; reconnect shortly");
   }
   if (tracking && isCrowded()) {

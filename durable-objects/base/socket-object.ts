@@ -187,7 +187,7 @@ export abstract class SocketObject<Env, A extends BaseAttachment, O extends { ty
         this.stats.count("errors");
         return Response.json(httpErrorBody("unavailable", "too many unauthenticated connections to the relay; retry shortly"), {
           status: 503,
-          headers: { "retry-after": "5" },
+          headers: { "retry-after": String(COMMON_LIMITS.unavailable_retry_seconds) },
         });
       }
       const parkedWait = this.parked.admit(att.client, this.rateClock());

@@ -8,6 +8,7 @@ import type { Context } from "hono";
 import { upgradeTo } from "../../workers/sockets";
 import { liveCount, setCrowded, takeLive } from "../../server/live";
 import { app } from "../../workers/app";
+import { COMMON_LIMITS } from "../../shared/limits";
 import { codeRoom, codeSecret, newCode } from "../../shared/minca/code";
 import { newP256Key } from "../../shared/minca/es256";
 import { makeJoin } from "../../shared/minca/room";
@@ -71,7 +72,8 @@ describe("near the open-file limit (the launcher says crowded)", () => {
       const refused = await upgradeTo(ctx, "MINCA_ROOM", env.MINCA_ROOM.idFromName(room), req());
       expect(refused.status).toBe(503);
       expect(((await refused.json()) as { error: { code: string } }).error.code).toBe("unavailable");
-      expect(headers["retry-after"]).toBe("5");
+      expect(headers["retry-after"]).toBe(String(COMMON_LIMITS.unavailable_retry_seconds));
+      expect(headers.connection).toBe("close");
       expect(liveCount()).toBe(0);
       // on Cloudflare there is no launcher and no such limit: the word is never taken
       const there = await upgradeTo(onCloudflare, "MINCA_ROOM", env.MINCA_ROOM.idFromName(room), req());
