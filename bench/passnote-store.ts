@@ -18,6 +18,7 @@ import type { StorageAdapter } from "../clients/passnote/stores/adapter";
 import { openStore, type AdapterStore } from "../clients/passnote/stores/adapter-store";
 import { SqliteAdapter, SqliteStore } from "../clients/passnote/stores/sqlite";
 import { formatHlc } from "../clients/passnote/protocol/hlc";
+import { median } from "./figures";
 
 /** One way of opening, measured (medians of the rounds). */
 export interface OpenFigures {
@@ -79,11 +80,6 @@ async function openOnce(path: string, records: number, how: "rows" | "columns"):
     readyCpuMs: (used.user + used.system) / 1000,
     heapMB: after - before,
   };
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[s.length >> 1];
 }
 
 function medians(runs: OpenFigures[]): OpenFigures {

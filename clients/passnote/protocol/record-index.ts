@@ -76,7 +76,7 @@ export class Collection {
         fp: fps.subarray(i * FINGERPRINT_BYTES, (i + 1) * FINGERPRINT_BYTES),
         seq: seq + i + 1,
       };
-      if (hlc > top) top = hlc;
+      if (compareHlc(hlc, top) > 0) top = hlc;
     }
     this.keyed = undefined;
     this.filled = filled;

@@ -13,6 +13,7 @@
 import type { HeadColumns, RecordRow, StorageAdapter } from "./adapter";
 import { AdapterStore } from "./adapter-store";
 import { recordFingerprint } from "../protocol/records";
+import { FINGERPRINT_BYTES } from "../protocol/wire";
 import { plainKeySeal, wrappingKeySeal, type KeySeal } from "./keys";
 
 type Sqlite = typeof import("node:sqlite");
@@ -32,7 +33,6 @@ export interface SqliteStoreOptions {
 }
 
 /** A record's fingerprint: what the fp column holds. */
-const FP_BYTES = 16;
 
 /** How long a write waits for another process that holds the database's write lock. */
 export const SQLITE_BUSY_TIMEOUT_MS = 5_000;
@@ -136,13 +136,13 @@ export class SqliteAdapter implements StorageAdapter {
     const groups = this.db
       .prepare(
         `SELECT collection, count(*) AS n, json_group_array(key) AS keys, json_group_array(hlc) AS hlcs,
-           CAST(group_concat(fp, '') AS BLOB) AS fps, sum(length(fp) = ${FP_BYTES}) AS whole
+           CAST(group_concat(fp, '') AS BLOB) AS fps, sum(length(fp) = ${FINGERPRINT_BYTES}) AS whole
          FROM records GROUP BY collection`,
       )
       .all() as Array<{ collection: string; n: number; keys: string; hlcs: string; fps: Uint8Array | null; whole: number }>;
     const out: HeadColumns[] = [];
     for (const g of groups) {
-      if (g.whole === g.n && g.fps?.length === g.n * FP_BYTES) {
+      if (g.whole === g.n && g.fps?.length === g.n * FINGERPRINT_BYTES) {
         out.push({ collection: g.collection, keys: JSON.parse(g.keys), hlcs: JSON.parse(g.hlcs), fps: g.fps });
         continue;
       }
@@ -151,9 +151,9 @@ export class SqliteAdapter implements StorageAdapter {
         hlc: string;
         fp: Uint8Array;
       }>;
-      const fps = new Uint8Array(rows.length * FP_BYTES);
+      const fps = new Uint8Array(rows.length * FINGERPRINT_BYTES);
       rows.forEach((r, i) => {
-        fps.set(r.fp.length === FP_BYTES ? r.fp : recordFingerprint(r.key, r.hlc), i * FP_BYTES);
+        fps.set(r.fp.length === FINGERPRINT_BYTES ? r.fp : recordFingerprint(r.key, r.hlc), i * FINGERPRINT_BYTES);
       });
       out.push({ collection: g.collection, keys: rows.map((r) => r.key), hlcs: rows.map((r) => r.hlc), fps });
     }
