@@ -2,7 +2,7 @@
 // is, and its type; for a class, every public member with its type. Made with the TypeScript
 // compiler from the sources, so a change to the surface shows as a diff of this file; a unit test
 // (test/unit/clients/tally/api-report.test.ts) compares it with the checked-in report.
-//   node --import tsx scripts/api-report.ts            writes docs/api/tally.api.txt
+//   node --import tsx scripts/api-report.ts            writes docs/api/<entry>.api.txt for each entry
 //   node --import tsx scripts/api-report.ts --check    exits 1 when it differs
 import { readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -12,7 +12,11 @@ import ts from "typescript";
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 
 /** The SDK entries with a report: entry name, source file. */
-export const API_ENTRIES: Record<string, string> = { tally: "clients/tally/index.ts", passnote: "clients/passnote/index.ts" };
+export const API_ENTRIES: Record<string, string> = {
+  tally: "clients/tally/index.ts",
+  passnote: "clients/passnote/index.ts",
+  "passnote-sqlite": "clients/passnote/stores/sqlite.ts",
+};
 
 export function reportPath(entry: string): string {
   return join(root, "docs/api", `${entry}.api.txt`);

@@ -32,8 +32,6 @@ export interface SqliteStoreOptions {
   durability?: "normal" | "full";
 }
 
-/** A record's fingerprint: what the fp column holds. */
-
 /** How long a write waits for another process that holds the database's write lock. */
 export const SQLITE_BUSY_TIMEOUT_MS = 5_000;
 

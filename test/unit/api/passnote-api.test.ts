@@ -5,6 +5,10 @@ import { describe, expect, it } from "vitest";
 import { apiReport, reportPath } from "../../../scripts/api-report";
 
 describe("the API report of edge-relay/passnote", () => {
+  it("the exported surface of edge-relay/passnote-sqlite matches its checked-in API report", () => {
+    expect(apiReport("passnote-sqlite")).toBe(readFileSync(reportPath("passnote-sqlite"), "utf8"));
+  }, 60_000);
+
   it("the exported surface matches the checked-in API report", () => {
     expect(apiReport("passnote")).toBe(readFileSync(reportPath("passnote"), "utf8"));
   }, 60_000);
