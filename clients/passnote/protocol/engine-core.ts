@@ -184,10 +184,13 @@ export class EngineCore {
       const state = this.peers.get(peer);
       if (state?.window === window) this.feed(peer, state);
     };
-    const outbox = new Outbox(() => {
-      const state = this.peers.get(peer);
-      if (state?.outbox === outbox) this.feed(peer, state);
-    });
+    const outbox = new Outbox(
+      () => {
+        const state = this.peers.get(peer);
+        if (state?.outbox === outbox) this.feed(peer, state);
+      },
+      (e) => this.handlerFailed(e),
+    );
     return {
       window,
       outbox,

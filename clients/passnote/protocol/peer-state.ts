@@ -98,6 +98,8 @@ export class Outbox {
   constructor(
     /** Called when the last waiting step has run (the engine feeds paced work again). */
     private readonly onIdle: () => void,
+    /** A step threw: reported (the engine's `error`), and the steps after it still run. */
+    private readonly onError: (e: unknown) => void = () => {},
   ) {}
 
   /** Whether a step is waiting (a frame made now must wait behind it). */
@@ -105,11 +107,11 @@ export class Outbox {
     return this.tail !== undefined;
   }
 
-  /** Runs `step` once every earlier step has run (steps may be asynchronous). Never rejects. */
+  /** Runs `step` once every earlier step has run (steps may be asynchronous). Never rejects: a step that throws is reported. */
   after(step: () => void | Promise<void>): Promise<void> {
     const run = (this.tail ?? Promise.resolve()).then(step).then(
       () => undefined,
-      () => undefined,
+      (e: unknown) => this.onError(e),
     );
     const tail = run.then(() => {
       if (this.tail === tail) {
