@@ -15,6 +15,8 @@ export interface RegistryHarness {
   sameEndpoint: "refuse" | "replace";
   /** How many receivers the store holds at most. */
   maxReceivers: number;
+  /** Whether a gone receiver's row is kept (an account: marked gone) or forgotten (a mailbox). */
+  goneKept: boolean;
   /** Adds a receiver through the store's table module (policy null: a receiver restored). */
   add(endpoint: string, keys: ReceiverKeys, policy: EndpointPolicy | null): Added;
   /** The push service answered 404/410 for the receiver at `endpoint` (the store's outbox `gone`). */
@@ -106,6 +108,7 @@ export function receiverRegistryContract(name: string, withRegistry: WithRegistr
         const first = h.held()[0].endpoint;
         h.gone(first);
         const kept = h.held().length;
+        expect(kept).toBe(h.goneKept ? h.maxReceivers : h.maxReceivers - 1);
         const r = h.add(at(), KEYS, POLICY);
         if (kept === h.maxReceivers) expect(r.ok ? null : r.code).toBe("too_many_receivers");
         else expect(r).toEqual({ ok: true });

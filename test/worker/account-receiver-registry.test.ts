@@ -24,6 +24,7 @@ receiverRegistryContract("a hosted account's receivers", (f) => {
     let at = 0;
     await f({
       sameEndpoint: "replace",
+      goneKept: true,
       maxReceivers: MINCA_WAKE_LIMITS.max_receivers_per_account,
       add(endpoint, keys, policy) {
         const row = { key: receiverKey(endpoint), at: ++at, device: "phone", endpoint, p256dh: keys.p256dh, auth: keys.auth };

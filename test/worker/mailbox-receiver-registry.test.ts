@@ -20,6 +20,7 @@ receiverRegistryContract("a mailbox topic's receivers", (f) => {
     const wakes = new MailboxWakes(state.storage, () => "contract-topic");
     await f({
       sameEndpoint: "refuse",
+      goneKept: false,
       maxReceivers: MAILBOX_LIMITS.max_receivers,
       add(endpoint, keys, policy) {
         const r = receivers.add({ endpoint, keys }, policy);

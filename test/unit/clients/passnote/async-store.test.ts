@@ -12,10 +12,11 @@ import { groupKey, tapped } from "../../../helpers/passnote";
 import { settle } from "../../../helpers/passnote-settle";
 
 /** A database read asynchronously and slowly: every load resolves a few milliseconds later. */
-function slowAdapter(inner = new MemoryAdapter()): StorageAdapter {
+function slowAdapter(inner = new MemoryAdapter(), counted = { loads: 0 }): StorageAdapter {
   return {
     loadAll: () => inner.loadAll(),
     load: async (c, k) => {
+      counted.loads++;
       await new Promise((r) => setTimeout(r, 5));
       return inner.loadSync(c, k);
     },
@@ -41,7 +42,8 @@ describe("a peer over a store that reads asynchronously", () => {
     await writer.close();
     const ta = await bus.connect();
     const sentA = tapped(ta, key);
-    const a = new PassnotePeer({ transport: ta, store: await openStore(slowAdapter(inner)), antiEntropyIntervalMs: 0 });
+    const reads = { loads: 0 };
+    const a = new PassnotePeer({ transport: ta, store: await openStore(slowAdapter(inner, reads)), antiEntropyIntervalMs: 0 });
     const tb = await bus.connect();
     const b = new PassnotePeer({ transport: tb, key, antiEntropyIntervalMs: 0 });
     await settle([a, b]);
@@ -49,6 +51,7 @@ describe("a peer over a store that reads asynchronously", () => {
     // b probes a's notes as a peer holding three other records would: a answers with a leaf, its
     // ten records (read from the slow database) and a request for b's.
     const from = sentA.length;
+    const loadsBefore = reads.loads;
     onReconcile(
       a.engine.core,
       tb.self!,
@@ -67,6 +70,7 @@ describe("a peer over a store that reads asynchronously", () => {
         m.type === "reconcile" ? `reconcile, ${m.requests.length} request` : m.type === "delta" ? `delta of ${m.records.length}` : m.type,
       );
     expect(answer).toEqual(["delta of 10", "reconcile, 1 request"]);
+    expect(reads.loads).toBeGreaterThan(loadsBefore); // the shipped records were read from the slow database
     await a.close();
     await b.close();
   });
