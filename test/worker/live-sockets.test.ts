@@ -9,6 +9,7 @@ import { upgradeTo } from "../../workers/sockets";
 import { liveCount, setCrowded, takeLive } from "../../server/live";
 import { app } from "../../workers/app";
 import { COMMON_LIMITS } from "../../shared/limits";
+import { HostConnection, makeSpace, newAccount, writeVersion } from "../../clients/minca/host";
 import { codeRoom, codeSecret, newCode } from "../../shared/minca/code";
 import { newP256Key } from "../../shared/minca/es256";
 import { makeJoin } from "../../shared/minca/room";
@@ -96,6 +97,29 @@ describe("near the open-file limit (the launcher says crowded)", () => {
     setCrowded(true);
     try {
       // Held, it would answer in 25 s (past this test's timeout); crowded, at once and empty.
+      const res = await get();
+      expect(res.status).toBe(200);
+      expect(((await res.json()) as { items: unknown[] }).items).toEqual([]);
+    } finally {
+      setCrowded(false);
+    }
+  });
+
+  it("near the open-file limit a space log's long-poll is answered at once too, as with wait 0", async () => {
+    const fetch = ((input: RequestInfo | URL, init?: RequestInit) =>
+      app.fetch(new Request(input as string, init), env)) as typeof globalThis.fetch;
+    const acct = await newAccount();
+    const host = new HostConnection(acct, "http://relay.test", { fetch, rateRetries: 0 });
+    await host.connect();
+    const space = makeSpace(acct, "public");
+    expect(await host.pass(space)).toMatchObject({ accepted: true });
+    expect(await host.post(space.id, [await writeVersion(acct, space, { collection: "c", key: "k", body: { n: 1 } })])).toMatchObject([
+      { accepted: true },
+    ]);
+    const get = () => fetch(`http://relay.test/minca/v1/spaces/${space.id}/versions?after=1&wait=25`);
+    setCrowded(true);
+    try {
+      // Held, it would answer in 25 s (past this test's timeout); crowded, at once, with nothing after the version.
       const res = await get();
       expect(res.status).toBe(200);
       expect(((await res.json()) as { items: unknown[] }).items).toEqual([]);
