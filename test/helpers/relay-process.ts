@@ -177,8 +177,10 @@ export async function startRelay(opts: StartOptions = {}): Promise<RelayProcess>
   for (;;) {
     if (exited) throw new Error(`relay exited before it was ready:\n${out}`);
     try {
+      // The launcher's own word as well (its "listening on" line): before it, a runtime that dies is
+      // one that never became ready, which the launcher does not start again.
       const res = await fetch(`${url}/healthz`);
-      if (res.ok) break;
+      if (res.ok && (target !== "workerd" || /listening on http/.test(out))) break;
     } catch {
       // not up yet
     }
